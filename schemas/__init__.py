@@ -1,0 +1,9 @@
+"""Kafka message definitions in Kafka's own JSON schema format.
+
+These files are data: `protocol/` compiles them into codecs at import time.
+One file per request, response, header, embedded protocol and coordinator record.
+"""
+
+from pathlib import Path
+
+SCHEMA_DIR: Path = Path(__file__).parent
