@@ -1,0 +1,92 @@
+"""Request and response frames: size prefix, header, body.
+
+A frame on the wire is `int32 size` followed by `size` bytes of header + body.
+The header version follows from the API and its version (see `ApiSpec`), so a
+request is decoded in two steps: the header (which names the API), then the
+body with that API's compiled decoder.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from protocol.apis import API_SPECS, ApiSpec
+from protocol.messages import Message, RequestHeader, ResponseHeader
+from protocol.primitives import ProtocolError
+
+_API_KEY_AND_VERSION = struct.Struct(">hh").unpack_from
+_SIZE = struct.Struct(">i")
+_SIZE_PACK = _SIZE.pack
+_SIZE_AND_CORRELATION = struct.Struct(">ii").pack
+_CORRELATION = struct.Struct(">i").unpack_from
+_EMPTY_TAGGED_FIELDS = b"\x00"
+
+FRAME_SIZE_BYTES = 4
+
+
+def decode_request_header(frame: bytes) -> tuple[Any, int]:
+    """The request header of `frame` (which has no size prefix) and where the body starts.
+
+    For an API key the codec does not know, the header is read as v1, the layout every
+    non-flexible request uses; the caller is expected to refuse such a request anyway.
+    """
+    if len(frame) < 4:
+        raise ProtocolError("RequestHeader", None, len(frame), "frame shorter than api key and version")
+    api_key, api_version = _API_KEY_AND_VERSION(frame, 0)
+    spec = API_SPECS.get(api_key)
+    header_version = spec.request_header_version(api_version) if spec is not None else 1
+    return RequestHeader.decode_from(frame, 0, header_version)
+
+
+def decode_request_body(header: Any, frame: bytes, offset: int) -> Any:
+    """The request message after the header. Trailing bytes are ignored, as Kafka does."""
+    spec = API_SPECS[header.request_api_key]
+    return spec.request_class.decode_from(frame, offset, header.request_api_version)[0]
+
+
+def decode_request(frame: bytes) -> tuple[Any, Any]:
+    """`(header, message)` of a request frame without its size prefix."""
+    header, offset = decode_request_header(frame)
+    if header.request_api_key not in API_SPECS:
+        raise ProtocolError("RequestHeader", None, 0, f"unknown api key {header.request_api_key}")
+    return header, decode_request_body(header, frame, offset)
+
+
+def encode_response(correlation_id: int, api_key: int, api_version: int, message: Message) -> bytes:
+    """A complete response frame, size prefix included."""
+    spec: ApiSpec = API_SPECS[api_key]
+    parts: list[bytes] = [b""]
+    append = parts.append
+    if spec.response_header_version(api_version) == 1:
+        append(_EMPTY_TAGGED_FIELDS)  # ResponseHeader v1 = correlation id + no tagged fields
+    message.encode_into(api_version, append)
+    size = 4 + sum(map(len, parts))  # +4: the correlation id packed with the size below
+    parts[0] = _SIZE_AND_CORRELATION(size, correlation_id)
+    return b"".join(parts)
+
+
+def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None,
+                   message: Message) -> bytes:
+    """A complete request frame, size prefix included (for clients, tools and tests)."""
+    spec = API_SPECS[api_key]
+    header = RequestHeader(api_key, api_version, correlation_id, client_id)
+    parts: list[bytes] = [b""]
+    header.encode_into(spec.request_header_version(api_version), parts.append)
+    message.encode_into(api_version, parts.append)
+    parts[0] = _SIZE_PACK(sum(map(len, parts)))
+    return b"".join(parts)
+
+
+def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, Any]:
+    """`(correlation_id, message)` of a response frame without its size prefix."""
+    spec = API_SPECS[api_key]
+    header, offset = ResponseHeader.decode_from(frame, 0, spec.response_header_version(api_version))
+    message, end = spec.response_class.decode_from(frame, offset, api_version)
+    if end != len(frame):
+        raise ProtocolError(spec.response_class.name, api_version, end, f"{len(frame) - end} trailing bytes")
+    return header.correlation_id, message
+
+
+def read_frame_size(prefix: bytes) -> int:
+    return _SIZE.unpack_from(prefix, 0)[0]
