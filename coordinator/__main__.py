@@ -1,0 +1,5 @@
+import sys
+
+from coordinator.cli import main
+
+sys.exit(main())

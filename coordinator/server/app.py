@@ -1,0 +1,121 @@
+"""The server's lifecycle: listen, reap idle connections, shut down cleanly.
+
+Shutdown order (SIGTERM/SIGINT): stop accepting, stop reading, let in-flight
+requests finish within `shutdown.timeout.ms`, run the stores' shutdown hooks
+(flush), close every connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import pkgutil
+import signal
+
+import structlog
+
+from coordinator.config import Config
+from coordinator.server import apis
+from coordinator.server.broker import Broker
+from coordinator.server.connection import Connection
+
+log = structlog.get_logger()
+
+
+def load_api_modules() -> None:
+    """Import every module of `coordinator.server.apis`; each registers its handler."""
+    for module in pkgutil.iter_modules(apis.__path__):
+        importlib.import_module(f"{apis.__name__}.{module.name}")
+
+
+class Server:
+    def __init__(self, config: Config) -> None:
+        load_api_modules()
+        self.config = config
+        self.broker = Broker(config)
+        self.loop = asyncio.get_running_loop()
+        self.connections: set[Connection] = set()
+        self.servers: list[asyncio.base_events.Server] = []
+        self.stop_requested = asyncio.Event()
+        self._idle_changed = asyncio.Event()
+        self._reaper: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        for listener in self.config["listeners"]:
+            server = await self.loop.create_server(lambda: Connection(self), listener.host or None, listener.port,
+                                                   reuse_address=True, backlog=1024)
+            self.servers.append(server)
+            host, port = server.sockets[0].getsockname()[:2]
+            log.info("server_ready", listener=listener.name, host=host, port=port,
+                     advertised=str(self.broker.advertised), cluster_id=self.broker.cluster_id)
+        self._reaper = asyncio.ensure_future(self._reap_idle_connections())
+
+    async def _reap_idle_connections(self) -> None:
+        idle_s = self.config["connections.max.idle.ms"] / 1000
+        period = min(max(idle_s / 4, 0.01), 5.0)
+        while True:
+            await asyncio.sleep(period)
+            horizon = self.loop.time() - idle_s
+            for conn in list(self.connections):
+                if not conn.busy and conn.last_active < horizon:
+                    log.info("connection_idle_closing", peer=conn.peer, idle_ms=self.config["connections.max.idle.ms"])
+                    conn.close()
+
+    def notify_idle(self) -> None:
+        self._idle_changed.set()
+
+    async def shutdown(self) -> None:
+        log.info("server_stopping", connections=len(self.connections))
+        for server in self.servers:
+            server.close()
+        if self._reaper is not None:
+            self._reaper.cancel()
+        for conn in list(self.connections):
+            conn.stop_reading()
+        deadline = self.loop.time() + self.config["shutdown.timeout.ms"] / 1000
+        while any(c.busy for c in self.connections) and self.loop.time() < deadline:
+            self._idle_changed.clear()
+            try:
+                await asyncio.wait_for(self._idle_changed.wait(), timeout=max(0.0, deadline - self.loop.time()))
+            except asyncio.TimeoutError:
+                break
+        unfinished = sum(1 for c in self.connections if c.busy)
+        if unfinished:
+            log.warning("shutdown_deadline_passed", unfinished_requests=unfinished)
+        for hook in self.broker.shutdown_hooks:
+            result = hook()
+            if inspect.isawaitable(result):
+                await result
+        for conn in list(self.connections):
+            conn.close()
+        for server in self.servers:
+            await server.wait_closed()
+        log.info("server_stopped")
+
+    async def run_until_stopped(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self.loop.add_signal_handler(sig, self.stop_requested.set)
+        await self.start()
+        await self.stop_requested.wait()
+        await self.shutdown()
+
+
+async def serve(config: Config) -> None:
+    server = Server(config)
+    await server.run_until_stopped()
+
+
+def run(config: Config) -> None:
+    """Run the server until SIGTERM/SIGINT, on uvloop when chosen and installed."""
+    choice = config["event.loop"]
+    if choice in ("auto", "uvloop"):
+        try:
+            import uvloop
+        except ImportError:
+            if choice == "uvloop":
+                raise SystemExit("event.loop=uvloop but uvloop is not installed (pip install 'groupcoord[speed]')")
+        else:
+            uvloop.run(serve(config))
+            return
+    asyncio.run(serve(config))

@@ -1,0 +1,45 @@
+"""What the API handlers share: configuration, identity, topics, and shutdown hooks."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import structlog
+
+from coordinator.config import Config, Listener
+from coordinator.topics import TopicRegistry
+
+log = structlog.get_logger()
+
+META_FILE = "meta.properties"
+
+
+def load_or_create_cluster_id(data_dir: Path, node_id: int) -> str:
+    """The cluster id kept in `<log.dirs>/meta.properties`, created once like Kafka's."""
+    path = data_dir / META_FILE
+    if path.exists():
+        for line in path.read_text().splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "cluster.id" and value.strip():
+                return value.strip()
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(f"version=1\ncluster.id={cluster_id}\nnode.id={node_id}\n")
+    tmp.replace(path)
+    log.info("cluster_id_created", cluster_id=cluster_id, path=str(path))
+    return cluster_id
+
+
+class Broker:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.node_id: int = config["node.id"]
+        self.data_dir: Path = config["log.dirs"]
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.cluster_id = load_or_create_cluster_id(self.data_dir, self.node_id)
+        self.advertised: Listener = config.advertised_listener
+        self.topics = TopicRegistry(self.data_dir)
+        self.shutdown_hooks: list[Callable[[], Awaitable[None] | None]] = []

@@ -1,0 +1,103 @@
+"""From a request frame to a response frame: header, version checks, handler, encoding.
+
+Returns the response bytes, an awaitable of them (a handler that waits), or
+None when the connection must be closed (Kafka closes on requests it cannot
+parse or APIs it does not serve).
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Awaitable
+from typing import Any
+
+import structlog
+
+from protocol.apis import API_SPECS, API_VERSIONS_KEY
+from protocol.error_codes import ErrorCode
+from protocol.frames import decode_request_body, decode_request_header, encode_response
+from protocol.primitives import ProtocolError
+from coordinator.server.broker import Broker
+from coordinator.server.registry import HANDLERS, ApiHandler, RequestContext
+
+log = structlog.get_logger()
+
+Reply = bytes | Awaitable[bytes | None] | None
+
+
+def dispatch(broker: Broker, frame: bytes, peer: str, client_host: str) -> Reply:
+    try:
+        header, offset = decode_request_header(frame)
+    except ProtocolError as exc:
+        log.warning("request_header_malformed", peer=peer, error=str(exc))
+        return None
+    api_key = header.request_api_key
+    version = header.request_api_version
+    handler = HANDLERS.get(api_key)
+    if handler is None:
+        log.warning("unsupported_api_key_closing", peer=peer, client_id=header.client_id, api_key=api_key,
+                    api_version=version)
+        return None
+    correlation_id = header.correlation_id
+    if not handler.serves(version):
+        return _unsupported_version(broker, handler, header, frame, offset, peer)
+    try:
+        request = decode_request_body(header, frame, offset)
+    except ProtocolError as exc:
+        log.warning("request_malformed_closing", peer=peer, client_id=header.client_id, error=str(exc))
+        return None
+    ctx = RequestContext(api_key, version, correlation_id, header.client_id, peer, client_host,
+                         int(time.time() * 1000))
+    try:
+        response = handler.handle(broker, request, ctx)
+    except Exception:
+        log.exception("handler_failed", peer=peer, client_id=header.client_id, api=API_SPECS[api_key].name,
+                      api_version=version)
+        return _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)
+    if inspect.isawaitable(response):
+        return _await_response(response, handler, request, correlation_id, version, peer)
+    return encode_response(correlation_id, api_key, version, response)
+
+
+async def _await_response(pending: Awaitable[Any], handler: ApiHandler, request: Any, correlation_id: int,
+                          version: int, peer: str) -> bytes | None:
+    try:
+        response = await pending
+    except Exception:
+        log.exception("handler_failed", peer=peer, api=API_SPECS[handler.api_key].name, api_version=version)
+        return _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)
+    return encode_response(correlation_id, handler.api_key, version, response)
+
+
+def _error_reply(handler: ApiHandler, request: Any, code: ErrorCode, correlation_id: int,
+                 version: int) -> bytes | None:
+    try:
+        return encode_response(correlation_id, handler.api_key, version,
+                               handler.error_response(request, code, version))
+    except Exception:
+        log.exception("error_response_failed", api_key=handler.api_key, api_version=version)
+        return None
+
+
+def _unsupported_version(broker: Broker, handler: ApiHandler, header: Any, frame: bytes, offset: int,
+                         peer: str) -> Reply:
+    api_key, version = header.request_api_key, header.request_api_version
+    if api_key == API_VERSIONS_KEY:
+        # KIP-511: a client newer than us gets a v0 response naming what we serve, and retries with that.
+        from coordinator.server.apis.api_versions import api_versions_response
+
+        response = api_versions_response(ErrorCode.UNSUPPORTED_VERSION)
+        return encode_response(header.correlation_id, api_key, 0, response)
+    spec = API_SPECS[api_key]
+    if not spec.in_schema(version):
+        log.warning("unknown_api_version_closing", peer=peer, client_id=header.client_id, api=spec.name,
+                    api_version=version)
+        return None
+    try:
+        request = decode_request_body(header, frame, offset)
+    except ProtocolError as exc:
+        log.warning("request_malformed_closing", peer=peer, client_id=header.client_id, error=str(exc))
+        return None
+    log.info("unsupported_api_version", peer=peer, client_id=header.client_id, api=spec.name, api_version=version)
+    return _error_reply(handler, request, ErrorCode.UNSUPPORTED_VERSION, header.correlation_id, version)

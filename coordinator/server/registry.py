@@ -1,0 +1,75 @@
+"""Which APIs this server answers, and with which versions.
+
+Each module under `coordinator/server/apis/` registers its handler with
+`@api(ApiKey.X, versions=(lo, hi))`. ApiVersions advertises exactly this table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from protocol.apis import API_SPECS
+from protocol.error_codes import ErrorCode
+from protocol.messages import Message
+
+if TYPE_CHECKING:
+    from coordinator.server.broker import Broker
+
+
+@dataclass(slots=True)
+class RequestContext:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    peer: str  # "host:port" of the client
+    client_host: str
+    now_ms: int
+
+
+Handler = Callable[["Broker", Any, RequestContext], "Message | Awaitable[Message]"]
+ErrorResponse = Callable[[Any, ErrorCode, int], Message]
+
+
+def top_level_error_response(api_key: int) -> ErrorResponse:
+    """The fallback error answer: the response with its top-level error code set, if it has one."""
+    response_class = API_SPECS[api_key].response_class
+
+    def build(request: Any, code: ErrorCode, version: int) -> Message:
+        response = response_class()
+        if hasattr(response, "error_code"):
+            response.error_code = int(code)
+        return response
+
+    return build
+
+
+@dataclass(slots=True)
+class ApiHandler:
+    api_key: int
+    min_version: int
+    max_version: int
+    handle: Handler
+    error_response: ErrorResponse
+
+    def serves(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+
+HANDLERS: dict[int, ApiHandler] = {}
+
+
+def api(api_key: int, versions: tuple[int, int],
+        error_response: ErrorResponse | None = None) -> Callable[[Handler], Handler]:
+    low, high = versions
+    spec = API_SPECS[api_key]
+    assert low in spec.valid_versions and high in spec.valid_versions, (spec.name, versions)
+
+    def register(handler: Handler) -> Handler:
+        HANDLERS[api_key] = ApiHandler(api_key, low, high, handler,
+                                       error_response or top_level_error_response(api_key))
+        return handler
+
+    return register

@@ -1,0 +1,107 @@
+"""The topic registry: names, ids and partition counts of the topics this node hosts.
+
+Kept in memory and, when given a directory, in a small JSON file written
+atomically, so topic ids survive restarts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+OFFSETS_TOPIC = "__consumer_offsets"
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_NAME_LENGTH = 249
+
+
+class TopicError(Exception):
+    def __init__(self, code_name: str, message: str) -> None:
+        super().__init__(message)
+        self.code_name = code_name  # an ErrorCode member name
+
+
+def validate_topic_name(name: str) -> None:
+    if not name:
+        raise TopicError("INVALID_TOPIC_EXCEPTION", "topic name is empty")
+    if name in (".", ".."):
+        raise TopicError("INVALID_TOPIC_EXCEPTION", f"topic name cannot be {name!r}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise TopicError("INVALID_TOPIC_EXCEPTION", f"topic name longer than {MAX_NAME_LENGTH} characters")
+    if not _LEGAL.match(name):
+        raise TopicError("INVALID_TOPIC_EXCEPTION",
+                         f"topic name {name!r} has characters other than ASCII letters, digits, '.', '_' and '-'")
+
+
+@dataclass(slots=True)
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    internal: bool = False
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+class TopicRegistry:
+    def __init__(self, directory: Path | None = None, new_id: Callable[[], uuid.UUID] = uuid.uuid4) -> None:
+        self._topics: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
+        self._new_id = new_id
+        self._file = directory / "topics.json" if directory is not None else None
+        if self._file is not None and self._file.exists():
+            for raw in json.loads(self._file.read_text()):
+                self._add(Topic(raw["name"], uuid.UUID(raw["id"]), raw["partitions"], raw.get("internal", False),
+                                raw.get("configs", {})))
+
+    def _add(self, topic: Topic) -> None:
+        self._topics[topic.name] = topic
+        self._by_id[topic.topic_id] = topic
+
+    def _save(self) -> None:
+        if self._file is None:
+            return
+        data = [{"name": t.name, "id": str(t.topic_id), "partitions": t.partitions, "internal": t.internal,
+                 "configs": t.configs} for t in self._topics.values()]
+        tmp = self._file.with_suffix(".tmp")
+        with open(tmp, "w") as out:
+            json.dump(data, out, indent=1)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, self._file)
+
+    def get(self, name: str) -> Topic | None:
+        return self._topics.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    def __iter__(self) -> Iterator[Topic]:
+        return iter(list(self._topics.values()))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._topics
+
+    def create(self, name: str, partitions: int, configs: dict[str, str] | None = None,
+               internal: bool = False, validate_only: bool = False) -> Topic:
+        validate_topic_name(name)
+        if name in self._topics:
+            raise TopicError("TOPIC_ALREADY_EXISTS", f"topic {name!r} already exists")
+        if partitions < 1:
+            raise TopicError("INVALID_PARTITIONS", f"number of partitions must be at least 1, got {partitions}")
+        topic = Topic(name, self._new_id(), partitions, internal, dict(configs or {}))
+        if not validate_only:
+            self._add(topic)
+            self._save()
+        return topic
+
+    def delete(self, name: str) -> Topic:
+        topic = self._topics.pop(name, None)
+        if topic is None:
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"unknown topic {name!r}")
+        del self._by_id[topic.topic_id]
+        self._save()
+        return topic
