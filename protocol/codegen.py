@@ -174,8 +174,11 @@ class _Generator:
         if self.flexible:
             self.decode_tagged(tagged, struct)
         s.depth -= 1
-        s.emit("except ProtocolError:")
-        s.emit("    raise")
+        s.emit("except ProtocolError as exc:")
+        s.emit("    if exc.version is not None:")  # already names its message
+        s.emit("        raise")
+        s.emit("    # from a varint helper, which knows the offset but not the message: name it")
+        s.emit(f"    raise ProtocolError({self.label(struct)!r}, {v}, exc.offset, exc.reason) from None")
         s.emit("except DECODE_ERRORS as exc:")
         s.emit(f"    raise ProtocolError({self.label(struct)!r}, {v}, pos, "
                f"'truncated or invalid: ' + type(exc).__name__) from None")
@@ -220,6 +223,9 @@ class _Generator:
             s.emit(f"{var} = buf[pos]")
             s.emit(f"if {var} < 128:")
             s.emit("    pos += 1")
+            s.emit("elif buf[pos + 1] < 128:")  # two-byte lengths (128..16383) are common too
+            s.emit(f"    {var} = ({var} & 0x7F) | (buf[pos + 1] << 7)")
+            s.emit("    pos += 2")
             s.emit("else:")
             s.emit(f"    {var}, pos = read_uvarint(buf, pos)")
             s.emit(f"{var} -= 1")

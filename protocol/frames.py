@@ -31,6 +31,8 @@ def decode_request_header(frame: bytes) -> tuple[Any, int]:
     For an API key the codec does not know, the header is read as v1, the layout every
     non-flexible request uses; the caller is expected to refuse such a request anyway.
     """
+    if type(frame) is not bytes:  # bytearray/memoryview: decoders need bytes slices
+        frame = bytes(frame)
     if len(frame) < 4:
         raise ProtocolError("RequestHeader", None, len(frame), "frame shorter than api key and version")
     api_key, api_version = _API_KEY_AND_VERSION(frame, 0)
@@ -41,12 +43,16 @@ def decode_request_header(frame: bytes) -> tuple[Any, int]:
 
 def decode_request_body(header: Any, frame: bytes, offset: int) -> Any:
     """The request message after the header. Trailing bytes are ignored, as Kafka does."""
+    if type(frame) is not bytes:  # generated decoders slice `bytes` (uuid, bytes fields)
+        frame = bytes(frame)
     spec = API_SPECS[header.request_api_key]
     return spec.request_class.decode_from(frame, offset, header.request_api_version)[0]
 
 
 def decode_request(frame: bytes) -> tuple[Any, Any]:
     """`(header, message)` of a request frame without its size prefix."""
+    if type(frame) is not bytes:  # bytearray/memoryview: decoders need bytes slices
+        frame = bytes(frame)
     header, offset = decode_request_header(frame)
     if header.request_api_key not in API_SPECS:
         raise ProtocolError("RequestHeader", None, 0, f"unknown api key {header.request_api_key}")
@@ -80,6 +86,8 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, client_i
 
 def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, Any]:
     """`(correlation_id, message)` of a response frame without its size prefix."""
+    if type(frame) is not bytes:  # bytearray/memoryview: decoders need bytes slices
+        frame = bytes(frame)
     spec = API_SPECS[api_key]
     header, offset = ResponseHeader.decode_from(frame, 0, spec.response_header_version(api_version))
     message, end = spec.response_class.decode_from(frame, offset, api_version)

@@ -1,0 +1,1 @@
+"""Codec tests: schema facts, round trips, kafka-python equality, malformed input, golden bytes."""
