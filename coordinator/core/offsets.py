@@ -1,0 +1,275 @@
+"""Committed offsets of classic groups: OffsetCommit, OffsetFetch, OffsetDelete and retention.
+
+Offsets are durable state only: handlers read `ShardState.offsets` and return
+records; replay applies them (a commit for an unknown group creates the simple
+group there, as Kafka's replay does).
+
+Version notes: OffsetCommit v1 per-partition commit timestamp; v2-4 retention time
+(stored as an expire timestamp, value version 1); v6 leader epoch; v7 group
+instance id; v9 GROUP_ID_NOT_FOUND for unknown groups. OffsetFetch v2 null topics
+= all and a top-level error; v5 leader epoch; v7 RequireStable; v8 many groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from coordinator.core.effects import Effects
+from coordinator.core.errors import ApiError
+from coordinator.core.guards import ensure_generation, ensure_member
+from coordinator.core.model import ClassicGroup
+from coordinator.core.outcome import Outcome, RequestContext
+from coordinator.core.rebalance import schedule_heartbeat
+from coordinator.core.shard_state import ShardState
+from coordinator.core.state import GroupState
+from coordinator.core.timer_keys import OFFSETS_EXPIRATION_KEY
+from coordinator.records import (
+    OffsetAndMetadata,
+    group_metadata_tombstone,
+    group_reason_tombstone,
+    offset_commit_record,
+    offset_commit_tombstone,
+)
+from protocol.error_codes import ErrorCode
+from protocol.messages import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
+
+S = GroupState
+CommitTopic = OffsetCommitResponse.OffsetCommitResponseTopic
+CommitPartition = OffsetCommitResponse.OffsetCommitResponsePartition
+DeleteTopic = OffsetDeleteResponse.OffsetDeleteResponseTopic
+DeletePartition = OffsetDeleteResponse.OffsetDeleteResponsePartition
+
+
+def java_length(text: str) -> int:
+    """Java's String.length(): UTF-16 code units."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+# ---- OffsetCommit ------------------------------------------------------------------------------
+
+
+def offset_commit(st: ShardState, req: OffsetCommitRequest, ctx: RequestContext) -> Outcome:
+    version, now = ctx.api_version, ctx.now_ms
+    fx = Effects(now, ctx.ref)
+    try:
+        group = _validate_offset_commit(st, req, version)
+    except ApiError as exc:
+        return fx.outcome(_commit_response(req, lambda _t, _p: exc.code))
+
+    if group is not None and group.state in (S.STABLE, S.PREPARING_REBALANCE):
+        member = group.members.get(req.member_id)
+        if member is not None:  # a commit is as good as a heartbeat
+            schedule_heartbeat(fx, group, member.member_id, member.session_timeout_ms)
+
+    expire_ms = now + req.retention_time_ms if 2 <= version <= 4 and req.retention_time_ms != -1 else None
+    max_bytes = st.config.offset_metadata_max_bytes
+    codes: dict[tuple[str, int], ErrorCode] = {}
+    for topic in req.topics:
+        for p in topic.partitions:
+            metadata = p.committed_metadata
+            if metadata is not None and java_length(metadata) > max_bytes:
+                codes[(topic.name, p.partition_index)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp != -1 else now
+            stored = OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch, metadata or "", commit_ts, expire_ms)
+            fx.records.append(offset_commit_record(req.group_id, topic.name, p.partition_index, stored))
+    return fx.outcome(_commit_response(req, lambda t, p: codes.get((t, p), ErrorCode.NONE)))
+
+
+def _validate_offset_commit(st: ShardState, req: OffsetCommitRequest, version: int) -> ClassicGroup | None:
+    """Kafka's order of checks; None means "no group yet, commit as a simple group"."""
+    if st.loading:
+        raise ApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    generation = req.generation_id_or_member_epoch
+    instance_id = req.group_instance_id if version >= 7 else None
+    group = st.groups.get(req.group_id)
+    if group is None:
+        if generation < 0:
+            return None  # admin tools and manually assigned consumers
+        raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND if version >= 9 else ErrorCode.ILLEGAL_GENERATION)
+    if group.state is S.DEAD:
+        raise ApiError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if generation < 0 and group.state is S.EMPTY:
+        return group
+    if generation >= 0 or req.member_id or instance_id is not None:
+        ensure_member(group, req.member_id, instance_id)
+        ensure_generation(group, generation)
+    elif group.state is not S.EMPTY:
+        raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)  # anonymous commits only while nobody is in the group
+    if group.state is S.COMPLETING_REBALANCE:
+        raise ApiError(ErrorCode.REBALANCE_IN_PROGRESS)
+    return group
+
+
+def _commit_response(req: OffsetCommitRequest, code: Callable[[str, int], ErrorCode]) -> OffsetCommitResponse:
+    return OffsetCommitResponse(topics=[
+        CommitTopic(name=t.name, partitions=[CommitPartition(partition_index=p.partition_index,
+                                                             error_code=code(t.name, p.partition_index))
+                                             for p in t.partitions])
+        for t in req.topics
+    ])
+
+
+# ---- OffsetFetch -------------------------------------------------------------------------------
+
+FetchedPartition = tuple[int, int, int, str, ErrorCode]  # partition, offset, leader epoch, metadata, error
+FetchedTopics = list[tuple[str, list[FetchedPartition]]]
+
+
+def offset_fetch(st: ShardState, req: OffsetFetchRequest, ctx: RequestContext) -> Outcome:
+    """Classic groups check no member id/epoch; unknown groups are not an error.
+
+    RequireStable (v7+) would answer UNSTABLE_OFFSET_COMMIT for partitions with pending
+    transactional offsets; this coordinator has none, so it changes nothing.
+    """
+    version = ctx.api_version
+    group_error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if st.loading else ErrorCode.NONE
+    if version >= 8:
+        groups = []
+        for g in req.groups:
+            topics = None if g.topics is None else [(t.name, t.partition_indexes) for t in g.topics]
+            fetched = [] if group_error else fetch_offsets(st, g.group_id, topics)
+            groups.append(_v8_group(g.group_id, fetched, group_error))
+        return Outcome(response=OffsetFetchResponse(groups=groups))
+
+    topics = None if req.topics is None else [(t.name, t.partition_indexes) for t in req.topics]
+    if group_error and version <= 1:
+        # No group-level error field before v2: copy it into every partition.
+        fetched = [(name, [(p, -1, -1, "", group_error) for p in parts]) for name, parts in topics or []]
+        return Outcome(response=_v0_response(fetched, ErrorCode.NONE))
+    fetched = [] if group_error else fetch_offsets(st, req.group_id, topics)
+    return Outcome(response=_v0_response(fetched, group_error))
+
+
+def fetch_offsets(st: ShardState, group_id: str,
+                  topics: Iterable[tuple[str, Iterable[int]]] | None) -> FetchedTopics:
+    group = st.groups.get(group_id)
+    stored = {} if group is None or group.state is S.DEAD else st.offsets.get(group_id, {})
+    if topics is None:  # all committed partitions
+        by_topic: dict[str, list[FetchedPartition]] = {}
+        for (topic, partition), o in sorted(stored.items()):
+            by_topic.setdefault(topic, []).append((partition, o.offset, o.leader_epoch, o.metadata, ErrorCode.NONE))
+        return list(by_topic.items())
+    result: FetchedTopics = []
+    for topic, partitions in topics:
+        rows: list[FetchedPartition] = []
+        for partition in partitions:
+            o = stored.get((topic, partition))
+            if o is None:
+                rows.append((partition, -1, -1, "", ErrorCode.NONE))
+            else:
+                rows.append((partition, o.offset, o.leader_epoch, o.metadata, ErrorCode.NONE))
+        result.append((topic, rows))
+    return result
+
+
+def _v0_response(fetched: FetchedTopics, error: ErrorCode) -> OffsetFetchResponse:
+    T, P = OffsetFetchResponse.OffsetFetchResponseTopic, OffsetFetchResponse.OffsetFetchResponsePartition
+    return OffsetFetchResponse(error_code=error, topics=[
+        T(name=name, partitions=[P(partition_index=p, committed_offset=o, committed_leader_epoch=e, metadata=m,
+                                   error_code=c) for p, o, e, m, c in rows])
+        for name, rows in fetched
+    ])
+
+
+def _v8_group(group_id: str, fetched: FetchedTopics, error: ErrorCode) -> object:
+    G = OffsetFetchResponse.OffsetFetchResponseGroup
+    T, P = OffsetFetchResponse.OffsetFetchResponseTopics, OffsetFetchResponse.OffsetFetchResponsePartitions
+    return G(group_id=group_id, error_code=error, topics=[
+        T(name=name, partitions=[P(partition_index=p, committed_offset=o, committed_leader_epoch=e, metadata=m,
+                                   error_code=c) for p, o, e, m, c in rows])
+        for name, rows in fetched
+    ])
+
+
+# ---- OffsetDelete ------------------------------------------------------------------------------
+
+
+def offset_delete(st: ShardState, req: OffsetDeleteRequest, ctx: RequestContext) -> Outcome:
+    fx = Effects(ctx.now_ms, ctx.ref)
+    try:
+        group = _validate_offset_delete(st, req.group_id)
+    except ApiError as exc:
+        return fx.outcome(OffsetDeleteResponse(error_code=exc.code))
+    stored = st.offsets.get(req.group_id, {})
+    topics = []
+    for topic in req.topics:
+        if group.is_subscribed_to_topic(topic.name):
+            code = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+        else:
+            code = ErrorCode.NONE
+            for p in topic.partitions:
+                if (topic.name, p.partition_index) in stored:
+                    fx.records.append(offset_commit_tombstone(req.group_id, topic.name, p.partition_index))
+        topics.append(DeleteTopic(name=topic.name, partitions=[
+            DeletePartition(partition_index=p.partition_index, error_code=code) for p in topic.partitions]))
+    return fx.outcome(OffsetDeleteResponse(topics=topics))
+
+
+def _validate_offset_delete(st: ShardState, group_id: str) -> ClassicGroup:
+    if st.loading:
+        raise ApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    group = st.groups.get(group_id)
+    if group is None or group.state is S.DEAD:
+        raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND)
+    if group.state is not S.EMPTY and group.protocol_type != "consumer":
+        # Only consumer-protocol groups can name what they are subscribed to; others must be empty.
+        raise ApiError(ErrorCode.NON_EMPTY_GROUP)
+    return group
+
+
+# ---- retention ---------------------------------------------------------------------------------
+
+
+def expiration_base(group: ClassicGroup) -> Callable[[OffsetAndMetadata], int] | None:
+    """Kafka's offsetExpirationCondition: what an offset's age is measured from, or None (never expire)."""
+    if group.protocol_type is None:
+        return lambda o: o.commit_timestamp_ms  # simple group
+    if group.state is S.EMPTY:
+        since = group.state_since_ms
+        return (lambda o: since) if since is not None else (lambda o: o.commit_timestamp_ms)
+    if group.protocol_type == "consumer" and group.subscribed_topics is not None and group.state is S.STABLE:
+        return lambda o: o.commit_timestamp_ms
+    return None
+
+
+def is_offset_expired(offset: OffsetAndMetadata, now_ms: int, retention_ms: int,
+                      base: Callable[[OffsetAndMetadata], int]) -> bool:
+    if offset.expire_timestamp_ms is not None:
+        return now_ms >= offset.expire_timestamp_ms
+    return now_ms - base(offset) >= retention_ms
+
+
+def expire_offsets(st: ShardState, fx: Effects) -> None:
+    """The periodic sweep: tombstone expired offsets, then delete empty groups left without offsets."""
+    retention = st.config.offsets_retention_ms
+    for group_id in sorted(st.groups):
+        group = st.groups[group_id]
+        base = expiration_base(group)
+        if base is None:
+            continue
+        stored = st.offsets.get(group_id, {})
+        expired = [tp for tp, o in sorted(stored.items())
+                   if not group.is_subscribed_to_topic(tp[0]) and is_offset_expired(o, fx.now_ms, retention, base)]
+        for topic, partition in expired:
+            fx.records.append(offset_commit_tombstone(group_id, topic, partition))
+        if expired:
+            fx.event("offsets_expired", group_id, partitions=len(expired))
+        if len(expired) == len(stored) and group.state is S.EMPTY:
+            fx.records.extend(group_tombstones(st, group_id))
+            fx.event("group_expired", group_id)
+    fx.schedule(OFFSETS_EXPIRATION_KEY, st.config.offsets_retention_check_interval_ms)
+
+
+def group_tombstones(st: ShardState, group_id: str) -> list:
+    records = [group_metadata_tombstone(group_id)]
+    if group_id in st.reasons:
+        records.append(group_reason_tombstone(group_id))
+    return records

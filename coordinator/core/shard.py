@@ -1,0 +1,254 @@
+"""GroupShard: the classic group coordinator of one `__consumer_offsets` partition.
+
+How the shell drives it (all calls are synchronous and pure apart from the shard's own state):
+
+    shard = GroupShard(GroupConfig(...), new_uuid=lambda: str(uuid.uuid4()))
+    shard.begin_loading()
+    for record in log: shard.replay(record)            # loading is replay, nothing else
+    apply(shard.finish_loading(now_ms))                 # heartbeat timers, oversize groups rebalance
+    apply(shard.start_offset_expiration(now_ms))        # the periodic retention sweep
+
+    out = shard.join_group(request, RequestContext(api_version, now_ms, ref, client_id, client_host))
+    for record in out.records: shard.replay(record)     # the runtime replays, then appends to the log
+    ... flush, then send out.response (None: parked) and every (ref, response) in out.replies;
+    ... apply out.timers (Schedule replaces by key, Cancel is idempotent); log out.events.
+    on a timer:  out = shard.on_timer(key, data, now_ms)   # handled exactly like a request's outcome
+
+If an append fails, drop the shard and rebuild it from the log (no in-memory undo).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from coordinator.core import admin, offsets
+from coordinator.core.config import GroupConfig
+from coordinator.core.effects import Effects
+from coordinator.core.heartbeat import heartbeat
+from coordinator.core.join import join_group
+from coordinator.core.leave import leave_group
+from coordinator.core.model import ClassicGroup, Member
+from coordinator.core.outcome import Outcome, RequestContext
+from coordinator.core.rebalance import (
+    JoinDeadline,
+    SyncDeadline,
+    on_heartbeat_expired,
+    on_join_deadline,
+    on_sync_deadline,
+    prepare_rebalance,
+    schedule_heartbeat,
+)
+from coordinator.core.shard_state import ShardState
+from coordinator.core.state import GroupState, transition_to
+from coordinator.core.sync import sync_group
+from coordinator.core.responses import join_error, sync_response
+from coordinator.core.timer_keys import OFFSETS_EXPIRATION_KEY, heartbeat_key, join_key, sync_key
+from coordinator.records import (
+    Record,
+    RecordType,
+    UnknownRecordType,
+    decode_record,
+    offset_from_value,
+    reason_from_value,
+)
+from protocol import messages as m
+from protocol.error_codes import ErrorCode
+from protocol.messages import GroupMetadataValue
+
+
+class GroupShard:
+    def __init__(self, config: GroupConfig | None = None, new_uuid: Callable[[], str] | None = None) -> None:
+        if new_uuid is None:
+            raise ValueError("GroupShard needs an id generator (the core draws no randomness)")
+        self.state = ShardState(config or GroupConfig(), new_uuid)
+        self._handlers: dict[type, Callable[[ShardState, Any, RequestContext], Outcome]] = {
+            m.JoinGroupRequest: join_group,
+            m.SyncGroupRequest: sync_group,
+            m.HeartbeatRequest: heartbeat,
+            m.LeaveGroupRequest: leave_group,
+            m.OffsetCommitRequest: offsets.offset_commit,
+            m.OffsetFetchRequest: offsets.offset_fetch,
+            m.OffsetDeleteRequest: offsets.offset_delete,
+            m.DescribeGroupsRequest: admin.describe_groups,
+            m.ListGroupsRequest: admin.list_groups,
+            m.DeleteGroupsRequest: admin.delete_groups,
+        }
+
+    @property
+    def config(self) -> GroupConfig:
+        return self.state.config
+
+    # ---- requests ------------------------------------------------------------------------------
+
+    def handle(self, request: Any, ctx: RequestContext) -> Outcome:
+        """Dispatch by request class (for the shell's registry and tests)."""
+        return self._handlers[type(request)](self.state, request, ctx)
+
+    def join_group(self, req: m.JoinGroupRequest, ctx: RequestContext) -> Outcome:
+        return join_group(self.state, req, ctx)
+
+    def sync_group(self, req: m.SyncGroupRequest, ctx: RequestContext) -> Outcome:
+        return sync_group(self.state, req, ctx)
+
+    def heartbeat(self, req: m.HeartbeatRequest, ctx: RequestContext) -> Outcome:
+        return heartbeat(self.state, req, ctx)
+
+    def leave_group(self, req: m.LeaveGroupRequest, ctx: RequestContext) -> Outcome:
+        return leave_group(self.state, req, ctx)
+
+    def offset_commit(self, req: m.OffsetCommitRequest, ctx: RequestContext) -> Outcome:
+        return offsets.offset_commit(self.state, req, ctx)
+
+    def offset_fetch(self, req: m.OffsetFetchRequest, ctx: RequestContext) -> Outcome:
+        return offsets.offset_fetch(self.state, req, ctx)
+
+    def offset_delete(self, req: m.OffsetDeleteRequest, ctx: RequestContext) -> Outcome:
+        return offsets.offset_delete(self.state, req, ctx)
+
+    def describe_groups(self, req: m.DescribeGroupsRequest, ctx: RequestContext) -> Outcome:
+        return admin.describe_groups(self.state, req, ctx)
+
+    def list_groups(self, req: m.ListGroupsRequest, ctx: RequestContext) -> Outcome:
+        return admin.list_groups(self.state, req, ctx)
+
+    def delete_groups(self, req: m.DeleteGroupsRequest, ctx: RequestContext) -> Outcome:
+        return admin.delete_groups(self.state, req, ctx)
+
+    # ---- timers --------------------------------------------------------------------------------
+
+    def on_timer(self, key: Any, data: Any, now_ms: int) -> Outcome:
+        """A timer scheduled by an earlier Outcome came due. Stale timers are no-ops."""
+        fx = Effects(now_ms)
+        st = self.state
+        if key == OFFSETS_EXPIRATION_KEY:
+            offsets.expire_offsets(st, fx)
+        elif key[0] == "heartbeat":
+            on_heartbeat_expired(st.groups.get(key[1]), key[2], fx, st.config)
+        elif key[0] == "join" and isinstance(data, JoinDeadline):
+            on_join_deadline(st.groups.get(key[1]), data, fx, st.config)
+        elif key[0] == "sync" and isinstance(data, SyncDeadline):
+            on_sync_deadline(st.groups.get(key[1]), data, fx, st.config)
+        return fx.outcome()
+
+    def start_offset_expiration(self, now_ms: int) -> Outcome:
+        fx = Effects(now_ms)
+        fx.schedule(OFFSETS_EXPIRATION_KEY, self.config.offsets_retention_check_interval_ms)
+        return fx.outcome()
+
+    # ---- replay and loading --------------------------------------------------------------------
+
+    def replay(self, record: Record) -> None:
+        """Apply one record: the only way durable state changes, at run time and when loading."""
+        try:
+            decoded = decode_record(record.key, record.value)
+        except UnknownRecordType:
+            return  # like Kafka's loader: another writer's record type, ignored
+        st = self.state
+        group_id = decoded.key.group
+        if decoded.record_type == RecordType.GROUP_METADATA:
+            if decoded.value is None:
+                st.persisted.pop(group_id, None)
+                st.groups.pop(group_id, None)
+            else:
+                st.persisted[group_id] = decoded.value
+                if st.loading or group_id not in st.groups:
+                    # While running, the live group is ahead of its records; when loading, it is the record.
+                    st.groups[group_id] = group_from_value(group_id, decoded.value)
+        elif decoded.record_type in (RecordType.OFFSET_COMMIT, RecordType.OFFSET_COMMIT_V0):
+            tp = (decoded.key.topic, decoded.key.partition)
+            if decoded.value is None:
+                group_offsets = st.offsets.get(group_id)
+                if group_offsets is not None:
+                    group_offsets.pop(tp, None)
+                    if not group_offsets:
+                        del st.offsets[group_id]
+            else:
+                st.offsets.setdefault(group_id, {})[tp] = offset_from_value(decoded.value, decoded.value_version or 0)
+                if group_id not in st.groups:
+                    st.groups[group_id] = ClassicGroup(group_id)  # a simple group, as Kafka's replay creates
+        elif decoded.record_type == RecordType.CLASSIC_GROUP_REASON:
+            if decoded.value is None:
+                st.reasons.pop(group_id, None)
+            else:
+                st.reasons[group_id] = reason_from_value(decoded.value)
+
+    def begin_loading(self) -> None:
+        self.state.loading = True
+
+    def finish_loading(self, now_ms: int) -> Outcome:
+        """Start every loaded member's session; rebalance groups above group.max.size."""
+        st = self.state
+        st.loading = False
+        fx = Effects(now_ms)
+        for group in st.groups.values():
+            for member in group.members.values():
+                schedule_heartbeat(fx, group, member.member_id, member.session_timeout_ms)
+            if len(group.members) > st.config.max_size and group.state is GroupState.STABLE:
+                prepare_rebalance(group, f"Freshly-loaded group is over capacity ({st.config.max_size})",
+                                  fx, st.config)
+        return fx.outcome()
+
+    def unload(self, now_ms: int) -> Outcome:
+        """The partition moved away: every group is Dead and parked requests get NOT_COORDINATOR."""
+        fx = Effects(now_ms)
+        for group in self.state.groups.values():
+            for member in group.members.values():
+                if member.awaiting_join is not None:
+                    fx.answer(member.awaiting_join, join_error(member.awaiting_join.api_version,
+                                                               ErrorCode.NOT_COORDINATOR, member.member_id))
+                    member.awaiting_join = None
+                if member.awaiting_sync is not None:
+                    fx.answer(member.awaiting_sync, sync_response(member.awaiting_sync.api_version,
+                                                                  ErrorCode.NOT_COORDINATOR))
+                    member.awaiting_sync = None
+                fx.cancel(heartbeat_key(group.group_id, member.member_id))
+            fx.cancel(join_key(group.group_id))
+            fx.cancel(sync_key(group.group_id))
+            transition_to(group, GroupState.DEAD, now_ms)
+        fx.cancel(OFFSETS_EXPIRATION_KEY)
+        return fx.outcome()
+
+    @classmethod
+    def from_log(cls, records: Iterable[Record], config: GroupConfig | None = None,
+                 new_uuid: Callable[[], str] | None = None) -> GroupShard:
+        shard = cls(config, new_uuid or (lambda: "00000000-0000-0000-0000-000000000000"))
+        shard.begin_loading()
+        for record in records:
+            shard.replay(record)
+        shard.state.loading = False
+        return shard
+
+    def durable_view(self) -> dict[str, Any]:
+        """Everything records carry, in plain values: equal for a live shard and one rebuilt from its log."""
+        st = self.state
+        return {
+            "group_ids": sorted(st.groups),
+            "group_metadata": {g: v.to_dict() for g, v in sorted(st.persisted.items())},
+            "offsets": {g: dict(sorted(o.items())) for g, o in sorted(st.offsets.items())},
+            "reasons": dict(sorted(st.reasons.items())),
+        }
+
+
+def group_from_value(group_id: str, value: GroupMetadataValue) -> ClassicGroup:
+    """Rebuild a classic group from its GroupMetadata record (Stable with members, else Empty)."""
+    protocol_type = value.protocol_type or None
+    group = ClassicGroup(
+        group_id,
+        state=GroupState.STABLE if value.members else GroupState.EMPTY,
+        state_since_ms=None if value.current_state_timestamp == -1 else value.current_state_timestamp,
+        protocol_type=protocol_type, protocol_name=value.protocol, generation_id=value.generation,
+        leader_id=value.leader,
+    )
+    for mm in value.members:
+        group.members[mm.member_id] = Member(
+            member_id=mm.member_id, group_instance_id=mm.group_instance_id, client_id=mm.client_id,
+            client_host=mm.client_host,
+            rebalance_timeout_ms=mm.session_timeout if mm.rebalance_timeout == -1 else mm.rebalance_timeout,
+            session_timeout_ms=mm.session_timeout, protocol_type=value.protocol_type,
+            protocols=((value.protocol or "", mm.subscription),), assignment=mm.assignment,
+        )
+        if mm.group_instance_id is not None:
+            group.static_members[mm.group_instance_id] = mm.member_id
+    group.subscribed_topics = group.compute_subscribed_topics()
+    return group

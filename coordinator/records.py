@@ -1,0 +1,275 @@
+"""Coordinator records: factories and the key/value codec of `__consumer_offsets`.
+
+Byte format, as Kafka's `CoordinatorRecordSerde` writes it:
+  key   = int16 record type (= the key schema's version) + key message
+  value = int16 value version + value message, or None for a tombstone
+
+Versions written are the ones Kafka writes today: GroupMetadataKey 2 /
+GroupMetadataValue 3, OffsetCommitKey 1 / OffsetCommitValue 3 (1 when the
+commit carries an expire timestamp, i.e. OffsetCommit v2-4 with a retention).
+
+One extension of ours, record type 30000 (`ClassicGroupReasonKey/Value`), keeps
+the KIP-800 reason of the last JoinGroup/LeaveGroup of a classic group. Kafka's
+loader skips record types it does not know (it logs "Unknown record type ...
+Ignoring it"), so a Kafka broker can still load a log we wrote. We chose a
+separate type over a tagged field on GroupMetadataValue v4 because reasons
+arrive when no GroupMetadata record is written (a leave or a rejoin only
+starts a rebalance), and because it leaves Kafka's own record bytes untouched.
+
+This module is shared by the core, the store and `spark_jobs`: decode with
+`decode_record(key, value)`; build only through the `*_record` / `*_tombstone`
+factories.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any, Iterable, Protocol
+
+from protocol.messages import (
+    ClassicGroupReasonKey,
+    ClassicGroupReasonValue,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
+
+_I16 = struct.Struct(">h")
+
+
+class RecordType(IntEnum):
+    """Record types of `__consumer_offsets` known to this project (the key's int16 prefix)."""
+
+    OFFSET_COMMIT_V0 = 0  # legacy key version, still readable
+    OFFSET_COMMIT = 1
+    GROUP_METADATA = 2
+    CLASSIC_GROUP_REASON = 30000  # ours, see the module docstring
+
+
+GROUP_METADATA_VALUE_VERSION = 3
+OFFSET_COMMIT_VALUE_VERSION = 3
+OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
+CLASSIC_GROUP_REASON_VALUE_VERSION = 0
+
+#: key type -> (key class, value class)
+_SCHEMAS: dict[int, tuple[Any, Any]] = {
+    RecordType.OFFSET_COMMIT_V0: (OffsetCommitKey, OffsetCommitValue),
+    RecordType.OFFSET_COMMIT: (OffsetCommitKey, OffsetCommitValue),
+    RecordType.GROUP_METADATA: (GroupMetadataKey, GroupMetadataValue),
+    RecordType.CLASSIC_GROUP_REASON: (ClassicGroupReasonKey, ClassicGroupReasonValue),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One record of the log, already in Kafka's byte format. `value=None` is a tombstone."""
+
+    key: bytes
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedRecord:
+    record_type: int
+    key: Any  # the key message (GroupMetadataKey, OffsetCommitKey, ...)
+    value: Any | None  # the value message; None for a tombstone
+    value_version: int | None
+
+
+class UnknownRecordType(ValueError):
+    """A record type this project does not know; loaders skip it, as Kafka's does."""
+
+    def __init__(self, record_type: int) -> None:
+        super().__init__(f"unknown coordinator record type {record_type}")
+        self.record_type = record_type
+
+
+def register_record_type(record_type: int, key_class: Any, value_class: Any) -> None:
+    """Let another record family (e.g. KIP-848 groups) share this decoder."""
+    _SCHEMAS[record_type] = (key_class, value_class)
+
+
+def _encode(version: int, message: Any) -> bytes:
+    return _I16.pack(version) + message.encode(version)
+
+
+def decode_record(key: bytes, value: bytes | None) -> DecodedRecord:
+    """Decode one record; raises UnknownRecordType or protocol.ProtocolError."""
+    if len(key) < 2:
+        raise ValueError("record key shorter than its type prefix")
+    (record_type,) = _I16.unpack_from(key, 0)
+    schemas = _SCHEMAS.get(record_type)
+    if schemas is None:
+        raise UnknownRecordType(record_type)
+    key_class, value_class = schemas
+    key_message = key_class.decode(key[2:], record_type)
+    if value is None:
+        return DecodedRecord(record_type, key_message, None, None)
+    if len(value) < 2:
+        raise ValueError("record value shorter than its version prefix")
+    (value_version,) = _I16.unpack_from(value, 0)
+    return DecodedRecord(record_type, key_message, value_class.decode(value[2:], value_version), value_version)
+
+
+# ---- group metadata -----------------------------------------------------------------------------
+
+
+def group_metadata_key(group_id: str) -> bytes:
+    return _encode(RecordType.GROUP_METADATA, GroupMetadataKey(group=group_id))
+
+
+class MemberLike(Protocol):
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    assignment: bytes
+
+    def metadata(self, protocol_name: str | None) -> bytes: ...
+
+
+class ClassicGroupLike(Protocol):
+    """What a GroupMetadata record is built from (the core's ClassicGroup)."""
+
+    group_id: str
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader_id: str | None
+    state_since_ms: int | None
+
+    def all_members(self) -> Iterable[MemberLike]: ...
+
+
+def group_metadata_value(group: ClassicGroupLike) -> GroupMetadataValue:
+    """The persisted form of a classic group: only the selected protocol's metadata is kept."""
+    members = [
+        GroupMetadataValue.MemberMetadata(
+            member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+            client_host=m.client_host, rebalance_timeout=m.rebalance_timeout_ms,
+            session_timeout=m.session_timeout_ms, subscription=m.metadata(group.protocol_name),
+            assignment=m.assignment,
+        )
+        for m in group.all_members()
+    ]
+    return GroupMetadataValue(
+        protocol_type=group.protocol_type or "", generation=group.generation_id,
+        protocol=group.protocol_name, leader=group.leader_id,
+        current_state_timestamp=-1 if group.state_since_ms is None else group.state_since_ms,
+        members=members,
+    )
+
+
+def group_metadata_record(group: ClassicGroupLike) -> Record:
+    return Record(group_metadata_key(group.group_id), _encode(GROUP_METADATA_VALUE_VERSION, group_metadata_value(group)))
+
+
+def empty_group_metadata_record(group_id: str, now_ms: int) -> Record:
+    """Written when JoinGroup creates a group and has nothing else to write (generation 0, no type)."""
+    value = GroupMetadataValue(protocol_type="", generation=0, protocol=None, leader=None,
+                               current_state_timestamp=now_ms, members=[])
+    return Record(group_metadata_key(group_id), _encode(GROUP_METADATA_VALUE_VERSION, value))
+
+
+def group_metadata_tombstone(group_id: str) -> Record:
+    return Record(group_metadata_key(group_id), None)
+
+
+# ---- offsets ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    """A committed offset as stored (Kafka's OffsetAndMetadata)."""
+
+    offset: int
+    leader_epoch: int  # -1: none
+    metadata: str
+    commit_timestamp_ms: int
+    expire_timestamp_ms: int | None = None  # only set by OffsetCommit v2-4 with a retention time
+
+
+def offset_commit_key(group_id: str, topic: str, partition: int) -> bytes:
+    return _encode(RecordType.OFFSET_COMMIT, OffsetCommitKey(group=group_id, topic=topic, partition=partition))
+
+
+def offset_commit_record(group_id: str, topic: str, partition: int, offset: OffsetAndMetadata) -> Record:
+    if offset.expire_timestamp_ms is None:
+        version = OFFSET_COMMIT_VALUE_VERSION
+        value = OffsetCommitValue(
+            offset=offset.offset, leader_epoch=offset.leader_epoch, metadata=offset.metadata,
+            commit_timestamp=offset.commit_timestamp_ms,
+        )
+    else:
+        # Value v1 is the only version with an expire timestamp (and it has no leader epoch).
+        version = OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY
+        value = OffsetCommitValue(
+            offset=offset.offset, metadata=offset.metadata, commit_timestamp=offset.commit_timestamp_ms,
+            expire_timestamp=offset.expire_timestamp_ms,
+        )
+    return Record(offset_commit_key(group_id, topic, partition), _encode(version, value))
+
+
+def offset_commit_tombstone(group_id: str, topic: str, partition: int) -> Record:
+    return Record(offset_commit_key(group_id, topic, partition), None)
+
+
+def offset_from_value(value: OffsetCommitValue, version: int) -> OffsetAndMetadata:
+    expire = value.expire_timestamp if version == 1 and value.expire_timestamp != -1 else None
+    epoch = value.leader_epoch if version >= 3 else -1
+    return OffsetAndMetadata(value.offset, epoch, value.metadata, value.commit_timestamp, expire)
+
+
+# ---- KIP-800 reasons (our record type) ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GroupReason:
+    api: str  # "JoinGroup" or "LeaveGroup"
+    member_id: str
+    group_instance_id: str | None
+    reason: str
+    timestamp_ms: int
+
+
+def group_reason_key(group_id: str) -> bytes:
+    return _encode(RecordType.CLASSIC_GROUP_REASON, ClassicGroupReasonKey(group=group_id))
+
+
+def group_reason_record(group_id: str, reason: GroupReason) -> Record:
+    value = ClassicGroupReasonValue(
+        api=reason.api, member_id=reason.member_id, group_instance_id=reason.group_instance_id,
+        reason=reason.reason, timestamp=reason.timestamp_ms,
+    )
+    return Record(group_reason_key(group_id), _encode(CLASSIC_GROUP_REASON_VALUE_VERSION, value))
+
+
+def group_reason_tombstone(group_id: str) -> Record:
+    return Record(group_reason_key(group_id), None)
+
+
+def reason_from_value(value: ClassicGroupReasonValue) -> GroupReason:
+    return GroupReason(value.api, value.member_id, value.group_instance_id, value.reason, value.timestamp)
+
+
+# ---- partitioning -------------------------------------------------------------------------------
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode: 31-polynomial over UTF-16 code units, as a signed 32-bit int."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def partition_for(group_id: str, num_partitions: int) -> int:
+    """The `__consumer_offsets` partition of a group: Utils.abs(hashCode) % n (abs(MIN_VALUE) = 0)."""
+    h = java_string_hash(group_id)
+    return (0 if h == -(1 << 31) else abs(h)) % num_partitions

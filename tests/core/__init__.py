@@ -1,0 +1,1 @@
+"""Core tests: the classic coordinator driven through CoordinatorContext (fake clock and timers)."""
