@@ -272,7 +272,8 @@ def markdown_table() -> str:
     lines = ["| Setting | Environment variable | Default | Allowed | Meaning |", "|---|---|---|---|---|"]
     for s in SETTINGS:
         default = f"`{s.default}`" if s.default else "(empty)"
-        lines.append(f"| `{s.name}` | `{s.env_name}` | {default} | {s.parse.__doc__} | {s.doc} |")
+        allowed = (s.parse.__doc__ or "").replace("|", "\\|")  # a bare | would split the cell
+        lines.append(f"| `{s.name}` | `{s.env_name}` | {default} | {allowed} | {s.doc} |")
     return "\n".join(lines)
 
 

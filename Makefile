@@ -1,0 +1,117 @@
+# groupcoord developer entry points.
+#
+#   make run     start the server (defaults: PLAINTEXT://127.0.0.1:9092, data in ./data;
+#                GROUPCOORD_* environment variables override them, ARGS='...' adds CLI flags)
+#   make test    install everything the tests need, then run pytest
+#   make bench   run every benchmark module in tests/bench/
+#   make readme  regenerate README.md's configuration table
+#   make clean   remove the virtualenv, node_modules and caches (never ./data)
+#
+# Everything must install from nothing: CI runs `make test` (via .ci/run) on a fresh clone, possibly
+# on a fresh Debian machine, with no stdin. Each install step is keyed on a stamp file so a second
+# run costs seconds: Python packages on pyproject.toml, kafkajs on package-lock.json, and Debian
+# packages are only fetched when their command is missing.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+# A failed install must not leave a stamp behind that claims it worked.
+.DELETE_ON_ERROR:
+
+PYTHON ?= python3
+VENV   := .venv
+VPY    := $(VENV)/bin/python
+# -qq: errors only. pip otherwise prints a warning per package for every optional local index in
+# the machine's pip.conf that is absent, plus setuptools' editable-install banner: pages of noise.
+PIP    := $(VPY) -m pip --disable-pip-version-check -qq
+JS_DIR := tests/clients/js
+
+# Extra pytest arguments, e.g. `make test PYTEST_ARGS='-k kcat -x'`.
+PYTEST_ARGS ?=
+# Extra `groupcoord serve` arguments, e.g. `make run ARGS='--config server.properties'`.
+ARGS ?=
+
+# Benchmark modules, in name order; files starting with `_` are helpers, not benchmarks.
+BENCH_MODULES := $(sort $(filter-out tests/bench/_%,$(wildcard tests/bench/*.py)))
+
+# Non-interactive apt: CI has no stdin and no one to answer prompts.
+APT_GET := DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Use-Pty=0
+
+.PHONY: help run test bench readme clean system-deps
+
+help:
+	@sed -n '1,12s/^#   /  /p' $(MAKEFILE_LIST)
+
+# ---------------------------------------------------------------------------------------------------
+# Python: the virtualenv and the project installed editable into it.
+
+$(VPY):
+	@# Debian's own python3 ships venv without ensurepip unless python3-venv is installed.
+	@$(PYTHON) -c 'import ensurepip' 2>/dev/null || $(MAKE) --no-print-directory apt-install PKGS=python3-venv
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+
+# Just the server, for `make run`.
+$(VENV)/.installed-run: pyproject.toml | $(VPY)
+	$(PIP) install -e .
+	@touch $@
+
+# The server plus every extra the tests use (pyspark for the spark tests, uvloop for speed).
+# A superset of the `run` install, so it
+# vouches for that one too (tests start `make run`, which must not reinstall mid-test).
+$(VENV)/.installed-test: pyproject.toml | $(VPY)
+	$(PIP) install -e '.[test,spark,speed]'
+	@touch $@ $(VENV)/.installed-run
+
+# ---------------------------------------------------------------------------------------------------
+# System tools the client tests run: kcat, java (pyspark), node + npm (kafkajs). apt-get only runs
+# for what is missing, so this is free when everything is there, and works without root then.
+
+system-deps:
+	@missing=""; \
+	command -v kcat >/dev/null || missing="$$missing kcat"; \
+	command -v java >/dev/null || missing="$$missing default-jre-headless"; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm  >/dev/null || missing="$$missing npm"; \
+	if [ -n "$$missing" ]; then $(MAKE) --no-print-directory apt-install PKGS="$$missing"; fi
+
+.PHONY: apt-install
+apt-install:
+	@if [ "$$(id -u)" != 0 ]; then \
+	  echo "missing system packages:$(PKGS) -- install them as root (apt-get install$(PKGS))" >&2; exit 1; \
+	fi
+	@echo "apt-get install $(PKGS)"
+	@# The package lists may be absent or stale on a fresh machine; update them first.
+	$(APT_GET) update -qq
+	$(APT_GET) install -qq --no-install-recommends $(PKGS) >/dev/null
+
+# kafkajs, pinned by package-lock.json. The stamp lives inside node_modules so that deleting
+# node_modules also forgets the install. `npm ci` installs exactly the lock file, from scratch.
+$(JS_DIR)/node_modules/.installed: $(JS_DIR)/package.json $(JS_DIR)/package-lock.json | system-deps
+	cd $(JS_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# ---------------------------------------------------------------------------------------------------
+
+run: $(VENV)/.installed-run
+	exec $(VENV)/bin/groupcoord serve $(ARGS)
+
+# -ra: one line per skip/xfail/failure at the end; --tb=short: failures without pages of plugin
+# frames; --durations: spot slow tests early.
+test: $(VENV)/.installed-test $(JS_DIR)/node_modules/.installed | system-deps
+	$(VENV)/bin/pytest -q -ra --tb=short --durations=15 $(PYTEST_ARGS)
+
+bench: $(VENV)/.installed-test
+	@if [ -z "$(BENCH_MODULES)" ]; then echo "no benchmark modules in tests/bench/"; exit 0; fi
+	@for file in $(BENCH_MODULES); do \
+	  module=$${file%.py}; module=$${module//\//.}; \
+	  echo "== $$module"; \
+	  $(VPY) -m $$module; \
+	done
+
+readme: $(VENV)/.installed-run
+	$(VPY) tests/test_readme.py --write
+
+clean:
+	rm -rf $(VENV) $(JS_DIR)/node_modules .pytest_cache .hypothesis build *.egg-info
+	find . -path ./.git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
