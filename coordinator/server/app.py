@@ -19,6 +19,8 @@ from coordinator.config import Config
 from coordinator.server import apis
 from coordinator.server.broker import Broker
 from coordinator.server.connection import Connection
+from coordinator.server.groups import GroupRuntime
+from coordinator.server.record_store import MemoryRecordStore
 
 log = structlog.get_logger()
 
@@ -35,6 +37,8 @@ class Server:
         self.config = config
         self.broker = Broker(config)
         self.loop = asyncio.get_running_loop()
+        self.broker.groups = GroupRuntime(config, MemoryRecordStore())
+        self.broker.shutdown_hooks.append(self.broker.groups.close)
         self.connections: set[Connection] = set()
         self.servers: list[asyncio.base_events.Server] = []
         self.stop_requested = asyncio.Event()
@@ -42,6 +46,7 @@ class Server:
         self._reaper: asyncio.Task | None = None
 
     async def start(self) -> None:
+        self.broker.groups.load()
         for listener in self.config["listeners"]:
             server = await self.loop.create_server(lambda: Connection(self), listener.host or None, listener.port,
                                                    reuse_address=True, backlog=1024)

@@ -6,11 +6,15 @@ import base64
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 
 from coordinator.config import Config, Listener
 from coordinator.topics import TopicRegistry
+
+if TYPE_CHECKING:
+    from coordinator.server.groups import GroupRuntime
 
 log = structlog.get_logger()
 
@@ -42,4 +46,5 @@ class Broker:
         self.cluster_id = load_or_create_cluster_id(self.data_dir, self.node_id)
         self.advertised: Listener = config.advertised_listener
         self.topics = TopicRegistry(self.data_dir)
+        self.groups: GroupRuntime  # set by the server once the event loop runs
         self.shutdown_hooks: list[Callable[[], Awaitable[None] | None]] = []

@@ -19,7 +19,7 @@ from protocol.error_codes import ErrorCode
 from protocol.frames import decode_request_body, decode_request_header, encode_response
 from protocol.primitives import ProtocolError
 from coordinator.server.broker import Broker
-from coordinator.server.registry import HANDLERS, ApiHandler, RequestContext
+from coordinator.server.registry import HANDLERS, ApiHandler, HandlerError, RequestContext
 
 log = structlog.get_logger()
 
@@ -51,6 +51,8 @@ def dispatch(broker: Broker, frame: bytes, peer: str, client_host: str) -> Reply
                          int(time.time() * 1000))
     try:
         response = handler.handle(broker, request, ctx)
+    except HandlerError as exc:
+        return _error_reply(handler, request, exc.code, correlation_id, version)
     except Exception:
         log.exception("handler_failed", peer=peer, client_id=header.client_id, api=API_SPECS[api_key].name,
                       api_version=version)
@@ -64,6 +66,8 @@ async def _await_response(pending: Awaitable[Any], handler: ApiHandler, request:
                           version: int, peer: str) -> bytes | None:
     try:
         response = await pending
+    except HandlerError as exc:
+        return _error_reply(handler, request, exc.code, correlation_id, version)
     except Exception:
         log.exception("handler_failed", peer=peer, api=API_SPECS[handler.api_key].name, api_version=version)
         return _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)

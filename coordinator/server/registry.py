@@ -18,6 +18,14 @@ if TYPE_CHECKING:
     from coordinator.server.broker import Broker
 
 
+class HandlerError(Exception):
+    """Raised (or an awaitable fails with it) to answer the request with `code` via its error response."""
+
+    def __init__(self, code: ErrorCode) -> None:
+        super().__init__(code.name)
+        self.code = code
+
+
 @dataclass(slots=True)
 class RequestContext:
     api_key: int

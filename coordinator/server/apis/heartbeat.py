@@ -1,0 +1,8 @@
+"""Heartbeat (key 12), v0–4.
+v1 throttle time; v3 group instance id (KIP-345); v4 flexible.
+"""
+
+from protocol.api_keys import ApiKey
+from coordinator.server.apis._routing import route_to_group
+
+route_to_group(ApiKey.HEARTBEAT, versions=(0, 4))

@@ -1,0 +1,23 @@
+"""ListGroups (key 16), v0–5.
+v1 throttle time; v3 flexible; v4 states filter (KIP-518); v5 types filter (KIP-848).
+Every shard lists its groups; the lists are joined.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.messages import ListGroupsResponse
+from coordinator.server.broker import Broker
+from coordinator.server.registry import RequestContext, api
+
+
+@api(ApiKey.LIST_GROUPS, versions=(0, 5))
+def list_groups(broker: Broker, request: Any, ctx: RequestContext) -> Any:
+    merged = ListGroupsResponse(error_code=0, groups=[])
+    for answer in broker.groups.handle_all_shards(request, ctx.api_version, ctx.client_id, ctx.client_host):
+        if answer.error_code:
+            return answer
+        merged.groups.extend(answer.groups)
+    return merged

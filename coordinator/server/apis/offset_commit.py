@@ -1,0 +1,9 @@
+"""OffsetCommit (key 8), v0–9.
+v1 commit timestamps; v2-4 retention time; v5 drops it; v7 group instance id; v8 flexible;
+v9 GROUP_ID_NOT_FOUND for unknown groups of generation-checked commits.
+"""
+
+from protocol.api_keys import ApiKey
+from coordinator.server.apis._routing import route_to_group
+
+route_to_group(ApiKey.OFFSET_COMMIT, versions=(0, 9))

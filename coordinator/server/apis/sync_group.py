@@ -1,0 +1,8 @@
+"""SyncGroup (key 14), v0–5.
+v3 group instance id; v4 flexible; v5 protocol type/name checks (KIP-559).
+"""
+
+from protocol.api_keys import ApiKey
+from coordinator.server.apis._routing import route_to_group
+
+route_to_group(ApiKey.SYNC_GROUP, versions=(0, 5))

@@ -1,0 +1,199 @@
+"""The shell around the pure group coordinator core.
+
+Owns what the core may not: the clock, real timers (`loop.call_later` feeding
+`on_timer` back in), the futures of parked requests, and the record store.
+One `GroupShard` per `__consumer_offsets` partition, chosen like Kafka by
+`abs(groupId.hashCode()) % offsets.topic.num.partitions`.
+
+For every outcome: records are replayed into the shard, appended to the store,
+and the response and the parked replies are released only once the append is
+durable (spec §22.3: a response that depends on a write waits for it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+import uuid
+from collections.abc import Awaitable
+from typing import Any
+
+import structlog
+
+from coordinator.config import Config
+from coordinator.core import Cancel, GroupConfig, GroupShard, Outcome, RequestContext, RequestRef, Schedule
+from coordinator.records import partition_for
+from coordinator.server.record_store import RecordStore
+from coordinator.server.registry import HandlerError
+from protocol.error_codes import ErrorCode
+
+log = structlog.get_logger()
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def group_config(config: Config) -> GroupConfig:
+    return GroupConfig(
+        min_session_timeout_ms=config["group.min.session.timeout.ms"],
+        max_session_timeout_ms=config["group.max.session.timeout.ms"],
+        initial_rebalance_delay_ms=config["group.initial.rebalance.delay.ms"],
+        max_size=config["group.max.size"],
+        offset_metadata_max_bytes=config["offset.metadata.max.bytes"],
+        offsets_retention_minutes=config["offsets.retention.minutes"],
+    )
+
+
+class GroupRuntime:
+    def __init__(self, config: Config, store: RecordStore) -> None:
+        self.num_partitions: int = config["offsets.topic.num.partitions"]
+        self.group_config = group_config(config)
+        self.store = store
+        self.shards: dict[int, GroupShard] = {}
+        self.timers: dict[tuple[int, Any], asyncio.TimerHandle] = {}
+        self.parked: dict[RequestRef, asyncio.Future[Any]] = {}
+        self._refs = itertools.count()
+        self.loop = asyncio.get_running_loop()
+
+    # ---- loading
+
+    def load(self) -> None:
+        """Replay every stored partition; groups resume where the log left them."""
+        started = time.perf_counter()
+        count = 0
+        for partition in sorted(self.store.partitions()):
+            shard = self._new_shard()
+            shard.begin_loading()
+            for record in self.store.read_all(partition):
+                shard.replay(record)
+                count += 1
+            self.shards[partition] = shard
+            self._apply(partition, shard.finish_loading(now_ms()))
+            self._apply(partition, shard.start_offset_expiration(now_ms()))
+        log.info("coordinator_loaded", partitions=len(self.shards), records=count,
+                 groups=sum(len(s.state.groups) for s in self.shards.values()),
+                 seconds=round(time.perf_counter() - started, 3))
+
+    def _new_shard(self) -> GroupShard:
+        return GroupShard(self.group_config, new_uuid=lambda: str(uuid.uuid4()))
+
+    def shard_for(self, group_id: str) -> tuple[int, GroupShard]:
+        partition = partition_for(group_id, self.num_partitions)
+        shard = self.shards.get(partition)
+        if shard is None:
+            shard = self.shards[partition] = self._new_shard()
+            self._apply(partition, shard.start_offset_expiration(now_ms()))
+        return partition, shard
+
+    # ---- requests
+
+    def handle(self, group_id: str, request: Any, api_version: int, client_id: str | None,
+               client_host: str) -> Any | Awaitable[Any]:
+        """Run one request against its group's shard: the response, or an awaitable of it."""
+        partition, shard = self.shard_for(group_id)
+        ref = RequestRef(next(self._refs))
+        ctx = RequestContext(api_version, now_ms(), ref, client_id or "", "/" + client_host)
+        outcome = shard.handle(request, ctx)
+        durable = self._apply(partition, outcome)
+        if outcome.response is None:  # parked until the rest of the group arrives
+            waiting = self.loop.create_future()
+            self.parked[ref] = waiting
+            return waiting
+        if durable is None:
+            return outcome.response
+        return self._after(durable, outcome.response)
+
+    def handle_each(self, group_ids: list[str], build_request: Any, api_version: int, client_id: str | None,
+                    client_host: str) -> list[tuple[list[str], Any | Awaitable[Any]]]:
+        """Split a multi-group request by shard: `build_request(ids)` makes each shard's part."""
+        by_partition: dict[int, list[str]] = {}
+        for group_id in group_ids:
+            by_partition.setdefault(partition_for(group_id, self.num_partitions), []).append(group_id)
+        return [(ids, self.handle(ids[0], build_request(ids), api_version, client_id, client_host))
+                for ids in by_partition.values()]
+
+    def handle_all_shards(self, request: Any, api_version: int, client_id: str | None,
+                          client_host: str) -> list[Any]:
+        """A read-only request every shard answers (ListGroups)."""
+        answers = []
+        for partition, shard in list(self.shards.items()):
+            ctx = RequestContext(api_version, now_ms(), RequestRef(next(self._refs)), client_id or "",
+                                 "/" + client_host)
+            outcome = shard.handle(request, ctx)
+            self._apply(partition, outcome)
+            answers.append(outcome.response)
+        return answers
+
+    async def _after(self, durable: asyncio.Future[None], response: Any) -> Any:
+        try:
+            await durable
+        except OSError as exc:  # spec 22.3: a storage failure reads as NOT_COORDINATOR; clients rediscover
+            raise HandlerError(ErrorCode.NOT_COORDINATOR) from exc
+        return response
+
+    # ---- outcomes
+
+    def _apply(self, partition: int, outcome: Outcome) -> asyncio.Future[None] | None:
+        shard = self.shards.get(partition)
+        durable = None
+        if outcome.records and shard is not None:
+            for record in outcome.records:
+                shard.replay(record)
+            durable = self.store.append(partition, outcome.records)
+            durable.add_done_callback(lambda f, p=partition: self._check_append(p, f))
+        for op in outcome.timers:
+            self._apply_timer(partition, op)
+        for event in outcome.events:
+            log.info(event.name, group_id=event.group_id, **dict(event.fields))
+        for ref, response in outcome.replies:
+            waiting = self.parked.pop(ref, None)
+            if waiting is None or waiting.done():
+                continue
+            if durable is None:
+                waiting.set_result(response)
+            else:
+                durable.add_done_callback(lambda f, w=waiting, r=response: _release(w, r, f))
+        return durable
+
+    def _check_append(self, partition: int, result: asyncio.Future[None]) -> None:
+        if result.cancelled() or result.exception() is None:
+            return
+        # The shard replayed records that are not durable: rebuild it from the log (no undo in memory).
+        log.error("coordinator_append_failed", partition=partition, error=repr(result.exception()))
+        old = self.shards.pop(partition, None)
+        if old is not None:
+            self._apply(partition, old.unload(now_ms()))
+
+    def _apply_timer(self, partition: int, op: Schedule | Cancel) -> None:
+        key = (partition, op.key)
+        handle = self.timers.pop(key, None)
+        if handle is not None:
+            handle.cancel()
+        if isinstance(op, Schedule):
+            delay = max(0.0, (op.deadline_ms - now_ms()) / 1000)
+            self.timers[key] = self.loop.call_later(delay, self._fire, partition, op.key, op.data)
+
+    def _fire(self, partition: int, key: Any, data: Any) -> None:
+        self.timers.pop((partition, key), None)
+        shard = self.shards.get(partition)
+        if shard is not None:
+            self._apply(partition, shard.on_timer(key, data, now_ms()))
+
+    async def close(self) -> None:
+        for handle in self.timers.values():
+            handle.cancel()
+        self.timers.clear()
+        for waiting in self.parked.values():
+            waiting.cancel()
+        await self.store.close()
+
+
+def _release(waiting: asyncio.Future[Any], response: Any, durable: asyncio.Future[None]) -> None:
+    if waiting.done():
+        return
+    if durable.cancelled() or durable.exception() is not None:
+        waiting.set_exception(HandlerError(ErrorCode.NOT_COORDINATOR))
+    else:
+        waiting.set_result(response)

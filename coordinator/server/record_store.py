@@ -1,0 +1,48 @@
+"""Where the group runtime keeps coordinator records: one log per `__consumer_offsets` partition.
+
+The runtime needs only two things of a store: the records of a partition, in
+order, when it loads; and an append that completes once the records are durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Protocol
+
+from coordinator.records import Record
+
+
+class RecordStore(Protocol):
+    def partitions(self) -> Iterable[int]:
+        """Partitions that hold records (loaded at start)."""
+
+    def read_all(self, partition: int) -> Iterable[Record]:
+        """Every record of `partition`, oldest first."""
+
+    def append(self, partition: int, records: list[Record]) -> asyncio.Future[None]:
+        """Write `records`; the future completes when they are durable (or fails)."""
+
+    async def close(self) -> None: ...
+
+
+class MemoryRecordStore:
+    """Records kept in memory: for tests and for a server run without durability."""
+
+    def __init__(self) -> None:
+        self._logs: dict[int, list[Record]] = {}
+
+    def partitions(self) -> Iterable[int]:
+        return list(self._logs)
+
+    def read_all(self, partition: int) -> Iterable[Record]:
+        return list(self._logs.get(partition, ()))
+
+    def append(self, partition: int, records: list[Record]) -> asyncio.Future[None]:
+        self._logs.setdefault(partition, []).extend(records)
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.set_result(None)
+        return done
+
+    async def close(self) -> None:
+        return None
