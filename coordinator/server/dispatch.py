@@ -1,7 +1,7 @@
 """From a request frame to a response frame: header, version checks, handler, encoding.
 
-Returns the response bytes, an awaitable of them (a handler that waits), or
-None when the connection must be closed (Kafka closes on requests it cannot
+Returns the response bytes (empty when the request gets no answer, as Produce
+with acks=0), an awaitable of them (a handler that waits), or None when the connection must be closed (Kafka closes on requests it cannot
 parse or APIs it does not serve).
 """
 
@@ -19,7 +19,7 @@ from protocol.error_codes import ErrorCode
 from protocol.frames import decode_request_body, decode_request_header, encode_response
 from protocol.primitives import ProtocolError
 from coordinator.server.broker import Broker
-from coordinator.server.registry import HANDLERS, ApiHandler, HandlerError, RequestContext
+from coordinator.server.registry import HANDLERS, NO_RESPONSE, ApiHandler, HandlerError, RequestContext
 
 log = structlog.get_logger()
 
@@ -59,6 +59,8 @@ def dispatch(broker: Broker, frame: bytes, peer: str, client_host: str) -> Reply
         return _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)
     if inspect.isawaitable(response):
         return _await_response(response, handler, request, correlation_id, version, peer)
+    if response is NO_RESPONSE:
+        return b""
     return encode_response(correlation_id, api_key, version, response)
 
 
@@ -71,6 +73,8 @@ async def _await_response(pending: Awaitable[Any], handler: ApiHandler, request:
     except Exception:
         log.exception("handler_failed", peer=peer, api=API_SPECS[handler.api_key].name, api_version=version)
         return _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)
+    if response is NO_RESPONSE:
+        return b""
     return encode_response(correlation_id, handler.api_key, version, response)
 
 

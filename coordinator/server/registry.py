@@ -26,6 +26,18 @@ class HandlerError(Exception):
         self.code = code
 
 
+class _NoResponse:
+    """Returned by a handler whose request gets no answer at all (Produce with acks=0)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NO_RESPONSE"
+
+
+NO_RESPONSE = _NoResponse()
+
+
 @dataclass(slots=True)
 class RequestContext:
     api_key: int
