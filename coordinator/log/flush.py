@@ -1,0 +1,147 @@
+"""Group commit: one fsync in a worker thread covers every append made before it started.
+
+Policy ``always``: ``await flusher.wait_durable(p)`` returns once an fsync that began after
+the caller's append has succeeded. While one fsync runs, new appenders queue up, and the
+next fsync covers all of them, so N concurrent appends cost a handful of fsyncs.
+
+Policy ``interval``: a background task fsyncs dirty partitions every ``flush_ms``;
+``wait_durable`` does not hold the caller (Kafka's default trade-off).
+
+A failed write or fsync poisons the partition (``storage_error``): every waiter it covers,
+and every later one, gets the ``OSError`` (KAFKA_STORAGE_ERROR). We never retry an fsync
+and ack: after a failed fsync the kernel may have dropped the dirty pages, so a later
+successful fsync proves nothing about them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Callable
+
+import structlog
+
+from .partition import FlushJob, LogStorageError, Partition
+
+log = structlog.get_logger(__name__)
+
+POLICIES = ("always", "interval")
+
+
+class _State:
+    __slots__ = ("inflight", "inflight_end")
+
+    def __init__(self) -> None:
+        self.inflight: asyncio.Future[None] | None = None
+        self.inflight_end = -1  # log end offset the in-flight fsync covers
+
+
+class GroupCommitFlusher:
+    def __init__(self, policy: str = "always", flush_ms: int = 1000,
+                 fsync: Callable[[int], None] = os.fsync) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"flush policy must be one of {POLICIES}, not {policy!r}")
+        self.policy = policy
+        self.flush_ms = flush_ms
+        self.fsync = fsync
+        self.fsync_rounds = 0  # completed or failed flush jobs, for tests and metrics
+        self._states: dict[int, _State] = {}
+        self._partitions: dict[int, Partition] = {}
+        self._ticker: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------ always
+
+    async def wait_durable(self, partition: Partition) -> None:
+        """Return once everything appended to ``partition`` before this call is fsynced."""
+        self._partitions[id(partition)] = partition
+        if self.policy == "interval":
+            self._check(partition)
+            return
+        target = partition.log_end_offset
+        st = self._states.setdefault(id(partition), _State())
+        while True:
+            self._check(partition)
+            if partition.durable_offset >= target:
+                return
+            if st.inflight is None:
+                self._start(partition, st)
+            fut = st.inflight
+            assert fut is not None
+            covers = st.inflight_end >= target
+            try:
+                await asyncio.shield(fut)  # one waiter cancelled must not cancel the shared fsync
+            except OSError:
+                if covers:
+                    raise
+                # It did not cover us; _check() raises the poisoned partition's error next round.
+
+    def _start(self, partition: Partition, st: _State) -> None:
+        job = partition.begin_flush()  # snapshot on the loop thread, before anything else appends
+        st.inflight_end = job.end_offset
+        st.inflight = asyncio.get_running_loop().create_task(self._run(partition, st, job))
+
+    async def _run(self, partition: Partition, st: _State, job: FlushJob) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(None, job.run, self.fsync)
+        except OSError as e:
+            partition.storage_error = partition.storage_error or e
+            log.error("log_fsync_failed", path=str(partition.path), error=str(e))
+            raise
+        else:
+            partition.mark_durable(job.end_offset)
+        finally:
+            self.fsync_rounds += 1
+            st.inflight = None
+
+    @staticmethod
+    def _check(partition: Partition) -> None:
+        if partition.storage_error is not None:
+            raise LogStorageError(f"{partition.path}: {partition.storage_error}") from partition.storage_error
+
+    # ------------------------------------------------------------ interval
+
+    def register(self, partition: Partition) -> None:
+        self._partitions[id(partition)] = partition
+
+    def unregister(self, partition: Partition) -> None:
+        self._partitions.pop(id(partition), None)
+        self._states.pop(id(partition), None)
+
+    def start(self) -> None:
+        """Start the periodic flusher (policy ``interval``); a no-op for ``always``."""
+        if self.policy == "interval" and self._ticker is None:
+            self._ticker = asyncio.get_running_loop().create_task(self._tick_forever())
+
+    async def _tick_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_ms / 1000)
+            await self.flush_all()
+
+    async def flush_all(self) -> None:
+        """fsync every registered partition with unflushed appends; errors are logged and poison it."""
+        loop = asyncio.get_running_loop()
+        for p in list(self._partitions.values()):
+            if p.storage_error is not None or p.durable_offset >= p.log_end_offset:
+                continue
+            job = p.begin_flush()
+            try:
+                await loop.run_in_executor(None, job.run, self.fsync)
+            except OSError as e:
+                p.storage_error = p.storage_error or e
+                log.error("log_fsync_failed", path=str(p.path), error=str(e))
+            else:
+                p.mark_durable(job.end_offset)
+            finally:
+                self.fsync_rounds += 1
+
+    async def close(self) -> None:
+        """Stop the ticker and flush what is left."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+            try:
+                await self._ticker
+            except asyncio.CancelledError:
+                pass
+            self._ticker = None
+        await self.flush_all()

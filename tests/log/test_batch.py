@@ -1,0 +1,112 @@
+import gzip
+import struct
+
+import crc32c
+import lz4.frame
+import pytest
+
+from coordinator.log.batch import (HEADER, HEADER_SIZE, BatchHeader, CorruptBatchError, Record, assemble_batch,
+                                   build_batch, encode_record, iter_batches, iter_records, set_base_offset,
+                                   verify_crc)
+
+
+def test_header_is_61_bytes_and_parses_fields_written_by_build_batch():
+    b = build_batch([(b"k", b"v"), (None, b"w")], base_offset=7, producer_id=42, producer_epoch=3,
+                    base_sequence=9, timestamp=1234)
+    h = BatchHeader.parse(b)
+    assert HEADER_SIZE == 61
+    assert (h.base_offset, h.magic, h.records_count, h.last_offset_delta) == (7, 2, 2, 1)
+    assert (h.producer_id, h.producer_epoch, h.base_sequence) == (42, 3, 9)
+    assert (h.base_timestamp, h.max_timestamp) == (1234, 1234)
+    assert h.size == len(b)
+    assert h.crc == crc32c.crc32c(b[21:])
+
+
+def test_records_round_trip_with_null_keys_values_and_headers():
+    b = build_batch([(b"a", b"1"), (None, None), (b"c" * 300, b"x" * 70000, [("h", b"hv"), ("n", None)])],
+                    base_offset=10, timestamp=5)
+    recs = list(iter_records(b))
+    assert [r.offset for r in recs] == [10, 11, 12]
+    assert recs[1].key is None and recs[1].value is None
+    assert recs[2].key == b"c" * 300 and len(recs[2].value) == 70000
+    assert recs[2].headers == (("h", b"hv"), ("n", None))
+    assert all(r.timestamp == 5 for r in recs)
+
+
+def test_negative_and_multibyte_deltas_survive_the_varint_codec():
+    encoded = [encode_record(0, -5, b"k", b"v"), encode_record(200, 100_000, b"k2", None)]
+    b = assemble_batch(encoded, base_offset=1000, last_offset_delta=200, base_timestamp=10**12,
+                       max_timestamp=10**12 + 100_000)
+    recs = list(iter_records(b))
+    assert recs == [Record(1000, 10**12 - 5, b"k", b"v"), Record(1200, 10**12 + 100_000, b"k2", None)]
+
+
+def test_set_base_offset_rewrites_in_place_without_breaking_the_crc():
+    buf = bytearray(build_batch([(b"k", b"v")]))
+    set_base_offset(buf, 123456789)
+    assert verify_crc(buf).base_offset == 123456789
+    assert next(iter_records(buf)).offset == 123456789
+
+
+def test_flipping_any_crc_covered_byte_fails_verification():
+    b = build_batch([(b"key", b"value")])
+    for i in range(21, len(b)):
+        bad = bytearray(b)
+        bad[i] ^= 0x01
+        with pytest.raises(CorruptBatchError):
+            verify_crc(bad)
+
+
+def test_truncated_and_wrong_magic_batches_raise_corrupt_batch_error_with_position():
+    b = build_batch([(b"k", b"v")])
+    with pytest.raises(CorruptBatchError) as e:
+        verify_crc(b[:-1])
+    assert e.value.position == 0
+    bad = bytearray(b)
+    bad[16] = 1
+    with pytest.raises(CorruptBatchError, match="magic"):
+        verify_crc(bad)
+    with pytest.raises(CorruptBatchError, match="short header"):
+        verify_crc(b[:30])
+
+
+def test_iter_batches_splits_a_run_and_reports_where_a_torn_tail_starts():
+    a, b = build_batch([(b"a", b"1")]), build_batch([(b"b", b"2"), (b"c", b"3")])
+    run = a + b
+    assert [(p, h.records_count) for p, h in iter_batches(run, verify=True)] == [(0, 1), (len(a), 2)]
+    with pytest.raises(CorruptBatchError) as e:
+        list(iter_batches(run[:-3]))
+    assert e.value.position == len(a)
+
+
+def _compressed(codec: int, compress, records) -> bytes:
+    plain = build_batch(records, base_offset=0, timestamp=77)
+    body = compress(plain[HEADER_SIZE:])
+    h = BatchHeader.parse(plain)
+    buf = bytearray(HEADER_SIZE + len(body))
+    HEADER.pack_into(buf, 0, 0, len(buf) - 12, -1, 2, 0, codec, h.last_offset_delta, 77, 77, -1, -1, -1,
+                     h.records_count)
+    buf[HEADER_SIZE:] = body
+    struct.pack_into(">I", buf, 17, crc32c.crc32c(bytes(buf[21:])))
+    return bytes(buf)
+
+
+@pytest.mark.parametrize("codec,compress", [(1, gzip.compress), (3, lz4.frame.compress)], ids=["gzip", "lz4"])
+def test_compressed_batches_decode_to_the_same_records(codec, compress):
+    records = [(f"k{i}".encode(), f"v{i}".encode() * 10) for i in range(50)]
+    b = _compressed(codec, compress, records)
+    verify_crc(b)
+    assert [(r.key, r.value) for r in iter_records(b)] == records
+
+
+def test_garbage_compressed_payload_is_a_corrupt_batch():
+    b = _compressed(1, lambda raw: b"not gzip at all", [(b"k", b"v")])
+    with pytest.raises(CorruptBatchError, match="decompress"):
+        list(iter_records(b))
+
+
+def test_record_overrunning_its_batch_is_a_corrupt_batch():
+    b = bytearray(build_batch([(b"k", b"v")]))
+    b[HEADER_SIZE] = 0x7E  # record length varint 63: far past the end
+    with pytest.raises(CorruptBatchError, match="bad record"):
+        list(iter_records(b))

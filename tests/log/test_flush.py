@@ -1,0 +1,120 @@
+import asyncio
+import os
+import threading
+
+import pytest
+
+from coordinator.log.flush import GroupCommitFlusher
+from coordinator.log.partition import LogStorageError
+
+from .helpers import open_partition, simple_batch
+
+
+class CountingFsync:
+    def __init__(self, delay: float = 0.005, fail: OSError | None = None) -> None:
+        self.calls = 0
+        self.delay = delay
+        self.fail = fail
+        self.lock = threading.Lock()
+
+    def __call__(self, fd: int) -> None:
+        with self.lock:
+            self.calls += 1
+        threading.Event().wait(self.delay)  # a slow disk, so appenders pile up behind it
+        if self.fail:
+            raise self.fail
+        os.fsync(fd)
+
+
+async def test_one_hundred_concurrent_appenders_share_far_fewer_fsyncs(tmp_path):
+    p = open_partition(tmp_path)
+    fsync = CountingFsync()
+    flusher = GroupCommitFlusher("always", fsync=fsync)
+
+    async def appender(i: int) -> int:
+        await asyncio.sleep(0.0001 * (i % 10))
+        base, _ = p.append(simple_batch(i, n=1))
+        await flusher.wait_durable(p)
+        assert p.durable_offset > base  # acknowledged only once its own offset is durable
+        return base
+
+    bases = await asyncio.gather(*(appender(i) for i in range(100)))
+    assert sorted(bases) == list(range(100))
+    assert p.durable_offset == 100
+    assert flusher.fsync_rounds <= 20, flusher.fsync_rounds
+
+
+async def test_waiter_returns_at_once_when_nothing_new_was_appended(tmp_path):
+    p = open_partition(tmp_path)
+    flusher = GroupCommitFlusher(fsync=CountingFsync())
+    p.append(simple_batch(0))
+    await flusher.wait_durable(p)
+    rounds = flusher.fsync_rounds
+    await flusher.wait_durable(p)
+    assert flusher.fsync_rounds == rounds == 1
+
+
+async def test_fsync_error_reaches_every_covered_waiter_and_poisons_the_partition(tmp_path):
+    p = open_partition(tmp_path)
+    flusher = GroupCommitFlusher(fsync=CountingFsync(fail=OSError(5, "EIO")))
+
+    async def appender(i: int) -> None:
+        p.append(simple_batch(i))
+        await flusher.wait_durable(p)
+
+    results = await asyncio.gather(*(appender(i) for i in range(10)), return_exceptions=True)
+    assert all(isinstance(r, OSError) for r in results), results
+    assert p.durable_offset == 0
+    with pytest.raises(LogStorageError):
+        p.append(simple_batch(99))
+    with pytest.raises(OSError):
+        await flusher.wait_durable(p)
+
+
+async def test_write_error_propagates_from_append_and_blocks_later_acks(tmp_path, monkeypatch):
+    p = open_partition(tmp_path)
+    flusher = GroupCommitFlusher(fsync=CountingFsync())
+    p.append(simple_batch(0))
+
+    def broken_pwrite(fd, data, pos):
+        raise OSError(28, "ENOSPC")
+
+    monkeypatch.setattr(os, "pwrite", broken_pwrite)
+    with pytest.raises(OSError):
+        p.append(simple_batch(1))
+    with pytest.raises(OSError):
+        await flusher.wait_durable(p)
+    assert p.log_end_offset == 3
+
+
+async def test_interval_policy_does_not_hold_waiters_and_flushes_periodically(tmp_path):
+    p = open_partition(tmp_path)
+    fsync = CountingFsync(delay=0)
+    flusher = GroupCommitFlusher("interval", flush_ms=10, fsync=fsync)
+    flusher.register(p)
+    flusher.start()
+    p.append(simple_batch(0))
+    await flusher.wait_durable(p)
+    assert p.durable_offset == 0  # returned without an fsync
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if p.durable_offset == 3:
+            break
+    assert p.durable_offset == 3 and fsync.calls >= 1
+    await flusher.close()
+
+
+async def test_a_rolled_segment_and_its_directory_are_fsynced_before_the_ack(tmp_path):
+    p = open_partition(tmp_path, segment_bytes=200)
+    synced: list[str] = []
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        os.fsync(fd)
+
+    flusher = GroupCommitFlusher(fsync=fsync)
+    for i in range(3):
+        p.append(simple_batch(i))
+    await flusher.wait_durable(p)
+    assert len(p.segments) == 3
+    assert {os.path.basename(s) for s in synced} >= {"t-0", *(s.path.name for s in p.segments)}

@@ -1,0 +1,94 @@
+import pytest
+
+from coordinator.log.batch import CorruptBatchError, iter_batches, iter_records
+from coordinator.log.partition import OffsetOutOfRangeError, Partition, LogConfig
+
+from .helpers import open_partition, simple_batch
+
+
+def _offsets(buf: bytes) -> list[int]:
+    return [r.offset for pos, _ in iter_batches(buf) for r in iter_records(buf, pos)]
+
+
+def test_append_assigns_consecutive_offsets_and_tracks_log_end(tmp_path):
+    p = open_partition(tmp_path)
+    assert p.append(simple_batch(0, n=3)) == (0, 2)
+    assert p.append(simple_batch(1, n=2)) == (3, 4)
+    assert (p.log_start_offset, p.log_end_offset, p.high_watermark) == (0, 5, 5)
+    assert _offsets(p.read(0, 1 << 20)) == [0, 1, 2, 3, 4]
+
+
+def test_append_rejects_a_batch_with_a_bad_crc(tmp_path):
+    p = open_partition(tmp_path)
+    bad = bytearray(simple_batch(0))
+    bad[-1] ^= 0xFF
+    with pytest.raises(CorruptBatchError):
+        p.append(bytes(bad))
+    assert p.log_end_offset == 0
+
+
+def test_read_returns_whole_batches_from_the_one_containing_the_offset(tmp_path):
+    p = open_partition(tmp_path)
+    sizes = [len(simple_batch(i)) for i in range(5)]
+    for i in range(5):
+        p.append(simple_batch(i))
+    assert _offsets(p.read(4, 1 << 20))[0] == 3  # offset 4 sits in the batch 3..5
+    assert len(p.read(0, sizes[0] * 2)) == sizes[0] * 2
+    assert len(p.read(0, 1)) == sizes[0]  # at least one batch even if larger than max_bytes
+    assert p.read(15, 100) == b""
+    with pytest.raises(OffsetOutOfRangeError):
+        p.read(16, 100)
+
+
+def test_log_rolls_at_segment_bytes_and_reopens_with_the_same_offsets(tmp_path):
+    p = open_partition(tmp_path, segment_bytes=400)
+    for i in range(20):
+        p.append(simple_batch(i))
+    assert len(p.segments) > 3
+    names = sorted(f.name for f in (tmp_path / "t-0").iterdir())
+    assert names[0] == "00000000000000000000.log"
+    before = p.read(0, 1 << 30), p.log_end_offset
+    p.close()
+    q = Partition(tmp_path / "t-0", LogConfig(segment_bytes=400))
+    assert q.log_end_offset == before[1] == 60
+    assert _offsets(q.read(31, 1 << 20))[0] == 30
+    assert q.append(simple_batch(99)) == (60, 62)
+
+
+def test_offset_for_timestamp_finds_the_first_record_at_or_after_it(tmp_path):
+    p = open_partition(tmp_path, segment_bytes=300)
+    for i in range(6):
+        p.append(simple_batch(i, timestamp=1000 + 100 * i))
+    assert p.offset_for_timestamp(0) == (0, 1000)
+    assert p.offset_for_timestamp(1250) == (9, 1300)
+    assert p.offset_for_timestamp(1500) == (15, 1500)
+    assert p.offset_for_timestamp(1501) is None
+    assert p.max_timestamp_offset() == (15, 1500)
+
+
+def test_retention_by_bytes_deletes_oldest_closed_segments_and_advances_log_start(tmp_path):
+    p = open_partition(tmp_path, segment_bytes=300)
+    for i in range(10):
+        p.append(simple_batch(i))
+    n_before = len(p.segments)
+    deleted = p.apply_retention(now_ms=10**13, retention_ms=-1, retention_bytes=600)
+    assert deleted > 0 and len(p.segments) == n_before - deleted
+    assert p.size_bytes >= 600 - 300 and p.log_start_offset == p.segments[0].base_offset > 0
+    with pytest.raises(OffsetOutOfRangeError):
+        p.read(0, 100)
+
+
+def test_retention_by_time_never_deletes_the_active_segment(tmp_path):
+    p = open_partition(tmp_path, segment_bytes=300)
+    for i in range(10):
+        p.append(simple_batch(i, timestamp=1000))
+    p.apply_retention(now_ms=10**9, retention_ms=1000, retention_bytes=-1)
+    assert len(p.segments) == 1 and p.log_start_offset == p.active.base_offset
+    assert p.append(simple_batch(10))[0] == 30
+
+
+def test_delete_removes_the_partition_directory(tmp_path):
+    p = open_partition(tmp_path)
+    p.append(simple_batch(0))
+    p.delete()
+    assert not (tmp_path / "t-0").exists()
