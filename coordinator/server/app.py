@@ -20,7 +20,9 @@ from coordinator.server import apis
 from coordinator.server.broker import Broker
 from coordinator.server.connection import Connection
 from coordinator.server.groups import GroupRuntime
-from coordinator.server.record_store import MemoryRecordStore
+from coordinator.server.data_plane import DataPlane
+from coordinator.server.log_record_store import LogRecordStore
+from coordinator.topics import OFFSETS_TOPIC
 
 log = structlog.get_logger()
 
@@ -37,8 +39,12 @@ class Server:
         self.config = config
         self.broker = Broker(config)
         self.loop = asyncio.get_running_loop()
-        self.broker.groups = GroupRuntime(config, MemoryRecordStore())
-        self.broker.shutdown_hooks.append(self.broker.groups.close)
+        self.broker.data = DataPlane(config, self.broker.data_dir)
+        offsets_partitions = config["offsets.topic.num.partitions"]
+        if OFFSETS_TOPIC not in self.broker.topics:
+            self.broker.topics.create(OFFSETS_TOPIC, offsets_partitions, {"cleanup.policy": "compact"}, internal=True)
+        self.broker.groups = GroupRuntime(config, LogRecordStore(self.broker.data.logs, offsets_partitions))
+        self.broker.shutdown_hooks += [self.broker.groups.close, self.broker.data.close]
         self.connections: set[Connection] = set()
         self.servers: list[asyncio.base_events.Server] = []
         self.stop_requested = asyncio.Event()
@@ -46,6 +52,7 @@ class Server:
         self._reaper: asyncio.Task | None = None
 
     async def start(self) -> None:
+        self.broker.data.logs.start()
         self.broker.groups.load()
         for listener in self.config["listeners"]:
             server = await self.loop.create_server(lambda: Connection(self), listener.host or None, listener.port,

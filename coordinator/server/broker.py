@@ -14,6 +14,7 @@ from coordinator.config import Config, Listener
 from coordinator.topics import TopicRegistry
 
 if TYPE_CHECKING:
+    from coordinator.server.data_plane import DataPlane
     from coordinator.server.groups import GroupRuntime
 
 log = structlog.get_logger()
@@ -47,4 +48,5 @@ class Broker:
         self.advertised: Listener = config.advertised_listener
         self.topics = TopicRegistry(self.data_dir)
         self.groups: GroupRuntime  # set by the server once the event loop runs
+        self.data: DataPlane
         self.shutdown_hooks: list[Callable[[], Awaitable[None] | None]] = []

@@ -1,0 +1,88 @@
+"""Fetch (key 1), v4–17.
+
+v4 last stable offset and isolation level (no transactions here: LSO = high
+watermark, no aborted transactions); v5 log start offset; v7 fetch sessions —
+refused by answering session id 0, so every fetch is a full one (KIP-227
+allows this); v11 rack (ignored); v12 flexible; v13 topics by id; v15+
+replica state (consumers only here).
+
+Waits up to max_wait_ms for min_bytes, woken by appends. max_bytes and
+partition_max_bytes are honoured except that the first batch found is always
+returned whole, as Kafka does, so a large batch cannot block a consumer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import FetchResponse
+from coordinator.server.broker import Broker
+from coordinator.server.registry import RequestContext, api
+
+TopicResult = FetchResponse.FetchableTopicResponse
+PartitionResult = FetchResponse.PartitionData
+
+
+def _empty(index: int, code: ErrorCode) -> PartitionResult:
+    return PartitionResult(partition_index=index, error_code=int(code), high_watermark=-1, last_stable_offset=-1,
+                           log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1, records=b"")
+
+
+def _read(broker: Broker, request: Any, version: int) -> tuple[FetchResponse, int]:
+    budget = request.max_bytes
+    total = 0
+    responses = []
+    for wanted in request.topics:
+        topic = broker.topics.get(wanted.topic) if version < 13 else broker.topics.by_id(wanted.topic_id)
+        results = []
+        for p in wanted.partitions:
+            if topic is None:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if version < 13 else ErrorCode.UNKNOWN_TOPIC_ID
+                results.append(_empty(p.partition, code))
+                continue
+            if not 0 <= p.partition < topic.partitions:
+                results.append(_empty(p.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            partition = broker.data.partition(topic, p.partition)
+            high_watermark = partition.high_watermark
+            result = PartitionResult(partition_index=p.partition, error_code=0, high_watermark=high_watermark,
+                                     last_stable_offset=high_watermark, log_start_offset=partition.log_start_offset,
+                                     aborted_transactions=None, preferred_read_replica=-1, records=b"")
+            if not partition.log_start_offset <= p.fetch_offset <= high_watermark:
+                result.error_code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+            elif p.fetch_offset < high_watermark and (budget > 0 or total == 0):
+                # the first batch is returned whole even past the limits (Kafka's "at least one batch")
+                limit = min(p.partition_max_bytes, budget) if total else p.partition_max_bytes
+                data = partition.read(p.fetch_offset, max(limit, 1))
+                result.records = data
+                total += len(data)
+                budget -= len(data)
+            results.append(result)
+        responses.append(TopicResult(topic=wanted.topic, topic_id=wanted.topic_id, partitions=results))
+    return FetchResponse(error_code=0, session_id=0, responses=responses), total
+
+
+@api(ApiKey.FETCH, versions=(4, 17))
+def fetch(broker: Broker, request: Any, ctx: RequestContext) -> Any:
+    response, total = _read(broker, request, ctx.api_version)
+    if total >= request.min_bytes or request.max_wait_ms <= 0:
+        return response
+    return _wait_for_data(broker, request, ctx.api_version)
+
+
+async def _wait_for_data(broker: Broker, request: Any, version: int) -> FetchResponse:
+    deadline = time.monotonic() + request.max_wait_ms / 1000
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        await broker.data.appended.wait(remaining)
+        response, total = _read(broker, request, version)
+        if total >= request.min_bytes:
+            return response
+        await asyncio.sleep(0)  # let other appends land before reading again
+    return _read(broker, request, version)[0]

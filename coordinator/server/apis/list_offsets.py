@@ -1,0 +1,52 @@
+"""ListOffsets (key 2), v1–10.
+
+Timestamps: -2 earliest (log start), -1 latest (high watermark), -3 the offset
+of the largest timestamp (v7+), -4 earliest local and -5 earliest tiered (v8/v9:
+no tiering here, so the log start), t >= 0 the first offset whose batch max
+timestamp is >= t (Kafka's index lookup; -1 when none). v2 isolation level;
+v4 leader epoch; v6 flexible; v10 timeout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import ListOffsetsResponse
+from coordinator.server.broker import Broker
+from coordinator.server.registry import RequestContext, api
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_TIERED = -1, -2, -3, -4, -5
+TopicResult = ListOffsetsResponse.ListOffsetsTopicResponse
+PartitionResult = ListOffsetsResponse.ListOffsetsPartitionResponse
+
+
+@api(ApiKey.LIST_OFFSETS, versions=(1, 10))
+def list_offsets(broker: Broker, request: Any, ctx: RequestContext) -> ListOffsetsResponse:
+    topics = []
+    for wanted in request.topics:
+        topic = broker.topics.get(wanted.name)
+        results = []
+        for p in wanted.partitions:
+            result = PartitionResult(partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1,
+                                     leader_epoch=0)
+            if topic is None or not 0 <= p.partition_index < topic.partitions:
+                result.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                result.leader_epoch = -1
+            else:
+                partition = broker.data.partition(topic, p.partition_index)
+                if p.timestamp == LATEST:
+                    result.offset = partition.high_watermark
+                elif p.timestamp in (EARLIEST, EARLIEST_LOCAL, EARLIEST_TIERED):
+                    result.offset = partition.log_start_offset
+                elif p.timestamp == MAX_TIMESTAMP or p.timestamp >= 0:
+                    found = (partition.max_timestamp_offset() if p.timestamp == MAX_TIMESTAMP
+                             else partition.offset_for_timestamp(p.timestamp))
+                    if found is not None:
+                        result.offset, result.timestamp = found
+                else:
+                    result.error_code = int(ErrorCode.UNSUPPORTED_VERSION)
+            results.append(result)
+        topics.append(TopicResult(name=wanted.name, partitions=results))
+    return ListOffsetsResponse(topics=topics)

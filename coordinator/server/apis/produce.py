@@ -1,0 +1,87 @@
+"""Produce (key 0), v3–11.
+
+v3 transactional id (transactions are not served here: a transactional produce is
+refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED); v5 log start
+offset; v8 record errors and error message; v9 flexible; v10-11 leader hints (tagged,
+left at defaults). Batches are stored exactly as received (compressed ones too), with
+offsets assigned by rewriting the base offset.
+
+acks=0 gets no response; acks=1 is answered once the batches are written; acks=-1
+once they are durable under `flush.policy` (always: fsynced, shared with other
+appends; interval: written).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import ProduceResponse
+from coordinator.server.broker import Broker
+from coordinator.server.data_plane import ProduceError
+from coordinator.server.registry import NO_RESPONSE, RequestContext, api
+
+TopicResult = ProduceResponse.TopicProduceResponse
+PartitionResult = ProduceResponse.PartitionProduceResponse
+
+
+def _result(index: int, code: ErrorCode, base_offset: int = -1, log_start: int = -1,
+            message: str | None = None) -> PartitionResult:
+    return PartitionResult(index=index, error_code=int(code), base_offset=base_offset, log_append_time_ms=-1,
+                           log_start_offset=log_start, record_errors=[], error_message=message)
+
+
+def produce_error(request: Any, code: ErrorCode, version: int) -> ProduceResponse:
+    return ProduceResponse(responses=[
+        TopicResult(name=t.name, partition_responses=[_result(p.index, code) for p in t.partition_data])
+        for t in request.topic_data])
+
+
+@api(ApiKey.PRODUCE, versions=(3, 11), error_response=produce_error)
+def produce(broker: Broker, request: Any, ctx: RequestContext) -> Any:
+    if request.transactional_id is not None:
+        return produce_error(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ctx.api_version)
+    if request.acks not in (-1, 0, 1):
+        return produce_error(request, ErrorCode.INVALID_REQUIRED_ACKS, ctx.api_version)
+    responses = []
+    written = []
+    for topic_data in request.topic_data:
+        topic = broker.topics.get(topic_data.name)
+        results = []
+        for data in topic_data.partition_data:
+            if topic is None or not 0 <= data.index < topic.partitions:
+                results.append(_result(data.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            if data.records is None:
+                results.append(_result(data.index, ErrorCode.CORRUPT_MESSAGE, message="null records"))
+                continue
+            try:
+                base_offset, partition = broker.data.append(topic, data.index, data.records)
+            except ProduceError as exc:
+                results.append(_result(data.index, exc.code, message=str(exc)))
+                continue
+            except OSError as exc:
+                results.append(_result(data.index, ErrorCode.KAFKA_STORAGE_ERROR, message=exc.strerror))
+                continue
+            written.append(partition)
+            results.append(_result(data.index, ErrorCode.NONE, base_offset, partition.log_start_offset))
+        responses.append(TopicResult(name=topic_data.name, partition_responses=results))
+    response = ProduceResponse(responses=responses)
+    if request.acks == 0:
+        return NO_RESPONSE
+    if request.acks == 1 or not written or broker.config["flush.policy"] != "always":
+        return response
+    return _after_durable(broker, written, response)
+
+
+async def _after_durable(broker: Broker, partitions: list, response: ProduceResponse) -> ProduceResponse:  # type: ignore[type-arg]
+    try:
+        for partition in partitions:
+            await broker.data.wait_durable(partition)
+    except OSError:
+        for topic in response.responses:
+            for result in topic.partition_responses:
+                if result.error_code == 0:
+                    result.error_code, result.base_offset = int(ErrorCode.KAFKA_STORAGE_ERROR), -1
+    return response

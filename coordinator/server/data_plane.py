@@ -1,0 +1,222 @@
+"""Enough of a broker for real consumers: user-topic partitions, producer ids, waiting fetches.
+
+Sits between the Produce/Fetch/ListOffsets handlers and the partition logs
+(`coordinator.log`): appends with the durability the request asks for, the
+idempotent-producer sequence checks, and a wake-up for fetches waiting on
+`min.bytes`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+
+from coordinator.log.batch import BatchHeader, CorruptBatchError, iter_batches
+from coordinator.log.manager import LogManager
+from coordinator.log.partition import LogConfig, Partition
+from coordinator.topic_configs import TOPIC_SETTINGS, topic_default
+from coordinator.topics import Topic
+from protocol.error_codes import ErrorCode
+
+log = structlog.get_logger()
+
+NO_PRODUCER_ID = -1
+PRODUCER_BATCH_CACHE = 5  # Kafka keeps the last five batches per producer for duplicate detection
+PRODUCER_ID_BLOCK = 1000
+READ_CHUNK_BYTES = 8 * 1024 * 1024
+
+
+class ProduceError(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(slots=True)
+class ProducerEntry:
+    epoch: int
+    last_sequence: int
+    recent: deque[tuple[int, int, int]] = field(default_factory=lambda: deque(maxlen=PRODUCER_BATCH_CACHE))
+    # (first sequence, last sequence, base offset) of the newest batches
+
+
+class ProducerState:
+    """Per partition: each idempotent producer's epoch and sequences, as Kafka checks them."""
+
+    def __init__(self) -> None:
+        self.producers: dict[int, ProducerEntry] = {}
+
+    def check(self, header: BatchHeader) -> int | None:
+        """The base offset of an identical batch already written (a retry), or None to append.
+
+        Raises ProduceError for a stale epoch or a sequence gap.
+        """
+        if header.producer_id == NO_PRODUCER_ID:
+            return None
+        first, last = header.base_sequence, header.base_sequence + header.last_offset_delta
+        entry = self.producers.get(header.producer_id)
+        if entry is None or header.producer_epoch > entry.epoch:
+            if first != 0 and entry is not None:
+                raise ProduceError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                   f"new epoch {header.producer_epoch} must start at sequence 0, got {first}")
+            return None
+        if header.producer_epoch < entry.epoch:
+            raise ProduceError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                               f"epoch {header.producer_epoch} is older than {entry.epoch}")
+        for cached_first, cached_last, base_offset in entry.recent:
+            if cached_first == first and cached_last == last:
+                return base_offset
+        if first != (entry.last_sequence + 1) & 0x7FFFFFFF:
+            if first <= entry.last_sequence:
+                raise ProduceError(ErrorCode.DUPLICATE_SEQUENCE_NUMBER,
+                                   f"sequence {first} was written before (last {entry.last_sequence})")
+            raise ProduceError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                               f"expected sequence {entry.last_sequence + 1}, got {first}")
+        return None
+
+    def record(self, header: BatchHeader, base_offset: int) -> None:
+        if header.producer_id == NO_PRODUCER_ID:
+            return
+        last = header.base_sequence + header.last_offset_delta
+        entry = self.producers.get(header.producer_id)
+        if entry is None or header.producer_epoch != entry.epoch:
+            entry = self.producers[header.producer_id] = ProducerEntry(header.producer_epoch, last)
+        entry.last_sequence = last
+        entry.recent.append((header.base_sequence, last, base_offset))
+
+
+class ProducerIdAllocator:
+    """Unique producer ids across restarts: blocks reserved in a file before they are handed out."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._file = data_dir / "producer-ids"
+        self._next = 0
+        self._limit = 0
+        if self._file.exists():
+            self._next = self._limit = int(self._file.read_text().strip() or 0)
+
+    def allocate(self) -> int:
+        if self._next >= self._limit:
+            self._limit = self._next + PRODUCER_ID_BLOCK
+            tmp = self._file.with_suffix(".tmp")
+            with open(tmp, "w") as out:
+                out.write(str(self._limit))
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, self._file)
+        producer_id = self._next
+        self._next += 1
+        return producer_id
+
+
+class AppendSignal:
+    """Wakes fetches waiting for more data (Fetch min.bytes with max.wait)."""
+
+    def __init__(self) -> None:
+        self._waiter: asyncio.Future[None] | None = None
+
+    def notify(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+        self._waiter = None
+
+    async def wait(self, timeout_s: float) -> None:
+        if self._waiter is None:
+            self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._waiter), timeout_s)
+        except asyncio.TimeoutError:
+            pass
+
+
+def partition_config(broker_config, topic: Topic) -> LogConfig:  # type: ignore[no-untyped-def]
+    """The log settings of `topic`: its own, else the broker's defaults."""
+    def value(name: str) -> str:
+        return topic.configs.get(name, topic_default(broker_config, TOPIC_SETTINGS[name]))
+
+    return LogConfig(segment_bytes=int(value("segment.bytes")), cleanup_policy=value("cleanup.policy"),
+                     retention_ms=int(value("retention.ms")), retention_bytes=int(value("retention.bytes")),
+                     delete_retention_ms=int(value("delete.retention.ms")))
+
+
+def read_batches(partition: Partition) -> Iterator[tuple[bytes, BatchHeader]]:
+    """Every batch of `partition` from its start, with its header."""
+    offset = partition.log_start_offset
+    while offset < partition.log_end_offset:
+        chunk = partition.read(offset, READ_CHUNK_BYTES)
+        if not chunk:
+            break
+        for position, header in iter_batches(chunk):
+            if header.last_offset >= offset:
+                yield chunk[position:position + header.size], header
+                offset = header.last_offset + 1
+
+
+class DataPlane:
+    def __init__(self, broker_config, data_dir: Path) -> None:  # type: ignore[no-untyped-def]
+        self.config = broker_config
+        self.logs = LogManager(data_dir, flush_policy=broker_config["flush.policy"],
+                               flush_ms=broker_config["flush.ms"])
+        self.producer_ids = ProducerIdAllocator(data_dir)
+        self.producers: dict[tuple[str, int], ProducerState] = {}
+        self.appended = AppendSignal()
+
+    def partition(self, topic: Topic, index: int) -> Partition:
+        return self.logs.get_or_create(topic.name, index, partition_config(self.config, topic))
+
+    def producer_state(self, topic: str, index: int, partition: Partition) -> ProducerState:
+        key = (topic, index)
+        state = self.producers.get(key)
+        if state is None:
+            state = self.producers[key] = ProducerState()
+            for _, header in read_batches(partition):  # rebuild from what the log holds
+                state.record(header, header.base_offset)
+        return state
+
+    def append(self, topic: Topic, index: int, records: bytes) -> tuple[int, Partition]:
+        """Append every batch of `records`; the first batch's base offset (retries: the original's)."""
+        partition = self.partition(topic, index)
+        producers = self.producer_state(topic.name, index, partition)
+        first_offset: int | None = None
+        try:
+            batches = [(records[pos:pos + h.size], h) for pos, h in iter_batches(records)]
+        except CorruptBatchError as exc:
+            raise ProduceError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        if not batches:
+            raise ProduceError(ErrorCode.CORRUPT_MESSAGE, "no record batch in the request")
+        for batch, header in batches:
+            if header.magic != 2:
+                raise ProduceError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, f"record batch magic {header.magic}")
+            duplicate = producers.check(header)
+            if duplicate is not None:
+                base_offset = duplicate
+            else:
+                try:
+                    base_offset, _ = partition.append(batch)
+                except CorruptBatchError as exc:
+                    raise ProduceError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+                producers.record(header, base_offset)
+            if first_offset is None:
+                first_offset = base_offset
+        self.appended.notify()
+        assert first_offset is not None
+        return first_offset, partition
+
+    def delete_topic(self, topic: str) -> None:
+        self.logs.delete_topic(topic)
+        for key in [k for k in self.producers if k[0] == topic]:
+            del self.producers[key]
+
+    async def wait_durable(self, partition: Partition) -> None:
+        """Returns once everything appended to `partition` so far is on disk (shared fsyncs)."""
+        await self.logs.flusher.wait_durable(partition)
+
+    async def close(self) -> None:
+        await self.logs.aclose()
+

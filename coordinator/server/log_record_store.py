@@ -1,0 +1,58 @@
+"""Coordinator records kept where Kafka keeps them: the compacted `__consumer_offsets` topic.
+
+Each `__consumer_offsets` partition is a partition log of record batches v2,
+one batch per outcome, so Kafka's own tooling could read the directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Iterator
+
+from coordinator.log.batch import build_batch, iter_batches, iter_records
+from coordinator.log.manager import LogManager
+from coordinator.log.partition import LogConfig
+from coordinator.records import Record
+from coordinator.topics import OFFSETS_TOPIC
+
+READ_CHUNK_BYTES = 8 * 1024 * 1024
+OFFSETS_TOPIC_CONFIG = LogConfig(segment_bytes=100 * 1024 * 1024, cleanup_policy="compact", retention_ms=-1,
+                                 retention_bytes=-1, delete_retention_ms=86_400_000)
+
+
+class LogRecordStore:
+    def __init__(self, logs: LogManager, num_partitions: int) -> None:
+        self.logs = logs
+        self.num_partitions = num_partitions
+
+    def partitions(self) -> Iterable[int]:
+        return sorted(p for topic, p in self.logs.partitions() if topic == OFFSETS_TOPIC)
+
+    def read_all(self, partition: int) -> Iterator[Record]:
+        log = self.logs.get_or_create(OFFSETS_TOPIC, partition, OFFSETS_TOPIC_CONFIG)
+        offset = log.log_start_offset
+        while offset < log.log_end_offset:
+            chunk = log.read(offset, READ_CHUNK_BYTES)
+            if not chunk:
+                break
+            for position, _ in iter_batches(chunk):
+                for record in iter_records(chunk, position):
+                    if record.offset >= offset:
+                        yield Record(record.key, record.value)
+                        offset = record.offset + 1
+
+    def append(self, partition: int, records: list[Record]) -> asyncio.Future[None]:
+        log = self.logs.get_or_create(OFFSETS_TOPIC, partition, OFFSETS_TOPIC_CONFIG)
+        now = int(time.time() * 1000)
+        batch = build_batch([(r.key, r.value) for r in records], timestamp=now)
+        try:
+            log.append(batch)
+        except OSError as exc:
+            failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            failed.set_exception(exc)
+            return failed
+        return asyncio.ensure_future(self.logs.flusher.wait_durable(log))
+
+    async def close(self) -> None:
+        return None
