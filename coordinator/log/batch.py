@@ -1,23 +1,27 @@
 """Kafka record batch v2 (magic 2), byte for byte as Kafka stores it on disk.
 
 Layout: a 61-byte header (see ``HEADER``), then ``recordsCount`` records, each
-``varint length | int8 attrs | varlong tsDelta | varint offsetDelta | key | value | headers``.
+``varint length | int8 attrs | varlong tsDelta | varint offsetDelta | key | value | headers``
+(varints are zigzag, as in protobuf; a length of -1 is null).
 The CRC-32C covers everything from ``attributes`` to the end of the batch, so
 ``baseOffset`` (and the leader epoch) can be rewritten without touching it; that is how
 the log assigns offsets on append.
 
 Everything malformed raises ``CorruptBatchError(position, reason)``; callers map it to
 CORRUPT_MESSAGE (produce) or use ``position`` to truncate a torn log tail (recovery).
+
+Compressed batches decode when the codec's library is importable: gzip (zlib, always),
+snappy (``snappy``, plain or xerial-framed as the Java client writes it), lz4 (``lz4.frame``,
+the lz4 frame format) and zstd (``zstandard``).
 """
 
 from __future__ import annotations
 
-import gzip
 import struct
 import time
 import zlib
-from collections.abc import Iterable, Iterator
-from typing import Callable
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Callable, Union
 
 import crc32c as _crc32c
 
@@ -27,20 +31,32 @@ HEADER_SIZE = HEADER.size  # 61
 assert HEADER_SIZE == 61
 LENGTH_PREFIX = 12  # baseOffset + batchLength: batchLength counts the bytes after these
 CRC_START = 21  # attributes start here; the CRC covers [21, end)
+CRC_POSITION = 17
 MIN_BATCH_LENGTH = HEADER_SIZE - LENGTH_PREFIX
 
 _unpack_header = HEADER.unpack_from
 _pack_header = HEADER.pack_into
-_I64 = struct.Struct(">q")
-_I32 = struct.Struct(">i")
-_crc = _crc32c.crc32c
+_pack_i64 = struct.Struct(">q").pack_into
+_pack_u32 = struct.Struct(">I").pack_into
+_unpack_i32 = struct.Struct(">i").unpack_from
+crc32c = _crc32c.crc32c  # crc32c(data) -> int, CRC-32C as the batch header stores it
+_crc = crc32c
 
 COMPRESSION_MASK = 0x07
-TIMESTAMP_TYPE_BIT = 0x08
+TIMESTAMP_TYPE_BIT = 0x08  # 0: CreateTime, 1: LogAppendTime (records then carry the batch maxTimestamp)
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
+DELETE_HORIZON_BIT = 0x40  # KIP-534: baseTimestamp holds the time after which tombstones may go
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
+CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
+
+Buffer = Union[bytes, bytearray, memoryview]
+Headers = Sequence[tuple[str, Union[bytes, None]]]
+# What build_batch takes per record: (key, value), (key, value, headers) or (key, value, timestamp, headers).
+RecordInput = Union[tuple[Union[bytes, None], Union[bytes, None]],
+                    tuple[Union[bytes, None], Union[bytes, None], Headers],
+                    tuple[Union[bytes, None], Union[bytes, None], Union[int, None], Headers]]
 
 
 class CorruptBatchError(ValueError):
@@ -77,7 +93,7 @@ class BatchHeader:
         self.records_count = records_count
 
     @classmethod
-    def parse(cls, buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    def parse(cls, buf: Buffer, pos: int = 0) -> BatchHeader:
         if len(buf) - pos < HEADER_SIZE:
             raise CorruptBatchError(pos, f"short header: {len(buf) - pos} of {HEADER_SIZE} bytes")
         return cls(*_unpack_header(buf, pos))
@@ -96,12 +112,20 @@ class BatchHeader:
         return self.attributes & COMPRESSION_MASK
 
     @property
+    def log_append_time(self) -> bool:
+        return bool(self.attributes & TIMESTAMP_TYPE_BIT)
+
+    @property
     def is_control(self) -> bool:
         return bool(self.attributes & CONTROL_BIT)
 
     @property
     def is_transactional(self) -> bool:
         return bool(self.attributes & TRANSACTIONAL_BIT)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & DELETE_HORIZON_BIT)
 
     def __repr__(self) -> str:
         return (f"BatchHeader(base_offset={self.base_offset}, last_offset={self.last_offset}, "
@@ -131,70 +155,67 @@ class Record:
 
 # ---------------------------------------------------------------- varints (zigzag, as Kafka)
 
-def _read_varint(buf: memoryview, pos: int) -> tuple[int, int]:
+def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """The general case; decode loops inline the one-byte case before calling this."""
     b = buf[pos]
-    if b < 0x80:  # common case: one byte
-        return (b >> 1) ^ -(b & 1), pos + 1
     result = b & 0x7F
     shift = 7
-    while True:
+    while b >= 0x80:
         pos += 1
         b = buf[pos]
         result |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
         shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
+        if shift > 70:
+            raise ValueError("varint longer than 10 bytes")
     return (result >> 1) ^ -(result & 1), pos + 1
 
 
-def _write_varint(out: list[bytes], n: int) -> None:
+# Zigzag-encoded one-byte varints for -64..63, the values most fields take.
+_SMALL_VARINT = {n: bytes((((n << 1) ^ (n >> 63)) & 0xFF,)) for n in range(-64, 64)}
+
+
+def _varint(n: int) -> bytes:
+    small = _SMALL_VARINT.get(n)
+    if small is not None:
+        return small
     z = (n << 1) ^ (n >> 63)
-    if z < 0x80:
-        out.append(bytes((z,)))
-        return
-    parts = bytearray()
+    out = bytearray()
     while z >= 0x80:
-        parts.append((z & 0x7F) | 0x80)
+        out.append((z & 0x7F) | 0x80)
         z >>= 7
-    parts.append(z)
-    out.append(bytes(parts))
-
-
-def _varint_bytes(n: int) -> bytes:
-    out: list[bytes] = []
-    _write_varint(out, n)
-    return out[0]
+    out.append(z)
+    return bytes(out)
 
 
 # ---------------------------------------------------------------- building
 
 def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
                   headers: Iterable[tuple[str, bytes | None]] = ()) -> bytes:
-    """One record body with its varint length prefix."""
-    body: list[bytes] = [b"\x00"]  # record attributes: unused, always 0
-    _write_varint(body, timestamp_delta)
-    _write_varint(body, offset_delta)
-    for blob in (key, value):
-        if blob is None:
-            body.append(b"\x01")  # varint(-1)
-        else:
-            _write_varint(body, len(blob))
-            body.append(blob)
-    headers = list(headers)
-    _write_varint(body, len(headers))
-    for hk, hv in headers:
-        hkb = hk.encode()
-        _write_varint(body, len(hkb))
-        body.append(hkb)
-        if hv is None:
-            body.append(b"\x01")
-        else:
-            _write_varint(body, len(hv))
-            body.append(hv)
-    payload = b"".join(body)
-    return _varint_bytes(len(payload)) + payload
+    """One record with its varint length prefix (record attributes are unused, always 0)."""
+    varint = _varint
+    parts = [b"\x00", varint(timestamp_delta), varint(offset_delta)]
+    if key is None:
+        parts.append(b"\x01")  # varint(-1): null
+    else:
+        parts += (varint(len(key)), key)
+    if value is None:
+        parts.append(b"\x01")
+    else:
+        parts += (varint(len(value)), value)
+    if headers:
+        headers = list(headers)
+        parts.append(varint(len(headers)))
+        for header_key, header_value in headers:
+            raw_key = header_key.encode()
+            parts += (varint(len(raw_key)), raw_key)
+            if header_value is None:
+                parts.append(b"\x01")
+            else:
+                parts += (varint(len(header_value)), header_value)
+    else:
+        parts.append(b"\x00")
+    body = b"".join(parts)
+    return varint(len(body)) + body
 
 
 def assemble_batch(encoded_records: list[bytes], *, base_offset: int, last_offset_delta: int,
@@ -207,26 +228,41 @@ def assemble_batch(encoded_records: list[bytes], *, base_offset: int, last_offse
                  attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
                  base_sequence, len(encoded_records))
     buf[HEADER_SIZE:] = body
-    struct.pack_into(">I", buf, 17, _crc(memoryview(buf)[CRC_START:]))
+    _pack_u32(buf, CRC_POSITION, _crc(memoryview(buf)[CRC_START:]))
     return bytes(buf)
 
 
-def build_batch(records: Iterable[tuple[bytes | None, bytes | None] | tuple[bytes | None, bytes | None, Iterable]],
-                base_offset: int = 0, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
-                timestamp: int | None = None) -> bytes:
-    """An uncompressed batch of ``(key, value[, headers])`` records, consecutive offsets, one timestamp."""
-    ts = int(time.time() * 1000) if timestamp is None else timestamp
-    encoded = [encode_record(i, 0, r[0], r[1], r[2] if len(r) > 2 else ()) for i, r in enumerate(records)]
-    if not encoded:
+def build_batch(records: Iterable[RecordInput], base_offset: int = 0, producer_id: int = -1,
+                producer_epoch: int = -1, base_sequence: int = -1, timestamp: int | None = None,
+                transactional: bool = False, partition_leader_epoch: int = -1) -> bytes:
+    """An uncompressed batch with consecutive offsets from ``base_offset``.
+
+    Each record is ``(key, value)``, ``(key, value, headers)`` or ``(key, value, timestamp,
+    headers)``; a record without its own timestamp (or with ``None``) gets ``timestamp``,
+    which defaults to now.
+    """
+    now = int(time.time() * 1000) if timestamp is None else timestamp
+    rows: list[tuple[bytes | None, bytes | None, int, Headers]] = []
+    for r in records:
+        if len(r) == 4:
+            ts = r[2] if r[2] is not None else now  # type: ignore[misc]
+            rows.append((r[0], r[1], ts, r[3]))  # type: ignore[misc]
+        else:
+            rows.append((r[0], r[1], now, r[2] if len(r) == 3 else ()))  # type: ignore[misc]
+    if not rows:
         raise ValueError("a record batch needs at least one record")
-    return assemble_batch(encoded, base_offset=base_offset, last_offset_delta=len(encoded) - 1,
-                          base_timestamp=ts, max_timestamp=ts, producer_id=producer_id,
-                          producer_epoch=producer_epoch, base_sequence=base_sequence)
+    base_ts = rows[0][2]
+    encoded = [encode_record(i, ts - base_ts, k, v, h) for i, (k, v, ts, h) in enumerate(rows)]
+    return assemble_batch(encoded, base_offset=base_offset, last_offset_delta=len(rows) - 1,
+                          base_timestamp=base_ts, max_timestamp=max(row[2] for row in rows),
+                          attributes=TRANSACTIONAL_BIT if transactional else 0, producer_id=producer_id,
+                          producer_epoch=producer_epoch, base_sequence=base_sequence,
+                          partition_leader_epoch=partition_leader_epoch)
 
 
 # ---------------------------------------------------------------- reading
 
-def verify_crc(batch: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+def verify_crc(batch: Buffer, pos: int = 0) -> BatchHeader:
     """Parse and check one batch at ``pos``: magic, length bounds and CRC. Returns its header."""
     h = BatchHeader.parse(batch, pos)
     if h.magic != MAGIC:
@@ -242,12 +278,21 @@ def verify_crc(batch: bytes | bytearray | memoryview, pos: int = 0) -> BatchHead
     return h
 
 
+def crc_ok(batch: Buffer, pos: int = 0) -> bool:
+    """Whether the batch at ``pos`` is well formed and its CRC matches."""
+    try:
+        verify_crc(batch, pos)
+    except CorruptBatchError:
+        return False
+    return True
+
+
 def set_base_offset(buf: bytearray | memoryview, offset: int, pos: int = 0) -> None:
     """Rewrite baseOffset in place; outside the CRC, so the batch stays valid."""
-    _I64.pack_into(buf, pos, offset)
+    _pack_i64(buf, pos, offset)
 
 
-def iter_batches(buf: bytes | bytearray | memoryview, verify: bool = False) -> Iterator[tuple[int, BatchHeader]]:
+def iter_batches(buf: Buffer, verify: bool = False) -> Iterator[tuple[int, BatchHeader]]:
     """Yield ``(position, header)`` for each batch laid back to back in ``buf``.
 
     Only the framing (header present, sane length, batch fits) is checked unless ``verify``,
@@ -255,19 +300,47 @@ def iter_batches(buf: bytes | bytearray | memoryview, verify: bool = False) -> I
     position is the start of the bad batch, i.e. the end of the valid prefix.
     """
     pos, n = 0, len(buf)
+    parse = BatchHeader.parse
     while pos < n:
         if verify:
             h = verify_crc(buf, pos)
         else:
-            h = BatchHeader.parse(buf, pos)
+            h = parse(buf, pos)
             if h.batch_length < MIN_BATCH_LENGTH or pos + h.size > n:
                 raise CorruptBatchError(pos, f"batch length {h.batch_length} does not fit in {n - pos} bytes")
         yield pos, h
         pos += h.size
 
 
+# ---------------------------------------------------------------- decompression
+
+XERIAL_MAGIC = b"\x82SNAPPY\x00"
+XERIAL_HEADER_SIZE = 16  # magic + int32 version + int32 compatible version
+
+
+def _gzip_decompress(data: bytes) -> bytes:
+    return zlib.decompress(data, 47)  # 32 + 15: accept gzip or zlib framing
+
+
+def _snappy_decompress(data: bytes) -> bytes:
+    import snappy  # optional: python-snappy
+
+    if not data.startswith(XERIAL_MAGIC):
+        return snappy.decompress(data)
+    # Xerial framing (the Java client's SnappyOutputStream): header, then int32-length-prefixed blocks.
+    out, pos, n = [], XERIAL_HEADER_SIZE, len(data)
+    while pos < n:
+        (block_len,) = _unpack_i32(data, pos)
+        pos += 4
+        if block_len < 0 or pos + block_len > n:
+            raise ValueError(f"xerial block of {block_len} bytes overruns the payload")
+        out.append(snappy.decompress(data[pos:pos + block_len]))
+        pos += block_len
+    return b"".join(out)
+
+
 def _lz4_decompress(data: bytes) -> bytes:
-    import lz4.frame  # optional: only needed when a client sends lz4
+    import lz4.frame  # optional
 
     return lz4.frame.decompress(data)
 
@@ -275,74 +348,133 @@ def _lz4_decompress(data: bytes) -> bytes:
 def _zstd_decompress(data: bytes) -> bytes:
     import zstandard  # optional
 
+    # decompressobj: Kafka's producers do not always write the content size into the frame.
     return zstandard.ZstdDecompressor().decompressobj().decompress(data)
 
 
-def _gzip_decompress(data: bytes) -> bytes:
-    return zlib.decompress(data, 47)  # 32 + 15: accept gzip or zlib framing
+DECOMPRESSORS: dict[int, Callable[[bytes], bytes]] = {GZIP: _gzip_decompress, SNAPPY: _snappy_decompress,
+                                                      LZ4: _lz4_decompress, ZSTD: _zstd_decompress}
 
 
-_DECOMPRESSORS: dict[int, Callable[[bytes], bytes]] = {GZIP: _gzip_decompress, LZ4: _lz4_decompress,
-                                                       ZSTD: _zstd_decompress}
-
-
-def iter_records(batch: bytes | bytearray | memoryview, pos: int = 0) -> Iterator[Record]:
-    """Decode the records of the batch at ``pos`` (uncompressed, gzip, lz4, zstd if installed)."""
-    h = BatchHeader.parse(batch, pos)
-    end = pos + h.size
-    if h.batch_length < MIN_BATCH_LENGTH or end > len(batch):
-        raise CorruptBatchError(pos, f"batch of {h.size} bytes does not fit in {len(batch) - pos}")
-    codec = h.compression
+def decompressed_records(batch: Buffer, pos: int, h: BatchHeader) -> bytes:
+    """The records section of the batch at ``pos``, decompressed if needed."""
+    start, end = pos + HEADER_SIZE, pos + h.size
+    codec = h.attributes & COMPRESSION_MASK
+    raw = batch[start:end] if type(batch) is bytes else bytes(memoryview(batch)[start:end])
     if codec == NONE:
-        view, rpos, rend = memoryview(batch), pos + HEADER_SIZE, end
-    else:
-        decompress = _DECOMPRESSORS.get(codec)
-        if decompress is None:
-            raise CorruptBatchError(pos, f"unsupported compression codec {codec}")
-        try:
-            raw = decompress(bytes(memoryview(batch)[pos + HEADER_SIZE:end]))
-        except (ImportError, OSError, EOFError, RuntimeError, ValueError, zlib.error, gzip.BadGzipFile) as e:
-            raise CorruptBatchError(pos, f"cannot decompress codec {codec}: {e}") from e
-        view, rpos, rend = memoryview(raw), 0, len(raw)
-    yield from _decode_records(view, rpos, rend, h, pos)
+        return raw
+    decompress = DECOMPRESSORS.get(codec)
+    if decompress is None:
+        raise CorruptBatchError(pos, f"unknown compression codec {codec}")
+    try:
+        return decompress(raw)
+    except ImportError as e:
+        raise CorruptBatchError(pos, f"codec {CODEC_NAMES[codec]} is not installed ({e.name})") from e
+    except Exception as e:  # each codec library has its own exception types
+        raise CorruptBatchError(pos, f"cannot decompress {CODEC_NAMES[codec]}: {e}") from e
 
 
-def _read_blob(view: memoryview, p: int) -> tuple[bytes | None, int]:
-    n, p = _read_varint(view, p)
-    if n < 0:
-        return None, p
-    if p + n > len(view):
-        raise IndexError("blob past end")
-    return bytes(view[p:p + n]), p + n
+def iter_records(batch: Buffer, pos: int = 0) -> Iterator[Record]:
+    """Decode the records of the batch at ``pos`` (uncompressed, or compressed with an installed codec).
+
+    LogAppendTime batches give every record the batch's maxTimestamp, as Kafka's clients do.
+    """
+    h = BatchHeader.parse(batch, pos)
+    if h.batch_length < MIN_BATCH_LENGTH or pos + h.size > len(batch):
+        raise CorruptBatchError(pos, f"batch of {h.size} bytes does not fit in {len(batch) - pos}")
+    data = decompressed_records(batch, pos, h)
+    try:
+        records = _decode_records(data, h)
+    except (IndexError, ValueError, UnicodeDecodeError) as e:
+        raise CorruptBatchError(pos, f"bad record: {e}") from e
+    return iter(records)
 
 
-def _decode_records(view: memoryview, p: int, end: int, h: BatchHeader, batch_pos: int) -> Iterator[Record]:
+def _decode_records(data: bytes, h: BatchHeader) -> list[Record]:
+    """Hot loop: one-byte varints inlined (most lengths and deltas fit), everything else via _read_varint."""
     base_offset, base_ts = h.base_offset, h.base_timestamp
-    read_varint, read_blob = _read_varint, _read_blob
+    append_time = h.max_timestamp if h.attributes & TIMESTAMP_TYPE_BIT else None
+    read_varint = _read_varint
+    end = len(data)
+    out: list[Record] = []
+    p = 0
     for i in range(h.records_count):
-        try:
-            length, p = read_varint(view, p)
-            rec_end = p + length
-            if length < 0 or rec_end > end:
-                raise IndexError(f"record {i} of length {length} overruns the batch")
-            p += 1  # record attributes
-            ts_delta, p = read_varint(view, p)
-            off_delta, p = read_varint(view, p)
-            key, p = read_blob(view, p)
-            value, p = read_blob(view, p)
-            n_headers, p = read_varint(view, p)
+        b = data[p]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            length, p = read_varint(data, p)
+        rec_end = p + length
+        if length < 0 or rec_end > end:
+            raise IndexError(f"record {i} of length {length} overruns the batch")
+        p += 1  # record attributes: unused
+        b = data[p]
+        if b < 0x80:
+            ts_delta = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            ts_delta, p = read_varint(data, p)
+        b = data[p]
+        if b < 0x80:
+            offset_delta = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            offset_delta, p = read_varint(data, p)
+        b = data[p]
+        if b < 0x80:
+            n = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            n, p = read_varint(data, p)
+        if n < 0:
+            key = None
+        else:
+            key = data[p:p + n]
+            p += n
+        b = data[p]
+        if b < 0x80:
+            n = (b >> 1) ^ -(b & 1)
+            p += 1
+        else:
+            n, p = read_varint(data, p)
+        if n < 0:
+            value = None
+        else:
+            value = data[p:p + n]
+            p += n
+        if data[p] == 0:  # common case: no headers
+            p += 1
             headers: tuple[tuple[str, bytes | None], ...] = ()
-            if n_headers:
-                hs = []
-                for _ in range(n_headers):
-                    hk, p = read_blob(view, p)
-                    hv, p = read_blob(view, p)
-                    hs.append(((hk or b"").decode(), hv))
-                headers = tuple(hs)
-            if p != rec_end:
-                raise IndexError(f"record {i} is {length} bytes but its fields take {length + p - rec_end}")
-        except (IndexError, ValueError) as e:
-            raise CorruptBatchError(batch_pos, f"bad record: {e}") from e
-        yield Record(base_offset + off_delta, base_ts + ts_delta, key, value, headers)
+        else:
+            headers, p = _read_headers(data, p)
+        if p != rec_end:
+            raise IndexError(f"record {i} is {length} bytes but its fields take {length + p - rec_end}")
+        out.append(Record(base_offset + offset_delta,
+                          base_ts + ts_delta if append_time is None else append_time, key, value, headers))
     if p != end:
-        raise CorruptBatchError(batch_pos, f"{end - p} trailing bytes after {h.records_count} records")
+        raise IndexError(f"{end - p} trailing bytes after {h.records_count} records")
+    return out
+
+
+def _read_headers(data: bytes, p: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    count, p = _read_varint(data, p)
+    if count < 0:
+        raise ValueError(f"negative header count {count}")
+    headers = []
+    for _ in range(count):
+        n, p = _read_varint(data, p)
+        if n < 0:
+            raise ValueError("null header key")
+        header_key = data[p:p + n].decode()
+        p += n
+        n, p = _read_varint(data, p)
+        if n < 0:
+            header_value = None
+        else:
+            header_value = data[p:p + n]
+            p += n
+        headers.append((header_key, header_value))
+    if p > len(data):
+        raise IndexError("headers overrun the batch")
+    return tuple(headers), p

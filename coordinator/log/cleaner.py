@@ -3,31 +3,41 @@
 "Newest" is judged over the whole log, the active segment included, but only CLOSED
 segments are rewritten (the active one still takes appends). Records keep their offsets:
 a batch that loses records is rebuilt with base offset = its first kept offset and the
-kept records' deltas relative to it. Tombstones (value None) whose batch is older than
-``delete_retention_ms`` go too, once nothing older for their key is left to shadow.
-Control batches (transaction markers) are copied unchanged.
+kept records' deltas relative to it; untouched batches are copied byte for byte (so they
+keep their compression). Control batches (transaction markers) are copied unchanged.
+Records without a key (only possible if the topic was not always compacted) are kept.
 
-Swap protocol, crash-safe at every step:
-  1. write ``<base>.<end>.cleaned`` and fsync it  (crash: the leftover is deleted on open)
-  2. rename to ``<base>.<end>.swap``, fsync the dir  (crash: open completes the swap)
-  3. delete the old ``.log`` files in [base, end), rename the swap to ``<base>.log``.
+Tombstones follow KIP-534: the first clean that keeps a tombstone rewrites its batch with
+the hasDeleteHorizonMs bit and baseTimestamp = clean time + ``delete_retention_ms``; a
+later clean past that horizon drops it. (Its older values are gone by then: everything
+older than the newest record of a key is dropped on every clean.)
+
+Three steps, so the event loop is never held for long:
+  ``snapshot(partition)``  event loop, instant: duplicate the fds and note the sizes
+  ``prepare(snapshot)``    worker thread, long: scan, write ``<base>.<end>.cleaned``, fsync,
+                           rename it to ``<base>.<end>.swap`` (from here the swap is committed:
+                           a crash is finished by recovery)
+  ``commit(plan)``         event loop, short: delete the old segment files, rename the swap
+                           to ``<base>.log``, install the index built while writing.
+While a snapshot is out, ``partition.cleaning`` keeps retention away from the closed segments.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import structlog
 
-from .batch import (TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, BatchHeader, Record, assemble_batch, encode_record,
-                    iter_batches, iter_records)
-from .partition import CLEANED_SUFFIX, SWAP_SUFFIX, Partition, _fsync_dir, swap_name
-from .segment import Segment
+from .batch import (COMPRESSION_MASK, DELETE_HORIZON_BIT, BatchHeader, Record, assemble_batch, encode_record,
+                    iter_records)
+from .partition import CLEANED_SUFFIX, SWAP_SUFFIX, Partition, fsync_dir, swap_name, wall_clock_ms
+from .segment import Segment, scan_batches
 
 log = structlog.get_logger(__name__)
 
-_KEPT_ATTRIBUTES = TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT  # rebuilt batches are uncompressed
+WRITE_BUFFER_BYTES = 1 << 20
 
 
 @dataclass(slots=True)
@@ -39,91 +49,202 @@ class CleanResult:
     records_removed: int = 0
 
 
-def latest_offsets(partition: Partition) -> dict[bytes, int]:
-    """key -> offset of its newest record, across every segment."""
+@dataclass(slots=True)
+class _FileView:
+    """A duplicated fd onto a segment and the size it had at snapshot time (immutable below it)."""
+
+    fd: int
+    size: int
+
+
+@dataclass(slots=True)
+class CleanSnapshot:
+    partition: Partition
+    closed: list[Segment]
+    closed_files: list[_FileView]
+    active_file: _FileView
+    end_offset: int  # base offset of the active segment: the cleaned range is [closed[0].base, end)
+
+    def release(self) -> None:
+        for f in (*self.closed_files, self.active_file):
+            if f.fd >= 0:
+                os.close(f.fd)
+                f.fd = -1
+
+
+@dataclass(slots=True)
+class CleanPlan:
+    snapshot: CleanSnapshot
+    swap_path: Path
+    new_segment: Segment
+    result: CleanResult = field(default_factory=CleanResult)
+
+
+def snapshot(partition: Partition) -> CleanSnapshot | None:
+    """Step 1, on the appending thread: what to clean, or None if there is nothing closed (or a clean runs)."""
+    if partition.cleaning or partition.closed or len(partition.segments) < 2:
+        return None
+    closed = partition.segments[:-1]
+    active = partition.active
+    partition.cleaning = True
+    return CleanSnapshot(partition, closed, [_FileView(os.dup(s.fd), s.size) for s in closed],
+                         _FileView(os.dup(active.fd), active.size), active.base_offset)
+
+
+def prepare(snap: CleanSnapshot, now_ms: int, delete_retention_ms: int | None = None) -> CleanPlan:
+    """Step 2, in a worker thread: write and fsync the cleaned segment, then commit it on disk as a swap."""
+    partition = snap.partition
+    retention = partition.config.delete_retention_ms if delete_retention_ms is None else delete_retention_ms
+    newest = latest_offsets([*snap.closed_files, snap.active_file])
+    base = snap.closed[0].base_offset
+    cleaned = partition.path / swap_name(base, snap.end_offset, CLEANED_SUFFIX)
+    fd = os.open(cleaned, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    new = Segment(partition.path / snap.closed[0].path.name, fd, 0, snap.closed[0].created_ms)
+    plan = CleanPlan(snap, cleaned.with_name(swap_name(base, snap.end_offset, SWAP_SUFFIX)), new)
+    try:
+        writer = _SegmentWriter(new)
+        for f in snap.closed_files:
+            plan.result.bytes_before += f.size
+            _clean_file(f, newest, now_ms, retention, writer, plan.result)
+        writer.flush()
+        os.fsync(fd)
+        os.replace(cleaned, plan.swap_path)
+        fsync_dir(partition.path)  # the swap is now committed: recovery finishes it after a crash
+    except BaseException:
+        new.close()
+        cleaned.unlink(missing_ok=True)
+        plan.swap_path.unlink(missing_ok=True)  # the old segments are all still there
+        raise
+    plan.result.bytes_after = new.size
+    plan.result.segments_cleaned = len(snap.closed)
+    return plan
+
+
+def commit(plan: CleanPlan) -> CleanResult:
+    """Step 3, on the appending thread: swap the cleaned segment in for the closed ones."""
+    snap = plan.snapshot
+    partition = snap.partition
+    try:
+        if partition.closed:  # deleted or shut down meanwhile; a swap left on disk is finished on next open
+            plan.new_segment.close()
+            return plan.result
+        partition.replace_segments(snap.closed, plan.new_segment, plan.swap_path)
+    finally:
+        snap.release()
+        partition.cleaning = False
+    r = plan.result
+    log.info("log_compacted", path=str(partition.path), segments=r.segments_cleaned, bytes_before=r.bytes_before,
+             bytes_after=r.bytes_after, records_removed=r.records_removed)
+    return r
+
+
+def abort(snap: CleanSnapshot) -> None:
+    """Give up a snapshot whose prepare failed."""
+    snap.release()
+    snap.partition.cleaning = False
+
+
+def compact(partition: Partition, now_ms: int | None = None, delete_retention_ms: int | None = None) -> CleanResult:
+    """All three steps on the calling thread (tests, tools, shutdown)."""
+    snap = snapshot(partition)
+    if snap is None:
+        return CleanResult()
+    try:
+        plan = prepare(snap, wall_clock_ms() if now_ms is None else now_ms, delete_retention_ms)
+    except BaseException:
+        abort(snap)
+        raise
+    return commit(plan)
+
+
+# ---------------------------------------------------------------- the work
+
+def latest_offsets(files: list[_FileView]) -> dict[bytes, int]:
+    """key -> offset of its newest record, over the given segment files in offset order."""
     newest: dict[bytes, int] = {}
-    for seg in partition.segments:
-        data = seg.read_all()
-        for pos, h in iter_batches(data):
+    for f in files:
+        for _, h, view in scan_batches(f.fd, f.size, verify=False):
             if h.is_control:
                 continue
-            for r in iter_records(data, pos):
+            for r in iter_records(view):
                 if r.key is not None:
                     newest[r.key] = r.offset
     return newest
 
 
-def compact(partition: Partition, now_ms: int, delete_retention_ms: int | None = None) -> CleanResult:
-    """Rewrite the closed segments of ``partition`` keeping only live records. Runs synchronously.
+class _SegmentWriter:
+    """Buffers batches into big writes and indexes them into the new segment as it goes."""
 
-    Must run on the thread that appends (it swaps segments in place); for large logs a
-    caller can move the write phase to a thread once a prepare/commit split exists.
-    """
-    result = CleanResult()
-    group = partition.segments[:-1]
-    if not group:
-        return result
-    retention = partition.config.delete_retention_ms if delete_retention_ms is None else delete_retention_ms
-    tombstone_horizon = now_ms - retention
-    newest = latest_offsets(partition)
-    base, end = group[0].base_offset, partition.active.base_offset
-    cleaned = partition.path / swap_name(base, end, CLEANED_SUFFIX)
-    fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        for seg in group:
-            result.bytes_before += seg.size
-            result.bytes_after += _clean_segment(fd, seg, newest, tombstone_horizon, result)
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        cleaned.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    swap = cleaned.with_name(swap_name(base, end, SWAP_SUFFIX))
-    os.replace(cleaned, swap)
-    _fsync_dir(partition.path)  # the swap is now committed: recovery finishes it
-    partition.replace_segments(group, swap)
-    result.segments_cleaned = len(group)
-    log.info("log_compacted", path=str(partition.path), segments=len(group), bytes_before=result.bytes_before,
-             bytes_after=result.bytes_after, records_removed=result.records_removed)
-    return result
+    def __init__(self, segment: Segment) -> None:
+        self.segment = segment
+        self.parts: list[bytes] = []
+        self.buffered = 0
+        self.written = 0
+
+    def add(self, batch: bytes, header: BatchHeader) -> None:
+        self.segment.index_batch(self.written + self.buffered, header)
+        self.parts.append(batch)
+        self.buffered += len(batch)
+        if self.buffered >= WRITE_BUFFER_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.parts:
+            return
+        blob = b"".join(self.parts)
+        if os.pwrite(self.segment.fd, blob, self.written) != len(blob):
+            raise OSError(f"short write while cleaning into {self.segment.path}")
+        self.written += len(blob)
+        self.segment.size = self.written
+        self.parts, self.buffered = [], 0
 
 
-def _clean_segment(fd: int, seg: Segment, newest: dict[bytes, int], tombstone_horizon: int,
-                   result: CleanResult) -> int:
-    """Append the live part of ``seg`` to ``fd``; returns bytes written."""
-    data = seg.read_all()  # one segment in memory at a time (segment.bytes bounds it)
-    out: list[bytes] = []
-    for pos, h in iter_batches(data):
-        raw = data[pos:pos + h.size]
+def _clean_file(f: _FileView, newest: dict[bytes, int], now_ms: int, delete_retention_ms: int,
+                writer: _SegmentWriter, result: CleanResult) -> None:
+    for _, h, view in scan_batches(f.fd, f.size, verify=False):
         if h.is_control:
-            out.append(raw)
+            writer.add(bytes(view), h)
             continue
-        records = list(iter_records(data, pos))
-        expired = h.max_timestamp < tombstone_horizon
-        kept = [r for r in records
-                if (r.key is None or newest.get(r.key) == r.offset) and not (r.value is None and expired)]
+        records = iter_records(view)
+        horizon = h.base_timestamp if h.has_delete_horizon else None
+        kept: list[Record] = []
+        tombstones = 0
+        for r in records:
+            if r.key is not None and newest.get(r.key) != r.offset:
+                continue  # shadowed by a newer record of its key
+            if r.value is None:
+                if horizon is not None and now_ms >= horizon:
+                    continue  # a tombstone past its delete horizon
+                tombstones += 1
+            kept.append(r)
+        removed = h.records_count - len(kept)
         result.records_kept += len(kept)
-        result.records_removed += len(records) - len(kept)
-        if len(kept) == len(records):
-            out.append(raw)  # untouched: keep the original bytes (and any compression)
-        elif kept:
-            out.append(rebuild_batch(h, kept))
-    blob = b"".join(out)
-    written = os.write(fd, blob)
-    if written != len(blob):
-        raise OSError(f"short write while cleaning {seg.path}")
-    return written
+        result.records_removed += removed
+        if not kept:
+            continue
+        if removed == 0 and (tombstones == 0 or horizon is not None):
+            writer.add(bytes(view), h)  # untouched: the original bytes (and compression)
+            continue
+        new_horizon = horizon if horizon is not None else (now_ms + delete_retention_ms if tombstones else None)
+        rebuilt = rebuild_batch(h, kept, new_horizon)
+        writer.add(rebuilt, BatchHeader.parse(rebuilt))
 
 
-def rebuild_batch(h: BatchHeader, kept: list[Record]) -> bytes:
-    """An uncompressed batch of ``kept`` with their original offsets and timestamps and ``h``'s producer."""
+def rebuild_batch(h: BatchHeader, kept: list[Record], delete_horizon_ms: int | None = None) -> bytes:
+    """An uncompressed batch of ``kept`` with their original offsets and timestamps and ``h``'s producer.
+
+    With ``delete_horizon_ms`` the batch carries it as its baseTimestamp (hasDeleteHorizonMs set),
+    record timestamps then being deltas from it, as Kafka writes them."""
     base = kept[0].offset
-    base_ts = h.base_timestamp
+    attributes = h.attributes & ~COMPRESSION_MASK & ~DELETE_HORIZON_BIT
+    if delete_horizon_ms is not None:
+        base_ts = delete_horizon_ms
+        attributes |= DELETE_HORIZON_BIT
+    else:
+        base_ts = min(r.timestamp for r in kept)
     encoded = [encode_record(r.offset - base, r.timestamp - base_ts, r.key, r.value, r.headers) for r in kept]
     sequence = h.base_sequence + (base - h.base_offset) if h.base_sequence >= 0 else -1
     return assemble_batch(encoded, base_offset=base, last_offset_delta=kept[-1].offset - base,
                           base_timestamp=base_ts, max_timestamp=max(r.timestamp for r in kept),
-                          attributes=h.attributes & _KEPT_ATTRIBUTES, producer_id=h.producer_id,
-                          producer_epoch=h.producer_epoch, base_sequence=sequence,
-                          partition_leader_epoch=h.partition_leader_epoch)
+                          attributes=attributes, producer_id=h.producer_id, producer_epoch=h.producer_epoch,
+                          base_sequence=sequence, partition_leader_epoch=h.partition_leader_epoch)

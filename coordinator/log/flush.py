@@ -51,13 +51,14 @@ class GroupCommitFlusher:
 
     # ------------------------------------------------------------ always
 
-    async def wait_durable(self, partition: Partition) -> None:
-        """Return once everything appended to ``partition`` before this call is fsynced."""
+    async def wait_durable(self, partition: Partition, offset: int | None = None) -> None:
+        """Return once ``partition`` is fsynced up to ``offset`` (exclusive; default: everything appended
+        before this call). Raises ``OSError`` if a write or fsync that this depends on failed."""
         self._partitions[id(partition)] = partition
         if self.policy == "interval":
             self._check(partition)
             return
-        target = partition.log_end_offset
+        target = partition.log_end_offset if offset is None else min(offset, partition.log_end_offset)
         st = self._states.setdefault(id(partition), _State())
         while True:
             self._check(partition)

@@ -1,21 +1,32 @@
-"""All partition logs under one data directory, plus the flusher that makes their appends durable."""
+"""All partition logs under one data directory, the flusher that makes their appends durable,
+and the background maintenance: rolling idle segments past segment.ms, retention for
+delete-policy topics, and compaction for compacted ones (prepared in a dedicated thread)."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import structlog
 
+from . import cleaner
 from .flush import GroupCommitFlusher
-from .partition import LogConfig, Partition, parse_partition_dir
+from .partition import LogConfig, Partition, parse_partition_dir, wall_clock_ms
 
 log = structlog.get_logger(__name__)
+
+MAINTENANCE_INTERVAL_MS = 15_000  # Kafka's log.cleaner.backoff.ms; retention checks ride along
 
 
 class LogManager:
     def __init__(self, root: Path | str, flush_policy: str = "always", flush_ms: int = 1000,
                  default_config: LogConfig | None = None, on_corruption: str = "truncate",
-                 configs: dict[str, LogConfig] | None = None, fsync=None) -> None:  # type: ignore[no-untyped-def]
+                 configs: dict[str, LogConfig] | None = None, fsync: Callable[[int], None] = os.fsync,
+                 clock_ms: Callable[[], int] = wall_clock_ms,
+                 maintenance_interval_ms: int = MAINTENANCE_INTERVAL_MS) -> None:
         """Open (and recover) every ``<topic>-<n>`` directory under ``root``.
 
         ``configs`` gives per-topic settings for what is opened here; a partition opened
@@ -25,10 +36,14 @@ class LogManager:
         self.root.mkdir(parents=True, exist_ok=True)
         self.default_config = default_config or LogConfig()
         self.on_corruption = on_corruption
-        self.flusher = (GroupCommitFlusher(flush_policy, flush_ms) if fsync is None
-                        else GroupCommitFlusher(flush_policy, flush_ms, fsync=fsync))
+        self.clock_ms = clock_ms
+        self.flusher = GroupCommitFlusher(flush_policy, flush_ms, fsync=fsync)
+        self.maintenance_interval_ms = maintenance_interval_ms
+        self._topic_configs: dict[str, LogConfig] = dict(configs or {})
         self._logs: dict[tuple[str, int], Partition] = {}
-        configs = configs or {}
+        self._cleaned_up_to: dict[int, int] = {}  # id(partition) -> end offset of its last clean
+        self._cleaner_thread: ThreadPoolExecutor | None = None
+        self._maintenance: asyncio.Task[None] | None = None
         for d in sorted(self.root.iterdir()):
             if not d.is_dir():
                 continue
@@ -36,11 +51,13 @@ class LogManager:
                 topic, n = parse_partition_dir(d.name)
             except ValueError:
                 continue  # not ours (lost+found, a stray dir): leave it alone
-            self._add(topic, n, configs.get(topic, self.default_config))
+            self._add(topic, n, self._topic_configs.get(topic, self.default_config))
         log.info("log_manager_opened", root=str(self.root), partitions=len(self._logs))
 
+    # ------------------------------------------------------------ partitions
+
     def _add(self, topic: str, partition: int, config: LogConfig) -> Partition:
-        p = Partition(self.root / f"{topic}-{partition}", config, self.on_corruption)
+        p = Partition(self.root / f"{topic}-{partition}", config, self.on_corruption, self.clock_ms)
         self._logs[(topic, partition)] = p
         self.flusher.register(p)
         return p
@@ -51,10 +68,17 @@ class LogManager:
     def get_or_create(self, topic: str, partition: int, config: LogConfig | None = None) -> Partition:
         p = self._logs.get((topic, partition))
         if p is None:
-            return self._add(topic, partition, config or self.default_config)
+            return self._add(topic, partition, config or self._topic_configs.get(topic, self.default_config))
         if config is not None:
             p.config = config  # topic configs can change at runtime (IncrementalAlterConfigs)
         return p
+
+    def set_topic_config(self, topic: str, config: LogConfig) -> None:
+        """Settings for every partition of ``topic``, open now or created later."""
+        self._topic_configs[topic] = config
+        for (t, _), p in self._logs.items():
+            if t == topic:
+                p.config = config
 
     def delete_topic(self, topic: str) -> int:
         """Remove every partition of ``topic`` from disk. Returns how many."""
@@ -62,21 +86,80 @@ class LogManager:
         for key in doomed:
             p = self._logs.pop(key)
             self.flusher.unregister(p)
+            self._cleaned_up_to.pop(id(p), None)
             p.delete()
+        self._topic_configs.pop(topic, None)
         return len(doomed)
 
     def partitions(self) -> list[tuple[str, int]]:
         return sorted(self._logs)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Partition]:
         return iter(list(self._logs.values()))
 
+    # ------------------------------------------------------------ maintenance
+
     def start(self) -> None:
-        """Start background flushing (policy ``interval``); call from the running event loop."""
+        """Start background flushing (policy ``interval``) and maintenance; call from the running loop."""
         self.flusher.start()
+        if self._maintenance is None and self.maintenance_interval_ms > 0:
+            self._maintenance = asyncio.get_running_loop().create_task(self._maintain_forever())
+
+    async def _maintain_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.maintenance_interval_ms / 1000)
+            try:
+                await self.run_maintenance()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # one bad partition must not stop maintenance for the rest
+                log.exception("log_maintenance_failed")
+
+    async def run_maintenance(self) -> None:
+        """One round over every partition: roll idle segments, apply retention, compact what changed."""
+        now = self.clock_ms()
+        for p in list(self._logs.values()):
+            if p.closed or p.storage_error is not None:
+                continue
+            p.maybe_roll(now)
+            if p.config.deletes:
+                p.apply_retention(now)
+            if p.config.compacted:
+                await self._compact(p, now)
+
+    async def _compact(self, p: Partition, now_ms: int) -> None:
+        if self._cleaned_up_to.get(id(p)) == p.active.base_offset:
+            return  # nothing closed since the last clean
+        snap = cleaner.snapshot(p)
+        if snap is None:
+            return
+        if self._cleaner_thread is None:
+            self._cleaner_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-cleaner")
+        future = asyncio.get_running_loop().run_in_executor(self._cleaner_thread, cleaner.prepare, snap, now_ms)
+        try:
+            plan = await asyncio.shield(future)
+        except asyncio.CancelledError:
+            # Shutting down: the thread finishes on its own; whatever it committed on disk is
+            # finished by recovery on the next open.
+            future.add_done_callback(lambda _: cleaner.abort(snap))
+            raise
+        except Exception:
+            cleaner.abort(snap)
+            raise
+        cleaner.commit(plan)
+        self._cleaned_up_to[id(p)] = snap.end_offset
+
+    # ------------------------------------------------------------ shutdown
 
     async def aclose(self) -> None:
-        """Stop the flusher, fsync what is left, close every file."""
+        """Stop maintenance and the flusher, fsync what is left, close every file."""
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+            try:
+                await self._maintenance
+            except asyncio.CancelledError:
+                pass
+            self._maintenance = None
         await self.flusher.close()
         self.close()
 
@@ -90,3 +173,6 @@ class LogManager:
                     log.error("log_flush_on_close_failed", path=str(p.path), error=str(e))
             p.close()
         self._logs.clear()
+        if self._cleaner_thread is not None:
+            self._cleaner_thread.shutdown(wait=True)  # a clean still running only reads dup'd fds
+            self._cleaner_thread = None

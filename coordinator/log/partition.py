@@ -5,46 +5,78 @@ Appends go to the OS page cache only; durability is the flusher's job (``flush.p
 calls ``begin_flush()`` on the event loop and runs the returned job in a thread. Single
 replica, so the high watermark is the log end offset (as for an RF=1 Kafka partition).
 
-Format: Kafka's own (record batch v2 in ``%020d.log`` files), so Kafka's
-``kafka-dump-log.sh`` can read a partition directory. Version 1; no index or checkpoint
-files: the index is rebuilt on open, and the log start offset is the first segment's base.
+Threading: every method runs on one thread (the event loop's), except what the cleaner
+does in its worker, which only reads closed segments through duplicated fds (see cleaner.py).
+
+Format version 1: Kafka's own (record batch v2 in ``%020d.log`` files), so Kafka's
+``kafka-dump-log.sh`` can read a partition directory. No index or checkpoint files: the
+index is rebuilt on open, and the log start offset is the first segment's base offset.
+Opening reads every byte once and checks every CRC (there is no recovery-point checkpoint
+to say which segments were fsynced); that costs about a second per few GiB.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
 
-from .batch import CorruptBatchError, iter_records, set_base_offset, verify_crc
-from .segment import SUFFIX, CorruptLogError, Segment
+from .batch import CONTROL_BIT, CorruptBatchError, iter_records, set_base_offset, verify_crc
+from .segment import SUFFIX, CorruptLogError, Segment, base_offset_of, intact_batch_after
 
 log = structlog.get_logger(__name__)
 
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
+ON_CORRUPTION = ("truncate", "fail")
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
 
 
 @dataclass(slots=True)
 class LogConfig:
+    """Per-topic log settings, in Kafka's units."""
+
     segment_bytes: int = 1 << 30
-    cleanup_policy: str = "delete"  # "delete" | "compact" (Kafka's "compact,delete" is treated as compact)
+    cleanup_policy: str = "delete"  # "delete", "compact" or both ("compact,delete")
     retention_ms: int = 7 * 24 * 3600 * 1000  # -1: keep forever
     retention_bytes: int = -1
     delete_retention_ms: int = 24 * 3600 * 1000  # how long compaction keeps tombstones
+    segment_ms: int = 7 * 24 * 3600 * 1000  # roll a non-empty active segment this old; -1: never
 
     @property
     def compacted(self) -> bool:
         return "compact" in self.cleanup_policy
+
+    @property
+    def deletes(self) -> bool:
+        """Retention (delete whole old segments) applies."""
+        return "delete" in self.cleanup_policy
+
+    @property
+    def requires_keys(self) -> bool:
+        """Compacted topics reject records without a key (Kafka: INVALID_RECORD)."""
+        return self.compacted
 
 
 class OffsetOutOfRangeError(Exception):
     def __init__(self, offset: int, log_start: int, log_end: int) -> None:
         super().__init__(f"offset {offset} outside [{log_start}, {log_end}]")
         self.offset, self.log_start, self.log_end = offset, log_start, log_end
+
+
+class InvalidRecordError(CorruptBatchError):
+    """A well-formed batch whose records this log refuses (a keyless record in a compacted topic).
+
+    Kafka answers INVALID_RECORD; it subclasses CorruptBatchError so a caller that only
+    knows that one still rejects the batch."""
 
 
 class LogStorageError(OSError):
@@ -60,7 +92,7 @@ class FlushJob:
         self.fds = fds
         self.end_offset = end_offset
 
-    def run(self, fsync=os.fsync) -> None:  # type: ignore[no-untyped-def]
+    def run(self, fsync: Callable[[int], None] = os.fsync) -> None:
         """Blocking: meant for a worker thread."""
         try:
             for fd in self.fds:
@@ -79,36 +111,62 @@ def parse_partition_dir(name: str) -> tuple[str, int]:
 
 
 class Partition:
-    def __init__(self, path: Path, config: LogConfig | None = None, on_corruption: str = "truncate") -> None:
-        if on_corruption not in ("truncate", "fail"):
-            raise ValueError(f"on_corruption must be 'truncate' or 'fail', not {on_corruption!r}")
+    def __init__(self, path: Path | str, config: LogConfig | None = None, on_corruption: str = "truncate",
+                 clock_ms: Callable[[], int] = wall_clock_ms) -> None:
+        if on_corruption not in ON_CORRUPTION:
+            raise ValueError(f"on_corruption must be one of {ON_CORRUPTION}, not {on_corruption!r}")
         self.path = Path(path)
         self.topic, self.partition = parse_partition_dir(self.path.name)
         self.config = config or LogConfig()
+        self.clock_ms = clock_ms
         self.path.mkdir(parents=True, exist_ok=True)
         self.segments: list[Segment] = []
         self._dirty: dict[int, Segment] = {}  # segments written since the last begin_flush, by id
         self._dir_dirty = False  # a segment file was created or removed since the last flush
         self.storage_error: OSError | None = None
+        self.cleaning = False  # a cleaner holds snapshots of the closed segments: no retention meanwhile
+        self.closed = False
         self._open(on_corruption)
         self.durable_offset = self.log_end_offset  # what was on disk at open counts as durable
 
     # ------------------------------------------------------------ opening / recovery
 
     def _open(self, on_corruption: str) -> None:
-        _finish_interrupted_swaps(self.path)
-        files = sorted(p for p in self.path.iterdir() if p.name.endswith(SUFFIX))
+        finish_interrupted_swaps(self.path)
+        files = sorted((p for p in self.path.iterdir() if p.name.endswith(SUFFIX)), key=base_offset_of)
+        now = self.clock_ms()
         try:
-            for i, p in enumerate(files):
-                last = i == len(files) - 1
-                self.segments.append(Segment.open(p, recover=last, on_corruption=on_corruption))
+            for i, path in enumerate(files):
+                seg, problem = Segment.open(path, now)
+                self.segments.append(seg)
+                if problem is not None:
+                    self._recover(seg, problem, files[i + 1:], on_corruption)
+                    break
         except BaseException:
             self.close()
             raise
         if not self.segments:
-            self.segments.append(Segment.create(self.path, 0))
+            self.segments.append(Segment.create(self.path, 0, now))
             self._dir_dirty = True
         self._next_offset = self.active.next_offset
+
+    def _recover(self, seg: Segment, problem: CorruptBatchError, later: list[Path], on_corruption: str) -> None:
+        """Cut ``seg`` at its first bad batch. A torn tail (nothing valid after it) is routine after a
+        crash; corruption with valid data after it is cut only when told to, with the later segments."""
+        mid_log = any(p.stat().st_size for p in later) or intact_batch_after(seg.fd, seg.size, problem.position)
+        if mid_log and on_corruption == "fail":
+            raise CorruptLogError(seg.path, problem.position, problem.reason)
+        bytes_cut = seg.size - problem.position + sum(p.stat().st_size for p in later)
+        seg.truncate_to(problem.position)
+        for p in later:
+            p.unlink()
+        if mid_log:
+            log.error("log_corruption_truncated", path=str(seg.path), position=problem.position,
+                      bytes_cut=bytes_cut, segments_deleted=len(later), reason=problem.reason)
+        else:
+            log.warning("log_tail_truncated", path=str(seg.path), position=problem.position, bytes_cut=bytes_cut,
+                        reason=problem.reason)
+        self._dir_dirty = bool(later)
 
     @property
     def active(self) -> Segment:
@@ -137,8 +195,9 @@ class Partition:
     def append(self, batch: bytes | bytearray) -> tuple[int, int]:
         """Validate one v2 batch, give it the next offsets, write it. Returns ``(base_offset, last_offset)``.
 
-        Raises ``CorruptBatchError`` (CORRUPT_MESSAGE) for a bad batch, ``OSError``
-        (KAFKA_STORAGE_ERROR) when the write fails or an earlier write/fsync failed.
+        Raises ``CorruptBatchError`` (CORRUPT_MESSAGE) for a bad batch, its subclass
+        ``InvalidRecordError`` (INVALID_RECORD) for a keyless record in a compacted topic, and
+        ``OSError`` (KAFKA_STORAGE_ERROR) when the write fails or an earlier write/fsync failed.
         """
         if self.storage_error is not None:
             raise LogStorageError(f"{self.path}: earlier storage error: {self.storage_error}")
@@ -147,29 +206,43 @@ class Partition:
             raise CorruptBatchError(h.size, f"{len(batch) - h.size} bytes after the batch")
         if h.records_count <= 0 or h.last_offset_delta < 0:
             raise CorruptBatchError(0, f"{h.records_count} records, last offset delta {h.last_offset_delta}")
+        if self.config.requires_keys and not h.attributes & CONTROL_BIT:
+            ensure_keys(batch)
         base = self._next_offset
         buf = bytearray(batch)
         set_base_offset(buf, base)
         h.base_offset = base
-        if self.active.size and self.active.size + len(buf) > self.config.segment_bytes:
+        active = self.active
+        if active.size and (active.size + len(buf) > self.config.segment_bytes
+                            or 0 <= self.config.segment_ms < h.max_timestamp - active.first_timestamp):
             self._roll()
-        seg = self.active
+            active = self.active
         try:
-            seg.append(buf, h)
+            active.append(buf, h)
         except OSError as e:
             self.storage_error = e
             raise
-        self._dirty[id(seg)] = seg
-        self._next_offset = h.last_offset + 1
-        return base, h.last_offset
+        self._dirty[id(active)] = active
+        self._next_offset = h.base_offset + h.last_offset_delta + 1
+        return base, self._next_offset - 1
 
     def roll(self) -> None:
-        """Close the active segment (if it has data) and start a new one: what segment.ms would do."""
+        """Close the active segment (if it has data) and start a new one."""
         if self.active.size:
             self._roll()
 
+    def maybe_roll(self, now_ms: int | None = None) -> bool:
+        """Roll an active segment opened ``segment_ms`` ago or more, even without an append (retention
+        and cleaning only ever touch closed segments, so an idle partition must roll to let them work)."""
+        now_ms = self.clock_ms() if now_ms is None else now_ms
+        segment_ms = self.config.segment_ms
+        if self.active.size and segment_ms >= 0 and now_ms - self.active.created_ms >= segment_ms:
+            self._roll()
+            return True
+        return False
+
     def _roll(self) -> None:
-        seg = Segment.create(self.path, self._next_offset)
+        seg = Segment.create(self.path, self._next_offset, self.clock_ms())
         self.segments.append(seg)
         self._dir_dirty = True
         log.debug("log_segment_rolled", path=str(seg.path))
@@ -185,7 +258,7 @@ class Partition:
         self._dir_dirty = False
         return FlushJob(fds, self._next_offset)
 
-    def flush(self, fsync=os.fsync) -> None:  # type: ignore[no-untyped-def]
+    def flush(self, fsync: Callable[[int], None] = os.fsync) -> None:
         """Synchronous fsync of everything appended so far (shutdown, tests)."""
         job = self.begin_flush()
         try:
@@ -201,17 +274,22 @@ class Partition:
     # ------------------------------------------------------------ read
 
     def _segment_index(self, offset: int) -> int:
+        """Index of the last segment whose base offset is <= ``offset`` (0 if none)."""
         lo, hi = 0, len(self.segments)
-        while lo < hi:  # last segment whose base offset <= offset
+        segments = self.segments
+        while lo < hi:
             mid = (lo + hi) // 2
-            if self.segments[mid].base_offset <= offset:
+            if segments[mid].base_offset <= offset:
                 lo = mid + 1
             else:
                 hi = mid
         return max(lo - 1, 0)
 
     def read(self, offset: int, max_bytes: int) -> bytes:
-        """Whole batches from the one containing ``offset`` (at least one), from a single segment."""
+        """Whole batches from the one containing ``offset`` (at least one), from a single segment.
+
+        ``b""`` at the log end; ``OffsetOutOfRangeError`` outside [log start, log end].
+        """
         if offset < self.log_start_offset or offset > self._next_offset:
             raise OffsetOutOfRangeError(offset, self.log_start_offset, self._next_offset)
         for seg in self.segments[self._segment_index(offset):]:
@@ -221,37 +299,34 @@ class Partition:
         return b""
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp`` (ListOffsets)."""
+        """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp``, found via the
+        first batch whose maxTimestamp is >= it (ListOffsets by time). None if every record is older."""
         for seg in self.segments:
-            if seg.max_timestamp < timestamp:
-                continue
-            for i, max_ts in enumerate(seg.max_timestamps):
-                if max_ts >= timestamp:
-                    for r in iter_records(seg.read_batch(i)):
-                        if r.timestamp >= timestamp:
-                            return r.offset, r.timestamp
+            i = seg.batch_index_for_timestamp(timestamp)
+            if i is not None:
+                return _first_record_at_or_after(seg, i, timestamp)
         return None
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the earliest record carrying the largest timestamp (ListOffsets -3)."""
-        best: tuple[int, int, Segment, int] | None = None  # (max_ts, -batch order, seg, index)
+        best: Segment | None = None
         for seg in self.segments:
-            for i, ts in enumerate(seg.max_timestamps):
-                if best is None or ts > best[0]:
-                    best = (ts, 0, seg, i)
+            if seg.batch_count and (best is None or seg.max_timestamp > best.max_timestamp):
+                best = seg
         if best is None:
             return None
-        ts, _, seg, i = best
-        for r in iter_records(seg.read_batch(i)):
-            if r.timestamp == ts:
-                return r.offset, ts
-        return seg.last_offsets[i], ts  # header disagrees with its records: fall back on the batch
+        return _first_record_at_or_after(best, best.batch_index_for_timestamp(best.max_timestamp) or 0,
+                                         best.max_timestamp)
 
     # ------------------------------------------------------------ retention (delete policy)
 
-    def apply_retention(self, now_ms: int, retention_ms: int | None = None,
+    def apply_retention(self, now_ms: int | None = None, retention_ms: int | None = None,
                         retention_bytes: int | None = None) -> int:
-        """Delete whole closed segments past the time or size limit, oldest first. Returns how many."""
+        """Delete whole closed segments past the time or size limit, oldest first, advancing the log
+        start offset. Returns how many. Skipped while a cleaner works on the closed segments."""
+        if self.cleaning:
+            return 0
+        now_ms = self.clock_ms() if now_ms is None else now_ms
         retention_ms = self.config.retention_ms if retention_ms is None else retention_ms
         retention_bytes = self.config.retention_bytes if retention_bytes is None else retention_bytes
         total = self.size_bytes
@@ -275,22 +350,22 @@ class Partition:
 
     # ------------------------------------------------------------ compaction support
 
-    def replace_segments(self, old: list[Segment], swap_path: Path) -> Segment:
-        """Complete a cleaner swap: ``swap_path`` (fsynced, named ``<base>.<end>.swap``) replaces ``old``."""
+    def replace_segments(self, old: list[Segment], new: Segment, swap_path: Path) -> None:
+        """Complete a cleaner swap (on the appending thread): the fsynced ``swap_path`` named
+        ``<base>.<end>.swap``, already indexed as ``new``, replaces the contiguous segments ``old``."""
         first = self.segments.index(old[0])
         assert self.segments[first:first + len(old)] == old, "cleaned segments must be contiguous"
         for seg in old:
             self._dirty.pop(id(seg), None)
             seg.close()
-        _complete_swap(self.path, swap_path)
-        new = Segment.open(self.path / old[0].path.name)
+        complete_swap(self.path, swap_path)
+        new.path = self.path / old[0].path.name
         self.segments[first:first + len(old)] = [new]
-        self._dir_dirty = True
-        return new
 
     # ------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
+        self.closed = True
         for seg in self.segments:
             seg.close()
 
@@ -305,26 +380,45 @@ class Partition:
                 f"end={self.log_end_offset}, segments={len(self.segments)})")
 
 
-# ---------------------------------------------------------------- swap protocol
+def ensure_keys(batch: bytes | bytearray) -> None:
+    """Raise ``InvalidRecordError`` if any record of ``batch`` has no key."""
+    for i, r in enumerate(iter_records(batch)):
+        if r.key is None:
+            raise InvalidRecordError(0, f"record {i} has no key, which a compacted topic does not accept")
+
+
+def _first_record_at_or_after(seg: Segment, index: int, timestamp: int) -> tuple[int, int]:
+    """In batch ``index`` of ``seg`` (whose maxTimestamp is >= ``timestamp``), the first record that is too."""
+    for r in iter_records(seg.read_batch(index)):
+        if r.timestamp >= timestamp:
+            return r.offset, r.timestamp
+    # The header claims a larger timestamp than any record has: trust the header, as Kafka's index does.
+    return seg.last_offsets[index], seg.running_max_timestamps[index]
+
+
+# ---------------------------------------------------------------- swap protocol (see cleaner.py)
 
 def swap_name(base_offset: int, end_offset: int, suffix: str) -> str:
     """``<base>.<end><suffix>``: the new segment for base, replacing .log segments with base <= b < end."""
     return f"{base_offset:020d}.{end_offset:020d}{suffix}"
 
 
-def _complete_swap(directory: Path, swap_path: Path) -> None:
-    """Delete the .log segments the swap covers, then rename it to ``<base>.log``. Idempotent."""
+def complete_swap(directory: Path, swap_path: Path) -> None:
+    """Delete the .log segments the swap covers, then rename it to ``<base>.log``. Idempotent.
+
+    The directory is fsynced between the two steps so that a crash can never leave the new
+    segment in place next to old segments it already covers."""
     base_s, end_s = swap_path.name[: -len(SWAP_SUFFIX)].split(".")
     base, end = int(base_s), int(end_s)
     for p in directory.iterdir():
-        if p.name.endswith(SUFFIX) and base <= int(p.name[: -len(SUFFIX)]) < end:
-            if int(p.name[: -len(SUFFIX)]) != base:
-                p.unlink()
+        if p.name.endswith(SUFFIX) and base < base_offset_of(p) < end:
+            p.unlink()
+    fsync_dir(directory)
     os.replace(swap_path, directory / f"{base:020d}{SUFFIX}")  # atomically replaces the old base segment
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
 
-def _finish_interrupted_swaps(directory: Path) -> None:
+def finish_interrupted_swaps(directory: Path) -> None:
     """A crash mid-clean leaves ``.cleaned`` (not yet committed: drop) or ``.swap`` (committed: finish)."""
     for p in sorted(directory.iterdir()):
         if p.name.endswith(CLEANED_SUFFIX):
@@ -332,10 +426,10 @@ def _finish_interrupted_swaps(directory: Path) -> None:
             p.unlink()
         elif p.name.endswith(SWAP_SUFFIX):
             log.warning("log_cleaner_swap_completed", path=str(p))
-            _complete_swap(directory, p)
+            complete_swap(directory, p)
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -343,5 +437,5 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["CorruptLogError", "FlushJob", "LogConfig", "LogStorageError", "OffsetOutOfRangeError", "Partition",
-           "parse_partition_dir", "swap_name"]
+__all__ = ["CorruptLogError", "FlushJob", "InvalidRecordError", "LogConfig", "LogStorageError",
+           "OffsetOutOfRangeError", "Partition", "ensure_keys", "parse_partition_dir", "swap_name"]

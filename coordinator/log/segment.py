@@ -1,23 +1,27 @@
 """One segment file ``%020d.log``: batches back to back, named by the base offset of its first batch.
 
-The index is in memory only (one entry per batch: base offset, last offset, file position,
-max timestamp) and rebuilt on open by walking the batch headers, so there is no index
-file to keep consistent with the log after a crash.
+The index is in memory only and rebuilt on open by walking the file in chunks (so there
+is no index file to keep consistent with the log after a crash). It is dense, one entry per
+batch, kept in ``array('q')`` columns (32 bytes a batch): base offset, last offset, file
+position, and the running maximum of the batch max timestamps, which is non-decreasing and
+so can be bisected for ListOffsets by timestamp (Kafka's time index does the same).
 """
 
 from __future__ import annotations
 
 import os
-from bisect import bisect_right
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
 from pathlib import Path
 
-import structlog
-
-from .batch import HEADER_SIZE, BatchHeader, CorruptBatchError, iter_batches, verify_crc
-
-log = structlog.get_logger(__name__)
+from .batch import (CRC_START, HEADER, HEADER_SIZE, MAGIC, MIN_BATCH_LENGTH, BatchHeader, CorruptBatchError,
+                    crc32c, verify_crc)
 
 SUFFIX = ".log"
+SCAN_CHUNK_BYTES = 1 << 20
+
+_unpack_header = HEADER.unpack_from
 
 
 class CorruptLogError(Exception):
@@ -34,71 +38,108 @@ def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}{SUFFIX}"
 
 
+def base_offset_of(path: Path) -> int:
+    return int(path.name[: -len(SUFFIX)])
+
+
+def scan_batches(fd: int, size: int, verify: bool = True, start: int = 0
+                 ) -> Iterator[tuple[int, BatchHeader, memoryview]]:
+    """Walk the batches of an open file with chunked ``pread``s: ``(position, header, batch bytes)``.
+
+    Checks framing (and with ``verify`` also magic and CRC); the first bad batch raises
+    ``CorruptBatchError`` whose position is a file position, the end of the valid prefix.
+    The yielded view is only valid until the next iteration.
+    """
+    chunk = b""
+    chunk_start = 0
+    pos = start
+    while pos < size:
+        rel = pos - chunk_start
+        if len(chunk) - rel < HEADER_SIZE:
+            chunk, chunk_start, rel = os.pread(fd, min(SCAN_CHUNK_BYTES, size - pos), pos), pos, 0
+            if len(chunk) < HEADER_SIZE:
+                raise CorruptBatchError(pos, f"short header: {len(chunk)} of {HEADER_SIZE} bytes")
+        h = BatchHeader(*_unpack_header(chunk, rel))
+        batch_size = h.batch_length + 12
+        if h.batch_length < MIN_BATCH_LENGTH or pos + batch_size > size:
+            raise CorruptBatchError(pos, f"batch length {h.batch_length} does not fit in {size - pos} bytes")
+        if h.magic != MAGIC:
+            raise CorruptBatchError(pos, f"magic {h.magic}, only v2 batches are supported")
+        if len(chunk) - rel < batch_size:  # batch straddles the chunk: read it whole (and what follows)
+            chunk, chunk_start, rel = os.pread(fd, min(max(SCAN_CHUNK_BYTES, batch_size), size - pos), pos), pos, 0
+            if len(chunk) < batch_size:
+                raise CorruptBatchError(pos, f"batch of {batch_size} bytes truncated at {len(chunk)}")
+        view = memoryview(chunk)[rel:rel + batch_size]
+        if verify:
+            actual = crc32c(view[CRC_START:])
+            if actual != h.crc:
+                raise CorruptBatchError(pos, f"crc mismatch: stored {h.crc:#010x}, computed {actual:#010x}")
+        yield pos, h, view
+        pos += batch_size
+
+
 class Segment:
     """An open segment file plus its per-batch index. Reads use ``pread``, writes ``pwrite`` at the end."""
 
-    def __init__(self, path: Path, base_offset: int, fd: int, size: int) -> None:
+    def __init__(self, path: Path, fd: int, size: int, created_ms: int) -> None:
         self.path = path
-        self.base_offset = base_offset
+        self.base_offset = base_offset_of(path)
         self.fd = fd
         self.size = size
-        self.base_offsets: list[int] = []
-        self.last_offsets: list[int] = []
-        self.positions: list[int] = []
-        self.max_timestamps: list[int] = []
+        self.created_ms = created_ms  # wall clock when created (or opened): segment.ms for idle partitions
+        self.base_offsets = array("q")
+        self.last_offsets = array("q")
+        self.positions = array("q")
+        self.running_max_timestamps = array("q")
 
     # ------------------------------------------------------------ opening
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int) -> Segment:
+    def create(cls, directory: Path, base_offset: int, now_ms: int) -> Segment:
         path = directory / segment_name(base_offset)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        return cls(path, base_offset, fd, 0)
+        return cls(path, fd, 0, now_ms)
 
     @classmethod
-    def open(cls, path: Path, recover: bool = False, on_corruption: str = "truncate") -> Segment:
-        """Open and index ``path``. ``recover`` checks every CRC and cuts a bad tail (the last segment)."""
-        base_offset = int(path.name[: -len(SUFFIX)])
+    def open(cls, path: Path, now_ms: int, verify: bool = True) -> tuple[Segment, CorruptBatchError | None]:
+        """Open and index ``path`` up to its first bad batch, which is returned (not raised).
+
+        The caller decides whether that is a torn tail to cut (``truncate_to``) or an error.
+        """
         fd = os.open(path, os.O_RDWR)
         try:
-            data = _read_all(fd)
-            seg = cls(path, base_offset, fd, len(data))
-            valid_end = seg._index_all(data, verify=recover, on_corruption=on_corruption)
-            if valid_end < len(data):
-                if not recover:
-                    # A closed segment should never be torn: only the active one takes writes.
-                    raise CorruptLogError(path, valid_end, "invalid batch framing in a closed segment")
-                os.ftruncate(fd, valid_end)
-                seg.size = valid_end
-                log.warning("log_tail_truncated", path=str(path), position=valid_end,
-                            bytes_cut=len(data) - valid_end)
-            return seg
+            size = os.fstat(fd).st_size
+            seg = cls(path, fd, size, now_ms)
+            problem: CorruptBatchError | None = None
+            last = seg.base_offset - 1
+            try:
+                for pos, h, _ in scan_batches(fd, size, verify):
+                    # baseOffset is outside the CRC: at least catch it going backwards or out of the file's range.
+                    if h.base_offset <= last or h.last_offset_delta < 0:
+                        raise CorruptBatchError(pos, f"offsets {h.base_offset}..{h.last_offset} after {last}")
+                    last = h.last_offset
+                    seg.index_batch(pos, h)
+            except CorruptBatchError as e:
+                problem = e
+            return seg, problem
         except BaseException:
             os.close(fd)
             raise
 
-    def _index_all(self, data: bytes, verify: bool, on_corruption: str) -> int:
-        """Index every well-formed batch; return the byte position where the valid prefix ends."""
-        view = memoryview(data)
-        try:
-            last = self.base_offset - 1
-            for pos, h in iter_batches(view, verify=verify):
-                # baseOffset is outside the CRC: at least catch it going backwards.
-                if h.base_offset <= last or h.last_offset < h.base_offset:
-                    raise CorruptBatchError(pos, f"offsets {h.base_offset}..{h.last_offset} after {last}")
-                last = h.last_offset
-                self._index(pos, h)
-        except CorruptBatchError as e:
-            if verify and on_corruption == "fail" and _valid_batch_follows(view, e.position):
-                raise CorruptLogError(self.path, e.position, e.reason) from e
-            return e.position
-        return len(data)
-
-    def _index(self, pos: int, h: BatchHeader) -> None:
+    def index_batch(self, pos: int, h: BatchHeader) -> None:
         self.base_offsets.append(h.base_offset)
-        self.last_offsets.append(h.last_offset)
+        self.last_offsets.append(h.base_offset + h.last_offset_delta)
         self.positions.append(pos)
-        self.max_timestamps.append(h.max_timestamp)
+        running = self.running_max_timestamps
+        running.append(max(h.max_timestamp, running[-1]) if running else h.max_timestamp)
+
+    def truncate_to(self, position: int) -> None:
+        """Cut the file (and the index) at ``position``, a batch boundary."""
+        os.ftruncate(self.fd, position)
+        keep = bisect_left(self.positions, position)
+        for column in (self.base_offsets, self.last_offsets, self.positions, self.running_max_timestamps):
+            del column[keep:]
+        self.size = position
 
     # ------------------------------------------------------------ state
 
@@ -112,8 +153,28 @@ class Segment:
         return self.last_offsets[-1] + 1 if self.last_offsets else self.base_offset
 
     @property
+    def first_timestamp(self) -> int:
+        """The first batch's maxTimestamp, which segment.ms counts from on append (as Kafka does)."""
+        return self.running_max_timestamps[0] if self.running_max_timestamps else -1
+
+    @property
     def max_timestamp(self) -> int:
-        return max(self.max_timestamps, default=-1)
+        return self.running_max_timestamps[-1] if self.running_max_timestamps else -1
+
+    def batch_end(self, index: int) -> int:
+        return self.positions[index + 1] if index + 1 < len(self.positions) else self.size
+
+    # ------------------------------------------------------------ lookups
+
+    def batch_index_for(self, offset: int) -> int | None:
+        """Index of the first batch whose last offset is >= ``offset`` (compaction leaves gaps)."""
+        i = bisect_left(self.last_offsets, offset)
+        return i if i < len(self.positions) else None
+
+    def batch_index_for_timestamp(self, timestamp: int) -> int | None:
+        """Index of the first batch whose maxTimestamp is >= ``timestamp``."""
+        i = bisect_left(self.running_max_timestamps, timestamp)
+        return i if i < len(self.positions) else None
 
     # ------------------------------------------------------------ I/O
 
@@ -122,38 +183,24 @@ class Segment:
         if written != len(batch):
             # A short write leaves a torn tail; recovery would cut it, but never index it.
             raise OSError(f"short write to {self.path}: {written} of {len(batch)} bytes")
-        self._index(self.size, header)
+        self.index_batch(self.size, header)
         self.size += len(batch)
-
-    def batch_index_for(self, offset: int) -> int | None:
-        """Index of the first batch whose last offset is >= ``offset`` (compaction leaves gaps)."""
-        i = bisect_right(self.base_offsets, offset) - 1
-        if i < 0:
-            i = 0
-        elif self.last_offsets[i] < offset:
-            i += 1
-        return i if i < len(self.positions) else None
 
     def read_from(self, index: int, max_bytes: int) -> bytes:
         """Whole batches from batch ``index`` on, up to ``max_bytes`` but always at least one."""
-        positions, n = self.positions, len(self.positions)
+        positions = self.positions
         start = positions[index]
-        stop = index + 1  # the first batch goes out even if it alone exceeds max_bytes
-        while stop < n:
-            next_end = positions[stop + 1] if stop + 1 < n else self.size
-            if next_end - start > max_bytes:
-                break
-            stop += 1
-        end = positions[stop] if stop < n else self.size
+        limit = start + max_bytes
+        if self.size <= limit:
+            end = self.size
+        else:
+            j = bisect_right(positions, limit, index + 1)  # batches index..j-2 end at or before limit
+            end = positions[j - 1] if j - 1 > index else self.batch_end(index)
         return os.pread(self.fd, end - start, start)
 
     def read_batch(self, index: int) -> bytes:
         start = self.positions[index]
-        end = self.positions[index + 1] if index + 1 < len(self.positions) else self.size
-        return os.pread(self.fd, end - start, start)
-
-    def read_all(self) -> bytes:
-        return os.pread(self.fd, self.size, 0)
+        return os.pread(self.fd, self.batch_end(index) - start, start)
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -168,39 +215,30 @@ class Segment:
         return f"Segment({self.path.name}, batches={self.batch_count}, size={self.size})"
 
 
-def _read_all(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
-    return os.pread(fd, size, 0) if size else b""
+def intact_batch_after(fd: int, size: int, pos: int) -> bool:
+    """Whether an intact batch lies after the corrupt one at file position ``pos`` (mid-log
+    corruption rather than a torn tail).
 
-
-def _valid_batch_follows(view: memoryview, pos: int) -> bool:
-    """Whether an intact batch lies after the corrupt one at ``pos`` (mid-log corruption, not a torn tail).
-
-    Tries the position the bad batch's own length points to, then, in case the length
-    itself is what got corrupted, every later byte that could start a batch (magic 2).
-    Only runs on a corrupt log, so the scan's cost does not matter.
+    Tries where the bad batch's own length points, then, in case the length itself is what got
+    corrupted, every later byte that could start a batch (magic 2 at +16). Only runs on a
+    corrupt log, so reading the rest of the file at once is acceptable.
     """
-    n = len(view)
-    candidates: list[int] = []
-    if n - pos >= HEADER_SIZE:
-        h = BatchHeader.parse(view, pos)
-        if h.batch_length > 0 and pos + h.size < n:
-            candidates.append(pos + h.size)
-    for nxt in candidates:
-        if _intact_at(view, nxt):
+    data = os.pread(fd, size - pos, pos)
+    if len(data) >= HEADER_SIZE:
+        claimed = BatchHeader.parse(data).size
+        if 0 < claimed < len(data) and _intact_at(data, claimed):
             return True
-    data = view.obj if isinstance(view.obj, bytes) else bytes(view)
-    p = data.find(b"\x02", pos + 1 + 16)
-    while p != -1 and p - 16 + HEADER_SIZE <= n:
-        if _intact_at(view, p - 16):
+    p = data.find(b"\x02", 1 + 16)
+    while p != -1 and p - 16 + HEADER_SIZE <= len(data):
+        if _intact_at(data, p - 16):
             return True
         p = data.find(b"\x02", p + 1)
     return False
 
 
-def _intact_at(view: memoryview, pos: int) -> bool:
+def _intact_at(data: bytes, pos: int) -> bool:
     try:
-        verify_crc(view, pos)
+        verify_crc(data, pos)
     except CorruptBatchError:
         return False
     return True

@@ -1,6 +1,8 @@
 from coordinator.log.manager import LogManager
 from coordinator.log.partition import LogConfig
 
+from coordinator.log.batch import build_batch, iter_batches, iter_records
+
 from .helpers import simple_batch
 
 
@@ -45,3 +47,44 @@ async def test_manager_flusher_acks_appends_durably_and_aclose_flushes_the_rest(
     p.append(simple_batch(1))
     await m.aclose()
     assert LogManager(tmp_path).get("t", 0).log_end_offset == 6
+
+
+class FakeClock:
+    def __init__(self, now_ms: int) -> None:
+        self.now_ms = now_ms
+
+    def __call__(self) -> int:
+        return self.now_ms
+
+
+async def test_maintenance_rolls_idle_segments_applies_retention_and_compacts(tmp_path):
+    clock = FakeClock(10**12)
+    m = LogManager(tmp_path, clock_ms=clock, maintenance_interval_ms=0)
+    events = m.get_or_create("events", 0, LogConfig(retention_ms=60_000, segment_ms=30_000))
+    offsets = m.get_or_create("__consumer_offsets", 0, LogConfig(cleanup_policy="compact", segment_ms=30_000))
+    for i in range(5):
+        events.append(build_batch([(b"e", b"%d" % i)], timestamp=clock.now_ms))
+        offsets.append(build_batch([(b"group", b"%d" % i)], timestamp=clock.now_ms))
+    clock.now_ms += 30_000
+    await m.run_maintenance()  # both roll (idle past segment.ms); nothing is old enough to delete yet
+    assert (len(events.segments), events.log_start_offset) == (2, 0)
+    assert [r.value for r in read_all(offsets)] == [b"4"]  # compacted in the cleaner thread
+    clock.now_ms += 60_000
+    await m.run_maintenance()
+    assert events.log_start_offset == events.log_end_offset == 5 and len(events.segments) == 1
+    assert offsets.log_end_offset == 5 and [r.offset for r in read_all(offsets)] == [4]
+    await m.aclose()
+
+
+def test_a_topic_config_set_on_the_manager_reaches_open_and_future_partitions(tmp_path):
+    m = LogManager(tmp_path)
+    p0 = m.get_or_create("t", 0)
+    compacted = LogConfig(cleanup_policy="compact")
+    m.set_topic_config("t", compacted)
+    assert p0.config is compacted and m.get_or_create("t", 1).config is compacted
+    m.close()
+
+
+def read_all(p):
+    buf = p.read(p.log_start_offset, 1 << 20)
+    return [r for pos, _ in iter_batches(buf) for r in iter_records(buf, pos)]

@@ -1,6 +1,6 @@
 import pytest
 
-from coordinator.log.batch import CorruptBatchError, iter_batches, iter_records
+from coordinator.log.batch import CorruptBatchError, build_batch, iter_batches, iter_records
 from coordinator.log.partition import OffsetOutOfRangeError, Partition, LogConfig
 
 from .helpers import open_partition, simple_batch
@@ -92,3 +92,40 @@ def test_delete_removes_the_partition_directory(tmp_path):
     p.append(simple_batch(0))
     p.delete()
     assert not (tmp_path / "t-0").exists()
+
+
+def test_segment_ms_rolls_when_a_batch_is_that_much_newer_than_the_segments_first(tmp_path):
+    p = open_partition(tmp_path, segment_ms=1000)
+    p.append(simple_batch(0, timestamp=10_000))
+    p.append(simple_batch(1, timestamp=10_999))
+    assert len(p.segments) == 1
+    p.append(simple_batch(2, timestamp=11_001))
+    assert [s.base_offset for s in p.segments] == [0, 6]
+
+
+def test_offset_for_timestamp_copes_with_timestamps_that_go_backwards(tmp_path):
+    p = open_partition(tmp_path, segment_bytes=300)
+    for i, ts in enumerate([5000, 1000, 7000, 2000, 9000]):
+        p.append(build_batch([(b"k", b"%d" % i)], timestamp=ts))
+    assert p.offset_for_timestamp(1500) == (0, 5000)
+    assert p.offset_for_timestamp(6000) == (2, 7000)
+    assert p.offset_for_timestamp(8000) == (4, 9000)
+    assert p.max_timestamp_offset() == (4, 9000)
+
+
+def test_per_record_timestamps_are_found_inside_a_batch(tmp_path):
+    p = open_partition(tmp_path)
+    p.append(build_batch([(b"a", b"1", 100, ()), (b"b", b"2", 300, ()), (b"c", b"3", 200, ())]))
+    assert p.offset_for_timestamp(150) == (1, 300)
+    assert p.max_timestamp_offset() == (1, 300)
+
+
+def test_reads_end_at_a_batch_boundary_at_every_max_bytes(tmp_path):
+    p = open_partition(tmp_path)
+    sizes = [len(simple_batch(i, n=1 + i % 3)) for i in range(6)]
+    for i in range(6):
+        p.append(simple_batch(i, n=1 + i % 3))
+    ends = [sum(sizes[:k]) for k in range(1, 7)]
+    for max_bytes in range(1, ends[-1] + 10):
+        got = len(p.read(0, max_bytes))
+        assert got == max([e for e in ends if e <= max_bytes], default=ends[0])

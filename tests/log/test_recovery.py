@@ -75,3 +75,55 @@ def test_base_offset_going_backwards_counts_as_corruption(tmp_path):
     with pytest.raises(CorruptLogError) as e:
         Partition(tmp_path / "t-0", on_corruption="fail")
     assert e.value.position == bounds[2]
+
+
+def _write_segments(tmp_path, n=4):
+    """n closed segments of one batch each plus an active one; returns the segment paths."""
+    p = Partition(tmp_path / "t-0", LogConfig(segment_bytes=150))
+    for i in range(n + 1):
+        p.append(simple_batch(i, n=2))
+    paths = [s.path for s in p.segments]
+    p.close()
+    return paths
+
+
+def test_corruption_in_a_closed_segment_fails_strict_mode_naming_that_file(tmp_path):
+    paths = _write_segments(tmp_path)
+    data = bytearray(paths[1].read_bytes())
+    data[40] ^= 0xFF
+    paths[1].write_bytes(bytes(data))
+    with pytest.raises(CorruptLogError) as e:
+        Partition(tmp_path / "t-0", on_corruption="fail")
+    assert (e.value.path, e.value.position) == (paths[1], 0)
+
+
+def test_corruption_in_a_closed_segment_with_truncate_cuts_there_and_drops_later_segments(tmp_path):
+    paths = _write_segments(tmp_path)
+    data = bytearray(paths[1].read_bytes())
+    data[40] ^= 0xFF
+    paths[1].write_bytes(bytes(data))
+    with capture_logs() as logs:
+        p = Partition(tmp_path / "t-0")
+    assert p.log_end_offset == 2 and [s.path for s in p.segments] == paths[:2]
+    assert sorted(f.name for f in (tmp_path / "t-0").iterdir()) == [x.name for x in paths[:2]]
+    assert logs[0]["event"] == "log_corruption_truncated" and logs[0]["segments_deleted"] == 3
+    assert p.append(simple_batch(9)) == (2, 4)
+
+
+def test_a_torn_closed_segment_before_an_empty_active_one_is_a_torn_tail(tmp_path):
+    paths = _write_segments(tmp_path)
+    for path in paths[2:]:
+        path.unlink()
+    (tmp_path / "t-0" / "00000000000000000004.log").write_bytes(b"")  # rolled, nothing written yet
+    paths[1].write_bytes(paths[1].read_bytes()[:-5])
+    p = Partition(tmp_path / "t-0", on_corruption="fail")
+    assert p.log_end_offset == 2 and p.active.path == paths[1]
+
+
+def test_garbage_after_the_last_batch_is_cut_but_zeros_of_a_preallocated_tail_are_too(tmp_path):
+    path, bounds = _write_log(tmp_path)
+    for junk in (b"\x00" * 100, b"\xff" * 7):
+        path.write_bytes(path.read_bytes()[:bounds[-1]] + junk)
+        p = Partition(tmp_path / "t-0", on_corruption="fail")
+        assert p.log_end_offset == 8 and path.stat().st_size == bounds[-1]
+        p.close()
