@@ -17,7 +17,8 @@ arrive when no GroupMetadata record is written (a leave or a rejoin only
 starts a rebalance), and because it leaves Kafka's own record bytes untouched.
 
 This module is shared by the core, the store and `spark_jobs`: decode with
-`decode_record(key, value)`; build only through the `*_record` / `*_tombstone`
+`decode_record(key, value) -> (key message, value message | None)` (or
+`decode_record_versions` for the record type and value version); build only through the `*_record` / `*_tombstone`
 factories.
 """
 
@@ -96,8 +97,20 @@ def _encode(version: int, message: Any) -> bytes:
     return _I16.pack(version) + message.encode(version)
 
 
-def decode_record(key: bytes, value: bytes | None) -> DecodedRecord:
-    """Decode one record; raises UnknownRecordType or protocol.ProtocolError."""
+def decode_record(key: bytes, value: bytes | None) -> tuple[Any, Any | None]:
+    """Decode one record to (key message, value message or None for a tombstone).
+
+    Raises UnknownRecordType for a record type this project does not know, ValueError for
+    a key or value shorter than its int16 prefix, protocol.ProtocolError for bad bytes.
+    Messages decoded from older versions carry the schema defaults for fields those
+    versions lack (OffsetCommitValue: leaderEpoch -1 before v3, expireTimestamp -1 except v1).
+    """
+    decoded = decode_record_versions(key, value)
+    return decoded.key, decoded.value
+
+
+def decode_record_versions(key: bytes, value: bytes | None) -> DecodedRecord:
+    """Like decode_record, also reporting the record type and the value version."""
     if len(key) < 2:
         raise ValueError("record key shorter than its type prefix")
     (record_type,) = _I16.unpack_from(key, 0)
@@ -165,15 +178,16 @@ def group_metadata_value(group: ClassicGroupLike) -> GroupMetadataValue:
     )
 
 
-def group_metadata_record(group: ClassicGroupLike) -> Record:
-    return Record(group_metadata_key(group.group_id), _encode(GROUP_METADATA_VALUE_VERSION, group_metadata_value(group)))
+def group_metadata_record(group_id: str, value: GroupMetadataValue) -> Record:
+    """GroupMetadata: key type 2, value version 3. Build `value` with `group_metadata_value(group)`."""
+    return Record(group_metadata_key(group_id), _encode(GROUP_METADATA_VALUE_VERSION, value))
 
 
 def empty_group_metadata_record(group_id: str, now_ms: int) -> Record:
     """Written when JoinGroup creates a group and has nothing else to write (generation 0, no type)."""
     value = GroupMetadataValue(protocol_type="", generation=0, protocol=None, leader=None,
                                current_state_timestamp=now_ms, members=[])
-    return Record(group_metadata_key(group_id), _encode(GROUP_METADATA_VALUE_VERSION, value))
+    return group_metadata_record(group_id, value)
 
 
 def group_metadata_tombstone(group_id: str) -> Record:
@@ -198,31 +212,35 @@ def offset_commit_key(group_id: str, topic: str, partition: int) -> bytes:
     return _encode(RecordType.OFFSET_COMMIT, OffsetCommitKey(group=group_id, topic=topic, partition=partition))
 
 
-def offset_commit_record(group_id: str, topic: str, partition: int, offset: OffsetAndMetadata) -> Record:
-    if offset.expire_timestamp_ms is None:
+def offset_commit_record(group_id: str, topic: str, partition: int, offset: int, leader_epoch: int,
+                         metadata: str, commit_timestamp: int, expire_timestamp: int | None = None) -> Record:
+    """OffsetCommit: key type 1; value v3, or v1 when an expire timestamp is given (OffsetCommit v2-4
+    with a retention time): v1 is the only value version with one, and it has no leader epoch."""
+    if expire_timestamp is None:
         version = OFFSET_COMMIT_VALUE_VERSION
-        value = OffsetCommitValue(
-            offset=offset.offset, leader_epoch=offset.leader_epoch, metadata=offset.metadata,
-            commit_timestamp=offset.commit_timestamp_ms,
-        )
+        value = OffsetCommitValue(offset=offset, leader_epoch=leader_epoch, metadata=metadata,
+                                  commit_timestamp=commit_timestamp)
     else:
-        # Value v1 is the only version with an expire timestamp (and it has no leader epoch).
         version = OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY
-        value = OffsetCommitValue(
-            offset=offset.offset, metadata=offset.metadata, commit_timestamp=offset.commit_timestamp_ms,
-            expire_timestamp=offset.expire_timestamp_ms,
-        )
+        value = OffsetCommitValue(offset=offset, metadata=metadata, commit_timestamp=commit_timestamp,
+                                  expire_timestamp=expire_timestamp)
     return Record(offset_commit_key(group_id, topic, partition), _encode(version, value))
+
+
+def offset_record(group_id: str, topic: str, partition: int, stored: OffsetAndMetadata) -> Record:
+    """offset_commit_record from a stored OffsetAndMetadata."""
+    return offset_commit_record(group_id, topic, partition, stored.offset, stored.leader_epoch, stored.metadata,
+                                stored.commit_timestamp_ms, stored.expire_timestamp_ms)
 
 
 def offset_commit_tombstone(group_id: str, topic: str, partition: int) -> Record:
     return Record(offset_commit_key(group_id, topic, partition), None)
 
 
-def offset_from_value(value: OffsetCommitValue, version: int) -> OffsetAndMetadata:
-    expire = value.expire_timestamp if version == 1 and value.expire_timestamp != -1 else None
-    epoch = value.leader_epoch if version >= 3 else -1
-    return OffsetAndMetadata(value.offset, epoch, value.metadata, value.commit_timestamp, expire)
+def offset_from_value(value: OffsetCommitValue) -> OffsetAndMetadata:
+    """Fields a value version lacks decode to their defaults (-1), so no version is needed."""
+    expire = None if value.expire_timestamp == -1 else value.expire_timestamp
+    return OffsetAndMetadata(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp, expire)
 
 
 # ---- KIP-800 reasons (our record type) ----------------------------------------------------------

@@ -22,7 +22,13 @@ from coordinator.core.rebalance import (
 from coordinator.core.responses import join_error, join_response, join_success, sync_response
 from coordinator.core.shard_state import ShardState
 from coordinator.core.state import GroupState
-from coordinator.records import GroupReason, empty_group_metadata_record, group_metadata_record, group_reason_record
+from coordinator.records import (
+    GroupReason,
+    empty_group_metadata_record,
+    group_metadata_record,
+    group_metadata_value,
+    group_reason_record,
+)
 from protocol.error_codes import ErrorCode
 from protocol.messages import JoinGroupRequest
 
@@ -221,7 +227,7 @@ def _replace_static_member_then_rebalance_or_complete(join: _Join, old_member_id
                 f"{join.instance_id} joined with change of protocol"), fx, config)
             return fx.outcome()
         # No rebalance: persist the new member id with the current assignments and answer at once.
-        fx.records.append(group_metadata_record(group))
+        fx.records.append(group_metadata_record(group.group_id, group_metadata_value(group)))
         member.awaiting_join = None
         if join.version >= 9:
             is_leader = group.is_leader(new_member_id)

@@ -78,8 +78,8 @@ def offset_commit(st: ShardState, req: OffsetCommitRequest, ctx: RequestContext)
                 codes[(topic.name, p.partition_index)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 continue
             commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp != -1 else now
-            stored = OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch, metadata or "", commit_ts, expire_ms)
-            fx.records.append(offset_commit_record(req.group_id, topic.name, p.partition_index, stored))
+            fx.records.append(offset_commit_record(req.group_id, topic.name, p.partition_index, p.committed_offset,
+                                                   p.committed_leader_epoch, metadata or "", commit_ts, expire_ms))
     return fx.outcome(_commit_response(req, lambda t, p: codes.get((t, p), ErrorCode.NONE)))
 
 

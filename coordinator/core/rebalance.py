@@ -15,7 +15,7 @@ from coordinator.core.model import ClassicGroup, Member
 from coordinator.core.responses import join_error, join_success, sync_response
 from coordinator.core.state import GroupState, can_rebalance, transition_to
 from coordinator.core.timer_keys import heartbeat_key, join_key, sync_key
-from coordinator.records import group_metadata_record
+from coordinator.records import group_metadata_record, group_metadata_value
 from protocol.error_codes import ErrorCode
 
 S = GroupState
@@ -91,7 +91,7 @@ def complete_join(group: ClassicGroup, fx: Effects) -> None:
     init_next_generation(group, fx.now_ms)
     fx.event("join_completed", group.group_id, generation_id=group.generation_id, state=group.state.value)
     if group.state is S.EMPTY:
-        fx.records.append(group_metadata_record(group))
+        fx.records.append(group_metadata_record(group.group_id, group_metadata_value(group)))
         return
     for member in group.all_members():
         if member.awaiting_join is not None:

@@ -7,6 +7,7 @@ How the shell drives it (all calls are synchronous and pure apart from the shard
     for record in log: shard.replay(record)            # loading is replay, nothing else
     apply(shard.finish_loading(now_ms))                 # heartbeat timers, oversize groups rebalance
     apply(shard.start_offset_expiration(now_ms))        # the periodic retention sweep
+    # or in one call: shard, started = GroupShard.load(log, now_ms, config, new_uuid); apply(started)
 
     out = shard.join_group(request, RequestContext(api_version, now_ms, ref, client_id, client_host))
     for record in out.records: shard.replay(record)     # the runtime replays, then appends to the log
@@ -14,7 +15,9 @@ How the shell drives it (all calls are synchronous and pure apart from the shard
     ... apply out.timers (Schedule replaces by key, Cancel is idempotent); log out.events.
     on a timer:  out = shard.on_timer(key, data, now_ms)   # handled exactly like a request's outcome
 
-If an append fails, drop the shard and rebuild it from the log (no in-memory undo).
+If an append fails: apply `shard.unload(now_ms)` (parked requests -> NOT_COORDINATOR), answer the
+triggering request NOT_COORDINATOR, and replace the shard by `GroupShard.load(durable log, ...)`
+(no in-memory undo; a lost static replacement or leader assignment simply never happened).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from coordinator.records import (
     Record,
     RecordType,
     UnknownRecordType,
-    decode_record,
+    decode_record_versions,
     offset_from_value,
     reason_from_value,
 )
@@ -141,7 +144,7 @@ class GroupShard:
     def replay(self, record: Record) -> None:
         """Apply one record: the only way durable state changes, at run time and when loading."""
         try:
-            decoded = decode_record(record.key, record.value)
+            decoded = decode_record_versions(record.key, record.value)
         except UnknownRecordType:
             return  # like Kafka's loader: another writer's record type, ignored
         st = self.state
@@ -164,7 +167,7 @@ class GroupShard:
                     if not group_offsets:
                         del st.offsets[group_id]
             else:
-                st.offsets.setdefault(group_id, {})[tp] = offset_from_value(decoded.value, decoded.value_version or 0)
+                st.offsets.setdefault(group_id, {})[tp] = offset_from_value(decoded.value)
                 if group_id not in st.groups:
                     st.groups[group_id] = ClassicGroup(group_id)  # a simple group, as Kafka's replay creates
         elif decoded.record_type == RecordType.CLASSIC_GROUP_REASON:
@@ -208,6 +211,23 @@ class GroupShard:
             transition_to(group, GroupState.DEAD, now_ms)
         fx.cancel(OFFSETS_EXPIRATION_KEY)
         return fx.outcome()
+
+    @classmethod
+    def load(cls, records: Iterable[Record], now_ms: int, config: GroupConfig | None = None,
+             new_uuid: Callable[[], str] | None = None) -> tuple[GroupShard, Outcome]:
+        """A shard rebuilt from its log and started: at startup, and after a failed append.
+
+        The Outcome carries every loaded member's heartbeat timer, the rebalances of
+        groups above group.max.size and the periodic offset-expiration timer.
+        """
+        shard = cls(config, new_uuid)
+        shard.begin_loading()
+        for record in records:
+            shard.replay(record)
+        started = shard.finish_loading(now_ms)
+        sweep = shard.start_offset_expiration(now_ms)
+        return shard, Outcome(records=started.records + sweep.records, replies=started.replies + sweep.replies,
+                              timers=started.timers + sweep.timers, events=started.events + sweep.events)
 
     @classmethod
     def from_log(cls, records: Iterable[Record], config: GroupConfig | None = None,

@@ -15,7 +15,7 @@ from coordinator.core.rebalance import propagate_assignment, schedule_sync_check
 from coordinator.core.responses import sync_response
 from coordinator.core.shard_state import ShardState
 from coordinator.core.state import GroupState, transition_to
-from coordinator.records import group_metadata_record
+from coordinator.records import group_metadata_record, group_metadata_value
 from protocol.error_codes import ErrorCode
 from protocol.messages import SyncGroupRequest
 
@@ -72,7 +72,7 @@ def _store_leader_assignment(group: ClassicGroup, req: SyncGroupRequest, fx: Eff
     assignments = {a.member_id: a.assignment for a in req.assignments}
     for member in group.members.values():
         member.assignment = assignments.get(member.member_id, b"")  # members the leader left out get nothing
-    fx.records.append(group_metadata_record(group))
+    fx.records.append(group_metadata_record(group.group_id, group_metadata_value(group)))
     propagate_assignment(group, ErrorCode.NONE, fx)
     transition_to(group, S.STABLE, fx.now_ms)
     fx.event("group_stable", group.group_id, generation_id=group.generation_id)

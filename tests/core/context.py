@@ -22,6 +22,8 @@ from protocol.messages import (
 )
 
 CONSUMER = "consumer"
+#: What a request whose write failed is answered (the shell's HandlerError(NOT_COORDINATOR)).
+NOT_COORDINATOR = "NOT_COORDINATOR"
 
 
 class FakeClock:
@@ -73,7 +75,8 @@ class CoordinatorContext:
     def __init__(self, **config: Any) -> None:
         self.clock = FakeClock(start_ms=0)
         self.timers = FakeTimers()
-        self.shard = GroupShard(config=GroupConfig(**config), new_uuid=SequentialIds())
+        self._ids = SequentialIds()
+        self.shard = GroupShard(config=GroupConfig(**config), new_uuid=self._ids)
         self.log: list[Record] = []
         self.answers: dict[RequestRef, object] = {}
         self._refs = itertools.count(1)
@@ -88,6 +91,32 @@ class CoordinatorContext:
         out = self._apply(self.shard.handle(request, ctx))
         if out.response is not None:
             self.answers[self.last_ref] = out.response
+        return out
+
+    def send_with_failed_write(self, request: Any, version: int, client_id: str = "client",
+                               client_host: str = "/127.0.0.1") -> Outcome:
+        """Like `send`, but the append of the outcome's records fails (STYLE §3 write path).
+
+        What the shell does: the triggering request and every parked one are answered
+        NOT_COORDINATOR (the latter through `unload`), and the shard is rebuilt from the
+        durable log with `GroupShard.load`; timers restart from that load. Returns the
+        outcome the handler produced (whose records never reached the log).
+        """
+        self.last_ref = RequestRef(next(self._refs))
+        ctx = RequestContext(api_version=version, now_ms=self.clock.now_ms, ref=self.last_ref,
+                             client_id=client_id, client_host=client_host)
+        out = self.shard.handle(request, ctx)
+        assert out.records, "nothing to write, so nothing can fail"
+        for record in out.records:
+            self.shard.replay(record)  # the runtime replays before appending
+        self.answers[self.last_ref] = NOT_COORDINATOR
+        for ref, _ in out.replies:
+            self.answers[ref] = NOT_COORDINATOR  # replies wait for the flush, which failed
+        for ref, response in self.shard.unload(self.clock.now_ms).replies:
+            self.answers.setdefault(ref, response)
+        self.timers = FakeTimers()
+        self.shard, started = GroupShard.load(self.log, self.clock.now_ms, self.shard.config, self._ids)
+        self._apply(started)
         return out
 
     def advance(self, ms: int) -> list[Outcome]:

@@ -7,7 +7,7 @@ from coordinator.core.rebalance import JoinDeadline, SyncDeadline
 from coordinator.core.responses import current_members, join_error, join_response
 from coordinator.core.state import GroupState
 from coordinator.core.timer_keys import heartbeat_key, join_key, sync_key
-from coordinator.records import empty_group_metadata_record, group_metadata_record
+from coordinator.records import empty_group_metadata_record, group_metadata_record, group_metadata_value
 from protocol.error_codes import ErrorCode
 
 from tests.core.context import CoordinatorContext
@@ -260,7 +260,7 @@ def test_last_member_leaving_during_rebalance_completes_into_empty() -> None:
     out = ctx.leave("g", [(leader, None), (follower, None)])
     group = ctx.group()
     assert group.state is GroupState.EMPTY and group.generation_id == 2
-    assert out.records[-1] == group_metadata_record(group)
+    assert out.records[-1] == group_metadata_record("g", group_metadata_value(group))
     assert ctx.answer(r1).error_code == ErrorCode.UNKNOWN_MEMBER_ID
     ctx.assert_replay_matches()
 

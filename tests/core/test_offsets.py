@@ -5,8 +5,7 @@ from __future__ import annotations
 from coordinator.core.state import GroupState
 from coordinator.core.timer_keys import OFFSETS_EXPIRATION_KEY
 from coordinator.records import (
-    OffsetAndMetadata,
-    decode_record,
+    decode_record_versions,
     group_metadata_tombstone,
     offset_commit_record,
     offset_commit_tombstone,
@@ -44,7 +43,7 @@ def test_anonymous_commit_creates_a_simple_group() -> None:
     ctx.clock.now_ms = 42
     out = ctx.commit("g", {("t", 0): 5}, instance_id="whatever", member_id="")
     assert codes(out) == [ErrorCode.NONE]
-    assert out.records == [offset_commit_record("g", "t", 0, OffsetAndMetadata(5, -1, "", 42))]
+    assert out.records == [offset_commit_record("g", "t", 0, 5, -1, "", 42)]
     group = ctx.group()
     assert group.state is GroupState.EMPTY and group.protocol_type is None
     ctx.assert_replay_matches()
@@ -76,8 +75,8 @@ def test_retention_time_sets_expire_timestamp_and_value_version_1() -> None:
     ctx = CoordinatorContext()
     ctx.clock.now_ms = 1000
     out = ctx.commit("g", {("t", 0): 1}, version=3, retention_time_ms=1234)
-    assert out.records == [offset_commit_record("g", "t", 0, OffsetAndMetadata(1, -1, "", 1000, 2234))]
-    assert decode_record(out.records[0].key, out.records[0].value).value_version == 1
+    assert out.records == [offset_commit_record("g", "t", 0, 1, -1, "", 1000, expire_timestamp=2234)]
+    assert decode_record_versions(out.records[0].key, out.records[0].value).value_version == 1
     ctx.assert_replay_matches()
 
 

@@ -3,33 +3,44 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coordinator.records import (
     OffsetAndMetadata,
+    Record,
     RecordType,
     UnknownRecordType,
     decode_record,
+    decode_record_versions,
     empty_group_metadata_record,
+    group_metadata_record,
+    group_metadata_tombstone,
     java_string_hash,
     offset_commit_record,
+    offset_commit_tombstone,
+    offset_from_value,
     partition_for,
 )
+from protocol.messages import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue
 
 
 def test_offset_commit_record_bytes_follow_kafka_layout() -> None:
-    rec = offset_commit_record("g", "t", 3, OffsetAndMetadata(7, 2, "m", 1000))
+    rec = offset_commit_record("g", "t", 3, 7, 2, "m", 1000)
     assert rec.key == b"\x00\x01" + b"\x00\x01g" + b"\x00\x01t" + b"\x00\x00\x00\x03"
     assert rec.value == (b"\x00\x03" + b"\x00\x00\x00\x00\x00\x00\x00\x07" + b"\x00\x00\x00\x02" + b"\x00\x01m"
                          + b"\x00\x00\x00\x00\x00\x00\x03\xe8")
-    decoded = decode_record(rec.key, rec.value)
-    assert (decoded.record_type, decoded.key.topic, decoded.value.offset) == (RecordType.OFFSET_COMMIT, "t", 7)
+    key, value = decode_record(rec.key, rec.value)
+    assert key == OffsetCommitKey(group="g", topic="t", partition=3)
+    assert value == OffsetCommitValue(offset=7, leader_epoch=2, metadata="m", commit_timestamp=1000)
+    assert decode_record_versions(rec.key, rec.value).record_type == RecordType.OFFSET_COMMIT
 
 
 def test_group_metadata_record_uses_key_version_2_and_value_version_3() -> None:
     rec = empty_group_metadata_record("g", 5)
     assert rec.key == b"\x00\x02\x00\x01g"
     assert rec.value[:2] == b"\x00\x03"
-    assert decode_record(rec.key, None).value is None
+    assert decode_record(rec.key, None) == (GroupMetadataKey(group="g"), None)
 
 
 def test_unknown_record_types_are_reported_for_skipping() -> None:
@@ -52,3 +63,72 @@ def test_partition_for_uses_kafka_abs() -> None:
     # "polygenelubricants" hashes to Integer.MIN_VALUE; Kafka's Utils.abs maps it to 0.
     assert java_string_hash("polygenelubricants") == -(1 << 31)
     assert partition_for("polygenelubricants", 50) == 0
+
+
+def test_group_metadata_record_round_trips_a_full_value() -> None:
+    member = GroupMetadataValue.MemberMetadata(
+        member_id="m-1", group_instance_id="i-1", client_id="c", client_host="/10.0.0.5", rebalance_timeout=60_000,
+        session_timeout=10_000, subscription=b"sub", assignment=b"asg")
+    value = GroupMetadataValue(protocol_type="consumer", generation=4, protocol="range", leader="m-1",
+                               current_state_timestamp=123, members=[member])
+    rec = group_metadata_record("g", value)
+    assert rec == Record(b"\x00\x02\x00\x01g", b"\x00\x03" + value.encode(3))
+    assert decode_record(rec.key, rec.value) == (GroupMetadataKey(group="g"), value)
+    assert group_metadata_tombstone("g") == Record(rec.key, None)
+
+
+def test_offset_commit_with_expire_timestamp_is_written_as_value_version_1() -> None:
+    rec = offset_commit_record("g", "t", 0, 9, 5, "", 1000, expire_timestamp=2234)
+    decoded = decode_record_versions(rec.key, rec.value)
+    assert decoded.value_version == 1
+    # v1 has no leader epoch: it reads back as -1
+    assert decoded.value == OffsetCommitValue(offset=9, leader_epoch=-1, metadata="", commit_timestamp=1000,
+                                              expire_timestamp=2234)
+    assert offset_from_value(decoded.value) == OffsetAndMetadata(9, -1, "", 1000, 2234)
+    assert offset_commit_tombstone("g", "t", 0) == Record(rec.key, None)
+
+
+def test_legacy_offset_commit_key_version_0_and_old_values_are_readable() -> None:
+    key = b"\x00\x00" + OffsetCommitKey(group="g", topic="t", partition=1).encode(0)
+    value = b"\x00\x00" + OffsetCommitValue(offset=3, metadata="x", commit_timestamp=7).encode(0)
+    assert decode_record(key, value) == (OffsetCommitKey(group="g", topic="t", partition=1),
+                                         OffsetCommitValue(offset=3, metadata="x", commit_timestamp=7))
+    assert decode_record_versions(key, value).record_type == RecordType.OFFSET_COMMIT_V0
+
+
+def test_truncated_prefixes_are_rejected() -> None:
+    with pytest.raises(ValueError):
+        decode_record(b"\x00", None)
+    with pytest.raises(ValueError):
+        decode_record(b"\x00\x02\x00\x01g", b"\x00")
+
+
+_names = st.text(max_size=20)
+_i32 = st.integers(-(2**31), 2**31 - 1)
+_i64 = st.integers(-(2**63), 2**63 - 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(group=_names, topic=_names, partition=_i32, offset=_i64, epoch=_i32, metadata=_names, ts=_i64,
+       expire=st.none() | _i64.filter(lambda v: v != -1))
+def test_offset_commit_record_decodes_to_what_it_was_built_from(group: str, topic: str, partition: int, offset: int,
+                                                                epoch: int, metadata: str, ts: int,
+                                                                expire: int | None) -> None:
+    rec = offset_commit_record(group, topic, partition, offset, epoch, metadata, ts, expire_timestamp=expire)
+    key, value = decode_record(rec.key, rec.value)
+    assert key == OffsetCommitKey(group=group, topic=topic, partition=partition)
+    stored = offset_from_value(value)
+    assert stored == OffsetAndMetadata(offset, epoch if expire is None else -1, metadata, ts, expire)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=40), n=st.integers(1, 1000))
+def test_partition_for_matches_a_reference_of_javas_hash(text: str, n: int) -> None:
+    data = text.encode("utf-16-be")  # Java strings are UTF-16 code units (surrogate pairs for astral chars)
+    units = [int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2)]
+    h = 0
+    for u in units:
+        h = (h * 31 + u) % (1 << 32)
+    signed = h - (1 << 32) if h >= 1 << 31 else h
+    assert java_string_hash(text) == signed
+    assert partition_for(text, n) == (0 if signed == -(1 << 31) else abs(signed)) % n

@@ -6,7 +6,7 @@ from coordinator.core import Cancel, Schedule
 from coordinator.core.responses import sync_response
 from coordinator.core.state import GroupState
 from coordinator.core.timer_keys import heartbeat_key, sync_key
-from coordinator.records import group_metadata_record
+from coordinator.records import group_metadata_record, group_metadata_value
 from protocol.error_codes import ErrorCode
 from protocol.messages import HeartbeatResponse
 
@@ -36,7 +36,7 @@ def test_follower_sync_waits_for_leader_then_both_get_assignments() -> None:
     assert_outcome(
         out,
         response=sync_response(5, protocol_type="consumer", protocol_name="range", assignment=b"L"),
-        records=[group_metadata_record(group)],
+        records=[group_metadata_record("g", group_metadata_value(group))],
         replies=[(f_ref, sync_response(5, protocol_type="consumer", protocol_name="range", assignment=b"F"))],
         timers=[Cancel(sync_key("g")), Schedule(heartbeat_key("g", leader), now + 10_000),
                 Schedule(heartbeat_key("g", follower), now + 10_000)],
