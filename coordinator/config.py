@@ -3,7 +3,9 @@
 Sources, each overriding the one before: built-in defaults < a
 `server.properties`-style file < `GROUPCOORD_<NAME>` environment variables <
 `--override name=value`. Unknown names and bad values stop start-up with a
-message that names the setting and what it allows.
+message that names the setting and what it allows. A loaded `Config` is
+immutable; read it as `config["num.partitions"]`, `config.get(...)` or
+`config.num_partitions` (dots as underscores), each already typed.
 
     python -m coordinator.config --markdown     # the README's configuration table
 """
@@ -13,12 +15,16 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 ENV_PREFIX = "GROUPCOORD_"
+
+# Kafka names we accept for one of ours: KRaft says node.id, ZooKeeper-era files say broker.id.
+ALIASES: dict[str, str] = {"broker.id": "node.id"}
 
 
 class ConfigError(ValueError):
@@ -32,26 +38,29 @@ class Listener:
     port: int
 
     def __str__(self) -> str:
-        return f"{self.name}://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.name}://{host}:{self.port}"
 
 
-_LISTENER = re.compile(r"^([A-Z_][A-Z0-9_]*)://(\[[0-9a-fA-F:]+\]|[^:/\s]*):(\d{1,5})$")
+_LISTENER = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)://(\[[0-9a-fA-F:.]+\]|[^:/\s\[\]]*):(\d{1,5})$")
+WILDCARD_HOSTS = ("", "0.0.0.0", "::")
 
 
 def parse_listeners(text: str) -> tuple[Listener, ...]:
     listeners = []
     for item in (part.strip() for part in text.split(",")):
         match = _LISTENER.match(item)
-        if not match or not 0 <= int(match.group(3)) <= 65535:
-            raise ValueError(f"expected NAME://host:port (e.g. PLAINTEXT://127.0.0.1:9092), got {item!r}")
-        name, host, port = match.group(1), match.group(2).strip("[]"), int(match.group(3))
+        if not match or int(match.group(3)) > 65535:
+            raise ValueError(f"expected PLAINTEXT://host:port, got {item!r}")
+        name, host, port = match.group(1).upper(), match.group(2).strip("[]"), int(match.group(3))
         if name != "PLAINTEXT":
-            raise ValueError(f"listener {item!r}: only PLAINTEXT is supported so far")
+            raise ValueError(f"expected PLAINTEXT://host:port, got {item!r} (only PLAINTEXT is supported)")
         listeners.append(Listener(name, host, port))
-    if not listeners:
-        raise ValueError("at least one listener is required")
     return tuple(listeners)
 
+
+# ---- value parsers: each raises ValueError saying what it expected; its docstring is the
+# "Allowed" column of the table.
 
 def _int(low: int | None = None, high: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
@@ -76,37 +85,47 @@ def _bool(text: str) -> bool:
     return lowered == "true"
 
 
-def _choice(*allowed: str) -> Callable[[str], str]:
+def _choice(*allowed: str, case_sensitive: bool = True) -> Callable[[str], str]:
+    by_key = {(a if case_sensitive else a.upper()): a for a in allowed}
+
     def parse(text: str) -> str:
-        value = text.strip()
-        if value not in allowed:
+        key = text.strip() if case_sensitive else text.strip().upper()
+        if key not in by_key:
             raise ValueError(f"expected one of {', '.join(allowed)}, got {text!r}")
-        return value
+        return by_key[key]
     parse.__doc__ = " | ".join(allowed)
     return parse
 
 
-def _text(text: str) -> str:
-    """text"""
-    return text.strip()
-
-
 def _listeners(text: str) -> tuple[Listener, ...]:
     """comma list of PLAINTEXT://host:port"""
+    if not text.strip():
+        raise ValueError("at least one listener is required, e.g. PLAINTEXT://127.0.0.1:9092")
     return parse_listeners(text)
 
 
 def _optional_listeners(text: str) -> tuple[Listener, ...] | None:
     """comma list of PLAINTEXT://host:port (empty: same as listeners)"""
-    return parse_listeners(text) if text.strip() else None
+    if not text.strip():
+        return None
+    listeners = parse_listeners(text)
+    for listener in listeners:
+        if listener.host in WILDCARD_HOSTS:  # as Kafka: clients cannot connect to "anywhere"
+            raise ValueError(f"cannot advertise the wildcard address in {str(listener)!r}; name a reachable host")
+    return listeners
 
 
 def _path(text: str) -> Path:
     """directory path"""
-    if not text.strip():
+    dirs = [part.strip() for part in text.split(",") if part.strip()]
+    if not dirs:
         raise ValueError("must not be empty")
-    return Path(text.strip().split(",")[0])  # one data dir for now; Kafka allows a list
+    if len(dirs) > 1:  # Kafka spreads partitions over a list; one node with one log dir here
+        raise ValueError(f"only one directory is supported, got {len(dirs)}: {text!r}")
+    return Path(dirs[0])
 
+
+# ---- the table
 
 @dataclass(frozen=True, slots=True)
 class Setting:
@@ -114,78 +133,114 @@ class Setting:
     parse: Callable[[str], Any]
     default: str
     doc: str
+    kind: str = "string"  # Kafka's ConfigDef type, for DescribeConfigs: boolean, string, int, long, list
 
     @property
     def env_name(self) -> str:
-        return ENV_PREFIX + self.name.upper().replace(".", "_").replace("-", "_")
+        return env_name(self.name)
+
+    @property
+    def allowed(self) -> str:
+        return self.parse.__doc__ or ""
+
+
+def env_name(name: str) -> str:
+    return ENV_PREFIX + name.upper().replace(".", "_").replace("-", "_")
 
 
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("listeners", _listeners, "PLAINTEXT://127.0.0.1:9092", "Where the server accepts connections."),
+    Setting("listeners", _listeners, "PLAINTEXT://127.0.0.1:9092", "Where the server accepts connections.",
+            "list"),
     Setting("advertised.listeners", _optional_listeners, "",
-            "Host and port given to clients in Metadata and FindCoordinator."),
-    Setting("node.id", _int(0, _INT32_MAX), "0", "This broker's id."),
+            "Host and port given to clients in Metadata and FindCoordinator.", "list"),
+    Setting("node.id", _int(0, _INT32_MAX), "0", "This broker's id.", "int"),
     Setting("log.dirs", _path, "./data", "Data directory: partition logs, coordinator log, cluster id."),
-    Setting("num.partitions", _int(1, 100000), "1", "Partitions of an auto-created topic."),
-    Setting("default.replication.factor", _int(1, 1), "1", "Replication factor (a single node: 1)."),
-    Setting("auto.create.topics.enable", _bool, "true", "Create unknown topics named in Metadata requests."),
+    Setting("num.partitions", _int(1, 100000), "1", "Partitions of an auto-created topic.", "int"),
+    Setting("default.replication.factor", _int(1, 1), "1", "Replication factor (a single node: 1).", "int"),
+    Setting("auto.create.topics.enable", _bool, "true", "Create unknown topics named in Metadata requests.",
+            "boolean"),
     Setting("socket.request.max.bytes", _int(1, _INT32_MAX), "104857600",
-            "Largest request frame accepted; larger ones close the connection."),
-    Setting("connections.max.idle.ms", _int(1, _INT64_MAX), "600000", "Idle connections are closed after this."),
+            "Largest request frame accepted; larger ones close the connection.", "int"),
+    Setting("connections.max.idle.ms", _int(1, _INT64_MAX), "600000", "Idle connections are closed after this.",
+            "long"),
     Setting("shutdown.timeout.ms", _int(0, _INT64_MAX), "10000",
-            "On SIGTERM/SIGINT, how long in-flight requests may take before the server exits."),
-    Setting("log.segment.bytes", _int(14, _INT32_MAX), "1073741824", "Segment size at which a log rolls."),
-    Setting("log.retention.ms", _int(-1, _INT64_MAX), "604800000", "Delete-policy retention by time (-1: none)."),
-    Setting("log.retention.bytes", _int(-1, _INT64_MAX), "-1", "Delete-policy retention by size (-1: none)."),
-    Setting("log.cleanup.policy", _choice("delete", "compact"), "delete", "Default cleanup policy of topics."),
+            "On SIGTERM/SIGINT, how long in-flight requests may take before the server exits.", "long"),
+    Setting("log.segment.bytes", _int(14, _INT32_MAX), "1073741824", "Segment size at which a log rolls.", "int"),
+    Setting("log.retention.ms", _int(-1, _INT64_MAX), "604800000", "Delete-policy retention by time (-1: none).",
+            "long"),
+    Setting("log.retention.bytes", _int(-1, _INT64_MAX), "-1", "Delete-policy retention by size (-1: none).",
+            "long"),
+    Setting("log.cleanup.policy", _choice("delete", "compact"), "delete", "Default cleanup policy of topics.",
+            "list"),
     Setting("flush.policy", _choice("always", "interval"), "always",
             "always: acknowledge appends only once fsynced (shared fsyncs); interval: fsync every flush.ms."),
-    Setting("flush.ms", _int(1, _INT64_MAX), "1000", "fsync period when flush.policy=interval."),
-    Setting("offsets.topic.num.partitions", _int(1, 10000), "50", "Partitions of __consumer_offsets."),
-    Setting("offsets.retention.minutes", _int(1, _INT32_MAX), "10080", "How long committed offsets of empty groups live."),
-    Setting("offset.metadata.max.bytes", _int(0, _INT32_MAX), "4096", "Largest metadata string of a committed offset."),
+    Setting("flush.ms", _int(1, _INT64_MAX), "1000", "fsync period when flush.policy=interval.", "long"),
+    Setting("offsets.topic.num.partitions", _int(1, 10000), "50", "Partitions of __consumer_offsets.", "int"),
+    Setting("offsets.retention.minutes", _int(1, _INT32_MAX), "10080",
+            "How long committed offsets of empty groups live.", "int"),
+    Setting("offset.metadata.max.bytes", _int(0, _INT32_MAX), "4096",
+            "Largest metadata string of a committed offset.", "int"),
     Setting("group.initial.rebalance.delay.ms", _int(0, _INT32_MAX), "3000",
-            "Wait for more members before the first rebalance of an empty group."),
-    Setting("group.min.session.timeout.ms", _int(0, _INT32_MAX), "6000", "Smallest session timeout a member may ask for."),
-    Setting("group.max.session.timeout.ms", _int(0, _INT32_MAX), "1800000", "Largest session timeout a member may ask for."),
-    Setting("group.max.size", _int(1, _INT32_MAX), str(_INT32_MAX), "Most members a classic group may hold."),
+            "Wait for more members before the first rebalance of an empty group.", "int"),
+    Setting("group.min.session.timeout.ms", _int(0, _INT32_MAX), "6000",
+            "Smallest session timeout a member may ask for.", "int"),
+    Setting("group.max.session.timeout.ms", _int(0, _INT32_MAX), "1800000",
+            "Largest session timeout a member may ask for.", "int"),
+    Setting("group.max.size", _int(1, _INT32_MAX), str(_INT32_MAX), "Most members a classic group may hold.", "int"),
     Setting("group.consumer.heartbeat.interval.ms", _int(1, _INT32_MAX), "5000",
-            "Heartbeat interval of consumer-protocol (KIP-848) members."),
+            "Heartbeat interval of consumer-protocol (KIP-848) members.", "int"),
     Setting("group.consumer.session.timeout.ms", _int(1, _INT32_MAX), "45000",
-            "Session timeout of consumer-protocol (KIP-848) members."),
-    Setting("event.loop", _choice("auto", "asyncio", "uvloop"), "auto",
-            "auto: uvloop when installed, else asyncio."),
-    Setting("log.level", _choice("DEBUG", "INFO", "WARNING", "ERROR"), "INFO", "Server log level."),
+            "Session timeout of consumer-protocol (KIP-848) members.", "int"),
+    Setting("event.loop", _choice("auto", "asyncio", "uvloop"), "auto", "auto: uvloop when installed, else asyncio."),
+    Setting("log.level", _choice(*_LOG_LEVELS, case_sensitive=False), "INFO", "Server log level."),
 )
 
 SETTINGS_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
-_BY_ENV: dict[str, Setting] = {s.env_name: s for s in SETTINGS}
+_BY_ENV: dict[str, Setting] = {s.env_name: s for s in SETTINGS} | {
+    env_name(alias): SETTINGS_BY_NAME[name] for alias, name in ALIASES.items()}
 
 
 class Config(Mapping[str, Any]):
-    """Parsed, immutable settings: `config["num.partitions"] -> 1`."""
+    """Parsed, immutable settings: `config["num.partitions"] -> 1`, or `config.num_partitions`."""
+
+    __slots__ = ("_values", "_sources")
 
     def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str]) -> None:
-        self._values = dict(values)
-        self._sources = dict(sources)
+        object.__setattr__(self, "_values", MappingProxyType(dict(values)))
+        object.__setattr__(self, "_sources", MappingProxyType(dict(sources)))
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 
     def __len__(self) -> int:
         return len(self._values)
 
+    def __getattr__(self, attribute: str) -> Any:
+        try:
+            return self._values[attribute.replace("_", ".")]
+        except KeyError:
+            raise AttributeError(f"no setting named {attribute.replace('_', '.')!r}") from None
+
+    def __setattr__(self, attribute: str, value: Any) -> None:
+        raise AttributeError("Config is immutable")
+
+    def __repr__(self) -> str:
+        changed = {k: self.raw(k) for k in self._values if self._sources[k] != "default"}
+        return f"Config({changed!r})"
+
     def source(self, name: str) -> str:
-        """Where the value came from: default, file, env or override."""
+        """Where the value came from: "default", "file ...", "env ..." or "--override"."""
         return self._sources[name]
 
     def raw(self, name: str) -> str:
+        """The value as text, in the form the setting is written in (for DescribeConfigs)."""
         value = self._values[name]
         if isinstance(value, tuple):
             return ",".join(str(v) for v in value)
@@ -195,49 +250,96 @@ class Config(Mapping[str, Any]):
 
     @property
     def advertised_listener(self) -> Listener:
+        """What clients are told to connect to: the first advertised listener, else the first listener
+        (a wildcard bind address advertised as 127.0.0.1, the one address sure to reach it)."""
         advertised = self["advertised.listeners"] or self["listeners"]
         first = advertised[0]
-        if first.host in ("", "0.0.0.0", "::"):
+        if first.host in WILDCARD_HOSTS:
             return Listener(first.name, "127.0.0.1", first.port)
         return first
 
 
+# ---- Java .properties
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_KEY_END = re.compile(r"(?<!\\)(?:\\\\)*[=: \t\f]")  # the first separator not escaped by a backslash
+
+
 def read_properties(text: str) -> dict[str, str]:
-    """Java `.properties` syntax: `#`/`!` comments, `=` or `:` separators, `\\` continuations."""
+    """Parse Java `.properties` text as `java.util.Properties.load` does.
+
+    `#`/`!` comment lines; the key ends at the first unescaped `=`, `:` or whitespace; a line
+    ending in an odd number of backslashes continues on the next one (its leading whitespace
+    dropped); `\\t \\n \\r \\f \\uXXXX` escapes, and a backslash before any other character
+    stands for that character.
+    """
     result: dict[str, str] = {}
-    logical: list[str] = []
-    for raw_line in text.splitlines():
-        line = raw_line.strip() if not logical else raw_line.lstrip()
-        if not logical and (not line or line[0] in "#!"):
+    lines = iter(text.splitlines())
+    for line in lines:
+        line = line.lstrip(" \t\f")
+        if not line or line[0] in "#!":
             continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            logical.append(line[:-1])
-            continue
-        logical.append(line)
-        entry = "".join(logical)
-        logical = []
-        match = re.match(r"^((?:\\.|[^=:\s])+)\s*[=:\s]\s*(.*)$", entry)
-        if match:
-            result[match.group(1)] = match.group(2)
+        while _continues(line):
+            line = line[:-1] + next(lines, "").lstrip(" \t\f")
+        match = _KEY_END.search(line)
+        if match is None:
+            key, rest = line, ""
         else:
-            result[entry] = ""
+            at = match.end() - 1
+            key, separator = line[:at], line[at]
+            rest = line[at + 1:].lstrip(" \t\f")
+            if separator not in "=:" and rest[:1] in ("=", ":"):  # "key = value": the = after the blanks
+                rest = rest[1:].lstrip(" \t\f")
+        result[_unescape(key)] = _unescape(rest)
     return result
 
 
+def _continues(line: str) -> bool:
+    trailing = len(line) - len(line.rstrip("\\"))
+    return trailing % 2 == 1
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char != "\\" or i + 1 == len(text):
+            out.append(char)
+            i += 1
+            continue
+        following = text[i + 1]
+        if following == "u":
+            digits = text[i + 2:i + 6]
+            if len(digits) != 4 or not all(c in "0123456789abcdefABCDEF" for c in digits):
+                raise ConfigError(f"malformed \\uXXXX escape in {text!r}")
+            out.append(chr(int(digits, 16)))
+            i += 6
+        else:
+            out.append(_ESCAPES.get(following, following))
+            i += 2
+    return "".join(out)
+
+
+# ---- loading
+
 def _apply(values: dict[str, Any], sources: dict[str, str], name: str, text: str, origin: str) -> None:
-    setting = SETTINGS_BY_NAME.get(name)
+    setting = SETTINGS_BY_NAME.get(ALIASES.get(name, name))
     if setting is None:
         known = ", ".join(sorted(SETTINGS_BY_NAME))
         raise ConfigError(f"unknown setting {name!r} (from {origin}); known settings: {known}")
     try:
-        values[name] = setting.parse(text)
+        values[setting.name] = setting.parse(text)
     except ValueError as exc:
-        raise ConfigError(f"{name}: {exc} (from {origin}; allowed: {setting.parse.__doc__})") from None
-    sources[name] = origin
+        raise ConfigError(f"{setting.name}: {exc} (from {origin})") from None
+    sources[setting.name] = origin
 
 
-def load_config(file: Path | None = None, overrides: Iterable[str] = (),
+def load_config(file: Path | str | None = None, overrides: Iterable[str] = (),
                 environ: Mapping[str, str] | None = None) -> Config:
+    """Defaults < `file` < `GROUPCOORD_*` variables of `environ` (default: os.environ) < `overrides`."""
     env = os.environ if environ is None else environ
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -245,41 +347,50 @@ def load_config(file: Path | None = None, overrides: Iterable[str] = (),
         _apply(values, sources, setting.name, setting.default, "default")
     if file is not None:
         try:
-            text = Path(file).read_text()
+            text = Path(file).read_text(encoding="latin-1")  # Properties.load's encoding; \u escapes for the rest
         except OSError as exc:
             raise ConfigError(f"cannot read config file {file}: {exc.strerror}") from None
         for name, value in read_properties(text).items():
             _apply(values, sources, name, value, f"file {file}")
-    for key, value in env.items():
-        if not key.startswith(ENV_PREFIX):
-            continue
+    for key in sorted(k for k in env if k.startswith(ENV_PREFIX)):
         setting = _BY_ENV.get(key)
         if setting is None:
-            known = ", ".join(sorted(_BY_ENV))
+            known = ", ".join(sorted(s.env_name for s in SETTINGS))
             raise ConfigError(f"unknown environment setting {key}; known: {known}")
-        _apply(values, sources, setting.name, value, f"env {key}")
+        _apply(values, sources, setting.name, env[key], f"env {key}")
     for item in overrides:
         name, sep, value = item.partition("=")
-        if not sep:
+        if not sep or not name.strip():
             raise ConfigError(f"--override expects name=value, got {item!r}")
         _apply(values, sources, name.strip(), value, "--override")
-    if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
-        raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
+    _check_together(values)
     return Config(values, sources)
+
+
+def _check_together(values: Mapping[str, Any]) -> None:
+    """Rules that involve more than one setting."""
+    if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
+        raise ConfigError(
+            f"group.min.session.timeout.ms ({values['group.min.session.timeout.ms']}) must not exceed "
+            f"group.max.session.timeout.ms ({values['group.max.session.timeout.ms']})")
 
 
 def markdown_table() -> str:
     lines = ["| Setting | Environment variable | Default | Allowed | Meaning |", "|---|---|---|---|---|"]
     for s in SETTINGS:
         default = f"`{s.default}`" if s.default else "(empty)"
-        allowed = (s.parse.__doc__ or "").replace("|", "\\|")  # a bare | would split the cell
+        allowed = s.allowed.replace("|", "\\|")  # a bare | would split the cell
         lines.append(f"| `{s.name}` | `{s.env_name}` | {default} | {allowed} | {s.doc} |")
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] == ["--markdown"]:
+def main(argv: list[str]) -> int:
+    if argv == ["--markdown"]:
         sys.stdout.write(markdown_table() + "\n")
-    else:
-        sys.stderr.write("usage: python -m coordinator.config --markdown\n")
-        sys.exit(2)
+        return 0
+    sys.stderr.write("usage: python -m coordinator.config --markdown\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

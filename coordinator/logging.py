@@ -1,29 +1,44 @@
-"""structlog set-up: key/value events, JSON off a terminal, readable on one."""
+"""structlog set-up: key/value events, JSON off a terminal, readable on one.
+
+Library code logs events, not sentences: `log.info("server_ready", host=..., port=...)`.
+Records from the standard `logging` module (asyncio's own warnings, libraries)
+go through the same renderer, so stderr stays one format.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
+from typing import TextIO
 
 import structlog
 
 
-def configure_logging(level: str = "INFO", stream=None) -> None:  # type: ignore[no-untyped-def]
+def configure_logging(level: str = "INFO", stream: TextIO | None = None) -> None:
     stream = stream or sys.stderr
+    numeric_level = logging.getLevelName(level.upper())
     renderer: structlog.typing.Processor
     if stream.isatty():
         renderer = structlog.dev.ConsoleRenderer()
     else:
         renderer = structlog.processors.JSONRenderer()
+    shared: list[structlog.typing.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            renderer,
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level)),
+        processors=[*shared, structlog.processors.format_exc_info, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric_level),
         logger_factory=structlog.PrintLoggerFactory(file=stream),
         cache_logger_on_first_use=True,
     )
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=shared,
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    structlog.processors.format_exc_info, renderer],
+    ))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(numeric_level)

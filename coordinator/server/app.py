@@ -1,8 +1,13 @@
 """The server's lifecycle: listen, reap idle connections, shut down cleanly.
 
-Shutdown order (SIGTERM/SIGINT): stop accepting, stop reading, let in-flight
-requests finish within `shutdown.timeout.ms`, run the stores' shutdown hooks
-(flush), close every connection.
+Start-up order: the broker's `startup_hooks` (open logs, replay the coordinator
+state), then listen and log `server_ready`.
+
+Shutdown order (SIGTERM/SIGINT): stop accepting, stop reading, run the
+`stopping_hooks` (answer what would otherwise wait past the deadline, such as
+parked JoinGroups), let in-flight requests finish within `shutdown.timeout.ms`,
+run the `shutdown_hooks` (flush and close the stores), close every connection.
+Hooks may be plain functions or coroutine functions; they run in list order.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import structlog
 
 from coordinator.config import Config
 from coordinator.server import apis
-from coordinator.server.broker import Broker
+from coordinator.server.broker import Broker, Hook
 from coordinator.server.connection import Connection
 from coordinator.server.groups import GroupRuntime
 from coordinator.server.data_plane import DataPlane
@@ -44,6 +49,7 @@ class Server:
         if OFFSETS_TOPIC not in self.broker.topics:
             self.broker.topics.create(OFFSETS_TOPIC, offsets_partitions, {"cleanup.policy": "compact"}, internal=True)
         self.broker.groups = GroupRuntime(config, LogRecordStore(self.broker.data.logs, offsets_partitions))
+        self.broker.startup_hooks += [self.broker.data.logs.start, self.broker.groups.load]
         self.broker.shutdown_hooks += [self.broker.groups.close, self.broker.data.close]
         self.connections: set[Connection] = set()
         self.servers: list[asyncio.base_events.Server] = []
@@ -52,8 +58,7 @@ class Server:
         self._reaper: asyncio.Task | None = None
 
     async def start(self) -> None:
-        self.broker.data.logs.start()
-        self.broker.groups.load()
+        await _run_hooks(self.broker.startup_hooks)
         for listener in self.config["listeners"]:
             server = await self.loop.create_server(lambda: Connection(self), listener.host or None, listener.port,
                                                    reuse_address=True, backlog=1024)
@@ -71,7 +76,8 @@ class Server:
             horizon = self.loop.time() - idle_s
             for conn in list(self.connections):
                 if not conn.busy and conn.last_active < horizon:
-                    log.info("connection_idle_closing", peer=conn.peer, idle_ms=self.config["connections.max.idle.ms"])
+                    log.info("connection_idle_closing", peer=conn.peer, client_id=conn.client_id,
+                             idle_ms=self.config["connections.max.idle.ms"])
                     conn.close()
 
     def notify_idle(self) -> None:
@@ -85,6 +91,7 @@ class Server:
             self._reaper.cancel()
         for conn in list(self.connections):
             conn.stop_reading()
+        await _run_hooks(self.broker.stopping_hooks)
         deadline = self.loop.time() + self.config["shutdown.timeout.ms"] / 1000
         while any(c.busy for c in self.connections) and self.loop.time() < deadline:
             self._idle_changed.clear()
@@ -95,10 +102,7 @@ class Server:
         unfinished = sum(1 for c in self.connections if c.busy)
         if unfinished:
             log.warning("shutdown_deadline_passed", unfinished_requests=unfinished)
-        for hook in self.broker.shutdown_hooks:
-            result = hook()
-            if inspect.isawaitable(result):
-                await result
+        await _run_hooks(self.broker.shutdown_hooks)
         for conn in list(self.connections):
             conn.close()
         for server in self.servers:
@@ -111,6 +115,13 @@ class Server:
         await self.start()
         await self.stop_requested.wait()
         await self.shutdown()
+
+
+async def _run_hooks(hooks: list[Hook]) -> None:
+    for hook in hooks:
+        result = hook()
+        if inspect.isawaitable(result):
+            await result
 
 
 async def serve(config: Config) -> None:

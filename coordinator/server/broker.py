@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger()
 
+Hook = Callable[[], Awaitable[None] | None]
+
 META_FILE = "meta.properties"
 
 
@@ -49,4 +51,7 @@ class Broker:
         self.topics = TopicRegistry(self.data_dir)
         self.groups: GroupRuntime  # set by the server once the event loop runs
         self.data: DataPlane
-        self.shutdown_hooks: list[Callable[[], Awaitable[None] | None]] = []
+        # Lifecycle hooks (plain or async callables, run in order; see coordinator.server.app):
+        self.startup_hooks: list[Hook] = []  # before listening: open stores, replay state
+        self.stopping_hooks: list[Hook] = []  # reading stopped: release requests parked indefinitely
+        self.shutdown_hooks: list[Hook] = []  # in-flight work done or timed out: flush, close

@@ -4,8 +4,14 @@ An `asyncio.Protocol` rather than streams: frames are cut out of one buffer in
 `data_received` and answered synchronously when the handler can, so pipelined
 requests cost no task switches. A handler that must wait (a parked JoinGroup, a
 commit waiting for its fsync) holds only this connection: later frames stay
-buffered until its response is written. Reading pauses when too much is
-buffered (back-pressure).
+buffered until its response is written, as a Kafka broker keeps one request
+in flight per connection.
+
+Back-pressure both ways: reading pauses while the connection is blocked (a
+response pending, or the transport's write buffer full) and more than
+`MAX_BUFFERED_BYTES` is buffered. An unblocked connection never pauses: its
+buffer then holds at most one partial frame, which must be read to the end
+however large it is (up to `socket.request.max.bytes`).
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger()
 
 _SIZE = struct.Struct(">i").unpack_from
-MIN_FRAME_BYTES = 8  # api key, version, correlation id
+SIZE_BYTES = 4
+MIN_FRAME_BYTES = 8  # api key, api version and correlation id: the smallest request header
 MAX_BUFFERED_BYTES = 4 * 1024 * 1024
 
 
@@ -32,16 +39,17 @@ class Connection(asyncio.Protocol):
     def __init__(self, server: Server) -> None:
         self.server = server
         self.broker = server.broker
-        self.max_frame = server.broker.config["socket.request.max.bytes"]
+        self.max_frame: int = server.config["socket.request.max.bytes"]
         self.buffer = bytearray()
-        self.start = 0  # offset of the first unconsumed byte in buffer
         self.transport: asyncio.Transport | None = None
-        self.waiting: asyncio.Future | None = None  # the in-flight response, if a handler waits
+        self.waiting: asyncio.Future[bytes | None] | None = None  # the in-flight response, if a handler waits
+        self.writing_paused = False  # the transport's write buffer is full
         self.reading_paused = False
         self.closed = False
-        self.stopping = False
+        self.stopping = False  # server shutdown: read and process nothing more
         self.peer = "?"
         self.client_host = ""
+        self.client_id: str | None = None  # as the latest request named it (dispatch keeps it current)
         self.last_active = 0.0
 
     # ---- asyncio callbacks
@@ -61,79 +69,112 @@ class Connection(asyncio.Protocol):
         self.server.connections.discard(self)
         if self.waiting is not None:
             self.waiting.cancel()
-        log.debug("connection_closed", peer=self.peer, error=str(exc) if exc else None)
+            self.waiting = None
+            self.server.notify_idle()
+        log.debug("connection_closed", peer=self.peer, client_id=self.client_id, error=str(exc) if exc else None)
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
         self.last_active = self.server.loop.time()
-        if self.waiting is None and not self.stopping:
+        if self.blocked:
+            if len(self.buffer) > MAX_BUFFERED_BYTES:
+                self._pause_reading()
+        else:
             self.process()
-        if len(self.buffer) - self.start > MAX_BUFFERED_BYTES and not self.reading_paused and not self.closed:
-            self.transport.pause_reading()  # type: ignore[union-attr]
-            self.reading_paused = True
+
+    def pause_writing(self) -> None:
+        # The client is not reading its responses: stop answering it until it does.
+        self.writing_paused = True
+
+    def resume_writing(self) -> None:
+        self.writing_paused = False
+        if not self.blocked:
+            self.process()
 
     # ---- framing
 
+    @property
+    def blocked(self) -> bool:
+        """True while no further request may be processed yet."""
+        return self.waiting is not None or self.writing_paused or self.stopping or self.closed
+
     def process(self) -> None:
+        """Answer every complete frame in the buffer, until one must wait."""
         buffer = self.buffer
-        while not self.closed and not self.stopping:
-            available = len(buffer) - self.start
-            if available < 4:
-                break
-            (size,) = _SIZE(buffer, self.start)
+        start = 0
+        end = len(buffer)
+        while end - start >= SIZE_BYTES and not self.blocked:
+            (size,) = _SIZE(buffer, start)
             if size < MIN_FRAME_BYTES or size > self.max_frame:
-                log.warning("frame_size_rejected_closing", peer=self.peer, size=size, max_size=self.max_frame)
+                log.warning("frame_size_rejected_closing", peer=self.peer, client_id=self.client_id, size=size,
+                            max_size=self.max_frame)
                 self.close()
                 return
-            if available < 4 + size:
+            if end - start < SIZE_BYTES + size:
                 break
-            begin = self.start + 4
-            frame = bytes(buffer[begin:begin + size])
-            self.start = begin + size
-            reply = dispatch(self.broker, frame, self.peer, self.client_host)
-            if reply is None:
-                self.close()
-                return
-            if isinstance(reply, bytes):
+            begin = start + SIZE_BYTES
+            start = begin + size
+            self._answer(bytes(buffer[begin:start]))
+        if start:
+            del buffer[:start]
+        if self.reading_paused and (len(buffer) <= MAX_BUFFERED_BYTES or not self.blocked):
+            self._resume_reading()
+
+    def _answer(self, frame: bytes) -> None:
+        try:
+            reply = dispatch(self.broker, frame, self)
+        except Exception:  # dispatch answers handler failures itself; this is a bug in the shell
+            log.exception("dispatch_failed_closing", peer=self.peer, client_id=self.client_id)
+            reply = None
+        if reply is None:
+            self.close()
+        elif isinstance(reply, bytes):
+            if reply:  # empty: a request that gets no answer (Produce with acks=0)
                 self.transport.write(reply)  # type: ignore[union-attr]
-                continue
+        else:
             self.waiting = asyncio.ensure_future(reply)
             self.waiting.add_done_callback(self._on_response)
-            break
-        if self.start:
-            del buffer[:self.start]
-            self.start = 0
-        if self.reading_paused and len(buffer) <= MAX_BUFFERED_BYTES and not self.closed:
-            self.transport.resume_reading()  # type: ignore[union-attr]
-            self.reading_paused = False
 
-    def _on_response(self, future: asyncio.Future) -> None:
-        self.waiting = None
-        if self.closed or future.cancelled():
+    def _on_response(self, future: asyncio.Future[bytes | None]) -> None:
+        if future is not self.waiting:  # cancelled by connection_lost
             return
-        exc = future.exception()
-        reply = None if exc is not None else future.result()
+        self.waiting = None
+        self.server.notify_idle()
+        if self.closed:
+            return
+        reply = None if future.cancelled() or future.exception() is not None else future.result()
         if reply is None:
-            if exc is not None:
-                log.error("response_failed_closing", peer=self.peer, error=repr(exc))
+            if not future.cancelled() and future.exception() is not None:
+                log.error("response_failed_closing", peer=self.peer, client_id=self.client_id,
+                          error=repr(future.exception()))
             self.close()
             return
-        self.transport.write(reply)  # type: ignore[union-attr]
+        if reply:
+            self.transport.write(reply)  # type: ignore[union-attr]
         self.last_active = self.server.loop.time()
         self.process()
-        self.server.notify_idle()
 
     # ---- lifecycle
 
     @property
     def busy(self) -> bool:
+        """A request is in flight (its response not written yet)."""
         return self.waiting is not None
 
-    def stop_reading(self) -> None:
-        self.stopping = True
-        if not self.closed and not self.reading_paused:
+    def _pause_reading(self) -> None:
+        if not self.reading_paused and not self.closed:
             self.transport.pause_reading()  # type: ignore[union-attr]
             self.reading_paused = True
+
+    def _resume_reading(self) -> None:
+        if self.reading_paused and not self.closed and not self.stopping:
+            self.transport.resume_reading()  # type: ignore[union-attr]
+            self.reading_paused = False
+
+    def stop_reading(self) -> None:
+        """Shutdown: read no more, start no new request; the one in flight may still finish."""
+        self.stopping = True
+        self._pause_reading()
 
     def close(self) -> None:
         if not self.closed:

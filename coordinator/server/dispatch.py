@@ -1,8 +1,13 @@
 """From a request frame to a response frame: header, version checks, handler, encoding.
 
 Returns the response bytes (empty when the request gets no answer, as Produce
-with acks=0), an awaitable of them (a handler that waits), or None when the connection must be closed (Kafka closes on requests it cannot
-parse or APIs it does not serve).
+with acks=0), an awaitable of them (a handler that waits), or None when the
+connection must be closed (Kafka closes on requests it cannot parse or APIs it
+does not serve).
+
+Handler failures are answered, not fatal: `HandlerError(code)` and any other
+exception (logged with its traceback as UNKNOWN_SERVER_ERROR) go through the
+API's `error_response` hook; only when that fails too is the connection closed.
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -26,12 +31,22 @@ log = structlog.get_logger()
 Reply = bytes | Awaitable[bytes | None] | None
 
 
-def dispatch(broker: Broker, frame: bytes, peer: str, client_host: str) -> Reply:
+class Client(Protocol):
+    """The connection a frame came from, as dispatch sees it (for logs and the RequestContext)."""
+
+    peer: str  # "host:port"
+    client_host: str
+    client_id: str | None  # from the latest request header; dispatch keeps it current
+
+
+def dispatch(broker: Broker, frame: bytes, client: Client) -> Reply:
+    peer = client.peer
     try:
         header, offset = decode_request_header(frame)
     except ProtocolError as exc:
-        log.warning("request_header_malformed", peer=peer, error=str(exc))
+        log.warning("request_header_malformed_closing", peer=peer, client_id=client.client_id, error=str(exc))
         return None
+    client.client_id = header.client_id
     api_key = header.request_api_key
     version = header.request_api_version
     handler = HANDLERS.get(api_key)
@@ -47,7 +62,7 @@ def dispatch(broker: Broker, frame: bytes, peer: str, client_host: str) -> Reply
     except ProtocolError as exc:
         log.warning("request_malformed_closing", peer=peer, client_id=header.client_id, error=str(exc))
         return None
-    ctx = RequestContext(api_key, version, correlation_id, header.client_id, peer, client_host,
+    ctx = RequestContext(api_key, version, correlation_id, header.client_id, peer, client.client_host,
                          int(time.time() * 1000))
     try:
         response = handler.handle(broker, request, ctx)
@@ -59,9 +74,7 @@ def dispatch(broker: Broker, frame: bytes, peer: str, client_host: str) -> Reply
         return _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)
     if inspect.isawaitable(response):
         return _await_response(response, handler, request, correlation_id, version, peer)
-    if response is NO_RESPONSE:
-        return b""
-    return encode_response(correlation_id, api_key, version, response)
+    return _encode(handler, request, response, correlation_id, version, peer)
 
 
 async def _await_response(pending: Awaitable[Any], handler: ApiHandler, request: Any, correlation_id: int,
@@ -73,9 +86,19 @@ async def _await_response(pending: Awaitable[Any], handler: ApiHandler, request:
     except Exception:
         log.exception("handler_failed", peer=peer, api=API_SPECS[handler.api_key].name, api_version=version)
         return _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)
+    return _encode(handler, request, response, correlation_id, version, peer)
+
+
+def _encode(handler: ApiHandler, request: Any, response: Any, correlation_id: int, version: int,
+            peer: str) -> bytes | None:
     if response is NO_RESPONSE:
         return b""
-    return encode_response(correlation_id, handler.api_key, version, response)
+    try:
+        return encode_response(correlation_id, handler.api_key, version, response)
+    except Exception:  # a handler built a response its version cannot carry: a bug, answered like one
+        log.exception("response_encoding_failed", peer=peer, api=API_SPECS[handler.api_key].name,
+                      api_version=version)
+        return _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)
 
 
 def _error_reply(handler: ApiHandler, request: Any, code: ErrorCode, correlation_id: int,

@@ -1,9 +1,17 @@
 """CreateTopics (key 19), v2–7.
 
-Replication factor must be -1 or 1 on one node; num_partitions -1 takes
-`num.partitions`; manual assignments name this node only. v1 validate_only;
-v4 defaults (-1); v5 flexible, the created topic's partitions, replication
-factor and configs in the response; v7 topic id.
+Checked in Kafka's order: a name given twice (INVALID_REQUEST, once per name,
+none of them created), an illegal name (INVALID_TOPIC_EXCEPTION), an existing
+topic (TOPIC_ALREADY_EXISTS), then partitions (INVALID_PARTITIONS unless ≥ 1
+or -1 = `num.partitions`), replication factor (-1 or 1 on one node, else
+INVALID_REPLICATION_FACTOR), manual assignments (partitions 0..n-1, each on
+this node only, else INVALID_REPLICA_ASSIGNMENT; not together with a count:
+INVALID_REQUEST) and configs (INVALID_CONFIG).
+
+v1 validate_only (nothing created, the answer as if); v4 -1 defaults; v5
+flexible, the topic's partitions, replication factor and configs in the
+answer; v7 topic id. v0–1 are in Kafka's schema but not served (a client that
+old gets UNSUPPORTED_VERSION per topic).
 """
 
 from __future__ import annotations
@@ -17,12 +25,12 @@ from protocol.primitives import ZERO_UUID
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
 from coordinator.topic_configs import TOPIC_SETTINGS, topic_default, validate_topic_config
-from coordinator.topics import TopicError
+from coordinator.topics import TopicError, validate_topic_name
 
 log = structlog.get_logger()
 Result = CreateTopicsResponse.CreatableTopicResult
 ConfigEntry = CreateTopicsResponse.CreatableTopicConfigs
-DEFAULT_CONFIG_SOURCE, TOPIC_CONFIG_SOURCE = 5, 1
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 
 
 def _failure(name: str, code: ErrorCode, message: str | None) -> Result:
@@ -34,35 +42,66 @@ def create_topics_error(request, code: ErrorCode, version: int) -> CreateTopicsR
     return CreateTopicsResponse(topics=[_failure(t.name, code, None) for t in request.topics])
 
 
-def _check(broker: Broker, wanted) -> tuple[ErrorCode, str] | None:  # type: ignore[no-untyped-def]
-    if wanted.replication_factor not in (-1, 1) and not wanted.assignments:
-        return ErrorCode.INVALID_REPLICATION_FACTOR, (
-            f"replication factor {wanted.replication_factor} is larger than the 1 available broker")
+def _problem(broker: Broker, wanted) -> tuple[ErrorCode, str] | None:  # type: ignore[no-untyped-def]
+    """Why `wanted` cannot be created, or None."""
+    try:
+        validate_topic_name(wanted.name)
+    except TopicError as exc:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)
+    if wanted.name in broker.topics:
+        return ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{wanted.name}' already exists."
     if wanted.assignments:
         if wanted.num_partitions != -1 or wanted.replication_factor != -1:
-            return ErrorCode.INVALID_REQUEST, "give either assignments or partitions and replication factor"
+            return ErrorCode.INVALID_REQUEST, ("Both numPartitions or replicationFactor and replicasAssignments "
+                                               "were set. Both cannot be used at the same time.")
+        indexes = sorted(a.partition_index for a in wanted.assignments)
+        if indexes != list(range(len(indexes))):
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "partitions should be a consecutive 0-based integer sequence"
         for assignment in wanted.assignments:
             if assignment.broker_ids != [broker.node_id]:
-                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"only broker {broker.node_id} exists"
-    elif wanted.num_partitions == 0 or wanted.num_partitions < -1:
-        return ErrorCode.INVALID_PARTITIONS, f"number of partitions must be at least 1, got {wanted.num_partitions}"
+                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
+                    f"partition {assignment.partition_index}: replicas {assignment.broker_ids}, but only broker "
+                    f"{broker.node_id} exists")
+    else:
+        if wanted.num_partitions == 0 or wanted.num_partitions < -1:
+            return ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
+        if wanted.replication_factor == 0 or wanted.replication_factor < -1:
+            return ErrorCode.INVALID_REPLICATION_FACTOR, (
+                "Replication factor must be larger than 0, or -1 to use the default value.")
+        if wanted.replication_factor > 1:
+            return ErrorCode.INVALID_REPLICATION_FACTOR, (
+                f"Unable to replicate the partition {wanted.replication_factor} time(s): the target replication "
+                f"factor of {wanted.replication_factor} cannot be reached because only 1 broker(s) are registered.")
     for entry in wanted.configs:
-        problem = validate_topic_config(entry.name, entry.value)
-        if problem:
-            return ErrorCode.INVALID_CONFIG, problem
+        message = validate_topic_config(entry.name, entry.value)
+        if message:
+            return ErrorCode.INVALID_CONFIG, message
     return None
+
+
+def _config_entries(broker: Broker, configs: dict[str, str]) -> list[ConfigEntry]:
+    entries = []
+    for setting in TOPIC_SETTINGS.values():
+        if setting.name in configs:
+            value, source = configs[setting.name], DYNAMIC_TOPIC_CONFIG
+        else:
+            value = topic_default(broker.config, setting)
+            set_on_broker = setting.broker_default is not None and broker.config.source(setting.broker_default) != "default"
+            source = STATIC_BROKER_CONFIG if set_on_broker else DEFAULT_CONFIG
+        entries.append(ConfigEntry(name=setting.name, value=value, read_only=False, config_source=source,
+                                   is_sensitive=False))
+    return entries
 
 
 @api(ApiKey.CREATE_TOPICS, versions=(2, 7), error_response=create_topics_error)
 def create_topics(broker: Broker, request, ctx: RequestContext) -> CreateTopicsResponse:  # type: ignore[no-untyped-def]
-    results = []
-    seen: set[str] = set()
+    names = [t.name for t in request.topics]
+    duplicated = {name for name in names if names.count(name) > 1}
+    results = [_failure(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for name in sorted(duplicated)]
     for wanted in request.topics:
-        if wanted.name in seen:
-            results.append(_failure(wanted.name, ErrorCode.INVALID_REQUEST, "topic named twice in one request"))
+        if wanted.name in duplicated:
             continue
-        seen.add(wanted.name)
-        problem = _check(broker, wanted)
+        problem = _problem(broker, wanted)
         if problem is not None:
             results.append(_failure(wanted.name, *problem))
             continue
@@ -71,16 +110,13 @@ def create_topics(broker: Broker, request, ctx: RequestContext) -> CreateTopicsR
         configs = {c.name: c.value for c in wanted.configs}
         try:
             topic = broker.topics.create(wanted.name, partitions, configs, validate_only=request.validate_only)
-        except TopicError as exc:
+        except TopicError as exc:  # checked above; kept so a registry rule added later still answers
             results.append(_failure(wanted.name, ErrorCode[exc.code_name], str(exc)))
             continue
         if not request.validate_only:
             log.info("topic_created", topic=topic.name, partitions=partitions, topic_id=str(topic.topic_id),
                      client_id=ctx.client_id)
-        entries = [ConfigEntry(name=s.name, value=configs.get(s.name, topic_default(broker.config, s)),
-                               read_only=False, is_sensitive=False,
-                               config_source=TOPIC_CONFIG_SOURCE if s.name in configs else DEFAULT_CONFIG_SOURCE)
-                   for s in TOPIC_SETTINGS.values()]
-        results.append(Result(name=topic.name, topic_id=topic.topic_id, error_code=0, error_message=None,
-                              num_partitions=partitions, replication_factor=1, configs=entries))
+        results.append(Result(name=topic.name, topic_id=topic.topic_id if not request.validate_only else ZERO_UUID,
+                              error_code=0, error_message=None, num_partitions=partitions, replication_factor=1,
+                              configs=_config_entries(broker, configs)))
     return CreateTopicsResponse(topics=results)

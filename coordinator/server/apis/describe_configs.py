@@ -1,8 +1,17 @@
 """DescribeConfigs (key 32), v0–4.
 
-BROKER resources ("" or this node's id) list the server's settings; TOPIC
-resources the topic-level settings with their effective values. v1 synonyms
-and config source; v3 config type and documentation; v4 flexible.
+BROKER resources ("" or this node's id; another id is INVALID_REQUEST) list
+the server's settings, all read-only (nothing is dynamic here): source
+STATIC_BROKER_CONFIG when set by file, environment or --override, else
+DEFAULT_CONFIG. TOPIC resources list the topic-level settings with their
+effective values: the topic's own (DYNAMIC_TOPIC_CONFIG), else the broker
+setting that supplies the default, else the built-in default; an illegal name
+is INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION. Other
+resource types: INVALID_REQUEST. `configuration_keys` filters by name (null:
+all).
+
+v0 is_default; v1 synonyms (in precedence order, when asked for) and config
+source; v3 config type and documentation (when asked for); v4 flexible.
 """
 
 from __future__ import annotations
@@ -10,86 +19,93 @@ from __future__ import annotations
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import DescribeConfigsResponse
-from coordinator.config import SETTINGS
+from coordinator.config import SETTINGS, SETTINGS_BY_NAME, Setting
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
-from coordinator.topic_configs import TOPIC_SETTINGS, topic_default
+from coordinator.topic_configs import TOPIC_SETTINGS, TopicSetting
+from coordinator.topics import TopicError, validate_topic_name
 
 TOPIC, BROKER = 2, 4
-# config sources
+# Kafka's ConfigSource ids
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
-# config types
-BOOLEAN, STRING, INT, LONG, LIST = 1, 2, 3, 5, 7
+# Kafka's ConfigType ids
+CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "list": 7}
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-def _broker_entries(broker: Broker, include_synonyms: bool, include_docs: bool) -> list:  # type: ignore[type-arg]
-    entries = []
-    for setting in SETTINGS:
-        source = DEFAULT_CONFIG if broker.config.source(setting.name) == "default" else STATIC_BROKER_CONFIG
-        value = broker.config.raw(setting.name)
-        kind = STRING
-        doc = setting.parse.__doc__ or ""
-        if doc.startswith("integer"):
-            kind = LONG
-        elif doc == "true or false":
-            kind = BOOLEAN
-        entries.append(Entry(name=setting.name, value=value, read_only=True, is_default=source == DEFAULT_CONFIG,
-                             config_source=source, is_sensitive=False,
-                             synonyms=[Synonym(setting.name, value, source)] if include_synonyms else [],
-                             config_type=kind, documentation=setting.doc if include_docs else None))
-    return entries
+def _broker_entry(broker: Broker, setting: Setting, include_synonyms: bool, include_docs: bool) -> Entry:
+    value = broker.config.raw(setting.name)
+    source = DEFAULT_CONFIG if broker.config.source(setting.name) == "default" else STATIC_BROKER_CONFIG
+    synonyms = []
+    if include_synonyms:
+        synonyms.append(Synonym(setting.name, value, source))
+        if source != DEFAULT_CONFIG:
+            synonyms.append(Synonym(setting.name, setting.default, DEFAULT_CONFIG))
+    return Entry(name=setting.name, value=value, read_only=True, is_default=source == DEFAULT_CONFIG,
+                 config_source=source, is_sensitive=False, synonyms=synonyms,
+                 config_type=CONFIG_TYPES[setting.kind], documentation=setting.doc if include_docs else None)
 
 
-def _topic_entries(broker: Broker, configs: dict[str, str], include_synonyms: bool, include_docs: bool) -> list:  # type: ignore[type-arg]
-    entries = []
-    kinds = {"int": INT, "long": LONG, "string": STRING, "list": LIST}
-    for setting in TOPIC_SETTINGS.values():
-        overridden = setting.name in configs
-        value = configs[setting.name] if overridden else topic_default(broker.config, setting)
-        source = DYNAMIC_TOPIC_CONFIG if overridden else DEFAULT_CONFIG
-        synonyms = []
-        if include_synonyms:
-            if overridden:
-                synonyms.append(Synonym(setting.name, value, DYNAMIC_TOPIC_CONFIG))
-            if setting.broker_default is not None:
-                synonyms.append(Synonym(setting.broker_default, broker.config.raw(setting.broker_default),
-                                        DEFAULT_CONFIG))
-        entries.append(Entry(name=setting.name, value=value, read_only=False, is_default=not overridden,
-                             config_source=source, is_sensitive=False, synonyms=synonyms,
-                             config_type=kinds[setting.kind], documentation=setting.doc if include_docs else None))
-    return entries
+def _topic_entry(broker: Broker, setting: TopicSetting, overrides: dict[str, str], include_synonyms: bool,
+                 include_docs: bool) -> Entry:
+    # Every level that could give the value, most specific first; the first one is the effective one.
+    levels: list[tuple[str, str, int]] = []
+    if setting.name in overrides:
+        levels.append((setting.name, overrides[setting.name], DYNAMIC_TOPIC_CONFIG))
+    if setting.broker_default is not None:
+        if broker.config.source(setting.broker_default) != "default":
+            levels.append((setting.broker_default, broker.config.raw(setting.broker_default), STATIC_BROKER_CONFIG))
+        levels.append((setting.broker_default, SETTINGS_BY_NAME[setting.broker_default].default, DEFAULT_CONFIG))
+    else:
+        levels.append((setting.name, setting.default, DEFAULT_CONFIG))
+    _, value, source = levels[0]
+    return Entry(name=setting.name, value=value, read_only=False, is_default=source == DEFAULT_CONFIG,
+                 config_source=source, is_sensitive=False,
+                 synonyms=[Synonym(*level) for level in levels] if include_synonyms else [],
+                 config_type=CONFIG_TYPES[setting.kind], documentation=setting.doc if include_docs else None)
 
 
-@api(ApiKey.DESCRIBE_CONFIGS, versions=(0, 4))
+def _describe(broker: Broker, resource, include_synonyms: bool, include_docs: bool) -> Result:  # type: ignore[no-untyped-def]
+    def failure(code: ErrorCode, message: str) -> Result:
+        return Result(error_code=int(code), error_message=message, resource_type=resource.resource_type,
+                      resource_name=resource.resource_name, configs=[])
+
+    name = resource.resource_name
+    if resource.resource_type == BROKER:
+        if name not in ("", str(broker.node_id)):
+            return failure(ErrorCode.INVALID_REQUEST,
+                           f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}")
+        entries = [_broker_entry(broker, s, include_synonyms, include_docs) for s in SETTINGS]
+    elif resource.resource_type == TOPIC:
+        try:
+            validate_topic_name(name)
+        except TopicError as exc:
+            return failure(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc))
+        topic = broker.topics.get(name)
+        if topic is None:
+            return failure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name!r} does not exist")
+        entries = [_topic_entry(broker, s, topic.configs, include_synonyms, include_docs)
+                   for s in TOPIC_SETTINGS.values()]
+    else:
+        return failure(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}")
+    if resource.configuration_keys is not None:
+        wanted = set(resource.configuration_keys)
+        entries = [e for e in entries if e.name in wanted]
+    return Result(error_code=0, error_message=None, resource_type=resource.resource_type, resource_name=name,
+                  configs=entries)
+
+
+def describe_configs_error(request, code: ErrorCode, version: int) -> DescribeConfigsResponse:  # type: ignore[no-untyped-def]
+    return DescribeConfigsResponse(results=[
+        Result(error_code=int(code), error_message=None, resource_type=r.resource_type,
+               resource_name=r.resource_name, configs=[]) for r in request.resources])
+
+
+@api(ApiKey.DESCRIBE_CONFIGS, versions=(0, 4), error_response=describe_configs_error)
 def describe_configs(broker: Broker, request, ctx: RequestContext) -> DescribeConfigsResponse:  # type: ignore[no-untyped-def]
-    results = []
-    for resource in request.resources:
-        def failure(code: ErrorCode, message: str) -> Result:
-            return Result(error_code=int(code), error_message=message, resource_type=resource.resource_type,
-                          resource_name=resource.resource_name, configs=[])
-
-        if resource.resource_type == BROKER:
-            if resource.resource_name not in ("", str(broker.node_id)):
-                results.append(failure(ErrorCode.INVALID_REQUEST, f"unknown broker {resource.resource_name!r}"))
-                continue
-            entries = _broker_entries(broker, request.include_synonyms, request.include_documentation)
-        elif resource.resource_type == TOPIC:
-            topic = broker.topics.get(resource.resource_name)
-            if topic is None:
-                results.append(failure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                       f"unknown topic {resource.resource_name!r}"))
-                continue
-            entries = _topic_entries(broker, topic.configs, request.include_synonyms, request.include_documentation)
-        else:
-            results.append(failure(ErrorCode.INVALID_REQUEST, f"unsupported resource type {resource.resource_type}"))
-            continue
-        if resource.configuration_keys is not None:
-            wanted = set(resource.configuration_keys)
-            entries = [e for e in entries if e.name in wanted]
-        results.append(Result(error_code=0, error_message=None, resource_type=resource.resource_type,
-                              resource_name=resource.resource_name, configs=entries))
-    return DescribeConfigsResponse(results=results)
+    return DescribeConfigsResponse(results=[
+        _describe(broker, resource, request.include_synonyms, request.include_documentation)
+        for resource in request.resources])

@@ -1,14 +1,22 @@
 """Metadata (key 3), v0–12.
 
-This node is the only broker, leader of every partition. v1 controller id,
-rack, internal flag, null topics = all (v0: an empty list means all); v2
-cluster id; v4 allow_auto_topic_creation (earlier versions always may);
-v5 offline replicas; v7 leader epoch; v8 authorized operations (not computed:
-INT32_MIN, as Kafka when not requested); v10 topic ids, lookup by id; v12
-nullable topic names.
+This node is the only broker, leader of every partition (leader epoch 0,
+replicas and ISR = this node). v1 controller id, rack, internal flag, null
+topics = all (v0: an empty list means all; v0 lists no internal topics, as it
+cannot flag them); v2 cluster id; v4 allow_auto_topic_creation (earlier
+versions always may, if `auto.create.topics.enable`); v5 offline replicas; v7
+leader epoch; v8 authorized operations (INT32_MIN unless asked for; with no
+authorizer every supported operation); v9 flexible; v10 topic ids; v11 drops
+cluster authorized operations; v12 lookup by topic id (null name).
+
+Unknown topics: UNKNOWN_TOPIC_OR_PARTITION, or created with `num.partitions`
+when auto-creation applies; illegal names: INVALID_TOPIC_EXCEPTION; unknown
+ids: UNKNOWN_TOPIC_ID.
 """
 
 from __future__ import annotations
+
+import uuid
 
 import structlog
 
@@ -16,35 +24,35 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import MetadataResponse
 from protocol.primitives import ZERO_UUID
+from coordinator.server.apis._authorized import CLUSTER_OPERATIONS, OMITTED, TOPIC_OPERATIONS, authorized_operations
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
 from coordinator.topics import Topic, TopicError, validate_topic_name
 
 log = structlog.get_logger()
 
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 Partition = MetadataResponse.MetadataResponsePartition
 TopicEntry = MetadataResponse.MetadataResponseTopic
 
 
-def topic_entry(broker: Broker, topic: Topic) -> TopicEntry:
+def topic_entry(broker: Broker, topic: Topic, topic_operations: int = OMITTED) -> TopicEntry:
     node = broker.node_id
     partitions = [Partition(error_code=0, partition_index=i, leader_id=node, leader_epoch=0,
                             replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
                   for i in range(topic.partitions)]
     return TopicEntry(error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
-                      partitions=partitions, topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+                      partitions=partitions, topic_authorized_operations=topic_operations)
 
 
-def _error_entry(code: ErrorCode, name: str | None, topic_id=ZERO_UUID) -> TopicEntry:  # type: ignore[no-untyped-def]
+def _error_entry(code: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_UUID) -> TopicEntry:
     return TopicEntry(error_code=int(code), name=name, topic_id=topic_id, is_internal=False, partitions=[],
-                      topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED)
+                      topic_authorized_operations=OMITTED)
 
 
-def _lookup(broker: Broker, name: str, may_create: bool) -> TopicEntry:
+def _lookup(broker: Broker, name: str, may_create: bool, topic_operations: int, client_id: str | None) -> TopicEntry:
     topic = broker.topics.get(name)
     if topic is not None:
-        return topic_entry(broker, topic)
+        return topic_entry(broker, topic, topic_operations)
     try:
         validate_topic_name(name)
     except TopicError:
@@ -52,31 +60,41 @@ def _lookup(broker: Broker, name: str, may_create: bool) -> TopicEntry:
     if not may_create:
         return _error_entry(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
     topic = broker.topics.create(name, broker.config["num.partitions"])
-    log.info("topic_auto_created", topic=name, partitions=topic.partitions, topic_id=str(topic.topic_id))
-    return topic_entry(broker, topic)
+    log.info("topic_auto_created", topic=name, partitions=topic.partitions, topic_id=str(topic.topic_id),
+             client_id=client_id)
+    return topic_entry(broker, topic, topic_operations)
 
 
-@api(ApiKey.METADATA, versions=(0, 12))
+def _by_id(broker: Broker, topic_id: uuid.UUID, topic_operations: int) -> TopicEntry:
+    topic = broker.topics.by_id(topic_id)
+    if topic is None:
+        return _error_entry(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id)
+    return topic_entry(broker, topic, topic_operations)
+
+
+def metadata_error(request, code: ErrorCode, version: int) -> MetadataResponse:  # type: ignore[no-untyped-def]
+    """Every topic asked for carries `code` (Metadata has no top-level error code)."""
+    return MetadataResponse(topics=[_error_entry(code, t.name, t.topic_id) for t in request.topics or []])
+
+
+@api(ApiKey.METADATA, versions=(0, 12), error_response=metadata_error)
 def metadata(broker: Broker, request, ctx: RequestContext) -> MetadataResponse:  # type: ignore[no-untyped-def]
     version = ctx.api_version
+    topic_operations = authorized_operations(request.include_topic_authorized_operations, TOPIC_OPERATIONS)
     all_topics = request.topics is None or (version == 0 and not request.topics)
-    may_create = broker.config["auto.create.topics.enable"] and (version < 4 or request.allow_auto_topic_creation)
     if all_topics:
-        entries = [topic_entry(broker, t) for t in broker.topics if not t.internal or version >= 1]
+        entries = [topic_entry(broker, t, topic_operations) for t in broker.topics if not t.internal or version >= 1]
     else:
-        entries = []
-        for wanted in request.topics:
-            if wanted.name is None:
-                topic = broker.topics.by_id(wanted.topic_id)
-                entries.append(topic_entry(broker, topic) if topic is not None
-                               else _error_entry(ErrorCode.UNKNOWN_TOPIC_ID, None, wanted.topic_id))
-            else:
-                entries.append(_lookup(broker, wanted.name, may_create))
+        may_create = broker.config["auto.create.topics.enable"] and (version < 4 or request.allow_auto_topic_creation)
+        entries = [_by_id(broker, wanted.topic_id, topic_operations) if wanted.name is None
+                   else _lookup(broker, wanted.name, may_create, topic_operations, ctx.client_id)
+                   for wanted in request.topics]
     advertised = broker.advertised
     return MetadataResponse(
         brokers=[MetadataResponse.MetadataResponseBroker(broker.node_id, advertised.host, advertised.port, None)],
         cluster_id=broker.cluster_id,
         controller_id=broker.node_id,
         topics=entries,
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=authorized_operations(request.include_cluster_authorized_operations,
+                                                            CLUSTER_OPERATIONS),
     )
