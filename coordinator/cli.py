@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from coordinator.admin.groups_args import add_parser as _add_groups
 from coordinator.config import ConfigError, load_config
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -51,7 +52,7 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     serve.set_defaults(run=_serve)
 
 
-SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_serve]  # type: ignore[type-arg]
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_serve, _add_groups]  # type: ignore[type-arg]
 
 
 def build_parser() -> argparse.ArgumentParser:
