@@ -125,6 +125,31 @@ def _path(text: str) -> Path:
     return Path(dirs[0])
 
 
+@dataclass(frozen=True, slots=True)
+class Address:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def _optional_address(text: str) -> Address | None:
+    """host:port (empty: off)"""
+    text = text.strip()
+    if not text:
+        return None
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected host:port, got {text!r}")
+    return Address(host.strip("[]"), int(port))
+
+
+def _text(text: str) -> str:
+    """any text"""
+    return text.strip()
+
+
 # ---- the table
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +222,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Session timeout of consumer-protocol (KIP-848) members.", "int"),
     Setting("event.loop", _choice("auto", "asyncio", "uvloop"), "auto", "auto: uvloop when installed, else asyncio."),
     Setting("log.level", _choice(*_LOG_LEVELS, case_sensitive=False), "INFO", "Server log level."),
+    Setting("http.listener", _optional_address, "",
+            "Where to serve /metrics (Prometheus), /healthz and /readyz over HTTP (empty: off)."),
+    Setting("metrics.statsd.address", _optional_address, "", "StatsD daemon to push metrics to over UDP (empty: off)."),
+    Setting("metrics.statsd.prefix", _text, "groupcoord", "Prefix of every StatsD metric name."),
+    Setting("metrics.statsd.interval.ms", _int(10, _INT32_MAX), "10000", "How often metrics are pushed to StatsD.",
+            "int"),
 )
 
 SETTINGS_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

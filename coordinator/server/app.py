@@ -21,6 +21,9 @@ import signal
 import structlog
 
 from coordinator.config import Config
+from coordinator.metrics.gauges import register_server_gauges
+from coordinator.metrics.http import OpsEndpoint
+from coordinator.metrics.statsd import StatsdPusher
 from coordinator.server import apis
 from coordinator.server.broker import Broker, Hook
 from coordinator.server.connection import Connection
@@ -48,7 +51,8 @@ class Server:
         offsets_partitions = config["offsets.topic.num.partitions"]
         if OFFSETS_TOPIC not in self.broker.topics:
             self.broker.topics.create(OFFSETS_TOPIC, offsets_partitions, {"cleanup.policy": "compact"}, internal=True)
-        self.broker.groups = GroupRuntime(config, LogRecordStore(self.broker.data.logs, offsets_partitions))
+        self.broker.groups = GroupRuntime(config, LogRecordStore(self.broker.data.logs, offsets_partitions),
+                                          self.broker.metrics)
         self.broker.startup_hooks += [self.broker.data.logs.start, self.broker.groups.load]
         self.broker.shutdown_hooks += [self.broker.groups.close, self.broker.data.close]
         self.connections: set[Connection] = set()
@@ -56,8 +60,17 @@ class Server:
         self.stop_requested = asyncio.Event()
         self._idle_changed = asyncio.Event()
         self._reaper: asyncio.Task | None = None
+        self.metrics = self.broker.metrics
+        register_server_gauges(self.metrics, self)
+        self.ready = False  # /readyz: coordinator state loaded and listeners accepting
+        self.ops: OpsEndpoint | None = None
+        self.statsd: StatsdPusher | None = None
 
     async def start(self) -> None:
+        if self.config["http.listener"] is not None:  # first, so probes get 503 rather than refused while loading
+            address = self.config["http.listener"]
+            self.ops = OpsEndpoint(self.metrics.registry, address.host, address.port, lambda: self.ready)
+            await self.ops.start()
         await _run_hooks(self.broker.startup_hooks)
         for listener in self.config["listeners"]:
             server = await self.loop.create_server(lambda: Connection(self), listener.host or None, listener.port,
@@ -67,6 +80,12 @@ class Server:
             log.info("server_ready", listener=listener.name, host=host, port=port,
                      advertised=str(self.broker.advertised), cluster_id=self.broker.cluster_id)
         self._reaper = asyncio.ensure_future(self._reap_idle_connections())
+        self.ready = True
+        if self.config["metrics.statsd.address"] is not None:
+            address = self.config["metrics.statsd.address"]
+            self.statsd = StatsdPusher(self.metrics.registry, address.host, address.port,
+                                       self.config["metrics.statsd.prefix"], self.config["metrics.statsd.interval.ms"])
+            await self.statsd.start()
 
     async def _reap_idle_connections(self) -> None:
         idle_s = self.config["connections.max.idle.ms"] / 1000
@@ -85,6 +104,7 @@ class Server:
 
     async def shutdown(self) -> None:
         log.info("server_stopping", connections=len(self.connections))
+        self.ready = False
         for server in self.servers:
             server.close()
         if self._reaper is not None:
@@ -107,6 +127,10 @@ class Server:
             conn.close()
         for server in self.servers:
             await server.wait_closed()
+        if self.statsd is not None:
+            await self.statsd.stop()  # after the shutdown hooks, so the final push has the final figures
+        if self.ops is not None:
+            await self.ops.stop()
         log.info("server_stopped")
 
     async def run_until_stopped(self) -> None:

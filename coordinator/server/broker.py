@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from coordinator.config import Config, Listener
+from coordinator.metrics.server_metrics import ServerMetrics
 from coordinator.topics import TopicRegistry
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class Broker:
         self.topics = TopicRegistry(self.data_dir)
         self.groups: GroupRuntime  # set by the server once the event loop runs
         self.data: DataPlane
+        self.metrics = ServerMetrics()
         # Lifecycle hooks (plain or async callables, run in order; see coordinator.server.app):
         self.startup_hooks: list[Hook] = []  # before listening: open stores, replay state
         self.stopping_hooks: list[Hook] = []  # reading stopped: release requests parked indefinitely

@@ -64,29 +64,36 @@ def dispatch(broker: Broker, frame: bytes, client: Client) -> Reply:
         return None
     ctx = RequestContext(api_key, version, correlation_id, header.client_id, peer, client.client_host,
                          int(time.time() * 1000))
+    started = time.perf_counter()
     try:
         response = handler.handle(broker, request, ctx)
     except HandlerError as exc:
-        return _error_reply(handler, request, exc.code, correlation_id, version)
+        reply = _error_reply(handler, request, exc.code, correlation_id, version)
     except Exception:
         log.exception("handler_failed", peer=peer, client_id=header.client_id, api=API_SPECS[api_key].name,
                       api_version=version)
-        return _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)
-    if inspect.isawaitable(response):
-        return _await_response(response, handler, request, correlation_id, version, peer)
-    return _encode(handler, request, response, correlation_id, version, peer)
+        reply = _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)
+    else:
+        if inspect.isawaitable(response):
+            return _await_response(broker, started, response, handler, request, correlation_id, version, peer)
+        reply = _encode(handler, request, response, correlation_id, version, peer)
+    broker.metrics.on_request(API_SPECS[api_key].name, version, (time.perf_counter() - started) * 1000)
+    return reply
 
 
-async def _await_response(pending: Awaitable[Any], handler: ApiHandler, request: Any, correlation_id: int,
-                          version: int, peer: str) -> bytes | None:
+async def _await_response(broker: Broker, started: float, pending: Awaitable[Any], handler: ApiHandler,
+                          request: Any, correlation_id: int, version: int, peer: str) -> bytes | None:
     try:
         response = await pending
     except HandlerError as exc:
-        return _error_reply(handler, request, exc.code, correlation_id, version)
+        reply = _error_reply(handler, request, exc.code, correlation_id, version)
     except Exception:
         log.exception("handler_failed", peer=peer, api=API_SPECS[handler.api_key].name, api_version=version)
-        return _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)
-    return _encode(handler, request, response, correlation_id, version, peer)
+        reply = _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)
+    else:
+        reply = _encode(handler, request, response, correlation_id, version, peer)
+    broker.metrics.on_request(API_SPECS[handler.api_key].name, version, (time.perf_counter() - started) * 1000)
+    return reply
 
 
 def _encode(handler: ApiHandler, request: Any, response: Any, correlation_id: int, version: int,

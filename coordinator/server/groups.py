@@ -23,6 +23,7 @@ import structlog
 
 from coordinator.config import Config
 from coordinator.core import Cancel, GroupConfig, GroupShard, Outcome, RequestContext, RequestRef, Schedule
+from coordinator.metrics.server_metrics import ServerMetrics
 from coordinator.records import partition_for
 from coordinator.server.record_store import RecordStore
 from coordinator.server.registry import HandlerError
@@ -47,7 +48,8 @@ def group_config(config: Config) -> GroupConfig:
 
 
 class GroupRuntime:
-    def __init__(self, config: Config, store: RecordStore) -> None:
+    def __init__(self, config: Config, store: RecordStore, metrics: ServerMetrics | None = None) -> None:
+        self.metrics = metrics or ServerMetrics()
         self.num_partitions: int = config["offsets.topic.num.partitions"]
         self.group_config = group_config(config)
         self.store = store
@@ -102,6 +104,7 @@ class GroupRuntime:
             self.parked[ref] = waiting
             return waiting
         if durable is None:
+            self.metrics.on_group_response(outcome.response)
             return outcome.response
         return self._after(durable, outcome.response)
 
@@ -131,6 +134,7 @@ class GroupRuntime:
             await durable
         except OSError as exc:  # spec 22.3: a storage failure reads as NOT_COORDINATOR; clients rediscover
             raise HandlerError(ErrorCode.NOT_COORDINATOR) from exc
+        self.metrics.on_group_response(response)
         return response
 
     # ---- outcomes
@@ -142,11 +146,13 @@ class GroupRuntime:
             for record in outcome.records:
                 shard.replay(record)
             durable = self.store.append(partition, outcome.records)
+            durable.add_done_callback(lambda f, t=time.perf_counter(): self._time_append(f, t))
             durable.add_done_callback(lambda f, p=partition: self._check_append(p, f))
         for op in outcome.timers:
             self._apply_timer(partition, op)
         for event in outcome.events:
             log.info(event.name, group_id=event.group_id, **dict(event.fields))
+            self.metrics.on_group_event(event.name, event.group_id, dict(event.fields), time.monotonic() * 1000)
         for ref, response in outcome.replies:
             waiting = self.parked.pop(ref, None)
             if waiting is None or waiting.done():
@@ -156,6 +162,10 @@ class GroupRuntime:
             else:
                 durable.add_done_callback(lambda f, w=waiting, r=response: _release(w, r, f))
         return durable
+
+    def _time_append(self, result: asyncio.Future[None], started: float) -> None:
+        if not result.cancelled() and result.exception() is None:
+            self.metrics.log_append_time.observe((time.perf_counter() - started) * 1000)
 
     def _check_append(self, partition: int, result: asyncio.Future[None]) -> None:
         if result.cancelled() or result.exception() is None:

@@ -1,0 +1,51 @@
+"""Gauges read from live server state when a page is rendered or a push goes out (never kept up to date)."""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from typing import TYPE_CHECKING
+
+from coordinator.metrics.registry import Labels, labels_of
+from coordinator.metrics.server_metrics import GROUP_METRICS, ServerMetrics
+
+if TYPE_CHECKING:
+    from coordinator.server.app import Server
+
+CLASSIC_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+
+
+def register_server_gauges(metrics: ServerMetrics, server: Server) -> None:
+    broker = server.broker
+
+    def groups() -> list:
+        return [g for shard in broker.groups.shards.values() for g in shard.state.groups.values()]
+
+    def group_count() -> dict[Labels, float]:
+        return {labels_of({"protocol": "classic"}): len(groups())}
+
+    def classic_group_count() -> dict[Labels, float]:
+        tally = Tally(g.state.value for g in groups())
+        return {labels_of({"state": s}): tally.get(s, 0) for s in CLASSIC_STATES}
+
+    def members() -> dict[Labels, float]:
+        return {(): sum(len(g.members) for g in groups())}
+
+    def offset_count() -> dict[Labels, float]:
+        return {(): sum(len(offsets) for shard in broker.groups.shards.values()
+                        for offsets in shard.state.offsets.values())}
+
+    def connections() -> dict[Labels, float]:
+        return {(): len(server.connections)}
+
+    def log_sizes() -> dict[Labels, float]:
+        sizes: Tally[str] = Tally()
+        for partition in broker.data.logs:
+            sizes[partition.topic] += partition.size_bytes
+        return {labels_of({"topic": t}): size for t, size in sorted(sizes.items())}
+
+    metrics.add_gauge(GROUP_METRICS + "group_count", "Groups, by rebalance protocol", group_count)
+    metrics.add_gauge(GROUP_METRICS + "classic_group_count", "Classic groups, by state", classic_group_count)
+    metrics.add_gauge(GROUP_METRICS + "offset_count", "Committed offsets retained", offset_count)
+    metrics.add_gauge("groupcoord_group_members", "Members of all groups", members)
+    metrics.add_gauge("kafka_server_socket_server_metrics_connection_count", "Open client connections", connections)
+    metrics.add_gauge("groupcoord_log_size_bytes", "Bytes on disk of each topic's partition logs", log_sizes)

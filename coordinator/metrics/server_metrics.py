@@ -1,0 +1,100 @@
+"""The server's named metrics, and how the coordinator's events move them.
+
+Names follow Kafka's where Kafka has one, in the form the Prometheus JMX exporter gives them
+(`kafka.server:type=group-coordinator-metrics,name=offset-commit-count` becomes
+`kafka_server_group_coordinator_metrics_offset_commit_count`); the rest are `groupcoord_*`.
+The coordinator core stays free of metrics: the runtime hands each `GroupEvent` it logs to
+`ServerMetrics.on_group_event` as well.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from coordinator.metrics.registry import Labels, Registry
+
+GROUP_METRICS = "kafka_server_group_coordinator_metrics_"
+REQUEST_METRICS = "kafka_network_request_metrics_"
+
+# A rebalance's free-text reason (KIP-800 style, as Kafka words it) -> a short, bounded label value.
+_TRIGGERS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.IGNORECASE), t) for p, t in (
+    (r"^Adding new (static )?member", "member_joined"),
+    (r"^Updating metadata", "metadata_changed"),
+    (r"selected protocol will change", "protocol_changed"),
+    (r"^Leaving group", "member_left"),
+    (r"on heartbeat expiration", "session_expired"),
+    (r"pending sync", "sync_expired"),
+    (r"rejoin|re-join", "member_rejoined"),
+    (r"over capacity|max size", "group_max_size"),
+))
+
+
+def rebalance_trigger(reason: str) -> str:
+    for pattern, trigger in _TRIGGERS:
+        if pattern.search(reason):
+            return trigger
+    return "other"
+
+
+class ServerMetrics:
+    def __init__(self) -> None:
+        r = self.registry = Registry()
+        self.requests = r.counter(REQUEST_METRICS + "requests", "Requests handled, by API and version")
+        self.request_time = r.timer(REQUEST_METRICS + "total_time_ms", "Time from request decoded to response ready")
+        self.offset_commits = r.counter(GROUP_METRICS + "offset_commit_count", "Offsets committed")
+        self.offset_expirations = r.counter(GROUP_METRICS + "offset_expiration_count", "Offsets expired by retention")
+        self.offset_deletions = r.counter(GROUP_METRICS + "offset_deletion_count", "Offsets deleted by admins")
+        self.completed_rebalances = r.counter(GROUP_METRICS + "group_completed_rebalance_count",
+                                              "Classic group rebalances that completed (join phase done)")
+        self.rebalances = r.counter("groupcoord_rebalances", "Rebalances started, by trigger")
+        self.rebalance_time = r.timer("groupcoord_rebalance_duration_ms",
+                                      "From a rebalance starting to the group being Stable (or Empty)")
+        self.heartbeats = r.counter("groupcoord_heartbeats", "Heartbeat requests, by error")
+        self.member_events = r.counter("groupcoord_member_events",
+                                       "Members joining, leaving, expiring, being fenced or replaced")
+        self.log_append_time = r.timer("groupcoord_log_append_ms", "Coordinator record append until durable")
+        self._rebalance_started: dict[str, float] = {}  # group id -> monotonic ms
+
+    def add_gauge(self, name: str, help: str, sample: Callable[[], dict[Labels, float]]) -> None:
+        self.registry.gauge(name, help, sample)
+
+    # ---- called by the server
+
+    def on_request(self, api_name: str, version: int, elapsed_ms: float) -> None:
+        self.requests.inc(request=api_name, version=version)
+        self.request_time.observe(elapsed_ms, request=api_name)
+
+    def on_group_event(self, name: str, group_id: str, fields: Mapping[str, Any], now_ms: float) -> None:
+        if name == "rebalance_prepared":
+            self.rebalances.inc(trigger=rebalance_trigger(str(fields.get("reason", ""))))
+            self._rebalance_started.setdefault(group_id, now_ms)
+        elif name == "join_completed":
+            self.completed_rebalances.inc()
+            if fields.get("state") == "Empty":
+                self._finish_rebalance(group_id, now_ms)
+        elif name == "group_stable":
+            self._finish_rebalance(group_id, now_ms)
+        elif name in ("member_left", "member_removed", "pending_member_expired", "static_member_replaced",
+                      "member_refused"):
+            self.member_events.inc(event=name)
+        elif name == "offsets_expired":
+            self.offset_expirations.inc(int(fields.get("partitions", 1)))
+        elif name == "group_expired":
+            self._rebalance_started.pop(group_id, None)
+
+    def on_group_response(self, response: Any) -> None:
+        """Count what a group request did, from its response (only sent once its records are durable)."""
+        kind = type(response).__name__
+        if kind == "HeartbeatResponse":
+            self.heartbeats.inc(error=response.error_code)
+        elif kind == "OffsetCommitResponse":
+            self.offset_commits.inc(sum(1 for t in response.topics for p in t.partitions if p.error_code == 0))
+        elif kind == "OffsetDeleteResponse" and response.error_code == 0:
+            self.offset_deletions.inc(sum(1 for t in response.topics for p in t.partitions if p.error_code == 0))
+
+    def _finish_rebalance(self, group_id: str, now_ms: float) -> None:
+        started = self._rebalance_started.pop(group_id, None)
+        if started is not None:
+            self.rebalance_time.observe(now_ms - started)
