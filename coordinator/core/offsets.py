@@ -46,6 +46,8 @@ CommitPartition = OffsetCommitResponse.OffsetCommitResponsePartition
 DeleteTopic = OffsetDeleteResponse.OffsetDeleteResponseTopic
 DeletePartition = OffsetDeleteResponse.OffsetDeleteResponsePartition
 
+INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
+
 
 def java_length(text: str) -> int:
     """Java's String.length(): UTF-16 code units."""
@@ -68,7 +70,11 @@ def offset_commit(st: ShardState, req: OffsetCommitRequest, ctx: RequestContext)
         if member is not None:  # a commit is as good as a heartbeat
             schedule_heartbeat(fx, group, member.member_id, member.session_timeout_ms)
 
-    expire_ms = now + req.retention_time_ms if 2 <= version <= 4 and req.retention_time_ms != -1 else None
+    expire_ms = None
+    if 2 <= version <= 4 and req.retention_time_ms != -1:
+        # Kafka adds in a Java long, so a huge retention wraps to the past and expires at once; an int64
+        # record field cannot hold the sum here, and "keep it forever" is the sane reading: saturate.
+        expire_ms = max(min(now + req.retention_time_ms, INT64_MAX), INT64_MIN)
     max_bytes = st.config.offset_metadata_max_bytes
     codes: dict[tuple[str, int], ErrorCode] = {}
     for topic in req.topics:

@@ -8,6 +8,7 @@ from typing import Any
 
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
+from protocol.apis import API_SPECS
 
 
 def route_to_group(api_key: int, versions: tuple[int, int]) -> None:
@@ -27,6 +28,10 @@ def fan_out(broker: Broker, request: Any, ctx: RequestContext, group_ids: list[s
         setattr(narrowed, list_field, [g for g in getattr(request, list_field) if _group_of(g) in ids])
         return narrowed
 
+    if not group_ids:  # nothing to ask any shard: an empty answer (found by the fuzzer: it used to crash)
+        empty = API_SPECS[ctx.api_key].response_class()
+        setattr(empty, result_field, [])
+        return empty
     answers = broker.groups.handle_each(group_ids, part, ctx.api_version, ctx.client_id, ctx.client_host)
     pending = [answer for _, answer in answers if inspect.isawaitable(answer)]
     if not pending:

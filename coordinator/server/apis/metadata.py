@@ -26,7 +26,7 @@ from protocol.messages import MetadataResponse
 from protocol.primitives import ZERO_UUID
 from coordinator.server.apis._authorized import CLUSTER_OPERATIONS, OMITTED, TOPIC_OPERATIONS, authorized_operations
 from coordinator.server.broker import Broker
-from coordinator.server.registry import RequestContext, api
+from coordinator.server.registry import HandlerError, RequestContext, api
 from coordinator.topics import Topic, TopicError, validate_topic_name
 
 log = structlog.get_logger()
@@ -73,8 +73,12 @@ def _by_id(broker: Broker, topic_id: uuid.UUID, topic_operations: int) -> TopicE
 
 
 def metadata_error(request, code: ErrorCode, version: int) -> MetadataResponse:  # type: ignore[no-untyped-def]
-    """Every topic asked for carries `code` (Metadata has no top-level error code)."""
-    return MetadataResponse(topics=[_error_entry(code, t.name, t.topic_id) for t in request.topics or []])
+    """Every topic asked for carries `code` (Metadata has no top-level error code). Before v12 a
+    response topic must have a name: one asked for by id only is answered with ""."""
+    def name(t) -> str | None:  # type: ignore[no-untyped-def]
+        return t.name if t.name is not None or version >= 12 else ""
+
+    return MetadataResponse(topics=[_error_entry(code, name(t), t.topic_id) for t in request.topics or []])
 
 
 @api(ApiKey.METADATA, versions=(0, 12), error_response=metadata_error)
@@ -85,6 +89,9 @@ def metadata(broker: Broker, request, ctx: RequestContext) -> MetadataResponse: 
     if all_topics:
         entries = [topic_entry(broker, t, topic_operations) for t in broker.topics if not t.internal or version >= 1]
     else:
+        # As Kafka: topic ids (and so topics without a name) are for v12+ only.
+        if version < 12 and any(t.name is None or t.topic_id != ZERO_UUID for t in request.topics):
+            raise HandlerError(ErrorCode.INVALID_REQUEST)
         may_create = broker.config["auto.create.topics.enable"] and (version < 4 or request.allow_auto_topic_creation)
         entries = [_by_id(broker, wanted.topic_id, topic_operations) if wanted.name is None
                    else _lookup(broker, wanted.name, may_create, topic_operations, ctx.client_id)
