@@ -1,6 +1,8 @@
 # groupcoord: a wire-compatible Kafka group coordinator, as a container.
 #   docker compose up --build      (see docker-compose.yml)
-FROM python:3.11-slim
+# Stages: `server` (the coordinator), `clients` (the integration producer and consumers),
+# `report` (the Spark job over the coordinator's log; adds a JRE and pyspark).
+FROM python:3.11-slim AS server
 
 # No .pyc litter in the image; logs reach `docker logs` unbuffered.
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -33,7 +35,7 @@ ENV GROUPCOORD_LISTENERS=PLAINTEXT://0.0.0.0:9092 \
     GROUPCOORD_LOG_DIRS=/var/lib/groupcoord
 EXPOSE 9092
 
-# Healthy once the listener accepts TCP connections.
+# Healthy once the listener accepts TCP connections (compose uses /readyz on the HTTP listener instead).
 HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=10 \
     CMD ["python", "-c", "import socket; socket.create_connection(('127.0.0.1', 9092), 2).close()"]
 
@@ -41,3 +43,23 @@ HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=10 \
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["groupcoord"]
 CMD ["serve"]
+
+# ---- the integration clients: the same scripts `make integration` runs
+FROM server AS clients
+USER root
+RUN pip install "confluent-kafka>=2.4" "kafka-python==3.0.12"
+COPY integration ./integration
+USER groupcoord
+HEALTHCHECK NONE
+ENTRYPOINT []
+CMD ["python", "integration/consumers.py", "--help"]
+
+# ---- the report: pyspark needs a Java runtime
+FROM server AS report
+USER root
+RUN apt-get update && apt-get install -y --no-install-recommends default-jre-headless \
+    && rm -rf /var/lib/apt/lists/* \
+    && pip install ".[spark]"
+USER groupcoord
+HEALTHCHECK NONE
+CMD ["report", "--help"]

@@ -4,6 +4,8 @@
 #                GROUPCOORD_* environment variables override them, ARGS='...' adds CLI flags)
 #   make test    install everything the tests need, then run pytest
 #   make bench   run every benchmark module in tests/bench/
+#   make integration  the docker-compose topology, natively: coordinator, producer, consumers, report
+#   make fuzz    the long protocol fuzz run (FUZZ_EXAMPLES per generator; make test runs a short one)
 #   make readme  regenerate README.md's configuration table
 #   make clean   remove the virtualenv, node_modules and caches (never ./data)
 #
@@ -37,10 +39,10 @@ BENCH_MODULES := $(sort $(filter-out tests/bench/_%,$(wildcard tests/bench/*.py)
 # Non-interactive apt: CI has no stdin and no one to answer prompts.
 APT_GET := DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Use-Pty=0
 
-.PHONY: help run test bench readme clean system-deps
+.PHONY: help run test bench integration fuzz readme clean system-deps
 
 help:
-	@sed -n '1,12s/^#   /  /p' $(MAKEFILE_LIST)
+	@sed -n '1,14s/^#   /  /p' $(MAKEFILE_LIST)
 
 # ---------------------------------------------------------------------------------------------------
 # Python: the virtualenv and the project installed editable into it.
@@ -108,6 +110,15 @@ bench: $(VENV)/.installed-test
 	  echo "== $$module"; \
 	  $(VPY) -m $$module; \
 	done
+
+# The same services, scripts and settings as docker-compose.yml, without a Docker engine
+# (tests/test_integration.py runs it as part of `make test`).
+integration: $(VENV)/.installed-test | system-deps
+	$(VPY) integration/run.py
+
+FUZZ_EXAMPLES ?= 50000
+fuzz: $(VENV)/.installed-test
+	$(VPY) -m tests.fuzz.run --examples $(FUZZ_EXAMPLES)
 
 readme: $(VENV)/.installed-run
 	$(VPY) tests/test_readme.py --write

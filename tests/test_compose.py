@@ -41,11 +41,35 @@ def volume_mounts(service: dict) -> list[tuple[str | None, str, str]]:
     return mounts
 
 
+_VARIABLE = re.compile(r"\$\{(\w+)(?::?-([^}]*))?\}")
+
+
+def interpolate(value: str) -> str:
+    """Compose's `${NAME:-default}` with nothing set in the environment: the default (as `docker compose` does)."""
+    return _VARIABLE.sub(lambda m: m.group(2) or "", value)
+
+
+def env_files(service: dict) -> list[Path]:
+    files = service.get("env_file") or []
+    files = [files] if isinstance(files, (str, dict)) else files
+    return [REPO_ROOT / (f["path"] if isinstance(f, dict) else f) for f in files]
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if line.strip() and not line.startswith("#"))
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
 def environment(service: dict) -> dict[str, str]:
+    """The service's environment as the container sees it: env_file entries, then `environment`."""
+    merged: dict[str, str] = {}
+    for path in env_files(service):
+        merged.update(read_env_file(path))
     env = service.get("environment") or {}
     if isinstance(env, list):
-        return dict(item.split("=", 1) if "=" in item else (item, "") for item in env)
-    return {k: "" if v is None else str(v) for k, v in env.items()}
+        env = dict(item.split("=", 1) if "=" in item else (item, "") for item in env)
+    merged.update({k: "" if v is None else interpolate(str(v)) for k, v in env.items()})
+    return merged
 
 
 def test_compose_file_validates_against_the_compose_spec_schema():
@@ -133,3 +157,34 @@ def test_every_path_the_dockerfile_copies_exists():
     assert sources, "Dockerfile copies nothing"
     for source in sources:
         assert (REPO_ROOT / source).exists(), f"Dockerfile copies {source}, which does not exist"
+
+
+def test_every_env_file_exists(compose):
+    for name, service in services(compose).items():
+        for path in env_files(service):
+            assert path.is_file(), f"service {name}: env_file {path} does not exist"
+
+
+def test_the_services_make_integration_runs_natively_are_the_ones_in_the_file(compose):
+    """`make integration` (integration/run.py) is this topology: same services, scripts and settings."""
+    assert set(services(compose)) == {"coordinator", "producer", "consumers", "report"}
+    run_py = (REPO_ROOT / "integration" / "run.py").read_text()
+    for name in ("producer", "consumers"):
+        command = " ".join(services(compose)[name]["command"])
+        script = re.search(r"integration/(\w+\.py)", command).group(1)
+        assert (REPO_ROOT / "integration" / script).is_file()
+        assert f'"{script}"' in run_py, f"integration/run.py does not run {script}"
+        assert [p.name for p in env_files(services(compose)[name])] == ["workload.env"]
+        for variable in re.findall(r"\$\$(\w+)", command):
+            assert variable in read_env_file(REPO_ROOT / "integration" / "workload.env")
+    assert [p.name for p in env_files(services(compose)["coordinator"])] == ["coordinator.env"]
+    assert '"coordinator.env"' in run_py and '"workload.env"' in run_py
+    assert services(compose)["report"]["command"][:2] == ["groupcoord", "report"] and '"report"' in run_py
+
+
+def test_every_build_target_is_a_stage_of_the_dockerfile(compose):
+    stages = set(re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)", (REPO_ROOT / "Dockerfile").read_text(), re.MULTILINE | re.IGNORECASE))
+    for name, service in services(compose).items():
+        target = (service.get("build") or {}).get("target")
+        if target:
+            assert target in stages, f"service {name}: build target {target!r} is not a Dockerfile stage {stages}"
