@@ -80,7 +80,8 @@ def offset_commit(st: ShardState, req: OffsetCommitRequest, ctx: RequestContext)
     for topic in req.topics:
         for p in topic.partitions:
             metadata = p.committed_metadata
-            if metadata is not None and java_length(metadata) > max_bytes:
+            # A string has at most 2 UTF-16 units per character: most never need counting.
+            if metadata is not None and len(metadata) * 2 > max_bytes and java_length(metadata) > max_bytes:
                 codes[(topic.name, p.partition_index)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 continue
             commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp != -1 else now

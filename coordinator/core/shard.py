@@ -143,10 +143,12 @@ class GroupShard:
 
     def replay(self, record: Record) -> None:
         """Apply one record: the only way durable state changes, at run time and when loading."""
-        try:
-            decoded = decode_record_versions(record.key, record.value)
-        except UnknownRecordType:
-            return  # like Kafka's loader: another writer's record type, ignored
+        decoded = record.decoded
+        if decoded is None:
+            try:
+                decoded = decode_record_versions(record.key, record.value)
+            except UnknownRecordType:
+                return  # like Kafka's loader: another writer's record type, ignored
         st = self.state
         group_id = decoded.key.group
         if decoded.record_type == RecordType.GROUP_METADATA:

@@ -192,8 +192,11 @@ class Partition:
 
     # ------------------------------------------------------------ append
 
-    def append(self, batch: bytes | bytearray) -> tuple[int, int]:
+    def append(self, batch: bytes | bytearray, keys_checked: bool = False) -> tuple[int, int]:
         """Validate one v2 batch, give it the next offsets, write it. Returns ``(base_offset, last_offset)``.
+
+        ``keys_checked``: the caller built the batch and knows every record has a key (the coordinator's
+        own records), so a compacted log need not decode the records to check.
 
         Raises ``CorruptBatchError`` (CORRUPT_MESSAGE) for a bad batch, its subclass
         ``InvalidRecordError`` (INVALID_RECORD) for a keyless record in a compacted topic, and
@@ -206,7 +209,7 @@ class Partition:
             raise CorruptBatchError(h.size, f"{len(batch) - h.size} bytes after the batch")
         if h.records_count <= 0 or h.last_offset_delta < 0:
             raise CorruptBatchError(0, f"{h.records_count} records, last offset delta {h.last_offset_delta}")
-        if self.config.requires_keys and not h.attributes & CONTROL_BIT:
+        if self.config.requires_keys and not keys_checked and not h.attributes & CONTROL_BIT:
             ensure_keys(batch)
         base = self._next_offset
         buf = bytearray(batch)

@@ -28,7 +28,10 @@ class Counter:
     values: dict[Labels, float] = field(default_factory=dict)
 
     def inc(self, amount: float = 1, **labels: object) -> None:
-        key = labels_of(labels)
+        self.inc_key(labels_of(labels), amount)
+
+    def inc_key(self, key: Labels, amount: float = 1) -> None:
+        """`inc` with the label set already built (hot paths keep theirs)."""
         self.values[key] = self.values.get(key, 0) + amount
 
 
@@ -74,7 +77,9 @@ class Timer:
     keep_unsent: bool = False  # on while a StatsD pusher drains the samples
 
     def observe(self, ms: float, **labels: object) -> None:
-        key = labels_of(labels)
+        self.observe_key(labels_of(labels), ms)
+
+    def observe_key(self, key: Labels, ms: float) -> None:
         s = self.series.get(key)
         if s is None:
             s = self.series[key] = TimerSeries()

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from coordinator.metrics.registry import Labels, Registry
+from coordinator.metrics.registry import Labels, Registry, labels_of
 
 GROUP_METRICS = "kafka_server_group_coordinator_metrics_"
 REQUEST_METRICS = "kafka_network_request_metrics_"
@@ -56,6 +56,8 @@ class ServerMetrics:
                                        "Members joining, leaving, expiring, being fenced or replaced")
         self.log_append_time = r.timer("groupcoord_log_append_ms", "Coordinator record append until durable")
         self._rebalance_started: dict[str, float] = {}  # group id -> monotonic ms
+        self._request_keys: dict[tuple[str, int], tuple[Labels, Labels]] = {}
+        self._error_keys: dict[int, Labels] = {}
 
     def add_gauge(self, name: str, help: str, sample: Callable[[], dict[Labels, float]]) -> None:
         self.registry.gauge(name, help, sample)
@@ -63,8 +65,12 @@ class ServerMetrics:
     # ---- called by the server
 
     def on_request(self, api_name: str, version: int, elapsed_ms: float) -> None:
-        self.requests.inc(request=api_name, version=version)
-        self.request_time.observe(elapsed_ms, request=api_name)
+        keys = self._request_keys.get((api_name, version))
+        if keys is None:  # label sets built once per API and version: this runs for every request
+            keys = self._request_keys[(api_name, version)] = (labels_of({"request": api_name, "version": version}),
+                                                              labels_of({"request": api_name}))
+        self.requests.inc_key(keys[0])
+        self.request_time.observe_key(keys[1], elapsed_ms)
 
     def on_group_event(self, name: str, group_id: str, fields: Mapping[str, Any], now_ms: float) -> None:
         if name == "rebalance_prepared":
@@ -88,7 +94,10 @@ class ServerMetrics:
         """Count what a group request did, from its response (only sent once its records are durable)."""
         kind = type(response).__name__
         if kind == "HeartbeatResponse":
-            self.heartbeats.inc(error=response.error_code)
+            key = self._error_keys.get(response.error_code)
+            if key is None:
+                key = self._error_keys[response.error_code] = labels_of({"error": response.error_code})
+            self.heartbeats.inc_key(key)
         elif kind == "OffsetCommitResponse":
             self.offset_commits.inc(sum(1 for t in response.topics for p in t.partitions if p.error_code == 0))
         elif kind == "OffsetDeleteResponse" and response.error_code == 0:

@@ -99,38 +99,51 @@ class Connection(asyncio.Protocol):
         return self.waiting is not None or self.writing_paused or self.stopping or self.closed
 
     def process(self) -> None:
-        """Answer every complete frame in the buffer, until one must wait."""
+        """Answer every complete frame in the buffer, until one must wait.
+
+        Replies ready at once are written together after the loop: one write (one syscall) per
+        batch of pipelined requests rather than one per response.
+        """
         buffer = self.buffer
         start = 0
         end = len(buffer)
+        out: list[bytes] = []
         while end - start >= SIZE_BYTES and not self.blocked:
             (size,) = _SIZE(buffer, start)
             if size < MIN_FRAME_BYTES or size > self.max_frame:
                 log.warning("frame_size_rejected_closing", peer=self.peer, client_id=self.client_id, size=size,
                             max_size=self.max_frame)
+                self._flush(out)
                 self.close()
                 return
             if end - start < SIZE_BYTES + size:
                 break
             begin = start + SIZE_BYTES
             start = begin + size
-            self._answer(bytes(buffer[begin:start]))
+            self._answer(bytes(buffer[begin:start]), out)
+        self._flush(out)
         if start:
             del buffer[:start]
         if self.reading_paused and (len(buffer) <= MAX_BUFFERED_BYTES or not self.blocked):
             self._resume_reading()
 
-    def _answer(self, frame: bytes) -> None:
+    def _flush(self, out: list[bytes]) -> None:
+        if out and not self.closed:
+            self.transport.write(out[0] if len(out) == 1 else b"".join(out))  # type: ignore[union-attr]
+        out.clear()
+
+    def _answer(self, frame: bytes, out: list[bytes]) -> None:
         try:
             reply = dispatch(self.broker, frame, self)
         except Exception:  # dispatch answers handler failures itself; this is a bug in the shell
             log.exception("dispatch_failed_closing", peer=self.peer, client_id=self.client_id)
             reply = None
         if reply is None:
+            self._flush(out)  # what was answered before this frame still goes out, in order
             self.close()
         elif isinstance(reply, bytes):
             if reply:  # empty: a request that gets no answer (Produce with acks=0)
-                self.transport.write(reply)  # type: ignore[union-attr]
+                out.append(reply)
         else:
             self.waiting = asyncio.ensure_future(reply)
             self.waiting.add_done_callback(self._on_response)

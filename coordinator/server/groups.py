@@ -31,6 +31,8 @@ from protocol.error_codes import ErrorCode
 
 log = structlog.get_logger()
 
+PARTITION_CACHE_SIZE = 100_000
+
 
 def now_ms() -> int:
     return int(time.time() * 1000)
@@ -55,6 +57,8 @@ class GroupRuntime:
         self.store = store
         self.shards: dict[int, GroupShard] = {}
         self.timers: dict[tuple[int, Any], asyncio.TimerHandle] = {}
+        self._partitions: dict[str, int] = {}  # group id -> its __consumer_offsets partition
+        self.deadlines: dict[tuple[int, Any], tuple[int, Any]] = {}  # timer key -> (deadline ms, data) to fire with
         self.parked: dict[RequestRef, asyncio.Future[Any]] = {}
         self._refs = itertools.count()
         self.loop = asyncio.get_running_loop()
@@ -82,7 +86,11 @@ class GroupRuntime:
         return GroupShard(self.group_config, new_uuid=lambda: str(uuid.uuid4()))
 
     def shard_for(self, group_id: str) -> tuple[int, GroupShard]:
-        partition = partition_for(group_id, self.num_partitions)
+        partition = self._partitions.get(group_id)
+        if partition is None:  # Java's String.hashCode in Python costs a few µs: worth a cache
+            if len(self._partitions) >= PARTITION_CACHE_SIZE:
+                self._partitions.clear()
+            partition = self._partitions[group_id] = partition_for(group_id, self.num_partitions)
         shard = self.shards.get(partition)
         if shard is None:
             shard = self.shards[partition] = self._new_shard()
@@ -178,15 +186,37 @@ class GroupRuntime:
 
     def _apply_timer(self, partition: int, op: Schedule | Cancel) -> None:
         key = (partition, op.key)
+        if isinstance(op, Schedule):
+            handle = self.timers.get(key)
+            # Every heartbeat pushes its member's session deadline later. Rather than cancel and
+            # re-arm a loop timer each time, keep an earlier timer and move only the deadline: when
+            # the timer fires early, `_fire` re-arms it for the time left.
+            if handle is not None and handle.when() <= self._loop_time(op.deadline_ms):
+                self.deadlines[key] = (op.deadline_ms, op.data)
+                return
+            if handle is not None:
+                handle.cancel()
+            self.deadlines[key] = (op.deadline_ms, op.data)
+            self.timers[key] = self.loop.call_at(self._loop_time(op.deadline_ms), self._fire, partition, op.key)
+            return
         handle = self.timers.pop(key, None)
+        self.deadlines.pop(key, None)
         if handle is not None:
             handle.cancel()
-        if isinstance(op, Schedule):
-            delay = max(0.0, (op.deadline_ms - now_ms()) / 1000)
-            self.timers[key] = self.loop.call_later(delay, self._fire, partition, op.key, op.data)
 
-    def _fire(self, partition: int, key: Any, data: Any) -> None:
+    def _loop_time(self, deadline_ms: int) -> float:
+        return self.loop.time() + max(0.0, (deadline_ms - now_ms()) / 1000)
+
+    def _fire(self, partition: int, key: Any) -> None:
+        entry = self.deadlines.get((partition, key))
+        if entry is None:
+            return
+        deadline_ms, data = entry
+        if deadline_ms > now_ms():  # the deadline moved on since this timer was armed
+            self.timers[(partition, key)] = self.loop.call_at(self._loop_time(deadline_ms), self._fire, partition, key)
+            return
         self.timers.pop((partition, key), None)
+        self.deadlines.pop((partition, key), None)
         shard = self.shards.get(partition)
         if shard is not None:
             self._apply(partition, shard.on_timer(key, data, now_ms()))
@@ -195,6 +225,7 @@ class GroupRuntime:
         for handle in self.timers.values():
             handle.cancel()
         self.timers.clear()
+        self.deadlines.clear()
         for waiting in self.parked.values():
             waiting.cancel()
         await self.store.close()

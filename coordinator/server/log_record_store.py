@@ -47,7 +47,7 @@ class LogRecordStore:
         now = int(time.time() * 1000)
         batch = build_batch([(r.key, r.value) for r in records], timestamp=now)
         try:
-            log.append(batch)
+            log.append(batch, keys_checked=True)  # coordinator records always have keys
         except OSError as exc:
             failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             failed.set_exception(exc)
