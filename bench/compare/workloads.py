@@ -19,7 +19,7 @@ from bench.compare.wire import Wire
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.frames import decode_response, encode_request
-from protocol.messages import HeartbeatRequest, OffsetCommitRequest, OffsetFetchRequest
+from protocol.messages import CreateTopicsRequest, HeartbeatRequest, OffsetCommitRequest, OffsetFetchRequest
 
 HOST = "127.0.0.1"
 _SIZE = struct.Struct(">i")
@@ -219,6 +219,19 @@ async def join_storm(port: int, members: int) -> dict[str, float]:
         await _close_all(wires)
 
 
+async def ensure_topic(port: int, name: str = "bench", partitions: int = 100) -> None:
+    """Brokers that check committed topics exist (Tansu does) need the topic the commits name."""
+    wire = await Wire.connect(HOST, port)
+    try:
+        response = await wire.request(ApiKey.CREATE_TOPICS, CreateTopicsRequest(timeout_ms=10_000, topics=[
+            CreateTopicsRequest.CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)]))
+        code = response.topics[0].error_code
+        if code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+            raise RuntimeError(f"CreateTopics {name}: {ErrorCode(code).name}")
+    finally:
+        await wire.close()
+
+
 def _commit_frame(version: int, group: str, partitions: int, offset: int) -> bytes:
     request = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[
         OffsetCommitRequest.OffsetCommitRequestTopic(name="bench", partitions=[
@@ -231,6 +244,7 @@ async def offset_commits(port: int, connections: int = 8, window: int = 8, secon
                          partitions: int = 100) -> dict[str, float]:
     """Durable commits of `partitions` offsets per request, from simple (memberless) groups, one
     group per connection, pipelined: requests/s and latency at that load."""
+    await ensure_topic(port, partitions=partitions)
     wires = await _connect_many(port, connections)
     try:
         version = wires[0].version(ApiKey.OFFSET_COMMIT)
@@ -276,6 +290,7 @@ async def idle_groups(port: int, groups: int, members: int, rss: Callable[[], fl
                       concurrency: int = 20) -> dict[str, float]:
     """`groups` stable groups of `members` each, formed `concurrency` at a time, then idle: server RSS."""
     before = rss()
+    concurrency = min(concurrency, groups)
     pools = [await _connect_many(port, members) for _ in range(concurrency)]
     run = next(_run_ids)
     queue: asyncio.Queue[int] = asyncio.Queue()
@@ -292,13 +307,16 @@ async def idle_groups(port: int, groups: int, members: int, rss: Callable[[], fl
         await asyncio.gather(*(worker(w) for w in pools))
         formed_s = time.perf_counter() - start
         await asyncio.sleep(1.0)
-        return {"idle_groups_rss_mb": rss(), "rss_before_mb": before, "idle_groups_form_s": formed_s}
+        after = rss()
+        return {"idle_groups_rss_mb": after, "rss_before_mb": before, "idle_groups_form_s": formed_s,
+                "rss_mb_per_1k_idle_groups": (after - before) / groups * 1000}
     finally:
         await _close_all([w for pool in pools for w in pool])
 
 
 async def fill_offsets(port: int, records: int, partitions: int = 100, connections: int = 8) -> None:
     """Commit `records` offsets (requests of `partitions` each, over many groups) and wait for all acks."""
+    await ensure_topic(port, partitions=partitions)
     wires = await _connect_many(port, connections)
     try:
         version = wires[0].version(ApiKey.OFFSET_COMMIT)
