@@ -15,6 +15,7 @@ from pathlib import Path
 
 from coordinator.admin.groups_args import add_parser as _add_groups
 from coordinator.config import ConfigError, load_config
+from spark_jobs.report_command import add_parser as _add_report
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -52,7 +53,55 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     serve.set_defaults(run=_serve)
 
 
-SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_serve, _add_groups]  # type: ignore[type-arg]
+def _log_dump(args: argparse.Namespace) -> int:
+    missing = [p for p in args.paths if not p.exists()]
+    if missing:
+        for p in missing:
+            print(f"groupcoord log dump: {p}: no such file or directory", file=sys.stderr)
+        return EXIT_USAGE
+    # Imported late: the codec is built at import time, which `groupcoord --help` need not pay for.
+    from coordinator.log.dump import dump
+    from coordinator.records import describe_record
+    from coordinator.topics import OFFSETS_TOPIC
+
+    def describe(topic: str, key: bytes | None, value: bytes | None) -> str | None:
+        # Only __consumer_offsets holds coordinator records; other topics' bytes are the users'.
+        if topic != OFFSETS_TOPIC or key is None:
+            return None
+        return describe_record(key, value)
+
+    problems: list[str] = []
+    try:
+        for path in args.paths:
+            for line in dump(path, describe, records=not args.no_records, problems=problems):
+                print(line)
+    except BrokenPipeError:  # `groupcoord log dump ... | head`: the reader has all it wanted
+        sys.stderr.close()  # no second "broken pipe" complaint when Python flushes stdout at exit
+        return EXIT_OK
+    if problems:
+        print(f"groupcoord log dump: {len(problems)} problem(s), the first: {problems[0]}", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _add_log(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    log_cmd = commands.add_parser("log", help="inspect the on-disk log",
+                                  description="Inspect partition logs on disk (the server need not run).")
+    actions = log_cmd.add_subparsers(dest="action", required=True, metavar="ACTION")
+    dump_cmd = actions.add_parser(
+        "dump", help="print the batches and records of segment files",
+        description="Print every batch (offsets, timestamps, producer id/epoch/sequence, compression, CRC "
+                    "check) and record (offset, timestamp, key/value sizes) of a segment file, a partition "
+                    "directory or a whole data directory, like Kafka's kafka-dump-log.sh. Records of "
+                    "__consumer_offsets are decoded (OffsetCommit, GroupMetadata, ...). Exit code 1 if "
+                    "any batch is corrupt, 2 if a path does not exist.")
+    dump_cmd.add_argument("paths", nargs="+", type=Path, metavar="PATH",
+                          help="a .log segment, a partition directory (topic-N) or a data directory")
+    dump_cmd.add_argument("--no-records", action="store_true", help="batches only, not their records")
+    dump_cmd.set_defaults(run=_log_dump)
+
+
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_serve, _add_groups, _add_log, _add_report]  # type: ignore[type-arg]
 
 
 def build_parser() -> argparse.ArgumentParser:

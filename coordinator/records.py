@@ -24,19 +24,24 @@ factories.
 
 from __future__ import annotations
 
+import json
 import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Iterable, Protocol
 
 from protocol.messages import (
+    MESSAGES,
     ClassicGroupReasonKey,
     ClassicGroupReasonValue,
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
     GroupMetadataKey,
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
 )
+from protocol.primitives import ProtocolError
 
 _I16 = struct.Struct(">h")
 
@@ -299,3 +304,103 @@ def partition_for(group_id: str, num_partitions: int) -> int:
     """The `__consumer_offsets` partition of a group: Utils.abs(hashCode) % n (abs(MIN_VALUE) = 0)."""
     h = java_string_hash(group_id)
     return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+
+
+# ---- describing records (`groupcoord log dump`) -------------------------------------------------
+# Read-only views over the same codec: nothing below is used by loading or replay.
+
+
+def _describable_schemas() -> dict[int, tuple[Any, Any]]:
+    """_SCHEMAS plus every other `<Name>Key`/`<Name>Value` pair in schemas/ (the KIP-848 records),
+    keyed by the key's versions: a dump should name record types the loader skips."""
+    found: dict[int, tuple[Any, Any]] = {}
+    for name, cls in MESSAGES.items():
+        value_class = MESSAGES.get(name.removesuffix("Key") + "Value") if name.endswith("Key") else None
+        if cls.kind == "data" and value_class is not None:
+            for version in cls.spec.versions:
+                found[version] = (cls, value_class)
+    found.update(_SCHEMAS)
+    return found
+
+
+_DESCRIBABLE: dict[int, tuple[Any, Any]] | None = None  # built on first use: the dump is the only caller
+
+
+def record_type_name(record_type: int) -> str | None:
+    """`OffsetCommit`, `GroupMetadata`, `ClassicGroupReason`, ...: the key schema's name less `Key`."""
+    global _DESCRIBABLE
+    if _DESCRIBABLE is None:
+        _DESCRIBABLE = _describable_schemas()
+    schemas = _DESCRIBABLE.get(record_type)
+    return None if schemas is None else schemas[0].name.removesuffix("Key")
+
+
+def describe_record(key: bytes, value: bytes | None) -> str:
+    """One line for a coordinator record, fields under the schema's JSON names:
+
+        OffsetCommit key(type 1): {"group":"g","topic":"t","partition":0} value(v3): {"offset":42,...}
+        GroupMetadata key(type 2): {"group":"g"} value: tombstone
+
+    Only fields the decoded version has are shown. Bytes are shown as their size, except a
+    classic consumer group's subscriptions and assignments, which are decoded (topics, partitions).
+    Raises ValueError / protocol.ProtocolError for bytes that do not decode.
+    """
+    if len(key) < 2:
+        raise ValueError("record key shorter than its type prefix")
+    (record_type,) = _I16.unpack_from(key, 0)
+    name = record_type_name(record_type)
+    if name is None:
+        return f"UnknownRecordType key(type {record_type}): {len(key) - 2} bytes"
+    assert _DESCRIBABLE is not None
+    key_class, value_class = _DESCRIBABLE[record_type]
+    key_text = _json(_fields(key_class.spec.root, key_class.decode(key[2:], record_type), record_type))
+    if value is None:
+        return f"{name} key(type {record_type}): {key_text} value: tombstone"
+    if len(value) < 2:
+        raise ValueError("record value shorter than its version prefix")
+    (version,) = _I16.unpack_from(value, 0)
+    fields = _fields(value_class.spec.root, value_class.decode(value[2:], version), version)
+    if value_class is GroupMetadataValue and fields.get("protocolType") == "consumer":
+        for member in fields["members"]:
+            member["subscription"] = _consumer_subscription(member["subscription"])
+            member["assignment"] = _consumer_assignment(member["assignment"])
+    return f"{name} key(type {record_type}): {key_text} value(v{version}): {_json(fields)}"
+
+
+def _fields(struct_spec: Any, obj: Any, version: int) -> dict[str, Any]:
+    """The fields of `obj` present in `version`, by schema name, nested structs as dicts."""
+    out: dict[str, Any] = {}
+    for f in struct_spec.fields:
+        if version not in f.versions:
+            continue
+        v = getattr(obj, f.attr)
+        if f.struct is not None and v is not None:
+            v = [_fields(f.struct, e, version) for e in v] if f.is_array else _fields(f.struct, v, version)
+        out[f.name] = v
+    return out
+
+
+def _consumer_subscription(data: Any) -> Any:
+    # Every version starts with the v0 layout, which is how Kafka reads versions it does not know.
+    try:
+        subscription, _ = ConsumerProtocolSubscription.decode_from(bytes(data), 2, 0)
+    except (ProtocolError, IndexError, struct.error, TypeError):
+        return data  # not a consumer subscription after all: shown as its size
+    return {"topics": list(subscription.topics)}
+
+
+def _consumer_assignment(data: Any) -> Any:
+    try:
+        assignment, _ = ConsumerProtocolAssignment.decode_from(bytes(data), 2, 0)
+    except (ProtocolError, IndexError, struct.error, TypeError):
+        return data
+    return {tp.topic: sorted(tp.partitions) for tp in assignment.assigned_partitions}
+
+
+def _json(fields: dict[str, Any]) -> str:
+    def fallback(v: Any) -> str:
+        if isinstance(v, (bytes, bytearray, memoryview)):
+            return f"<{len(v)} bytes>"
+        return str(v)  # uuid.UUID
+
+    return json.dumps(fields, separators=(",", ":"), ensure_ascii=False, default=fallback)
