@@ -6,6 +6,7 @@
 #   make bench   run every benchmark module in tests/bench/
 #   make integration  the docker-compose topology, natively: coordinator, producer, consumers, report
 #   make bench-compare  the same workloads against this server and Tansu (installed from PyPI), side by side
+#   make report  group history reports (Spark) from LOG_DIR (default ./data) into OUT (default ./reports)
 #   make fuzz    the long protocol fuzz run (FUZZ_EXAMPLES per generator; make test runs a short one)
 #   make readme  regenerate README.md's configuration table
 #   make clean   remove the virtualenv, node_modules and caches (never ./data)
@@ -40,10 +41,10 @@ BENCH_MODULES := $(sort $(filter-out tests/bench/_%,$(wildcard tests/bench/*.py)
 # Non-interactive apt: CI has no stdin and no one to answer prompts.
 APT_GET := DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Use-Pty=0
 
-.PHONY: help run test bench bench-compare integration fuzz readme clean system-deps
+.PHONY: help run test bench bench-compare integration report fuzz readme clean system-deps
 
 help:
-	@sed -n '1,15s/^#   /  /p' $(MAKEFILE_LIST)
+	@sed -n '1,16s/^#   /  /p' $(MAKEFILE_LIST)
 
 # ---------------------------------------------------------------------------------------------------
 # Python: the virtualenv and the project installed editable into it.
@@ -125,6 +126,11 @@ $(VENV)/.installed-peers: | $(VPY)
 BENCH_COMPARE_ARGS ?=
 bench-compare: $(VENV)/.installed-test $(VENV)/.installed-peers
 	$(VPY) -m bench.compare $(BENCH_COMPARE_ARGS)
+
+LOG_DIR ?= ./data
+OUT ?= ./reports
+report: $(VENV)/.installed-test | system-deps
+	$(VENV)/bin/groupcoord report --log-dir $(LOG_DIR) --out $(OUT)
 
 FUZZ_EXAMPLES ?= 50000
 fuzz: $(VENV)/.installed-test

@@ -1,0 +1,417 @@
+"""Group history reports from a coordinator log, with Spark.
+
+    groupcoord report --log-dir DATA_DIR --out OUT_DIR [--master local[*]]
+    spark-submit spark_jobs/group_history.py --log-dir DATA_DIR --out OUT_DIR     # a cluster: --master URL
+    make report LOG_DIR=... OUT=...
+
+Reads every `__consumer_offsets` segment under DATA_DIR (or an exported directory of segments)
+through the `consumer_offsets` data source (the server's record codec), and writes to OUT_DIR:
+one Parquet table per view, `summary.json`, and `report.html` (self-contained: inline SVG).
+
+What the log can tell, and how each view reads it:
+
+- A classic group's GroupMetadata record is written when a rebalance completes (at the leader's
+  SyncGroup, or when the group empties), so each new generation in the log is one completed
+  rebalance. `current_state_timestamp` in it is when the join phase completed; the record's own
+  timestamp is when the group became stable. A rewrite with the same generation is a static
+  member replaced without a rebalance (KIP-345).
+- The start of a rebalance is only in the log when a client gave a reason (KIP-800, our record
+  type 30000): the earliest reason since the previous GroupMetadata record. Otherwise the
+  duration covers the sync phase only (`start_source` says which).
+- Who left how: a member missing from the next generation left if a LeaveGroup reason names it,
+  else its session expired (or it did not rejoin in time; the log cannot tell those apart).
+- Current state follows replay: newest value per key by offset, tombstones remove the key.
+
+Nothing here imports the server; only `coordinator.records` and `coordinator.log` (via
+`spark_jobs.decode`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import structlog
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from spark_jobs.decode import find_segments, log_end_offsets
+from spark_jobs.reader import local_session, read_log
+
+log = structlog.get_logger(__name__)
+
+VIEWS = ("rebalance_timeline", "rebalances_per_hour", "top_groups", "membership_events", "churn_by_member",
+         "churn_by_instance", "commits_per_minute", "offset_progress", "current_offsets", "current_groups")
+
+
+# ---- the views --------------------------------------------------------------------------------------
+
+
+def group_metadata_sequence(records: DataFrame) -> DataFrame:
+    """Every GroupMetadata record with what came before it in its group, and what kind of write it was."""
+    gm = records.filter(F.col("kind") == "group_metadata").select(
+        "group_id", "partition", "offset", "timestamp", "tombstone", "generation", "protocol_type", "protocol",
+        "leader", "current_state_timestamp",
+        F.coalesce("members", F.array().cast("array<struct<member_id:string,group_instance_id:string,"
+                                             "client_id:string,client_host:string,rebalance_timeout_ms:int,"
+                                             "session_timeout_ms:int,subscription_bytes:int,"
+                                             "assignment_bytes:int>>")).alias("members"))
+    w = Window.partitionBy("group_id").orderBy("partition", "offset")
+    gm = (gm.withColumn("prev_generation", F.lag("generation").over(w))
+            .withColumn("prev_tombstone", F.lag("tombstone").over(w))
+            .withColumn("prev_members", F.lag("members").over(w))
+            .withColumn("prev_offset", F.lag("offset").over(w)))
+    fresh = F.col("prev_generation").isNull() | F.col("prev_tombstone")
+    write = (F.when(F.col("tombstone"), "deleted")
+              .when(F.col("generation") == 0, "created")
+              .when(~fresh & (F.col("generation") == F.col("prev_generation")), "static_replacement")
+              .otherwise("generation"))
+    prev_ids = F.transform(F.coalesce("prev_members", F.col("members").getItem(-1).isNull().cast("int")
+                                      .cast("string").alias("x").substr(0, 0).cast("array<string>")
+                                      if False else "prev_members"), lambda m: m["member_id"])
+    del prev_ids  # (kept simple below; see joined/left)
+    gm = gm.withColumn("write", write)
+    ids = F.transform("members", lambda m: m["member_id"])
+    prev = F.coalesce("prev_members", F.col("members").getField("member_id").cast("array<string>")
+                      .alias("_") if False else F.col("prev_members"))
+    del prev
+    prev_members = F.when(fresh, F.array().cast(gm.schema["members"].dataType)).otherwise(F.col("prev_members"))
+    gm = gm.withColumn("prev_members", prev_members)
+    prev_ids = F.transform("prev_members", lambda m: m["member_id"])
+    return (gm.withColumn("joined", F.filter("members", lambda m: ~F.array_contains(prev_ids, m["member_id"])))
+              .withColumn("left", F.filter("prev_members", lambda m: ~F.array_contains(ids, m["member_id"])))
+              .withColumn("member_count", F.size("members")))
+
+
+def reasons_by_write(records: DataFrame, gm: DataFrame) -> DataFrame:
+    """KIP-800 reasons grouped by the GroupMetadata write they led to: (group_id, gm_offset, reasons).
+
+    A reason belongs to the next new generation of its group, except one written in the same batch
+    right after a static replacement (a static member that rejoined with a reason, absorbed)."""
+    reasons = records.filter((F.col("kind") == "group_reason") & ~F.col("tombstone")).select(
+        "group_id", "partition", "offset", F.col("reason_api").alias("api"),
+        F.col("reason_member_id").alias("member_id"), F.col("reason_instance_id").alias("group_instance_id"),
+        "reason", F.col("reason_timestamp").alias("reason_ms"))
+    marks = gm.filter(F.col("write").isin("generation", "static_replacement")).select(
+        "group_id", "partition", "offset", "write")
+    events = (reasons.withColumn("write", F.lit(None).cast("string"))
+                     .unionByName(marks.withColumn("api", F.lit(None).cast("string"))
+                                  .withColumn("member_id", F.lit(None).cast("string"))
+                                  .withColumn("group_instance_id", F.lit(None).cast("string"))
+                                  .withColumn("reason", F.lit(None).cast("string"))
+                                  .withColumn("reason_ms", F.lit(None).cast("long"))))
+    # Descending order with a growing frame: Spark evaluates it incrementally (an unbounded-following
+    # frame in ascending order would be quadratic per group).
+    down = Window.partitionBy("group_id").orderBy(F.desc("partition"), F.desc("offset")).rowsBetween(
+        Window.unboundedPreceding, -1)
+    up = Window.partitionBy("group_id").orderBy("partition", "offset")
+    events = (events.withColumn("next_gen", F.last(F.when(F.col("write") == "generation", F.col("offset")),
+                                                   ignorenulls=True).over(down))
+                    .withColumn("prev_write", F.lag("write").over(up))
+                    .withColumn("prev_offset", F.lag("offset").over(up)))
+    absorbed = (F.col("prev_write") == "static_replacement") & (F.col("prev_offset") == F.col("offset") - 1)
+    attributed = (events.filter(F.col("write").isNull())
+                        .withColumn("gm_offset", F.when(absorbed, F.col("prev_offset")).otherwise(F.col("next_gen")))
+                        .filter(F.col("gm_offset").isNotNull()))
+    return attributed.groupBy("group_id", "gm_offset").agg(
+        F.array_sort(F.collect_list(F.struct("reason_ms", "api", "member_id", "group_instance_id", "reason")))
+        .alias("reasons"))
+
+
+def rebalance_timeline(gm: DataFrame, reasons: DataFrame) -> DataFrame:
+    """One row per completed rebalance (a new generation in the log)."""
+    gens = gm.filter(F.col("write").isin("generation", "deleted"))
+    w = Window.partitionBy("group_id").orderBy("partition", "offset")
+    gens = gens.withColumn("end_ms", F.lead("timestamp").over(w)).filter(F.col("write") == "generation")
+    r = reasons.withColumnRenamed("gm_offset", "offset")
+    t = gens.join(r, ["group_id", "offset"], "left").withColumn("reasons", F.coalesce("reasons", F.array()))
+    leave_ids = F.transform(F.filter("reasons", lambda x: x["api"] == "LeaveGroup"), lambda x: x["member_id"])
+    leave_instances = F.transform(F.filter("reasons", lambda x: x["api"] == "LeaveGroup"),
+                                  lambda x: x["group_instance_id"])
+    joined_instances = F.transform("joined", lambda m: m["group_instance_id"])
+    t = (t.withColumn("left_with_reason", F.filter("left", lambda m: F.array_contains(leave_ids, m["member_id"])
+                                                   | F.array_contains(leave_instances, m["group_instance_id"])))
+          .withColumn("static_rejoined", F.filter("left", lambda m: m["group_instance_id"].isNotNull()
+                                                  & F.array_contains(joined_instances, m["group_instance_id"])))
+          .withColumn("expired", F.filter("left", lambda m: ~F.array_contains(leave_ids, m["member_id"])
+                                          & ~F.array_contains(leave_instances,
+                                                              F.coalesce(m["group_instance_id"], F.lit("")))
+                                          & ~(m["group_instance_id"].isNotNull()
+                                              & F.array_contains(joined_instances, m["group_instance_id"])))))
+    first_reason = F.col("reasons").getItem(0)
+    trigger = (F.when(F.col("prev_generation").isNull() | F.col("prev_tombstone") | (F.col("prev_generation") == 0)
+                      & (F.size("prev_members") == 0), "initial")
+                .when(F.size("members") == 0, "group_emptied")
+                .when(F.size("left_with_reason") > 0, "member_left")
+                .when(F.size("static_rejoined") > 0, "static_member_rejoined")
+                .when(F.size("expired") > 0, "member_expired")
+                .when(F.size("joined") > 0, "member_joined")
+                .otherwise("rejoin"))
+    start = F.least(first_reason["reason_ms"], F.col("current_state_timestamp"))
+    return t.select(
+        "group_id", "partition", "offset", "generation", trigger.alias("trigger"),
+        first_reason["reason"].alias("reason"), first_reason["api"].alias("reason_api"),
+        F.transform("reasons", lambda x: x["reason"]).alias("all_reasons"),
+        F.when(first_reason.isNotNull(), start).otherwise(F.col("current_state_timestamp")).alias("start_ms"),
+        F.when(first_reason.isNotNull(), "reason").otherwise("join_completed").alias("start_source"),
+        F.col("current_state_timestamp").alias("join_completed_ms"),
+        F.col("timestamp").alias("stable_ms"), "end_ms",
+        (F.col("timestamp") - F.when(first_reason.isNotNull(), start).otherwise(F.col("current_state_timestamp")))
+        .alias("rebalance_duration_ms"),
+        (F.col("end_ms") - F.col("timestamp")).alias("generation_lifetime_ms"),
+        "member_count", "leader", "protocol_type", "protocol",
+        F.transform("joined", lambda m: m["member_id"]).alias("joined"),
+        F.transform("left_with_reason", lambda m: m["member_id"]).alias("left"),
+        F.transform("expired", lambda m: m["member_id"]).alias("expired"),
+        F.transform("static_rejoined", lambda m: m["group_instance_id"]).alias("static_rejoined"),
+        F.size(F.filter("members", lambda m: m["group_instance_id"].isNotNull())).alias("static_members"),
+    )
+
+
+def membership_events(gm: DataFrame, timeline: DataFrame) -> DataFrame:
+    """joined / left / expired / static_rejoined (caused a rebalance) / static_replaced (absorbed)."""
+    tl = timeline.select("group_id", "offset", "left", "expired", "static_rejoined")
+    g = gm.filter(F.col("write").isin("generation", "static_replacement")).join(tl, ["group_id", "offset"], "left")
+    base = ["group_id", "offset", F.col("timestamp").alias("timestamp"), "generation"]
+
+    def explode(members: str, event: Any, caused: Any) -> DataFrame:
+        return (g.select(*base, "write", F.explode(members).alias("m"), "left", "expired", "static_rejoined")
+                 .select("group_id", "offset", "timestamp", "generation", event.alias("event"),
+                         F.col("m.member_id").alias("member_id"), F.col("m.group_instance_id").alias("group_instance_id"),
+                         F.col("m.client_id").alias("client_id"), F.col("m.client_host").alias("client_host"),
+                         caused.alias("caused_rebalance")))
+
+    in_gen = F.col("write") == "generation"
+    joined = explode("joined", F.when(in_gen & F.array_contains("static_rejoined", F.col("m.group_instance_id")),
+                                      "static_rejoined_as")
+                               .when(in_gen, "joined").otherwise("static_replacement_in"), in_gen)
+    gone = explode("prev_members", F.when(~in_gen, "static_replaced")
+                                    .when(F.array_contains("static_rejoined", F.col("m.group_instance_id")),
+                                          "static_rejoined")
+                                    .when(F.array_contains("left", F.col("m.member_id")), "left")
+                                    .otherwise("expired"), in_gen)
+    # prev_members also lists those who stayed: keep only the ones that are gone.
+    gone_ids = gm.select("group_id", "offset", F.explode(F.transform(F.filter(
+        "prev_members", lambda m: ~F.array_contains(F.transform("members", lambda x: x["member_id"]), m["member_id"])),
+        lambda m: m["member_id"])).alias("member_id"))
+    gone = gone.join(gone_ids, ["group_id", "offset", "member_id"], "left_semi")
+    return joined.unionByName(gone).filter(F.col("event") != "static_replacement_in")
+
+
+def churn_by_member(events: DataFrame) -> DataFrame:
+    count = lambda name: F.sum(F.when(F.col("event") == name, 1).otherwise(0)).alias(name)  # noqa: E731
+    return events.groupBy("group_id", "member_id").agg(
+        F.first("group_instance_id", ignorenulls=True).alias("group_instance_id"),
+        F.first("client_id", ignorenulls=True).alias("client_id"),
+        F.first("client_host", ignorenulls=True).alias("client_host"),
+        count("joined"), count("left"), count("expired"), count("static_replaced"), count("static_rejoined"),
+        F.min("timestamp").alias("first_event_ms"), F.max("timestamp").alias("last_event_ms"))
+
+
+def churn_by_instance(events: DataFrame) -> DataFrame:
+    """KIP-345's saving per static instance: replacements absorbed vs rebalances its comings and goings caused."""
+    e = events.filter(F.col("group_instance_id").isNotNull())
+    gone = F.col("event").isin("left", "expired", "static_rejoined")
+    return e.groupBy("group_id", "group_instance_id").agg(
+        F.countDistinct("member_id").alias("member_ids"),
+        F.sum(F.when(F.col("event") == "static_replaced", 1).otherwise(0)).alias("replacements_absorbed"),
+        F.sum(F.when(gone & F.col("caused_rebalance"), 1).otherwise(0)).alias("rebalances_caused"),
+        F.sum(F.when(F.col("event") == "left", 1).otherwise(0)).alias("left"),
+        F.sum(F.when(F.col("event") == "expired", 1).otherwise(0)).alias("expired"),
+        F.sum(F.when(F.col("event") == "static_rejoined", 1).otherwise(0)).alias("rejoined_with_rebalance"))
+
+
+def offset_views(spark: SparkSession, records: DataFrame, as_of_ms: int,
+                 ends: dict[tuple[str, int], int]) -> dict[str, DataFrame]:
+    commits = records.filter(F.col("kind") == "offset_commit")
+    live = commits.filter(~F.col("tombstone"))
+    per_minute = live.groupBy("group_id", "topic", F.date_trunc("minute", F.timestamp_millis("timestamp"))
+                              .alias("minute")).agg(F.count(F.lit(1)).alias("commits"),
+                                                   F.countDistinct("topic_partition").alias("partitions"))
+    key = ["group_id", "topic", "topic_partition"]
+    latest = commits.groupBy(*key).agg(F.max_by(F.struct("tombstone", "committed_offset", "leader_epoch", "metadata",
+                                                         "commit_timestamp", "expire_timestamp", "offset",
+                                                         "timestamp"), F.struct("partition", "offset")).alias("l"))
+    current = latest.filter(~F.col("l.tombstone")).select(*key, "l.committed_offset", "l.leader_epoch",
+                                                           "l.metadata", "l.commit_timestamp", "l.expire_timestamp",
+                                                           F.col("l.offset").alias("log_offset"))
+    end_rows = [(t, p, e) for (t, p), e in ends.items()]
+    end_df = spark.createDataFrame(end_rows, "topic string, topic_partition int, log_end_offset long")
+    progress = live.groupBy(*key).agg(
+        F.count(F.lit(1)).alias("commits"), F.min("timestamp").alias("first_commit_ms"),
+        F.max("timestamp").alias("last_commit_ms"),
+        F.min_by("committed_offset", F.struct("partition", "offset")).alias("first_offset"),
+        F.max_by("committed_offset", F.struct("partition", "offset")).alias("last_offset"))
+    span_s = (F.col("last_commit_ms") - F.col("first_commit_ms")) / 1000.0
+    progress = (progress.withColumn("offsets_per_s", F.when(span_s > 0, (F.col("last_offset") - F.col("first_offset"))
+                                                            / span_s))
+                        .withColumn("ms_since_last_commit", F.lit(as_of_ms) - F.col("last_commit_ms"))
+                        .join(current.select(*key, F.lit(True).alias("current")), key, "left")
+                        .withColumn("current", F.coalesce("current", F.lit(False)))
+                        .join(end_df, ["topic", "topic_partition"], "left")
+                        .withColumn("lag", F.when(F.col("current") & F.col("log_end_offset").isNotNull(),
+                                                  F.greatest(F.lit(0), F.col("log_end_offset") - F.col("last_offset")))))
+    current = current.join(end_df, ["topic", "topic_partition"], "left").withColumn(
+        "lag", F.greatest(F.lit(0), F.col("log_end_offset") - F.col("committed_offset")))
+    return {"commits_per_minute": per_minute, "offset_progress": progress, "current_offsets": current}
+
+
+def current_groups(gm: DataFrame, records: DataFrame) -> DataFrame:
+    latest = gm.groupBy("group_id").agg(F.max_by(F.struct("tombstone", "generation", "protocol_type", "protocol",
+                                                          "leader", "member_count", "members", "timestamp"),
+                                                 F.struct("partition", "offset")).alias("g"))
+    reasons = (records.filter(F.col("kind") == "group_reason").groupBy("group_id")
+               .agg(F.max_by(F.struct("tombstone", "reason_api", "reason", "reason_member_id", "reason_timestamp"),
+                             F.struct("partition", "offset")).alias("r")))
+    return (latest.filter(~F.col("g.tombstone"))
+                  .join(reasons, "group_id", "left")
+                  .select("group_id", F.when(F.col("g.member_count") > 0, "Stable").otherwise("Empty").alias("state"),
+                          "g.generation", "g.protocol_type", "g.protocol", "g.leader", "g.member_count",
+                          F.transform("g.members", lambda m: m["member_id"]).alias("member_ids"),
+                          F.transform("g.members", lambda m: m["group_instance_id"]).alias("group_instance_ids"),
+                          F.col("g.timestamp").alias("since_ms"),
+                          F.when(~F.col("r.tombstone"), F.col("r.reason")).alias("last_reason"),
+                          F.when(~F.col("r.tombstone"), F.col("r.reason_api")).alias("last_reason_api")))
+
+
+def build_views(spark: SparkSession, records: DataFrame, log_dir: Path) -> tuple[dict[str, DataFrame], dict]:
+    """Every view, plus facts about the log (record counts, time range) for the summary."""
+    facts_row = records.agg(F.count(F.lit(1)).alias("records"), F.min("timestamp").alias("first_ms"),
+                            F.max("timestamp").alias("last_ms"), F.countDistinct("partition").alias("partitions"),
+                            F.countDistinct("group_id").alias("groups_seen"),
+                            F.sum(F.col("tombstone").cast("int")).alias("tombstones")).first()
+    facts = facts_row.asDict() if facts_row else {}
+    facts["by_kind"] = {r["kind"]: r["n"] for r in records.groupBy("kind").agg(F.count(F.lit(1)).alias("n")).collect()}
+    as_of = facts.get("last_ms") or 0
+    gm = group_metadata_sequence(records).persist(StorageLevel.MEMORY_AND_DISK)
+    reasons = reasons_by_write(records, gm)
+    timeline = rebalance_timeline(gm, reasons).persist(StorageLevel.MEMORY_AND_DISK)
+    events = membership_events(gm, timeline).persist(StorageLevel.MEMORY_AND_DISK)
+    per_hour = timeline.groupBy(F.date_trunc("hour", F.timestamp_millis("stable_ms")).alias("hour")).agg(
+        F.count(F.lit(1)).alias("rebalances"), F.countDistinct("group_id").alias("groups"),
+        F.sum(F.when(F.col("trigger") == "member_expired", 1).otherwise(0)).alias("expiries"))
+    absorbed = gm.filter(F.col("write") == "static_replacement").groupBy("group_id").agg(
+        F.count(F.lit(1)).alias("static_replacements_absorbed"))
+    top = (timeline.groupBy("group_id").agg(F.count(F.lit(1)).alias("rebalances"),
+                                            F.avg("rebalance_duration_ms").alias("avg_rebalance_ms"),
+                                            F.max("rebalance_duration_ms").alias("max_rebalance_ms"),
+                                            F.max("generation").alias("last_generation"),
+                                            F.max("stable_ms").alias("last_rebalance_ms"))
+           .join(absorbed, "group_id", "left")
+           .withColumn("static_replacements_absorbed", F.coalesce("static_replacements_absorbed", F.lit(0)))
+           .withColumn("rebalances_per_hour", F.col("rebalances") / F.greatest(
+               F.lit(1.0), F.lit((as_of - (facts.get("first_ms") or as_of)) / 3_600_000.0)))
+           .orderBy(F.desc("rebalances"), "group_id"))
+    views = {"rebalance_timeline": timeline, "rebalances_per_hour": per_hour.orderBy("hour"), "top_groups": top,
+             "membership_events": events, "churn_by_member": churn_by_member(events),
+             "churn_by_instance": churn_by_instance(events),
+             **offset_views(spark, records, as_of, log_end_offsets(log_dir) if log_dir.is_dir() else {}),
+             "current_groups": current_groups(gm, records)}
+    return views, facts
+
+
+# ---- summary ----------------------------------------------------------------------------------------
+
+
+def _counts(df: DataFrame, column: str) -> dict[str, int]:
+    return {str(r[0]): int(r[1]) for r in df.groupBy(column).count().orderBy(F.desc("count")).collect()}
+
+
+def summarize(views: dict[str, DataFrame], facts: dict, log_dir: Path, segments: int) -> dict[str, Any]:
+    timeline, events = views["rebalance_timeline"], views["membership_events"]
+    durations = timeline.agg(F.percentile_approx("rebalance_duration_ms", [0.5, 0.95]).alias("p"),
+                             F.max("rebalance_duration_ms").alias("max")).first()
+    p = (durations["p"] or [None, None]) if durations else [None, None]
+    churn = _counts(events, "event")
+    instances = views["churn_by_instance"].agg(F.sum("replacements_absorbed").alias("absorbed"),
+                                               F.sum("rebalances_caused").alias("caused")).first()
+    offsets = views["current_offsets"].agg(F.count(F.lit(1)).alias("n"), F.sum("lag").alias("lag")).first()
+    top = [r.asDict() for r in views["top_groups"].limit(10).collect()]
+    summary: dict[str, Any] = {
+        "log": {"path": str(log_dir), "segments": segments, "records": facts.get("records", 0),
+                "partitions": facts.get("partitions", 0), "tombstones": facts.get("tombstones") or 0,
+                "by_kind": facts.get("by_kind", {}), "first_timestamp_ms": facts.get("first_ms"),
+                "last_timestamp_ms": facts.get("last_ms")},
+        "groups": {"seen": facts.get("groups_seen", 0), **_counts(views["current_groups"], "state")},
+        "rebalances": {"total": timeline.count(), "by_trigger": _counts(timeline, "trigger"),
+                       "reasons": _counts(timeline.filter(F.col("reason").isNotNull()), "reason"),
+                       "duration_ms": {"p50": p[0], "p95": p[1], "max": durations["max"] if durations else None},
+                       "static_replacements_absorbed": int(instances["absorbed"] or 0) if instances else 0,
+                       "rebalances_caused_by_static_members": int(instances["caused"] or 0) if instances else 0},
+        "membership": churn,
+        "offsets": {"commit_records": facts.get("by_kind", {}).get("offset_commit", 0),
+                    "current_offsets": int(offsets["n"]) if offsets else 0,
+                    "total_lag": int(offsets["lag"]) if offsets and offsets["lag"] is not None else None},
+        "top_groups": top,
+    }
+    if facts.get("groups_seen", 0) <= 50:  # small logs: per-group figures, handy for checks and tests
+        per_group: dict[str, Any] = {}
+        for r in timeline.groupBy("group_id").agg(F.count(F.lit(1)).alias("rebalances"),
+                                                  F.collect_list(F.struct("generation", "trigger", "reason"))
+                                                  .alias("generations")).collect():
+            per_group[r["group_id"]] = {"rebalances": r["rebalances"], "generations": [
+                g.asDict() for g in sorted(r["generations"], key=lambda g: g["generation"])]}
+        for r in views["offset_progress"].groupBy("group_id").agg(F.sum("commits").alias("c")).collect():
+            per_group.setdefault(r["group_id"], {})["commit_records"] = int(r["c"])
+        summary["per_group"] = per_group
+    return summary
+
+
+# ---- running it -------------------------------------------------------------------------------------
+
+
+def run(spark: SparkSession, log_dir: Path, out: Path, html: bool = True) -> dict[str, Any]:
+    started = time.monotonic()
+    segments = find_segments(log_dir)
+    if not segments:
+        raise FileNotFoundError(f"no __consumer_offsets segments under {log_dir}")
+    out.mkdir(parents=True, exist_ok=True)
+    # Decoding is the expensive part (Python): decode once, keep the rows for every view.
+    records = read_log(spark, log_dir).persist(StorageLevel.MEMORY_AND_DISK)
+    views, facts = build_views(spark, records, log_dir)
+    for name in VIEWS:
+        views[name].write.mode("overwrite").parquet(str(out / name))
+    summary = summarize(views, facts, log_dir, len(segments))
+    summary["seconds"] = round(time.monotonic() - started, 2)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    if html:
+        from spark_jobs.html_report import render
+
+        (out / "report.html").write_text(render(views, summary))
+    records.unpersist()
+    log.info("report_written", out=str(out), records=facts.get("records"), seconds=summary["seconds"])
+    return summary
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="group_history", description="Group history reports from a coordinator log.")
+    add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log-dir", type=Path, required=True,
+                        help="a data dir, a __consumer_offsets-N dir, a segment file, or a dir of exported segments")
+    parser.add_argument("--out", type=Path, required=True, help="where the Parquet tables, summary and HTML go")
+    parser.add_argument("--master", default="local[*]", help="Spark master when not run by spark-submit")
+    parser.add_argument("--no-html", action="store_true", help="skip report.html")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    spark = local_session(args.master)
+    try:
+        summary = run(spark, args.log_dir.resolve(), args.out.resolve(), html=not args.no_html)
+    finally:
+        spark.stop()
+    print(json.dumps({k: summary[k] for k in ("log", "rebalances", "seconds")}, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
