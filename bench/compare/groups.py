@@ -49,10 +49,13 @@ def _join_request(group: str, member_id: str, instance_id: str | None) -> JoinGr
 
 async def join(wire: Wire, group: str, instance_id: str | None = None, member_id: str = "") -> tuple[object, str]:
     """JoinGroup until admitted (one retry with the id a v4+ broker hands out); (response, member id)."""
-    for _ in range(3):
+    for _ in range(5):
         response = await wire.request(ApiKey.JOIN_GROUP, _join_request(group, member_id, instance_id))
         if response.error_code == ErrorCode.MEMBER_ID_REQUIRED:
             member_id = response.member_id
+            continue
+        if response.error_code == ErrorCode.UNKNOWN_MEMBER_ID and member_id:
+            member_id = ""  # removed meanwhile (e.g. it missed a rebalance deadline): join afresh, as clients do
             continue
         if response.error_code != ErrorCode.NONE:
             raise GroupError(f"JoinGroup {group}: {ErrorCode(response.error_code).name}")

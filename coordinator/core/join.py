@@ -189,6 +189,8 @@ def _add_member_then_rebalance_or_complete(join: _Join, member_id: str) -> Outco
     if group.state is S.PREPARING_REBALANCE and group.previous_state is S.EMPTY:
         group.new_member_added = True  # lets the initial rebalance wait a little longer
     group.add(member)
+    fx.event("member_joined", group.group_id, member_id=member_id, group_instance_id=join.instance_id,
+             client_id=ctx.client_id, generation_id=group.generation_id)
     # A parked new member cannot heartbeat; bound its JoinGroup by the new-member timeout instead.
     schedule_heartbeat(fx, group, member_id, join.st.config.new_member_join_timeout_ms)
     maybe_prepare_rebalance_or_complete_join(group, join.reason(

@@ -47,7 +47,7 @@ def prepare_rebalance(group: ClassicGroup, reason: str, fx: Effects, config: Gro
         fx.cancel(sync_key(group.group_id))
     group.pending_sync_members.clear()
     initial = group.state is S.EMPTY
-    transition_to(group, S.PREPARING_REBALANCE, fx.now_ms)
+    transition_to(group, S.PREPARING_REBALANCE, fx.now_ms, fx)
     fx.event("rebalance_prepared", group.group_id, reason=reason, generation_id=group.generation_id)
     if initial:
         delay = config.initial_rebalance_delay_ms
@@ -88,7 +88,7 @@ def complete_join(group: ClassicGroup, fx: Effects) -> None:
         # Only static members that have not rejoined remain: wait another rebalance timeout.
         fx.schedule(join_key(group.group_id), group.rebalance_timeout_ms(), JoinDeadline(group.generation_id))
         return
-    init_next_generation(group, fx.now_ms)
+    init_next_generation(group, fx.now_ms, fx)
     fx.event("join_completed", group.group_id, generation_id=group.generation_id, state=group.state.value)
     if group.state is S.EMPTY:
         fx.records.append(group_metadata_record(group.group_id, group_metadata_value(group)))
@@ -105,16 +105,16 @@ def complete_join(group: ClassicGroup, fx: Effects) -> None:
     fx.schedule(sync_key(group.group_id), group.rebalance_timeout_ms(), SyncDeadline(group.generation_id))
 
 
-def init_next_generation(group: ClassicGroup, now_ms: int) -> None:
+def init_next_generation(group: ClassicGroup, now_ms: int, fx: Effects | None = None) -> None:
     group.generation_id += 1
     if group.members:
         group.protocol_name = group.select_protocol()
         group.subscribed_topics = group.compute_subscribed_topics()
-        transition_to(group, S.COMPLETING_REBALANCE, now_ms)
+        transition_to(group, S.COMPLETING_REBALANCE, now_ms, fx)
     else:
         group.protocol_name = None
         group.subscribed_topics = group.compute_subscribed_topics()
-        transition_to(group, S.EMPTY, now_ms)
+        transition_to(group, S.EMPTY, now_ms, fx)
     group.pending_sync_members.clear()
 
 

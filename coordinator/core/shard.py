@@ -210,7 +210,7 @@ class GroupShard:
                 fx.cancel(heartbeat_key(group.group_id, member.member_id))
             fx.cancel(join_key(group.group_id))
             fx.cancel(sync_key(group.group_id))
-            transition_to(group, GroupState.DEAD, now_ms)
+            transition_to(group, GroupState.DEAD, now_ms, fx)
         fx.cancel(OFFSETS_EXPIRATION_KEY)
         return fx.outcome()
 

@@ -6,6 +6,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from coordinator.core.effects import Effects
     from coordinator.core.model import ClassicGroup
 
 
@@ -43,9 +44,14 @@ ALLOWED_FROM: dict[GroupState, frozenset[GroupState]] = {
 }
 
 
-def transition_to(group: ClassicGroup, new: GroupState, now_ms: int) -> None:
+def transition_to(group: ClassicGroup, new: GroupState, now_ms: int, fx: Effects | None = None) -> None:
+    """Move `group` to `new` (checked against the transition table); with `fx`, also emit a
+    `state_changed` event so operators can follow every transition in the logs."""
     if group.state not in ALLOWED_FROM[new]:
         raise AssertionError(f"group {group.group_id!r}: illegal transition {group.state.value} -> {new.value}")
+    if fx is not None:
+        fx.event("state_changed", group.group_id, from_state=group.state.value, to_state=new.value,
+                 generation_id=group.generation_id)
     group.previous_state, group.state, group.state_since_ms = group.state, new, now_ms
 
 

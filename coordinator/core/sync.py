@@ -74,5 +74,5 @@ def _store_leader_assignment(group: ClassicGroup, req: SyncGroupRequest, fx: Eff
         member.assignment = assignments.get(member.member_id, b"")  # members the leader left out get nothing
     fx.records.append(group_metadata_record(group.group_id, group_metadata_value(group)))
     propagate_assignment(group, ErrorCode.NONE, fx)
-    transition_to(group, S.STABLE, fx.now_ms)
+    transition_to(group, S.STABLE, fx.now_ms, fx)
     fx.event("group_stable", group.group_id, generation_id=group.generation_id)

@@ -82,7 +82,7 @@ class ServerMetrics:
                 self._finish_rebalance(group_id, now_ms)
         elif name == "group_stable":
             self._finish_rebalance(group_id, now_ms)
-        elif name in ("member_left", "member_removed", "pending_member_expired", "static_member_replaced",
+        elif name in ("member_joined", "member_left", "member_removed", "pending_member_expired", "static_member_replaced",
                       "member_refused"):
             self.member_events.inc(event=name)
         elif name == "offsets_expired":
