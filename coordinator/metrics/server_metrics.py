@@ -82,8 +82,8 @@ class ServerMetrics:
                 self._finish_rebalance(group_id, now_ms)
         elif name == "group_stable":
             self._finish_rebalance(group_id, now_ms)
-        elif name in ("member_joined", "member_left", "member_removed", "pending_member_expired", "static_member_replaced",
-                      "member_refused"):
+        elif name in ("member_joined", "member_left", "member_removed", "pending_member_expired",
+                      "static_member_replaced", "member_refused"):
             self.member_events.inc(event=name)
         elif name == "offsets_expired":
             self.offset_expirations.inc(int(fields.get("partitions", 1)))
