@@ -144,7 +144,10 @@ WORKLOAD_TIMEOUT_S = 120
 
 
 def _attempt(figures: Figures, broker: str, workload: str, run: Callable[[], dict[str, float]]) -> None:
-    """One workload; a broker that cannot do it gets a note in the report instead of a figure."""
+    """One workload; a broker that cannot do it gets a note in the report instead of a figure (and is
+    not asked again in later runs: a timed-out workload would only cost the run its time budget)."""
+    if f"{broker} {workload}" in FAILURES:
+        return
     try:
         _add(figures, run())
     except Exception as exc:  # noqa: BLE001 - any failure of a peer is a finding to print, not a crash
