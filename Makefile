@@ -68,8 +68,8 @@ $(VENV)/.installed-test: pyproject.toml | $(VPY)
 	@touch $@ $(VENV)/.installed-run
 
 # ---------------------------------------------------------------------------------------------------
-# System tools the client tests run: kcat, java (pyspark), node + npm (kafkajs). apt-get only runs
-# for what is missing, so this is free when everything is there, and works without root then.
+# System tools the client tests run: kcat, java (pyspark), node + npm (kafkajs), chromium (the HTML
+# report test). apt-get only runs for what is missing, so this is free when everything is there, and works without root then.
 
 system-deps:
 	@missing=""; \
@@ -77,6 +77,7 @@ system-deps:
 	command -v java >/dev/null || missing="$$missing default-jre-headless"; \
 	command -v node >/dev/null || missing="$$missing nodejs"; \
 	command -v npm  >/dev/null || missing="$$missing npm"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then $(MAKE) --no-print-directory apt-install PKGS="$$missing"; fi
 
 .PHONY: apt-install

@@ -71,15 +71,8 @@ def group_metadata_sequence(records: DataFrame) -> DataFrame:
               .when(F.col("generation") == 0, "created")
               .when(~fresh & (F.col("generation") == F.col("prev_generation")), "static_replacement")
               .otherwise("generation"))
-    prev_ids = F.transform(F.coalesce("prev_members", F.col("members").getItem(-1).isNull().cast("int")
-                                      .cast("string").alias("x").substr(0, 0).cast("array<string>")
-                                      if False else "prev_members"), lambda m: m["member_id"])
-    del prev_ids  # (kept simple below; see joined/left)
     gm = gm.withColumn("write", write)
     ids = F.transform("members", lambda m: m["member_id"])
-    prev = F.coalesce("prev_members", F.col("members").getField("member_id").cast("array<string>")
-                      .alias("_") if False else F.col("prev_members"))
-    del prev
     prev_members = F.when(fresh, F.array().cast(gm.schema["members"].dataType)).otherwise(F.col("prev_members"))
     gm = gm.withColumn("prev_members", prev_members)
     prev_ids = F.transform("prev_members", lambda m: m["member_id"])
@@ -143,7 +136,7 @@ def rebalance_timeline(gm: DataFrame, reasons: DataFrame) -> DataFrame:
                                                               F.coalesce(m["group_instance_id"], F.lit("")))
                                           & ~(m["group_instance_id"].isNotNull()
                                               & F.array_contains(joined_instances, m["group_instance_id"])))))
-    first_reason = F.col("reasons").getItem(0)
+    first_reason = F.get(F.col("reasons"), 0)
     trigger = (F.when(F.col("prev_generation").isNull() | F.col("prev_tombstone") | (F.col("prev_generation") == 0)
                       & (F.size("prev_members") == 0), "initial")
                 .when(F.size("members") == 0, "group_emptied")
@@ -175,31 +168,28 @@ def rebalance_timeline(gm: DataFrame, reasons: DataFrame) -> DataFrame:
 
 def membership_events(gm: DataFrame, timeline: DataFrame) -> DataFrame:
     """joined / left / expired / static_rejoined (caused a rebalance) / static_replaced (absorbed)."""
-    tl = timeline.select("group_id", "offset", "left", "expired", "static_rejoined")
-    g = gm.filter(F.col("write").isin("generation", "static_replacement")).join(tl, ["group_id", "offset"], "left")
-    base = ["group_id", "offset", F.col("timestamp").alias("timestamp"), "generation"]
+    tl = timeline.select("group_id", "offset", F.col("left").alias("left_ids"),
+                         F.col("static_rejoined").alias("rejoined_instances"))
+    g = (gm.filter(F.col("write").isin("generation", "static_replacement"))
+           .join(tl, ["group_id", "offset"], "left")
+           .withColumn("left_ids", F.coalesce("left_ids", F.array().cast("array<string>")))
+           .withColumn("rejoined_instances", F.coalesce("rejoined_instances", F.array().cast("array<string>"))))
+    in_gen = F.col("write") == "generation"
+    rejoined = F.array_contains("rejoined_instances", F.coalesce(F.col("m.group_instance_id"), F.lit("")))
 
-    def explode(members: str, event: Any, caused: Any) -> DataFrame:
-        return (g.select(*base, "write", F.explode(members).alias("m"), "left", "expired", "static_rejoined")
+    def explode(members: str, event: Any) -> DataFrame:
+        return (g.select("group_id", "offset", "timestamp", "generation", "write", "left_ids", "rejoined_instances",
+                         F.explode(members).alias("m"))
                  .select("group_id", "offset", "timestamp", "generation", event.alias("event"),
                          F.col("m.member_id").alias("member_id"), F.col("m.group_instance_id").alias("group_instance_id"),
                          F.col("m.client_id").alias("client_id"), F.col("m.client_host").alias("client_host"),
-                         caused.alias("caused_rebalance")))
+                         in_gen.alias("caused_rebalance")))
 
-    in_gen = F.col("write") == "generation"
-    joined = explode("joined", F.when(in_gen & F.array_contains("static_rejoined", F.col("m.group_instance_id")),
-                                      "static_rejoined_as")
-                               .when(in_gen, "joined").otherwise("static_replacement_in"), in_gen)
-    gone = explode("prev_members", F.when(~in_gen, "static_replaced")
-                                    .when(F.array_contains("static_rejoined", F.col("m.group_instance_id")),
-                                          "static_rejoined")
-                                    .when(F.array_contains("left", F.col("m.member_id")), "left")
-                                    .otherwise("expired"), in_gen)
-    # prev_members also lists those who stayed: keep only the ones that are gone.
-    gone_ids = gm.select("group_id", "offset", F.explode(F.transform(F.filter(
-        "prev_members", lambda m: ~F.array_contains(F.transform("members", lambda x: x["member_id"]), m["member_id"])),
-        lambda m: m["member_id"])).alias("member_id"))
-    gone = gone.join(gone_ids, ["group_id", "offset", "member_id"], "left_semi")
+    # `joined` and `left` (from group_metadata_sequence) hold only the members that changed.
+    joined = explode("joined", F.when(in_gen & rejoined, "static_rejoined_as").when(in_gen, "joined")
+                     .otherwise("static_replacement_in"))
+    gone = explode("left", F.when(~in_gen, "static_replaced").when(rejoined, "static_rejoined")
+                   .when(F.array_contains("left_ids", F.col("m.member_id")), "left").otherwise("expired"))
     return joined.unionByName(gone).filter(F.col("event") != "static_replacement_in")
 
 
@@ -318,8 +308,10 @@ def build_views(spark: SparkSession, records: DataFrame, log_dir: Path) -> tuple
 # ---- summary ----------------------------------------------------------------------------------------
 
 
-def _counts(df: DataFrame, column: str) -> dict[str, int]:
-    return {str(r[0]): int(r[1]) for r in df.groupBy(column).count().orderBy(F.desc("count")).collect()}
+def _counts(df: DataFrame, column: str, limit: int = 20) -> dict[str, int]:
+    """The ``limit`` most frequent values (free-text reasons can be unique per member id)."""
+    rows = df.groupBy(column).count().orderBy(F.desc("count"), column).limit(limit).collect()
+    return {str(r[0]): int(r[1]) for r in rows}
 
 
 def summarize(views: dict[str, DataFrame], facts: dict, log_dir: Path, segments: int) -> dict[str, Any]:
@@ -349,15 +341,19 @@ def summarize(views: dict[str, DataFrame], facts: dict, log_dir: Path, segments:
                     "total_lag": int(offsets["lag"]) if offsets and offsets["lag"] is not None else None},
         "top_groups": top,
     }
+    summary["commits"] = summary["offsets"]["commit_records"]
     if facts.get("groups_seen", 0) <= 50:  # small logs: per-group figures, handy for checks and tests
         per_group: dict[str, Any] = {}
         for r in timeline.groupBy("group_id").agg(F.count(F.lit(1)).alias("rebalances"),
                                                   F.collect_list(F.struct("generation", "trigger", "reason"))
                                                   .alias("generations")).collect():
-            per_group[r["group_id"]] = {"rebalances": r["rebalances"], "generations": [
+            per_group[r["group_id"]] = {"rebalances": r["rebalances"], "static_replacements": 0, "commits": 0,
+                                        "generations": [
                 g.asDict() for g in sorted(r["generations"], key=lambda g: g["generation"])]}
         for r in views["offset_progress"].groupBy("group_id").agg(F.sum("commits").alias("c")).collect():
-            per_group.setdefault(r["group_id"], {})["commit_records"] = int(r["c"])
+            per_group.setdefault(r["group_id"], {})["commits"] = int(r["c"])
+        for r in views["top_groups"].select("group_id", "static_replacements_absorbed").collect():
+            per_group.setdefault(r["group_id"], {})["static_replacements"] = int(r["static_replacements_absorbed"])
         summary["per_group"] = per_group
     return summary
 
@@ -386,6 +382,15 @@ def run(spark: SparkSession, log_dir: Path, out: Path, html: bool = True) -> dic
     records.unpersist()
     log.info("report_written", out=str(out), records=facts.get("records"), seconds=summary["seconds"])
     return summary
+
+
+def session(master: str = "local[*]") -> SparkSession:
+    return local_session(master)
+
+
+def build_report(spark: SparkSession, log_dir: str | Path, out: str | Path, html: bool = True) -> dict[str, Any]:
+    """The whole job on an existing session: Parquet views, summary.json and report.html in ``out``."""
+    return run(spark, Path(log_dir).resolve(), Path(out).resolve(), html)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -1,0 +1,149 @@
+"""`spark.read.format("consumer_offsets").load(PATH)`: a Spark 4 Python data source over segment files.
+
+One input partition per segment file; each is decoded on an executor by `spark_jobs.decode`
+(the server's codec) and handed to Spark as Arrow record batches, one row per record. PATH is
+anything `decode.find_segments` takes: a data dir, a partition dir, a segment file, or a directory
+of segments exported from another server. Option `partition` sets the partition number of an
+export whose directory name does not say it (default -1).
+
+    from spark_jobs.reader import register, read_log
+    register(spark)
+    df = spark.read.format("consumer_offsets").load("/var/lib/groupcoord")
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import (ArrayType, BooleanType, IntegerType, LongType, ShortType, StringType, StructField,
+                               StructType)
+
+from spark_jobs.decode import COLUMNS, MEMBER_FIELDS, decode_segment, find_segments
+
+FORMAT = "consumer_offsets"
+
+MEMBER_TYPE = StructType([
+    StructField("member_id", StringType()), StructField("group_instance_id", StringType()),
+    StructField("client_id", StringType()), StructField("client_host", StringType()),
+    StructField("rebalance_timeout_ms", IntegerType()), StructField("session_timeout_ms", IntegerType()),
+    StructField("subscription_bytes", IntegerType()), StructField("assignment_bytes", IntegerType()),
+])
+assert tuple(f.name for f in MEMBER_TYPE.fields) == MEMBER_FIELDS
+
+_TYPES = {
+    "partition": IntegerType(), "offset": LongType(), "timestamp": LongType(), "segment": StringType(),
+    "record_type": IntegerType(), "kind": StringType(), "value_version": ShortType(), "tombstone": BooleanType(),
+    "group_id": StringType(),
+    "protocol_type": StringType(), "generation": IntegerType(), "protocol": StringType(), "leader": StringType(),
+    "current_state_timestamp": LongType(), "members": ArrayType(MEMBER_TYPE),
+    "topic": StringType(), "topic_partition": IntegerType(), "committed_offset": LongType(),
+    "leader_epoch": IntegerType(), "metadata": StringType(), "commit_timestamp": LongType(),
+    "expire_timestamp": LongType(),
+    "reason_api": StringType(), "reason_member_id": StringType(), "reason_instance_id": StringType(),
+    "reason": StringType(), "reason_timestamp": LongType(),
+}
+SCHEMA = StructType([StructField(name, _TYPES[name]) for name in COLUMNS])
+
+
+class SegmentPartition(InputPartition):
+    def __init__(self, path: str, partition: int | None) -> None:
+        super().__init__(path)
+        self.path = path
+        self.partition = partition
+
+
+class ConsumerOffsetsReader(DataSourceReader):
+    def __init__(self, path: str, partition: int | None, chunk_rows: int) -> None:
+        self.path = path
+        self.partition = partition
+        self.chunk_rows = chunk_rows
+
+    def partitions(self) -> list[InputPartition]:
+        return [SegmentPartition(str(p), self.partition) for p in find_segments(self.path)]
+
+    def read(self, partition: InputPartition) -> Iterator:  # type: ignore[override]
+        import pyarrow as pa  # executors only; Spark's Python data sources need pyarrow anyway
+
+        arrow_schema = _arrow_schema()
+        names = list(COLUMNS)
+        assert isinstance(partition, SegmentPartition)
+        for cols in decode_segment(Path(partition.path), partition.partition, self.chunk_rows):
+            yield pa.RecordBatch.from_arrays([pa.array(cols[n], type=arrow_schema.field(n).type) for n in names],
+                                             schema=arrow_schema)
+
+
+def _arrow_schema():  # type: ignore[no-untyped-def]
+    import pyarrow as pa
+
+    member = pa.struct([("member_id", pa.string()), ("group_instance_id", pa.string()), ("client_id", pa.string()),
+                        ("client_host", pa.string()), ("rebalance_timeout_ms", pa.int32()),
+                        ("session_timeout_ms", pa.int32()), ("subscription_bytes", pa.int32()),
+                        ("assignment_bytes", pa.int32())])
+    types = {"partition": pa.int32(), "offset": pa.int64(), "timestamp": pa.int64(), "segment": pa.string(),
+             "record_type": pa.int32(), "kind": pa.string(), "value_version": pa.int16(), "tombstone": pa.bool_(),
+             "group_id": pa.string(), "protocol_type": pa.string(), "generation": pa.int32(),
+             "protocol": pa.string(), "leader": pa.string(), "current_state_timestamp": pa.int64(),
+             "members": pa.list_(member), "topic": pa.string(), "topic_partition": pa.int32(),
+             "committed_offset": pa.int64(), "leader_epoch": pa.int32(), "metadata": pa.string(),
+             "commit_timestamp": pa.int64(), "expire_timestamp": pa.int64(), "reason_api": pa.string(),
+             "reason_member_id": pa.string(), "reason_instance_id": pa.string(), "reason": pa.string(),
+             "reason_timestamp": pa.int64()}
+    return pa.schema([(name, types[name]) for name in COLUMNS])
+
+
+class ConsumerOffsetsDataSource(DataSource):
+    """Options: `path` (what `load()` was given), `partition` (for exports), `chunkRows` (rows per Arrow batch)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> StructType:
+        return SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        path = self.options.get("path")
+        if not path:
+            raise ValueError("consumer_offsets: load(PATH) needs a data dir, partition dir or segment file")
+        partition = self.options.get("partition")
+        return ConsumerOffsetsReader(path, int(partition) if partition is not None else None,
+                                     int(self.options.get("chunkRows", 65536)))
+
+
+def register(spark: SparkSession) -> None:
+    spark.dataSource.register(ConsumerOffsetsDataSource)
+
+
+def read_log(spark: SparkSession, path: str | Path, partition: int | None = None) -> DataFrame:
+    register(spark)
+    reader = spark.read.format(FORMAT)
+    if partition is not None:
+        reader = reader.option("partition", str(partition))
+    return reader.load(str(Path(path).resolve()))
+
+
+def local_session(master: str = "local[*]", app_name: str = "groupcoord-report", **conf: str) -> SparkSession:
+    """A SparkSession whose Python workers run this interpreter (so they see the project and pyarrow).
+
+    Under spark-submit the master and the Python come from spark-submit's own settings, which win
+    over ``master`` here (getOrCreate returns the session spark-submit configured).
+    """
+    builder = SparkSession.builder.appName(app_name)
+    if not _under_spark_submit():
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        builder = builder.master(master)
+    defaults = {"spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC",
+                "spark.sql.shuffle.partitions": "8", "spark.sql.execution.arrow.pyspark.enabled": "true"}
+    for key, value in {**defaults, **conf}.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _under_spark_submit() -> bool:
+    # spark-submit starts the driver with these set; a plain `python` run has neither.
+    return "PYSPARK_GATEWAY_PORT" in os.environ or "SPARK_SUBMIT" in os.environ

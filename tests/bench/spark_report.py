@@ -1,0 +1,111 @@
+"""Benchmark: the group-history Spark job over a generated coordinator log.
+
+    python -m tests.bench.spark_report [--records 10000000] [--master local[2]] [--dir PATH]
+
+1. generates the log once (kept in --dir, default $TMPDIR/groupcoord-bench-<N>, and reused while
+   its `generated.json` says the same size and seed);
+2. the reader alone: `spark_jobs.decode` over every segment in this process (records/s, one core),
+   then the same through the data source in Spark (`count()` of every column decoded, JVM warm);
+3. the whole job as a user runs it, `python -m spark_jobs.group_history --master local[2]`, in a
+   fresh process: wall time includes the JVM start.
+
+Issue 5's target: 10M records in under 90 s on a 2-core machine, JVM start included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from spark_jobs.decode import find_segments, decode_segment
+from spark_jobs.generate import generate
+
+TARGET_S = 90.0
+
+
+def ensure_log(directory: Path, records: int, seed: int) -> dict:
+    marker = directory / "generated.json"
+    if marker.exists():
+        made = json.loads(marker.read_text())
+        if made.get("requested") == records and made.get("seed") == seed:
+            return made
+    if directory.exists():
+        import shutil
+
+        shutil.rmtree(directory)
+    groups = max(10, records // 5000)
+    made = generate(directory, records, groups=groups, partitions=8, seed=seed)
+    made.update(requested=records, seed=seed)
+    marker.write_text(json.dumps(made))
+    return made
+
+
+def decode_alone(directory: Path) -> dict:
+    started = time.perf_counter()
+    rows = 0
+    for segment in find_segments(directory):
+        for cols in decode_segment(segment):
+            rows += len(cols["offset"])
+    seconds = time.perf_counter() - started
+    return {"records": rows, "seconds": round(seconds, 2), "records_per_s": round(rows / seconds)}
+
+
+def decode_in_spark(directory: Path, master: str) -> dict:
+    from spark_jobs.reader import local_session, read_log
+
+    spark = local_session(master, app_name="bench-reader")
+    try:
+        read_log(spark, directory).limit(1).collect()  # warm the JVM and the Python workers
+        started = time.perf_counter()
+        # A count over a column that needs every field decoded (Spark would otherwise prune nothing
+        # anyway: a Python data source always decodes whole rows).
+        rows = read_log(spark, directory).selectExpr("count(members)", "count(1) as n").first()["n"]
+        seconds = time.perf_counter() - started
+    finally:
+        spark.stop()
+    return {"records": rows, "seconds": round(seconds, 2), "records_per_s": round(rows / seconds)}
+
+
+def whole_job(directory: Path, out: Path, master: str) -> dict:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "spark_jobs.group_history", "--log-dir", str(directory), "--out", str(out),
+                    "--master", master], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    seconds = time.perf_counter() - started
+    summary = json.loads((out / "summary.json").read_text())
+    rows = summary["log"]["records"]
+    return {"records": rows, "seconds": round(seconds, 2), "records_per_s": round(rows / seconds),
+            "job_seconds_inside_spark": summary["seconds"], "target_s": TARGET_S, "met": seconds < TARGET_S}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=int(os.environ.get("GC_BENCH_SPARK_RECORDS", 10_000_000)))
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--skip-spark-reader", action="store_true")
+    args = parser.parse_args(argv)
+    directory = args.dir or Path(tempfile.gettempdir()) / f"groupcoord-bench-{args.records}"
+    results: dict[str, object] = {"records_requested": args.records, "master": args.master,
+                                  "cpus": os.cpu_count(), "load_average": os.getloadavg()}
+    results["generate"] = ensure_log(directory, args.records, args.seed)
+    print(json.dumps({"generate": results["generate"]}), flush=True)
+    results["decode_alone"] = decode_alone(directory)
+    print(json.dumps({"decode_alone": results["decode_alone"]}), flush=True)
+    if not args.skip_spark_reader:
+        results["decode_in_spark"] = decode_in_spark(directory, args.master)
+        print(json.dumps({"decode_in_spark": results["decode_in_spark"]}), flush=True)
+    with tempfile.TemporaryDirectory() as out:
+        results["job"] = whole_job(directory, Path(out), args.master)
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
