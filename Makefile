@@ -69,7 +69,8 @@ $(VENV)/.installed-test: pyproject.toml | $(VPY)
 
 # ---------------------------------------------------------------------------------------------------
 # System tools the client tests run: kcat, java (pyspark), node + npm (kafkajs), chromium (the HTML
-# report test). apt-get only runs for what is missing, so this is free when everything is there, and works without root then.
+# report test). apt-get only runs for what is missing, so this is free when everything is there, and
+# works without root then.
 
 system-deps:
 	@missing=""; \
