@@ -184,7 +184,10 @@ def report(ours: Figures, peer: Figures, floor: Figures, peer_name: str, runs: i
         ratio = "n/a"
         if a and b:
             ma, mb = workloads.median_min_max(a)[0], workloads.median_min_max(b)[0]
-            if key.endswith(("_generation", "rebalances", "idle_groups")) or key.startswith("rss_before"):
+            # Counts are not figures of merit, and the idle-groups totals come from different loads
+            # per broker (see Profile): only the per-1,000-groups memory compares.
+            if key.endswith(("_generation", "rebalances", "idle_groups")) or key.startswith(
+                    ("rss_before", "idle_groups_rss", "idle_groups_form")):
                 ratio = "-"
             elif ma and mb:
                 ratio = f"{(ma / mb if key in HIGHER_IS_BETTER else mb / ma):.2f}x"
