@@ -186,7 +186,7 @@ def report(ours: Figures, peer: Figures, floor: Figures, peer_name: str, runs: i
             ma, mb = workloads.median_min_max(a)[0], workloads.median_min_max(b)[0]
             # Counts are not figures of merit, and the idle-groups totals come from different loads
             # per broker (see Profile): only the per-1,000-groups memory compares.
-            if key.endswith(("_generation", "rebalances", "idle_groups")) or key.startswith(
+            if key == "idle_groups" or key.endswith(("_generation", "rebalances")) or key.startswith(
                     ("rss_before", "idle_groups_rss", "idle_groups_form")):
                 ratio = "-"
             elif ma and mb:
