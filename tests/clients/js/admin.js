@@ -10,7 +10,7 @@
 // kafkajs's own log lines go to stderr so stdout stays parseable.
 'use strict';
 
-const { Kafka, logLevel } = require('kafkajs');
+const { startWatchdog, makeKafka } = require('./common');
 
 const [port, topic, partitionsArg] = process.argv.slice(2);
 if (!port || !topic) {
@@ -19,27 +19,10 @@ if (!port || !topic) {
 }
 const numPartitions = Number(partitionsArg || 6);
 
-// A broken server must fail fast rather than hang the test: a hard time box on the whole script.
-const HARD_LIMIT_MS = Number(process.env.KAFKAJS_HARD_LIMIT_MS || 45000);
-const watchdog = setTimeout(() => {
-  process.stdout.write(JSON.stringify({ error: { name: 'Timeout', message: `no result within ${HARD_LIMIT_MS} ms` } }) + '\n');
-  process.exit(3);
-}, HARD_LIMIT_MS);
-
-const stderrLogCreator = () => ({ namespace, level, label, log }) => {
-  process.stderr.write(JSON.stringify({ level: label, namespace, ...log }) + '\n');
-};
+const watchdog = startWatchdog(45000, 'no result within');
 
 async function main() {
-  const kafka = new Kafka({
-    clientId: 'groupcoord-kafkajs-test',
-    brokers: [`127.0.0.1:${port}`],
-    connectionTimeout: 3000,
-    requestTimeout: 10000,
-    retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 },
-    logLevel: logLevel.WARN,
-    logCreator: stderrLogCreator,
-  });
+  const kafka = makeKafka(port, 'groupcoord-kafkajs-test', 2);
   const admin = kafka.admin();
   await admin.connect();
   try {

@@ -11,7 +11,7 @@
 // kafkajs's own log lines go to stderr so stdout stays parseable.
 'use strict';
 
-const { Kafka, logLevel } = require('kafkajs');
+const { startWatchdog, makeKafka } = require('./common');
 
 const [port, topic, groupId, membersArg] = process.argv.slice(2);
 if (!port || !topic || !groupId) {
@@ -20,27 +20,10 @@ if (!port || !topic || !groupId) {
 }
 const members = Number(membersArg || 3);
 
-// A broken test must not leave this process behind: a hard time box on the whole script.
-const HARD_LIMIT_MS = Number(process.env.KAFKAJS_HARD_LIMIT_MS || 60000);
-const watchdog = setTimeout(() => {
-  process.stdout.write(JSON.stringify({ error: { name: 'Timeout', message: `still running after ${HARD_LIMIT_MS} ms` } }) + '\n');
-  process.exit(3);
-}, HARD_LIMIT_MS);
-
-const stderrLogCreator = () => ({ namespace, level, label, log }) => {
-  process.stderr.write(JSON.stringify({ level: label, namespace, ...log }) + '\n');
-};
+const watchdog = startWatchdog(60000, 'still running');
 
 async function main() {
-  const kafka = new Kafka({
-    clientId: 'groupcoord-kafkajs-group-test',
-    brokers: [`127.0.0.1:${port}`],
-    connectionTimeout: 3000,
-    requestTimeout: 10000,
-    retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 1000 },
-    logLevel: logLevel.WARN,
-    logCreator: stderrLogCreator,
-  });
+  const kafka = makeKafka(port, 'groupcoord-kafkajs-group-test', 5);
   const consumers = [];
   for (let i = 0; i < members; i++) {
     // kafkajs heartbeats from its fetch loop: an idle fetch waits maxWaitTimeInMs (default 5 s) before
