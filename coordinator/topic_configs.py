@@ -21,6 +21,8 @@ TOPIC_SETTINGS: dict[str, TopicSetting] = {s.name: s for s in (
     TopicSetting("retention.ms", "long", "log.retention.ms", "604800000", "How long records are kept (-1: forever)."),
     TopicSetting("retention.bytes", "long", "log.retention.bytes", "-1", "Largest size of a partition (-1: no limit)."),
     TopicSetting("segment.bytes", "int", "log.segment.bytes", "1073741824", "Segment size at which the log rolls."),
+    TopicSetting("segment.ms", "long", "log.roll.ms", "604800000",
+                 "Age at which a non-empty active segment rolls, so that retention and compaction reach it."),
     TopicSetting("delete.retention.ms", "long", None, "86400000", "How long tombstones stay in compacted topics."),
     TopicSetting("min.insync.replicas", "int", None, "1", "Replicas that must acknowledge acks=-1 (one node: 1)."),
     TopicSetting("max.message.bytes", "int", None, "1048588", "Largest record batch accepted."),

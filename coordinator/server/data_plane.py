@@ -142,7 +142,7 @@ def partition_config(broker_config, topic: Topic) -> LogConfig:  # type: ignore[
 
     return LogConfig(segment_bytes=int(value("segment.bytes")), cleanup_policy=value("cleanup.policy"),
                      retention_ms=int(value("retention.ms")), retention_bytes=int(value("retention.bytes")),
-                     delete_retention_ms=int(value("delete.retention.ms")))
+                     delete_retention_ms=int(value("delete.retention.ms")), segment_ms=int(value("segment.ms")))
 
 
 def read_batches(partition: Partition) -> Iterator[tuple[bytes, BatchHeader]]:
@@ -162,7 +162,8 @@ class DataPlane:
     def __init__(self, broker_config, data_dir: Path) -> None:  # type: ignore[no-untyped-def]
         self.config = broker_config
         self.logs = LogManager(data_dir, flush_policy=broker_config["flush.policy"],
-                               flush_ms=broker_config["flush.ms"])
+                               flush_ms=broker_config["flush.ms"],
+                               maintenance_interval_ms=broker_config["log.cleaner.backoff.ms"])
         self.producer_ids = ProducerIdAllocator(data_dir)
         self.producers: dict[tuple[str, int], ProducerState] = {}
         self.appended = AppendSignal()
