@@ -8,8 +8,10 @@ session expires (4); the dynamic member leaves with a KIP-800 reason (5); a last
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
@@ -27,8 +29,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
 
 GROUP, TOPIC = "report-scenario", "orders"
 LEAVE_REASON = "scenario: scaling down"
-# The member that gets killed runs librdkafka: with a kafka-python member here, kafka-python's leader
-# kept re-joining during Stable (about twice a second; see the report of the session that wrote this).
+# The member that gets killed runs librdkafka in a child process (SIGKILL takes the whole client).
 CHILD = textwrap.dedent("""
     import sys
     from confluent_kafka import Consumer
@@ -44,53 +45,99 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _consumer(bootstrap: str, client_id: str, instance: str | None = None, session_ms: int = 10_000):
-    from kafka import KafkaConsumer
+class _Member:
+    """A kafka-python consumer that its own thread polls without pause; other threads ask it for things.
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=GROUP, client_id=client_id,
-                             group_instance_id=instance, enable_auto_commit=False, auto_offset_reset="earliest",
-                             session_timeout_ms=session_ms, heartbeat_interval_ms=500, max_poll_interval_ms=60_000)
-    consumer.subscribe([TOPIC])
-    return consumer
+    kafka-python 3.0.12 drops a JoinGroup/SyncGroup round that completes while no poll() waits on it
+    and starts a new one (join_group_async replaces a finished join task instead of taking its
+    result). Polling several members one after another from one thread meets that whenever the
+    leader's round waits on a peer's poll: the leader re-joins for ever and commits are refused
+    with REBALANCE_IN_PROGRESS. A member polled continuously leaves no such window.
+    """
+
+    def __init__(self, bootstrap: str, client_id: str, instance: str | None = None, session_ms: int = 10_000):
+        from kafka import KafkaConsumer
+
+        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=GROUP, client_id=client_id,
+                                      group_instance_id=instance, enable_auto_commit=False,
+                                      auto_offset_reset="earliest", session_timeout_ms=session_ms,
+                                      heartbeat_interval_ms=500, max_poll_interval_ms=60_000)
+        self.consumer.subscribe([TOPIC])
+        self._calls: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name=f"member-{client_id}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                action, result, last = self._calls.get_nowait()
+            except queue.Empty:
+                self.consumer.poll(timeout_ms=100)
+                continue
+            try:
+                result.set_result(action(self.consumer))
+            except BaseException as exc:  # handed to the caller
+                result.set_exception(exc)
+            if last:
+                return
+
+    def call(self, action, timeout_s: float = 60.0, last: bool = False):
+        """Runs ``action(consumer)`` on the member's thread; its result or exception.
+
+        ``last``: the thread ends after it (no poll may follow a leave: it would join again)."""
+        result: concurrent.futures.Future = concurrent.futures.Future()
+        self._calls.put((action, result, last))
+        return result.result(timeout_s)
+
+    def partitions(self) -> list[int]:
+        return sorted(tp.partition for tp in self.call(lambda c: c.assignment()))
+
+    def close(self, reason: str | None = None) -> None:
+        """Close the consumer; with a ``reason``, leave the group first with that KIP-800 reason.
+
+        (kafka-python's close() leaves without a reason; the coordinator call it wraps takes one.)"""
+        def leave_and_close(consumer) -> None:
+            if reason is not None:
+                consumer._coordinator.maybe_leave_group(reason=reason)
+            consumer.close()
+
+        if self._thread.is_alive():
+            self.call(leave_and_close, last=True)
 
 
-def _poll_until(consumers: list, done, timeout_s: float = 60.0) -> None:
-    """Poll every member (kafka-python rejoins inside poll) until ``done()``."""
+def _wait_until(done, members: list[_Member], timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for c in consumers:
-            c.poll(timeout_ms=50)
-        if done():
-            return
-    raise AssertionError("the group did not settle: " + repr([sorted(p.partition for p in c.assignment())
-                                                               for c in consumers]))
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError("the group did not settle: " + repr([m.partitions() for m in members]))
+        time.sleep(0.1)
 
 
-def _covers_all(consumers: list, partitions: int = 4) -> bool:
-    owned = [p.partition for c in consumers for p in c.assignment()]
-    return sorted(owned) == list(range(partitions))
+def _covers_all(members: list[_Member], partitions: int = 4) -> bool:
+    return sorted(p for m in members for p in m.partitions()) == list(range(partitions))
 
 
-def _commit_owned(consumer, offset: int, others: list) -> int:
+def _commit_owned(member: _Member, offset: int) -> int:
     """Commit ``offset`` on every partition it owns; returns how many records that wrote.
 
-    A commit refused mid-rebalance writes nothing; poll everyone (so the rebalance completes) and retry."""
+    A commit refused mid-rebalance writes nothing; the member's thread completes the rebalance; retry."""
     from kafka import TopicPartition
     from kafka.errors import CommitFailedError, RebalanceInProgressError
     from kafka.structs import OffsetAndMetadata
 
+    def commit(consumer) -> int:
+        owned = consumer.assignment()
+        consumer.commit({TopicPartition(tp.topic, tp.partition): OffsetAndMetadata(offset, "", -1) for tp in owned})
+        return len(owned)
+
     deadline = time.monotonic() + 60
     while True:
-        owned = sorted(consumer.assignment(), key=lambda tp: tp.partition)
         try:
-            consumer.commit({TopicPartition(tp.topic, tp.partition): OffsetAndMetadata(offset, "", -1)
-                             for tp in owned})
-            return len(owned)
+            return member.call(commit)
         except (RebalanceInProgressError, CommitFailedError):
             if time.monotonic() > deadline:
                 raise
-            for c in [consumer, *others]:
-                c.poll(timeout_ms=100)
+            time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +158,7 @@ def scenario(tmp_path_factory, request):
                                "--override", "group.min.session.timeout.ms=1000"]
     server = ServerProcess("127.0.0.1", port, data_dir, work / "server.log", argv).start()
     child = None
-    consumers: list = []
+    members: list[_Member] = []
     try:
         server.wait_ready()
         bootstrap = server.bootstrap
@@ -124,50 +171,48 @@ def scenario(tmp_path_factory, request):
         producer.close()
 
         commits = 0
-        a = _consumer(bootstrap, "static-a", instance="static-a")
-        consumers = [a]
-        _poll_until([a], lambda: _covers_all([a]))                                        # generation 1
-        b = _consumer(bootstrap, "dynamic-b", session_ms=6000)
-        consumers.append(b)
-        _poll_until([a, b], lambda: _covers_all([a, b]) and all(c.assignment() for c in (a, b)))  # 2
+        a = _Member(bootstrap, "static-a", instance="static-a")
+        members = [a]
+        _wait_until(lambda: _covers_all([a]), members)                                    # generation 1
+        b = _Member(bootstrap, "dynamic-b", session_ms=6000)
+        members.append(b)
+        _wait_until(lambda: _covers_all([a, b]) and all(m.partitions() for m in (a, b)), members)  # 2
         child = subprocess.Popen([sys.executable, "-c", CHILD, bootstrap, GROUP, TOPIC], stdout=subprocess.PIPE,
                                  stderr=subprocess.DEVNULL, text=True, start_new_session=True)
         child_assigned = threading.Event()
         threading.Thread(target=lambda: child.stdout.readline() and child_assigned.set(), daemon=True).start()
-        _poll_until([a, b], lambda: child_assigned.is_set() and all(c.assignment() for c in (a, b)))  # 3
-        commits += _commit_owned(a, 10, [b]) + _commit_owned(b, 10, [a])
-        commits += _commit_owned(a, 20, [b])
+        _wait_until(lambda: child_assigned.is_set() and all(m.partitions() for m in (a, b)), members)  # 3
+        commits += _commit_owned(a, 10) + _commit_owned(b, 10)
+        commits += _commit_owned(a, 20)
 
         # KIP-345: a static member that closes sends no LeaveGroup; back within its session it is replaced.
         a.close()
-        consumers.remove(a)
-        a = _consumer(bootstrap, "static-a", instance="static-a")
-        consumers.append(a)
-        _poll_until([a, b], lambda: bool(a.assignment()))
-        commits += _commit_owned(a, 30, [b])
+        members.remove(a)
+        a = _Member(bootstrap, "static-a", instance="static-a")
+        members.append(a)
+        _wait_until(lambda: bool(a.partitions()), members)
+        commits += _commit_owned(a, 30)
 
         os.killpg(child.pid, signal.SIGKILL)                                                # 4, after 3 s
         child.wait(10)
-        _poll_until([a, b], lambda: _covers_all([a, b]))
-        # kafka-python's close() leaves without a reason; the coordinator call it wraps takes one.
-        b._coordinator.maybe_leave_group(reason=LEAVE_REASON)                               # 5
-        b.close()
-        consumers.remove(b)
-        _poll_until([a], lambda: _covers_all([a]))
-        commits += _commit_owned(a, 40, [])
+        _wait_until(lambda: _covers_all([a, b]), members)
+        b.close(reason=LEAVE_REASON)                                                        # 5
+        members.remove(b)
+        _wait_until(lambda: _covers_all([a]), members)
+        commits += _commit_owned(a, 40)
 
         # What the live coordinator answers (OffsetFetch, and the one member left: the static one).
         from kafka import TopicPartition
 
-        live_offsets = {(TOPIC, p): a.committed(TopicPartition(TOPIC, p)) for p in range(4)}
-        live_members = [a._coordinator._generation.member_id]
+        live_offsets = a.call(lambda c: {(TOPIC, p): c.committed(TopicPartition(TOPIC, p)) for p in range(4)})
+        live_members = [a.call(lambda c: c._coordinator._generation.member_id)]
         live_state = "Stable"
         a.close()
-        consumers.remove(a)
+        members.remove(a)
         admin.close()
     finally:
-        for c in consumers:
-            c.close()
+        for m in members:
+            m.close()
         if child is not None and child.poll() is None:
             os.killpg(child.pid, signal.SIGKILL)
             child.wait(10)
