@@ -54,6 +54,10 @@ class ServerMetrics:
         self.heartbeats = r.counter("groupcoord_heartbeats", "Heartbeat requests, by error")
         self.member_events = r.counter("groupcoord_member_events",
                                        "Members joining, leaving, expiring, being fenced or replaced")
+        self.connections_refused = r.counter("groupcoord_connections_refused",
+                                             "Connections closed on arrival, by limit (max.connections, per IP)")
+        self.connections_closed = r.counter("groupcoord_connections_closed",
+                                            "Connections the server closed, by cause (bad frame, idle, slow frame)")
         self.log_append_time = r.timer("groupcoord_log_append_ms", "Coordinator record append until durable")
         self._rebalance_started: dict[str, float] = {}  # group id -> monotonic ms
         self._request_keys: dict[tuple[str, int], tuple[Labels, Labels]] = {}

@@ -17,6 +17,7 @@ import importlib
 import inspect
 import pkgutil
 import signal
+from collections import Counter
 
 import structlog
 
@@ -56,6 +57,7 @@ class Server:
         self.broker.startup_hooks += [self.broker.data.logs.start, self.broker.groups.load]
         self.broker.shutdown_hooks += [self.broker.groups.close, self.broker.data.close]
         self.connections: set[Connection] = set()
+        self.connections_per_host: Counter[str] = Counter()
         self.servers: list[asyncio.base_events.Server] = []
         self.stop_requested = asyncio.Event()
         self._idle_changed = asyncio.Event()
@@ -87,17 +89,50 @@ class Server:
                                        self.config["metrics.statsd.prefix"], self.config["metrics.statsd.interval.ms"])
             await self.statsd.start()
 
+    def admit(self, conn: Connection) -> bool:
+        """Take a new connection in, or refuse it (the caller closes it) when a limit is reached."""
+        host = conn.client_host
+        if len(self.connections) >= self.config["max.connections"]:
+            limit = "max.connections"
+        elif self.connections_per_host[host] >= self.config["max.connections.per.ip"]:
+            limit = "max.connections.per.ip"
+        else:
+            self.connections.add(conn)
+            self.connections_per_host[host] += 1
+            return True
+        self.metrics.connections_refused.inc(limit=limit)
+        log.debug("connection_refused", peer=conn.peer, limit=limit)
+        return False
+
+    def release(self, conn: Connection) -> None:
+        """A connection is gone (a refused one was never taken in)."""
+        if conn in self.connections:
+            self.connections.remove(conn)
+            self.connections_per_host[conn.client_host] -= 1
+            if not self.connections_per_host[conn.client_host]:
+                del self.connections_per_host[conn.client_host]
+
     async def _reap_idle_connections(self) -> None:
+        """Close connections idle past connections.max.idle.ms, and senders of a request that has
+        been arriving for longer than request.read.timeout.ms (a slowloris keeps a connection
+        'active' a byte at a time; the partial frame's age catches it)."""
         idle_s = self.config["connections.max.idle.ms"] / 1000
-        period = min(max(idle_s / 4, 0.01), 5.0)
+        read_s = self.config["request.read.timeout.ms"] / 1000
+        period = min(max(min(idle_s, read_s) / 4, 0.01), 5.0)
         while True:
             await asyncio.sleep(period)
-            horizon = self.loop.time() - idle_s
+            now = self.loop.time()
             for conn in list(self.connections):
-                if not conn.busy and conn.last_active < horizon:
+                if conn.busy:
+                    continue
+                if conn.last_active < now - idle_s:
                     log.info("connection_idle_closing", peer=conn.peer, client_id=conn.client_id,
                              idle_ms=self.config["connections.max.idle.ms"])
-                    conn.close()
+                    conn.close("idle")
+                elif conn.partial_since is not None and conn.partial_since < now - read_s:
+                    log.info("connection_slow_request_closing", peer=conn.peer, client_id=conn.client_id,
+                             buffered_bytes=len(conn.buffer), timeout_ms=self.config["request.read.timeout.ms"])
+                    conn.close("slow_request")
 
     def notify_idle(self) -> None:
         self._idle_changed.set()

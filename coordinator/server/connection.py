@@ -7,6 +7,10 @@ commit waiting for its fsync) holds only this connection: later frames stay
 buffered until its response is written, as a Kafka broker keeps one request
 in flight per connection.
 
+Limits: the server may refuse a connection as it arrives (`Server.admit`), and
+notes when a partial frame started waiting (`partial_since`) so that a sender
+trickling a request byte by byte is closed after `request.read.timeout.ms`.
+
 Back-pressure both ways: reading pauses while the connection is blocked (a
 response pending, or the transport's write buffer full) and more than
 `MAX_BUFFERED_BYTES` is buffered. An unblocked connection never pauses: its
@@ -51,6 +55,7 @@ class Connection(asyncio.Protocol):
         self.client_host = ""
         self.client_id: str | None = None  # as the latest request named it (dispatch keeps it current)
         self.last_active = 0.0
+        self.partial_since: float | None = None  # loop time the buffered, incomplete frame began arriving
 
     # ---- asyncio callbacks
 
@@ -61,12 +66,15 @@ class Connection(asyncio.Protocol):
             self.client_host = str(address[0])
             self.peer = f"{address[0]}:{address[1]}"
         self.last_active = self.server.loop.time()
-        self.server.connections.add(self)
+        if not self.server.admit(self):
+            self.closed = True
+            transport.close()
+            return
         log.debug("connection_opened", peer=self.peer)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        self.server.connections.discard(self)
+        self.server.release(self)
         if self.waiting is not None:
             self.waiting.cancel()
             self.waiting = None
@@ -114,7 +122,7 @@ class Connection(asyncio.Protocol):
                 log.warning("frame_size_rejected_closing", peer=self.peer, client_id=self.client_id, size=size,
                             max_size=self.max_frame)
                 self._flush(out)
-                self.close()
+                self.close("bad_frame_size")
                 return
             if end - start < SIZE_BYTES + size:
                 break
@@ -124,6 +132,10 @@ class Connection(asyncio.Protocol):
         self._flush(out)
         if start:
             del buffer[:start]
+        if not buffer:
+            self.partial_since = None
+        elif start or self.partial_since is None:
+            self.partial_since = self.server.loop.time()
         if self.reading_paused and (len(buffer) <= MAX_BUFFERED_BYTES or not self.blocked):
             self._resume_reading()
 
@@ -140,7 +152,7 @@ class Connection(asyncio.Protocol):
             reply = None
         if reply is None:
             self._flush(out)  # what was answered before this frame still goes out, in order
-            self.close()
+            self.close("bad_request")
         elif isinstance(reply, bytes):
             if reply:  # empty: a request that gets no answer (Produce with acks=0)
                 out.append(reply)
@@ -189,7 +201,10 @@ class Connection(asyncio.Protocol):
         self.stopping = True
         self._pause_reading()
 
-    def close(self) -> None:
+    def close(self, cause: str | None = None) -> None:
+        """Close the connection; ``cause``: why the server closes it, counted in the metrics."""
         if not self.closed:
             self.closed = True
             self.transport.close()  # type: ignore[union-attr]
+            if cause is not None:
+                self.server.metrics.connections_closed.inc(cause=cause)
