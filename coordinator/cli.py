@@ -30,6 +30,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"groupcoord: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     # Imported late: a configuration error is reported without loading the codec and server.
+    from coordinator.log.segment import CorruptLogError
     from coordinator.logging import configure_logging
     from coordinator.server.app import run
 
@@ -38,6 +39,12 @@ def _serve(args: argparse.Namespace) -> int:
         run(config)
     except OSError as exc:  # e.g. the port is taken or the data dir is not writable
         print(f"groupcoord: cannot start: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except CorruptLogError as exc:
+        print(f"groupcoord: cannot start: {exc}\n(valid batches follow it, so this is not a torn tail. "
+              f"`groupcoord log dump {exc.path}` shows the damage; start with --override "
+              f"log.recovery.corruption=truncate to cut the log at byte {exc.position}, losing what follows)",
+              file=sys.stderr)
         return EXIT_FAILED
     return EXIT_OK
 

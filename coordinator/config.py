@@ -212,6 +212,9 @@ SETTINGS: tuple[Setting, ...] = (
             "long"),
     Setting("log.cleanup.policy", _choice("delete", "compact"), "delete", "Default cleanup policy of topics.",
             "list"),
+    Setting("log.recovery.corruption", _choice("fail", "truncate"), "fail",
+            "A corrupt batch with valid data after it, found on start: fail (refuse to start, naming the file "
+            "and byte) or truncate (cut the log there). A torn tail after a crash is always cut."),
     Setting("flush.policy", _choice("always", "interval"), "always",
             "always: acknowledge appends only once fsynced (shared fsyncs); interval: fsync every flush.ms."),
     Setting("flush.ms", _int(1, _INT64_MAX), "1000", "fsync period when flush.policy=interval.", "long"),

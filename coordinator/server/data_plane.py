@@ -163,7 +163,8 @@ class DataPlane:
         self.config = broker_config
         self.logs = LogManager(data_dir, flush_policy=broker_config["flush.policy"],
                                flush_ms=broker_config["flush.ms"],
-                               maintenance_interval_ms=broker_config["log.cleaner.backoff.ms"])
+                               maintenance_interval_ms=broker_config["log.cleaner.backoff.ms"],
+                               on_corruption=broker_config["log.recovery.corruption"])
         self.producer_ids = ProducerIdAllocator(data_dir)
         self.producers: dict[tuple[str, int], ProducerState] = {}
         self.appended = AppendSignal()
