@@ -7,15 +7,15 @@ import inspect
 from typing import Any
 
 from coordinator.server.broker import Broker
-from coordinator.server.registry import RequestContext, api
+from coordinator.server.registry import HANDLERS, ErrorResponse, HandlerError, RequestContext, api
 from protocol.apis import API_SPECS
 
 
-def route_to_group(api_key: int, versions: tuple[int, int]) -> None:
+def route_to_group(api_key: int, versions: tuple[int, int], error_response: ErrorResponse | None = None) -> None:
     def handle(broker: Broker, request: Any, ctx: RequestContext) -> Any:
         return broker.groups.handle(request.group_id, request, ctx.api_version, ctx.client_id, ctx.client_host)
 
-    api(api_key, versions)(handle)
+    api(api_key, versions, error_response)(handle)
 
 
 def fan_out(broker: Broker, request: Any, ctx: RequestContext, group_ids: list[str], list_field: str,
@@ -37,9 +37,17 @@ def fan_out(broker: Broker, request: Any, ctx: RequestContext, group_ids: list[s
     if not pending:
         return _merge([answer for _, answer in answers], result_field)
 
+    async def settle(ids: list[str], answer: Any) -> Any:
+        """One shard's answer; if its write failed, its groups get the error and the rest their answers."""
+        if not inspect.isawaitable(answer):
+            return answer
+        try:
+            return await answer
+        except HandlerError as exc:
+            return HANDLERS[ctx.api_key].error_response(part(ids), exc.code, ctx.api_version)
+
     async def gather() -> Any:
-        return _merge([await answer if inspect.isawaitable(answer) else answer for _, answer in answers],
-                      result_field)
+        return _merge([await settle(ids, answer) for ids, answer in answers], result_field)
 
     return gather()
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.api_keys import ApiKey
+from coordinator.server.apis._group_errors import offset_fetch_error
 from coordinator.server.apis._routing import fan_out
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
 
 
-@api(ApiKey.OFFSET_FETCH, versions=(0, 9))
+@api(ApiKey.OFFSET_FETCH, versions=(0, 9), error_response=offset_fetch_error)
 def offset_fetch(broker: Broker, request: Any, ctx: RequestContext) -> Any:
     if ctx.api_version < 8:
         return broker.groups.handle(request.group_id, request, ctx.api_version, ctx.client_id, ctx.client_host)
