@@ -14,6 +14,21 @@ from typing import TextIO
 import structlog
 
 
+class TolerantPrintLogger(structlog.PrintLogger):
+    """Drops a line it cannot write (the disk holding the log is full) instead of raising: a log call
+    must never take down the request, timer or recovery step that made it."""
+
+    dropped_lines = 0
+
+    def msg(self, message: str) -> None:
+        try:
+            super().msg(message)
+        except OSError:
+            TolerantPrintLogger.dropped_lines += 1
+
+    log = debug = info = warn = warning = fatal = failure = err = error = critical = exception = msg
+
+
 def configure_logging(level: str = "INFO", stream: TextIO | None = None) -> None:
     stream = stream or sys.stderr
     numeric_level = logging.getLevelName(level.upper())
@@ -30,7 +45,7 @@ def configure_logging(level: str = "INFO", stream: TextIO | None = None) -> None
     structlog.configure(
         processors=[*shared, structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(numeric_level),
-        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        logger_factory=lambda *_: TolerantPrintLogger(file=stream),
         cache_logger_on_first_use=True,
     )
     handler = logging.StreamHandler(stream)

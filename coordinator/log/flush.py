@@ -7,7 +7,8 @@ next fsync covers all of them, so N concurrent appends cost a handful of fsyncs.
 Policy ``interval``: a background task fsyncs dirty partitions every ``flush_ms``;
 ``wait_durable`` does not hold the caller (Kafka's default trade-off).
 
-A failed write or fsync poisons the partition (``storage_error``): every waiter it covers,
+A failed fsync, or a write that failed other than for want of space, poisons the partition
+(``storage_error``): every waiter it covers,
 and every later one, gets the ``OSError`` (KAFKA_STORAGE_ERROR). We never retry an fsync
 and ack: after a failed fsync the kernel may have dropped the dirty pages, so a later
 successful fsync proves nothing about them.

@@ -27,7 +27,7 @@ from pathlib import Path
 import structlog
 
 from .batch import CONTROL_BIT, CorruptBatchError, iter_records, set_base_offset, verify_crc
-from .segment import SUFFIX, CorruptLogError, Segment, base_offset_of, intact_batch_after
+from .segment import OUT_OF_SPACE, SUFFIX, CorruptLogError, Segment, base_offset_of, intact_batch_after
 
 log = structlog.get_logger(__name__)
 
@@ -200,7 +200,9 @@ class Partition:
 
         Raises ``CorruptBatchError`` (CORRUPT_MESSAGE) for a bad batch, its subclass
         ``InvalidRecordError`` (INVALID_RECORD) for a keyless record in a compacted topic, and
-        ``OSError`` (KAFKA_STORAGE_ERROR) when the write fails or an earlier write/fsync failed.
+        ``OSError`` (KAFKA_STORAGE_ERROR) when the write fails or an earlier write/fsync failed. A write
+        refused for want of space (``OUT_OF_SPACE``) is undone and leaves the partition writable; any
+        other failure takes it offline until a restart.
         """
         if self.storage_error is not None:
             raise LogStorageError(f"{self.path}: earlier storage error: {self.storage_error}")
@@ -223,7 +225,8 @@ class Partition:
         try:
             active.append(buf, h)
         except OSError as e:
-            self.storage_error = e
+            if e.errno not in OUT_OF_SPACE:  # out of space: nothing was kept, a later append may succeed
+                self.storage_error = e
             raise
         self._dirty[id(active)] = active
         self._next_offset = h.base_offset + h.last_offset_delta + 1

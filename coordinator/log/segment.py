@@ -9,6 +9,7 @@ so can be bisected for ListOffsets by timestamp (Kafka's time index does the sam
 
 from __future__ import annotations
 
+import errno
 import os
 from array import array
 from bisect import bisect_left, bisect_right
@@ -22,6 +23,11 @@ SUFFIX = ".log"
 SCAN_CHUNK_BYTES = 1 << 20
 
 _unpack_header = HEADER.unpack_from
+
+
+# A write refused for want of space (disk full, quota, file size limit): undone, it leaves the log
+# healthy, and the same append can succeed once space returns.
+OUT_OF_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 class CorruptLogError(Exception):
@@ -179,12 +185,25 @@ class Segment:
     # ------------------------------------------------------------ I/O
 
     def append(self, batch: bytes | bytearray, header: BatchHeader) -> None:
-        written = os.pwrite(self.fd, batch, self.size)
+        """Write one batch at the end. A failed or short write is cut off again before the error is
+        raised, so that the file ends at the last whole batch (a short write is reported as ENOSPC,
+        its usual cause); if even that cut fails, the error raised is EIO."""
+        try:
+            written = os.pwrite(self.fd, batch, self.size)
+        except OSError:
+            self._cut_partial_write()
+            raise
         if written != len(batch):
-            # A short write leaves a torn tail; recovery would cut it, but never index it.
-            raise OSError(f"short write to {self.path}: {written} of {len(batch)} bytes")
+            self._cut_partial_write()
+            raise OSError(errno.ENOSPC, f"short write to {self.path}: {written} of {len(batch)} bytes")
         self.index_batch(self.size, header)
         self.size += len(batch)
+
+    def _cut_partial_write(self) -> None:
+        try:
+            os.ftruncate(self.fd, self.size)
+        except OSError as e:
+            raise OSError(errno.EIO, f"cannot cut a partial write off {self.path}: {e}") from e
 
     def read_from(self, index: int, max_bytes: int) -> bytes:
         """Whole batches from batch ``index`` on, up to ``max_bytes`` but always at least one."""

@@ -60,6 +60,7 @@ class GroupRuntime:
         self._partitions: dict[str, int] = {}  # group id -> its __consumer_offsets partition
         self.deadlines: dict[tuple[int, Any], tuple[int, Any]] = {}  # timer key -> (deadline ms, data) to fire with
         self.parked: dict[RequestRef, asyncio.Future[Any]] = {}
+        self.unavailable: set[int] = set()  # partitions whose log could not be read back after a failed write
         self._refs = itertools.count()
         self.loop = asyncio.get_running_loop()
 
@@ -68,19 +69,23 @@ class GroupRuntime:
     def load(self) -> None:
         """Replay every stored partition; groups resume where the log left them."""
         started = time.perf_counter()
-        count = 0
-        for partition in sorted(self.store.partitions()):
-            shard = self._new_shard()
-            shard.begin_loading()
-            for record in self.store.read_all(partition):
-                shard.replay(record)
-                count += 1
-            self.shards[partition] = shard
-            self._apply(partition, shard.finish_loading(now_ms()))
-            self._apply(partition, shard.start_offset_expiration(now_ms()))
+        count = sum(self._load_partition(partition) for partition in sorted(self.store.partitions()))
         log.info("coordinator_loaded", partitions=len(self.shards), records=count,
                  groups=sum(len(s.state.groups) for s in self.shards.values()),
                  seconds=round(time.perf_counter() - started, 3))
+
+    def _load_partition(self, partition: int) -> int:
+        """Build the partition's shard from its records; returns how many were replayed."""
+        shard = self._new_shard()
+        shard.begin_loading()
+        count = 0
+        for record in self.store.read_all(partition):
+            shard.replay(record)
+            count += 1
+        self.shards[partition] = shard
+        self._apply(partition, shard.finish_loading(now_ms()))
+        self._apply(partition, shard.start_offset_expiration(now_ms()))
+        return count
 
     def _new_shard(self) -> GroupShard:
         return GroupShard(self.group_config, new_uuid=lambda: str(uuid.uuid4()))
@@ -93,6 +98,8 @@ class GroupRuntime:
             partition = self._partitions[group_id] = partition_for(group_id, self.num_partitions)
         shard = self.shards.get(partition)
         if shard is None:
+            if partition in self.unavailable:
+                raise HandlerError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
             shard = self.shards[partition] = self._new_shard()
             self._apply(partition, shard.start_offset_expiration(now_ms()))
         return partition, shard
@@ -178,11 +185,19 @@ class GroupRuntime:
     def _check_append(self, partition: int, result: asyncio.Future[None]) -> None:
         if result.cancelled() or result.exception() is None:
             return
-        # The shard replayed records that are not durable: rebuild it from the log (no undo in memory).
+        # The shard replayed records that are not in the log: rebuild it from the log (no undo in
+        # memory). A write refused for want of space left the log as it was; once space returns the
+        # same requests succeed. The shard's parked requests and timers go with it (unload).
         log.error("coordinator_append_failed", partition=partition, error=repr(result.exception()))
         old = self.shards.pop(partition, None)
-        if old is not None:
-            self._apply(partition, old.unload(now_ms()))
+        if old is None:
+            return
+        self._apply(partition, old.unload(now_ms()))
+        try:
+            self._load_partition(partition)
+        except OSError as exc:  # the log cannot even be read: its groups stay unavailable until a restart
+            log.error("coordinator_reload_failed", partition=partition, error=repr(exc))
+            self.unavailable.add(partition)
 
     def _apply_timer(self, partition: int, op: Schedule | Cancel) -> None:
         key = (partition, op.key)

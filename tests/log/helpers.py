@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coordinator.log.batch import build_batch
+from coordinator.log.batch import build_batch, iter_batches, iter_records
 from coordinator.log.partition import LogConfig, Partition
 
 
@@ -18,3 +18,16 @@ def simple_batch(i: int, n: int = 3, timestamp: int = 1_000) -> bytes:
 
 def open_partition(root: Path, name: str = "t-0", **config) -> Partition:
     return Partition(root / name, LogConfig(**config))
+
+
+def read_everything(p: Partition) -> list:
+    """Every record of the partition from its start, CRCs verified."""
+    records, offset = [], p.log_start_offset
+    while offset < p.log_end_offset:
+        buf = p.read(offset, 1 << 30)
+        if not buf:
+            break
+        for pos, h in iter_batches(buf, verify=True):
+            records.extend(iter_records(buf, pos))
+            offset = h.last_offset + 1
+    return records

@@ -11,22 +11,10 @@ from coordinator.log.batch import DELETE_HORIZON_BIT, BatchHeader, build_batch, 
 from coordinator.log.cleaner import compact
 from coordinator.log.partition import InvalidRecordError, LogConfig, Partition, swap_name
 
-from .helpers import open_partition
+from .helpers import open_partition, read_everything
 
 NOW = 10**12
 RETENTION = 1000
-
-
-def read_everything(p: Partition) -> list:
-    records, offset = [], p.log_start_offset
-    while offset < p.log_end_offset:
-        buf = p.read(offset, 1 << 30)
-        if not buf:
-            break
-        for pos, h in iter_batches(buf, verify=True):
-            records.extend(iter_records(buf, pos))
-            offset = h.last_offset + 1
-    return records
 
 
 def reduce_by_key(records) -> dict:

@@ -1,4 +1,5 @@
 import asyncio
+import errno
 import os
 import threading
 
@@ -7,7 +8,7 @@ import pytest
 from coordinator.log.flush import GroupCommitFlusher
 from coordinator.log.partition import LogStorageError
 
-from .helpers import open_partition, simple_batch
+from .helpers import open_partition, read_everything, simple_batch
 
 
 class CountingFsync:
@@ -77,14 +78,44 @@ async def test_write_error_propagates_from_append_and_blocks_later_acks(tmp_path
     p.append(simple_batch(0))
 
     def broken_pwrite(fd, data, pos):
-        raise OSError(28, "ENOSPC")
+        raise OSError(errno.EIO, "EIO")
 
     monkeypatch.setattr(os, "pwrite", broken_pwrite)
     with pytest.raises(OSError):
         p.append(simple_batch(1))
     with pytest.raises(OSError):
         await flusher.wait_durable(p)
+    monkeypatch.undo()
+    with pytest.raises(OSError, match="earlier storage error"):  # offline until a restart
+        p.append(simple_batch(2))
     assert p.log_end_offset == 3
+
+
+@pytest.mark.parametrize("failure", ["enospc", "short-write", "file-size-limit"])
+async def test_a_write_refused_for_want_of_space_is_undone_and_the_partition_stays_writable(tmp_path, monkeypatch,
+                                                                                           failure):
+    p = open_partition(tmp_path)
+    flusher = GroupCommitFlusher(fsync=CountingFsync())
+    p.append(simple_batch(0))
+    await flusher.wait_durable(p)
+    size = p.active.size
+    real_pwrite = os.pwrite
+
+    def full_disk(fd, data, pos):
+        if failure == "short-write":  # the disk fills part-way through the batch
+            return real_pwrite(fd, bytes(data)[:len(data) // 2], pos)
+        real_pwrite(fd, bytes(data)[:7], pos)  # some bytes made it before the error
+        raise OSError(errno.ENOSPC if failure == "enospc" else errno.EFBIG, failure)
+
+    monkeypatch.setattr(os, "pwrite", full_disk)
+    with pytest.raises(OSError) as refused:
+        p.append(simple_batch(1))
+    assert refused.value.errno in (errno.ENOSPC, errno.EFBIG)
+    assert os.fstat(p.active.fd).st_size == size and p.storage_error is None  # cut back to the last batch
+    monkeypatch.undo()  # space returns
+    assert p.append(simple_batch(2)) == (3, 5)
+    await flusher.wait_durable(p)
+    assert [r.offset for r in read_everything(p)] == [0, 1, 2, 3, 4, 5]
 
 
 async def test_interval_policy_does_not_hold_waiters_and_flushes_periodically(tmp_path):
