@@ -1,0 +1,400 @@
+"""The `uniform` server-side assignor (the default): balance first, then stickiness.
+
+Behaviour (spec 7.2; Kafka's UniformAssignor with its homogeneous and heterogeneous builders):
+
+Homogeneous subscriptions (everyone subscribes to the same topics). P partitions over N members:
+every member gets P // N or P // N + 1, exactly P mod N members the larger share. Each member
+keeps as much of its current target as fits its share; partitions of topics it no longer
+subscribes to (or that no longer exist) are dropped, partitions over its share are released, and
+released and new partitions go to members below their share.
+  Unlike Kafka, which hands the P mod N larger shares out in member iteration order, the larger
+  shares go first to members that already hold more than P // N, so fewer partitions move.
+
+Heterogeneous subscriptions. Each member keeps every partition of its current target that it
+still subscribes to. Unassigned partitions go to the least-loaded subscribers, topics taken in
+descending partitions-per-subscriber order (ties: fewer subscribers first, then topic id). Then
+at most 16 balancing passes move partitions of each topic from its most- to its least-loaded
+subscribers until no topic has a subscriber holding one of its partitions with two more
+partitions in total than another subscriber. Exact balance is not always possible with differing
+subscriptions.
+  Unlike Kafka, topics with exactly the same subscribers are handed out and balanced as one unit
+  (ordered by the unit's partitions per subscriber), which is what makes 1,000-topic groups cheap
+  in Python; the promises above are the same.
+
+Racks are accepted but unused, as in the snapshot.
+
+Determinism: members are numbered in member-id order, topics are taken in topic-id order, and
+ties always break on those numbers, so equal inputs give equal outputs in any process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import accumulate
+
+from coordinator.core.assignors import (
+    GroupAssignment,
+    MemberAssignment,
+    MemberId,
+    MemberSpec,
+    PartitionAssignorError,
+    SubscriptionType,
+    TopicId,
+    partition_counts,
+    subscription_type,
+    topics_by_subscribers,
+)
+
+NAME = "uniform"
+
+# Kafka's limit on heterogeneous balancing passes. Topics whose subscribers share the same
+# subscriptions balance in one pass; overlapping ones roughly halve their imbalance per pass.
+MAX_BALANCING_PASSES = 16
+
+# Free partitions waiting to be handed out: (topic, partition numbers ascending), topics ascending.
+Pool = list[tuple[TopicId, Sequence[int]]]
+
+
+def assign(members: Mapping[MemberId, MemberSpec], topics: Mapping[TopicId, int]) -> GroupAssignment:
+    """The new target assignment of every member; see the module docstring."""
+    member_ids = sorted(members)
+    specs = [members[member_id] for member_id in member_ids]
+    if subscription_type(members) is SubscriptionType.HOMOGENEOUS:
+        assignments = _assign_homogeneous(specs, topics)
+    else:
+        assignments = _assign_heterogeneous(specs, topics)
+    return dict(zip(member_ids, assignments))
+
+
+# --- homogeneous -------------------------------------------------------------------------------
+
+def _assign_homogeneous(specs: list[MemberSpec], topics: Mapping[TopicId, int]) -> list[MemberAssignment]:
+    if not specs or not specs[0].subscribed_topic_ids:
+        return [{} for _ in specs]
+    topic_ids = sorted(specs[0].subscribed_topic_ids)
+    counts = partition_counts(topics, topic_ids)
+    kept, loads, holders = _kept_current(specs)
+    free = _free_partitions(topic_ids, counts, kept, loads, holders)
+
+    member_count = len(specs)
+    shares = _shares(loads, sum(counts.values()), member_count)
+
+    # Release what is over each member's share, highest topics and partitions first.
+    released: dict[TopicId, list[int]] = {}
+    for index in range(member_count):
+        excess = loads[index] - shares[index]
+        if excess > 0:
+            for topic_id, partitions in _take_highest(kept[index], excess):
+                released.setdefault(topic_id, []).extend(partitions)
+            loads[index] = shares[index]
+    for topic_id, partitions in released.items():
+        partitions.extend(free.get(topic_id, ()))
+        partitions.sort()
+        free[topic_id] = partitions
+
+    pool = [(topic_id, free[topic_id]) for topic_id in topic_ids if topic_id in free]
+    receivers = [(index, shares[index] - loads[index]) for index in range(member_count) if loads[index] < shares[index]]
+    _hand_out(pool, receivers, kept, loads)
+    return kept
+
+
+def _shares(loads: list[int], total: int, member_count: int) -> list[int]:
+    """Per-member share: total // N, plus one for total % N members. The plus-ones go first to
+    members already holding more than total // N (each keeps one more partition that way), then
+    to the others in member order."""
+    base, extra = divmod(total, member_count)
+    shares = [base] * member_count
+    if extra:
+        for over_base in (True, False):
+            for index, load in enumerate(loads):
+                if (load > base) is over_base:
+                    shares[index] += 1
+                    extra -= 1
+                    if not extra:
+                        return shares
+    return shares
+
+
+# --- heterogeneous -----------------------------------------------------------------------------
+
+class _TopicGroup:
+    """Topics with exactly the same subscribers, handed out and balanced together."""
+
+    __slots__ = ("subscribers", "topic_ids", "topic_set", "partition_total")
+
+    def __init__(self, subscribers: list[int], topic_ids: list[TopicId], counts: Mapping[TopicId, int]) -> None:
+        self.subscribers = subscribers
+        self.topic_ids = topic_ids
+        self.topic_set = frozenset(topic_ids)
+        self.partition_total = sum(counts[topic_id] for topic_id in topic_ids)
+
+    def order_key(self) -> tuple[float, int, TopicId]:
+        # Kafka's topic order: partitions per subscriber descending, fewer subscribers, topic id.
+        return (-self.partition_total / len(self.subscribers), len(self.subscribers), self.topic_ids[0])
+
+
+def _assign_heterogeneous(specs: list[MemberSpec], topics: Mapping[TopicId, int]) -> list[MemberAssignment]:
+    classes = topics_by_subscribers([spec.subscribed_topic_ids for spec in specs])
+    counts = partition_counts(topics, (topic_id for _, topic_ids in classes for topic_id in topic_ids))
+    groups = sorted((_TopicGroup(subscribers, topic_ids, counts) for subscribers, topic_ids in classes),
+                    key=_TopicGroup.order_key)
+
+    kept, loads, holders = _kept_current(specs)
+    free = _free_partitions(sorted(counts), counts, kept, loads, holders)
+
+    for group in groups:
+        pool = [(topic_id, free[topic_id]) for topic_id in group.topic_ids if topic_id in free]
+        if pool:
+            free_count = sum(len(partitions) for _, partitions in pool)
+            _hand_out(pool, _fill_least_loaded(group.subscribers, loads, free_count), kept, loads)
+
+    _balance(groups, kept, loads)
+    return kept
+
+
+def _fill_least_loaded(subscribers: list[int], loads: list[int], amount: int) -> list[tuple[int, int]]:
+    """How many of `amount` new partitions each subscriber receives: water-filling from the
+    least loaded up, as Kafka's round robin over the least-loaded range ends up. Returns
+    (member, count) in ascending (load, member) order, receivers only."""
+    ordered = sorted(subscribers, key=loads.__getitem__)  # stable: ties stay in member order
+    ordered_loads = [loads[index] for index in ordered]
+    below = list(accumulate(ordered_loads))  # below[j]: total load of the j + 1 least loaded
+    # The water reaches member j when raising the j members before it to its load costs at most
+    # `amount`; that cost grows with j, so binary-search the last member it reaches.
+    low, high = 1, len(ordered)  # the first member is always reached
+    while low < high:
+        middle = (low + high) // 2
+        if ordered_loads[middle] * middle - below[middle - 1] <= amount:
+            low = middle + 1
+        else:
+            high = middle
+    raised = low
+    level, one_more = divmod(amount + below[raised - 1], raised)
+    receivers = []
+    for position in range(raised):
+        gain = level - ordered_loads[position] + (1 if position < one_more else 0)
+        if gain <= 0:
+            break  # loads only grow from here and the extra ones are handed out
+        receivers.append((ordered[position], gain))
+    return receivers
+
+
+def _balance(groups: list[_TopicGroup], kept: list[MemberAssignment], loads: list[int]) -> None:
+    """Kafka's final phase: pass over the topic groups until a whole pass moves nothing or
+    MAX_BALANCING_PASSES is reached."""
+    movable = [group for group in groups if len(group.subscribers) >= 2]
+    last_moved = -1
+    for _ in range(MAX_BALANCING_PASSES):
+        for position, group in enumerate(movable):
+            if position == last_moved:
+                return  # a full pass since the last move changed nothing
+            if _balance_group(group, kept, loads) or last_moved == -1:
+                last_moved = position
+
+
+def _balance_group(group: _TopicGroup, kept: list[MemberAssignment], loads: list[int]) -> int:
+    """Moves the group's partitions from its most to its least loaded subscribers until every
+    subscriber still holding one of them is at most one above the least loaded. Returns how many
+    partitions moved."""
+    subscribers = group.subscribers
+    subscriber_loads = [loads[index] for index in subscribers]
+    if max(subscriber_loads) - min(subscriber_loads) <= 1:
+        return 0
+
+    # A subscriber can go down to its load from other topics (its floor), no further.
+    topic_set = group.topic_set
+    floors = []
+    for index, load in zip(subscribers, subscriber_loads):
+        movable = sum(len(partitions) for topic_id, partitions in kept[index].items() if topic_id in topic_set)
+        floors.append(load - movable)
+    level, one_more = _balanced_level(floors, sum(subscriber_loads))
+
+    # Final load of each subscriber: its floor if above the level, else the level; the one_more
+    # extra partitions go to subscribers above the level first (they then give up one fewer).
+    finals = [max(floor, level) for floor in floors]
+    for prefer_donors in (True, False):
+        for position, (floor, load) in enumerate(zip(floors, subscriber_loads)):
+            if one_more and floor <= level and finals[position] == level and (load > level) is prefer_donors:
+                finals[position] += 1
+                one_more -= 1
+
+    donors = [(subscribers[p], subscriber_loads[p] - finals[p]) for p in range(len(subscribers))
+              if subscriber_loads[p] > finals[p]]
+    receivers = [(subscribers[p], finals[p] - subscriber_loads[p]) for p in range(len(subscribers))
+                 if finals[p] > subscriber_loads[p]]
+    moved = 0
+    pool: Pool = []
+    for index, amount in donors:
+        pool.extend(_take_highest(kept[index], amount, topic_set))
+        loads[index] -= amount
+        moved += amount
+    _hand_out(pool, receivers, kept, loads)
+    return moved
+
+
+def _balanced_level(floors: list[int], total: int) -> tuple[int, int]:
+    """The highest level L with sum(max(floor, L)) <= total, and total minus that sum (how many
+    members at L get one more)."""
+    ordered = sorted(floors)
+    pinned_total = 0  # members ordered[flexible:] stay at their floor
+    for flexible in range(len(ordered), 0, -1):
+        level = (total - pinned_total) // flexible
+        if level >= ordered[flexible - 1]:
+            return level, total - pinned_total - level * flexible
+        pinned_total += ordered[flexible - 1]
+    raise AssertionError("a level always exists: the loads themselves are at or above the floors")
+
+
+# --- shared steps ------------------------------------------------------------------------------
+
+def _kept_current(
+    specs: list[MemberSpec],
+) -> tuple[list[MemberAssignment], list[int], dict[TopicId, list[int]]]:
+    """Each member's current target cut down to the topics it subscribes to. Returns the kept
+    assignments (fresh dicts, shared frozensets), their sizes, and for each topic the members
+    holding some of it (ascending). Partition numbers are checked per topic, in
+    `_free_partitions`, which is one pass per topic instead of one per member and topic."""
+    kept: list[MemberAssignment] = []
+    loads: list[int] = []
+    holders: dict[TopicId, list[int]] = {}
+    for index, spec in enumerate(specs):
+        mine: MemberAssignment = {}
+        load = 0
+        if spec.current:
+            subscribed = spec.subscribed_topic_ids
+            for topic_id, partitions in spec.current.items():
+                if partitions and topic_id in subscribed:
+                    if type(partitions) is not frozenset:
+                        partitions = frozenset(partitions)  # never hand a caller's mutable set back
+                    mine[topic_id] = partitions
+                    load += len(partitions)
+                    if topic_id in holders:
+                        holders[topic_id].append(index)
+                    else:
+                        holders[topic_id] = [index]
+        kept.append(mine)
+        loads.append(load)
+    return kept, loads, holders
+
+
+def _free_partitions(
+    topic_ids: list[TopicId], counts: Mapping[TopicId, int], kept: list[MemberAssignment],
+    loads: list[int], holders: dict[TopicId, list[int]],
+) -> dict[TopicId, Sequence[int]]:
+    """Partitions nobody keeps, per topic, ascending. Kept partitions that do not exist (the topic
+    shrank or the input is corrupt) are dropped; a partition kept by several members (a corrupt
+    input) stays with the first of them."""
+    free: dict[TopicId, Sequence[int]] = {}
+    all_partitions: dict[int, frozenset[int]] = {}  # by partition count, shared between topics
+    for topic_id in topic_ids:
+        count = counts[topic_id]
+        owners = holders.get(topic_id)
+        if owners is None:
+            if count:
+                free[topic_id] = range(count)
+            continue
+        if len(owners) == 1:
+            held = kept[owners[0]][topic_id]
+        else:
+            owned = [kept[index][topic_id] for index in owners]
+            held = frozenset().union(*owned)
+            if len(held) < sum(map(len, owned)):
+                _drop_duplicates(topic_id, owners, kept, loads)
+        existing = all_partitions.get(count)
+        if existing is None:
+            existing = all_partitions[count] = frozenset(range(count))
+        if len(held) == count and held == existing:
+            continue  # the common case: every partition kept, all of them real
+        missing = existing.difference(held)
+        if count - len(missing) < len(held):
+            _drop_nonexistent(topic_id, count, owners, kept, loads)
+        if missing:
+            free[topic_id] = sorted(missing)
+    return free
+
+
+def _drop_duplicates(topic_id: TopicId, owners: list[int], kept: list[MemberAssignment], loads: list[int]) -> None:
+    claimed: set[int] = set()
+    for index in owners:
+        partitions = kept[index].get(topic_id, frozenset())
+        unclaimed = partitions.difference(claimed)
+        if len(unclaimed) < len(partitions):
+            _replace(kept[index], loads, index, topic_id, unclaimed)
+        claimed.update(unclaimed)
+
+
+def _drop_nonexistent(topic_id: TopicId, count: int, owners: list[int], kept: list[MemberAssignment],
+                      loads: list[int]) -> None:
+    for index in owners:
+        partitions = kept[index].get(topic_id, frozenset())
+        existing = frozenset(p for p in partitions if 0 <= p < count)
+        if len(existing) < len(partitions):
+            _replace(kept[index], loads, index, topic_id, existing)
+
+
+def _replace(assignment: MemberAssignment, loads: list[int], index: int, topic_id: TopicId,
+             partitions: frozenset[int]) -> None:
+    loads[index] += len(partitions) - len(assignment[topic_id])
+    if partitions:
+        assignment[topic_id] = partitions
+    else:
+        del assignment[topic_id]
+
+
+def _take_highest(assignment: MemberAssignment, amount: int,
+                  among: frozenset[TopicId] | None = None) -> Pool:
+    """Removes `amount` partitions from `assignment`, highest topic and partition first (only
+    topics in `among` when given), and returns them as pool chunks."""
+    taken: Pool = []
+    topic_ids = sorted((t for t in assignment if among is None or t in among), reverse=True)
+    for topic_id in topic_ids:
+        partitions = assignment[topic_id]
+        if len(partitions) <= amount:
+            del assignment[topic_id]
+            taken.append((topic_id, sorted(partitions)))
+            amount -= len(partitions)
+        else:
+            ordered = sorted(partitions)
+            split = len(ordered) - amount
+            assignment[topic_id] = frozenset(ordered[:split])
+            taken.append((topic_id, ordered[split:]))
+            amount = 0
+        if not amount:
+            break
+    return taken
+
+
+def _hand_out(pool: Pool, receivers: list[tuple[int, int]], kept: list[MemberAssignment], loads: list[int]) -> None:
+    """Gives each (member, count) receiver the next `count` partitions of the pool, in order, so a
+    receiver gets contiguous runs of as few topics as possible."""
+    chunks = iter(pool)
+    topic_id, partitions = next(chunks, ("", ()))
+    size = len(partitions)
+    offset = 0
+    # Slices of untouched topics are ranges; equal ones (every topic's first 50, say) share one
+    # frozenset, which is safe because frozensets are immutable.
+    pieces_of_ranges: dict[int, frozenset[int]] = {}
+    for index, need in receivers:
+        mine = kept[index]
+        loads[index] += need
+        while need:
+            take = size - offset
+            if not take:
+                raise PartitionAssignorError("more partitions owed than free ones (an assignor bug)")
+            if need < take:
+                take = need
+            if type(partitions) is range:
+                key = (offset << 32) | take
+                piece = pieces_of_ranges.get(key)
+                if piece is None:
+                    piece = pieces_of_ranges[key] = frozenset(partitions[offset:offset + take])
+            else:
+                piece = frozenset(partitions[offset:offset + take])
+            held = mine.get(topic_id)
+            mine[topic_id] = piece if held is None else held | piece
+            need -= take
+            offset += take
+            if offset == size:
+                topic_id, partitions = next(chunks, ("", ()))
+                size = len(partitions)
+                offset = 0
