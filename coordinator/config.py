@@ -44,6 +44,7 @@ class Listener:
 
 _LISTENER = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)://(\[[0-9a-fA-F:.]+\]|[^:/\s\[\]]*):(\d{1,5})$")
 WILDCARD_HOSTS = ("", "0.0.0.0", "::")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 def parse_listeners(text: str) -> tuple[Listener, ...]:
@@ -53,8 +54,9 @@ def parse_listeners(text: str) -> tuple[Listener, ...]:
         if not match or int(match.group(3)) > 65535:
             raise ValueError(f"expected PLAINTEXT://host:port, got {item!r}")
         name, host, port = match.group(1).upper(), match.group(2).strip("[]"), int(match.group(3))
-        if name != "PLAINTEXT":
-            raise ValueError(f"expected PLAINTEXT://host:port, got {item!r} (only PLAINTEXT is supported)")
+        if name not in SECURITY_PROTOCOLS:
+            raise ValueError(f"expected one of {', '.join(SECURITY_PROTOCOLS)} as the listener name in {item!r} "
+                             "(each listener is named by its security protocol)")
         listeners.append(Listener(name, host, port))
     return tuple(listeners)
 
@@ -194,6 +196,26 @@ SETTINGS: tuple[Setting, ...] = (
             "Most client connections open at once; more are closed as they arrive.", "int"),
     Setting("max.connections.per.ip", _int(1, _INT32_MAX), str(_INT32_MAX),
             "Most client connections open at once from one IP address.", "int"),
+    Setting("ssl.keystore.location", _text, "",
+            "PEM file with this server's certificate chain and private key (SSL and SASL_SSL listeners)."),
+    Setting("ssl.key.password", _text, "", "Password of the private key in ssl.keystore.location, if encrypted."),
+    Setting("ssl.truststore.location", _text, "",
+            "PEM file of the CA certificates that client certificates must chain to (ssl.client.auth)."),
+    Setting("ssl.client.auth", _choice("none", "requested", "required"), "none",
+            "Whether SSL clients must (required) or may (requested) present a certificate."),
+    Setting("sasl.enabled.mechanisms", _text, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            "SASL mechanisms offered on SASL_PLAINTEXT and SASL_SSL listeners.", "list"),
+    Setting("sasl.credentials.file", _text, "",
+            "Users and their SASL credentials, managed with `groupcoord users` (empty: <log.dirs>/credentials)."),
+    Setting("sasl.server.max.receive.size", _int(1, _INT32_MAX), "524288",
+            "Largest request accepted before a SASL client has authenticated.", "int"),
+    Setting("authorizer.class.name", _text, "",
+            "Empty: no authorization. Kafka's StandardAuthorizer or AclAuthorizer class name (or 'acl'): "
+            "requests are checked against the ACLs managed with `groupcoord acls`."),
+    Setting("allow.everyone.if.no.acl.found", _bool, "false",
+            "With the authorizer on: whether a resource no ACL matches is open to everyone.", "boolean"),
+    Setting("super.users", _text, "", "Principals allowed everything, separated by ';' (e.g. User:admin;User:ops).",
+            "list"),
     Setting("connections.max.idle.ms", _int(1, _INT64_MAX), "600000", "Idle connections are closed after this.",
             "long"),
     Setting("request.read.timeout.ms", _int(1, _INT64_MAX), "30000",

@@ -83,7 +83,7 @@ def test_broker_id_is_an_alias_of_node_id(tmp_path):
 
 @pytest.mark.parametrize("override, message", [
     ("listeners=foo", "listeners: expected PLAINTEXT://host:port, got 'foo'"),
-    ("listeners=SSL://h:9093", "only PLAINTEXT is supported"),
+    ("listeners=SSLX://h:9093", "named by its security protocol"),
     ("listeners=PLAINTEXT://h:70000", "listeners: expected PLAINTEXT://host:port"),
     ("listeners=", "at least one listener is required"),
     ("advertised.listeners=PLAINTEXT://0.0.0.0:9092", "cannot advertise the wildcard address"),

@@ -75,8 +75,10 @@ class Server:
             await self.ops.start()
         await _run_hooks(self.broker.startup_hooks)
         for listener in self.config["listeners"]:
-            server = await self.loop.create_server(lambda: Connection(self), listener.host or None, listener.port,
-                                                   reuse_address=True, backlog=1024)
+            if listener.name != "PLAINTEXT":
+                raise OSError(f"listener {listener}: only PLAINTEXT listeners are served so far")
+            server = await self.loop.create_server(lambda l=listener: Connection(self, l), listener.host or None,
+                                                   listener.port, reuse_address=True, backlog=1024)
             self.servers.append(server)
             host, port = server.sockets[0].getsockname()[:2]
             log.info("server_ready", listener=listener.name, host=host, port=port,

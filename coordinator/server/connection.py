@@ -29,6 +29,7 @@ import structlog
 from coordinator.server.dispatch import dispatch
 
 if TYPE_CHECKING:
+    from coordinator.config import Listener
     from coordinator.server.app import Server
 
 log = structlog.get_logger()
@@ -40,8 +41,10 @@ MAX_BUFFERED_BYTES = 4 * 1024 * 1024
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, listener: Listener) -> None:
         self.server = server
+        self.listener = listener
+        self.principal = "User:ANONYMOUS"  # until a SASL exchange names someone
         self.broker = server.broker
         self.max_frame: int = server.config["socket.request.max.bytes"]
         self.buffer = bytearray()

@@ -63,7 +63,7 @@ def dispatch(broker: Broker, frame: bytes, client: Client) -> Reply:
         log.warning("request_malformed_closing", peer=peer, client_id=header.client_id, error=str(exc))
         return None
     ctx = RequestContext(api_key, version, correlation_id, header.client_id, peer, client.client_host,
-                         int(time.time() * 1000))
+                         int(time.time() * 1000), client.principal, client.listener.name)
     started = time.perf_counter()
     try:
         response = handler.handle(broker, request, ctx)

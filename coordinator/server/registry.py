@@ -47,6 +47,8 @@ class RequestContext:
     peer: str  # "host:port" of the client
     client_host: str
     now_ms: int
+    principal: str = "User:ANONYMOUS"  # who the connection authenticated as (SASL), as Kafka names it
+    listener: str = "PLAINTEXT"  # the listener the request came in on
 
 
 Handler = Callable[["Broker", Any, RequestContext], "Message | Awaitable[Message]"]

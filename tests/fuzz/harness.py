@@ -26,7 +26,7 @@ from typing import Any
 import structlog
 from structlog.testing import LogCapture
 
-from coordinator.config import load_config
+from coordinator.config import Listener, load_config
 from coordinator.server.app import Server, _run_hooks
 from coordinator.server.dispatch import dispatch
 from coordinator.server.registry import HANDLERS
@@ -48,6 +48,8 @@ class Client:
     peer: str = "127.0.0.1:40000"
     client_host: str = "127.0.0.1"
     client_id: str | None = None
+    principal: str = "User:ANONYMOUS"
+    listener: Listener = Listener("PLAINTEXT", "127.0.0.1", 9092)
 
 
 @dataclass
