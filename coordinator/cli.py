@@ -15,6 +15,7 @@ from pathlib import Path
 
 from coordinator.admin.groups_args import add_parser as _add_groups
 from coordinator.config import ConfigError, load_config
+from coordinator.security.acls_command import add_parser as _add_acls
 from spark_jobs.report_command import add_parser as _add_report
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -108,7 +109,8 @@ def _add_log(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
     dump_cmd.set_defaults(run=_log_dump)
 
 
-SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_serve, _add_groups, _add_log, _add_report]  # type: ignore[type-arg]
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [  # type: ignore[type-arg]
+    _add_serve, _add_groups, _add_log, _add_report, _add_acls]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -152,6 +152,19 @@ def _text(text: str) -> str:
     return text.strip()
 
 
+AUTHORIZER_NAMES = ("acl", "StandardAuthorizer", "AclAuthorizer",
+                    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                    "kafka.security.authorizer.AclAuthorizer")
+
+
+def _authorizer_name(text: str) -> str:
+    """empty, acl, or Kafka's StandardAuthorizer / AclAuthorizer class name"""
+    name = text.strip()
+    if name and name not in AUTHORIZER_NAMES:
+        raise ValueError(f"expected empty (no authorization) or one of {', '.join(AUTHORIZER_NAMES)}, got {text!r}")
+    return name
+
+
 # ---- the table
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +222,7 @@ SETTINGS: tuple[Setting, ...] = (
             "Users and their SASL credentials, managed with `groupcoord users` (empty: <log.dirs>/credentials)."),
     Setting("sasl.server.max.receive.size", _int(1, _INT32_MAX), "524288",
             "Largest request accepted before a SASL client has authenticated.", "int"),
-    Setting("authorizer.class.name", _text, "",
+    Setting("authorizer.class.name", _authorizer_name, "",
             "Empty: no authorization. Kafka's StandardAuthorizer or AclAuthorizer class name (or 'acl'): "
             "requests are checked against the ACLs managed with `groupcoord acls`."),
     Setting("allow.everyone.if.no.acl.found", _bool, "false",

@@ -12,6 +12,8 @@ import structlog
 
 from coordinator.config import Config, Listener
 from coordinator.metrics.server_metrics import ServerMetrics
+from coordinator.security.access import make_authorizer
+from coordinator.security.authorizer import Authorizer
 from coordinator.topics import TopicRegistry
 
 if TYPE_CHECKING:
@@ -53,6 +55,7 @@ class Broker:
         self.groups: GroupRuntime  # set by the server once the event loop runs
         self.data: DataPlane
         self.metrics = ServerMetrics()
+        self.authorizer: Authorizer | None = make_authorizer(config, self.data_dir)
         # Lifecycle hooks (plain or async callables, run in order; see coordinator.server.app):
         self.startup_hooks: list[Hook] = []  # before listening: open stores, replay state
         self.stopping_hooks: list[Hook] = []  # reading stopped: release requests parked indefinitely

@@ -11,17 +11,30 @@ from typing import Any
 
 from protocol.error_codes import ErrorCode
 from protocol.messages import (DeleteGroupsResponse, DescribeGroupsResponse, OffsetCommitResponse,
-                               OffsetFetchResponse)
+                               OffsetDeleteResponse, OffsetFetchResponse)
 
 NO_OFFSET = -1
 
 
 def offset_commit_error(request: Any, code: ErrorCode, version: int) -> OffsetCommitResponse:
-    return OffsetCommitResponse(topics=[
-        OffsetCommitResponse.OffsetCommitResponseTopic(name=t.name, partitions=[
-            OffsetCommitResponse.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
-            for p in t.partitions])
-        for t in request.topics])
+    return OffsetCommitResponse(topics=offset_commit_error_topics(request.topics, code))
+
+
+def denied_commit_topics(topics: list[Any]) -> list[Any]:
+    return offset_commit_error_topics(topics, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+
+
+def offset_commit_error_topics(topics: list[Any], code: ErrorCode) -> list[Any]:
+    return [OffsetCommitResponse.OffsetCommitResponseTopic(name=t.name, partitions=[
+        OffsetCommitResponse.OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+        for p in t.partitions]) for t in topics]
+
+
+def denied_offset_delete_topics(topics: list[Any]) -> list[Any]:
+    return [OffsetDeleteResponse.OffsetDeleteResponseTopic(name=t.name, partitions=[
+        OffsetDeleteResponse.OffsetDeleteResponsePartition(partition_index=p.partition_index,
+                                                           error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        for p in t.partitions]) for t in topics]
 
 
 def offset_fetch_error(request: Any, code: ErrorCode, version: int) -> OffsetFetchResponse:

@@ -1,33 +1,84 @@
-"""Registration for APIs that address one group: route the request to that group's shard."""
+"""Registration for APIs that address one group: route the request to that group's shard.
+
+With an authorizer, the group must permit the API's operation (GROUP_AUTHORIZATION_FAILED for the
+whole request otherwise), and for requests naming topics each topic must permit READ: a denied
+topic is answered TOPIC_AUTHORIZATION_FAILED on each of its partitions while the others go on.
+"""
 
 from __future__ import annotations
 
 import copy
 import inspect
+from collections.abc import Callable
 from typing import Any
 
+from coordinator.security.acls import Operation
+from coordinator.server.apis._acl import permits_group, permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.registry import HANDLERS, ErrorResponse, HandlerError, RequestContext, api
 from protocol.apis import API_SPECS
+from protocol.error_codes import ErrorCode
 
 
-def route_to_group(api_key: int, versions: tuple[int, int], error_response: ErrorResponse | None = None) -> None:
+DeniedTopics = Callable[[list[Any]], list[Any]]  # request topics -> response topics carrying the error
+
+
+def route_to_group(api_key: int, versions: tuple[int, int], error_response: ErrorResponse | None = None,
+                   group_operation: Operation = Operation.READ, denied_topics: DeniedTopics | None = None) -> None:
+    """``denied_topics``: for requests listing topics (commits, deletes), how to answer the ones the
+    principal may not READ."""
+
     def handle(broker: Broker, request: Any, ctx: RequestContext) -> Any:
-        return broker.groups.handle(request.group_id, request, ctx.api_version, ctx.client_id, ctx.client_host)
+        if not permits_group(broker, ctx, group_operation, request.group_id):
+            raise HandlerError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        denied: list[Any] = []
+        if denied_topics is not None and broker.authorizer is not None:
+            denied = [t for t in request.topics if not permits_topic(broker, ctx, Operation.READ, t.name)]
+            if denied:
+                request = copy.copy(request)
+                request.topics = [t for t in request.topics if t not in denied]
+        answer = broker.groups.handle(request.group_id, request, ctx.api_version, ctx.client_id, ctx.client_host)
+        if not denied:
+            return answer
+        assert denied_topics is not None
+        return amend_answer(answer, lambda response: response.topics.extend(denied_topics(denied)))
 
     api(api_key, versions, error_response)(handle)
 
 
-def fan_out(broker: Broker, request: Any, ctx: RequestContext, group_ids: list[str], list_field: str,
-            result_field: str) -> Any:
-    """A request naming many groups: one part per shard (`list_field` narrowed to its groups), the
-    responses' `result_field` lists joined back in the order the shards answered."""
+def amend_answer(answer: Any, amend: Callable[[Any], None]) -> Any:
+    """``answer`` (a response, or an awaitable of one) with ``amend`` applied to the response."""
+    if not inspect.isawaitable(answer):
+        amend(answer)
+        return answer
 
-    def part(ids: list[str]) -> Any:
+    async def amended() -> Any:
+        response = await answer
+        amend(response)
+        return response
+
+    return amended()
+
+
+def fan_out(broker: Broker, request: Any, ctx: RequestContext, group_ids: list[str], list_field: str,
+            result_field: str, operation: Operation) -> Any:
+    """A request naming many groups: one part per shard (`list_field` narrowed to its groups), the
+    responses' `result_field` lists joined back in the order the shards answered. Groups that do not
+    permit ``operation`` are answered GROUP_AUTHORIZATION_FAILED without asking their shard."""
+
+    def part(ids: list[str] | set[str]) -> Any:
         narrowed = copy.copy(request)
         setattr(narrowed, list_field, [g for g in getattr(request, list_field) if _group_of(g) in ids])
         return narrowed
 
+    denied = {g for g in group_ids if not permits_group(broker, ctx, operation, g)}
+    if denied:
+        refusal = HANDLERS[ctx.api_key].error_response(part(denied), ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                                                       ctx.api_version)
+        answer = fan_out(broker, part(set(group_ids) - denied), ctx, [g for g in group_ids if g not in denied],
+                         list_field, result_field, operation)
+        return amend_answer(answer, lambda response: getattr(response, result_field).extend(
+            getattr(refusal, result_field)))
     if not group_ids:  # nothing to ask any shard: an empty answer (found by the fuzzer: it used to crash)
         empty = API_SPECS[ctx.api_key].response_class()
         setattr(empty, result_field, [])

@@ -22,6 +22,8 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import CreateTopicsResponse
 from protocol.primitives import ZERO_UUID
+from coordinator.security.acls import Operation
+from coordinator.server.apis._acl import permits_cluster, permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
 from coordinator.topic_configs import TOPIC_SETTINGS, topic_default, validate_topic_config
@@ -93,6 +95,11 @@ def _config_entries(broker: Broker, configs: dict[str, str]) -> list[ConfigEntry
     return entries
 
 
+def may_create(broker: Broker, ctx: RequestContext, name: str) -> bool:
+    """CREATE on the cluster, or on the topic (Kafka accepts either)."""
+    return permits_cluster(broker, ctx, Operation.CREATE) or permits_topic(broker, ctx, Operation.CREATE, name)
+
+
 @api(ApiKey.CREATE_TOPICS, versions=(2, 7), error_response=create_topics_error)
 def create_topics(broker: Broker, request, ctx: RequestContext) -> CreateTopicsResponse:  # type: ignore[no-untyped-def]
     names = [t.name for t in request.topics]
@@ -100,6 +107,10 @@ def create_topics(broker: Broker, request, ctx: RequestContext) -> CreateTopicsR
     results = [_failure(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for name in sorted(duplicated)]
     for wanted in request.topics:
         if wanted.name in duplicated:
+            continue
+        if not may_create(broker, ctx, wanted.name):
+            results.append(_failure(wanted.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                    "Authorization failed."))
             continue
         problem = _problem(broker, wanted)
         if problem is not None:

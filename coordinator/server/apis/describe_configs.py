@@ -20,6 +20,8 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import DescribeConfigsResponse
 from coordinator.config import SETTINGS, SETTINGS_BY_NAME, Setting
+from coordinator.security.acls import Operation
+from coordinator.server.apis._acl import permits_cluster, permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
 from coordinator.topic_configs import TOPIC_SETTINGS, TopicSetting
@@ -108,4 +110,15 @@ def describe_configs_error(request, code: ErrorCode, version: int) -> DescribeCo
 def describe_configs(broker: Broker, request, ctx: RequestContext) -> DescribeConfigsResponse:  # type: ignore[no-untyped-def]
     return DescribeConfigsResponse(results=[
         _describe(broker, resource, request.include_synonyms, request.include_documentation)
+        if _may_describe(broker, ctx, resource) else
+        Result(error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED if resource.resource_type == TOPIC
+                              else ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+               error_message="Authorization failed.", resource_type=resource.resource_type,
+               resource_name=resource.resource_name, configs=[])
         for resource in request.resources])
+
+
+def _may_describe(broker: Broker, ctx: RequestContext, resource) -> bool:  # type: ignore[no-untyped-def]
+    if resource.resource_type == TOPIC:
+        return permits_topic(broker, ctx, Operation.DESCRIBE_CONFIGS, resource.resource_name)
+    return permits_cluster(broker, ctx, Operation.DESCRIBE_CONFIGS)

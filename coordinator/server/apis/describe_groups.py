@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.api_keys import ApiKey
+from coordinator.security.acls import Operation
 from coordinator.server.apis._group_errors import describe_groups_error
 from coordinator.server.apis._routing import fan_out
 from coordinator.server.broker import Broker
@@ -16,4 +17,4 @@ from coordinator.server.registry import RequestContext, api
 
 @api(ApiKey.DESCRIBE_GROUPS, versions=(0, 5), error_response=describe_groups_error)
 def describe_groups(broker: Broker, request: Any, ctx: RequestContext) -> Any:
-    return fan_out(broker, request, ctx, list(request.groups), "groups", "groups")
+    return fan_out(broker, request, ctx, list(request.groups), "groups", "groups", Operation.DESCRIBE)

@@ -20,6 +20,8 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import FetchResponse
+from coordinator.security.acls import Operation
+from coordinator.server.apis._acl import permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
 
@@ -32,14 +34,19 @@ def _empty(index: int, code: ErrorCode) -> PartitionResult:
                            log_start_offset=-1, aborted_transactions=None, preferred_read_replica=-1, records=b"")
 
 
-def _read(broker: Broker, request: Any, version: int) -> tuple[FetchResponse, int]:
+def _read(broker: Broker, request: Any, ctx: RequestContext) -> tuple[FetchResponse, int]:
+    version = ctx.api_version
     budget = request.max_bytes
     total = 0
     responses = []
     for wanted in request.topics:
         topic = broker.topics.get(wanted.topic) if version < 13 else broker.topics.by_id(wanted.topic_id)
+        denied = topic is not None and not permits_topic(broker, ctx, Operation.READ, topic.name)
         results = []
         for p in wanted.partitions:
+            if denied:
+                results.append(_empty(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             if topic is None:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if version < 13 else ErrorCode.UNKNOWN_TOPIC_ID
                 results.append(_empty(p.partition, code))
@@ -68,21 +75,21 @@ def _read(broker: Broker, request: Any, version: int) -> tuple[FetchResponse, in
 
 @api(ApiKey.FETCH, versions=(4, 17))
 def fetch(broker: Broker, request: Any, ctx: RequestContext) -> Any:
-    response, total = _read(broker, request, ctx.api_version)
+    response, total = _read(broker, request, ctx)
     if total >= request.min_bytes or request.max_wait_ms <= 0:
         return response
-    return _wait_for_data(broker, request, ctx.api_version)
+    return _wait_for_data(broker, request, ctx)
 
 
-async def _wait_for_data(broker: Broker, request: Any, version: int) -> FetchResponse:
+async def _wait_for_data(broker: Broker, request: Any, ctx: RequestContext) -> FetchResponse:
     deadline = time.monotonic() + request.max_wait_ms / 1000
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             break
         await broker.data.appended.wait(remaining)
-        response, total = _read(broker, request, version)
+        response, total = _read(broker, request, ctx)
         if total >= request.min_bytes:
             return response
         await asyncio.sleep(0)  # let other appends land before reading again
-    return _read(broker, request, version)[0]
+    return _read(broker, request, ctx)[0]

@@ -12,6 +12,7 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import InitProducerIdResponse
+from coordinator.server.apis._acl import permits_idempotent_write
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
 
@@ -22,6 +23,9 @@ MAX_EPOCH = 32767
 def init_producer_id(broker: Broker, request: Any, ctx: RequestContext) -> InitProducerIdResponse:
     if request.transactional_id is not None:
         return InitProducerIdResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), producer_id=-1,
+                                      producer_epoch=-1)
+    if not permits_idempotent_write(broker, ctx):
+        return InitProducerIdResponse(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), producer_id=-1,
                                       producer_epoch=-1)
     if request.producer_id >= 0 and 0 <= request.producer_epoch < MAX_EPOCH - 1:
         return InitProducerIdResponse(error_code=0, producer_id=request.producer_id,

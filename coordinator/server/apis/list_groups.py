@@ -9,6 +9,8 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.messages import ListGroupsResponse
+from coordinator.security.acls import Operation
+from coordinator.server.apis._acl import permits_cluster, permits_group
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
 
@@ -20,4 +22,6 @@ def list_groups(broker: Broker, request: Any, ctx: RequestContext) -> Any:
         if answer.error_code:
             return answer
         merged.groups.extend(answer.groups)
+    if not permits_cluster(broker, ctx, Operation.DESCRIBE):  # as Kafka: else only the groups one may describe
+        merged.groups = [g for g in merged.groups if permits_group(broker, ctx, Operation.DESCRIBE, g.group_id)]
     return merged

@@ -14,6 +14,8 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import ListOffsetsResponse
+from coordinator.security.acls import Operation
+from coordinator.server.apis._acl import permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
 
@@ -27,11 +29,14 @@ def list_offsets(broker: Broker, request: Any, ctx: RequestContext) -> ListOffse
     topics = []
     for wanted in request.topics:
         topic = broker.topics.get(wanted.name)
+        denied = not permits_topic(broker, ctx, Operation.DESCRIBE, wanted.name)
         results = []
         for p in wanted.partitions:
             result = PartitionResult(partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1,
                                      leader_epoch=0)
-            if topic is None or not 0 <= p.partition_index < topic.partitions:
+            if denied:
+                result.error_code, result.leader_epoch = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), -1
+            elif topic is None or not 0 <= p.partition_index < topic.partitions:
                 result.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 result.leader_epoch = -1
             else:

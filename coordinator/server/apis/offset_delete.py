@@ -2,6 +2,9 @@
 """
 
 from protocol.api_keys import ApiKey
+from coordinator.security.acls import Operation
+from coordinator.server.apis._group_errors import denied_offset_delete_topics
 from coordinator.server.apis._routing import route_to_group
 
-route_to_group(ApiKey.OFFSET_DELETE, versions=(0, 0))
+route_to_group(ApiKey.OFFSET_DELETE, versions=(0, 0), group_operation=Operation.DELETE,
+               denied_topics=denied_offset_delete_topics)

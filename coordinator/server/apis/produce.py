@@ -18,6 +18,8 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import ProduceResponse
+from coordinator.security.acls import Operation
+from coordinator.server.apis._acl import permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.data_plane import ProduceError
 from coordinator.server.registry import NO_RESPONSE, RequestContext, api
@@ -48,6 +50,10 @@ def produce(broker: Broker, request: Any, ctx: RequestContext) -> Any:
     written = []
     for topic_data in request.topic_data:
         topic = broker.topics.get(topic_data.name)
+        if not permits_topic(broker, ctx, Operation.WRITE, topic_data.name):
+            responses.append(TopicResult(name=topic_data.name, partition_responses=[
+                _result(d.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for d in topic_data.partition_data]))
+            continue
         results = []
         for data in topic_data.partition_data:
             if topic is None or not 0 <= data.index < topic.partitions:

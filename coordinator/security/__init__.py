@@ -1,0 +1,1 @@
+"""Who may connect (TLS, SASL) and what they may touch (ACLs)."""
