@@ -114,7 +114,8 @@ def _accept_joining_member(group: ClassicGroup, member_id: str, max_size: int) -
     if group.state in (S.EMPTY, S.DEAD):
         return True
     if group.state is S.PREPARING_REBALANCE:
-        return (member is not None and member.awaiting_join is not None) or group.awaiting_join_count() < max_size
+        return ((member is not None and member.awaiting_join is not None) or len(group.members) < max_size
+                or group.awaiting_join_count() < max_size)
     return member is not None or len(group.members) < max_size
 
 
@@ -205,7 +206,7 @@ def _update_member_then_rebalance_or_complete(join: _Join, member: Member, reaso
 
 
 def _update_member(join: _Join, member: Member) -> None:
-    member.protocols = join.protocols
+    join.group.set_protocols(member, join.protocols)
     member.rebalance_timeout_ms = join.rebalance_timeout_ms
     member.session_timeout_ms = join.req.session_timeout_ms
     member.awaiting_join = join.parked()

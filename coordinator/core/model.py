@@ -75,6 +75,9 @@ class ClassicGroup:
     pending_sync_members: set[str] = field(default_factory=set)
     new_member_added: bool = False
     subscribed_topics: frozenset[str] | None = None  # None: unknown
+    # How many members list each protocol, kept up to date as members come, go and change their
+    # protocols (recounting on every join made a join storm quadratic). None: count on next use.
+    _support: Counter[str] | None = None
 
     # -- queries ---------------------------------------------------------------------------------
 
@@ -88,7 +91,7 @@ class ClassicGroup:
         return sum(1 for m in self.members.values() if m.awaiting_join is not None)
 
     def has_all_members_joined(self) -> bool:
-        return len(self.members) == self.awaiting_join_count() and not self.pending_join_members
+        return not self.pending_join_members and all(m.awaiting_join is not None for m in self.members.values())
 
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
@@ -99,7 +102,17 @@ class ClassicGroup:
     def protocol_support(self) -> Counter[str]:
         # A member counts once per protocol even if its list names one twice (found by the fuzzer:
         # Kafka counts duplicates, so a protocol could look supported by all and fail the vote).
-        return Counter(name for m in self.members.values() for name in set(m.protocol_names()))
+        if self._support is None:
+            self._support = Counter(name for m in self.members.values() for name in set(m.protocol_names()))
+        return self._support
+
+    def set_protocols(self, member: Member, protocols: Protocols) -> None:
+        """Change a member's protocols, keeping the support counts right."""
+        if self._support is not None and member.member_id in self.members:
+            self._support.subtract(set(member.protocol_names()))
+            self._support.update({name for name, _ in protocols})
+            self._support += Counter()  # drop protocols nobody lists any more
+        member.protocols = protocols
 
     def supports_protocols(self, protocol_type: str, names: list[str]) -> bool:
         """Kafka's join-time check. Counts include a rejoining member's *old* protocols (a quirk)."""
@@ -150,6 +163,12 @@ class ClassicGroup:
     def add(self, member: Member) -> None:
         if not self.members:
             self.protocol_type = member.protocol_type
+        if self._support is not None:
+            replaced = self.members.get(member.member_id)
+            if replaced is not None:
+                self._support.subtract(set(replaced.protocol_names()))
+            self._support.update(set(member.protocol_names()))
+            self._support += Counter()
         self.members[member.member_id] = member
         if self.leader_id is None:
             self.leader_id = member.member_id
@@ -159,6 +178,9 @@ class ClassicGroup:
 
     def remove(self, member_id: str) -> Member | None:
         removed = self.members.pop(member_id, None)
+        if removed is not None and self._support is not None:
+            self._support.subtract(set(removed.protocol_names()))
+            self._support += Counter()
         if removed is not None and removed.group_instance_id is not None:
             if self.static_members.get(removed.group_instance_id) == member_id:
                 del self.static_members[removed.group_instance_id]
