@@ -1,0 +1,35 @@
+"""The consumer group protocol (KIP-848) core: pure, deterministic, record-driven.
+
+Modules, one job each:
+    config          ConsumerGroupConfig (group.consumer.* settings)
+    topics          TopicsView: the topic metadata the caller hands in
+    member_ids      Kafka-style random member ids from an injected random source
+    model           ConsumerGroup, ConsumerMember, MemberState, ConsumerGroupState
+    state           ConsumerGroupsState: the groups of one shard
+    validation      spec 2: request checks before the group is touched
+    membership      spec 4.1/4.3: group and member lookup, static replacement, epoch checks
+    heartbeat       spec 4: join/heartbeat processing and the response rules of spec 3
+    subscription    spec 4.2: subscription metadata and type
+    target          spec 7.1: running the assignor, changed targets
+    reconciliation  spec 5: the next current assignment of a member
+    leave           spec 6: leaving, fencing, session and rebalance timeouts
+    timers          timer keys and the timers restarted after loading
+    records         spec 11: record factories, replay and its invariants
+    offsets         spec 8: OffsetCommit v9 / OffsetFetch v9 member checks
+    describe        spec 9: ConsumerGroupDescribe, ListGroups entries
+    deletion        DeleteGroups of an empty consumer group
+    coordinator     ConsumerGroupCoordinator: the facade the server calls
+"""
+
+from coordinator.core.consumer_group.config import ConsumerGroupConfig, parse_assignors
+from coordinator.core.consumer_group.coordinator import ConsumerGroupCoordinator
+from coordinator.core.consumer_group.model import ConsumerGroup, ConsumerGroupState, ConsumerMember, MemberState
+from coordinator.core.consumer_group.records import is_consumer_group_record
+from coordinator.core.consumer_group.timers import is_consumer_group_timer
+from coordinator.core.consumer_group.topics import TopicInfo, TopicsSnapshot, TopicsView
+
+__all__ = [
+    "ConsumerGroup", "ConsumerGroupConfig", "ConsumerGroupCoordinator", "ConsumerGroupState", "ConsumerMember",
+    "MemberState", "TopicInfo", "TopicsSnapshot", "TopicsView", "is_consumer_group_record",
+    "is_consumer_group_timer", "parse_assignors",
+]

@@ -1,0 +1,116 @@
+"""ConsumerGroupCoordinator: the consumer group protocol (KIP-848) of one `__consumer_offsets` shard.
+
+How the shell drives it, next to the classic GroupShard of the same partition:
+
+    consumer = ConsumerGroupCoordinator(ConsumerGroupConfig(...), random_bytes=os.urandom,
+                                        classic_groups=shard.state.groups)
+    consumer.begin_loading()
+    for record in log: shard.replay(record); consumer.replay(record)   # each skips the other's records
+    apply(consumer.finish_loading(now_ms))                             # session and rebalance timers
+
+    out = consumer.consumer_group_heartbeat(request, RequestContext(...), topics)
+    for record in out.records: shard.replay(record); consumer.replay(record)
+    ... append, flush, send out.response, apply out.timers (Schedule replaces by key, Cancel is idempotent)
+    on a timer whose key is_consumer_group_timer(key):
+        out = consumer.on_timer(key, data, now_ms, topics)               # handled like a request's outcome
+
+`topics` is a TopicsView (see topics.py): the shell's current topic names, ids and partition
+counts, with a version that changes whenever any of them does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, MutableMapping
+from typing import Any
+
+from coordinator.core.consumer_group.config import ConsumerGroupConfig
+from coordinator.core.consumer_group.deletion import consumer_group_deletion_records
+from coordinator.core.consumer_group.describe import consumer_group_describe, listed_consumer_groups
+from coordinator.core.consumer_group.heartbeat import consumer_group_heartbeat
+from coordinator.core.consumer_group.leave import on_consumer_group_timer
+from coordinator.core.consumer_group.member_ids import RandomBytes
+from coordinator.core.consumer_group.offsets import ensure_offset_commit_allowed, ensure_offset_fetch_allowed
+from coordinator.core.consumer_group.records import durable_view, replay_consumer_group_record
+from coordinator.core.consumer_group.state import ConsumerGroupsState
+from coordinator.core.consumer_group.timers import is_consumer_group_timer, schedule_loaded_group_timers
+from coordinator.core.consumer_group.topics import TopicsView
+from coordinator.core.effects import Effects
+from coordinator.core.model import ClassicGroup
+from coordinator.core.outcome import Outcome, RequestContext
+from coordinator.records import Record
+from protocol.messages import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+
+
+class ConsumerGroupCoordinator:
+    def __init__(self, config: ConsumerGroupConfig | None = None, random_bytes: RandomBytes | None = None,
+                 classic_groups: MutableMapping[str, ClassicGroup] | None = None) -> None:
+        if random_bytes is None:
+            raise ValueError("ConsumerGroupCoordinator needs a random source (the core draws no randomness)")
+        self.state = ConsumerGroupsState(config or ConsumerGroupConfig(), random_bytes)
+        if classic_groups is not None:
+            self.state.classic_groups = classic_groups
+
+    @property
+    def config(self) -> ConsumerGroupConfig:
+        return self.state.config
+
+    # ---- requests ------------------------------------------------------------------------------
+
+    def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext,
+                                 topics: TopicsView) -> Outcome:
+        return consumer_group_heartbeat(self.state, req, ctx, topics)
+
+    def consumer_group_describe(self, req: ConsumerGroupDescribeRequest, ctx: RequestContext,
+                                topics: TopicsView) -> Outcome:
+        return Outcome(response=consumer_group_describe(self.state, req, topics))
+
+    def listed_groups(self, states_filter: Collection[str] = (), types_filter: Collection[str] = ()) -> list[object]:
+        return listed_consumer_groups(self.state, states_filter, types_filter)
+
+    def deletion_records(self, group_id: str) -> list[Record]:
+        """Raises ApiError GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP."""
+        return consumer_group_deletion_records(self.state, group_id)
+
+    def ensure_offset_commit_allowed(self, group_id: str, member_id: str, member_epoch: int, api_version: int,
+                                     *, transactional: bool = False) -> bool:
+        """True: a consumer group, and the commit may go ahead. False: not a consumer group. Raises ApiError."""
+        return ensure_offset_commit_allowed(self.state, group_id, member_id, member_epoch, api_version,
+                                            transactional=transactional) is not None
+
+    def ensure_offset_fetch_allowed(self, group_id: str, member_id: str | None, member_epoch: int) -> bool:
+        return ensure_offset_fetch_allowed(self.state, group_id, member_id, member_epoch) is not None
+
+    # ---- timers --------------------------------------------------------------------------------
+
+    def on_timer(self, key: Any, data: Any, now_ms: int, topics: TopicsView) -> Outcome:
+        fx = Effects(now_ms)
+        if is_consumer_group_timer(key):
+            on_consumer_group_timer(self.state, key, data, fx, topics)
+        return fx.outcome()
+
+    # ---- replay and loading --------------------------------------------------------------------
+
+    def replay(self, record: Record) -> bool:
+        """Apply one record; False (and nothing done) for records of other kinds."""
+        return replay_consumer_group_record(self.state, record)
+
+    def begin_loading(self) -> None:
+        self.state.loading = True
+
+    def finish_loading(self, now_ms: int) -> Outcome:
+        self.state.loading = False
+        fx = Effects(now_ms)
+        for group in self.state.groups.values():
+            schedule_loaded_group_timers(fx, group, self.config.session_timeout_ms)
+        return fx.outcome()
+
+    @classmethod
+    def from_log(cls, records: Iterable[Record], config: ConsumerGroupConfig | None = None,
+                 random_bytes: RandomBytes | None = None) -> ConsumerGroupCoordinator:
+        coordinator = cls(config, random_bytes or (lambda n: bytes(n)))
+        for record in records:
+            coordinator.replay(record)
+        return coordinator
+
+    def durable_view(self) -> dict[str, Any]:
+        return durable_view(self.state)

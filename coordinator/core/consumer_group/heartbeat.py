@@ -1,0 +1,168 @@
+"""Spec 4: ConsumerGroupHeartbeat, the one API through which consumer-protocol members join,
+heartbeat, change their subscription, acknowledge revocations and leave.
+
+The handler reads the group and returns records; it changes nothing itself. Steps of a join or
+heartbeat (spec 4.4): find the group and member; apply the request to the member (record 5 if
+anything changed); bump the group epoch when the subscription or the subscription metadata
+changed (records 4, 3); compute a new target when the group epoch is ahead of the assignment
+epoch (records 7*, 6); reconcile the member (record 8) and arm or cancel its rebalance timer;
+restart its session timer; answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from coordinator.core.consumer_group.leave import leave_group
+from coordinator.core.consumer_group.membership import (
+    JoiningMember,
+    ensure_group_not_full,
+    group_for_heartbeat,
+    member_for_heartbeat,
+)
+from coordinator.core.consumer_group.model import (
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    Assignment,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+    assignment_of,
+)
+from coordinator.core.consumer_group.errors import error_message
+from coordinator.core.consumer_group.records import (
+    consumer_group_epoch_record,
+    current_assignment_record,
+    member_subscription_record,
+    subscription_metadata_record,
+)
+from coordinator.core.consumer_group.reconciliation import reconcile
+from coordinator.core.consumer_group.responses import heartbeat_error, heartbeat_response
+from coordinator.core.consumer_group.state import ConsumerGroupsState
+from coordinator.core.consumer_group.subscription import compute_subscription_metadata
+from coordinator.core.consumer_group.target import compute_target_assignment
+from coordinator.core.consumer_group.timers import (
+    cancel_member_timers,
+    rebalance_timeout_key,
+    schedule_rebalance_timeout,
+    schedule_session_timeout,
+)
+from coordinator.core.consumer_group.topics import TopicsView
+from coordinator.core.consumer_group.validation import is_full_request, validate_heartbeat
+from coordinator.core.effects import Effects
+from coordinator.core.errors import ApiError
+from coordinator.core.outcome import Outcome, RequestContext
+from protocol.error_codes import ErrorCode
+from protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+
+
+def consumer_group_heartbeat(state: ConsumerGroupsState, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext,
+                             topics: TopicsView) -> Outcome:
+    """Answer one ConsumerGroupHeartbeat. On error nothing is written and no timer changes."""
+    fx = Effects(ctx.now_ms, ctx.ref)
+    try:
+        if state.loading:
+            raise ApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        validate_heartbeat(req, state.config)
+        if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            response = leave_group(state, req, fx, topics)
+        else:
+            response = _join_or_heartbeat(state, req, ctx, fx, topics)
+    except ApiError as exc:
+        return Outcome(response=heartbeat_error(exc.code, error_message(exc)))
+    return fx.outcome(response)
+
+
+def owned_partitions(req: ConsumerGroupHeartbeatRequest) -> Assignment | None:
+    if req.topic_partitions is None:
+        return None
+    return assignment_of((tp.topic_id, tp.partitions) for tp in req.topic_partitions)
+
+
+def _join_or_heartbeat(state: ConsumerGroupsState, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext,
+                       fx: Effects, topics: TopicsView) -> ConsumerGroupHeartbeatResponse:
+    records = fx.records
+    group = group_for_heartbeat(state, req.group_id, req.member_epoch, records)
+    ensure_group_not_full(group, req.member_id, state.config.max_size)
+    owned = owned_partitions(req)
+    joining = member_for_heartbeat(state, group, req, owned)
+    records.extend(joining.records)
+    before = joining.member
+    gid, member_id = group.group_id, before.member_id
+
+    # 1. The member as this request leaves it; its subscription record when anything changed.
+    updated = _apply_request(before, req, ctx)
+    # A new member starts from an empty subscription, so joining counts as a change.
+    subscription_changed = updated.subscribed_topic_names != before.subscribed_topic_names
+    if updated.metadata_fields() != before.metadata_fields():
+        records.append(member_subscription_record(gid, updated))
+    members = _members_after(group, updated, joining)
+
+    # 2. Group epoch: bumped by a subscription change or changed subscription metadata.
+    group_epoch = group.group_epoch
+    metadata = group.subscription_metadata
+    bump = subscription_changed
+    if bump or group.checked_metadata_version != topics.version:
+        metadata = compute_subscription_metadata(members.values(), topics)
+        if metadata != group.subscription_metadata:
+            records.append(subscription_metadata_record(gid, metadata))
+            bump = True
+    if bump:
+        group_epoch += 1
+        records.append(consumer_group_epoch_record(gid, group_epoch))
+        fx.event("consumer_group_epoch_bumped", gid, group_epoch=group_epoch, member_id=member_id)
+
+    # 3. Target assignment for the new group epoch, or the stored one.
+    if group_epoch > group.assignment_epoch:
+        current_targets = {mid: group.target_for(mid, m.instance_id) for mid, m in members.items()}
+        result = compute_target_assignment(state, group, group_epoch, members, metadata, current_targets)
+        records.extend(result.records)
+        assignment_epoch, target = group_epoch, result.targets[member_id]
+    else:
+        assignment_epoch, target = group.assignment_epoch, group.target_for(member_id, updated.instance_id)
+
+    # 4. Reconcile towards the target; a revocation in progress is bounded by the rebalance timeout.
+    reconciled = reconcile(updated, assignment_epoch, target, owned, group.is_held)
+    if reconciled.assignment_fields() != updated.assignment_fields():
+        records.append(current_assignment_record(gid, reconciled))
+        if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
+            schedule_rebalance_timeout(fx, gid, member_id, reconciled.member_epoch, reconciled.rebalance_timeout_ms)
+        else:
+            fx.cancel(rebalance_timeout_key(gid, member_id))
+
+    # 5. Session, soft state, answer.
+    if joining.replaced is not None:
+        if joining.replaced.member_id != member_id:  # a successor reusing the id keeps the timers just set
+            cancel_member_timers(fx, gid, joining.replaced.member_id)
+        fx.event("consumer_static_member_replaced", gid, member_id=member_id,
+                 replaced_member_id=joining.replaced.member_id, instance_id=updated.instance_id)
+    elif joining.is_new:
+        fx.event("consumer_member_joined", gid, member_id=member_id, instance_id=updated.instance_id)
+    schedule_session_timeout(fx, gid, member_id, state.config.session_timeout_ms)
+    group.checked_metadata_version = topics.version
+    changed = reconciled.assigned_partitions != before.assigned_partitions
+    assigned = reconciled.assigned_partitions if is_full_request(req) or changed else None
+    return heartbeat_response(member_id, reconciled.member_epoch, state.config.heartbeat_interval_ms, assigned)
+
+
+def _apply_request(member: ConsumerMember, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext) -> ConsumerMember:
+    """Null request fields leave the member's value unchanged; the connection sets client id and host."""
+    return replace(
+        member,
+        instance_id=member.instance_id if req.instance_id is None else req.instance_id,
+        rack_id=member.rack_id if req.rack_id is None else req.rack_id,
+        rebalance_timeout_ms=member.rebalance_timeout_ms if req.rebalance_timeout_ms == -1
+        else req.rebalance_timeout_ms,
+        server_assignor=member.server_assignor if req.server_assignor is None else req.server_assignor,
+        subscribed_topic_names=member.subscribed_topic_names if req.subscribed_topic_names is None
+        else tuple(sorted(set(req.subscribed_topic_names))),
+        client_id=ctx.client_id, client_host=ctx.client_host)
+
+
+def _members_after(group: ConsumerGroup, updated: ConsumerMember, joining: JoiningMember) -> dict[str, ConsumerMember]:
+    """The members as they will be once this heartbeat's records are replayed."""
+    members = dict(group.members)
+    if joining.replaced is not None:
+        del members[joining.replaced.member_id]
+    members[updated.member_id] = updated
+    return members

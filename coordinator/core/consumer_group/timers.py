@@ -1,0 +1,51 @@
+"""Timer keys of the consumer group protocol; scheduling an existing key replaces it.
+
+Session timer: fences the member when it stops heartbeating (data: None; the member id in the
+key is re-checked). Rebalance timer: fences a member that does not acknowledge a revocation in
+time (data: the member epoch it was scheduled at; a member that moved on ignores it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.core.consumer_group.model import ConsumerGroup, MemberState
+from coordinator.core.effects import Effects
+
+SESSION = "consumer-session"
+REBALANCE = "consumer-rebalance"
+
+
+def session_timeout_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return (SESSION, group_id, member_id)
+
+
+def rebalance_timeout_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return (REBALANCE, group_id, member_id)
+
+
+def is_consumer_group_timer(key: Any) -> bool:
+    return isinstance(key, tuple) and len(key) == 3 and key[0] in (SESSION, REBALANCE)
+
+
+def schedule_session_timeout(fx: Effects, group_id: str, member_id: str, session_timeout_ms: int) -> None:
+    fx.schedule(session_timeout_key(group_id, member_id), session_timeout_ms)
+
+
+def schedule_rebalance_timeout(fx: Effects, group_id: str, member_id: str, member_epoch: int,
+                               rebalance_timeout_ms: int) -> None:
+    fx.schedule(rebalance_timeout_key(group_id, member_id), rebalance_timeout_ms, member_epoch)
+
+
+def cancel_member_timers(fx: Effects, group_id: str, member_id: str) -> None:
+    fx.cancel(session_timeout_key(group_id, member_id))
+    fx.cancel(rebalance_timeout_key(group_id, member_id))
+
+
+def schedule_loaded_group_timers(fx: Effects, group: ConsumerGroup, session_timeout_ms: int) -> None:
+    """After loading: every member's session restarts; members mid-revocation get their rebalance timer."""
+    for member in group.members.values():
+        schedule_session_timeout(fx, group.group_id, member.member_id, session_timeout_ms)
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            schedule_rebalance_timeout(fx, group.group_id, member.member_id, member.member_epoch,
+                                       member.rebalance_timeout_ms)

@@ -1,0 +1,61 @@
+"""The topic metadata a heartbeat needs, handed in by the caller (the core does no I/O).
+
+The shell owns the topic registry; each call into the consumer group core passes a read-only
+`TopicsView`. `version` lets a group skip recomputing its subscription metadata when nothing
+changed: it must change whenever a topic is created, deleted or changes its partition count
+(Kafka refreshes a group's metadata on the next heartbeat after such a change; spec 4.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+# The uuid.UUID objects the codec decodes. The core treats them as opaque hashable values
+# (it may not import uuid, see tests/core/test_purity.py) and orders them by their text.
+TopicId = Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    topic_id: TopicId
+    name: str
+    num_partitions: int
+
+
+class TopicsView(Protocol):
+    """What the consumer group core reads about topics."""
+
+    @property
+    def version(self) -> int: ...
+
+    def by_name(self, name: str) -> TopicInfo | None: ...
+
+    def by_id(self, topic_id: TopicId) -> TopicInfo | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsSnapshot:
+    """A TopicsView over plain dicts; build a new one (with a new version) after each change."""
+
+    version: int = 0
+    _by_name: Mapping[str, TopicInfo] = field(default_factory=dict)
+    _by_id: Mapping[TopicId, TopicInfo] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, topics: Mapping[str, tuple[TopicId, int]], version: int = 0) -> TopicsSnapshot:
+        """From name -> (topic id, partition count)."""
+        infos = [TopicInfo(topic_id, name, count) for name, (topic_id, count) in topics.items()]
+        return cls.from_infos(infos, version)
+
+    @classmethod
+    def from_infos(cls, infos: Iterable[TopicInfo], version: int = 0) -> TopicsSnapshot:
+        infos = list(infos)
+        return cls(version, {t.name: t for t in infos}, {t.topic_id: t for t in infos})
+
+    def by_name(self, name: str) -> TopicInfo | None:
+        return self._by_name.get(name)
+
+    def by_id(self, topic_id: TopicId) -> TopicInfo | None:
+        return self._by_id.get(topic_id)
