@@ -157,6 +157,16 @@ AUTHORIZER_NAMES = ("acl", "StandardAuthorizer", "AclAuthorizer",
                     "kafka.security.authorizer.AclAuthorizer")
 
 
+def _assignors(text: str) -> tuple[str, ...]:
+    """comma list of uniform, range (or Kafka's assignor class names); the first is the default"""
+    # Imported here: the assignor table lives in the core, which this module must not pull in at import.
+    from coordinator.core.consumer_group.config import ConsumerGroupConfig, parse_assignors
+
+    names = parse_assignors(text)
+    ConsumerGroupConfig(assignors=names)  # raises ValueError naming unknown assignors
+    return names
+
+
 def _authorizer_name(text: str) -> str:
     """empty, acl, or Kafka's StandardAuthorizer / AclAuthorizer class name"""
     name = text.strip()
@@ -269,6 +279,10 @@ SETTINGS: tuple[Setting, ...] = (
             "Heartbeat interval of consumer-protocol (KIP-848) members.", "int"),
     Setting("group.consumer.session.timeout.ms", _int(1, _INT32_MAX), "45000",
             "Session timeout of consumer-protocol (KIP-848) members.", "int"),
+    Setting("group.consumer.max.size", _int(1, _INT32_MAX), str(_INT32_MAX),
+            "Most members a consumer-protocol (KIP-848) group may hold.", "int"),
+    Setting("group.consumer.assignors", _assignors, "uniform,range",
+            "Server-side assignors of consumer-protocol (KIP-848) groups; the first is the default.", "list"),
     Setting("event.loop", _choice("auto", "asyncio", "uvloop"), "auto", "auto: uvloop when installed, else asyncio."),
     Setting("log.level", _choice(*_LOG_LEVELS, case_sensitive=False), "INFO", "Server log level."),
     Setting("http.listener", _optional_address, "",

@@ -51,6 +51,8 @@ class TopicRegistry:
         self._topics: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._new_id = new_id
+        # Bumped on every create and delete: consumer groups recheck their topics when it moves.
+        self.version = 0
         self._file = directory / "topics.json" if directory is not None else None
         if self._file is not None and self._file.exists():
             for raw in json.loads(self._file.read_text()):
@@ -60,6 +62,7 @@ class TopicRegistry:
     def _add(self, topic: Topic) -> None:
         self._topics[topic.name] = topic
         self._by_id[topic.topic_id] = topic
+        self.version += 1
 
     def _save(self) -> None:
         if self._file is None:
@@ -103,5 +106,6 @@ class TopicRegistry:
         if topic is None:
             raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"unknown topic {name!r}")
         del self._by_id[topic.topic_id]
+        self.version += 1
         self._save()
         return topic

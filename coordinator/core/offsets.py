@@ -12,7 +12,7 @@ instance id; v9 GROUP_ID_NOT_FOUND for unknown groups. OffsetFetch v2 null topic
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from coordinator.core.effects import Effects
 from coordinator.core.errors import ApiError
@@ -69,7 +69,12 @@ def offset_commit(st: ShardState, req: OffsetCommitRequest, ctx: RequestContext)
         member = group.members.get(req.member_id)
         if member is not None:  # a commit is as good as a heartbeat
             schedule_heartbeat(fx, group, member.member_id, member.session_timeout_ms)
+    return commit_offsets(st, req, ctx, fx)
 
+
+def commit_offsets(st: ShardState, req: OffsetCommitRequest, ctx: RequestContext, fx: Effects) -> Outcome:
+    """The records and response of a commit whose group checks passed (classic or consumer group)."""
+    version, now = ctx.api_version, ctx.now_ms
     expire_ms = None
     if 2 <= version <= 4 and req.retention_time_ms != -1:
         # Kafka adds in a Java long, so a huge retention wraps to the past and expires at once; an int64
@@ -115,6 +120,10 @@ def _validate_offset_commit(st: ShardState, req: OffsetCommitRequest, version: i
     return group
 
 
+def offset_commit_error_response(req: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
+    return _commit_response(req, lambda _t, _p: code)
+
+
 def _commit_response(req: OffsetCommitRequest, code: Callable[[str, int], ErrorCode]) -> OffsetCommitResponse:
     return OffsetCommitResponse(topics=[
         CommitTopic(name=t.name, partitions=[CommitPartition(partition_index=p.partition_index,
@@ -130,35 +139,62 @@ FetchedPartition = tuple[int, int, int, str, ErrorCode]  # partition, offset, le
 FetchedTopics = list[tuple[str, list[FetchedPartition]]]
 
 
-def offset_fetch(st: ShardState, req: OffsetFetchRequest, ctx: RequestContext) -> Outcome:
-    """Classic groups check no member id/epoch; unknown groups are not an error.
+#: (shard state, group id, member id, member epoch) -> the group's stored offsets; raises ApiError.
+StoredOffsets = Callable[[ShardState, str, "str | None", int], Mapping[tuple[str, int], OffsetAndMetadata]]
+
+
+def classic_stored_offsets(st: ShardState, group_id: str, member_id: str | None,
+                           member_epoch: int) -> Mapping[tuple[str, int], OffsetAndMetadata]:
+    """Classic groups check no member id/epoch; unknown groups are not an error."""
+    group = st.groups.get(group_id)
+    return {} if group is None or group.state is S.DEAD else st.offsets.get(group_id, {})
+
+
+def offset_fetch(st: ShardState, req: OffsetFetchRequest, ctx: RequestContext,
+                 stored_offsets: StoredOffsets = classic_stored_offsets) -> Outcome:
+    """`stored_offsets` finds a group's offsets after its member checks (consumer groups check them).
 
     RequireStable (v7+) would answer UNSTABLE_OFFSET_COMMIT for partitions with pending
     transactional offsets; this coordinator has none, so it changes nothing.
     """
     version = ctx.api_version
-    group_error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if st.loading else ErrorCode.NONE
     if version >= 8:
         groups = []
         for g in req.groups:
             topics = None if g.topics is None else [(t.name, t.partition_indexes) for t in g.topics]
-            fetched = [] if group_error else fetch_offsets(st, g.group_id, topics)
+            member_id, epoch = (g.member_id, g.member_epoch) if version >= 9 else (None, -1)
+            fetched, group_error = _fetch_group(st, g.group_id, member_id, epoch, topics, stored_offsets)
             groups.append(_v8_group(g.group_id, fetched, group_error))
         return Outcome(response=OffsetFetchResponse(groups=groups))
 
     topics = None if req.topics is None else [(t.name, t.partition_indexes) for t in req.topics]
+    fetched, group_error = _fetch_group(st, req.group_id, None, -1, topics, stored_offsets)
     if group_error and version <= 1:
         # No group-level error field before v2: copy it into every partition.
         fetched = [(name, [(p, -1, -1, "", group_error) for p in parts]) for name, parts in topics or []]
         return Outcome(response=_v0_response(fetched, ErrorCode.NONE))
-    fetched = [] if group_error else fetch_offsets(st, req.group_id, topics)
     return Outcome(response=_v0_response(fetched, group_error))
+
+
+def _fetch_group(st: ShardState, group_id: str, member_id: str | None, member_epoch: int,
+                 topics: Iterable[tuple[str, Iterable[int]]] | None,
+                 stored_offsets: StoredOffsets) -> tuple[FetchedTopics, ErrorCode]:
+    if st.loading:
+        return [], ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    try:
+        stored = stored_offsets(st, group_id, member_id, member_epoch)
+    except ApiError as exc:
+        return [], exc.code
+    return fetched_offsets(stored, topics), ErrorCode.NONE
 
 
 def fetch_offsets(st: ShardState, group_id: str,
                   topics: Iterable[tuple[str, Iterable[int]]] | None) -> FetchedTopics:
-    group = st.groups.get(group_id)
-    stored = {} if group is None or group.state is S.DEAD else st.offsets.get(group_id, {})
+    return fetched_offsets(classic_stored_offsets(st, group_id, None, -1), topics)
+
+
+def fetched_offsets(stored: Mapping[tuple[str, int], OffsetAndMetadata],
+                    topics: Iterable[tuple[str, Iterable[int]]] | None) -> FetchedTopics:
     if topics is None:  # all committed partitions
         by_topic: dict[str, list[FetchedPartition]] = {}
         for (topic, partition), o in sorted(stored.items()):

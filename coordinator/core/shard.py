@@ -15,6 +15,10 @@ How the shell drives it (all calls are synchronous and pure apart from the shard
     ... apply out.timers (Schedule replaces by key, Cancel is idempotent); log out.events.
     on a timer:  out = shard.on_timer(key, data, now_ms)   # handled exactly like a request's outcome
 
+Consumer groups (KIP-848) live in `self.consumer`, a ConsumerGroupCoordinator sharing this shard's
+classic groups (one namespace of group ids) and offsets (stored in `state.offsets` like classic ones).
+Their requests and timers take the shell's current TopicsView; `replay` feeds both cores.
+
 If an append fails: apply `shard.unload(now_ms)` (parked requests -> NOT_COORDINATOR), answer the
 triggering request NOT_COORDINATOR, and replace the shard by `GroupShard.load(durable log, ...)`
 (no in-memory undo; a lost static replacement or leader assignment simply never happened).
@@ -22,11 +26,20 @@ triggering request NOT_COORDINATOR, and replace the shard by `GroupShard.load(du
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from coordinator.core import admin, offsets
 from coordinator.core.config import GroupConfig
+from coordinator.core.consumer_group import (
+    ConsumerGroupConfig,
+    ConsumerGroupCoordinator,
+    TopicsSnapshot,
+    TopicsView,
+    is_consumer_group_timer,
+)
+from coordinator.core.consumer_group.timers import cancel_member_timers
+from coordinator.core.errors import ApiError
 from coordinator.core.effects import Effects
 from coordinator.core.heartbeat import heartbeat
 from coordinator.core.join import join_group
@@ -48,10 +61,12 @@ from coordinator.core.sync import sync_group
 from coordinator.core.responses import join_error, sync_response
 from coordinator.core.timer_keys import OFFSETS_EXPIRATION_KEY, heartbeat_key, join_key, sync_key
 from coordinator.records import (
+    OffsetAndMetadata,
     Record,
     RecordType,
     UnknownRecordType,
     decode_record_versions,
+    offset_commit_tombstone,
     offset_from_value,
     reason_from_value,
 )
@@ -60,22 +75,38 @@ from protocol.error_codes import ErrorCode
 from protocol.messages import GroupMetadataValue
 
 
+#: The TopicsView of callers that know no topics (classic-only tests and tools).
+NO_TOPICS = TopicsSnapshot()
+RandomBytes = Callable[[int], bytes]
+
+
+def _no_random_bytes(n: int) -> bytes:
+    raise ValueError("this GroupShard was built without random_bytes: it cannot generate consumer member ids")
+
+
 class GroupShard:
-    def __init__(self, config: GroupConfig | None = None, new_uuid: Callable[[], str] | None = None) -> None:
+    def __init__(self, config: GroupConfig | None = None, new_uuid: Callable[[], str] | None = None,
+                 consumer_config: ConsumerGroupConfig | None = None, random_bytes: RandomBytes | None = None) -> None:
         if new_uuid is None:
             raise ValueError("GroupShard needs an id generator (the core draws no randomness)")
         self.state = ShardState(config or GroupConfig(), new_uuid)
-        self._handlers: dict[type, Callable[[ShardState, Any, RequestContext], Outcome]] = {
-            m.JoinGroupRequest: join_group,
-            m.SyncGroupRequest: sync_group,
-            m.HeartbeatRequest: heartbeat,
-            m.LeaveGroupRequest: leave_group,
-            m.OffsetCommitRequest: offsets.offset_commit,
-            m.OffsetFetchRequest: offsets.offset_fetch,
-            m.OffsetDeleteRequest: offsets.offset_delete,
-            m.DescribeGroupsRequest: admin.describe_groups,
-            m.ListGroupsRequest: admin.list_groups,
-            m.DeleteGroupsRequest: admin.delete_groups,
+        self.consumer = ConsumerGroupCoordinator(consumer_config, random_bytes or _no_random_bytes,
+                                                 classic_groups=self.state.groups)
+        self._handlers: dict[type, Callable[[Any, RequestContext], Outcome]] = {
+            m.JoinGroupRequest: self.join_group,
+            m.SyncGroupRequest: self.sync_group,
+            m.HeartbeatRequest: self.heartbeat,
+            m.LeaveGroupRequest: self.leave_group,
+            m.OffsetCommitRequest: self.offset_commit,
+            m.OffsetFetchRequest: self.offset_fetch,
+            m.OffsetDeleteRequest: self.offset_delete,
+            m.DescribeGroupsRequest: self.describe_groups,
+            m.ListGroupsRequest: self.list_groups,
+            m.DeleteGroupsRequest: self.delete_groups,
+        }
+        self._topic_handlers: dict[type, Callable[[Any, RequestContext, TopicsView], Outcome]] = {
+            m.ConsumerGroupHeartbeatRequest: self.consumer.consumer_group_heartbeat,
+            m.ConsumerGroupDescribeRequest: self.consumer.consumer_group_describe,
         }
 
     @property
@@ -84,12 +115,34 @@ class GroupShard:
 
     # ---- requests ------------------------------------------------------------------------------
 
-    def handle(self, request: Any, ctx: RequestContext) -> Outcome:
+    def handle(self, request: Any, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
         """Dispatch by request class (for the shell's registry and tests)."""
-        return self._handlers[type(request)](self.state, request, ctx)
+        handler = self._handlers.get(type(request))
+        if handler is not None:
+            return handler(request, ctx)
+        return self._topic_handlers[type(request)](request, ctx, topics)
+
+    def consumer_group_heartbeat(self, req: m.ConsumerGroupHeartbeatRequest, ctx: RequestContext,
+                                 topics: TopicsView) -> Outcome:
+        return self.consumer.consumer_group_heartbeat(req, ctx, topics)
+
+    def consumer_group_describe(self, req: m.ConsumerGroupDescribeRequest, ctx: RequestContext,
+                                topics: TopicsView) -> Outcome:
+        return self.consumer.consumer_group_describe(req, ctx, topics)
 
     def join_group(self, req: m.JoinGroupRequest, ctx: RequestContext) -> Outcome:
-        return join_group(self.state, req, ctx)
+        group = self.consumer.state.groups.get(req.group_id)
+        if group is None or self.state.loading:
+            return join_group(self.state, req, ctx)
+        if group.members:
+            # Classic members inside a consumer group (spec 10.2) are not implemented.
+            return Outcome(response=join_error(ctx.api_version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                                               req.member_id))
+        # Spec 10.4: a classic join replaces an empty consumer group (its tombstones go first).
+        deletion = self.consumer.deletion_records(req.group_id)
+        out = join_group(self.state, req, ctx)
+        out.records[:0] = deletion
+        return out
 
     def sync_group(self, req: m.SyncGroupRequest, ctx: RequestContext) -> Outcome:
         return sync_group(self.state, req, ctx)
@@ -101,10 +154,25 @@ class GroupShard:
         return leave_group(self.state, req, ctx)
 
     def offset_commit(self, req: m.OffsetCommitRequest, ctx: RequestContext) -> Outcome:
-        return offsets.offset_commit(self.state, req, ctx)
+        if self.state.loading or req.group_id not in self.consumer.state.groups:
+            return offsets.offset_commit(self.state, req, ctx)
+        fx = Effects(ctx.now_ms, ctx.ref)
+        try:  # spec 8: member id and epoch checks; the offsets are stored where classic ones are
+            self.consumer.ensure_offset_commit_allowed(req.group_id, req.member_id, req.generation_id_or_member_epoch,
+                                                       ctx.api_version)
+        except ApiError as exc:
+            return fx.outcome(offsets.offset_commit_error_response(req, exc.code))
+        return offsets.commit_offsets(self.state, req, ctx, fx)
 
     def offset_fetch(self, req: m.OffsetFetchRequest, ctx: RequestContext) -> Outcome:
-        return offsets.offset_fetch(self.state, req, ctx)
+        return offsets.offset_fetch(self.state, req, ctx, self._stored_offsets)
+
+    def _stored_offsets(self, st: ShardState, group_id: str, member_id: str | None,
+                        member_epoch: int) -> Mapping[tuple[str, int], OffsetAndMetadata]:
+        """A consumer group's offsets once its member checks pass (raises ApiError); else the classic answer."""
+        if self.consumer.ensure_offset_fetch_allowed(group_id, member_id, member_epoch):
+            return st.offsets.get(group_id, {})
+        return offsets.classic_stored_offsets(st, group_id, member_id, member_epoch)
 
     def offset_delete(self, req: m.OffsetDeleteRequest, ctx: RequestContext) -> Outcome:
         return offsets.offset_delete(self.state, req, ctx)
@@ -113,15 +181,45 @@ class GroupShard:
         return admin.describe_groups(self.state, req, ctx)
 
     def list_groups(self, req: m.ListGroupsRequest, ctx: RequestContext) -> Outcome:
-        return admin.list_groups(self.state, req, ctx)
+        out = admin.list_groups(self.state, req, ctx)
+        if out.response.error_code or not self.consumer.state.groups:
+            return out
+        states = req.states_filter if ctx.api_version >= 4 else ()
+        types = req.types_filter if ctx.api_version >= 5 else ()
+        listed = out.response.groups + self.consumer.listed_groups([s.strip() for s in states],
+                                                                   [t.strip() for t in types])
+        out.response.groups = sorted(listed, key=lambda g: g.group_id)
+        return out
 
     def delete_groups(self, req: m.DeleteGroupsRequest, ctx: RequestContext) -> Outcome:
-        return admin.delete_groups(self.state, req, ctx)
+        consumer_ids = [g for g in dict.fromkeys(req.groups_names) if g in self.consumer.state.groups]
+        if self.state.loading or not consumer_ids:
+            return admin.delete_groups(self.state, req, ctx)
+        classic = admin.delete_groups(
+            self.state, m.DeleteGroupsRequest(groups_names=[g for g in req.groups_names if g not in consumer_ids]), ctx)
+        results = {r.group_id: r for r in classic.response.results}
+        for group_id in consumer_ids:
+            results[group_id] = self._delete_consumer_group(group_id, classic.records)
+        classic.response.results = [results[g] for g in dict.fromkeys(req.groups_names)]
+        return classic
+
+    def _delete_consumer_group(self, group_id: str, records: list[Record]) -> object:
+        """Spec 8: only an Empty consumer group is deleted, its offsets first, then its own records."""
+        try:
+            deletion = self.consumer.deletion_records(group_id)
+        except ApiError as exc:
+            return m.DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=exc.code)
+        records.extend(offset_commit_tombstone(group_id, topic, partition)
+                       for topic, partition in sorted(self.state.offsets.get(group_id, {})))
+        records.extend(deletion)
+        return m.DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=ErrorCode.NONE)
 
     # ---- timers --------------------------------------------------------------------------------
 
-    def on_timer(self, key: Any, data: Any, now_ms: int) -> Outcome:
+    def on_timer(self, key: Any, data: Any, now_ms: int, topics: TopicsView = NO_TOPICS) -> Outcome:
         """A timer scheduled by an earlier Outcome came due. Stale timers are no-ops."""
+        if is_consumer_group_timer(key):
+            return self.consumer.on_timer(key, data, now_ms, topics)
         fx = Effects(now_ms)
         st = self.state
         if key == OFFSETS_EXPIRATION_KEY:
@@ -143,6 +241,8 @@ class GroupShard:
 
     def replay(self, record: Record) -> None:
         """Apply one record: the only way durable state changes, at run time and when loading."""
+        if self.consumer.replay(record):
+            return
         decoded = record.decoded
         if decoded is None:
             try:
@@ -170,7 +270,7 @@ class GroupShard:
                         del st.offsets[group_id]
             else:
                 st.offsets.setdefault(group_id, {})[tp] = offset_from_value(decoded.value)
-                if group_id not in st.groups:
+                if group_id not in st.groups and group_id not in self.consumer.state.groups:
                     st.groups[group_id] = ClassicGroup(group_id)  # a simple group, as Kafka's replay creates
         elif decoded.record_type == RecordType.CLASSIC_GROUP_REASON:
             if decoded.value is None:
@@ -180,12 +280,17 @@ class GroupShard:
 
     def begin_loading(self) -> None:
         self.state.loading = True
+        self.consumer.begin_loading()
 
     def finish_loading(self, now_ms: int) -> Outcome:
         """Start every loaded member's session; rebalance groups above group.max.size."""
         st = self.state
         st.loading = False
+        consumer = self.consumer.finish_loading(now_ms)
         fx = Effects(now_ms)
+        fx.records.extend(consumer.records)
+        fx.timers.extend(consumer.timers)
+        fx.events.extend(consumer.events)
         for group in st.groups.values():
             for member in group.members.values():
                 schedule_heartbeat(fx, group, member.member_id, member.session_timeout_ms)
@@ -211,18 +316,22 @@ class GroupShard:
             fx.cancel(join_key(group.group_id))
             fx.cancel(sync_key(group.group_id))
             transition_to(group, GroupState.DEAD, now_ms, fx)
+        for consumer_group in self.consumer.state.groups.values():
+            for member_id in consumer_group.members:
+                cancel_member_timers(fx, consumer_group.group_id, member_id)
         fx.cancel(OFFSETS_EXPIRATION_KEY)
         return fx.outcome()
 
     @classmethod
     def load(cls, records: Iterable[Record], now_ms: int, config: GroupConfig | None = None,
-             new_uuid: Callable[[], str] | None = None) -> tuple[GroupShard, Outcome]:
+             new_uuid: Callable[[], str] | None = None, consumer_config: ConsumerGroupConfig | None = None,
+             random_bytes: RandomBytes | None = None) -> tuple[GroupShard, Outcome]:
         """A shard rebuilt from its log and started: at startup, and after a failed append.
 
         The Outcome carries every loaded member's heartbeat timer, the rebalances of
         groups above group.max.size and the periodic offset-expiration timer.
         """
-        shard = cls(config, new_uuid)
+        shard = cls(config, new_uuid, consumer_config, random_bytes)
         shard.begin_loading()
         for record in records:
             shard.replay(record)
@@ -239,6 +348,7 @@ class GroupShard:
         for record in records:
             shard.replay(record)
         shard.state.loading = False
+        shard.consumer.state.loading = False
         return shard
 
     def durable_view(self) -> dict[str, Any]:
@@ -249,6 +359,7 @@ class GroupShard:
             "group_metadata": {g: v.to_dict() for g, v in sorted(st.persisted.items())},
             "offsets": {g: dict(sorted(o.items())) for g, o in sorted(st.offsets.items())},
             "reasons": dict(sorted(st.reasons.items())),
+            "consumer_groups": self.consumer.durable_view(),
         }
 
 

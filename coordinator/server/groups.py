@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import time
 import uuid
 from collections.abc import Awaitable
@@ -23,6 +24,8 @@ import structlog
 
 from coordinator.config import Config
 from coordinator.core import Cancel, GroupConfig, GroupShard, Outcome, RequestContext, RequestRef, Schedule
+from coordinator.core.consumer_group import ConsumerGroupConfig, TopicsView, is_consumer_group_timer
+from coordinator.core.shard import NO_TOPICS
 from coordinator.metrics.server_metrics import ServerMetrics
 from coordinator.records import partition_for
 from coordinator.server.record_store import RecordStore
@@ -49,11 +52,28 @@ def group_config(config: Config) -> GroupConfig:
     )
 
 
+def consumer_group_config(config: Config) -> ConsumerGroupConfig:
+    return ConsumerGroupConfig(
+        session_timeout_ms=config["group.consumer.session.timeout.ms"],
+        heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
+        max_size=config["group.consumer.max.size"],
+        assignors=config["group.consumer.assignors"],
+    )
+
+
+# A consumer group timer that fires before any topic view is bound waits this long and tries again.
+UNBOUND_TOPICS_RETRY_MS = 1000
+
+
 class GroupRuntime:
-    def __init__(self, config: Config, store: RecordStore, metrics: ServerMetrics | None = None) -> None:
+    def __init__(self, config: Config, store: RecordStore, metrics: ServerMetrics | None = None,
+                 topics: TopicsView | None = None) -> None:
         self.metrics = metrics or ServerMetrics()
         self.num_partitions: int = config["offsets.topic.num.partitions"]
         self.group_config = group_config(config)
+        self.consumer_group_config = consumer_group_config(config)
+        # The broker's topics as the consumer group core reads them (it does no I/O of its own).
+        self.topics = topics
         self.store = store
         self.shards: dict[int, GroupShard] = {}
         self.timers: dict[tuple[int, Any], asyncio.TimerHandle] = {}
@@ -88,7 +108,16 @@ class GroupRuntime:
         return count
 
     def _new_shard(self) -> GroupShard:
-        return GroupShard(self.group_config, new_uuid=lambda: str(uuid.uuid4()))
+        return GroupShard(self.group_config, new_uuid=lambda: str(uuid.uuid4()),
+                          consumer_config=self.consumer_group_config, random_bytes=os.urandom)
+
+    def bind_topics(self, topics: TopicsView) -> None:
+        """Give the consumer group core the broker's topics (once; the view is live)."""
+        if self.topics is None:
+            self.topics = topics
+
+    def _topics(self) -> TopicsView:
+        return self.topics if self.topics is not None else NO_TOPICS
 
     def shard_for(self, group_id: str) -> tuple[int, GroupShard]:
         partition = self._partitions.get(group_id)
@@ -112,7 +141,7 @@ class GroupRuntime:
         partition, shard = self.shard_for(group_id)
         ref = RequestRef(next(self._refs))
         ctx = RequestContext(api_version, now_ms(), ref, client_id or "", "/" + client_host)
-        outcome = shard.handle(request, ctx)
+        outcome = shard.handle(request, ctx, self._topics())
         durable = self._apply(partition, outcome)
         if outcome.response is None:  # parked until the rest of the group arrives
             waiting = self.loop.create_future()
@@ -233,8 +262,13 @@ class GroupRuntime:
         self.timers.pop((partition, key), None)
         self.deadlines.pop((partition, key), None)
         shard = self.shards.get(partition)
-        if shard is not None:
-            self._apply(partition, shard.on_timer(key, data, now_ms()))
+        if shard is None:
+            return
+        if self.topics is None and is_consumer_group_timer(key):
+            # Fencing recomputes the group's topics: without a view it would drop them all. Wait for one.
+            self._apply_timer(partition, Schedule(key, now_ms() + UNBOUND_TOPICS_RETRY_MS, data))
+            return
+        self._apply(partition, shard.on_timer(key, data, now_ms(), self._topics()))
 
     async def close(self) -> None:
         for handle in self.timers.values():

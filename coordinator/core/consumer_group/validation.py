@@ -25,7 +25,9 @@ def validate_heartbeat(req: ConsumerGroupHeartbeatRequest, config: ConsumerGroup
         raise _invalid("InstanceId can't be empty.")
     if _is_blank(req.rack_id):
         raise _invalid("RackId can't be empty.")
-    if req.subscribed_topic_regex is not None:
+    # librdkafka (2.16) sends "" on v1 when it subscribes by name; later Kafka reads that as "no
+    # regex", and rejecting it would lock such clients out. Any real pattern is still refused.
+    if req.subscribed_topic_regex:
         raise _invalid("SubscribedTopicRegex is not supported yet.")
 
     epoch = req.member_epoch
