@@ -16,6 +16,7 @@ from pathlib import Path
 from coordinator.admin.groups_args import add_parser as _add_groups
 from coordinator.config import ConfigError, load_config
 from coordinator.security.acls_command import add_parser as _add_acls
+from coordinator.security.users_command import add_parser as _add_users
 from spark_jobs.report_command import add_parser as _add_report
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -110,7 +111,7 @@ def _add_log(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
 
 
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [  # type: ignore[type-arg]
-    _add_serve, _add_groups, _add_log, _add_report, _add_acls]
+    _add_serve, _add_groups, _add_log, _add_report, _add_acls, _add_users]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,10 +27,12 @@ from coordinator.metrics.http import OpsEndpoint
 from coordinator.metrics.statsd import StatsdPusher
 from coordinator.server import apis
 from coordinator.server.broker import Broker, Hook
-from coordinator.server.connection import Connection
+from coordinator.security.listeners import ListenerSecurity
+from coordinator.server.connection import Connection, SaslConnection
 from coordinator.server.groups import GroupRuntime
 from coordinator.server.data_plane import DataPlane
 from coordinator.server.log_record_store import LogRecordStore
+from coordinator.server.topics_view import RegistryTopics
 from coordinator.topics import OFFSETS_TOPIC
 
 log = structlog.get_logger()
@@ -46,6 +48,7 @@ class Server:
     def __init__(self, config: Config) -> None:
         load_api_modules()
         self.config = config
+        self.security = ListenerSecurity(config)  # first: bad TLS/SASL settings stop the start before any I/O
         self.broker = Broker(config)
         self.loop = asyncio.get_running_loop()
         self.broker.data = DataPlane(config, self.broker.data_dir)
@@ -53,7 +56,7 @@ class Server:
         if OFFSETS_TOPIC not in self.broker.topics:
             self.broker.topics.create(OFFSETS_TOPIC, offsets_partitions, {"cleanup.policy": "compact"}, internal=True)
         self.broker.groups = GroupRuntime(config, LogRecordStore(self.broker.data.logs, offsets_partitions),
-                                          self.broker.metrics)
+                                          self.broker.metrics, topics=RegistryTopics(self.broker.topics))
         self.broker.startup_hooks += [self.broker.data.logs.start, self.broker.groups.load]
         self.broker.shutdown_hooks += [self.broker.groups.close, self.broker.data.close]
         self.connections: set[Connection] = set()
@@ -75,14 +78,22 @@ class Server:
             await self.ops.start()
         await _run_hooks(self.broker.startup_hooks)
         for listener in self.config["listeners"]:
-            if listener.name != "PLAINTEXT":
-                raise OSError(f"listener {listener}: only PLAINTEXT listeners are served so far")
-            server = await self.loop.create_server(lambda l=listener: Connection(self, l), listener.host or None,
-                                                   listener.port, reuse_address=True, backlog=1024)
+            connection_class = SaslConnection if self.security.uses_sasl(listener) else Connection
+            context = self.security.ssl_context(listener)
+            # A TLS handshake is held to the time a request may take to arrive (a slow one is a slowloris).
+            handshake_s = self.config["request.read.timeout.ms"] / 1000 if context is not None else None
+            server = await self.loop.create_server(lambda l=listener, c=connection_class: c(self, l),
+                                                   listener.host or None, listener.port, reuse_address=True,
+                                                   backlog=1024, ssl=context, ssl_handshake_timeout=handshake_s,
+                                                   start_serving=False)
             self.servers.append(server)
+        # Every listener is bound before any accepts, and all start in one loop iteration (gather): a
+        # client that reached one can reach them all.
+        await asyncio.gather(*(server.start_serving() for server in self.servers))
+        for listener, server in zip(self.config["listeners"], self.servers):
             host, port = server.sockets[0].getsockname()[:2]
             log.info("server_ready", listener=listener.name, host=host, port=port,
-                     advertised=str(self.broker.advertised), cluster_id=self.broker.cluster_id)
+                     advertised=str(self.broker.advertised_for(listener.name)), cluster_id=self.broker.cluster_id)
         self._reaper = asyncio.ensure_future(self._reap_idle_connections())
         self.ready = True
         if self.config["metrics.statsd.address"] is not None:

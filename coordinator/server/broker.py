@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from coordinator.config import Config, Listener
+from coordinator.config import WILDCARD_HOSTS, Config, Listener
 from coordinator.metrics.server_metrics import ServerMetrics
 from coordinator.security.access import make_authorizer
 from coordinator.security.authorizer import Authorizer
@@ -43,6 +43,24 @@ def load_or_create_cluster_id(data_dir: Path, node_id: int) -> str:
     return cluster_id
 
 
+def advertised_by_listener_name(config: Config) -> dict[str, Listener]:
+    """What clients of each listener are told to connect to: the advertised listener of the same
+    name, else the listener itself (a wildcard bind address as 127.0.0.1, the one address sure to
+    reach it). With two listeners of one name, the first one's."""
+    advertised = {}
+    for listener in reversed(config["advertised.listeners"] or ()):
+        advertised[listener.name] = listener
+    by_name: dict[str, Listener] = {}
+    for listener in config["listeners"]:
+        if listener.name in by_name:
+            continue
+        chosen = advertised.get(listener.name, listener)
+        if chosen.host in WILDCARD_HOSTS:
+            chosen = Listener(chosen.name, "127.0.0.1", chosen.port)
+        by_name[listener.name] = chosen
+    return by_name
+
+
 class Broker:
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -50,7 +68,8 @@ class Broker:
         self.data_dir: Path = config["log.dirs"]
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = load_or_create_cluster_id(self.data_dir, self.node_id)
-        self.advertised: Listener = config.advertised_listener
+        self.advertised: Listener = config.advertised_listener  # the first listener's, for logs and tools
+        self._advertised_by_name = advertised_by_listener_name(config)
         self.topics = TopicRegistry(self.data_dir)
         self.groups: GroupRuntime  # set by the server once the event loop runs
         self.data: DataPlane
@@ -60,3 +79,7 @@ class Broker:
         self.startup_hooks: list[Hook] = []  # before listening: open stores, replay state
         self.stopping_hooks: list[Hook] = []  # reading stopped: release requests parked indefinitely
         self.shutdown_hooks: list[Hook] = []  # in-flight work done or timed out: flush, close
+
+    def advertised_for(self, listener_name: str) -> Listener:
+        """The host and port to give a client whose request came in on the listener of this name."""
+        return self._advertised_by_name.get(listener_name, self.advertised)

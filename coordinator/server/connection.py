@@ -11,6 +11,11 @@ Limits: the server may refuse a connection as it arrives (`Server.admit`), and
 notes when a partial frame started waiting (`partial_since`) so that a sender
 trickling a request byte by byte is closed after `request.read.timeout.ms`.
 
+Security: on an SSL listener a client certificate names the principal (`connection_made`); on
+a SASL listener `SaslConnection` hands every frame to the authenticator until the client has
+authenticated, with frames capped at `sasl.server.max.receive.size` meanwhile. PLAINTEXT and SSL
+connections never pass through that code.
+
 Back-pressure both ways: reading pauses while the connection is blocked (a
 response pending, or the transport's write buffer full) and more than
 `MAX_BUFFERED_BYTES` is buffered. An unblocked connection never pauses: its
@@ -26,10 +31,12 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from coordinator.security.tls import principal_of_peer
 from coordinator.server.dispatch import dispatch
 
 if TYPE_CHECKING:
     from coordinator.config import Listener
+    from coordinator.security.authenticator import SaslAuthenticator
     from coordinator.server.app import Server
 
 log = structlog.get_logger()
@@ -38,15 +45,17 @@ _SIZE = struct.Struct(">i").unpack_from
 SIZE_BYTES = 4
 MIN_FRAME_BYTES = 8  # api key, api version and correlation id: the smallest request header
 MAX_BUFFERED_BYTES = 4 * 1024 * 1024
+FAILED_AUTHENTICATION_CLOSE_DELAY_S = 0.1  # Kafka's connection.failed.authentication.delay.ms default
 
 
 class Connection(asyncio.Protocol):
     def __init__(self, server: Server, listener: Listener) -> None:
         self.server = server
         self.listener = listener
-        self.principal = "User:ANONYMOUS"  # until a SASL exchange names someone
+        self.principal = "User:ANONYMOUS"  # until a client certificate or a SASL exchange names someone
         self.broker = server.broker
         self.max_frame: int = server.config["socket.request.max.bytes"]
+        self.min_frame = MIN_FRAME_BYTES
         self.buffer = bytearray()
         self.transport: asyncio.Transport | None = None
         self.waiting: asyncio.Future[bytes | None] | None = None  # the in-flight response, if a handler waits
@@ -73,7 +82,9 @@ class Connection(asyncio.Protocol):
             self.closed = True
             transport.close()
             return
-        log.debug("connection_opened", peer=self.peer)
+        if self.server.security.uses_client_certificates(self.listener):  # the TLS handshake is done by now
+            self.principal = principal_of_peer(transport)
+        log.debug("connection_opened", peer=self.peer, listener=self.listener.name, principal=self.principal)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -121,7 +132,7 @@ class Connection(asyncio.Protocol):
         out: list[bytes] = []
         while end - start >= SIZE_BYTES and not self.blocked:
             (size,) = _SIZE(buffer, start)
-            if size < MIN_FRAME_BYTES or size > self.max_frame:
+            if size < self.min_frame or size > self.max_frame:
                 log.warning("frame_size_rejected_closing", peer=self.peer, client_id=self.client_id, size=size,
                             max_size=self.max_frame)
                 self._flush(out)
@@ -211,3 +222,46 @@ class Connection(asyncio.Protocol):
             self.transport.close()  # type: ignore[union-attr]
             if cause is not None:
                 self.server.metrics.connections_closed.inc(cause=cause)
+
+
+class SaslConnection(Connection):
+    """A connection on a SASL listener: frames go to the authenticator until it completes, then on
+    to dispatch as on any connection. Before that, frames are capped at sasl.server.max.receive.size
+    (and may be shorter than a request header: SaslHandshake v0 is followed by bare SASL tokens)."""
+
+    def __init__(self, server: Server, listener: Listener) -> None:
+        super().__init__(server, listener)
+        self.authenticator: SaslAuthenticator | None = None
+        self.max_frame = min(self.max_frame, server.security.max_receive_size)
+        self.min_frame = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self.authenticator = self.server.security.authenticator(self._answer_api_versions, self.peer)
+
+    def _answer_api_versions(self, frame: bytes) -> bytes | None:
+        reply = dispatch(self.broker, frame, self)
+        return reply if isinstance(reply, bytes) else None  # ApiVersions is answered at once
+
+    def _answer(self, frame: bytes, out: list[bytes]) -> None:
+        authenticator = self.authenticator
+        if authenticator is None:
+            super()._answer(frame, out)
+            return
+        step = authenticator.receive(frame)
+        if step.reply:
+            out.append(step.reply)
+        if step.close is not None:
+            # As Kafka (connection.failed.authentication.delay.ms, KIP-306): answer, read nothing
+            # more, close a moment later. Slows password guessing, and lets the client read the
+            # answer before it sees the close (over TLS it may otherwise see only the close).
+            self._flush(out)
+            self.stop_reading()
+            self.server.loop.call_later(FAILED_AUTHENTICATION_CLOSE_DELAY_S, self.close, step.close)
+        elif authenticator.complete:
+            self.authenticator = None
+            self.principal = f"User:{authenticator.username}"
+            self.max_frame = self.server.config["socket.request.max.bytes"]
+            self.min_frame = MIN_FRAME_BYTES
+            log.debug("client_authenticated", peer=self.peer, listener=self.listener.name, principal=self.principal,
+                     mechanism=authenticator.mechanism)

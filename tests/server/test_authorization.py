@@ -17,8 +17,8 @@ from coordinator.cli import main as groupcoord
 from coordinator.log.batch import build_batch
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages import (DescribeGroupsRequest, JoinGroupRequest, ListGroupsRequest, OffsetCommitRequest,
-                               OffsetFetchRequest, ProduceRequest)
+from protocol.messages import (DescribeGroupsRequest, FindCoordinatorRequest, JoinGroupRequest, ListGroupsRequest,
+                               MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, ProduceRequest)
 
 ME = "User:ANONYMOUS"
 CHECKS = ["authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -133,3 +133,32 @@ def test_a_real_consumer_is_refused_a_group_it_may_not_read_while_it_consumes_on
     assert consume("billing") == (10, [])
     got, errors = consume("payroll")
     assert got == 0 and [e.code() for e in errors] == [KafkaError.GROUP_AUTHORIZATION_FAILED], errors
+
+
+def test_metadata_and_find_coordinator_show_only_what_the_principal_may_describe(server_factory, connect):
+    server = server_factory(*CHECKS, "auto.create.topics.enable=true")
+    _acls(server, "--add", "--allow-principal", ME, "--operation", "Create", "--cluster")
+    admin = AdminClient({"bootstrap.servers": server.bootstrap, "logger": logging.getLogger("librdkafka")})
+    _wait_until(lambda: admin.create_topics([NewTopic("open", 1, 1)])["open"].exception(20) is None)
+    admin.create_topics([NewTopic("hidden", 1, 1)])["hidden"].result(20)
+    _acls(server, "--add", "--allow-principal", ME, "--operation", "Describe", "--topic", "open", "--topic", "new-",
+          "--resource-pattern-type", "prefixed")
+    _acls(server, "--add", "--allow-principal", ME, "--operation", "Describe", "--group", "mine")
+    wire = connect(server)
+
+    def names(topics) -> dict[str, int]:
+        response = wire.request(ApiKey.METADATA, 12, MetadataRequest(
+            topics=None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+            allow_auto_topic_creation=True))
+        return {t.name: t.error_code for t in response.topics}
+
+    _wait_until(lambda: names(None) == {"open": 0})  # "hidden" is left out of the full listing
+    assert names(["open", "hidden", "nowhere"]) == {"open": 0, "hidden": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                                    "nowhere": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+    assert names(["new-topic"]) == {"new-topic": 0}  # DESCRIBE by prefix and CREATE on the cluster: auto-created
+    found = wire.request(ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=0,
+                                                                           coordinator_keys=["mine", "theirs"]))
+    assert {c.key: c.error_code for c in found.coordinators} == {"mine": 0,
+                                                                 "theirs": ErrorCode.GROUP_AUTHORIZATION_FAILED}
+    old = wire.request(ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="theirs", key_type=0))
+    assert old.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED

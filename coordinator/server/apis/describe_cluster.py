@@ -38,7 +38,7 @@ def describe_cluster(broker: Broker, request, ctx: RequestContext) -> DescribeCl
     failure = _endpoint_error(request.endpoint_type, ctx.api_version)
     if failure is not None:
         return failure
-    advertised = broker.advertised
+    advertised = broker.advertised_for(ctx.listener)  # the listener the client reached us on
     return DescribeClusterResponse(
         error_code=0, error_message=None, endpoint_type=BROKER_ENDPOINT, cluster_id=broker.cluster_id,
         controller_id=broker.node_id,

@@ -12,6 +12,8 @@ from __future__ import annotations
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import FindCoordinatorResponse
+from coordinator.security.acls import Operation
+from coordinator.server.apis._acl import permits_group
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
 
@@ -47,8 +49,17 @@ def find_coordinator(broker: Broker, request, ctx: RequestContext) -> FindCoordi
     code, message = _answer(request.key_type, version)
     if code is not ErrorCode.NONE:
         return _failure(code, message, request, version)
-    node, host, port = broker.node_id, broker.advertised.host, broker.advertised.port
+    advertised = broker.advertised_for(ctx.listener)  # the listener the client reached us on
+    node, host, port = broker.node_id, advertised.host, advertised.port
+
+    def may_describe(group_id: str) -> bool:  # what Kafka asks of a client looking for a group's coordinator
+        return permits_group(broker, ctx, Operation.DESCRIBE, group_id)
+
     if version < BATCHED_SINCE:
+        if not may_describe(request.key):
+            return _failure(ErrorCode.GROUP_AUTHORIZATION_FAILED, None, request, version)
         return FindCoordinatorResponse(error_code=0, error_message=None, node_id=node, host=host, port=port)
-    return FindCoordinatorResponse(coordinators=[Coordinator(key, node, host, port, 0, None)
-                                                 for key in request.coordinator_keys])
+    return FindCoordinatorResponse(coordinators=[
+        Coordinator(key, node, host, port, 0, None) if may_describe(key)
+        else Coordinator(key, -1, "", -1, int(ErrorCode.GROUP_AUTHORIZATION_FAILED), None)
+        for key in request.coordinator_keys])

@@ -25,6 +25,8 @@ from protocol.error_codes import ErrorCode
 from protocol.messages import MetadataResponse
 from protocol.primitives import ZERO_UUID
 from coordinator.server.apis._authorized import CLUSTER_OPERATIONS, OMITTED, TOPIC_OPERATIONS, authorized_operations
+from coordinator.security.acls import Operation
+from coordinator.server.apis._acl import permits_cluster, permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.registry import HandlerError, RequestContext, api
 from coordinator.topics import Topic, TopicError, validate_topic_name
@@ -65,10 +67,23 @@ def _lookup(broker: Broker, name: str, may_create: bool, topic_operations: int, 
     return topic_entry(broker, topic, topic_operations)
 
 
-def _by_id(broker: Broker, topic_id: uuid.UUID, topic_operations: int) -> TopicEntry:
+def _authorized_lookup(broker: Broker, ctx: RequestContext, name: str, may_create: bool,
+                       topic_operations: int) -> TopicEntry:
+    """A topic asked for by name: TOPIC_AUTHORIZATION_FAILED unless the principal may describe it
+    (whether it exists or not, as Kafka); auto-created only with CREATE on the cluster or the topic."""
+    if not permits_topic(broker, ctx, Operation.DESCRIBE, name):
+        return _error_entry(ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
+    may_create = may_create and (permits_cluster(broker, ctx, Operation.CREATE)
+                                 or permits_topic(broker, ctx, Operation.CREATE, name))
+    return _lookup(broker, name, may_create, topic_operations, ctx.client_id)
+
+
+def _by_id(broker: Broker, ctx: RequestContext, topic_id: uuid.UUID, topic_operations: int) -> TopicEntry:
     topic = broker.topics.by_id(topic_id)
     if topic is None:
         return _error_entry(ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id)
+    if not permits_topic(broker, ctx, Operation.DESCRIBE, topic.name):
+        return _error_entry(ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, topic_id)
     return topic_entry(broker, topic, topic_operations)
 
 
@@ -86,17 +101,18 @@ def metadata(broker: Broker, request, ctx: RequestContext) -> MetadataResponse: 
     version = ctx.api_version
     topic_operations = authorized_operations(request.include_topic_authorized_operations, TOPIC_OPERATIONS)
     all_topics = request.topics is None or (version == 0 and not request.topics)
-    if all_topics:
-        entries = [topic_entry(broker, t, topic_operations) for t in broker.topics if not t.internal or version >= 1]
+    if all_topics:  # with an authorizer, only the topics this principal may describe
+        entries = [topic_entry(broker, t, topic_operations) for t in broker.topics
+                   if (not t.internal or version >= 1) and permits_topic(broker, ctx, Operation.DESCRIBE, t.name)]
     else:
         # As Kafka: topic ids (and so topics without a name) are for v12+ only.
         if version < 12 and any(t.name is None or t.topic_id != ZERO_UUID for t in request.topics):
             raise HandlerError(ErrorCode.INVALID_REQUEST)
         may_create = broker.config["auto.create.topics.enable"] and (version < 4 or request.allow_auto_topic_creation)
-        entries = [_by_id(broker, wanted.topic_id, topic_operations) if wanted.name is None
-                   else _lookup(broker, wanted.name, may_create, topic_operations, ctx.client_id)
+        entries = [_by_id(broker, ctx, wanted.topic_id, topic_operations) if wanted.name is None
+                   else _authorized_lookup(broker, ctx, wanted.name, may_create, topic_operations)
                    for wanted in request.topics]
-    advertised = broker.advertised
+    advertised = broker.advertised_for(ctx.listener)  # the listener the client reached us on
     return MetadataResponse(
         brokers=[MetadataResponse.MetadataResponseBroker(broker.node_id, advertised.host, advertised.port, None)],
         cluster_id=broker.cluster_id,
