@@ -315,7 +315,7 @@ def test_30_describe_reports_epochs_assignor_members_and_topic_names() -> None:
     assert g.authorized_operations == -2147483648
     assert (unknown.error_code, unknown.group_id) == (ErrorCode.GROUP_ID_NOT_FOUND, "unknown")
     assert (classic.error_code, classic.group_id) == (ErrorCode.GROUP_ID_NOT_FOUND, "classic")
-    assert (empty.error_code, empty.group_id) == (ErrorCode.INVALID_GROUP_ID, None)
+    assert (empty.error_code, empty.group_id) == (ErrorCode.INVALID_GROUP_ID, "")  # GroupId is not nullable on the wire
 
 
 def test_30_describe_names_the_default_assignor_when_nobody_asked() -> None:

@@ -8,8 +8,8 @@ import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.frames import encode_request
-from protocol.messages import (DeleteGroupsRequest, DescribeGroupsRequest, JoinGroupRequest, MetadataRequest,
-                               OffsetCommitRequest)
+from protocol.messages import (ConsumerGroupDescribeRequest, DeleteGroupsRequest, DescribeGroupsRequest,
+                               JoinGroupRequest, MetadataRequest, OffsetCommitRequest)
 from tests.fuzz.harness import FuzzTarget
 
 
@@ -36,7 +36,10 @@ def frame(api_key: int, version: int, message) -> bytes:  # type: ignore[no-unty
                                                   retention_time_ms=2**63 - 2, topics=[
         OffsetCommitRequest.OffsetCommitRequestTopic(name="t", partitions=[
             OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=5)])])),
-], ids=["describe-no-groups", "delete-no-groups", "metadata-v11-topic-id", "commit-huge-retention"])
+    # An empty group id was answered with a null GroupId, which v0 cannot encode.
+    (ApiKey.CONSUMER_GROUP_DESCRIBE, 0, ConsumerGroupDescribeRequest(group_ids=["", "g"])),
+], ids=["describe-no-groups", "delete-no-groups", "metadata-v11-topic-id", "commit-huge-retention",
+        "consumer-group-describe-empty-id"])
 def test_former_fuzz_findings_are_answered(target, api_key, version, message):
     target.feed(frame(api_key, version, message))
     assert not target.findings, "\n".join(map(str, target.findings))
