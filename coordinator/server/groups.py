@@ -111,11 +111,6 @@ class GroupRuntime:
         return GroupShard(self.group_config, new_uuid=lambda: str(uuid.uuid4()),
                           consumer_config=self.consumer_group_config, random_bytes=os.urandom)
 
-    def bind_topics(self, topics: TopicsView) -> None:
-        """Give the consumer group core the broker's topics (once; the view is live)."""
-        if self.topics is None:
-            self.topics = topics
-
     def _topics(self) -> TopicsView:
         return self.topics if self.topics is not None else NO_TOPICS
 

@@ -12,7 +12,6 @@ from coordinator.security.acls import Operation
 from coordinator.server.apis._routing import amend_answer, fan_out
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
-from coordinator.server.topics_view import RegistryTopics
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import ConsumerGroupDescribeResponse
@@ -33,7 +32,6 @@ def consumer_group_describe(broker: Broker, request: Any, ctx: RequestContext) -
     valid = [g for g in request.group_ids if g]
     if not valid:
         return ConsumerGroupDescribeResponse(groups=invalid)
-    broker.groups.bind_topics(RegistryTopics(broker.topics))
     request.group_ids = valid
     answer = fan_out(broker, request, ctx, valid, "group_ids", "groups", Operation.DESCRIBE)
     return amend_answer(answer, lambda response: response.groups.extend(invalid))

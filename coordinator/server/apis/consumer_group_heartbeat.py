@@ -12,7 +12,6 @@ from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_group
 from coordinator.server.broker import Broker
 from coordinator.server.registry import HandlerError, RequestContext, api
-from coordinator.server.topics_view import RegistryTopics
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 
@@ -21,5 +20,4 @@ from protocol.error_codes import ErrorCode
 def consumer_group_heartbeat(broker: Broker, request: Any, ctx: RequestContext) -> Any:
     if not permits_group(broker, ctx, Operation.READ, request.group_id):
         raise HandlerError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    broker.groups.bind_topics(RegistryTopics(broker.topics))
     return broker.groups.handle(request.group_id, request, ctx.api_version, ctx.client_id, ctx.client_host)
