@@ -5,7 +5,8 @@ The handler reads the group and returns records; it changes nothing itself. Step
 heartbeat (spec 4.4): find the group and member; apply the request to the member (record 5 if
 anything changed); bump the group epoch when the subscription or the subscription metadata
 changed (records 4, 3); compute a new target when the group epoch is ahead of the assignment
-epoch (records 7*, 6); reconcile the member (record 8) and arm or cancel its rebalance timer;
+epoch (records 7*, 6); reconcile the member (record 8) and arm or cancel its rebalance timer
+(those three steps live in advance.py, shared with classic-protocol members);
 restart its session timer; answer.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from coordinator.core.consumer_group.advance import advance_member
 from coordinator.core.consumer_group.leave import leave_group
 from coordinator.core.consumer_group.membership import (
     JoiningMember,
@@ -26,27 +28,13 @@ from coordinator.core.consumer_group.model import (
     Assignment,
     ConsumerGroup,
     ConsumerMember,
-    MemberState,
     assignment_of,
 )
 from coordinator.core.consumer_group.errors import error_message
-from coordinator.core.consumer_group.records import (
-    consumer_group_epoch_record,
-    current_assignment_record,
-    member_subscription_record,
-    subscription_metadata_record,
-)
-from coordinator.core.consumer_group.reconciliation import reconcile
+from coordinator.core.consumer_group.records import member_subscription_record
 from coordinator.core.consumer_group.responses import heartbeat_error, heartbeat_response
 from coordinator.core.consumer_group.state import ConsumerGroupsState
-from coordinator.core.consumer_group.subscription import compute_subscription_metadata
-from coordinator.core.consumer_group.target import compute_target_assignment
-from coordinator.core.consumer_group.timers import (
-    cancel_member_timers,
-    rebalance_timeout_key,
-    schedule_rebalance_timeout,
-    schedule_session_timeout,
-)
+from coordinator.core.consumer_group.timers import cancel_member_timers, schedule_session_timeout
 from coordinator.core.consumer_group.topics import TopicsView
 from coordinator.core.consumer_group.validation import is_full_request, validate_heartbeat
 from coordinator.core.effects import Effects
@@ -98,37 +86,7 @@ def _join_or_heartbeat(state: ConsumerGroupsState, req: ConsumerGroupHeartbeatRe
         records.append(member_subscription_record(gid, updated))
     members = _members_after(group, updated, joining)
 
-    # 2. Group epoch: bumped by a subscription change or changed subscription metadata.
-    group_epoch = group.group_epoch
-    metadata = group.subscription_metadata
-    bump = subscription_changed
-    if bump or group.checked_metadata_version != topics.version:
-        metadata = compute_subscription_metadata(members.values(), topics)
-        if metadata != group.subscription_metadata:
-            records.append(subscription_metadata_record(gid, metadata))
-            bump = True
-    if bump:
-        group_epoch += 1
-        records.append(consumer_group_epoch_record(gid, group_epoch))
-        fx.event("consumer_group_epoch_bumped", gid, group_epoch=group_epoch, member_id=member_id)
-
-    # 3. Target assignment for the new group epoch, or the stored one.
-    if group_epoch > group.assignment_epoch:
-        current_targets = {mid: group.target_for(mid, m.instance_id) for mid, m in members.items()}
-        result = compute_target_assignment(state, group, group_epoch, members, metadata, current_targets)
-        records.extend(result.records)
-        assignment_epoch, target = group_epoch, result.targets[member_id]
-    else:
-        assignment_epoch, target = group.assignment_epoch, group.target_for(member_id, updated.instance_id)
-
-    # 4. Reconcile towards the target; a revocation in progress is bounded by the rebalance timeout.
-    reconciled = reconcile(updated, assignment_epoch, target, owned, group.is_held)
-    if reconciled.assignment_fields() != updated.assignment_fields():
-        records.append(current_assignment_record(gid, reconciled))
-        if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
-            schedule_rebalance_timeout(fx, gid, member_id, reconciled.member_epoch, reconciled.rebalance_timeout_ms)
-        else:
-            fx.cancel(rebalance_timeout_key(gid, member_id))
+    reconciled = advance_member(state, group, members, updated, owned, subscription_changed, fx, topics)
 
     # 5. Session, soft state, answer.
     if joining.replaced is not None:
