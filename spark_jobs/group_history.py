@@ -37,13 +37,19 @@ from typing import Any
 
 import structlog
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from spark_jobs.decode import find_segments, log_end_offsets
 from spark_jobs.reader import local_session, read_log
 
 log = structlog.get_logger(__name__)
+
+#: Columns of the data source that no view reads: left out of the cached rows.
+UNUSED_COLUMNS = ("segment", "record_type", "value_version")
+#: Views whose row order means something (top first, by time): (column, descending) pairs.
+VIEW_ORDER: dict[str, tuple[tuple[str, bool], ...]] = {"top_groups": (("rebalances", True), ("group_id", False)),
+                                                       "rebalances_per_hour": (("hour", False),)}
 
 VIEWS = ("rebalance_timeline", "rebalances_per_hour", "top_groups", "membership_events", "churn_by_member",
          "churn_by_instance", "commits_per_minute", "offset_progress", "current_offsets", "current_groups")
@@ -216,27 +222,52 @@ def churn_by_instance(events: DataFrame) -> DataFrame:
         F.sum(F.when(F.col("event") == "static_rejoined", 1).otherwise(0)).alias("rejoined_with_rebalance"))
 
 
-def offset_views(spark: SparkSession, records: DataFrame, as_of_ms: int,
-                 ends: dict[tuple[str, int], int]) -> dict[str, DataFrame]:
+def log_order() -> Column:
+    """(partition, offset) as one long, the order replay applies records in.
+
+    min_by/max_by over a struct make Spark sort every commit (a struct buffer is not fixed-width,
+    so no hash aggregation); a long keeps them hash aggregates. Offsets stay below 2^48."""
+    return F.col("partition").cast("long") * F.lit(1 << 48) + F.col("offset")
+
+
+def offset_views(spark: SparkSession, records: DataFrame, as_of_ms: int, ends: dict[tuple[str, int], int],
+                 cached: list[DataFrame]) -> dict[str, DataFrame]:
     commits = records.filter(F.col("kind") == "offset_commit")
     live = commits.filter(~F.col("tombstone"))
     per_minute = live.groupBy("group_id", "topic", F.date_trunc("minute", F.timestamp_millis("timestamp"))
                               .alias("minute")).agg(F.count(F.lit(1)).alias("commits"),
                                                    F.countDistinct("topic_partition").alias("partitions"))
     key = ["group_id", "topic", "topic_partition"]
-    latest = commits.groupBy(*key).agg(F.max_by(F.struct("tombstone", "committed_offset", "leader_epoch", "metadata",
-                                                         "commit_timestamp", "expire_timestamp", "offset",
-                                                         "timestamp"), F.struct("partition", "offset")).alias("l"))
-    current = latest.filter(~F.col("l.tombstone")).select(*key, "l.committed_offset", "l.leader_epoch",
-                                                           "l.metadata", "l.commit_timestamp", "l.expire_timestamp",
-                                                           F.col("l.offset").alias("log_offset"))
+    order, is_live = log_order(), ~F.col("tombstone")
+    live_order = F.when(is_live, order)  # min_by/max_by skip rows whose ordering is null
+    # One pass over the commits for both views: the progress of live commits and the newest record
+    # per key (compaction as replay does it: the newest wins, a tombstone removes the key).
+    per_key = commits.groupBy(*key).agg(
+        F.sum(is_live.cast("long")).alias("commits"),
+        F.min(F.when(is_live, F.col("timestamp"))).alias("first_commit_ms"),
+        F.max(F.when(is_live, F.col("timestamp"))).alias("last_commit_ms"),
+        F.min_by("committed_offset", live_order).alias("first_offset"),
+        F.max_by("committed_offset", live_order).alias("last_offset"),
+        F.max(order).alias("latest_order"),
+        *(F.max_by(c, order).alias(f"l_{c}") for c in ("tombstone", "committed_offset", "leader_epoch",
+                                                        "commit_timestamp", "expire_timestamp", "offset"))
+    ).persist(StorageLevel.MEMORY_AND_DISK)  # read by both views
+    cached.append(per_key)
+    # Metadata is a string (a max_by over it would sort every commit again): taken from the few
+    # commits whose metadata is not empty, and kept only when that is the newest record.
+    metadata = (commits.filter(~F.col("metadata").eqNullSafe("")).groupBy(*key)
+                .agg(F.max(order).alias("m_order"), F.max_by("metadata", order).alias("m_metadata")))
+    current = (per_key.filter(~F.col("l_tombstone")).join(metadata, key, "left")
+               .select(*key, F.col("l_committed_offset").alias("committed_offset"),
+                       F.col("l_leader_epoch").alias("leader_epoch"),
+                       F.when(F.col("m_order") == F.col("latest_order"), F.col("m_metadata")).otherwise(F.lit(""))
+                       .alias("metadata"),
+                       F.col("l_commit_timestamp").alias("commit_timestamp"),
+                       F.col("l_expire_timestamp").alias("expire_timestamp"), F.col("l_offset").alias("log_offset")))
     end_rows = [(t, p, e) for (t, p), e in ends.items()]
     end_df = spark.createDataFrame(end_rows, "topic string, topic_partition int, log_end_offset long")
-    progress = live.groupBy(*key).agg(
-        F.count(F.lit(1)).alias("commits"), F.min("timestamp").alias("first_commit_ms"),
-        F.max("timestamp").alias("last_commit_ms"),
-        F.min_by("committed_offset", F.struct("partition", "offset")).alias("first_offset"),
-        F.max_by("committed_offset", F.struct("partition", "offset")).alias("last_offset"))
+    progress = per_key.filter(F.col("commits") > 0).select(*key, "commits", "first_commit_ms", "last_commit_ms",
+                                                           "first_offset", "last_offset")
     span_s = (F.col("last_commit_ms") - F.col("first_commit_ms")) / 1000.0
     progress = (progress.withColumn("offsets_per_s", F.when(span_s > 0, (F.col("last_offset") - F.col("first_offset"))
                                                             / span_s))
@@ -269,8 +300,12 @@ def current_groups(gm: DataFrame, records: DataFrame) -> DataFrame:
                           F.when(~F.col("r.tombstone"), F.col("r.reason_api")).alias("last_reason_api")))
 
 
-def build_views(spark: SparkSession, records: DataFrame, log_dir: Path) -> tuple[dict[str, DataFrame], dict]:
-    """Every view, plus facts about the log (record counts, time range) for the summary."""
+def build_views(spark: SparkSession, records: DataFrame, log_dir: Path,
+                cached: list[DataFrame] | None = None) -> tuple[dict[str, DataFrame], dict]:
+    """Every view, plus facts about the log (record counts, time range) for the summary.
+
+    Intermediate frames it persists are added to ``cached``, for the caller to unpersist."""
+    cached = cached if cached is not None else []
     facts_row = records.agg(F.count(F.lit(1)).alias("records"), F.min("timestamp").alias("first_ms"),
                             F.max("timestamp").alias("last_ms"), F.countDistinct("partition").alias("partitions"),
                             F.countDistinct("group_id").alias("groups_seen"),
@@ -282,6 +317,7 @@ def build_views(spark: SparkSession, records: DataFrame, log_dir: Path) -> tuple
     reasons = reasons_by_write(records, gm)
     timeline = rebalance_timeline(gm, reasons).persist(StorageLevel.MEMORY_AND_DISK)
     events = membership_events(gm, timeline).persist(StorageLevel.MEMORY_AND_DISK)
+    cached += (gm, timeline, events)
     per_hour = timeline.groupBy(F.date_trunc("hour", F.timestamp_millis("stable_ms")).alias("hour")).agg(
         F.count(F.lit(1)).alias("rebalances"), F.countDistinct("group_id").alias("groups"),
         F.sum(F.when(F.col("trigger") == "member_expired", 1).otherwise(0)).alias("expiries"))
@@ -300,7 +336,7 @@ def build_views(spark: SparkSession, records: DataFrame, log_dir: Path) -> tuple
     views = {"rebalance_timeline": timeline, "rebalances_per_hour": per_hour.orderBy("hour"), "top_groups": top,
              "membership_events": events, "churn_by_member": churn_by_member(events),
              "churn_by_instance": churn_by_instance(events),
-             **offset_views(spark, records, as_of, log_end_offsets(log_dir) if log_dir.is_dir() else {}),
+             **offset_views(spark, records, as_of, log_end_offsets(log_dir) if log_dir.is_dir() else {}, cached),
              "current_groups": current_groups(gm, records)}
     return views, facts
 
@@ -367,11 +403,18 @@ def run(spark: SparkSession, log_dir: Path, out: Path, html: bool = True) -> dic
     if not segments:
         raise FileNotFoundError(f"no __consumer_offsets segments under {log_dir}")
     out.mkdir(parents=True, exist_ok=True)
-    # Decoding is the expensive part (Python): decode once, keep the rows for every view.
-    records = read_log(spark, log_dir).persist(StorageLevel.MEMORY_AND_DISK)
-    views, facts = build_views(spark, records, log_dir)
+    # Decoding is the expensive part (Python): decode once, keep the rows for every view, without
+    # the columns no view reads (building the cache costs the JVM time per column and row).
+    records = read_log(spark, log_dir).drop(*UNUSED_COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)
+    cached: list[DataFrame] = []
+    views, facts = build_views(spark, records, log_dir, cached)
     for name in VIEWS:
         views[name].write.mode("overwrite").parquet(str(out / name))
+    records.unpersist()
+    for df in cached:
+        df.unpersist()  # everything below reads the Parquet
+    # The summary and the HTML page read the views back: small tables, instead of recomputing them.
+    views = {name: _read_view(spark, out, name) for name in VIEWS}
     summary = summarize(views, facts, log_dir, len(segments))
     summary["seconds"] = round(time.monotonic() - started, 2)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
@@ -379,9 +422,16 @@ def run(spark: SparkSession, log_dir: Path, out: Path, html: bool = True) -> dic
         from spark_jobs.html_report import render
 
         (out / "report.html").write_text(render(views, summary))
-    records.unpersist()
     log.info("report_written", out=str(out), records=facts.get("records"), seconds=summary["seconds"])
     return summary
+
+
+def _read_view(spark: SparkSession, out: Path, name: str) -> DataFrame:
+    view = spark.read.parquet(str(out / name))
+    order = VIEW_ORDER.get(name)
+    if not order:
+        return view
+    return view.orderBy(*(F.desc(c) if descending else F.asc(c) for c, descending in order))  # files: no set order
 
 
 def session(master: str = "local[*]") -> SparkSession:

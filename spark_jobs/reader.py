@@ -1,7 +1,8 @@
 """`spark.read.format("consumer_offsets").load(PATH)`: a Spark 4 Python data source over segment files.
 
-One input partition per segment file; each is decoded on an executor by `spark_jobs.decode`
-(the server's codec) and handed to Spark as Arrow record batches, one row per record. PATH is
+One input partition per segment file, largest first; each is decoded on an executor by
+`spark_jobs.decode` (the server's codec) into Arrow record batches, which Spark takes as they are
+(no Python row objects), one row per record. PATH is
 anything `decode.find_segments` takes: a data dir, a partition dir, a segment file, or a directory
 of segments exported from another server. Option `partition` sets the partition number of an
 export whose directory name does not say it (default -1).
@@ -64,36 +65,15 @@ class ConsumerOffsetsReader(DataSourceReader):
         self.chunk_rows = chunk_rows
 
     def partitions(self) -> list[InputPartition]:
-        return [SegmentPartition(str(p), self.partition) for p in find_segments(self.path)]
+        # Largest first: Spark starts tasks in this order, so the big segments do not end up last
+        # on one core while the other idles (a log has a few full 100 MB segments and small tails).
+        segments = sorted(find_segments(self.path), key=lambda p: (-p.stat().st_size, str(p)))
+        return [SegmentPartition(str(p), self.partition) for p in segments]
 
     def read(self, partition: InputPartition) -> Iterator:  # type: ignore[override]
-        import pyarrow as pa  # executors only; Spark's Python data sources need pyarrow anyway
-
-        arrow_schema = _arrow_schema()
-        names = list(COLUMNS)
         assert isinstance(partition, SegmentPartition)
-        for cols in decode_segment(Path(partition.path), partition.partition, self.chunk_rows):
-            yield pa.RecordBatch.from_arrays([pa.array(cols[n], type=arrow_schema.field(n).type) for n in names],
-                                             schema=arrow_schema)
-
-
-def _arrow_schema():  # type: ignore[no-untyped-def]
-    import pyarrow as pa
-
-    member = pa.struct([("member_id", pa.string()), ("group_instance_id", pa.string()), ("client_id", pa.string()),
-                        ("client_host", pa.string()), ("rebalance_timeout_ms", pa.int32()),
-                        ("session_timeout_ms", pa.int32()), ("subscription_bytes", pa.int32()),
-                        ("assignment_bytes", pa.int32())])
-    types = {"partition": pa.int32(), "offset": pa.int64(), "timestamp": pa.int64(), "segment": pa.string(),
-             "record_type": pa.int32(), "kind": pa.string(), "value_version": pa.int16(), "tombstone": pa.bool_(),
-             "group_id": pa.string(), "protocol_type": pa.string(), "generation": pa.int32(),
-             "protocol": pa.string(), "leader": pa.string(), "current_state_timestamp": pa.int64(),
-             "members": pa.list_(member), "topic": pa.string(), "topic_partition": pa.int32(),
-             "committed_offset": pa.int64(), "leader_epoch": pa.int32(), "metadata": pa.string(),
-             "commit_timestamp": pa.int64(), "expire_timestamp": pa.int64(), "reason_api": pa.string(),
-             "reason_member_id": pa.string(), "reason_instance_id": pa.string(), "reason": pa.string(),
-             "reason_timestamp": pa.int64()}
-    return pa.schema([(name, types[name]) for name in COLUMNS])
+        # Arrow batches go to the JVM as they are; no per-row Python objects cross over.
+        yield from decode_segment(Path(partition.path), partition.partition, self.chunk_rows)
 
 
 class ConsumerOffsetsDataSource(DataSource):
@@ -112,7 +92,7 @@ class ConsumerOffsetsDataSource(DataSource):
             raise ValueError("consumer_offsets: load(PATH) needs a data dir, partition dir or segment file")
         partition = self.options.get("partition")
         return ConsumerOffsetsReader(path, int(partition) if partition is not None else None,
-                                     int(self.options.get("chunkRows", 65536)))
+                                     int(self.options.get("chunkRows", 131072)))
 
 
 def register(spark: SparkSession) -> None:
@@ -137,11 +117,26 @@ def local_session(master: str = "local[*]", app_name: str = "groupcoord-report",
     if not _under_spark_submit():
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.master(master)
+    # Shuffles here are of aggregates (a few rows per group), so two partitions per core are plenty;
+    # Spark's 200 would mean 200 tiny tasks per stage. The driver is the executor in local mode:
+    # its memory holds the cached rows.
     defaults = {"spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC",
-                "spark.sql.shuffle.partitions": "8", "spark.sql.execution.arrow.pyspark.enabled": "true"}
+                "spark.sql.shuffle.partitions": str(2 * _cores(master)), "spark.driver.memory": "3g",
+                "spark.sql.execution.arrow.pyspark.enabled": "true"}
     for key, value in {**defaults, **conf}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def _cores(master: str) -> int:
+    """Cores of a local master (`local`, `local[N]`, `local[*]`, `local[N,retries]`); others: this machine's."""
+    if master == "local":
+        return 1
+    if master.startswith("local[") and master.endswith("]"):
+        n = master[len("local["):-1].split(",")[0]
+        if n.isdigit():
+            return max(1, int(n))
+    return os.cpu_count() or 1
 
 
 def _under_spark_submit() -> bool:

@@ -50,8 +50,8 @@ def decode_alone(directory: Path) -> dict:
     started = time.perf_counter()
     rows = 0
     for segment in find_segments(directory):
-        for cols in decode_segment(segment):
-            rows += len(cols["offset"])
+        for batch in decode_segment(segment):
+            rows += batch.num_rows
     seconds = time.perf_counter() - started
     return {"records": rows, "seconds": round(seconds, 2), "records_per_s": round(rows / seconds)}
 
