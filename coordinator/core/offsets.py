@@ -47,6 +47,7 @@ DeleteTopic = OffsetDeleteResponse.OffsetDeleteResponseTopic
 DeletePartition = OffsetDeleteResponse.OffsetDeleteResponsePartition
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
+NONE = ErrorCode.NONE  # bound once: an enum member lookup costs as much as building a partition's answer
 
 
 def java_length(text: str) -> int:
@@ -63,7 +64,7 @@ def offset_commit(st: ShardState, req: OffsetCommitRequest, ctx: RequestContext)
     try:
         group = _validate_offset_commit(st, req, version)
     except ApiError as exc:
-        return fx.outcome(_commit_response(req, lambda _t, _p: exc.code))
+        return fx.outcome(_commit_response(req, exc.code))
 
     if group is not None and group.state in (S.STABLE, S.PREPARING_REBALANCE):
         member = group.members.get(req.member_id)
@@ -82,17 +83,20 @@ def commit_offsets(st: ShardState, req: OffsetCommitRequest, ctx: RequestContext
         expire_ms = max(min(now + req.retention_time_ms, INT64_MAX), INT64_MIN)
     max_bytes = st.config.offset_metadata_max_bytes
     codes: dict[tuple[str, int], ErrorCode] = {}
+    # Hot loop (a record per partition, often a hundred per request): names bound once.
+    group_id, records, record, v1 = req.group_id, fx.records, offset_commit_record, version == 1
     for topic in req.topics:
+        name = topic.name
         for p in topic.partitions:
             metadata = p.committed_metadata
             # A string has at most 2 UTF-16 units per character: most never need counting.
-            if metadata is not None and len(metadata) * 2 > max_bytes and java_length(metadata) > max_bytes:
-                codes[(topic.name, p.partition_index)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            if metadata and len(metadata) * 2 > max_bytes and java_length(metadata) > max_bytes:
+                codes[(name, p.partition_index)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 continue
-            commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp != -1 else now
-            fx.records.append(offset_commit_record(req.group_id, topic.name, p.partition_index, p.committed_offset,
-                                                   p.committed_leader_epoch, metadata or "", commit_ts, expire_ms))
-    return fx.outcome(_commit_response(req, lambda t, p: codes.get((t, p), ErrorCode.NONE)))
+            commit_ts = p.commit_timestamp if v1 and p.commit_timestamp != -1 else now
+            records.append(record(group_id, name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                                  metadata or "", commit_ts, expire_ms))
+    return fx.outcome(_commit_response(req, NONE, codes))
 
 
 def _validate_offset_commit(st: ShardState, req: OffsetCommitRequest, version: int) -> ClassicGroup | None:
@@ -121,14 +125,21 @@ def _validate_offset_commit(st: ShardState, req: OffsetCommitRequest, version: i
 
 
 def offset_commit_error_response(req: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
-    return _commit_response(req, lambda _t, _p: code)
+    return _commit_response(req, code)
 
 
-def _commit_response(req: OffsetCommitRequest, code: Callable[[str, int], ErrorCode]) -> OffsetCommitResponse:
+def _commit_response(req: OffsetCommitRequest, code: ErrorCode,
+                     exceptions: Mapping[tuple[str, int], ErrorCode] | None = None) -> OffsetCommitResponse:
+    """Every partition answered `code`, except those in `exceptions`. Built positionally: a hundred
+    partitions per commit are common (CommitPartition(partition_index, error_code))."""
+    if not exceptions:
+        return OffsetCommitResponse(topics=[
+            CommitTopic(name=t.name, partitions=[CommitPartition(p.partition_index, code) for p in t.partitions])
+            for t in req.topics])
     return OffsetCommitResponse(topics=[
-        CommitTopic(name=t.name, partitions=[CommitPartition(partition_index=p.partition_index,
-                                                             error_code=code(t.name, p.partition_index))
-                                             for p in t.partitions])
+        CommitTopic(name=t.name, partitions=[
+            CommitPartition(p.partition_index, exceptions.get((t.name, p.partition_index), code))
+            for p in t.partitions])
         for t in req.topics
     ])
 

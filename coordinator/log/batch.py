@@ -260,6 +260,47 @@ def build_batch(records: Iterable[RecordInput], base_offset: int = 0, producer_i
                           partition_leader_epoch=partition_leader_epoch)
 
 
+# Zigzag varints of 0..8191 (one or two bytes): offset deltas, key and value lengths of the records
+# a coordinator writes. Indexing a list is several times cheaper than _varint's dict lookup and call.
+_VARINTS = [_varint(n) for n in range(8192)]
+_NO_HEADERS = b"\x00"
+_ATTRS_AND_TS_DELTA = b"\x00\x00"  # record attributes 0, timestamp delta 0
+
+
+def build_keyed_batch(records: Sequence[tuple[bytes, bytes | None]], timestamp: int, base_offset: int = 0) -> bytes:
+    """``build_batch(records, base_offset, timestamp=timestamp)`` for the plainest records: every
+    ``(key, value)`` has a key, no headers, and the one timestamp (a coordinator's records). Same
+    bytes, built in one pass: no per-record tuples or joins, and the CRC runs over the parts in place.
+    """
+    if not records:
+        raise ValueError("a record batch needs at least one record")
+    varints = _VARINTS
+    small = len(varints)
+    parts: list[bytes] = []
+    extend = parts.extend
+    body_size = 0
+    for delta, (key, value) in enumerate(records):
+        offset_delta = varints[delta] if delta < small else _varint(delta)
+        key_size = len(key)
+        key_length = varints[key_size] if key_size < small else _varint(key_size)
+        if value is None:
+            value_length, value_size = b"\x01", 0  # varint(-1): a tombstone
+            value = b""
+        else:
+            value_size = len(value)
+            value_length = varints[value_size] if value_size < small else _varint(value_size)
+        size = 3 + len(offset_delta) + len(key_length) + key_size + len(value_length) + value_size
+        record_length = varints[size] if size < small else _varint(size)
+        extend((record_length, _ATTRS_AND_TS_DELTA, offset_delta, key_length, key, value_length, value, _NO_HEADERS))
+        body_size += len(record_length) + size
+    header = bytearray(HEADER_SIZE)
+    _pack_header(header, 0, base_offset, HEADER_SIZE + body_size - LENGTH_PREFIX, -1, MAGIC, 0, 0,
+                 len(records) - 1, timestamp, timestamp, -1, -1, -1, len(records))
+    body = b"".join(parts)
+    _pack_u32(header, CRC_POSITION, _crc(body, _crc(memoryview(header)[CRC_START:])))
+    return bytes(header) + body
+
+
 # ---------------------------------------------------------------- reading
 
 def verify_crc(batch: Buffer, pos: int = 0) -> BatchHeader:

@@ -35,11 +35,12 @@ POLICIES = ("always", "interval")
 
 
 class _State:
-    __slots__ = ("inflight", "inflight_end")
+    __slots__ = ("inflight", "inflight_end", "waiters")
 
     def __init__(self) -> None:
         self.inflight: asyncio.Future[None] | None = None
         self.inflight_end = -1  # log end offset the in-flight fsync covers
+        self.waiters: list[tuple[int, asyncio.Future[None]]] = []  # durable() futures: (target offset, future)
 
 
 class GroupCommitFlusher:
@@ -86,17 +87,68 @@ class GroupCommitFlusher:
                     raise
                 # It did not cover us; _check() raises the poisoned partition's error next round.
 
+    def durable(self, partition: Partition) -> asyncio.Future[None]:
+        """``wait_durable(partition)`` as a plain future, completed by the fsync round that covers the
+        appends made so far: no task per waiter, which on a busy coordinator is most of what an
+        acknowledged append costs the event loop beyond the append itself."""
+        self._partitions[id(partition)] = partition
+        self.durable_waits += 1
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if partition.storage_error is not None:
+            done.set_exception(self._storage_error(partition))
+            return done
+        target = partition.log_end_offset
+        if self.policy == "interval" or partition.durable_offset >= target:
+            done.set_result(None)
+            return done
+        st = self._states.setdefault(id(partition), _State())
+        st.waiters.append((target, done))
+        if st.inflight is None:
+            self._start(partition, st)
+        return done
+
+    def _settle_waiters(self, partition: Partition, st: _State, failure: OSError | None, covered: int) -> None:
+        """After a round: complete the durable() futures it covered (or fail them with its error), and
+        start the next round for the rest (they appended while this one ran)."""
+        if not st.waiters:
+            return
+        left: list[tuple[int, asyncio.Future[None]]] = []
+        for target, done in st.waiters:
+            if done.done():  # cancelled: its connection went away
+                continue
+            if failure is not None or partition.storage_error is not None:
+                done.set_exception(failure if failure is not None and target <= covered
+                                   else self._storage_error(partition))
+            elif partition.durable_offset >= target:
+                done.set_result(None)
+            else:
+                left.append((target, done))
+        st.waiters = left
+        if left and st.inflight is None:
+            self._start(partition, st)
+
+    @staticmethod
+    def _storage_error(partition: Partition) -> LogStorageError:
+        error = LogStorageError(f"{partition.path}: {partition.storage_error}")
+        error.__cause__ = partition.storage_error
+        return error
+
     def _start(self, partition: Partition, st: _State) -> None:
         job = partition.begin_flush()  # snapshot on the loop thread, before anything else appends
         self.fsync_calls += len(job.fds)
         st.inflight_end = job.end_offset
-        st.inflight = asyncio.get_running_loop().create_task(self._run(partition, st, job))
+        st.inflight = task = asyncio.get_running_loop().create_task(self._run(partition, st, job))
+        # A failure reaches the waiters through _settle_waiters / wait_durable: when only durable()
+        # futures waited, nobody awaits the task, so mark its exception as seen.
+        task.add_done_callback(_seen)
 
     async def _run(self, partition: Partition, st: _State, job: FlushJob) -> None:
         loop = asyncio.get_running_loop()
+        failure: OSError | None = None
         try:
             await loop.run_in_executor(None, job.run, self.fsync)
         except OSError as e:
+            failure = e
             partition.storage_error = partition.storage_error or e
             log.error("log_fsync_failed", path=str(partition.path), error=str(e))
             raise
@@ -105,6 +157,7 @@ class GroupCommitFlusher:
         finally:
             self.fsync_rounds += 1
             st.inflight = None
+            self._settle_waiters(partition, st, failure, job.end_offset)
 
     @staticmethod
     def _check(partition: Partition) -> None:
@@ -167,3 +220,8 @@ class GroupCommitFlusher:
                 "durable_waits": self.durable_waits, "seconds": round(elapsed, 3),
                 "fsync_rounds_per_s": round(self.fsync_rounds / elapsed, 1),
                 "waits_per_round": round(self.durable_waits / max(self.fsync_rounds, 1), 2)}
+
+
+def _seen(task: asyncio.Future[None]) -> None:
+    if not task.cancelled():
+        task.exception()

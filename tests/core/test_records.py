@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from coordinator.records import (
     OffsetAndMetadata,
     Record,
+    RecordDecoder,
     RecordType,
     UnknownRecordType,
     decode_record,
@@ -23,6 +24,7 @@ from coordinator.records import (
     partition_for,
 )
 from protocol.messages import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue
+from protocol.primitives import ProtocolError
 
 
 def test_offset_commit_record_bytes_follow_kafka_layout() -> None:
@@ -132,3 +134,60 @@ def test_partition_for_matches_a_reference_of_javas_hash(text: str, n: int) -> N
     signed = h - (1 << 32) if h >= 1 << 31 else h
     assert java_string_hash(text) == signed
     assert partition_for(text, n) == (0 if signed == -(1 << 31) else abs(signed)) % n
+
+
+def _generic_value_bytes(value: OffsetCommitValue, version: int) -> bytes:
+    return version.to_bytes(2, "big") + value.encode(version)
+
+
+@settings(max_examples=300)
+@given(st.text(min_size=0, max_size=20), st.text(min_size=0, max_size=20), st.integers(-(2**31), 2**31 - 1),
+       st.integers(-(2**63), 2**63 - 1), st.integers(-(2**31), 2**31 - 1), st.text(max_size=50),
+       st.integers(-(2**63), 2**63 - 1))
+def test_offset_commit_record_fast_path_writes_what_the_generated_codec_writes(group, topic, partition, offset,
+                                                                               epoch, metadata, timestamp):
+    rec = offset_commit_record(group, topic, partition, offset, epoch, metadata, timestamp)
+    key = OffsetCommitKey(group=group, topic=topic, partition=partition)
+    value = OffsetCommitValue(offset=offset, leader_epoch=epoch, metadata=metadata, commit_timestamp=timestamp)
+    assert rec.key == b"\x00\x01" + key.encode(1)
+    assert rec.value == _generic_value_bytes(value, 3)
+    assert rec.decoded == decode_record_versions(rec.key, rec.value)
+
+
+def test_metadata_too_long_for_an_int16_length_is_refused_by_the_codec_as_before() -> None:
+    with pytest.raises(ProtocolError):
+        offset_commit_record("g", "t", 0, 1, -1, "x" * 40_000, 5)
+
+
+def test_record_decoder_gives_what_decode_record_versions_gives_and_decodes_each_key_once() -> None:
+    records = [offset_commit_record("g", "t", p % 3, p, -1, "", 9) for p in range(9)]
+    records += [offset_commit_tombstone("g", "t", 1), empty_group_metadata_record("g", 4), group_metadata_tombstone("g")]
+    decoder = RecordDecoder()
+    for rec in records:
+        assert decoder.decode(rec.key, rec.value) == decode_record_versions(rec.key, rec.value)
+    assert len(decoder._keys) == 4
+    with pytest.raises(UnknownRecordType):
+        decoder.decode(b"\x00\x63", None)
+
+
+def test_errors_in_record_bytes_read_the_same_whether_the_prefix_is_sliced_or_not() -> None:
+    rec = offset_commit_record("g", "t", 0, 1, -1, "", 5)
+    for key, value in ((rec.key + b"\x00", rec.value), (rec.key, rec.value + b"\x00"), (rec.key[:-1], rec.value),
+                       (rec.key, rec.value[:-3])):
+        with pytest.raises(ProtocolError) as ours:
+            decode_record_versions(key, value)
+        cls = OffsetCommitKey if len(key) != len(rec.key) else OffsetCommitValue
+        data, version = (key, 1) if cls is OffsetCommitKey else (value, 3)
+        with pytest.raises(ProtocolError) as sliced:
+            cls.decode(data[2:], version)
+        assert str(ours.value) == str(sliced.value)
+
+
+def test_record_decoder_raises_what_decode_record_versions_raises_for_bad_values() -> None:
+    rec = offset_commit_record("g", "t", 0, 1, -1, "", 5)
+    for value in (rec.value + b"\x00", rec.value[:-3], b"\x00\x63" + rec.value[2:], b"\x00"):
+        with pytest.raises((ProtocolError, ValueError)) as expected:
+            decode_record_versions(rec.key, value)
+        with pytest.raises(type(expected.value)) as ours:
+            RecordDecoder().decode(rec.key, value)
+        assert str(ours.value) == str(expected.value)

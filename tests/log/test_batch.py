@@ -4,9 +4,11 @@ import struct
 import crc32c
 import lz4.frame
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coordinator.log.batch import (HEADER, HEADER_SIZE, BatchHeader, CorruptBatchError, Record, assemble_batch,
-                                   build_batch, encode_record, iter_batches, iter_records, set_base_offset,
+                                   build_batch, build_keyed_batch, encode_record, iter_batches, iter_records, set_base_offset,
                                    verify_crc)
 
 
@@ -110,3 +112,16 @@ def test_record_overrunning_its_batch_is_a_corrupt_batch():
     b[HEADER_SIZE] = 0x7E  # record length varint 63: far past the end
     with pytest.raises(CorruptBatchError, match="bad record"):
         list(iter_records(b))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.binary(min_size=1, max_size=300), st.one_of(st.none(), st.binary(max_size=10_000))),
+                min_size=1, max_size=120),
+       st.integers(min_value=0, max_value=2**62), st.integers(min_value=0, max_value=2**40))
+def test_keyed_batch_is_byte_for_byte_what_build_batch_makes(records, timestamp, base_offset):
+    assert build_keyed_batch(records, timestamp, base_offset) == build_batch(records, base_offset, timestamp=timestamp)
+
+
+def test_keyed_batch_of_more_records_than_the_varint_table_still_matches():
+    records = [(b"k%d" % i, b"v") for i in range(9000)]
+    assert build_keyed_batch(records, 5) == build_batch(records, timestamp=5)

@@ -149,3 +149,43 @@ async def test_a_rolled_segment_and_its_directory_are_fsynced_before_the_ack(tmp
     await flusher.wait_durable(p)
     assert len(p.segments) == 3
     assert {os.path.basename(s) for s in synced} >= {"t-0", *(s.path.name for s in p.segments)}
+
+
+async def test_durable_futures_share_fsyncs_and_complete_only_once_their_appends_are_on_disk(tmp_path):
+    p = open_partition(tmp_path)
+    flusher = GroupCommitFlusher("always", fsync=CountingFsync())
+    waits = []
+    for i in range(50):
+        base, _ = p.append(simple_batch(i, n=1))
+        waits.append((base, flusher.durable(p)))
+        if i % 10 == 9:
+            await asyncio.sleep(0.002)  # later appends arrive while an fsync runs: they need the next one
+    for base, done in waits:
+        await done
+        assert p.durable_offset > base
+    assert flusher.fsync_rounds <= 10, flusher.fsync_rounds
+
+
+async def test_durable_future_fails_with_the_fsync_error_and_after_it_at_once(tmp_path):
+    p = open_partition(tmp_path)
+    flusher = GroupCommitFlusher(fsync=CountingFsync(fail=OSError(5, "EIO")))
+    p.append(simple_batch(0))
+    first = flusher.durable(p)
+    with pytest.raises(OSError):
+        await first
+    later = flusher.durable(p)
+    assert later.done()
+    with pytest.raises(LogStorageError):
+        await later
+
+
+async def test_a_cancelled_durable_future_does_not_stop_the_round_for_the_others(tmp_path):
+    p = open_partition(tmp_path)
+    flusher = GroupCommitFlusher(fsync=CountingFsync())
+    p.append(simple_batch(0))
+    gone = flusher.durable(p)
+    p.append(simple_batch(1))
+    kept = flusher.durable(p)
+    gone.cancel()
+    await kept
+    assert p.durable_offset == p.log_end_offset

@@ -8,7 +8,8 @@ import time
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.frames import encode_request
-from protocol.messages import ApiVersionsRequest, CreateTopicsRequest, DescribeClusterRequest, MetadataRequest
+from protocol.messages import (ApiVersionsRequest, CreateTopicsRequest, DescribeClusterRequest, MetadataRequest,
+                               OffsetCommitRequest, OffsetFetchRequest)
 
 SOCKET_REQUEST_MAX_BYTES = 104857600  # the default
 
@@ -125,3 +126,44 @@ def test_idle_connection_is_closed_after_connections_max_idle_ms(server_factory,
 def test_null_client_id_is_accepted(shared_server, connect):
     wire = connect(shared_server, client_id=None)
     assert wire.request(ApiKey.API_VERSIONS, 1, ApiVersionsRequest()).error_code == ErrorCode.NONE
+
+
+def test_a_burst_of_commits_and_requests_answered_at_once_keeps_request_order(wire):
+    """A burst of commits (each waiting for its fsync) and requests answered at once: one request in
+    flight per connection, as Kafka brokers keep it, so every answer leaves in request order."""
+    sent = []
+    burst = []
+    for i in range(120):
+        correlation_id = 5000 + i
+        if i % 2 == 0:
+            request = OffsetCommitRequest(group_id=f"pipelined-{i % 4}", generation_id_or_member_epoch=-1,
+                                          member_id="", topics=[OffsetCommitRequest.OffsetCommitRequestTopic(
+                                              name="t", partitions=[OffsetCommitRequest.OffsetCommitRequestPartition(
+                                                  partition_index=p, committed_offset=i) for p in range(3)])])
+            burst.append(encode_request(ApiKey.OFFSET_COMMIT, 8, correlation_id, "p", request))
+            sent.append((correlation_id, ApiKey.OFFSET_COMMIT, 8))
+        else:
+            burst.append(encode_request(ApiKey.API_VERSIONS, 0, correlation_id, "p", ApiVersionsRequest()))
+            sent.append((correlation_id, ApiKey.API_VERSIONS, 0))
+    wire.send_raw(b"".join(burst))
+    for correlation_id, api_key, version in sent:
+        got, response = wire.receive(api_key, version)
+        assert got == correlation_id
+        if api_key == ApiKey.OFFSET_COMMIT:
+            assert {p.error_code for t in response.topics for p in t.partitions} == {ErrorCode.NONE}
+    fetched = wire.request(ApiKey.OFFSET_FETCH, 7, OffsetFetchRequest(group_id="pipelined-2", topics=None))
+    assert [(p.partition_index, p.committed_offset) for p in fetched.topics[0].partitions] == [
+        (0, 118), (1, 118), (2, 118)]
+
+
+def test_a_malformed_frame_behind_commits_closes_only_after_their_answers(wire):
+    request = OffsetCommitRequest(group_id="closing", generation_id_or_member_epoch=-1, member_id="", topics=[
+        OffsetCommitRequest.OffsetCommitRequestTopic(name="t", partitions=[
+            OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=1)])])
+    commits = [encode_request(ApiKey.OFFSET_COMMIT, 8, 70 + i, "p", request) for i in range(5)]
+    bad = frame(header_v1(ApiKey.METADATA, 1, 99) + struct.pack(">i", 5))
+    wire.send_raw(b"".join(commits) + bad)
+    for i in range(5):
+        got, response = wire.receive(ApiKey.OFFSET_COMMIT, 8)
+        assert got == 70 + i
+    assert wire.closed_by_server()
