@@ -88,6 +88,17 @@ class Record:
     decoded: DecodedRecord | None = field(default=None, compare=False, repr=False)
 
 
+def latest_per_key(pairs: Iterable[tuple[bytes, bytes | None]]) -> dict[bytes, bytes | None]:
+    """Key -> latest value (None: tombstone), ordered by the position of each key's latest record:
+    the log as the cleaner leaves it, which replay accepts like any log."""
+    latest: dict[bytes, bytes | None] = {}
+    for key, value in pairs:
+        if key in latest:
+            del latest[key]  # re-inserted: a dict keeps keys in the order of their latest record
+        latest[key] = value
+    return latest
+
+
 @dataclass(slots=True)
 class DecodedRecord:
     record_type: int

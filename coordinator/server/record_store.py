@@ -18,7 +18,8 @@ class RecordStore(Protocol):
         """Partitions that hold records (loaded at start)."""
 
     def read_all(self, partition: int) -> Iterable[Record]:
-        """Every record of `partition`, oldest first."""
+        """The records of `partition`, oldest first; a store may leave out records whose key a later
+        record rewrites, as compaction does (replay keeps only a key's latest value)."""
 
     def append(self, partition: int, records: list[Record]) -> asyncio.Future[None]:
         """Write `records`; the future completes when they are durable (or fails)."""
