@@ -12,6 +12,7 @@ immutable; read it as `config["num.partitions"]`, `config.get(...)` or
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 import sys
@@ -279,10 +280,35 @@ SETTINGS: tuple[Setting, ...] = (
             "Heartbeat interval of consumer-protocol (KIP-848) members.", "int"),
     Setting("group.consumer.session.timeout.ms", _int(1, _INT32_MAX), "45000",
             "Session timeout of consumer-protocol (KIP-848) members.", "int"),
+    Setting("group.consumer.min.session.timeout.ms", _int(1, _INT32_MAX), "45000",
+            "Smallest allowed group.consumer.session.timeout.ms.", "int"),
+    Setting("group.consumer.max.session.timeout.ms", _int(1, _INT32_MAX), "60000",
+            "Largest allowed group.consumer.session.timeout.ms.", "int"),
+    Setting("group.consumer.min.heartbeat.interval.ms", _int(1, _INT32_MAX), "5000",
+            "Smallest allowed group.consumer.heartbeat.interval.ms.", "int"),
+    Setting("group.consumer.max.heartbeat.interval.ms", _int(1, _INT32_MAX), "15000",
+            "Largest allowed group.consumer.heartbeat.interval.ms.", "int"),
     Setting("group.consumer.max.size", _int(1, _INT32_MAX), str(_INT32_MAX),
             "Most members a consumer-protocol (KIP-848) group may hold.", "int"),
     Setting("group.consumer.assignors", _assignors, "uniform,range",
             "Server-side assignors of consumer-protocol (KIP-848) groups; the first is the default.", "list"),
+    Setting("group.consumer.assignment.interval.ms", _int(0, _INT32_MAX), "1000",
+            "Least time between two target assignment computations of a consumer-protocol group (KIP-1263); "
+            "changes within it are folded into one run (0: every change at once).", "int"),
+    Setting("group.consumer.min.assignment.interval.ms", _int(0, _INT32_MAX), "0",
+            "Smallest allowed group.consumer.assignment.interval.ms.", "int"),
+    Setting("group.consumer.max.assignment.interval.ms", _int(0, _INT32_MAX), "15000",
+            "Largest allowed group.consumer.assignment.interval.ms.", "int"),
+    Setting("group.consumer.assignor.offload.enable", _bool, "true",
+            "Run consumer-protocol assignors in background worker processes, off the request path (KIP-1263).",
+            "boolean"),
+    Setting("group.coordinator.background.threads", _int(1, 256), "2",
+            "Worker processes that run offloaded assignors (Kafka's background threads; processes here, "
+            "so that runs do not hold the interpreter lock).", "int"),
+    Setting("group.consumer.migration.policy",
+            _choice("disabled", "upgrade", "downgrade", "bidirectional", case_sensitive=False), "bidirectional",
+            "Online conversion of non-empty groups between the classic and the consumer protocol: upgrade "
+            "(classic to consumer), downgrade (consumer to classic), bidirectional (both) or disabled."),
     Setting("event.loop", _choice("auto", "asyncio", "uvloop"), "auto", "auto: uvloop when installed, else asyncio."),
     Setting("log.level", _choice(*_LOG_LEVELS, case_sensitive=False), "INFO", "Server log level."),
     Setting("http.listener", _optional_address, "",
@@ -467,6 +493,32 @@ def _check_together(values: Mapping[str, Any]) -> None:
         raise ConfigError(
             f"group.min.session.timeout.ms ({values['group.min.session.timeout.ms']}) must not exceed "
             f"group.max.session.timeout.ms ({values['group.max.session.timeout.ms']})")
+    _check_consumer_group_timeouts(values)
+
+
+_AT_LEAST, _AT_MOST, _BELOW = (operator.ge, "greater than or equal to"), (operator.le, "less than or equal to"), \
+    (operator.lt, "less than")
+
+
+def _check_consumer_group_timeouts(values: Mapping[str, Any]) -> None:
+    """KIP-848 session timeout and heartbeat interval, and KIP-1263's assignment interval, within their
+    bounds, checked in GroupCoordinatorConfig's order (so the first error is the one Kafka reports)."""
+    prefix = "group.consumer."
+    hb, session = prefix + "heartbeat.interval.ms", prefix + "session.timeout.ms"
+    min_hb, max_hb = prefix + "min.heartbeat.interval.ms", prefix + "max.heartbeat.interval.ms"
+    min_session, max_session = prefix + "min.session.timeout.ms", prefix + "max.session.timeout.ms"
+    interval = prefix + "assignment.interval.ms"
+    min_interval, max_interval = prefix + "min.assignment.interval.ms", prefix + "max.assignment.interval.ms"
+    rules = (
+        (max_hb, _AT_LEAST, min_hb), (hb, _AT_LEAST, min_hb), (hb, _AT_MOST, max_hb),
+        (max_session, _AT_LEAST, min_session), (session, _AT_LEAST, min_session), (session, _AT_MOST, max_session),
+        (hb, _BELOW, session),
+        (max_interval, _AT_LEAST, min_interval), (interval, _AT_LEAST, min_interval),
+        (interval, _AT_MOST, max_interval),
+    )
+    for left, (holds, words), right in rules:
+        if not holds(values[left], values[right]):
+            raise ConfigError(f"{left} ({values[left]}) must be {words} {right} ({values[right]})")
 
 
 def markdown_table() -> str:

@@ -12,7 +12,7 @@ from coordinator.records import Record
 class Effects:
     """Flows append here; answers to the request being handled become `response`, others `replies`."""
 
-    __slots__ = ("now_ms", "current", "records", "replies", "timers", "events", "response")
+    __slots__ = ("now_ms", "current", "records", "replies", "timers", "events", "jobs", "response")
 
     def __init__(self, now_ms: int, current: RequestRef | None = None) -> None:
         self.now_ms = now_ms
@@ -21,6 +21,7 @@ class Effects:
         self.replies: list[tuple[RequestRef, object]] = []
         self.timers: list[Schedule | Cancel] = []
         self.events: list[GroupEvent] = []
+        self.jobs: list[Any] = []  # background work for the shell to run (consumer group assignor runs)
         self.response: object | None = None
 
     def answer(self, parked: Parked, response: object) -> None:
@@ -45,4 +46,5 @@ class Effects:
             replies=self.replies,
             timers=self.timers,
             events=self.events,
+            jobs=self.jobs,
         )

@@ -64,15 +64,23 @@ class _Join:
         return self.group.supports_protocols(self.req.protocol_type, [name for name, _ in self.protocols])
 
 
+def validate_join(st: ShardState, req: JoinGroupRequest) -> ErrorCode | None:
+    """Checks made before the group is looked up, whatever protocol it speaks (Kafka does them in its service)."""
+    if st.loading:
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    if not req.group_id:
+        return ErrorCode.INVALID_GROUP_ID
+    if not st.config.min_session_timeout_ms <= req.session_timeout_ms <= st.config.max_session_timeout_ms:
+        return ErrorCode.INVALID_SESSION_TIMEOUT
+    return None
+
+
 def join_group(st: ShardState, req: JoinGroupRequest, ctx: RequestContext) -> Outcome:
     version = ctx.api_version
-    if st.loading:
-        return Outcome(response=join_error(version, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, req.member_id))
-    if not req.group_id:
-        return Outcome(response=join_error(version, ErrorCode.INVALID_GROUP_ID, req.member_id))
+    error = validate_join(st, req)
+    if error is not None:
+        return Outcome(response=join_error(version, error, req.member_id))
     config = st.config
-    if not config.min_session_timeout_ms <= req.session_timeout_ms <= config.max_session_timeout_ms:
-        return Outcome(response=join_error(version, ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id))
 
     group = st.groups.get(req.group_id)
     created = False

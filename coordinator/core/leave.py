@@ -31,15 +31,11 @@ def leave_group(st: ShardState, req: LeaveGroupRequest, ctx: RequestContext) -> 
         return Outcome(response=LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
     if not req.group_id:
         return Outcome(response=LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID))
-    identities: list[Identity]
-    if version <= 2:
-        identities = [(req.member_id, None, None)]
-    else:
-        identities = [(m.member_id, m.group_instance_id, m.reason if version >= 5 else None) for m in req.members]
+    identities = leave_group_identities(req, version)
 
     group = st.groups.get(req.group_id)
     if group is None:
-        return Outcome(response=_response(version, [(i, ErrorCode.UNKNOWN_MEMBER_ID) for i in identities]))
+        return Outcome(response=leave_group_response(version, [(i, ErrorCode.UNKNOWN_MEMBER_ID) for i in identities]))
     if group.state is S.DEAD:
         return Outcome(response=LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
 
@@ -57,7 +53,14 @@ def leave_group(st: ShardState, req: LeaveGroupRequest, ctx: RequestContext) -> 
             prepare_rebalance(group, f"Leaving group: {reasons}", fx, st.config)
         elif group.state is S.PREPARING_REBALANCE:
             maybe_complete_join(group, fx)
-    return fx.outcome(_response(version, results))
+    return fx.outcome(leave_group_response(version, results))
+
+
+def leave_group_identities(req: LeaveGroupRequest, version: int) -> list[Identity]:
+    """Who leaves: v0-2 one top-level member id, v3+ the batch (reasons from v5)."""
+    if version <= 2:
+        return [(req.member_id, None, None)]
+    return [(m.member_id, m.group_instance_id, m.reason if version >= 5 else None) for m in req.members]
 
 
 def _leave_one(group: ClassicGroup, identity: Identity, fx: Effects) -> ErrorCode:
@@ -88,7 +91,7 @@ def _remove_current_member(group: ClassicGroup, member: Member, reason: str | No
              group_instance_id=member.group_instance_id, reason=reason or "not provided")
 
 
-def _response(version: int, results: list[tuple[Identity, ErrorCode]]) -> LeaveGroupResponse:
+def leave_group_response(version: int, results: list[tuple[Identity, ErrorCode]]) -> LeaveGroupResponse:
     if version <= 2:
         first_error = next((code for _, code in results if code is not ErrorCode.NONE), ErrorCode.NONE)
         return LeaveGroupResponse(error_code=first_error)

@@ -75,3 +75,5 @@ class Outcome:
     replies: list[tuple[RequestRef, object]] = field(default_factory=list)  # answers to parked requests
     timers: list[TimerOp] = field(default_factory=list)
     events: list[GroupEvent] = field(default_factory=list)
+    # Work the shell runs in the background and feeds back in (KIP-1263 assignor runs: AssignmentJob).
+    jobs: list[Any] = field(default_factory=list)

@@ -38,11 +38,12 @@ from coordinator.core.consumer_group import (
     TopicsView,
     is_consumer_group_timer,
 )
-from coordinator.core.consumer_group.timers import cancel_member_timers
+from coordinator.core.consumer_group.expiry import expire_consumer_group_offsets
+from coordinator.core.consumer_group.classic_timers import cancel_all_member_timers, is_classic_member_timer
 from coordinator.core.errors import ApiError
 from coordinator.core.effects import Effects
 from coordinator.core.heartbeat import heartbeat
-from coordinator.core.join import join_group
+from coordinator.core.join import join_group, validate_join
 from coordinator.core.leave import leave_group
 from coordinator.core.model import ClassicGroup, Member
 from coordinator.core.outcome import Outcome, RequestContext
@@ -75,6 +76,10 @@ from protocol.error_codes import ErrorCode
 from protocol.messages import GroupMetadataValue
 
 
+# Enum members looked up per replayed record cost ~0.2 µs each: bound once.
+_GROUP_METADATA = RecordType.GROUP_METADATA
+_OFFSET_COMMITS = frozenset((RecordType.OFFSET_COMMIT, RecordType.OFFSET_COMMIT_V0))
+
 #: The TopicsView of callers that know no topics (classic-only tests and tools).
 NO_TOPICS = TopicsSnapshot()
 RandomBytes = Callable[[int], bytes]
@@ -92,11 +97,8 @@ class GroupShard:
         self.state = ShardState(config or GroupConfig(), new_uuid)
         self.consumer = ConsumerGroupCoordinator(consumer_config, random_bytes or _no_random_bytes,
                                                  classic_groups=self.state.groups)
+        self.consumer.state.classic_config = self.state.config  # a downgrade builds classic groups
         self._handlers: dict[type, Callable[[Any, RequestContext], Outcome]] = {
-            m.JoinGroupRequest: self.join_group,
-            m.SyncGroupRequest: self.sync_group,
-            m.HeartbeatRequest: self.heartbeat,
-            m.LeaveGroupRequest: self.leave_group,
             m.OffsetCommitRequest: self.offset_commit,
             m.OffsetFetchRequest: self.offset_fetch,
             m.OffsetDeleteRequest: self.offset_delete,
@@ -107,6 +109,11 @@ class GroupShard:
         self._topic_handlers: dict[type, Callable[[Any, RequestContext, TopicsView], Outcome]] = {
             m.ConsumerGroupHeartbeatRequest: self.consumer.consumer_group_heartbeat,
             m.ConsumerGroupDescribeRequest: self.consumer.consumer_group_describe,
+            # Classic APIs take topics too: classic-protocol members of consumer groups need them (spec 10.2).
+            m.JoinGroupRequest: self.join_group,
+            m.SyncGroupRequest: self.sync_group,
+            m.HeartbeatRequest: self.heartbeat,
+            m.LeaveGroupRequest: self.leave_group,
         }
 
     @property
@@ -130,28 +137,40 @@ class GroupShard:
                                 topics: TopicsView) -> Outcome:
         return self.consumer.consumer_group_describe(req, ctx, topics)
 
-    def join_group(self, req: m.JoinGroupRequest, ctx: RequestContext) -> Outcome:
+    def join_group(self, req: m.JoinGroupRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
         group = self.consumer.state.groups.get(req.group_id)
         if group is None or self.state.loading:
             return join_group(self.state, req, ctx)
-        if group.members:
-            # Classic members inside a consumer group (spec 10.2) are not implemented.
-            return Outcome(response=join_error(ctx.api_version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
-                                               req.member_id))
+        error = validate_join(self.state, req)
+        if error is not None:
+            return Outcome(response=join_error(ctx.api_version, error, req.member_id))
+        if group.members:  # spec 10.2: a classic-protocol member of a consumer group
+            return self.consumer.classic_join_group(req, ctx, topics)
         # Spec 10.4: a classic join replaces an empty consumer group (its tombstones go first).
         deletion = self.consumer.deletion_records(req.group_id)
         out = join_group(self.state, req, ctx)
         out.records[:0] = deletion
         return out
 
-    def sync_group(self, req: m.SyncGroupRequest, ctx: RequestContext) -> Outcome:
+    def sync_group(self, req: m.SyncGroupRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
+        fields_present = ctx.api_version < 5 or (req.protocol_type is not None and req.protocol_name is not None)
+        if self._routes_to_consumer_group(req.group_id) and fields_present:
+            return self.consumer.classic_sync_group(req, ctx, topics)
         return sync_group(self.state, req, ctx)
 
-    def heartbeat(self, req: m.HeartbeatRequest, ctx: RequestContext) -> Outcome:
+    def heartbeat(self, req: m.HeartbeatRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
+        if self._routes_to_consumer_group(req.group_id):
+            return self.consumer.classic_heartbeat(req, ctx)
         return heartbeat(self.state, req, ctx)
 
-    def leave_group(self, req: m.LeaveGroupRequest, ctx: RequestContext) -> Outcome:
+    def leave_group(self, req: m.LeaveGroupRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
+        if self._routes_to_consumer_group(req.group_id):
+            return self.consumer.classic_leave_group(req, ctx, topics)
         return leave_group(self.state, req, ctx)
+
+    def _routes_to_consumer_group(self, group_id: str) -> bool:
+        """A classic API naming a consumer group, once the checks every group gets (loading, empty id) passed."""
+        return bool(group_id) and not self.state.loading and self.consumer.has_group(group_id)
 
     def offset_commit(self, req: m.OffsetCommitRequest, ctx: RequestContext) -> Outcome:
         if self.state.loading or req.group_id not in self.consumer.state.groups:
@@ -218,11 +237,12 @@ class GroupShard:
 
     def on_timer(self, key: Any, data: Any, now_ms: int, topics: TopicsView = NO_TOPICS) -> Outcome:
         """A timer scheduled by an earlier Outcome came due. Stale timers are no-ops."""
-        if is_consumer_group_timer(key):
+        if is_consumer_group_timer(key) or is_classic_member_timer(key):
             return self.consumer.on_timer(key, data, now_ms, topics)
         fx = Effects(now_ms)
         st = self.state
         if key == OFFSETS_EXPIRATION_KEY:
+            expire_consumer_group_offsets(self.consumer.state, st.offsets, st.config.offsets_retention_ms, fx)
             offsets.expire_offsets(st, fx)
         elif key[0] == "heartbeat":
             on_heartbeat_expired(st.groups.get(key[1]), key[2], fx, st.config)
@@ -241,17 +261,17 @@ class GroupShard:
 
     def replay(self, record: Record) -> None:
         """Apply one record: the only way durable state changes, at run time and when loading."""
-        if self.consumer.replay(record):
-            return
-        decoded = record.decoded
+        decoded = record.decoded  # set only on classic records (factories, the loader): skip the consumer check
         if decoded is None:
+            if self.consumer.replay(record):
+                return
             try:
                 decoded = decode_record_versions(record.key, record.value)
             except UnknownRecordType:
                 return  # like Kafka's loader: another writer's record type, ignored
         st = self.state
         group_id = decoded.key.group
-        if decoded.record_type == RecordType.GROUP_METADATA:
+        if decoded.record_type == _GROUP_METADATA:
             if decoded.value is None:
                 st.persisted.pop(group_id, None)
                 st.groups.pop(group_id, None)
@@ -260,7 +280,7 @@ class GroupShard:
                 if st.loading or group_id not in st.groups:
                     # While running, the live group is ahead of its records; when loading, it is the record.
                     st.groups[group_id] = group_from_value(group_id, decoded.value)
-        elif decoded.record_type in (RecordType.OFFSET_COMMIT, RecordType.OFFSET_COMMIT_V0):
+        elif decoded.record_type in _OFFSET_COMMITS:
             tp = (decoded.key.topic, decoded.key.partition)
             if decoded.value is None:
                 group_offsets = st.offsets.get(group_id)
@@ -318,7 +338,7 @@ class GroupShard:
             transition_to(group, GroupState.DEAD, now_ms, fx)
         for consumer_group in self.consumer.state.groups.values():
             for member_id in consumer_group.members:
-                cancel_member_timers(fx, consumer_group.group_id, member_id)
+                cancel_all_member_timers(self.consumer.state, fx, consumer_group.group_id, member_id)
         fx.cancel(OFFSETS_EXPIRATION_KEY)
         return fx.outcome()
 

@@ -59,6 +59,12 @@ class ServerMetrics:
         self.connections_closed = r.counter("groupcoord_connections_closed",
                                             "Connections the server closed, by cause (bad frame, idle, slow frame)")
         self.log_append_time = r.timer("groupcoord_log_append_ms", "Coordinator record append until durable")
+        # KIP-1263 offloaded assignor runs (Kafka's background-queue-time-ms-* / background-processing-time-ms-*;
+        # background-thread-idle-ratio-avg is a gauge the worker pool registers).
+        self.background_queue_time = r.timer(GROUP_METRICS + "background_queue_time_ms",
+                                             "Offloaded assignor run: submitted until a worker starts it")
+        self.background_processing_time = r.timer(GROUP_METRICS + "background_processing_time_ms",
+                                                  "Offloaded assignor run: time in the worker")
         self._rebalance_started: dict[str, float] = {}  # group id -> monotonic ms
         self._request_keys: dict[tuple[str, int], tuple[Labels, Labels]] = {}
         self._error_keys: dict[int, Labels] = {}

@@ -25,9 +25,13 @@ import structlog
 from coordinator.config import Config
 from coordinator.core import Cancel, GroupConfig, GroupShard, Outcome, RequestContext, RequestRef, Schedule
 from coordinator.core.consumer_group import ConsumerGroupConfig, TopicsView, is_consumer_group_timer
+from coordinator.core.consumer_group.jobs import AssignmentJob, AssignmentJobResult
 from coordinator.core.shard import NO_TOPICS
+from coordinator.group_config_store import GroupConfigStore
 from coordinator.metrics.server_metrics import ServerMetrics
 from coordinator.records import partition_for
+from coordinator.server.assignment_pool import AssignmentPool
+from coordinator.server.group_configs_view import StoreGroupConfigs
 from coordinator.server.record_store import RecordStore
 from coordinator.server.registry import HandlerError
 from protocol.error_codes import ErrorCode
@@ -58,6 +62,11 @@ def consumer_group_config(config: Config) -> ConsumerGroupConfig:
         heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
         max_size=config["group.consumer.max.size"],
         assignors=config["group.consumer.assignors"],
+        migration_policy=config["group.consumer.migration.policy"],
+        # KIP-1263: new groups start at an empty epoch 1, as in Kafka 4.3.
+        assignment_interval_ms=config["group.consumer.assignment.interval.ms"],
+        assignor_offload=config["group.consumer.assignor.offload.enable"],
+        initial_empty_assignment=True,
     )
 
 
@@ -67,13 +76,16 @@ UNBOUND_TOPICS_RETRY_MS = 1000
 
 class GroupRuntime:
     def __init__(self, config: Config, store: RecordStore, metrics: ServerMetrics | None = None,
-                 topics: TopicsView | None = None) -> None:
+                 topics: TopicsView | None = None, group_configs: GroupConfigStore | None = None) -> None:
         self.metrics = metrics or ServerMetrics()
         self.num_partitions: int = config["offsets.topic.num.partitions"]
         self.group_config = group_config(config)
         self.consumer_group_config = consumer_group_config(config)
         # The broker's topics as the consumer group core reads them (it does no I/O of its own).
         self.topics = topics
+        # Per-group settings (GROUP config resource); the core reads them through a live view.
+        self.group_configs = group_configs if group_configs is not None else GroupConfigStore()
+        self._group_overrides = StoreGroupConfigs(self.group_configs, config)
         self.store = store
         self.shards: dict[int, GroupShard] = {}
         self.timers: dict[tuple[int, Any], asyncio.TimerHandle] = {}
@@ -83,6 +95,11 @@ class GroupRuntime:
         self.unavailable: set[int] = set()  # partitions whose log could not be read back after a failed write
         self._refs = itertools.count()
         self.loop = asyncio.get_running_loop()
+        # KIP-1263: consumer group assignor runs in worker processes (None: inline, offload off).
+        self.assignments: AssignmentPool | None = None
+        if self.consumer_group_config.assignor_offload:
+            self.assignments = AssignmentPool(config["group.coordinator.background.threads"], self.metrics)
+            self.assignments.warm_up()
 
     # ---- loading
 
@@ -108,8 +125,10 @@ class GroupRuntime:
         return count
 
     def _new_shard(self) -> GroupShard:
-        return GroupShard(self.group_config, new_uuid=lambda: str(uuid.uuid4()),
-                          consumer_config=self.consumer_group_config, random_bytes=os.urandom)
+        shard = GroupShard(self.group_config, new_uuid=lambda: str(uuid.uuid4()),
+                           consumer_config=self.consumer_group_config, random_bytes=os.urandom)
+        shard.consumer.state.group_configs = self._group_overrides
+        return shard
 
     def _topics(self) -> TopicsView:
         return self.topics if self.topics is not None else NO_TOPICS
@@ -189,6 +208,8 @@ class GroupRuntime:
             durable.add_done_callback(lambda f, p=partition: self._check_append(p, f))
         for op in outcome.timers:
             self._apply_timer(partition, op)
+        for job in outcome.jobs:
+            self._submit_assignment(partition, job)
         for event in outcome.events:
             log.info(event.name, group_id=event.group_id, **dict(event.fields))
             self.metrics.on_group_event(event.name, event.group_id, dict(event.fields), time.monotonic() * 1000)
@@ -201,6 +222,18 @@ class GroupRuntime:
             else:
                 durable.add_done_callback(lambda f, w=waiting, r=response: _release(w, r, f))
         return durable
+
+    def _submit_assignment(self, partition: int, job: AssignmentJob) -> None:
+        """Run an assignor job off the loop; its result goes back to the shard that asked for it."""
+        shard = self.shards.get(partition)
+        if self.assignments is None or shard is None:
+            return
+        self.assignments.submit(job, lambda result, s=shard: self._assignment_landed(partition, s, result))
+
+    def _assignment_landed(self, partition: int, shard: GroupShard, result: AssignmentJobResult) -> None:
+        if self.shards.get(partition) is not shard:  # rebuilt or unloaded meanwhile: the run is stale
+            return
+        self._apply(partition, shard.consumer.on_assignment_result(result, now_ms(), self._topics()))
 
     def _time_append(self, result: asyncio.Future[None], started: float) -> None:
         if not result.cancelled() and result.exception() is None:
@@ -266,6 +299,8 @@ class GroupRuntime:
         self._apply(partition, shard.on_timer(key, data, now_ms(), self._topics()))
 
     async def close(self) -> None:
+        if self.assignments is not None:
+            self.assignments.close()
         for handle in self.timers.values():
             handle.cancel()
         self.timers.clear()

@@ -19,7 +19,7 @@ from coordinator.core.consumer_group import (
     TopicInfo,
     TopicsSnapshot,
 )
-from coordinator.records import Record
+from coordinator.records import Record, latest_per_key
 from protocol.error_codes import ErrorCode
 from protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from tests.core.context import FakeClock, FakeTimers, SequentialIds
@@ -125,14 +125,7 @@ class ConsumerGroupContext:
                               **fields)
 
     def advance(self, ms: int) -> list[Outcome]:
-        target = self.clock.now_ms + ms
-        outcomes = []
-        while (due := self.timers.pop_next_due(target)) is not None:
-            deadline, key, data = due
-            self.clock.now_ms = max(self.clock.now_ms, deadline)
-            outcomes.append(self._apply(self.coordinator.on_timer(key, data, self.clock.now_ms, self.topics)))
-        self.clock.now_ms = target
-        return outcomes
+        return self.timers.advance(self.clock, ms, lambda key, data: self._apply(self.coordinator.on_timer(key, data, self.clock.now_ms, self.topics)))
 
     def write(self, records: list[Record]) -> None:
         """Append records as another writer would (a later version, an admin operation): replayed and logged."""
@@ -149,6 +142,9 @@ class ConsumerGroupContext:
     def assert_replay_matches(self) -> None:
         rebuilt = ConsumerGroupCoordinator.from_log(self.log, self.config)
         assert rebuilt.durable_view() == self.coordinator.durable_view()
+        # What a restart replays: the log as compaction leaves it (LogRecordStore.read_all).
+        compacted = [Record(k, v) for k, v in latest_per_key((r.key, r.value) for r in self.log).items()]
+        assert ConsumerGroupCoordinator.from_log(compacted, self.config).durable_view() == self.coordinator.durable_view()
 
     # ---- clients -------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 from coordinator.core import GroupConfig, GroupShard, Outcome, RequestContext, RequestRef, Schedule
@@ -60,6 +61,17 @@ class FakeTimers:
     def deadline(self, key: Any) -> int | None:
         entry = self._live.get(key)
         return None if entry is None else entry[0]
+
+    def advance(self, clock: FakeClock, ms: int, fire: Callable[[Any, Any], Outcome]) -> list[Outcome]:
+        """Move `clock` on by `ms`, firing every timer due on the way at its deadline, in order."""
+        target = clock.now_ms + ms
+        outcomes = []
+        while (due := self.pop_next_due(target)) is not None:
+            deadline, key, data = due
+            clock.now_ms = max(clock.now_ms, deadline)
+            outcomes.append(fire(key, data))
+        clock.now_ms = target
+        return outcomes
 
 
 class SequentialIds:
@@ -120,14 +132,7 @@ class CoordinatorContext:
         return out
 
     def advance(self, ms: int) -> list[Outcome]:
-        target = self.clock.now_ms + ms
-        outcomes = []
-        while (due := self.timers.pop_next_due(target)) is not None:
-            deadline, key, data = due
-            self.clock.now_ms = max(self.clock.now_ms, deadline)
-            outcomes.append(self._apply(self.shard.on_timer(key, data, self.clock.now_ms)))
-        self.clock.now_ms = target
-        return outcomes
+        return self.timers.advance(self.clock, ms, lambda key, data: self._apply(self.shard.on_timer(key, data, self.clock.now_ms)))
 
     def _apply(self, out: Outcome) -> Outcome:
         for record in out.records:

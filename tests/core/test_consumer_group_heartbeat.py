@@ -339,10 +339,11 @@ def test_a_join_replaces_an_empty_classic_group() -> None:
 
 
 @pytest.mark.parametrize("epoch", [0, 1])
-def test_a_non_empty_classic_group_is_not_a_consumer_group(epoch: int) -> None:
+def test_a_non_empty_classic_group_of_another_protocol_type_is_not_a_consumer_group(epoch: int) -> None:
     from coordinator.core.state import GroupState
     ctx = ConsumerGroupContext({"foo": 1})
-    ctx.state.classic_groups["g"] = ClassicGroup("g", state=GroupState.STABLE, protocol_type="consumer")
+    # (a "consumer" classic group is upgraded instead: tests/core/test_consumer_group_migration.py)
+    ctx.state.classic_groups["g"] = ClassicGroup("g", state=GroupState.STABLE, protocol_type="connect")
     out = ctx.join() if epoch == 0 else ctx.heartbeat("g", "m", 1)
     assert error_of(out) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group g is not a consumer group.")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.core import Cancel, RequestContext, RequestRef, Schedule
+from coordinator.core.consumer_group.classic_timers import join_timeout_key, sync_timeout_key
 from coordinator.core.consumer_group import ConsumerGroupCoordinator, MemberState
 from coordinator.core.consumer_group.model import ConsumerMember
 from coordinator.core.consumer_group.records import (
@@ -53,7 +54,9 @@ def test_18_a_member_leaving_is_tombstoned_and_bumps_the_group_epoch() -> None:
         subscription_metadata_record("g", {"foo": ctx.topics.by_name("foo")}),  # nobody reads bar any more
         consumer_group_epoch_record("g", 3)]
     assert out.timers == [Cancel(session_timeout_key("g", b.member_id)),
-                          Cancel(rebalance_timeout_key("g", b.member_id))]
+                          Cancel(rebalance_timeout_key("g", b.member_id)),
+                          # a classic-protocol member's join and sync timers go too (Kafka's cancelTimers)
+                          Cancel(join_timeout_key("g", b.member_id)), Cancel(sync_timeout_key("g", b.member_id))]
     assert b.member_id not in ctx.group().members
     ctx.assert_replay_matches()
 

@@ -24,6 +24,19 @@ FACT_SECTIONS = ("messages", "coordinatorRecords", "headers", "embeddedProtocols
 EXTRA_SCHEMAS_ALLOWED: dict[str, str] = {
     "ClassicGroupReasonKey": "groupcoord record type 30000: last KIP-800 reason of a classic group (not Kafka's)",
     "ClassicGroupReasonValue": "groupcoord record type 30000: last KIP-800 reason of a classic group (not Kafka's)",
+    "IncrementalAlterConfigsRequest": "API 44, not in the facts snapshot; from apache/kafka "
+                                      "clients/src/main/resources/common/message (v0-1, flexible 1+)",
+    "IncrementalAlterConfigsResponse": "API 44, not in the facts snapshot; from apache/kafka "
+                                       "clients/src/main/resources/common/message (v0-1, flexible 1+)",
+}
+
+#: Fields of ours newer than the facts (which come from the 2024-10 snapshot), by schema, each with
+#: its source. They are left out of the comparison; every other field is still compared exactly.
+FIELDS_NEWER_THAN_FACTS: dict[str, dict[str, str]] = {
+    "ConsumerGroupTargetAssignmentMetadataValue": {
+        "AssignmentTimestamp": "KIP-1263, Kafka 4.3: tagged int64, tag 0, default 0 (apache/kafka trunk "
+                               "ConsumerGroupTargetAssignmentMetadataValue.json)",
+    },
 }
 
 #: Keys of a schema or field that carry no protocol fact.
@@ -44,7 +57,10 @@ def _fact_messages() -> dict[str, dict[str, Any]]:
 
 
 def _our_schema(name: str) -> dict[str, Any]:
-    return json.loads((SCHEMA_DIR / f"{name}.json").read_text())
+    schema = json.loads((SCHEMA_DIR / f"{name}.json").read_text())
+    newer = FIELDS_NEWER_THAN_FACTS.get(name, {})
+    schema["fields"] = [f for f in schema["fields"] if f["name"] not in newer]
+    return schema
 
 
 def _normalised(value: Any, key: str | None = None) -> Any:
@@ -126,7 +142,7 @@ def test_apis_facts_match_our_request_response_pairs() -> None:
             "response": (spec.response_class.name, str(spec.response_class.valid_versions),
                          str(spec.response_class.flexible_versions)),
         }
-        for key, spec in API_SPECS.items()
+        for key, spec in API_SPECS.items() if spec.request_class.name not in EXTRA_SCHEMAS_ALLOWED
     }
     expected = {
         name: {

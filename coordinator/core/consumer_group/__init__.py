@@ -2,6 +2,7 @@
 
 Modules, one job each:
     config          ConsumerGroupConfig (group.consumer.* settings)
+    group_configs   per-group overrides (Kafka's GROUP config resource), a view the shell hands in
     topics          TopicsView: the topic metadata the caller hands in
     member_ids      Kafka-style random member ids from an injected random source
     model           ConsumerGroup, ConsumerMember, MemberState, ConsumerGroupState
@@ -11,6 +12,9 @@ Modules, one job each:
     heartbeat       spec 4: join/heartbeat processing and the response rules of spec 3
     subscription    spec 4.2: subscription metadata and type
     target          spec 7.1: running the assignor, changed targets
+    jobs            KIP-1263: an assignor run as a compact, picklable job (and its result)
+    batching        KIP-1263: deferring runs by the assignment interval, offloading them, applying results
+    member_step     reconciling one member, with its record and rebalance timer
     reconciliation  spec 5: the next current assignment of a member
     leave           spec 6: leaving, fencing, session and rebalance timeouts
     timers          timer keys and the timers restarted after loading
@@ -18,11 +22,13 @@ Modules, one job each:
     offsets         spec 8: OffsetCommit v9 / OffsetFetch v9 member checks
     describe        spec 9: ConsumerGroupDescribe, ListGroups entries
     deletion        DeleteGroups of an empty consumer group
+    expiry          spec 8: offset retention, and deletion of empty groups left without offsets
     coordinator     ConsumerGroupCoordinator: the facade the server calls
 """
 
 from coordinator.core.consumer_group.config import ConsumerGroupConfig, parse_assignors
 from coordinator.core.consumer_group.coordinator import ConsumerGroupCoordinator
+from coordinator.core.consumer_group.group_configs import GroupConfigOverrides
 from coordinator.core.consumer_group.model import ConsumerGroup, ConsumerGroupState, ConsumerMember, MemberState
 from coordinator.core.consumer_group.records import is_consumer_group_record
 from coordinator.core.consumer_group.timers import is_consumer_group_timer
@@ -30,6 +36,6 @@ from coordinator.core.consumer_group.topics import TopicInfo, TopicsSnapshot, To
 
 __all__ = [
     "ConsumerGroup", "ConsumerGroupConfig", "ConsumerGroupCoordinator", "ConsumerGroupState", "ConsumerMember",
-    "MemberState", "TopicInfo", "TopicsSnapshot", "TopicsView", "is_consumer_group_record",
+    "GroupConfigOverrides", "MemberState", "TopicInfo", "TopicsSnapshot", "TopicsView", "is_consumer_group_record",
     "is_consumer_group_timer", "parse_assignors",
 ]

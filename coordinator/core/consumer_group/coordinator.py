@@ -23,8 +23,15 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, MutableMapping
 from typing import Any
 
+from coordinator.core.consumer_group.classic_join import classic_join_group
+from coordinator.core.consumer_group.classic_leave import classic_leave_group
+from coordinator.core.consumer_group.classic_sync import classic_heartbeat, classic_sync_group
+from coordinator.core.consumer_group.classic_timers import is_classic_member_timer
+from coordinator.core.consumer_group.batching import on_assignment_result, on_batching_timer
 from coordinator.core.consumer_group.config import ConsumerGroupConfig
+from coordinator.core.consumer_group.jobs import AssignmentJobResult
 from coordinator.core.consumer_group.deletion import consumer_group_deletion_records
+from coordinator.core.consumer_group.group_configs import session_timeout_ms
 from coordinator.core.consumer_group.describe import consumer_group_describe, listed_consumer_groups
 from coordinator.core.consumer_group.heartbeat import consumer_group_heartbeat
 from coordinator.core.consumer_group.leave import on_consumer_group_timer
@@ -32,13 +39,25 @@ from coordinator.core.consumer_group.member_ids import RandomBytes
 from coordinator.core.consumer_group.offsets import ensure_offset_commit_allowed, ensure_offset_fetch_allowed
 from coordinator.core.consumer_group.records import durable_view, replay_consumer_group_record
 from coordinator.core.consumer_group.state import ConsumerGroupsState
-from coordinator.core.consumer_group.timers import is_consumer_group_timer, schedule_loaded_group_timers
+from coordinator.core.consumer_group.timers import (
+    BATCHING_TIMERS,
+    is_consumer_group_timer,
+    schedule_loaded_group_timers,
+    schedule_session_timeout,
+)
 from coordinator.core.consumer_group.topics import TopicsView
 from coordinator.core.effects import Effects
 from coordinator.core.model import ClassicGroup
 from coordinator.core.outcome import Outcome, RequestContext
 from coordinator.records import Record
-from protocol.messages import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+from protocol.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    SyncGroupRequest,
+)
 
 
 class ConsumerGroupCoordinator:
@@ -80,11 +99,39 @@ class ConsumerGroupCoordinator:
     def ensure_offset_fetch_allowed(self, group_id: str, member_id: str | None, member_epoch: int) -> bool:
         return ensure_offset_fetch_allowed(self.state, group_id, member_id, member_epoch) is not None
 
+    # ---- classic-protocol members (spec 10.2); the shell routes them here for consumer group ids ----
+
+    def has_group(self, group_id: str) -> bool:
+        return group_id in self.state.groups
+
+    def classic_join_group(self, req: JoinGroupRequest, ctx: RequestContext, topics: TopicsView) -> Outcome:
+        return classic_join_group(self.state, req, ctx, topics)
+
+    def classic_sync_group(self, req: SyncGroupRequest, ctx: RequestContext, topics: TopicsView) -> Outcome:
+        return classic_sync_group(self.state, req, ctx, topics)
+
+    def classic_heartbeat(self, req: HeartbeatRequest, ctx: RequestContext) -> Outcome:
+        return classic_heartbeat(self.state, req, ctx)
+
+    def classic_leave_group(self, req: LeaveGroupRequest, ctx: RequestContext, topics: TopicsView) -> Outcome:
+        return classic_leave_group(self.state, req, ctx, topics)
+
+    # ---- KIP-1263 assignor runs ----------------------------------------------------------------
+
+    def on_assignment_result(self, result: AssignmentJobResult, now_ms: int, topics: TopicsView) -> Outcome:
+        """An offloaded run (an `AssignmentJob` of an earlier Outcome.jobs) finished: its records,
+        and the answers to heartbeats parked on it. A stale result changes nothing."""
+        fx = Effects(now_ms)
+        on_assignment_result(self.state, result, fx, topics)
+        return fx.outcome()
+
     # ---- timers --------------------------------------------------------------------------------
 
     def on_timer(self, key: Any, data: Any, now_ms: int, topics: TopicsView) -> Outcome:
         fx = Effects(now_ms)
-        if is_consumer_group_timer(key):
+        if is_consumer_group_timer(key) and key[0] in BATCHING_TIMERS:
+            on_batching_timer(self.state, key, fx, topics)
+        elif is_consumer_group_timer(key) or is_classic_member_timer(key):
             on_consumer_group_timer(self.state, key, data, fx, topics)
         return fx.outcome()
 
@@ -101,7 +148,10 @@ class ConsumerGroupCoordinator:
         self.state.loading = False
         fx = Effects(now_ms)
         for group in self.state.groups.values():
-            schedule_loaded_group_timers(fx, group, self.config.session_timeout_ms)
+            schedule_loaded_group_timers(fx, group, session_timeout_ms(self.state, group.group_id))
+            for member in group.members.values():
+                if member.classic is not None:  # its own session timeout, as it joined with (replaces the above)
+                    schedule_session_timeout(fx, group.group_id, member.member_id, member.classic.session_timeout_ms)
         return fx.outcome()
 
     @classmethod

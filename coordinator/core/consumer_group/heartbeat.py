@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from coordinator.core.consumer_group.advance import advance_member
+from coordinator.core.consumer_group.batching import abandon_runs, maybe_park
 from coordinator.core.consumer_group.leave import leave_group
 from coordinator.core.consumer_group.membership import (
     JoiningMember,
@@ -31,6 +32,7 @@ from coordinator.core.consumer_group.model import (
     assignment_of,
 )
 from coordinator.core.consumer_group.errors import error_message
+from coordinator.core.consumer_group.group_configs import heartbeat_interval_ms, session_timeout_ms
 from coordinator.core.consumer_group.records import member_subscription_record
 from coordinator.core.consumer_group.responses import heartbeat_error, heartbeat_response
 from coordinator.core.consumer_group.state import ConsumerGroupsState
@@ -57,6 +59,7 @@ def consumer_group_heartbeat(state: ConsumerGroupsState, req: ConsumerGroupHeart
         else:
             response = _join_or_heartbeat(state, req, ctx, fx, topics)
     except ApiError as exc:
+        abandon_runs(state, fx)  # KIP-1263: a run this request started goes with its records
         return Outcome(response=heartbeat_error(exc.code, error_message(exc)))
     return fx.outcome(response)
 
@@ -68,9 +71,9 @@ def owned_partitions(req: ConsumerGroupHeartbeatRequest) -> Assignment | None:
 
 
 def _join_or_heartbeat(state: ConsumerGroupsState, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext,
-                       fx: Effects, topics: TopicsView) -> ConsumerGroupHeartbeatResponse:
+                       fx: Effects, topics: TopicsView) -> ConsumerGroupHeartbeatResponse | None:
     records = fx.records
-    group = group_for_heartbeat(state, req.group_id, req.member_epoch, records)
+    group = group_for_heartbeat(state, req.group_id, req.member_epoch, fx, topics)
     ensure_group_not_full(group, req.member_id, state.config.max_size)
     owned = owned_partitions(req)
     joining = member_for_heartbeat(state, group, req, owned)
@@ -96,11 +99,14 @@ def _join_or_heartbeat(state: ConsumerGroupsState, req: ConsumerGroupHeartbeatRe
                  replaced_member_id=joining.replaced.member_id, instance_id=updated.instance_id)
     elif joining.is_new:
         fx.event("consumer_member_joined", gid, member_id=member_id, instance_id=updated.instance_id)
-    schedule_session_timeout(fx, gid, member_id, state.config.session_timeout_ms)
+    schedule_session_timeout(fx, gid, member_id, session_timeout_ms(state, gid))
     group.checked_metadata_version = topics.version
     changed = reconciled.assigned_partitions != before.assigned_partitions
     assigned = reconciled.assigned_partitions if is_full_request(req) or changed else None
-    return heartbeat_response(member_id, reconciled.member_epoch, state.config.heartbeat_interval_ms, assigned)
+    response = heartbeat_response(member_id, reconciled.member_epoch, heartbeat_interval_ms(state, gid), assigned)
+    # KIP-1263: the heartbeat that started an offloaded run is answered once it lands (bounded).
+    return maybe_park(state, gid, ctx.ref, reconciled, before.assigned_partitions, owned, is_full_request(req),
+                      response, fx)
 
 
 def _apply_request(member: ConsumerMember, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext) -> ConsumerMember:
@@ -114,7 +120,7 @@ def _apply_request(member: ConsumerMember, req: ConsumerGroupHeartbeatRequest, c
         server_assignor=member.server_assignor if req.server_assignor is None else req.server_assignor,
         subscribed_topic_names=member.subscribed_topic_names if req.subscribed_topic_names is None
         else tuple(sorted(set(req.subscribed_topic_names))),
-        client_id=ctx.client_id, client_host=ctx.client_host)
+        client_id=ctx.client_id, client_host=ctx.client_host, classic=None)  # now speaks the consumer protocol
 
 
 def _members_after(group: ConsumerGroup, updated: ConsumerMember, joining: JoiningMember) -> dict[str, ConsumerMember]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from coordinator.core.consumer_group.classic_timers import CLASSIC_JOIN, CLASSIC_SYNC, cancel_all_member_timers
+from coordinator.core.consumer_group.downgrade import downgrade_allowed_after_fencing, downgrade_group
 from coordinator.core.consumer_group.errors import ConsumerGroupError
 from coordinator.core.consumer_group.model import STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerMember
 from coordinator.core.consumer_group.records import (
@@ -16,9 +18,10 @@ from coordinator.core.consumer_group.records import (
 from coordinator.core.consumer_group.responses import leave_response
 from coordinator.core.consumer_group.state import ConsumerGroupsState
 from coordinator.core.consumer_group.subscription import compute_subscription_metadata
-from coordinator.core.consumer_group.timers import REBALANCE, SESSION, cancel_member_timers
+from coordinator.core.consumer_group.timers import REBALANCE, SESSION
 from coordinator.core.consumer_group.topics import TopicsView
 from coordinator.core.effects import Effects
+from coordinator.core.errors import ApiError
 from protocol.error_codes import ErrorCode
 from protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 
@@ -68,12 +71,20 @@ def leave_group(state: ConsumerGroupsState, req: ConsumerGroupHeartbeatRequest, 
             fx.event("consumer_member_left_temporarily", group.group_id, member_id=member.member_id,
                      instance_id=req.instance_id)
             return leave_response(member.member_id, STATIC_LEAVE_EPOCH)
-    fence_member(group, member, fx, topics, reason="left the group")
+    fence_member(state, group, member, fx, topics, reason="left the group")
     return leave_response(req.member_id, req.member_epoch)
 
 
-def fence_member(group: ConsumerGroup, member: ConsumerMember, fx: Effects, topics: TopicsView, reason: str) -> None:
-    """Remove the member: its tombstones, the subscription metadata without it, a group epoch bump."""
+def fence_member(state: ConsumerGroupsState, group: ConsumerGroup, member: ConsumerMember, fx: Effects,
+                 topics: TopicsView, reason: str) -> None:
+    """Remove the member: its tombstones, the subscription metadata without it, a group epoch bump;
+    or, when it was the last consumer-protocol member among classic ones, downgrade the group (10.3)."""
+    if downgrade_allowed_after_fencing(state, group, member.member_id):
+        try:
+            downgrade_group(state, group, member.member_id, fx, topics)
+            return
+        except ApiError as exc:  # unparsable embedded protocol: the member is removed as usual
+            fx.event("group_downgrade_failed", group.group_id, error=str(exc))
     gid = group.group_id
     fx.records.extend(member_removal_tombstones(gid, member.member_id))
     remaining = [m for mid, m in group.members.items() if mid != member.member_id]
@@ -81,20 +92,31 @@ def fence_member(group: ConsumerGroup, member: ConsumerMember, fx: Effects, topi
     if metadata != group.subscription_metadata:
         fx.records.append(subscription_metadata_record(gid, metadata))
     fx.records.append(consumer_group_epoch_record(gid, group.group_epoch + 1))
-    cancel_member_timers(fx, gid, member.member_id)
+    cancel_all_member_timers(state, fx, gid, member.member_id)
     fx.event("consumer_member_removed", gid, member_id=member.member_id, instance_id=member.instance_id,
              reason=reason, group_epoch=group.group_epoch + 1)
 
 
 def on_consumer_group_timer(state: ConsumerGroupsState, key: tuple[str, str, str], data: Any, fx: Effects,
                             topics: TopicsView) -> None:
-    """A session or rebalance timer came due; stale timers (member gone, or moved on) do nothing."""
+    """A session, rebalance, classic join or classic sync timer came due; stale timers (member gone,
+    or moved on) do nothing."""
     kind, group_id, member_id = key
+    if kind == CLASSIC_JOIN:
+        state.classic_join_deadlines.pop((group_id, member_id), None)
     group = state.groups.get(group_id)
     member = None if group is None else group.members.get(member_id)
     if group is None or member is None:
         return
     if kind == SESSION:
-        fence_member(group, member, fx, topics, reason="session expired")
-    elif kind == REBALANCE and member.member_epoch == data:
-        fence_member(group, member, fx, topics, reason=f"did not leave epoch {data} within its rebalance timeout")
+        fence_member(state, group, member, fx, topics, reason="session expired")
+    elif kind == REBALANCE and member.member_epoch == data and not member.uses_classic_protocol:
+        # (classic-protocol members are bounded by their join and sync timers instead, as in Kafka)
+        fence_member(state, group, member, fx, topics,
+                     reason=f"did not leave epoch {data} within its rebalance timeout")
+    elif kind == CLASSIC_JOIN and member.uses_classic_protocol:
+        fence_member(state, group, member, fx, topics, reason="the classic member failed to join within the "
+                                                              "rebalance timeout")
+    elif kind == CLASSIC_SYNC and member.uses_classic_protocol:
+        fence_member(state, group, member, fx, topics, reason="the classic member failed to sync within the "
+                                                              "rebalance timeout")

@@ -1,6 +1,7 @@
 """Spec 4.1 and 4.3: finding (or creating) the group and the member a heartbeat speaks for.
 
-Nothing here changes state: a new group or member exists only once its records are replayed.
+Nothing here changes state: a new group or member exists only once its records are replayed
+(an upgraded classic group included, see upgrade.py).
 A static member replacing one that left with epoch -2 comes back as a copy under the new id, with
 the records that move it (old member's tombstones, then subscription, target, current assignment).
 """
@@ -26,6 +27,9 @@ from coordinator.core.consumer_group.records import (
     target_assignment_record,
 )
 from coordinator.core.consumer_group.state import ConsumerGroupsState
+from coordinator.core.consumer_group.topics import TopicsView
+from coordinator.core.consumer_group.upgrade import upgrade_allowed, upgrade_group
+from coordinator.core.effects import Effects
 from coordinator.core.state import GroupState
 from coordinator.records import Record, group_metadata_tombstone
 from protocol.error_codes import ErrorCode
@@ -42,20 +46,24 @@ class JoiningMember:
     records: list[Record] = field(default_factory=list)
 
 
-def group_for_heartbeat(state: ConsumerGroupsState, group_id: str, member_epoch: int,
-                        records: list[Record]) -> ConsumerGroup:
-    """The consumer group, or a new empty one for a join (which replaces an empty classic group)."""
+def group_for_heartbeat(state: ConsumerGroupsState, group_id: str, member_epoch: int, fx: Effects,
+                        topics: TopicsView) -> ConsumerGroup:
+    """The consumer group, or for a join: a new empty one (replacing an empty classic group, spec
+    10.4) or the upgrade of a non-empty classic group (spec 10.1). Records and replies go into fx."""
     group = state.groups.get(group_id)
     if group is not None:
         return group
     joining = member_epoch == JOIN_EPOCH
     classic = state.classic_groups.get(group_id)
     if classic is not None:
-        if not joining or classic.state is not GroupState.EMPTY:
-            # A non-empty classic group could be upgraded online (spec 10), which is not implemented.
+        if not joining:
             raise ConsumerGroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-        records.append(group_metadata_tombstone(group_id))
-        return ConsumerGroup(group_id)
+        if classic.state is GroupState.EMPTY:
+            fx.records.append(group_metadata_tombstone(group_id))
+            return ConsumerGroup(group_id)
+        if not upgrade_allowed(state, classic):
+            raise ConsumerGroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        return upgrade_group(state, classic, fx, topics)
     if not joining:
         raise ConsumerGroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
     return ConsumerGroup(group_id)
@@ -115,7 +123,8 @@ def member_for_heartbeat(state: ConsumerGroupsState, group: ConsumerGroup, req: 
             ensure_valid_member_epoch(existing, req.member_epoch, owned)
             return JoiningMember(existing)
         return JoiningMember(ConsumerMember(member_id, instance_id=req.instance_id), is_new=True)
-    if holder.member_epoch != STATIC_LEAVE_EPOCH:
+    if holder.member_epoch != STATIC_LEAVE_EPOCH and not holder.uses_classic_protocol:
+        # A classic-protocol holder is replaced at once (it cannot announce a temporary leave).
         raise ConsumerGroupError(
             ErrorCode.UNRELEASED_INSTANCE_ID,
             f"Static member {member_id} with instance id {req.instance_id} cannot join the group because the "

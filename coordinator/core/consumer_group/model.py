@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 from typing import Any
 
+from coordinator.core.consumer_group.classic_metadata import ClassicMemberMetadata
 from coordinator.core.consumer_group.topics import TopicId, TopicInfo
 
 #: Partitions by topic id; topics without partitions are left out. Frozen sets, so members can share them.
@@ -84,6 +85,12 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned_partitions: Assignment = field(default_factory=dict)
     partitions_pending_revocation: Assignment = field(default_factory=dict)
+    # classic-protocol members only (spec 10.2; also in the member metadata record)
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def is_reconciled_to(self, assignment_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == assignment_epoch
@@ -91,7 +98,7 @@ class ConsumerMember:
     def metadata_fields(self) -> tuple[Any, ...]:
         """What the member metadata record carries: a change here means a new record."""
         return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names,
-                self.subscribed_topic_regex, self.rebalance_timeout_ms, self.server_assignor)
+                self.subscribed_topic_regex, self.rebalance_timeout_ms, self.server_assignor, self.classic)
 
     def assignment_fields(self) -> tuple[Any, ...]:
         """What the current assignment record carries."""
@@ -108,6 +115,8 @@ class ConsumerGroup:
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0  # -1 once the target assignment metadata was tombstoned
+    # KIP-1263: when the last target assignment computation finished (0: never, or the group emptied)
+    assignment_timestamp_ms: int = 0
     subscription_metadata: dict[str, TopicInfo] = field(default_factory=dict)  # topic name -> metadata
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     target_assignment: dict[str, Assignment] = field(default_factory=dict)  # member id -> target
@@ -145,7 +154,9 @@ class ConsumerGroup:
         return (topic_id, partition) in self.partition_owners
 
     def subscribed_topic_names(self) -> set[str]:
-        return {name for m in self.members.values() for name in m.subscribed_topic_names}
+        # Subscription tuples are interned on replay: one pass per distinct tuple, not per member.
+        distinct = {id(m.subscribed_topic_names): m.subscribed_topic_names for m in self.members.values()}
+        return {name for names in distinct.values() for name in names}
 
     def preferred_assignor(self, members: Iterable[ConsumerMember] | None = None) -> str | None:
         """The server assignor most members asked for; ties go to the alphabetically first name."""

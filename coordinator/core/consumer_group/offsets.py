@@ -20,14 +20,15 @@ OFFSET_COMMIT_MEMBER_EPOCH_VERSION = 9
 def ensure_offset_commit_allowed(state: ConsumerGroupsState, group_id: str, member_id: str, member_epoch: int,
                                  api_version: int, *, transactional: bool = False) -> ConsumerGroup | None:
     """Kafka's ConsumerGroup.validateOffsetCommit. Raises UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION or
-    STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for transactional commits)."""
+    STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for transactional commits and classic-protocol members)."""
     group = state.groups.get(group_id)
     if group is None:
         return None
     if member_epoch < 0 and not group.members:
         return group  # admin tools and consumers without group management, while nobody is in the group
     member = ensure_member(group, member_id)
-    if not transactional and api_version < OFFSET_COMMIT_MEMBER_EPOCH_VERSION:
+    # Classic-protocol members (spec 10.2) commit with their generation (= member epoch) on any version.
+    if not transactional and not member.uses_classic_protocol and api_version < OFFSET_COMMIT_MEMBER_EPOCH_VERSION:
         raise ConsumerGroupError(ErrorCode.UNSUPPORTED_VERSION,
                                  "OffsetCommit version 9 or above must be used by members using the "
                                  "modern group protocol")
@@ -49,7 +50,8 @@ def ensure_offset_fetch_allowed(state: ConsumerGroupsState, group_id: str, membe
 
 def _ensure_member_epoch(member: ConsumerMember, received: int, transactional: bool) -> None:
     if received != member.member_epoch:
-        # Transactional producers only know ILLEGAL_GENERATION.
-        code = ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
+        # Transactional producers and classic-protocol members only know ILLEGAL_GENERATION.
+        classic = transactional or member.uses_classic_protocol
+        code = ErrorCode.ILLEGAL_GENERATION if classic else ErrorCode.STALE_MEMBER_EPOCH
         raise ConsumerGroupError(code, f"The received member epoch {received} does not match the expected "
                                        f"member epoch {member.member_epoch}.")

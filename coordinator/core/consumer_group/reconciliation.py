@@ -5,6 +5,10 @@ like Kafka's CurrentAssignmentBuilder. The safety rule: a partition is *held* wh
 member's assigned or pending-revocation set, and a held partition is never handed to another
 member, so no partition is ever owned twice. A member moves to a new epoch only after it has
 acknowledged every revocation (by reporting owned partitions without them).
+
+KIP-1263: with batched or offloaded runs the target can lag behind the member's subscription, so
+partitions of topics the member no longer subscribes to are left out of its target here (and so
+revoked) even before the next run, as Kafka's CurrentAssignmentBuilder does.
 """
 
 from __future__ import annotations
@@ -19,16 +23,25 @@ from protocol.error_codes import ErrorCode
 
 #: (topic id, partition) -> is some member still holding it?
 IsHeld = Callable[[TopicId, int], bool]
+#: topic id -> does the member (still) subscribe to it?
+IsSubscribed = Callable[[TopicId], bool]
 
 
 def reconcile(member: ConsumerMember, assignment_epoch: int, target: Assignment, owned: Assignment | None,
-              is_held: IsHeld) -> ConsumerMember:
+              is_held: IsHeld, is_subscribed: IsSubscribed | None = None) -> ConsumerMember:
     """The member after this heartbeat; the same object when nothing can change.
 
-    `owned` is what the request reported owning (None: not sent). Raises FENCED_MEMBER_EPOCH for a
-    member in a state this version does not know that still claims partitions.
+    `owned` is what the request reported owning (None: not sent). `is_subscribed` (None: every
+    topic) drops unsubscribed topics from the target. Raises FENCED_MEMBER_EPOCH for a member in a
+    state this version does not know that still claims partitions.
     """
-    if member.is_reconciled_to(assignment_epoch):
+    if is_subscribed is not None:
+        if not all(is_subscribed(t) for t in target):
+            target = {t: ps for t, ps in target.items() if is_subscribed(t)}
+        unsubscribed = not all(is_subscribed(t) for t in member.assigned_partitions)
+    else:
+        unsubscribed = False
+    if member.is_reconciled_to(assignment_epoch) and not unsubscribed:
         return member
     state = member.state
     if state is MemberState.STABLE:

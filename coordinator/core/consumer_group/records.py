@@ -4,7 +4,7 @@
     3     ConsumerGroupMetadataKey                 group epoch
     4     ConsumerGroupPartitionMetadataKey        subscription metadata (topics with partition counts)
     5     ConsumerGroupMemberMetadataKey           a member's metadata and subscription
-    6     ConsumerGroupTargetAssignmentMetadataKey assignment epoch
+    6     ConsumerGroupTargetAssignmentMetadataKey assignment epoch (and, tagged, when it was computed)
     7     ConsumerGroupTargetAssignmentMemberKey   a member's target assignment
     8     ConsumerGroupCurrentMemberAssignmentKey  a member's epochs, state and current assignment
 
@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from coordinator.core.consumer_group.classic_metadata import ClassicMemberMetadata
 from coordinator.core.consumer_group.model import (
     LEAVE_EPOCH,
     Assignment,
@@ -114,7 +115,7 @@ def member_subscription_record(group_id: str, member: ConsumerMember) -> Record:
         instance_id=member.instance_id, rack_id=member.rack_id, client_id=member.client_id,
         client_host=member.client_host, subscribed_topic_names=sorted(member.subscribed_topic_names),
         subscribed_topic_regex=member.subscribed_topic_regex, rebalance_timeout_ms=member.rebalance_timeout_ms,
-        server_assignor=member.server_assignor, classic_member_metadata=None)
+        server_assignor=member.server_assignor, classic_member_metadata=_classic_metadata_value(member))
     return _record(MEMBER_METADATA, ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member.member_id),
                    value)
 
@@ -123,9 +124,10 @@ def member_subscription_tombstone(group_id: str, member_id: str) -> Record:
     return _record(MEMBER_METADATA, ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member_id), None)
 
 
-def assignment_epoch_record(group_id: str, epoch: int) -> Record:
+def assignment_epoch_record(group_id: str, epoch: int, timestamp_ms: int = 0) -> Record:
+    """`timestamp_ms`: when the computation finished (KIP-1263 tagged field; 0 is left off the wire)."""
     return _record(TARGET_ASSIGNMENT_METADATA, ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
-                   ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch))
+                   ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch, assignment_timestamp=timestamp_ms))
 
 
 def assignment_epoch_tombstone(group_id: str) -> Record:
@@ -250,6 +252,8 @@ def _replay_group_metadata(state: ConsumerGroupsState, key: Any, value: Any) -> 
             f"group {key.group_id} tombstoned while it still has {len(group.members)} members, "
             f"{len(group.target_assignment)} targets or assignment epoch {group.assignment_epoch}")
     del state.groups[key.group_id]
+    # Soft state of the group goes with it: a run still in flight finds no group and is dropped.
+    state.runs.pop(key.group_id, None)
 
 
 def _replay_partition_metadata(state: ConsumerGroupsState, key: Any, value: Any) -> None:
@@ -267,9 +271,9 @@ def _replay_member_metadata(state: ConsumerGroupsState, key: Any, value: Any) ->
         member = replace(
             _member_for_value(group, key.member_id), instance_id=value.instance_id, rack_id=value.rack_id,
             client_id=value.client_id, client_host=value.client_host,
-            subscribed_topic_names=tuple(sorted(set(value.subscribed_topic_names))),
+            subscribed_topic_names=_interned(state, tuple(sorted(set(value.subscribed_topic_names)))),
             subscribed_topic_regex=value.subscribed_topic_regex, rebalance_timeout_ms=value.rebalance_timeout_ms,
-            server_assignor=value.server_assignor)
+            server_assignor=value.server_assignor, classic=_classic_metadata(value.classic_member_metadata))
         _put(group, member)
         return
     group = state.groups.get(key.group_id)
@@ -284,11 +288,21 @@ def _replay_member_metadata(state: ConsumerGroupsState, key: Any, value: Any) ->
     group.remove_member(key.member_id)
 
 
+def _interned(state: ConsumerGroupsState, names: tuple[str, ...]) -> tuple[str, ...]:
+    """One tuple object per distinct subscription (see ConsumerGroupsState.subscriptions)."""
+    if len(state.subscriptions) > 100_000:  # bounded: subscriptions nobody uses any more pile up
+        state.subscriptions.clear()
+    return state.subscriptions.setdefault(names, names)
+
+
 def _replay_assignment_epoch(state: ConsumerGroupsState, key: Any, value: Any) -> None:
     if value is not None:
-        _group_for_value(state, key.group_id).assignment_epoch = value.assignment_epoch
+        group = _group_for_value(state, key.group_id)
+        group.assignment_epoch = value.assignment_epoch
+        group.assignment_timestamp_ms = value.assignment_timestamp
     elif (group := state.groups.get(key.group_id)) is not None:
         group.assignment_epoch = -1
+        group.assignment_timestamp_ms = 0
 
 
 def _replay_target_member(state: ConsumerGroupsState, key: Any, value: Any) -> None:
@@ -343,6 +357,7 @@ def durable_view(state: ConsumerGroupsState) -> dict[str, Any]:
         view[gid] = {
             "group_epoch": group.group_epoch,
             "assignment_epoch": group.assignment_epoch,
+            "assignment_timestamp_ms": group.assignment_timestamp_ms,
             "subscription_metadata": {name: (str(t.topic_id), t.num_partitions)
                                       for name, t in sorted(group.subscription_metadata.items())},
             "targets": {m: _plain_assignment(a) for m, a in sorted(group.target_assignment.items())},
@@ -355,3 +370,23 @@ def durable_view(state: ConsumerGroupsState) -> dict[str, Any]:
             "static_members": dict(sorted(group.static_members.items())),
         }
     return view
+
+
+# ---- classic-protocol members (spec 10.2) --------------------------------------------------------
+
+
+def _classic_metadata_value(member: ConsumerMember) -> Any:
+    """The tagged ClassicMemberMetadata of the member metadata record (None: a consumer-protocol member)."""
+    if member.classic is None:
+        return None
+    protocol = ConsumerGroupMemberMetadataValue.ClassicProtocol
+    return ConsumerGroupMemberMetadataValue.ClassicMemberMetadata(
+        session_timeout_ms=member.classic.session_timeout_ms,
+        supported_protocols=[protocol(name=name, metadata=metadata) for name, metadata in member.classic.protocols])
+
+
+def _classic_metadata(value: Any) -> ClassicMemberMetadata | None:
+    if value is None:
+        return None
+    return ClassicMemberMetadata(value.session_timeout_ms,
+                                 tuple((p.name, bytes(p.metadata)) for p in value.supported_protocols))

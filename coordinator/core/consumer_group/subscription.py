@@ -14,8 +14,14 @@ from coordinator.core.consumer_group.model import ConsumerMember
 from coordinator.core.consumer_group.topics import TopicInfo, TopicsView
 
 
+def distinct_subscriptions(members: Iterable[ConsumerMember]) -> list[tuple[str, ...]]:
+    """Each subscription tuple once. Replay interns them, so members with the same subscription share
+    one tuple and identity is enough: 1,000 members x 1,000 topics then cost 1,000 steps, not 10^6."""
+    return list({id(m.subscribed_topic_names): m.subscribed_topic_names for m in members}.values())
+
+
 def subscribed_topic_names(members: Iterable[ConsumerMember]) -> set[str]:
-    return {name for m in members for name in m.subscribed_topic_names}
+    return {name for names in distinct_subscriptions(members) for name in names}
 
 
 def compute_subscription_metadata(members: Iterable[ConsumerMember], topics: TopicsView) -> dict[str, TopicInfo]:
@@ -30,5 +36,5 @@ def compute_subscription_metadata(members: Iterable[ConsumerMember], topics: Top
 
 def compute_subscription_type(members: Iterable[ConsumerMember]) -> SubscriptionType:
     """HOMOGENEOUS when every subscribed topic is subscribed by every member (or nobody subscribes)."""
-    subscriptions = {frozenset(m.subscribed_topic_names) for m in members}
+    subscriptions = {frozenset(names) for names in distinct_subscriptions(members)}
     return SubscriptionType.HOMOGENEOUS if len(subscriptions) <= 1 else SubscriptionType.HETEROGENEOUS

@@ -3,6 +3,9 @@
 Session timer: fences the member when it stops heartbeating (data: None; the member id in the
 key is re-checked). Rebalance timer: fences a member that does not acknowledge a revocation in
 time (data: the member epoch it was scheduled at; a member that moved on ignores it).
+KIP-1263 (batching.py): the assignment timer starts a run deferred by the assignment interval
+(key per group; data: None); the assignment-wait timer answers a heartbeat parked for a run that
+has not landed in time (key per group and request).
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from coordinator.core.effects import Effects
 
 SESSION = "consumer-session"
 REBALANCE = "consumer-rebalance"
+ASSIGNMENT = "consumer-assignment"
+ASSIGNMENT_WAIT = "consumer-assignment-wait"
+BATCHING_TIMERS = (ASSIGNMENT, ASSIGNMENT_WAIT)
 
 
 def session_timeout_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -24,8 +30,16 @@ def rebalance_timeout_key(group_id: str, member_id: str) -> tuple[str, str, str]
     return (REBALANCE, group_id, member_id)
 
 
+def assignment_key(group_id: str) -> tuple[str, str, str]:
+    return (ASSIGNMENT, group_id, "")
+
+
+def assignment_wait_key(group_id: str, request_id: Any) -> tuple[str, str, Any]:
+    return (ASSIGNMENT_WAIT, group_id, request_id)
+
+
 def is_consumer_group_timer(key: Any) -> bool:
-    return isinstance(key, tuple) and len(key) == 3 and key[0] in (SESSION, REBALANCE)
+    return isinstance(key, tuple) and len(key) == 3 and key[0] in (SESSION, REBALANCE, ASSIGNMENT, ASSIGNMENT_WAIT)
 
 
 def schedule_session_timeout(fx: Effects, group_id: str, member_id: str, session_timeout_ms: int) -> None:

@@ -6,9 +6,14 @@ STATIC_BROKER_CONFIG when set by file, environment or --override, else
 DEFAULT_CONFIG. TOPIC resources list the topic-level settings with their
 effective values: the topic's own (DYNAMIC_TOPIC_CONFIG), else the broker
 setting that supplies the default, else the built-in default; an illegal name
-is INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION. Other
-resource types: INVALID_REQUEST. `configuration_keys` filters by name (null:
-all).
+is INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION. GROUP
+resources (type 32, KIP-848) list the per-group settings (coordinator.group_configs)
+with their effective values: the group's own, set by IncrementalAlterConfigs
+(DYNAMIC_GROUP_CONFIG), else the broker setting `group.` + name (STATIC_BROKER_CONFIG
+when set, else DEFAULT_CONFIG); any group id but "" (INVALID_REQUEST "Group name
+must not be empty"), existing or not; DESCRIBE_CONFIGS on the group, else
+GROUP_AUTHORIZATION_FAILED. Other resource types: INVALID_REQUEST.
+`configuration_keys` filters by name (null: all).
 
 v0 is_default; v1 synonyms (in precedence order, when asked for) and config
 source; v3 config type and documentation (when asked for); v4 flexible.
@@ -20,16 +25,17 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import DescribeConfigsResponse
 from coordinator.config import SETTINGS, SETTINGS_BY_NAME, Setting
+from coordinator.group_configs import GROUP_SETTINGS, GroupSetting
 from coordinator.security.acls import Operation
-from coordinator.server.apis._acl import permits_cluster, permits_topic
+from coordinator.server.apis._acl import permits_cluster, permits_group, permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
 from coordinator.topic_configs import TOPIC_SETTINGS, TopicSetting
 from coordinator.topics import TopicError, validate_topic_name
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
 # Kafka's ConfigSource ids
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_GROUP_CONFIG = 1, 4, 5, 8
 # Kafka's ConfigType ids
 CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "list": 7}
 
@@ -70,6 +76,23 @@ def _topic_entry(broker: Broker, setting: TopicSetting, overrides: dict[str, str
                  config_type=CONFIG_TYPES[setting.kind], documentation=setting.doc if include_docs else None)
 
 
+def _group_entry(broker: Broker, setting: GroupSetting, overrides, include_synonyms: bool,  # type: ignore[no-untyped-def]
+                 include_docs: bool) -> Entry:
+    # Kafka's createGroupConfigEntry: the group's value, then the broker synonym's levels.
+    levels: list[tuple[str, str, int]] = []
+    if setting.name in overrides:
+        levels.append((setting.name, overrides[setting.name], DYNAMIC_GROUP_CONFIG))
+    synonym = setting.broker_synonym
+    if broker.config.source(synonym) != "default":
+        levels.append((synonym, broker.config.raw(synonym), STATIC_BROKER_CONFIG))
+    levels.append((synonym, SETTINGS_BY_NAME[synonym].default, DEFAULT_CONFIG))
+    _, value, source = levels[0]
+    return Entry(name=setting.name, value=value, read_only=False, is_default=source == DEFAULT_CONFIG,
+                 config_source=source, is_sensitive=False,
+                 synonyms=[Synonym(*level) for level in levels] if include_synonyms else [],
+                 config_type=CONFIG_TYPES["int"], documentation=setting.doc if include_docs else None)
+
+
 def _describe(broker: Broker, resource, include_synonyms: bool, include_docs: bool) -> Result:  # type: ignore[no-untyped-def]
     def failure(code: ErrorCode, message: str) -> Result:
         return Result(error_code=int(code), error_message=message, resource_type=resource.resource_type,
@@ -91,6 +114,12 @@ def _describe(broker: Broker, resource, include_synonyms: bool, include_docs: bo
             return failure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name!r} does not exist")
         entries = [_topic_entry(broker, s, topic.configs, include_synonyms, include_docs)
                    for s in TOPIC_SETTINGS.values()]
+    elif resource.resource_type == GROUP:
+        if not name:
+            return failure(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+        overrides = broker.groups.group_configs.get(name)
+        entries = [_group_entry(broker, GROUP_SETTINGS[n], overrides, include_synonyms, include_docs)
+                   for n in sorted(GROUP_SETTINGS)]
     else:
         return failure(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}")
     if resource.configuration_keys is not None:
@@ -111,14 +140,19 @@ def describe_configs(broker: Broker, request, ctx: RequestContext) -> DescribeCo
     return DescribeConfigsResponse(results=[
         _describe(broker, resource, request.include_synonyms, request.include_documentation)
         if _may_describe(broker, ctx, resource) else
-        Result(error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED if resource.resource_type == TOPIC
-                              else ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+        Result(error_code=int(_AUTHORIZATION_FAILED.get(resource.resource_type,
+                                                        ErrorCode.CLUSTER_AUTHORIZATION_FAILED)),
                error_message="Authorization failed.", resource_type=resource.resource_type,
                resource_name=resource.resource_name, configs=[])
         for resource in request.resources])
 
 
+_AUTHORIZATION_FAILED = {TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED, GROUP: ErrorCode.GROUP_AUTHORIZATION_FAILED}
+
+
 def _may_describe(broker: Broker, ctx: RequestContext, resource) -> bool:  # type: ignore[no-untyped-def]
+    if resource.resource_type == GROUP:
+        return permits_group(broker, ctx, Operation.DESCRIBE_CONFIGS, resource.resource_name)
     if resource.resource_type == TOPIC:
         return permits_topic(broker, ctx, Operation.DESCRIBE_CONFIGS, resource.resource_name)
     return permits_cluster(broker, ctx, Operation.DESCRIBE_CONFIGS)
