@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -112,3 +113,34 @@ def test_config_file_env_and_overrides_reach_the_server(server_factory, connect,
         env={"GROUPCOORD_NODE_ID": "8"})
     response = connect(srv).request(ApiKey.DESCRIBE_CLUSTER, 0, DescribeClusterRequest())
     assert response.controller_id == 8  # env beats the file
+
+
+def _children(pid: int) -> set[int]:
+    try:
+        return {int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+    except OSError:
+        return set()
+
+
+def test_assignor_workers_do_not_outlive_a_killed_server(server_factory):
+    """SIGKILL gives the server no chance to stop its assignor worker processes (KIP-1263 offload);
+    they must end by themselves rather than linger, orphaned, for good."""
+    srv = server_factory("group.consumer.assignor.offload.enable=true", "group.coordinator.background.threads=2")
+    deadline = time.monotonic() + 10
+    while len(workers := _children(srv.proc.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)  # polling for the pool's start, not a synchronisation sleep
+    assert len(workers) == 2
+    srv.proc.send_signal(signal.SIGKILL)
+    srv.proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{w}").exists() and "zombie" not in _state(w) for w in workers) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [w for w in workers if Path(f"/proc/{w}").exists() and "zombie" not in _state(w)] == []
+
+
+def _state(pid: int) -> str:
+    try:
+        return next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("State:"))
+    except (OSError, StopIteration):
+        return "zombie"
