@@ -32,7 +32,7 @@ import pyarrow as pa  # the spark extra; nothing the server imports comes here
 import pyarrow.compute as pc
 import structlog
 
-from coordinator.log.batch import CorruptBatchError, iter_records
+from coordinator.log.batch import CorruptBatchError, Record, iter_records
 from coordinator.log.partition import parse_partition_dir
 from coordinator.log.segment import SUFFIX, base_offset_of, scan_batches
 from coordinator.records import RecordType, UnknownRecordType, decode_record_versions
@@ -116,7 +116,9 @@ class _NoCommit:
 
 _NO_COMMIT = _NoCommit()
 _VALUE_VERSION = struct.Struct(">h").unpack_from  # the value's int16 prefix (coordinator.records' format)
-_KIND_CODE = {"offset_commit": 0, "group_metadata": 1, "group_reason": 2, "unknown": 3}
+COMMIT, GROUP_METADATA, GROUP_REASON, UNKNOWN = 0, 1, 2, 3
+_KIND_CODE = {"offset_commit": COMMIT, "group_metadata": GROUP_METADATA, "group_reason": GROUP_REASON,
+              "unknown": UNKNOWN}
 
 
 class _KeyTable:
@@ -128,6 +130,7 @@ class _KeyTable:
 
     def __init__(self) -> None:
         self.index: dict[bytes, int] = {}
+        self.keys: list[bytes] = []
         self.record_type: list[int] = []
         self.kind: list[str] = []
         self.kind_code: list[int] = []
@@ -147,6 +150,7 @@ class _KeyTable:
             decoders = MESSAGES[type(message).name.removesuffix("Key") + "Value"].decoders
         kid = len(self.kind)
         self.index[key] = kid
+        self.keys.append(key)
         self.record_type.append(record_type)
         self.kind.append(kind)
         self.kind_code.append(_KIND_CODE[kind])
@@ -174,6 +178,45 @@ class _Chunk:
         self.reasons: list[tuple[int, object]] = []  # (row, ClassicGroupReasonValue)
 
 
+def decode_value(keys: _KeyTable, kid: int, value: bytes) -> tuple[int, object]:
+    """(value version, message) of a non-null value whose key is ``kid``, by the codec's generated decoder."""
+    try:
+        (version,) = _VALUE_VERSION(value, 0)
+        message, end = keys.value_decoders[kid][version](value, 2, len(value))
+        if end != len(value):
+            raise ValueError("trailing bytes")
+    except (KeyError, struct.error, ValueError):
+        # Not the common case: let the codec itself decode it, or raise its own error.
+        decoded = decode_record_versions(keys.keys[kid], value)
+        message, version = decoded.value, decoded.value_version
+    return version, message
+
+
+def append_record(chunk: _Chunk, keys: _KeyTable, kid: int, rec: Record, stats: DecodeStats) -> None:
+    """Add one record as a row of ``chunk`` (its value decoded; a tombstone or unknown type as nulls)."""
+    value = rec.value
+    row = len(chunk.offsets)
+    chunk.offsets.append(rec.offset)
+    chunk.timestamps.append(rec.timestamp)
+    chunk.kids.append(kid)
+    code = keys.kind_code[kid]
+    if value is None:
+        chunk.tombstones.append(row)
+    if code == UNKNOWN:
+        stats.unknown_records += 1
+    if value is None or code == UNKNOWN:
+        chunk.versions.append(None)
+        chunk.commits.append(_NO_COMMIT)
+        return
+    version, message = decode_value(keys, kid, value)
+    chunk.versions.append(version)
+    if code == COMMIT:
+        chunk.commits.append(message)
+    else:
+        chunk.commits.append(_NO_COMMIT)
+        (chunk.metadata if code == GROUP_METADATA else chunk.reasons).append((row, message))
+
+
 def decode_segment(segment: Path, partition: int | None = None, chunk_rows: int = 131072,
                    stats: DecodeStats | None = None) -> Iterator[pa.RecordBatch]:
     """Yield Arrow record batches (`arrow_schema()`, about ``chunk_rows`` rows each) for one file."""
@@ -183,7 +226,7 @@ def decode_segment(segment: Path, partition: int | None = None, chunk_rows: int 
     stats.files += 1
     seg_name = str(segment)
     keys = _KeyTable()
-    key_index, kind_codes, value_decoders = keys.index, keys.kind_code, keys.value_decoders
+    key_index = keys.index
     chunk = _Chunk()
     fd = os.open(segment, os.O_RDONLY)
     try:
@@ -193,40 +236,12 @@ def decode_segment(segment: Path, partition: int | None = None, chunk_rows: int 
                 stats.batches += 1
                 if header.is_control:
                     continue  # transaction markers carry no coordinator record
-                # Bound once per batch: the loop below runs per record.
-                a_offset, a_ts, a_kid = chunk.offsets.append, chunk.timestamps.append, chunk.kids.append
-                a_version, a_commit = chunk.versions.append, chunk.commits.append
-                row = len(chunk.offsets)
                 for rec in iter_records(view):
-                    key, value = rec.key, rec.value
-                    kid = key_index.get(key)
+                    kid = key_index.get(rec.key)
                     if kid is None:
-                        kid = keys.add(key)
-                    a_offset(rec.offset); a_ts(rec.timestamp); a_kid(kid)
-                    code = kind_codes[kid]
-                    if value is None:
-                        chunk.tombstones.append(row)
-                    if code == 3:
-                        stats.unknown_records += 1
-                    if value is None or code == 3:
-                        a_version(None); a_commit(_NO_COMMIT)
-                    else:
-                        try:
-                            (version,) = _VALUE_VERSION(value, 0)
-                            message, end = value_decoders[kid][version](value, 2, len(value))
-                            if end != len(value):
-                                raise ValueError("trailing bytes")
-                        except (KeyError, struct.error, ValueError):
-                            # Not the common case: let the codec itself decode it, or raise its own error.
-                            decoded = decode_record_versions(key, value)
-                            message, version = decoded.value, decoded.value_version
-                        a_version(version)
-                        if code == 0:
-                            a_commit(message)
-                        else:
-                            a_commit(_NO_COMMIT)
-                            (chunk.metadata if code == 1 else chunk.reasons).append((row, message))
-                    row += 1
+                        kid = keys.add(rec.key)
+                    append_record(chunk, keys, kid, rec, stats)
+                row = len(chunk.offsets)
                 if row >= chunk_rows:
                     stats.records += row
                     yield _to_batch(chunk, keys, partition, seg_name)

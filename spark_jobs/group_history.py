@@ -5,7 +5,8 @@
     make report LOG_DIR=... OUT=...
 
 Reads every `__consumer_offsets` segment under DATA_DIR (or an exported directory of segments)
-through the `consumer_offsets` data source (the server's record codec), and writes to OUT_DIR:
+through the `consumer_offsets` data source (the server's record codec; offset commits come folded
+per key and per minute, `spark_jobs.summarize`), and writes to OUT_DIR:
 one Parquet table per view, `summary.json`, and `report.html` (self-contained: inline SVG).
 
 What the log can tell, and how each view reads it:
@@ -42,6 +43,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.decode import find_segments, log_end_offsets
 from spark_jobs.reader import local_session, read_log
+from spark_jobs.summarize import KEY_KIND, MINUTE_KIND
 
 log = structlog.get_logger(__name__)
 
@@ -222,48 +224,42 @@ def churn_by_instance(events: DataFrame) -> DataFrame:
         F.sum(F.when(F.col("event") == "static_rejoined", 1).otherwise(0)).alias("rejoined_with_rebalance"))
 
 
-def log_order() -> Column:
-    """(partition, offset) as one long, the order replay applies records in.
+def log_order(offset: str = "offset") -> Column:
+    """(partition, ``offset``) as one long, the order replay applies records in.
 
-    min_by/max_by over a struct make Spark sort every commit (a struct buffer is not fixed-width,
+    min_by/max_by over a struct make Spark sort every row (a struct buffer is not fixed-width,
     so no hash aggregation); a long keeps them hash aggregates. Offsets stay below 2^48."""
-    return F.col("partition").cast("long") * F.lit(1 << 48) + F.col("offset")
+    return F.col("partition").cast("long") * F.lit(1 << 48) + F.col(offset)
 
 
 def offset_views(spark: SparkSession, records: DataFrame, as_of_ms: int, ends: dict[tuple[str, int], int],
                  cached: list[DataFrame]) -> dict[str, DataFrame]:
-    commits = records.filter(F.col("kind") == "offset_commit")
-    live = commits.filter(~F.col("tombstone"))
-    per_minute = live.groupBy("group_id", "topic", F.date_trunc("minute", F.timestamp_millis("timestamp"))
-                              .alias("minute")).agg(F.count(F.lit(1)).alias("commits"),
-                                                   F.countDistinct("topic_partition").alias("partitions"))
+    """Offset views from the summarized commits (`spark_jobs.summarize`): the reader has already folded
+    each segment's commits per key and per minute, so these combine a few rows per key."""
+    minutes = records.filter(F.col("kind") == MINUTE_KIND)
+    # A minute split between two segments has two rows: its partitions are unioned, not added.
+    per_minute = minutes.groupBy("group_id", "topic", F.date_trunc("minute", F.timestamp_millis("timestamp"))
+                                 .alias("minute")).agg(
+        F.sum("commit_count").alias("commits"),
+        F.size(F.array_distinct(F.flatten(F.collect_list("partitions")))).cast("long").alias("partitions"))
     key = ["group_id", "topic", "topic_partition"]
-    order, is_live = log_order(), ~F.col("tombstone")
-    live_order = F.when(is_live, order)  # min_by/max_by skip rows whose ordering is null
-    # One pass over the commits for both views: the progress of live commits and the newest record
-    # per key (compaction as replay does it: the newest wins, a tombstone removes the key).
-    per_key = commits.groupBy(*key).agg(
-        F.sum(is_live.cast("long")).alias("commits"),
-        F.min(F.when(is_live, F.col("timestamp"))).alias("first_commit_ms"),
-        F.max(F.when(is_live, F.col("timestamp"))).alias("last_commit_ms"),
-        F.min_by("committed_offset", live_order).alias("first_offset"),
-        F.max_by("committed_offset", live_order).alias("last_offset"),
-        F.max(order).alias("latest_order"),
-        *(F.max_by(c, order).alias(f"l_{c}") for c in ("tombstone", "committed_offset", "leader_epoch",
+    keys = records.filter(F.col("kind") == KEY_KIND)
+    order = log_order()
+    # Compaction as replay does it: the newest record of a key wins, a tombstone removes the key.
+    per_key = keys.groupBy(*key).agg(
+        F.sum("commit_count").alias("commits"),
+        F.min("first_commit_ms").alias("first_commit_ms"),
+        F.max("last_commit_ms").alias("last_commit_ms"),
+        F.min_by("first_committed_offset", log_order("first_live_offset")).alias("first_offset"),
+        F.max_by("last_committed_offset", log_order("last_live_offset")).alias("last_offset"),
+        *(F.max_by(c, order).alias(f"l_{c}") for c in ("tombstone", "committed_offset", "leader_epoch", "metadata",
                                                         "commit_timestamp", "expire_timestamp", "offset"))
     ).persist(StorageLevel.MEMORY_AND_DISK)  # read by both views
     cached.append(per_key)
-    # Metadata is a string (a max_by over it would sort every commit again): taken from the few
-    # commits whose metadata is not empty, and kept only when that is the newest record.
-    metadata = (commits.filter(~F.col("metadata").eqNullSafe("")).groupBy(*key)
-                .agg(F.max(order).alias("m_order"), F.max_by("metadata", order).alias("m_metadata")))
-    current = (per_key.filter(~F.col("l_tombstone")).join(metadata, key, "left")
-               .select(*key, F.col("l_committed_offset").alias("committed_offset"),
-                       F.col("l_leader_epoch").alias("leader_epoch"),
-                       F.when(F.col("m_order") == F.col("latest_order"), F.col("m_metadata")).otherwise(F.lit(""))
-                       .alias("metadata"),
-                       F.col("l_commit_timestamp").alias("commit_timestamp"),
-                       F.col("l_expire_timestamp").alias("expire_timestamp"), F.col("l_offset").alias("log_offset")))
+    current = per_key.filter(~F.col("l_tombstone")).select(
+        *key, F.col("l_committed_offset").alias("committed_offset"), F.col("l_leader_epoch").alias("leader_epoch"),
+        F.col("l_metadata").alias("metadata"), F.col("l_commit_timestamp").alias("commit_timestamp"),
+        F.col("l_expire_timestamp").alias("expire_timestamp"), F.col("l_offset").alias("log_offset"))
     end_rows = [(t, p, e) for (t, p), e in ends.items()]
     end_df = spark.createDataFrame(end_rows, "topic string, topic_partition int, log_end_offset long")
     progress = per_key.filter(F.col("commits") > 0).select(*key, "commits", "first_commit_ms", "last_commit_ms",
@@ -306,12 +302,19 @@ def build_views(spark: SparkSession, records: DataFrame, log_dir: Path,
 
     Intermediate frames it persists are added to ``cached``, for the caller to unpersist."""
     cached = cached if cached is not None else []
-    facts_row = records.agg(F.count(F.lit(1)).alias("records"), F.min("timestamp").alias("first_ms"),
-                            F.max("timestamp").alias("last_ms"), F.countDistinct("partition").alias("partitions"),
-                            F.countDistinct("group_id").alias("groups_seen"),
-                            F.sum(F.col("tombstone").cast("int")).alias("tombstones")).first()
+    # A per-key commit row stands for record_count records; every other row (minutes aside) for one.
+    rows = records.filter(F.col("kind") != MINUTE_KIND)
+    n = F.coalesce("record_count", F.lit(1))
+    facts_row = rows.agg(F.coalesce(F.sum(n), F.lit(0)).alias("records"),
+                         F.min(F.coalesce("first_ms", "timestamp")).alias("first_ms"),
+                         F.max(F.coalesce("last_ms", "timestamp")).alias("last_ms"),
+                         F.countDistinct("partition").alias("partitions"),
+                         F.countDistinct("group_id").alias("groups_seen"),
+                         F.sum(F.coalesce("tombstone_count", F.col("tombstone").cast("long"))).alias("tombstones")
+                         ).first()
     facts = facts_row.asDict() if facts_row else {}
-    facts["by_kind"] = {r["kind"]: r["n"] for r in records.groupBy("kind").agg(F.count(F.lit(1)).alias("n")).collect()}
+    kind = F.when(F.col("kind") == KEY_KIND, "offset_commit").otherwise(F.col("kind"))
+    facts["by_kind"] = {r["kind"]: r["n"] for r in rows.groupBy(kind.alias("kind")).agg(F.sum(n).alias("n")).collect()}
     as_of = facts.get("last_ms") or 0
     gm = group_metadata_sequence(records).persist(StorageLevel.MEMORY_AND_DISK)
     reasons = reasons_by_write(records, gm)
@@ -404,8 +407,9 @@ def run(spark: SparkSession, log_dir: Path, out: Path, html: bool = True) -> dic
         raise FileNotFoundError(f"no __consumer_offsets segments under {log_dir}")
     out.mkdir(parents=True, exist_ok=True)
     # Decoding is the expensive part (Python): decode once, keep the rows for every view, without
-    # the columns no view reads (building the cache costs the JVM time per column and row).
-    records = read_log(spark, log_dir).drop(*UNUSED_COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)
+    # the columns no view reads (building the cache costs the JVM time per column and row). Commits
+    # come summarized per key and minute, so the cache holds about a tenth of the records.
+    records = read_log(spark, log_dir, commits="summary").drop(*UNUSED_COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)
     cached: list[DataFrame] = []
     views, facts = build_views(spark, records, log_dir, cached)
     for name in VIEWS:

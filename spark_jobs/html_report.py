@@ -180,7 +180,8 @@ def render(views: dict[str, DataFrame], summary: dict[str, Any]) -> str:
                      .orderBy(F.desc("commits"), "group_id").limit(20).collect())
     recent = [r.asDict() for r in timeline.orderBy(F.desc("stable_ms"), "group_id").limit(200).collect()]
     current = [r.asDict() for r in views["current_groups"].orderBy("group_id").limit(200).collect()]
-    instances = [r.asDict() for r in views["churn_by_instance"].orderBy(F.desc("replacements_absorbed"))
+    instances = [r.asDict() for r in views["churn_by_instance"].orderBy(F.desc("replacements_absorbed"), "group_id",
+                                                                            "group_instance_id")
                  .limit(50).collect()]
 
     rb = summary["rebalances"]

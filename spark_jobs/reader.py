@@ -5,7 +5,9 @@ One input partition per segment file, largest first; each is decoded on an execu
 (no Python row objects), one row per record. PATH is
 anything `decode.find_segments` takes: a data dir, a partition dir, a segment file, or a directory
 of segments exported from another server. Option `partition` sets the partition number of an
-export whose directory name does not say it (default -1).
+export whose directory name does not say it (default -1). Option `commits=summary` yields offset
+commits summarized per key and per minute instead of one row each (`spark_jobs.summarize`; the
+group-history job reads that way), with the extra columns of `SUMMARY_SCHEMA`.
 
     from spark_jobs.reader import register, read_log
     register(spark)
@@ -25,6 +27,7 @@ from pyspark.sql.types import (ArrayType, BooleanType, IntegerType, LongType, Sh
                                StructType)
 
 from spark_jobs.decode import COLUMNS, MEMBER_FIELDS, decode_segment, find_segments
+from spark_jobs.summarize import SUMMARY_COLUMNS, summarize_segment
 
 FORMAT = "consumer_offsets"
 
@@ -49,6 +52,14 @@ _TYPES = {
     "reason": StringType(), "reason_timestamp": LongType(),
 }
 SCHEMA = StructType([StructField(name, _TYPES[name]) for name in COLUMNS])
+_SUMMARY_TYPES = {
+    "record_count": LongType(), "tombstone_count": LongType(), "commit_count": LongType(), "first_ms": LongType(),
+    "last_ms": LongType(), "first_commit_ms": LongType(), "last_commit_ms": LongType(),
+    "first_live_offset": LongType(), "first_committed_offset": LongType(), "last_live_offset": LongType(),
+    "last_committed_offset": LongType(), "partitions": ArrayType(IntegerType()),
+}
+SUMMARY_SCHEMA = StructType([StructField(name, {**_TYPES, **_SUMMARY_TYPES}[name]) for name in SUMMARY_COLUMNS])
+COMMITS_MODES = ("rows", "summary")
 
 
 class SegmentPartition(InputPartition):
@@ -59,10 +70,11 @@ class SegmentPartition(InputPartition):
 
 
 class ConsumerOffsetsReader(DataSourceReader):
-    def __init__(self, path: str, partition: int | None, chunk_rows: int) -> None:
+    def __init__(self, path: str, partition: int | None, chunk_rows: int, summary: bool = False) -> None:
         self.path = path
         self.partition = partition
         self.chunk_rows = chunk_rows
+        self.summary = summary
 
     def partitions(self) -> list[InputPartition]:
         # Largest first: Spark starts tasks in this order, so the big segments do not end up last
@@ -73,18 +85,26 @@ class ConsumerOffsetsReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator:  # type: ignore[override]
         assert isinstance(partition, SegmentPartition)
         # Arrow batches go to the JVM as they are; no per-row Python objects cross over.
-        yield from decode_segment(Path(partition.path), partition.partition, self.chunk_rows)
+        decode = summarize_segment if self.summary else decode_segment
+        yield from decode(Path(partition.path), partition.partition, self.chunk_rows)
 
 
 class ConsumerOffsetsDataSource(DataSource):
-    """Options: `path` (what `load()` was given), `partition` (for exports), `chunkRows` (rows per Arrow batch)."""
+    """Options: `path` (what `load()` was given), `partition` (for exports), `chunkRows` (rows per Arrow
+    batch), `commits` (`rows`, the default, or `summary`)."""
 
     @classmethod
     def name(cls) -> str:
         return FORMAT
 
     def schema(self) -> StructType:
-        return SCHEMA
+        return SUMMARY_SCHEMA if self._summary() else SCHEMA
+
+    def _summary(self) -> bool:
+        mode = self.options.get("commits", "rows")
+        if mode not in COMMITS_MODES:
+            raise ValueError(f"consumer_offsets: option commits is one of {', '.join(COMMITS_MODES)}, not {mode!r}")
+        return mode == "summary"
 
     def reader(self, schema: StructType) -> DataSourceReader:
         path = self.options.get("path")
@@ -92,16 +112,16 @@ class ConsumerOffsetsDataSource(DataSource):
             raise ValueError("consumer_offsets: load(PATH) needs a data dir, partition dir or segment file")
         partition = self.options.get("partition")
         return ConsumerOffsetsReader(path, int(partition) if partition is not None else None,
-                                     int(self.options.get("chunkRows", 131072)))
+                                     int(self.options.get("chunkRows", 131072)), self._summary())
 
 
 def register(spark: SparkSession) -> None:
     spark.dataSource.register(ConsumerOffsetsDataSource)
 
 
-def read_log(spark: SparkSession, path: str | Path, partition: int | None = None) -> DataFrame:
+def read_log(spark: SparkSession, path: str | Path, partition: int | None = None, commits: str = "rows") -> DataFrame:
     register(spark)
-    reader = spark.read.format(FORMAT)
+    reader = spark.read.format(FORMAT).option("commits", commits)
     if partition is not None:
         reader = reader.option("partition", str(partition))
     return reader.load(str(Path(path).resolve()))

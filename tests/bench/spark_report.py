@@ -4,8 +4,10 @@
 
 1. generates the log once (kept in --dir, default $TMPDIR/groupcoord-bench-<N>, and reused while
    its `generated.json` says the same size and seed);
-2. the reader alone: `spark_jobs.decode` over every segment in this process (records/s, one core),
-   then the same through the data source in Spark (`count()` of every column decoded, JVM warm);
+2. the reader alone, in this process (records/s and records per CPU-second, one core): row mode
+   (`spark_jobs.decode`, one row per record) and summary mode (`spark_jobs.summarize`, what the job
+   reads: commits folded per key and minute); then the job's read through the data source in Spark
+   (`count()` of every column, JVM warm);
 3. the whole job as a user runs it, `python -m spark_jobs.group_history --master local[2]`, in a
    fresh process: wall time includes the JVM start.
 
@@ -23,8 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from spark_jobs.decode import find_segments, decode_segment
+from spark_jobs.decode import DecodeStats, decode_segment, find_segments
 from spark_jobs.generate import generate
+from spark_jobs.summarize import summarize_segment
 
 TARGET_S = 90.0
 
@@ -46,14 +49,17 @@ def ensure_log(directory: Path, records: int, seed: int) -> dict:
     return made
 
 
-def decode_alone(directory: Path) -> dict:
-    started = time.perf_counter()
+def decode_alone(directory: Path, summary: bool) -> dict:
+    decode = summarize_segment if summary else decode_segment
+    stats = DecodeStats()
+    started, cpu = time.perf_counter(), time.process_time()
     rows = 0
     for segment in find_segments(directory):
-        for batch in decode_segment(segment):
+        for batch in decode(segment, stats=stats):
             rows += batch.num_rows
-    seconds = time.perf_counter() - started
-    return {"records": rows, "seconds": round(seconds, 2), "records_per_s": round(rows / seconds)}
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {"records": stats.records, "rows": rows, "seconds": round(seconds, 2),
+            "records_per_s": round(stats.records / seconds), "records_per_cpu_s": round(stats.records / cpu)}
 
 
 def decode_in_spark(directory: Path, master: str) -> dict:
@@ -61,15 +67,16 @@ def decode_in_spark(directory: Path, master: str) -> dict:
 
     spark = local_session(master, app_name="bench-reader")
     try:
-        read_log(spark, directory).limit(1).collect()  # warm the JVM and the Python workers
+        read_log(spark, directory, commits="summary").limit(1).collect()  # warm the JVM and the Python workers
         started = time.perf_counter()
         # A count over a column that needs every field decoded (Spark would otherwise prune nothing
         # anyway: a Python data source always decodes whole rows).
-        rows = read_log(spark, directory).selectExpr("count(members)", "count(1) as n").first()["n"]
+        row = read_log(spark, directory, commits="summary").selectExpr(
+            "count(members)", "sum(coalesce(record_count, if(kind = 'offset_commit_minute', 0, 1))) as n").first()
         seconds = time.perf_counter() - started
     finally:
         spark.stop()
-    return {"records": rows, "seconds": round(seconds, 2), "records_per_s": round(rows / seconds)}
+    return {"records": row["n"], "seconds": round(seconds, 2), "records_per_s": round(row["n"] / seconds)}
 
 
 def whole_job(directory: Path, out: Path, master: str) -> dict:
@@ -96,8 +103,9 @@ def main(argv: list[str] | None = None) -> int:
                                   "cpus": os.cpu_count(), "load_average": os.getloadavg()}
     results["generate"] = ensure_log(directory, args.records, args.seed)
     print(json.dumps({"generate": results["generate"]}), flush=True)
-    results["decode_alone"] = decode_alone(directory)
-    print(json.dumps({"decode_alone": results["decode_alone"]}), flush=True)
+    for mode, summary in (("decode_alone_rows", False), ("decode_alone_summary", True)):
+        results[mode] = decode_alone(directory, summary)
+        print(json.dumps({mode: results[mode]}), flush=True)
     if not args.skip_spark_reader:
         results["decode_in_spark"] = decode_in_spark(directory, args.master)
         print(json.dumps({"decode_in_spark": results["decode_in_spark"]}), flush=True)

@@ -1,0 +1,108 @@
+"""`spark_jobs.summarize`: commits folded per key and minute give what the rows themselves give.
+
+A generated log, its partition logs cut into two segments (so a key and a minute span segments),
+is read both ways: the summary rows are checked against figures computed from row mode, and the
+report's offset views must not change when the segments are cut.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from coordinator.log.segment import scan_batches, segment_name
+from spark_jobs.decode import decode_segment, find_segments
+from spark_jobs.generate import generate
+from spark_jobs.summarize import KEY_KIND, MINUTE_KIND, summarize_segment
+
+pytestmark = [pytest.mark.spark]
+
+
+def _cut_in_two(log_dir: Path) -> None:
+    """Split each partition's one segment at its middle batch, as a roll would have."""
+    for segment in find_segments(log_dir):
+        fd = os.open(segment, os.O_RDONLY)
+        try:
+            batches = [(pos, header.base_offset) for pos, header, _ in scan_batches(fd, os.fstat(fd).st_size)]
+        finally:
+            os.close(fd)
+        cut, base = batches[len(batches) // 2]
+        data = segment.read_bytes()
+        segment.write_bytes(data[:cut])
+        (segment.parent / segment_name(base)).write_bytes(data[cut:])
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory) -> tuple[Path, Path]:
+    whole = tmp_path_factory.mktemp("summarize") / "whole"
+    generate(whole, 20_000, groups=12, partitions=2, seed=7)
+    cut = whole.parent / "cut"
+    shutil.copytree(whole, cut)
+    _cut_in_two(cut)
+    return whole, cut
+
+
+def test_summary_rows_give_the_per_key_and_per_minute_figures_of_the_commit_rows(logs):
+    _, cut = logs
+    segments = find_segments(cut)
+    assert len(segments) == 4
+    for segment in segments:
+        rows = [r for b in decode_segment(segment) for r in b.to_pylist()]
+        summary = [r for b in summarize_segment(segment) for r in b.to_pylist()]
+        commits = [r for r in rows if r["kind"] == "offset_commit"]
+        by_key: dict[tuple, list[dict]] = defaultdict(list)
+        per_minute: dict[tuple, list[int]] = defaultdict(list)
+        for r in commits:
+            by_key[(r["group_id"], r["topic"], r["topic_partition"])].append(r)
+            if not r["tombstone"]:
+                per_minute[(r["group_id"], r["topic"], r["timestamp"] // 60_000 * 60_000)].append(r["topic_partition"])
+        keys = {(r["group_id"], r["topic"], r["topic_partition"]): r for r in summary if r["kind"] == KEY_KIND}
+        assert keys.keys() == by_key.keys()
+        for key, records in by_key.items():
+            got, live = keys[key], [r for r in records if not r["tombstone"]]
+            newest = max(records, key=lambda r: r["offset"])
+            assert {c: got[c] for c in ("offset", "timestamp", "tombstone", "committed_offset", "leader_epoch",
+                                        "metadata", "commit_timestamp", "expire_timestamp")} == \
+                   {c: newest[c] for c in ("offset", "timestamp", "tombstone", "committed_offset", "leader_epoch",
+                                           "metadata", "commit_timestamp", "expire_timestamp")}
+            assert (got["record_count"], got["tombstone_count"], got["commit_count"]) == \
+                   (len(records), len(records) - len(live), len(live))
+            assert (got["first_ms"], got["last_ms"]) == (min(r["timestamp"] for r in records),
+                                                         max(r["timestamp"] for r in records))
+            first = min(live, key=lambda r: r["offset"]) if live else None
+            last = max(live, key=lambda r: r["offset"]) if live else None
+            assert got["first_live_offset"] == (first and first["offset"])
+            assert got["first_committed_offset"] == (first and first["committed_offset"])
+            assert got["last_live_offset"] == (last and last["offset"])
+            assert got["last_committed_offset"] == (last and last["committed_offset"])
+            assert got["first_commit_ms"] == (min(r["timestamp"] for r in live) if live else None)
+            assert got["last_commit_ms"] == (max(r["timestamp"] for r in live) if live else None)
+        minutes = {(r["group_id"], r["topic"], r["timestamp"]): (r["commit_count"], sorted(r["partitions"]))
+                   for r in summary if r["kind"] == MINUTE_KIND}
+        assert minutes == {k: (len(v), sorted(set(v))) for k, v in per_minute.items()}
+        others = [r for r in summary if r["kind"] not in (KEY_KIND, MINUTE_KIND)]
+        expected = [r for r in rows if r["kind"] != "offset_commit"]
+        assert sorted(others, key=lambda r: r["offset"]) == [{**r, **{c: None for c in others[0] if c not in r}}
+                                                             for r in sorted(expected, key=lambda r: r["offset"])]
+
+
+def test_offset_views_do_not_change_when_a_partition_log_is_cut_into_segments(logs, spark_session, tmp_path):
+    from spark_jobs.group_history import build_report
+
+    whole, cut = logs
+    reports = {}
+    for name, log_dir in (("whole", whole), ("cut", cut)):
+        summary = build_report(spark_session, log_dir, tmp_path / name, html=False)
+        views = {v: sorted(map(str, spark_session.read.parquet(str(tmp_path / name / v)).collect()))
+                 for v in ("commits_per_minute", "offset_progress", "current_offsets")}
+        summary.pop("seconds")
+        summary["log"].pop("path")
+        summary["log"].pop("segments")
+        reports[name] = (json.dumps(summary, sort_keys=True, default=str), views)
+    assert reports["cut"] == reports["whole"]
+    assert reports["whole"][1]["offset_progress"]
