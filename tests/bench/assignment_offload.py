@@ -2,6 +2,7 @@
 
     .venv/bin/python -m tests.bench.assignment_offload                 # both modes, 15 s of churn each
     .venv/bin/python -m tests.bench.assignment_offload --seconds 5 --members 300
+    .venv/bin/python -m tests.bench.assignment_offload --interval-ms 0   # no batching: every change runs
 
 Part 1 (in process): the on-loop cost of one run of a 1,000-member / 1,000-topic / 50,000-partition
 group: building the job's frozen inputs, pickling them (what the pool's feeder thread does),
@@ -177,6 +178,8 @@ def main() -> int:
     parser.add_argument("--topics", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--skip-job-costs", action="store_true")
+    parser.add_argument("--interval-ms", type=int, default=None,
+                        help="group.consumer.assignment.interval.ms (default: the server's, 1000; 0: no batching)")
     args = parser.parse_args()
     if not args.skip_job_costs:
         costs = job_costs(args.members, args.topics)
@@ -185,7 +188,8 @@ def main() -> int:
         print("  " + ", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in costs.items()))
     failed = False
     for offload in (True, False):
-        latencies = run_mode(offload, args.members, args.topics, args.seconds)
+        extra = () if args.interval_ms is None else ("--override", f"group.consumer.assignment.interval.ms={args.interval_ms}")
+        latencies = run_mode(offload, args.members, args.topics, args.seconds, extra)
         p50, p99, worst = percentile(latencies, 0.5), percentile(latencies, 0.99), max(latencies)
         print(f"offload {'on ' if offload else 'off'}: small-group heartbeat round trip over {len(latencies)} "
               f"requests: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms, mean {statistics.mean(latencies):.1f}")
