@@ -217,6 +217,23 @@ def append_record(chunk: _Chunk, keys: _KeyTable, kid: int, rec: Record, stats: 
         (chunk.metadata if code == GROUP_METADATA else chunk.reasons).append((row, message))
 
 
+def batch_records(segment: Path, stats: DecodeStats) -> Iterator[Iterator[Record]]:
+    """The records of each batch of a segment file, in order (transaction markers skipped). Same
+    rule as the server's loader: the file ends at the first bad batch, noted in `stats.problems`."""
+    fd = os.open(segment, os.O_RDONLY)
+    try:
+        try:
+            for _, header, view in scan_batches(fd, os.fstat(fd).st_size, verify=True):
+                stats.batches += 1
+                if not header.is_control:  # transaction markers carry no coordinator record
+                    yield iter_records(view)
+        except CorruptBatchError as e:
+            stats.problems.append(f"{segment}: stopped at byte {e.position}: {e.reason}")
+            log.warning("segment_read_stopped", segment=str(segment), position=e.position, reason=e.reason)
+    finally:
+        os.close(fd)
+
+
 def decode_segment(segment: Path, partition: int | None = None, chunk_rows: int = 131072,
                    stats: DecodeStats | None = None) -> Iterator[pa.RecordBatch]:
     """Yield Arrow record batches (`arrow_schema()`, about ``chunk_rows`` rows each) for one file."""
@@ -228,31 +245,17 @@ def decode_segment(segment: Path, partition: int | None = None, chunk_rows: int 
     keys = _KeyTable()
     key_index = keys.index
     chunk = _Chunk()
-    fd = os.open(segment, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        try:
-            for pos, header, view in scan_batches(fd, size, verify=True):
-                stats.batches += 1
-                if header.is_control:
-                    continue  # transaction markers carry no coordinator record
-                for rec in iter_records(view):
-                    kid = key_index.get(rec.key)
-                    if kid is None:
-                        kid = keys.add(rec.key)
-                    append_record(chunk, keys, kid, rec, stats)
-                row = len(chunk.offsets)
-                if row >= chunk_rows:
-                    stats.records += row
-                    yield _to_batch(chunk, keys, partition, seg_name)
-                    chunk = _Chunk()
-        except CorruptBatchError as e:
-            # Same rule as the server's loader: the log ends at the first bad batch.
-            problem = f"{segment}: stopped at byte {e.position}: {e.reason}"
-            stats.problems.append(problem)
-            log.warning("segment_read_stopped", segment=seg_name, position=e.position, reason=e.reason)
-    finally:
-        os.close(fd)
+    for records in batch_records(segment, stats):
+        for rec in records:
+            kid = key_index.get(rec.key)
+            if kid is None:
+                kid = keys.add(rec.key)
+            append_record(chunk, keys, kid, rec, stats)
+        row = len(chunk.offsets)
+        if row >= chunk_rows:
+            stats.records += row
+            yield _to_batch(chunk, keys, partition, seg_name)
+            chunk = _Chunk()
     if chunk.offsets:
         stats.records += len(chunk.offsets)
         yield _to_batch(chunk, keys, partition, seg_name)

@@ -25,7 +25,6 @@ Segments of one partition follow each other in offset order, so Spark combines t
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Iterator
 from itertools import compress
 from operator import attrgetter, is_not
@@ -33,14 +32,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import structlog
 
-from coordinator.log.batch import CorruptBatchError, Record, iter_records
-from coordinator.log.segment import scan_batches
-from spark_jobs.decode import (COMMIT, COLUMNS, DecodeStats, _Chunk, _KeyTable, _NO_COMMIT, _to_batch,
+from coordinator.log.batch import Record
+from spark_jobs.decode import (COMMIT, batch_records, COLUMNS, DecodeStats, _Chunk, _KeyTable, _NO_COMMIT, _to_batch,
                                append_record, arrow_schema, decode_value, partition_of)
-
-log = structlog.get_logger(__name__)
 
 KEY_KIND = "offset_commit_key"
 MINUTE_KIND = "offset_commit_minute"
@@ -89,27 +84,14 @@ def summarize_segment(segment: Path, partition: int | None = None, chunk_rows: i
     commits = _Commits()
     others = _Chunk()
     pending: list[Record] = []  # records of whole batches, split by kind every chunk_rows
-    fd = os.open(segment, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        try:
-            for pos, header, view in scan_batches(fd, size, verify=True):
-                stats.batches += 1
-                if header.is_control:
-                    continue  # transaction markers carry no coordinator record
-                pending += iter_records(view)
-                if len(pending) >= chunk_rows:
-                    _split(pending, keys, commits, others, stats)
-                    pending = []
-                    if len(others.offsets) >= chunk_rows:
-                        yield _with_summary_columns(_to_batch(others, keys, partition, seg_name))
-                        others = _Chunk()
-        except CorruptBatchError as e:
-            # Same rule as the server's loader: the log ends at the first bad batch.
-            stats.problems.append(f"{segment}: stopped at byte {e.position}: {e.reason}")
-            log.warning("segment_read_stopped", segment=seg_name, position=e.position, reason=e.reason)
-    finally:
-        os.close(fd)
+    for records in batch_records(segment, stats):
+        pending += records
+        if len(pending) >= chunk_rows:
+            _split(pending, keys, commits, others, stats)
+            pending = []
+            if len(others.offsets) >= chunk_rows:
+                yield _with_summary_columns(_to_batch(others, keys, partition, seg_name))
+                others = _Chunk()
     _split(pending, keys, commits, others, stats)
     if others.offsets:
         yield _with_summary_columns(_to_batch(others, keys, partition, seg_name))

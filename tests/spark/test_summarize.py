@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.log.segment import scan_batches, segment_name
-from spark_jobs.decode import decode_segment, find_segments
+from spark_jobs.decode import DecodeStats, decode_segment, find_segments
 from spark_jobs.generate import generate
 from spark_jobs.summarize import KEY_KIND, MINUTE_KIND, summarize_segment
 
@@ -106,3 +106,25 @@ def test_offset_views_do_not_change_when_a_partition_log_is_cut_into_segments(lo
         reports[name] = (json.dumps(summary, sort_keys=True, default=str), views)
     assert reports["cut"] == reports["whole"]
     assert reports["whole"][1]["offset_progress"]
+
+
+def test_both_readers_end_a_segment_at_its_first_bad_batch(tmp_path: Path) -> None:
+    """The loader's rule, kept by the one batch walk both read modes share: a corrupt byte ends the
+    file there, the problem is reported, and every record before it is still read."""
+    generate(tmp_path / "log", 5_000, groups=4, partitions=1, seed=3)
+    segment = find_segments(tmp_path / "log")[0]
+    data = bytearray(segment.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    with open(segment, "rb") as f:
+        intact = 0
+        for position, header, _ in scan_batches(f.fileno(), len(data), verify=False):
+            if position + header.size > len(data) // 2:
+                break
+            intact += header.records_count
+    rows, summary = DecodeStats(), DecodeStats()
+    assert sum(b.num_rows for b in decode_segment(segment, stats=rows)) == intact
+    list(summarize_segment(segment, stats=summary))
+    assert summary.records == intact
+    assert len(rows.problems) == 1 and "stopped at byte" in rows.problems[0]
+    assert summary.problems == rows.problems
