@@ -28,7 +28,7 @@ import json
 import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Iterable, Protocol
+from typing import Any, Iterable, Protocol, Sequence
 
 from protocol.messages import (
     MESSAGES,
@@ -88,14 +88,21 @@ class Record:
     decoded: DecodedRecord | None = field(default=None, compare=False, repr=False)
 
 
-def latest_per_key(pairs: Iterable[tuple[bytes, bytes | None]]) -> dict[bytes, bytes | None]:
+def latest_per_key(batches: Iterable[tuple[Sequence[bytes], Sequence[bytes | None]]]) -> dict[bytes, bytes | None]:
     """Key -> latest value (None: tombstone), ordered by the position of each key's latest record:
-    the log as the cleaner leaves it, which replay accepts like any log."""
+    the log as the cleaner leaves it, which replay accepts like any log. Takes the log batch by
+    batch, as (keys, values) in record order."""
     latest: dict[bytes, bytes | None] = {}
-    for key, value in pairs:
-        if key in latest:
-            del latest[key]  # re-inserted: a dict keeps keys in the order of their latest record
-        latest[key] = value
+    for keys, values in batches:
+        # Keys seen before move to this batch's place: drop them, then insert the batch in one call.
+        for key in latest.keys() & keys:
+            del latest[key]
+        before = len(latest)
+        latest.update(zip(keys, values))
+        if len(latest) - before != len(keys):  # a key twice in the batch: its place is its last record
+            for key, value in zip(keys, values):
+                latest.pop(key, None)
+                latest[key] = value
     return latest
 
 

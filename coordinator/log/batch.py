@@ -21,7 +21,7 @@ import struct
 import time
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Callable, Union
+from typing import Callable, NamedTuple, Union
 
 import crc32c as _crc32c
 
@@ -415,31 +415,72 @@ def decompressed_records(batch: Buffer, pos: int, h: BatchHeader) -> bytes:
         raise CorruptBatchError(pos, f"cannot decompress {CODEC_NAMES[codec]}: {e}") from e
 
 
-def iter_records(batch: Buffer, pos: int = 0) -> Iterator[Record]:
+class RecordColumns(NamedTuple):
+    """The records of one batch field by field: what a reader that wants only some fields (the
+    loader: keys and values) takes without building a Record per record. Offsets and timestamps
+    are the stored deltas; ``offsets()`` and ``timestamps()`` make them absolute."""
+
+    header: BatchHeader
+    offset_deltas: list[int]
+    timestamp_deltas: list[int]
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    headers: list[tuple[tuple[str, bytes | None], ...]]
+
+    def offsets(self) -> list[int]:
+        base = self.header.base_offset
+        return [base + delta for delta in self.offset_deltas]
+
+    def timestamps(self) -> list[int]:
+        """LogAppendTime batches give every record the batch's maxTimestamp, as Kafka's clients do."""
+        h = self.header
+        if h.attributes & TIMESTAMP_TYPE_BIT:
+            return [h.max_timestamp] * len(self.keys)
+        base = h.base_timestamp
+        return [base + delta for delta in self.timestamp_deltas]
+
+    def records(self) -> list[Record]:
+        return list(map(Record, self.offsets(), self.timestamps(), self.keys, self.values, self.headers))
+
+
+def iter_records(batch: Buffer, pos: int = 0, header: BatchHeader | None = None) -> Iterator[Record]:
     """Decode the records of the batch at ``pos`` (uncompressed, or compressed with an installed codec).
 
-    LogAppendTime batches give every record the batch's maxTimestamp, as Kafka's clients do.
+    ``header``: the batch's header when the caller has parsed it already (``iter_batches`` yields it).
     """
-    h = BatchHeader.parse(batch, pos)
+    return iter(record_columns(batch, pos, header).records())
+
+
+def record_columns(batch: Buffer, pos: int = 0, header: BatchHeader | None = None) -> RecordColumns:
+    """The records of the batch at ``pos``, as columns; raises ``CorruptBatchError`` as iter_records."""
+    h = BatchHeader.parse(batch, pos) if header is None else header
     if h.batch_length < MIN_BATCH_LENGTH or pos + h.size > len(batch):
         raise CorruptBatchError(pos, f"batch of {h.size} bytes does not fit in {len(batch) - pos}")
     data = decompressed_records(batch, pos, h)
     try:
-        records = _decode_records(data, h)
+        return RecordColumns(h, *_frame_records(data, h.records_count))
     except (IndexError, ValueError, UnicodeDecodeError) as e:
         raise CorruptBatchError(pos, f"bad record: {e}") from e
-    return iter(records)
 
 
-def _decode_records(data: bytes, h: BatchHeader) -> list[Record]:
-    """Hot loop: one-byte varints inlined (most lengths and deltas fit), everything else via _read_varint."""
-    base_offset, base_ts = h.base_offset, h.base_timestamp
-    append_time = h.max_timestamp if h.attributes & TIMESTAMP_TYPE_BIT else None
+_Columns = tuple[list[int], list[int], list[Union[bytes, None]], list[Union[bytes, None]],
+                 list[tuple[tuple[str, Union[bytes, None]], ...]]]
+
+
+def _frame_records(data: bytes, count: int) -> _Columns:
+    """The hot loop of every read: one-byte varints inlined (most lengths and deltas fit), everything
+    else via _read_varint; each field appended to its column (cheaper than an object per record)."""
     read_varint = _read_varint
     end = len(data)
-    out: list[Record] = []
+    offset_deltas: list[int] = []
+    timestamp_deltas: list[int] = []
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    headers: list[tuple[tuple[str, bytes | None], ...]] = []
+    add_offset, add_timestamp = offset_deltas.append, timestamp_deltas.append
+    add_key, add_value, add_headers = keys.append, values.append, headers.append
     p = 0
-    for i in range(h.records_count):
+    for i in range(count):
         b = data[p]
         if b < 0x80:
             length = (b >> 1) ^ -(b & 1)
@@ -452,16 +493,18 @@ def _decode_records(data: bytes, h: BatchHeader) -> list[Record]:
         p += 1  # record attributes: unused
         b = data[p]
         if b < 0x80:
-            ts_delta = (b >> 1) ^ -(b & 1)
+            add_timestamp((b >> 1) ^ -(b & 1))
             p += 1
         else:
-            ts_delta, p = read_varint(data, p)
+            n, p = read_varint(data, p)
+            add_timestamp(n)
         b = data[p]
         if b < 0x80:
-            offset_delta = (b >> 1) ^ -(b & 1)
+            add_offset((b >> 1) ^ -(b & 1))
             p += 1
         else:
-            offset_delta, p = read_varint(data, p)
+            n, p = read_varint(data, p)
+            add_offset(n)
         b = data[p]
         if b < 0x80:
             n = (b >> 1) ^ -(b & 1)
@@ -469,9 +512,9 @@ def _decode_records(data: bytes, h: BatchHeader) -> list[Record]:
         else:
             n, p = read_varint(data, p)
         if n < 0:
-            key = None
+            add_key(None)
         else:
-            key = data[p:p + n]
+            add_key(data[p:p + n])
             p += n
         b = data[p]
         if b < 0x80:
@@ -480,22 +523,21 @@ def _decode_records(data: bytes, h: BatchHeader) -> list[Record]:
         else:
             n, p = read_varint(data, p)
         if n < 0:
-            value = None
+            add_value(None)
         else:
-            value = data[p:p + n]
+            add_value(data[p:p + n])
             p += n
         if data[p] == 0:  # common case: no headers
             p += 1
-            headers: tuple[tuple[str, bytes | None], ...] = ()
+            add_headers(())
         else:
-            headers, p = _read_headers(data, p)
+            record_headers, p = _read_headers(data, p)
+            add_headers(record_headers)
         if p != rec_end:
             raise IndexError(f"record {i} is {length} bytes but its fields take {length + p - rec_end}")
-        out.append(Record(base_offset + offset_delta,
-                          base_ts + ts_delta if append_time is None else append_time, key, value, headers))
     if p != end:
-        raise IndexError(f"{end - p} trailing bytes after {h.records_count} records")
-    return out
+        raise IndexError(f"{end - p} trailing bytes after {count} records")
+    return offset_deltas, timestamp_deltas, keys, values, headers
 
 
 def _read_headers(data: bytes, p: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:

@@ -304,6 +304,12 @@ class Partition:
                 return seg.read_from(i, max_bytes)
         return b""
 
+    def file_snapshot(self) -> list[tuple[int, int]]:
+        """``(fd, size)`` per segment, oldest first, each fd a duplicate the caller closes: a view of
+        the log as it is now that another thread or a forked process can read with ``scan_batches``
+        (the bytes below each size never change; a cleaner's swap leaves the duplicated file intact)."""
+        return [(os.dup(seg.fd), seg.size) for seg in self.segments]
+
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp``, found via the
         first batch whose maxTimestamp is >= it (ListOffsets by time). None if every record is older."""

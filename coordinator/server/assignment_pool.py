@@ -14,23 +14,18 @@ and the pool's idle ratio since the last read, after Kafka's `background-queue-t
 from __future__ import annotations
 
 import asyncio
-import ctypes
-import multiprocessing
 import os
-import signal
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 
 import structlog
 
 from coordinator.core.consumer_group.jobs import AssignmentJob, AssignmentJobResult, execute_assignment_job
 from coordinator.metrics.server_metrics import GROUP_METRICS, ServerMetrics
+from coordinator.server.worker_processes import forked_pool
 
 log = structlog.get_logger()
-
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 #: (result, queue ms, processing ms, worker pid)
 TimedResult = tuple[AssignmentJobResult, float, float, int]
@@ -41,27 +36,6 @@ def run_timed(job: AssignmentJob, submitted: float) -> TimedResult:
     started = time.monotonic()
     result = execute_assignment_job(job)
     return result, (started - submitted) * 1000, (time.monotonic() - started) * 1000, os.getpid()
-
-
-def _exit_with_parent(parent: int) -> None:
-    """Worker initializer: a worker must not outlive a server killed with SIGKILL (nothing would
-    ever end it: forked workers hold the job pipe's write end too, so they never see EOF). On Linux
-    the kernel sends SIGKILL when the parent dies; elsewhere a thread polls for reparenting."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols, libc's among them
-        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
-            if os.getppid() != parent:  # died before the request took effect
-                os._exit(1)
-            return
-    except (OSError, AttributeError):
-        pass
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _warm_up() -> int:
@@ -78,8 +52,7 @@ class AssignmentPool:
         # (forkserver workers took seconds to import them on a busy machine, which a new group's first
         # run then waited for). They are forked once, before clients connect, and only ever run the
         # pure job function, so no lock of the server's threads matters to them.
-        self.executor = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
-                                            initializer=_exit_with_parent, initargs=(os.getpid(),))
+        self.executor = forked_pool(workers)
         self.worker_pids: set[int] = set()  # who ran jobs (tests check runs left the server process)
         self.completed = 0
         self._busy_ms = 0.0

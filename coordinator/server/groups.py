@@ -17,7 +17,7 @@ import itertools
 import os
 import time
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
 import structlog
@@ -29,7 +29,7 @@ from coordinator.core.consumer_group.jobs import AssignmentJob, AssignmentJobRes
 from coordinator.core.shard import NO_TOPICS
 from coordinator.group_config_store import GroupConfigStore
 from coordinator.metrics.server_metrics import ServerMetrics
-from coordinator.records import partition_for
+from coordinator.records import Record, partition_for
 from coordinator.server.assignment_pool import AssignmentPool
 from coordinator.server.group_configs_view import StoreGroupConfigs
 from coordinator.server.record_store import RecordStore
@@ -106,17 +106,17 @@ class GroupRuntime:
     def load(self) -> None:
         """Replay every stored partition; groups resume where the log left them."""
         started = time.perf_counter()
-        count = sum(self._load_partition(partition) for partition in sorted(self.store.partitions()))
+        count = sum(self._load_partition(partition, records) for partition, records in self.store.read_partitions())
         log.info("coordinator_loaded", partitions=len(self.shards), records=count,
                  groups=sum(len(s.state.groups) for s in self.shards.values()),
                  seconds=round(time.perf_counter() - started, 3))
 
-    def _load_partition(self, partition: int) -> int:
+    def _load_partition(self, partition: int, records: Iterable[Record]) -> int:
         """Build the partition's shard from its records; returns how many were replayed."""
         shard = self._new_shard()
         shard.begin_loading()
         count = 0
-        for record in self.store.read_all(partition):
+        for record in records:
             shard.replay(record)
             count += 1
         self.shards[partition] = shard
@@ -251,7 +251,7 @@ class GroupRuntime:
             return
         self._apply(partition, old.unload(now_ms()))
         try:
-            self._load_partition(partition)
+            self._load_partition(partition, self.store.read_all(partition))
         except OSError as exc:  # the log cannot even be read: its groups stay unavailable until a restart
             log.error("coordinator_reload_failed", partition=partition, error=repr(exc))
             self.unavailable.add(partition)

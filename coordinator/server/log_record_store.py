@@ -2,23 +2,35 @@
 
 Each `__consumer_offsets` partition is a partition log of record batches v2,
 one batch per outcome, so Kafka's own tooling could read the directory.
+
+Loading reads every partition's log as compaction leaves it (each key's latest record). Framing the
+records is most of a load's CPU, so a big log is framed in forked worker processes, a partition per
+job, while the event loop's thread decodes and replays the partitions already framed (Kafka, too,
+loads the partitions on its coordinator threads).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Iterable, Iterator
 
-from coordinator.log.batch import build_keyed_batch, iter_batches, iter_records
+from coordinator.log.batch import build_keyed_batch, record_columns
 from coordinator.log.manager import LogManager
-from coordinator.log.partition import LogConfig
+from coordinator.log.partition import LogConfig, Partition
+from coordinator.log.segment import scan_batches
 from coordinator.records import Record, RecordDecoder, UnknownRecordType, latest_per_key
+from coordinator.server.worker_processes import forked_pool
 from coordinator.topics import OFFSETS_TOPIC
 
-READ_CHUNK_BYTES = 8 * 1024 * 1024
 OFFSETS_TOPIC_CONFIG = LogConfig(segment_bytes=100 * 1024 * 1024, cleanup_policy="compact", retention_ms=-1,
                                  retention_bytes=-1, delete_retention_ms=86_400_000)
+# Below this many bytes of log a load is quicker than forking workers for it.
+PARALLEL_LOAD_MIN_BYTES = 16 * 1024 * 1024
+MAX_LOAD_WORKERS = 4
+
+KeysAndValues = tuple[list[bytes], list["bytes | None"]]
 
 
 class LogRecordStore:
@@ -33,33 +45,39 @@ class LogRecordStore:
         """The partition's live records: for each key its latest record, in the log order of those
         records, which is what the log cleaner leaves. Replay must accept a compacted log anyway,
         and only a key's latest value counts in it; a log of commits rewrites each key many times
-        (the restart benchmark: 1M records, 100k keys), so this decodes and replays a tenth.
-        Records are decoded already where this project knows the record type (the shard then
-        skips decoding them)."""
-        decode = RecordDecoder().decode
-        for key, value in latest_per_key(self._read_raw(partition)).items():
-            try:
-                decoded = decode(key, value)
-            except UnknownRecordType:  # KIP-848 records and others' types: the shard sorts them out
-                decoded = None
-            yield Record(key, value, decoded)
+        (the restart benchmark: 1M records, 100k keys), so this decodes and replays a tenth."""
+        log = self._log(partition)
+        files = [(seg.fd, seg.size) for seg in log.segments]
+        return _decoded(*latest_keys_and_values(files, log.log_start_offset))
 
-    def _read_raw(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
-        log = self.logs.get_or_create(OFFSETS_TOPIC, partition, OFFSETS_TOPIC_CONFIG)
-        offset = log.log_start_offset
-        while offset < log.log_end_offset:
-            chunk = log.read(offset, READ_CHUNK_BYTES)
-            if not chunk:
-                break
-            for position, _ in iter_batches(chunk):
-                for record in iter_records(chunk, position):
-                    if record.offset < offset:
-                        continue
-                    offset = record.offset + 1
-                    yield record.key, record.value
+    def read_partitions(self) -> Iterator[tuple[int, Iterable[Record]]]:
+        """Every partition with its records (as `read_all`), in partition order. A big log is framed
+        in worker processes, up to a partition per CPU at once, while the caller replays."""
+        partitions = list(self.partitions())
+        logs = [self._log(p) for p in partitions]
+        workers = min(os.cpu_count() or 1, MAX_LOAD_WORKERS, len(partitions))
+        if workers < 2 or sum(log.size_bytes for log in logs) < PARALLEL_LOAD_MIN_BYTES:
+            for partition in partitions:
+                yield partition, self.read_all(partition)
+            return
+        snapshots = [log.file_snapshot() for log in logs]  # duplicated fds: the workers inherit them at fork
+        pool = forked_pool(workers)
+        try:
+            jobs = [pool.submit(latest_keys_and_values, files, log.log_start_offset)
+                    for files, log in zip(snapshots, logs)]
+            for partition, job in zip(partitions, jobs):
+                yield partition, _decoded(*job.result())
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            for files in snapshots:
+                for fd, _ in files:
+                    os.close(fd)
+
+    def _log(self, partition: int) -> Partition:
+        return self.logs.get_or_create(OFFSETS_TOPIC, partition, OFFSETS_TOPIC_CONFIG)
 
     def append(self, partition: int, records: list[Record]) -> asyncio.Future[None]:
-        log = self.logs.get_or_create(OFFSETS_TOPIC, partition, OFFSETS_TOPIC_CONFIG)
+        log = self._log(partition)
         now = int(time.time() * 1000)
         batch = build_keyed_batch([(r.key, r.value) for r in records], now)
         try:
@@ -72,3 +90,36 @@ class LogRecordStore:
 
     async def close(self) -> None:
         return None
+
+
+def latest_keys_and_values(files: list[tuple[int, int]], start_offset: int) -> KeysAndValues:
+    """Runs in a load worker (or inline): the latest record of each key in the segment files
+    ``(fd, size)``, from ``start_offset`` on, as keys and values in the order of those records."""
+    latest = latest_per_key(_keys_and_values(files, start_offset))
+    return list(latest), list(latest.values())
+
+
+def _keys_and_values(files: list[tuple[int, int]], offset: int) -> Iterator[KeysAndValues]:
+    """Per batch, its records' keys and values (framed as columns: no object per record)."""
+    for fd, size in files:
+        for _, header, batch in scan_batches(fd, size, verify=False):  # CRCs were checked when the log opened
+            if header.base_offset + header.last_offset_delta < offset:
+                continue
+            columns = record_columns(batch, 0, header)
+            keys, values = columns.keys, columns.values
+            if header.base_offset < offset:  # the log starts inside this batch
+                kept = [i for i, record_offset in enumerate(columns.offsets()) if record_offset >= offset]
+                keys, values = [keys[i] for i in kept], [values[i] for i in kept]
+            yield keys, values  # type: ignore[misc]  # coordinator records always have keys
+
+
+def _decoded(keys: list[bytes], values: list[bytes | None]) -> Iterator[Record]:
+    """Records decoded already where this project knows the record type (the shard then skips
+    decoding them); each distinct key is decoded once."""
+    decode = RecordDecoder().decode
+    for key, value in zip(keys, values):
+        try:
+            decoded = decode(key, value)
+        except UnknownRecordType:  # KIP-848 records and others' types: the shard sorts them out
+            decoded = None
+        yield Record(key, value, decoded)

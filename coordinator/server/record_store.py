@@ -7,7 +7,7 @@ order, when it loads; and an append that completes once the records are durable.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Protocol
 
 from coordinator.records import Record
@@ -20,6 +20,10 @@ class RecordStore(Protocol):
     def read_all(self, partition: int) -> Iterable[Record]:
         """The records of `partition`, oldest first; a store may leave out records whose key a later
         record rewrites, as compaction does (replay keeps only a key's latest value)."""
+
+    def read_partitions(self) -> Iterator[tuple[int, Iterable[Record]]]:
+        """Every partition that holds records with its records (as `read_all`), in partition order;
+        a store may read ahead while the caller replays."""
 
     def append(self, partition: int, records: list[Record]) -> asyncio.Future[None]:
         """Write `records`; the future completes when they are durable (or fails)."""
@@ -38,6 +42,9 @@ class MemoryRecordStore:
 
     def read_all(self, partition: int) -> Iterable[Record]:
         return list(self._logs.get(partition, ()))
+
+    def read_partitions(self) -> Iterator[tuple[int, Iterable[Record]]]:
+        return ((partition, self.read_all(partition)) for partition in sorted(self._logs))
 
     def append(self, partition: int, records: list[Record]) -> asyncio.Future[None]:
         self._logs.setdefault(partition, []).extend(records)

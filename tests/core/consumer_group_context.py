@@ -143,7 +143,7 @@ class ConsumerGroupContext:
         rebuilt = ConsumerGroupCoordinator.from_log(self.log, self.config)
         assert rebuilt.durable_view() == self.coordinator.durable_view()
         # What a restart replays: the log as compaction leaves it (LogRecordStore.read_all).
-        compacted = [Record(k, v) for k, v in latest_per_key((r.key, r.value) for r in self.log).items()]
+        compacted = [Record(k, v) for k, v in latest_per_key(([r.key], [r.value]) for r in self.log).items()]
         assert ConsumerGroupCoordinator.from_log(compacted, self.config).durable_view() == self.coordinator.durable_view()
 
     # ---- clients -------------------------------------------------------------------------------

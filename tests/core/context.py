@@ -153,7 +153,7 @@ class CoordinatorContext:
         # What a restart replays: the log as compaction leaves it (LogRecordStore.read_all). The one
         # difference allowed: a simple group whose offsets were all deleted lives on in memory (empty,
         # until the next expiry sweep removes it) but has no record left to come back from, as in Kafka.
-        compacted = [Record(k, v) for k, v in latest_per_key((r.key, r.value) for r in self.log).items()]
+        compacted = [Record(k, v) for k, v in latest_per_key(([r.key], [r.value]) for r in self.log).items()]
         reloaded = GroupShard.from_log(compacted, config=self.shard.config).durable_view()
         assert reloaded == without_bare_simple_groups(self.shard.durable_view())
 

@@ -18,6 +18,7 @@ from coordinator.records import (
     group_metadata_record,
     group_metadata_tombstone,
     java_string_hash,
+    latest_per_key,
     offset_commit_record,
     offset_commit_tombstone,
     offset_from_value,
@@ -191,3 +192,25 @@ def test_record_decoder_raises_what_decode_record_versions_raises_for_bad_values
         with pytest.raises(type(expected.value)) as ours:
             RecordDecoder().decode(rec.key, value)
         assert str(ours.value) == str(expected.value)
+
+
+def _latest_one_record_at_a_time(batches: list[tuple[list[bytes], list[bytes | None]]]) -> list[tuple[bytes, bytes | None]]:
+    latest: dict[bytes, bytes | None] = {}
+    for keys, values in batches:
+        for key, value in zip(keys, values):
+            latest.pop(key, None)
+            latest[key] = value
+    return list(latest.items())
+
+
+def test_latest_per_key_orders_keys_by_their_latest_record_even_within_a_batch() -> None:
+    batches = [([b"a", b"b"], [b"1", b"2"]), ([b"c", b"a"], [b"3", None]), ([b"b", b"d", b"b"], [b"4", b"5", b"6"])]
+    assert list(latest_per_key(batches).items()) == [(b"c", b"3"), (b"a", None), (b"d", b"5"), (b"b", b"6")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from([b"a", b"b", b"c", b"d", b"e"]),
+                                   st.one_of(st.none(), st.binary(max_size=3))), min_size=1, max_size=6), max_size=8))
+def test_latest_per_key_is_what_replaying_one_record_at_a_time_leaves(batches) -> None:
+    as_columns = [([k for k, _ in batch], [v for _, v in batch]) for batch in batches]
+    assert list(latest_per_key(as_columns).items()) == _latest_one_record_at_a_time(as_columns)

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.log.batch import (HEADER, HEADER_SIZE, BatchHeader, CorruptBatchError, Record, assemble_batch,
-                                   build_batch, build_keyed_batch, encode_record, iter_batches, iter_records, set_base_offset,
-                                   verify_crc)
+from coordinator.log.batch import (HEADER, HEADER_SIZE, TIMESTAMP_TYPE_BIT, BatchHeader, CorruptBatchError, Record,
+                                   assemble_batch, build_batch, build_keyed_batch, encode_record, iter_batches,
+                                   iter_records, record_columns, set_base_offset, verify_crc)
 
 
 def test_header_is_61_bytes_and_parses_fields_written_by_build_batch():
@@ -125,3 +125,27 @@ def test_keyed_batch_is_byte_for_byte_what_build_batch_makes(records, timestamp,
 def test_keyed_batch_of_more_records_than_the_varint_table_still_matches():
     records = [(b"k%d" % i, b"v") for i in range(9000)]
     assert build_keyed_batch(records, 5) == build_batch(records, timestamp=5)
+
+
+def test_record_columns_hold_each_field_of_the_records_in_order():
+    b = build_batch([(b"a", b"1"), (None, None), (b"c", b"x", [("h", b"hv")])], base_offset=10, timestamp=5)
+    columns = record_columns(b)
+    assert (columns.keys, columns.values) == ([b"a", None, b"c"], [b"1", None, b"x"])
+    assert columns.headers == [(), (), (("h", b"hv"),)]
+    assert columns.offsets() == [10, 11, 12] and columns.timestamps() == [5, 5, 5]
+    assert columns.records() == list(iter_records(b))
+
+
+def test_log_append_time_batches_give_every_record_the_batch_max_timestamp():
+    encoded = [encode_record(0, 0, b"k", b"v"), encode_record(1, 7, b"k2", b"w")]
+    b = assemble_batch(encoded, base_offset=0, last_offset_delta=1, base_timestamp=100, max_timestamp=999,
+                       attributes=TIMESTAMP_TYPE_BIT)
+    assert record_columns(b).timestamps() == [999, 999]
+    assert [r.timestamp for r in iter_records(b)] == [999, 999]
+
+
+def test_a_header_parsed_already_frames_the_same_records():
+    buf = build_batch([(b"a", b"1")], base_offset=3) + build_batch([(b"b", b"2"), (b"c", None)], base_offset=4)
+    by_header = [r for pos, h in iter_batches(buf) for r in iter_records(buf, pos, h)]
+    assert by_header == [r for pos, _ in iter_batches(buf) for r in iter_records(buf, pos)]
+    assert [r.offset for r in by_header] == [3, 4, 5]
