@@ -2,7 +2,8 @@
 
 No Spark here (the data source in `reader.py` hands these batches to Spark as they are), so it can
 be tested and benchmarked alone. Batches are framed by `coordinator.log.segment.scan_batches`,
-records split by `coordinator.log.batch.iter_records`, keys and values decoded by the
+records split into columns by `coordinator.log.batch.record_columns` (given the header the scan
+already parsed, so each header is parsed once), keys and values decoded by the
 `coordinator.records` codec (`decode_record_versions` for each distinct key, the value's generated
 decoder for each value): there is no second implementation of the format.
 
@@ -32,7 +33,7 @@ import pyarrow as pa  # the spark extra; nothing the server imports comes here
 import pyarrow.compute as pc
 import structlog
 
-from coordinator.log.batch import CorruptBatchError, Record, iter_records
+from coordinator.log.batch import CorruptBatchError, RecordColumns, record_columns
 from coordinator.log.partition import parse_partition_dir
 from coordinator.log.segment import SUFFIX, base_offset_of, scan_batches
 from coordinator.records import RecordType, UnknownRecordType, decode_record_versions
@@ -192,12 +193,12 @@ def decode_value(keys: _KeyTable, kid: int, value: bytes) -> tuple[int, object]:
     return version, message
 
 
-def append_record(chunk: _Chunk, keys: _KeyTable, kid: int, rec: Record, stats: DecodeStats) -> None:
+def append_record(chunk: _Chunk, keys: _KeyTable, kid: int, offset: int, timestamp: int, value: bytes | None,
+                  stats: DecodeStats) -> None:
     """Add one record as a row of ``chunk`` (its value decoded; a tombstone or unknown type as nulls)."""
-    value = rec.value
     row = len(chunk.offsets)
-    chunk.offsets.append(rec.offset)
-    chunk.timestamps.append(rec.timestamp)
+    chunk.offsets.append(offset)
+    chunk.timestamps.append(timestamp)
     chunk.kids.append(kid)
     code = keys.kind_code[kid]
     if value is None:
@@ -217,16 +218,18 @@ def append_record(chunk: _Chunk, keys: _KeyTable, kid: int, rec: Record, stats: 
         (chunk.metadata if code == GROUP_METADATA else chunk.reasons).append((row, message))
 
 
-def batch_records(segment: Path, stats: DecodeStats) -> Iterator[Iterator[Record]]:
-    """The records of each batch of a segment file, in order (transaction markers skipped). Same
-    rule as the server's loader: the file ends at the first bad batch, noted in `stats.problems`."""
+def batch_columns(segment: Path, stats: DecodeStats) -> Iterator[RecordColumns]:
+    """The records of each batch of a segment file as columns, in order (transaction markers
+    skipped). Same rule as the server's loader: the file ends at the first bad batch, noted in
+    `stats.problems`. Columns rather than Record objects: the summary reader keeps only a few fields
+    of most records, and a log of small batches makes per-record objects the larger cost."""
     fd = os.open(segment, os.O_RDONLY)
     try:
         try:
             for _, header, view in scan_batches(fd, os.fstat(fd).st_size, verify=True):
                 stats.batches += 1
                 if not header.is_control:  # transaction markers carry no coordinator record
-                    yield iter_records(view)
+                    yield record_columns(view, 0, header)  # the header scan_batches parsed: not parsed again
         except CorruptBatchError as e:
             stats.problems.append(f"{segment}: stopped at byte {e.position}: {e.reason}")
             log.warning("segment_read_stopped", segment=str(segment), position=e.position, reason=e.reason)
@@ -245,12 +248,13 @@ def decode_segment(segment: Path, partition: int | None = None, chunk_rows: int 
     keys = _KeyTable()
     key_index = keys.index
     chunk = _Chunk()
-    for records in batch_records(segment, stats):
-        for rec in records:
-            kid = key_index.get(rec.key)
+    for columns in batch_columns(segment, stats):
+        for offset, timestamp, key, value in zip(columns.offsets(), columns.timestamps(), columns.keys,
+                                                 columns.values):
+            kid = key_index.get(key)
             if kid is None:
-                kid = keys.add(rec.key)
-            append_record(chunk, keys, kid, rec, stats)
+                kid = keys.add(key)
+            append_record(chunk, keys, kid, offset, timestamp, value, stats)
         row = len(chunk.offsets)
         if row >= chunk_rows:
             stats.records += row

@@ -30,15 +30,21 @@ Nothing here imports the server; only `coordinator.records` and `coordinator.log
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import structlog
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
 from pyspark.sql import functions as F
 
 from spark_jobs.decode import find_segments, log_end_offsets
@@ -296,25 +302,41 @@ def current_groups(gm: DataFrame, records: DataFrame) -> DataFrame:
                           F.when(~F.col("r.tombstone"), F.col("r.reason_api")).alias("last_reason_api")))
 
 
+def log_facts(records: DataFrame) -> dict[str, Any]:
+    """Record counts, time range, partitions and groups of the log, for the summary.
+
+    One small aggregate per (kind, partition, group) is collected and folded here: one Spark job
+    and one shuffle, where a global aggregate with two distinct counts plus a per-kind count took
+    two jobs and four shuffles. It is the first action on the cached rows, so it also reads the log."""
+    # A per-key commit row stands for record_count records; every other row (minutes aside) for one.
+    rows = records.filter(F.col("kind") != MINUTE_KIND)
+    n = F.coalesce("record_count", F.lit(1))
+    kind = F.when(F.col("kind") == KEY_KIND, "offset_commit").otherwise(F.col("kind"))
+    parts = rows.groupBy(kind.alias("kind"), "partition", "group_id").agg(
+        F.sum(n).alias("records"), F.min(F.coalesce("first_ms", "timestamp")).alias("first_ms"),
+        F.max(F.coalesce("last_ms", "timestamp")).alias("last_ms"),
+        F.sum(F.coalesce("tombstone_count", F.col("tombstone").cast("long"))).alias("tombstones")).collect()
+    by_kind: dict[str, int] = {}
+    for r in sorted(parts, key=lambda r: r["kind"]):
+        by_kind[r["kind"]] = by_kind.get(r["kind"], 0) + r["records"]
+    firsts = [r["first_ms"] for r in parts if r["first_ms"] is not None]
+    lasts = [r["last_ms"] for r in parts if r["last_ms"] is not None]
+    tombstones = [r["tombstones"] for r in parts if r["tombstones"] is not None]
+    # Null where Spark's aggregates over no rows (or only nulls) are null, as before.
+    return {"records": sum(r["records"] for r in parts), "first_ms": min(firsts) if firsts else None,
+            "last_ms": max(lasts) if lasts else None,
+            "partitions": len({r["partition"] for r in parts if r["partition"] is not None}),
+            "groups_seen": len({r["group_id"] for r in parts if r["group_id"] is not None}),
+            "tombstones": sum(tombstones) if tombstones else None, "by_kind": by_kind}
+
+
 def build_views(spark: SparkSession, records: DataFrame, log_dir: Path,
                 cached: list[DataFrame] | None = None) -> tuple[dict[str, DataFrame], dict]:
     """Every view, plus facts about the log (record counts, time range) for the summary.
 
     Intermediate frames it persists are added to ``cached``, for the caller to unpersist."""
     cached = cached if cached is not None else []
-    # A per-key commit row stands for record_count records; every other row (minutes aside) for one.
-    rows = records.filter(F.col("kind") != MINUTE_KIND)
-    n = F.coalesce("record_count", F.lit(1))
-    facts_row = rows.agg(F.coalesce(F.sum(n), F.lit(0)).alias("records"),
-                         F.min(F.coalesce("first_ms", "timestamp")).alias("first_ms"),
-                         F.max(F.coalesce("last_ms", "timestamp")).alias("last_ms"),
-                         F.countDistinct("partition").alias("partitions"),
-                         F.countDistinct("group_id").alias("groups_seen"),
-                         F.sum(F.coalesce("tombstone_count", F.col("tombstone").cast("long"))).alias("tombstones")
-                         ).first()
-    facts = facts_row.asDict() if facts_row else {}
-    kind = F.when(F.col("kind") == KEY_KIND, "offset_commit").otherwise(F.col("kind"))
-    facts["by_kind"] = {r["kind"]: r["n"] for r in rows.groupBy(kind.alias("kind")).agg(F.sum(n).alias("n")).collect()}
+    facts = log_facts(records)
     as_of = facts.get("last_ms") or 0
     gm = group_metadata_sequence(records).persist(StorageLevel.MEMORY_AND_DISK)
     reasons = reasons_by_write(records, gm)
@@ -347,51 +369,95 @@ def build_views(spark: SparkSession, records: DataFrame, log_dir: Path,
 # ---- summary ----------------------------------------------------------------------------------------
 
 
-def _counts(df: DataFrame, column: str, limit: int = 20) -> dict[str, int]:
-    """The ``limit`` most frequent values (free-text reasons can be unique per member id)."""
-    rows = df.groupBy(column).count().orderBy(F.desc("count"), column).limit(limit).collect()
-    return {str(r[0]): int(r[1]) for r in rows}
+@dataclass(slots=True)
+class ViewData:
+    """What the summary and the page need from the written views, each view read back once (only the
+    columns needed) and folded here in Python: one small Spark job per view, where a Spark query per
+    figure took about thirty (the views are small; the jobs' fixed cost was the time)."""
+
+    timeline: pa.Table  # rebalance_timeline, the columns the summary and the timeline table show
+    durations: Row | None  # Spark's percentile_approx over the timeline (p) and max, kept bit for bit
+    per_hour: list[Row]  # rebalances_per_hour, ordered by hour
+    top_groups: list[dict[str, Any]]  # top_groups, ordered
+    events: pa.Table  # membership_events: group_id, event
+    instances: list[dict[str, Any]]  # churn_by_instance
+    per_minute: pa.Table  # commits_per_minute: minute (epoch µs), commits
+    progress: pa.Table  # offset_progress: group_id, commits
+    current_offsets: pa.Table  # current_offsets: lag
+    current_groups: list[dict[str, Any]]  # current_groups, ordered by group_id
 
 
-def summarize(views: dict[str, DataFrame], facts: dict, log_dir: Path, segments: int) -> dict[str, Any]:
-    timeline, events = views["rebalance_timeline"], views["membership_events"]
+TIMELINE_COLUMNS = ("group_id", "generation", "trigger", "reason", "start_ms", "stable_ms", "rebalance_duration_ms",
+                    "start_source", "member_count", "leader", "protocol", "joined", "left", "expired")
+
+
+def read_back(spark: SparkSession, out: Path) -> ViewData:
+    view = functools.partial(_read_view, spark, out)
+    timeline = view("rebalance_timeline")
     durations = timeline.agg(F.percentile_approx("rebalance_duration_ms", [0.5, 0.95]).alias("p"),
                              F.max("rebalance_duration_ms").alias("max")).first()
+    minutes = view("commits_per_minute").select(F.unix_micros("minute").alias("minute"), "commits")
+    return ViewData(
+        timeline=timeline.select(*TIMELINE_COLUMNS).toArrow(), durations=durations,
+        per_hour=view("rebalances_per_hour").limit(5000).collect(),
+        top_groups=view("top_groups").toArrow().to_pylist(),
+        events=view("membership_events").select("group_id", "event").toArrow(),
+        instances=view("churn_by_instance").toArrow().to_pylist(), per_minute=minutes.toArrow(),
+        progress=view("offset_progress").select("group_id", "commits").toArrow(),
+        current_offsets=view("current_offsets").select("lag").toArrow(),
+        current_groups=sorted(view("current_groups").toArrow().to_pylist(), key=lambda r: r["group_id"]))
+
+
+def top_counts(values: Iterable[Any], limit: int = 20) -> dict[str, int]:
+    """The ``limit`` most frequent values (free-text reasons can be unique per member id), most
+    frequent first, ties by value with null first: Spark's `orderBy(desc(count), value)`."""
+    counts = Counter(values)
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0] is not None, "" if kv[0] is None else kv[0]))
+    return {str(value): n for value, n in ranked[:limit]}
+
+
+def group_sums(table: pa.Table, key: str, value: str) -> list[tuple[Any, int]]:
+    """(key, sum of value) per key, largest sum first, ties by key (Spark's `orderBy(desc, key)`)."""
+    sums = table.group_by(key, use_threads=False).aggregate([(value, "sum")]).to_pylist()
+    return sorted(((r[key], r[f"{value}_sum"] or 0) for r in sums), key=lambda kv: (-kv[1], kv[0]))
+
+
+def summarize(data: ViewData, facts: dict, log_dir: Path, segments: int) -> dict[str, Any]:
+    timeline, durations = data.timeline, data.durations
     p = (durations["p"] or [None, None]) if durations else [None, None]
-    churn = _counts(events, "event")
-    instances = views["churn_by_instance"].agg(F.sum("replacements_absorbed").alias("absorbed"),
-                                               F.sum("rebalances_caused").alias("caused")).first()
-    offsets = views["current_offsets"].agg(F.count(F.lit(1)).alias("n"), F.sum("lag").alias("lag")).first()
-    top = [r.asDict() for r in views["top_groups"].limit(10).collect()]
+    churn = top_counts(data.events["event"].to_pylist())
+    absorbed = sum(r["replacements_absorbed"] or 0 for r in data.instances)
+    caused = sum(r["rebalances_caused"] or 0 for r in data.instances)
+    lag = pc.sum(data.current_offsets["lag"]).as_py()
     summary: dict[str, Any] = {
         "log": {"path": str(log_dir), "segments": segments, "records": facts.get("records", 0),
                 "partitions": facts.get("partitions", 0), "tombstones": facts.get("tombstones") or 0,
                 "by_kind": facts.get("by_kind", {}), "first_timestamp_ms": facts.get("first_ms"),
                 "last_timestamp_ms": facts.get("last_ms")},
-        "groups": {"seen": facts.get("groups_seen", 0), **_counts(views["current_groups"], "state")},
-        "rebalances": {"total": timeline.count(), "by_trigger": _counts(timeline, "trigger"),
-                       "reasons": _counts(timeline.filter(F.col("reason").isNotNull()), "reason"),
+        "groups": {"seen": facts.get("groups_seen", 0), **top_counts(r["state"] for r in data.current_groups)},
+        "rebalances": {"total": timeline.num_rows, "by_trigger": top_counts(timeline["trigger"].to_pylist()),
+                       "reasons": top_counts(r for r in timeline["reason"].to_pylist() if r is not None),
                        "duration_ms": {"p50": p[0], "p95": p[1], "max": durations["max"] if durations else None},
-                       "static_replacements_absorbed": int(instances["absorbed"] or 0) if instances else 0,
-                       "rebalances_caused_by_static_members": int(instances["caused"] or 0) if instances else 0},
+                       "static_replacements_absorbed": int(absorbed),
+                       "rebalances_caused_by_static_members": int(caused)},
         "membership": churn,
         "offsets": {"commit_records": facts.get("by_kind", {}).get("offset_commit", 0),
-                    "current_offsets": int(offsets["n"]) if offsets else 0,
-                    "total_lag": int(offsets["lag"]) if offsets and offsets["lag"] is not None else None},
-        "top_groups": top,
+                    "current_offsets": data.current_offsets.num_rows,
+                    "total_lag": int(lag) if lag is not None else None},
+        "top_groups": data.top_groups[:10],
     }
     summary["commits"] = summary["offsets"]["commit_records"]
     if facts.get("groups_seen", 0) <= 50:  # small logs: per-group figures, handy for checks and tests
-        per_group: dict[str, Any] = {}
-        for r in timeline.groupBy("group_id").agg(F.count(F.lit(1)).alias("rebalances"),
-                                                  F.collect_list(F.struct("generation", "trigger", "reason"))
-                                                  .alias("generations")).collect():
-            per_group[r["group_id"]] = {"rebalances": r["rebalances"], "static_replacements": 0, "commits": 0,
-                                        "generations": [
-                g.asDict() for g in sorted(r["generations"], key=lambda g: g["generation"])]}
-        for r in views["offset_progress"].groupBy("group_id").agg(F.sum("commits").alias("c")).collect():
-            per_group.setdefault(r["group_id"], {})["commits"] = int(r["c"])
-        for r in views["top_groups"].select("group_id", "static_replacements_absorbed").collect():
+        generations: dict[str, list[dict[str, Any]]] = {}
+        for r in timeline.select(["group_id", "generation", "trigger", "reason"]).to_pylist():
+            generations.setdefault(r.pop("group_id"), []).append(r)
+        per_group: dict[str, Any] = {
+            group: {"rebalances": len(gens), "static_replacements": 0, "commits": 0,
+                    "generations": sorted(gens, key=lambda g: g["generation"])}
+            for group, gens in sorted(generations.items())}
+        for group, commits in group_sums(data.progress, "group_id", "commits"):
+            per_group.setdefault(group, {})["commits"] = int(commits)
+        for r in data.top_groups:
             per_group.setdefault(r["group_id"], {})["static_replacements"] = int(r["static_replacements_absorbed"])
         summary["per_group"] = per_group
     return summary
@@ -400,8 +466,23 @@ def summarize(views: dict[str, DataFrame], facts: dict, log_dir: Path, segments:
 # ---- running it -------------------------------------------------------------------------------------
 
 
+class Phases:
+    """Wall time of each step of the job, logged as it ends and kept for the summary (`phase_seconds`)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def done(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] = round(now - self._last, 2)
+        self._last = now
+        log.info("phase_done", phase=name, seconds=self.seconds[name])
+
+
 def run(spark: SparkSession, log_dir: Path, out: Path, html: bool = True) -> dict[str, Any]:
     started = time.monotonic()
+    phases = Phases()
     segments = find_segments(log_dir)
     if not segments:
         raise FileNotFoundError(f"no __consumer_offsets segments under {log_dir}")
@@ -412,20 +493,26 @@ def run(spark: SparkSession, log_dir: Path, out: Path, html: bool = True) -> dic
     records = read_log(spark, log_dir, commits="summary").drop(*UNUSED_COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)
     cached: list[DataFrame] = []
     views, facts = build_views(spark, records, log_dir, cached)
+    phases.done("read")  # the facts are the first action: the log is read and cached there
     for name in VIEWS:
         views[name].write.mode("overwrite").parquet(str(out / name))
+        phases.done(f"view:{name}")
     records.unpersist()
     for df in cached:
         df.unpersist()  # everything below reads the Parquet
     # The summary and the HTML page read the views back: small tables, instead of recomputing them.
-    views = {name: _read_view(spark, out, name) for name in VIEWS}
-    summary = summarize(views, facts, log_dir, len(segments))
+    data = read_back(spark, out)
+    phases.done("read_back")
+    summary = summarize(data, facts, log_dir, len(segments))
+    phases.done("summary")
     summary["seconds"] = round(time.monotonic() - started, 2)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    summary["phase_seconds"] = phases.seconds  # the page embeds them up to here; summary.json has them all
     if html:
         from spark_jobs.html_report import render
 
-        (out / "report.html").write_text(render(views, summary))
+        (out / "report.html").write_text(render(data, summary))
+        phases.done("html")
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     log.info("report_written", out=str(out), records=facts.get("records"), seconds=summary["seconds"])
     return summary
 

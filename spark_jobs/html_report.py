@@ -9,11 +9,17 @@ from __future__ import annotations
 import datetime as dt
 import html
 import json
+from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from spark_jobs.group_history import group_sums
+
+if TYPE_CHECKING:
+    from spark_jobs.group_history import ViewData
 
 W, H, PAD_L, PAD_B, PAD_T, PAD_R = 860, 260, 64, 40, 16, 16
 COLORS = {"joined": "#2e7d32", "left": "#1565c0", "expired": "#c62828", "static_replaced": "#8e24aa",
@@ -149,40 +155,48 @@ def table(rows: list[dict[str, Any]], columns: Sequence[str], time_columns: Sequ
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _duration_bucket() -> Any:
-    expr = None
+def _duration_bucket(ms: int | None) -> str:
     for limit, label in DURATION_BUCKETS:
-        cond = F.col("rebalance_duration_ms") < limit if limit is not None else F.lit(True)
-        expr = F.when(cond, label) if expr is None else expr.when(cond, label)
-    return expr
+        if limit is None or (ms is not None and ms < limit):  # no duration: the last bucket, as in SQL
+            return label
+    raise AssertionError("the last bucket takes every value")
 
 
-def render(views: dict[str, DataFrame], summary: dict[str, Any]) -> str:
-    timeline = views["rebalance_timeline"]
-    per_hour = views["rebalances_per_hour"].limit(5000).collect()
-    top = views["top_groups"].limit(20).collect()
-    buckets = {r["b"]: r["n"] for r in timeline.groupBy(_duration_bucket().alias("b")).agg(
-        F.count(F.lit(1)).alias("n")).collect()}
-    scatter = (timeline.select("stable_ms", "rebalance_duration_ms").orderBy(F.desc("stable_ms")).limit(3000)
-               .collect())
-    churn_groups = (views["membership_events"].groupBy("group_id").pivot("event", list(COLORS)).count()
-                    .fillna(0).withColumn("total", sum(F.col(c) for c in COLORS))
-                    .orderBy(F.desc("total"), "group_id").limit(20).collect())
-    per_minute = (views["commits_per_minute"].groupBy("minute").agg(F.sum("commits").alias("commits"))
-                  .orderBy("minute").collect())
+def _commit_series(per_minute: pa.Table, bucket_us: int) -> list[tuple[int, int]]:
+    """(epoch ms, commits) per minute or hour, in time order (minutes are UTC: floored in µs)."""
+    bucket = pc.multiply(pc.divide(per_minute["minute"], bucket_us), bucket_us)
+    sums = pa.table({"t": bucket, "commits": per_minute["commits"]}).group_by("t", use_threads=False).aggregate(
+        [("commits", "sum")]).sort_by("t")
+    return [(t // 1000, n) for t, n in zip(sums["t"].to_pylist(), sums["commits_sum"].to_pylist())]
+
+
+def render(data: ViewData, summary: dict[str, Any]) -> str:
+    timeline = data.timeline
+    per_hour = data.per_hour
+    top = data.top_groups[:20]
+    buckets = Counter(map(_duration_bucket, timeline["rebalance_duration_ms"].to_pylist()))
+    # Newest first, as the Spark query ordered them; a stable sort keeps ties in the view's order.
+    newest = pc.sort_indices(timeline, [("stable_ms", "descending"), ("group_id", "ascending")])
+    scatter = timeline.select(["stable_ms", "rebalance_duration_ms"]).take(
+        pc.sort_indices(timeline, [("stable_ms", "descending")])[:3000]).to_pylist()
+    per_event = data.events.group_by(["group_id", "event"], use_threads=False).aggregate([("event", "count")])
+    churn: dict[str, dict[str, int]] = {}
+    for r in per_event.to_pylist():
+        parts = churn.setdefault(r["group_id"], dict.fromkeys(COLORS, 0))  # every group, as the pivot's rows
+        if r["event"] in COLORS:  # the pivot's columns: other events (static_rejoined_as) are not drawn
+            parts[r["event"]] = r["event_count"]
+    churn_groups = sorted(churn.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))[:20]
+    per_minute = _commit_series(data.per_minute, 60_000_000)
     if len(per_minute) > 2000:  # long logs: an hourly series reads better than 100k minute points
-        per_minute = (views["commits_per_minute"].groupBy(F.date_trunc("hour", "minute").alias("minute"))
-                      .agg(F.sum("commits").alias("commits")).orderBy("minute").collect())
+        per_minute = _commit_series(data.per_minute, 3_600_000_000)
         rate_label = "commits / hour"
     else:
         rate_label = "commits / minute"
-    commit_groups = (views["offset_progress"].groupBy("group_id").agg(F.sum("commits").alias("commits"))
-                     .orderBy(F.desc("commits"), "group_id").limit(20).collect())
-    recent = [r.asDict() for r in timeline.orderBy(F.desc("stable_ms"), "group_id").limit(200).collect()]
-    current = [r.asDict() for r in views["current_groups"].orderBy("group_id").limit(200).collect()]
-    instances = [r.asDict() for r in views["churn_by_instance"].orderBy(F.desc("replacements_absorbed"), "group_id",
-                                                                            "group_instance_id")
-                 .limit(50).collect()]
+    commit_groups = group_sums(data.progress, "group_id", "commits")[:20]
+    recent = timeline.take(newest[:200]).to_pylist()
+    current = data.current_groups[:200]
+    instances = sorted(data.instances, key=lambda r: (-r["replacements_absorbed"], r["group_id"],
+                                                      r["group_instance_id"]))[:50]
 
     rb = summary["rebalances"]
     cards = [("records", summary["log"]["records"]), ("groups seen", summary["groups"]["seen"]),
@@ -197,7 +211,7 @@ def render(views: dict[str, DataFrame], summary: dict[str, Any]) -> str:
         ("rebalances-per-group", "Rebalances per group",
          bar_chart([r["group_id"] for r in top], [r["rebalances"] for r in top], "rebalances",
                    color="#ef6c00", chart_id="chart-rebalances-per-group")
-         + table([r.asDict() for r in top], ["group_id", "rebalances", "rebalances_per_hour", "avg_rebalance_ms",
+         + table(top, ["group_id", "rebalances", "rebalances_per_hour", "avg_rebalance_ms",
                                              "max_rebalance_ms", "static_replacements_absorbed", "last_generation"])),
         ("rebalance-durations", "Rebalance durations",
          bar_chart([label for _, label in DURATION_BUCKETS], [buckets.get(label, 0) for _, label in DURATION_BUCKETS],
@@ -205,16 +219,16 @@ def render(views: dict[str, DataFrame], summary: dict[str, Any]) -> str:
          + line_chart([r["stable_ms"] for r in scatter], [r["rebalance_duration_ms"] or 0 for r in scatter],
                       "duration ms", chart_id="chart-duration-scatter", dots=True)),
         ("membership-churn", "Membership churn",
-         hbar_chart([(r["group_id"], {c: r[c] for c in COLORS}) for r in churn_groups], list(COLORS),
+         hbar_chart(churn_groups, list(COLORS),
                     chart_id="chart-churn")
          + "<h3>Static members (KIP-345)</h3>"
          + table(instances, ["group_id", "group_instance_id", "member_ids", "replacements_absorbed",
                              "rebalances_caused", "left", "expired"])),
         ("commit-rate", "Offset commit rate",
-         line_chart([int(r["minute"].replace(tzinfo=dt.timezone.utc).timestamp() * 1000) for r in per_minute],
-                    [r["commits"] for r in per_minute], rate_label, chart_id="chart-commit-rate")),
+         line_chart([ms for ms, _ in per_minute], [n for _, n in per_minute], rate_label,
+                    chart_id="chart-commit-rate")),
         ("commits-per-group", "Offset commits per group",
-         bar_chart([r["group_id"] for r in commit_groups], [r["commits"] for r in commit_groups], "commits",
+         bar_chart([group for group, _ in commit_groups], [n for _, n in commit_groups], "commits",
                    color="#2e7d32", chart_id="chart-commits-per-group")),
         ("timeline", "Rebalance timeline",
          table(recent, ["group_id", "generation", "trigger", "reason", "start_ms", "stable_ms",

@@ -16,9 +16,11 @@ group-history job reads that way), with the extra columns of `SUMMARY_SCHEMA`.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -86,7 +88,22 @@ class ConsumerOffsetsReader(DataSourceReader):
         assert isinstance(partition, SegmentPartition)
         # Arrow batches go to the JVM as they are; no per-row Python objects cross over.
         decode = summarize_segment if self.summary else decode_segment
-        yield from decode(Path(partition.path), partition.partition, self.chunk_rows)
+        with gc_paused():
+            yield from decode(Path(partition.path), partition.partition, self.chunk_rows)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Decoding makes millions of short-lived containers (per batch: its columns) and holds a segment's
+    values; the cyclic collector kept rescanning them for 10-15% of the decode time. Nothing the
+    decoders build is cyclic, so reference counting frees it all the same."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class ConsumerOffsetsDataSource(DataSource):
@@ -138,10 +155,16 @@ def local_session(master: str = "local[*]", app_name: str = "groupcoord-report",
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = builder.master(master)
     # Shuffles here are of aggregates (a few rows per group), so two partitions per core are plenty;
-    # Spark's 200 would mean 200 tiny tasks per stage. The driver is the executor in local mode:
-    # its memory holds the cached rows.
+    # Spark's 200 would mean 200 tiny tasks per stage. Not one per core, though that is as fast: the
+    # summary's percentile_approx depends on how the timeline is split into files (one partition per
+    # core: p95 2879 instead of 2880 on the 10M benchmark log). The driver is the executor in local
+    # mode: its memory holds the cached rows.
+    # The JVM options: the job is a few dozen short Spark jobs over small tables, and on a 2-core
+    # machine C2 compiling them and G1's concurrent threads took more CPU than the work itself
+    # (1M records: 135 -> 80 CPU-s for the whole job, 198 -> 74 s wall). C1 code is fast enough here.
     defaults = {"spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC",
                 "spark.sql.shuffle.partitions": str(2 * _cores(master)), "spark.driver.memory": "3g",
+                "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC",
                 "spark.sql.execution.arrow.pyspark.enabled": "true"}
     for key, value in {**defaults, **conf}.items():
         builder = builder.config(key, value)

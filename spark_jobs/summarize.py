@@ -27,15 +27,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from itertools import compress
-from operator import attrgetter, is_not
+from operator import is_not, not_
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from coordinator.log.batch import Record
-from spark_jobs.decode import (COMMIT, batch_records, COLUMNS, DecodeStats, _Chunk, _KeyTable, _NO_COMMIT, _to_batch,
-                               append_record, arrow_schema, decode_value, partition_of)
+from spark_jobs.decode import (COMMIT, COLUMNS, DecodeStats, _Chunk, _KeyTable, _NO_COMMIT, _to_batch, append_record,
+                               arrow_schema, batch_columns, decode_value, partition_of)
 
 KEY_KIND = "offset_commit_key"
 MINUTE_KIND = "offset_commit_minute"
@@ -49,9 +48,6 @@ SUMMARY_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
 )
 SUMMARY_COLUMNS: tuple[str, ...] = COLUMNS + tuple(name for name, _ in SUMMARY_FIELDS)
 
-_KEY, _VALUE, _OFFSET, _TIMESTAMP = (attrgetter(a) for a in ("key", "value", "offset", "timestamp"))
-
-
 @functools.cache
 def summary_schema() -> pa.Schema:
     schema = arrow_schema()
@@ -61,14 +57,15 @@ def summary_schema() -> pa.Schema:
 
 
 class _Commits:
-    """The commit records of a segment as plain columns (the records themselves are dropped)."""
+    """Records as plain columns: a segment's commit records, or whole batches not yet split by kind."""
 
-    __slots__ = ("kids", "offsets", "timestamps", "values")
+    __slots__ = ("kids", "offsets", "timestamps", "keys", "values")
 
     def __init__(self) -> None:
         self.kids: list[int] = []
         self.offsets: list[int] = []
         self.timestamps: list[int] = []
+        self.keys: list[bytes] = []  # pending records only (commits keep their key's number)
         self.values: list[bytes | None] = []  # kept for the few values the figures need
 
 
@@ -83,12 +80,20 @@ def summarize_segment(segment: Path, partition: int | None = None, chunk_rows: i
     keys = _KeyTable()
     commits = _Commits()
     others = _Chunk()
-    pending: list[Record] = []  # records of whole batches, split by kind every chunk_rows
-    for records in batch_records(segment, stats):
-        pending += records
-        if len(pending) >= chunk_rows:
+    pending = _Commits()  # records of whole batches, split by kind every chunk_rows
+    # Per batch only list extends (a log of small batches: ~3 records each); every per-record step
+    # after framing happens a chunk at a time, in C-level maps.
+    offsets, timestamps, pending_keys, values = pending.offsets, pending.timestamps, pending.keys, pending.values
+    for columns in batch_columns(segment, stats):
+        offsets += columns.offsets()
+        timestamps += columns.timestamps()
+        pending_keys += columns.keys
+        values += columns.values
+        if len(pending_keys) >= chunk_rows:
             _split(pending, keys, commits, others, stats)
-            pending = []
+            pending = _Commits()
+            offsets, timestamps, pending_keys, values = (pending.offsets, pending.timestamps, pending.keys,
+                                                         pending.values)
             if len(others.offsets) >= chunk_rows:
                 yield _with_summary_columns(_to_batch(others, keys, partition, seg_name))
                 others = _Chunk()
@@ -99,13 +104,14 @@ def summarize_segment(segment: Path, partition: int | None = None, chunk_rows: i
         yield from _commit_batches(commits, keys, partition, seg_name)
 
 
-def _split(recs: list[Record], keys: _KeyTable, commits: _Commits, others: _Chunk, stats: DecodeStats) -> None:
+def _split(pending: _Commits, keys: _KeyTable, commits: _Commits, others: _Chunk, stats: DecodeStats) -> None:
     """Commit records go to ``commits`` as columns (C-level maps, no per-record bytecode); the rest
     become rows of ``others``."""
-    if not recs:
+    key_bytes = pending.keys
+    n = len(key_bytes)
+    if not n:
         return
-    stats.records += len(recs)
-    key_bytes = list(map(_KEY, recs))
+    stats.records += n
     index = keys.index
     kids = list(map(index.get, key_bytes))
     if None in kids:  # keys first seen in this chunk
@@ -113,18 +119,20 @@ def _split(recs: list[Record], keys: _KeyTable, commits: _Commits, others: _Chun
             if key not in index:
                 keys.add(key)
         kids = list(map(index.__getitem__, key_bytes))
-    is_commit = [code == COMMIT for code in map(keys.kind_code.__getitem__, kids)]
+    is_commit = list(map(COMMIT.__eq__, map(keys.kind_code.__getitem__, kids)))
     if all(is_commit):
-        commit_recs, commit_kids = recs, kids
-    else:
-        commit_recs, commit_kids = list(compress(recs, is_commit)), list(compress(kids, is_commit))
-        for rec, kid, commit in zip(recs, kids, is_commit):
-            if not commit:
-                append_record(others, keys, kid, rec, stats)
-    commits.kids += commit_kids
-    commits.offsets += map(_OFFSET, commit_recs)
-    commits.timestamps += map(_TIMESTAMP, commit_recs)
-    commits.values += map(_VALUE, commit_recs)
+        commits.kids += kids
+        commits.offsets += pending.offsets
+        commits.timestamps += pending.timestamps
+        commits.values += pending.values
+        return
+    commits.kids += compress(kids, is_commit)
+    commits.offsets += compress(pending.offsets, is_commit)
+    commits.timestamps += compress(pending.timestamps, is_commit)
+    commits.values += compress(pending.values, is_commit)
+    offsets, timestamps, values = pending.offsets, pending.timestamps, pending.values
+    for i in compress(range(n), map(not_, is_commit)):  # a few % of records: decoded as rows
+        append_record(others, keys, kids[i], offsets[i], timestamps[i], values[i], stats)
 
 
 def _commit_batches(commits: _Commits, keys: _KeyTable, partition: int, seg_name: str) -> Iterator[pa.RecordBatch]:
