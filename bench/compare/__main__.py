@@ -1,7 +1,7 @@
 """`make bench-compare`: every workload against this server and against Tansu, one after the other in
 one run, then a table of both figures and their ratio (median of RUNS runs, min–max shown).
 
-    .venv/bin/python -m bench.compare [--runs 3] [--quick] [--only groupcoord|tansu]
+    .venv/bin/python -m bench.compare [--runs 3] [--quick] [--only groupcoord|tansu] [--heartbeat-interval-ms 100]
 
 The floor server's heartbeat figure shows what the load generator itself can drive on this machine.
 """
@@ -33,11 +33,24 @@ def _add(figures: Figures, result: dict[str, float]) -> None:
         figures.setdefault(key, []).append(float(value))
 
 
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The generator runs on uvloop when it is installed (as the server does). Pipelined loads do
+    not notice, but a join storm (1,000 connections, one request each at a time) costs the generator
+    a quarter to a third more CPU on asyncio's own loop, which a 2-core machine turns into latency
+    of whichever broker is measured."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
 def _run(coro: Awaitable[dict[str, float]]) -> dict[str, float]:
     async def bounded() -> dict[str, float]:
         return await asyncio.wait_for(coro, WORKLOAD_TIMEOUT_S)
 
-    return asyncio.run(bounded())
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        return runner.run(bounded())
 
 
 def time_to_stable_group(port: int, partitions: int = 6, consumers: int = 3, timeout_s: float = 60) -> dict[str, float]:
@@ -121,7 +134,8 @@ def measure(profile: Profile, runs: int, quick: bool) -> Figures:
         try:
             _attempt(figures, profile.name, "heartbeats", lambda: _run(workloads.heartbeats(target.port, seconds=seconds)))
             for n in storms:
-                _attempt(figures, profile.name, f"join_storm_{n}", lambda: _run(workloads.join_storm(target.port, n)))
+                _attempt(figures, profile.name, f"join_storm_{n}", lambda: _run(workloads.join_storm(
+                    target.port, n, target.cpu_s)))
             _attempt(figures, profile.name, "commits",
                      lambda: _run(workloads.offset_commits(target.port, seconds=seconds)))
             _attempt(figures, profile.name, "rolling_restart",
@@ -186,7 +200,8 @@ def report(ours: Figures, peer: Figures, floor: Figures, peer_name: str, runs: i
             ma, mb = workloads.median_min_max(a)[0], workloads.median_min_max(b)[0]
             # Counts are not figures of merit, and the idle-groups totals come from different loads
             # per broker (see Profile): only the per-1,000-groups memory compares.
-            if key == "idle_groups" or key.endswith(("_generation", "rebalances")) or key.startswith(
+            counts = ("_generation", "rebalances", "_rounds", "_learnt_by_heartbeat", "_learnt_by_sync")
+            if key == "idle_groups" or key.endswith(counts) or key.startswith(
                     ("rss_before", "idle_groups_rss", "idle_groups_form")):
                 ratio = "-"
             elif ma and mb:
@@ -207,9 +222,13 @@ def main() -> int:
     parser.add_argument("--restart-records", type=int, default=1_000_000)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--only", choices=["groupcoord", "tansu"], help="measure one broker")
+    parser.add_argument("--heartbeat-interval-ms", type=int, default=groups.HEARTBEAT_INTERVAL_MS,
+                        help="how often a synced member heartbeats while a group forms (every broker alike)")
     args = parser.parse_args()
+    groups.HEARTBEAT_INTERVAL_MS = args.heartbeat_interval_ms
     started = time.perf_counter()
-    machine = {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+    machine = {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+               "generator_loop": "uvloop" if _loop_factory() else "asyncio"}
     print(f"machine: {machine}", flush=True)
     floor = floor_ceiling(args.runs)
     print(f"floor: {floor}", flush=True)
@@ -234,7 +253,8 @@ def main() -> int:
     print(report(ours, peer, floor, "tansu", args.runs))
     for what, why in FAILURES.items():
         print(f"not measured: {what}: {why}")
-    print(f"\nmedian of {args.runs} runs (min–max); memory and restart measured once; "
+    print(f"\nmedian of {args.runs} runs (min–max); members heartbeat every {args.heartbeat_interval_ms} ms "
+          f"while a group forms; memory and restart measured once; "
           f"total {time.perf_counter() - started:.0f}s; reproduce: make bench-compare")
     if args.json:
         args.json.write_text(json.dumps({"machine": machine, "groupcoord": ours, "tansu": peer, "floor": floor}))

@@ -8,7 +8,9 @@ time, so a parked JoinGroup would hold back the others queued behind it.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+import time
+from collections import Counter
+from dataclasses import dataclass, field
 
 from bench.compare.wire import Wire
 from protocol.api_keys import ApiKey
@@ -63,13 +65,18 @@ async def join(wire: Wire, group: str, instance_id: str | None = None, member_id
     raise GroupError(f"JoinGroup {group}: still MEMBER_ID_REQUIRED")
 
 
+def _sync_request(group: str, member_id: str, generation: int, instance_id: str | None,
+                  assignments: dict[str, bytes] | None) -> SyncGroupRequest:
+    return SyncGroupRequest(group_id=group, generation_id=generation, member_id=member_id,
+                            group_instance_id=instance_id, protocol_type="consumer", protocol_name="range",
+                            assignments=[SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=a)
+                                         for m, a in (assignments or {}).items()])
+
+
 async def sync(wire: Wire, group: str, member_id: str, generation: int, instance_id: str | None,
                assignments: dict[str, bytes] | None = None) -> object:
-    request = SyncGroupRequest(group_id=group, generation_id=generation, member_id=member_id,
-                               group_instance_id=instance_id, protocol_type="consumer", protocol_name="range",
-                               assignments=[SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=a)
-                                            for m, a in (assignments or {}).items()])
-    response = await wire.request(ApiKey.SYNC_GROUP, request)
+    response = await wire.request(ApiKey.SYNC_GROUP, _sync_request(group, member_id, generation, instance_id,
+                                                                   assignments))
     if response.error_code != ErrorCode.NONE:
         raise GroupError(f"SyncGroup {group}: {ErrorCode(response.error_code).name}")
     return response
@@ -99,48 +106,138 @@ async def heartbeat(member: Member, group: str) -> int:
     return response.error_code
 
 
-async def form_group(wires: list[Wire], group: str, static: bool = False, poll_s: float | None = None) -> list[Member]:
-    """One member per wire, all joining at once, each behaving like a consumer: join, sync, then
-    heartbeat, rejoining when told a rebalance is in progress. Returns once every member has synced
-    the same generation and that generation holds them all.
+@dataclass
+class FormTrace:
+    """When the phases of one `form_group` ended (seconds since it started) and how members learnt
+    of each further round: the figures that tell a slow broker from a slow round trip."""
 
-    Members poll with heartbeats every `poll_s` (default: 5 ms, slower for big groups so that the
-    polling itself stays near 10,000 requests/s rather than swamping the broker being measured)."""
-    if poll_s is None:
-        poll_s = max(0.005, len(wires) / 10_000)
+    started: float = 0.0
+    member_ids_s: float = 0.0  # last MEMBER_ID_REQUIRED answer (the first JoinGroup round)
+    last_join_sent_s: float = 0.0  # last JoinGroup sent (a rejoin with the id handed out, or of a later round)
+    joined_s: float = 0.0  # last successful JoinGroup answer of the final generation
+    settled_s: float = 0.0  # every member has its SyncGroup answer for that generation
+    generations: set[int] = field(default_factory=set)  # generations some member joined (one per join round)
+    learnt_by_sync: int = 0  # SyncGroup answered REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION
+    learnt_by_heartbeat: int = 0  # Heartbeat answered REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION
+    restarted: int = 0  # UNKNOWN_MEMBER_ID: the member started over with a new id
+    heartbeats: int = 0
+
+    def since(self) -> float:
+        return time.perf_counter() - self.started
+
+
+# How a member learns of a new round, as a consumer client does: a SyncGroup or JoinGroup error
+# answers it at once; once synced, only its heartbeat tells it, sent every HEARTBEAT_INTERVAL_MS
+# after its SyncGroup answer (heartbeat.interval.ms; the same for every broker measured).
+HEARTBEAT_INTERVAL_MS = 100
+_REJOIN = (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION)
+
+
+async def form_group(wires: list[Wire], group: str, static: bool = False,
+                     heartbeat_interval_ms: int | None = None, trace: FormTrace | None = None) -> list[Member]:
+    """One member per wire, all joining at once, each behaving like a consumer client: JoinGroup
+    (again with the id MEMBER_ID_REQUIRED hands out), SyncGroup (the leader with assignments), then
+    a heartbeat every `heartbeat_interval_ms` (default HEARTBEAT_INTERVAL_MS). A member rejoins with
+    its member id when a SyncGroup or Heartbeat says REBALANCE_IN_PROGRESS or ILLEGAL_GENERATION,
+    and starts over without one on UNKNOWN_MEMBER_ID. Returns once every member has synced the same
+    generation and the leader's JoinGroup answer for it listed them all.
+
+    A member returns between requests, never with one in flight: its wire is clean for the next load."""
+    interval_s = (HEARTBEAT_INTERVAL_MS if heartbeat_interval_ms is None else heartbeat_interval_ms) / 1000
+    trace = trace or FormTrace()
+    trace.started = time.perf_counter()
     synced: dict[int, int] = {}  # member index -> generation it last synced
+    synced_per_generation: Counter[int] = Counter()  # kept with `synced`: no recount per member (quadratic)
+    group_size: dict[int, int] = {}  # generation -> members the leader was given
+    joined_at: dict[int, float] = {}  # generation -> when its last JoinGroup answer came
     settled = asyncio.Event()
+    settled_waiter = asyncio.ensure_future(settled.wait())
+
+    def unsync(i: int) -> None:
+        generation = synced.pop(i, None)
+        if generation is not None:
+            synced_per_generation[generation] -= 1
+
+    def mark_synced(i: int, generation: int) -> None:
+        unsync(i)
+        synced[i] = generation
+        synced_per_generation[generation] += 1
+        if synced_per_generation[generation] == len(wires) == group_size.get(generation):
+            trace.settled_s = trace.since()
+            trace.joined_s = joined_at[generation]
+            trace.generations = set(joined_at)
+            settled.set()
+
+    async def join_once(wire: Wire, instance_id: str | None, member_id: str) -> tuple[object, str]:
+        while True:
+            trace.last_join_sent_s = trace.since()
+            response = await wire.request(ApiKey.JOIN_GROUP, _join_request(group, member_id, instance_id))
+            code = response.error_code
+            if code == ErrorCode.MEMBER_ID_REQUIRED:
+                trace.member_ids_s = max(trace.member_ids_s, trace.since())
+                member_id = response.member_id
+            elif code == ErrorCode.UNKNOWN_MEMBER_ID and member_id:
+                trace.restarted += 1
+                member_id = ""  # removed meanwhile: join afresh, as clients do
+            elif code == ErrorCode.REBALANCE_IN_PROGRESS:
+                continue
+            elif code != ErrorCode.NONE:
+                raise GroupError(f"JoinGroup {group}: {ErrorCode(code).name}")
+            else:
+                return response, response.member_id
 
     async def one(i: int, wire: Wire) -> Member:
         instance_id = f"{group}-instance-{i}" if static else None
         member_id = ""
         while True:
-            try:
-                member = await join_and_sync(wire, group, instance_id, member_id)
-            except GroupError as exc:
-                if "REBALANCE_IN_PROGRESS" in str(exc) or "ILLEGAL_GENERATION" in str(exc):
-                    continue  # the group moved on while we synced: rejoin
-                raise
-            member_id = member.member_id
-            synced[i] = member.generation
-            if len(synced) == len(wires) and len(set(synced.values())) == 1:
-                settled.set()
-            while not settled.is_set():
-                code = await heartbeat(member, group)
-                if code == ErrorCode.REBALANCE_IN_PROGRESS:
-                    break
-                if code == ErrorCode.UNKNOWN_MEMBER_ID:  # as a client does: start over with a new id
-                    member_id = ""
-                    synced.pop(i, None)
-                    break
-                if code != ErrorCode.NONE:
-                    raise GroupError(f"Heartbeat {group}: {ErrorCode(code).name}")
-                try:
-                    await asyncio.wait_for(settled.wait(), poll_s)
-                except asyncio.TimeoutError:
-                    pass
-            else:
+            response, member_id = await join_once(wire, instance_id, member_id)
+            generation = response.generation_id
+            joined_at[generation] = trace.since()
+            unsync(i)
+            is_leader = response.leader == member_id and bool(response.members)
+            if is_leader:
+                group_size[generation] = len(response.members)
+            assignments = _assignments([m.member_id for m in response.members]) if is_leader else None
+            request = _sync_request(group, member_id, generation, instance_id, assignments)
+            code = (await wire.request(ApiKey.SYNC_GROUP, request)).error_code
+            if code in _REJOIN:
+                trace.learnt_by_sync += 1
+                continue
+            if code == ErrorCode.UNKNOWN_MEMBER_ID:
+                trace.restarted += 1
+                member_id = ""
+                continue
+            if code != ErrorCode.NONE:
+                raise GroupError(f"SyncGroup {group}: {ErrorCode(code).name}")
+            member = Member(member_id, generation, wire, instance_id)
+            mark_synced(i, generation)
+            code = await heartbeat_until_settled(member)
+            if code is None:
                 return member
+            unsync(i)
+            if code == ErrorCode.UNKNOWN_MEMBER_ID:
+                trace.restarted += 1
+                member_id = ""
 
-    members = await asyncio.gather(*(one(i, w) for i, w in enumerate(wires)))
+    async def heartbeat_until_settled(member: Member) -> ErrorCode | None:
+        """Heartbeat every interval until the group settles (None) or the answer calls for a rejoin (its code)."""
+        while True:
+            # Sleep one interval, or less if the group settles meanwhile (one shared waiter: no task per wait).
+            await asyncio.wait((settled_waiter,), timeout=interval_s)
+            if settled.is_set():
+                return None
+            code = await heartbeat(member, group)
+            trace.heartbeats += 1
+            if code in _REJOIN:
+                trace.learnt_by_heartbeat += 1
+                return ErrorCode(code)
+            if code == ErrorCode.UNKNOWN_MEMBER_ID:
+                return ErrorCode(code)
+            if code != ErrorCode.NONE:
+                raise GroupError(f"Heartbeat {group}: {ErrorCode(code).name}")
+
+    try:
+        members = await asyncio.gather(*(one(i, w) for i, w in enumerate(wires)))
+    finally:
+        settled_waiter.cancel()
     return list(members)

@@ -83,6 +83,17 @@ class Target:
                 pass
         return total_kb / 1024
 
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the server process and its children have used, from /proc."""
+        total = 0
+        for pid in [self.pid, *_children(self.pid)]:
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+            except OSError:
+                pass
+        return total / os.sysconf("SC_CLK_TCK")
+
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc is None:
             return

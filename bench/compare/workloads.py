@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from bench.compare.groups import Member, form_group, join, sync
+from bench.compare.groups import FormTrace, Member, form_group, join, sync
 from bench.compare.wire import Wire
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -151,9 +151,15 @@ async def floor_heartbeats(port: int, connections: int = 8, seconds: float = 4.0
         await _close_all(wires)
 
 
+PACED_DRAIN_S = 30.0  # how long the paced phase waits, after its last send, for the answers still due
+
+
 async def _paced(wires: list[Wire], frames: list[list[bytes]], rate: float, seconds: float) -> list[float]:
     """Send at `rate` requests/s in total (1 ms ticks), one outstanding queue per connection;
-    latency = response time minus the scheduled send time (so queueing in the sender counts too)."""
+    latency = response time minus the scheduled send time (so queueing in the sender counts too).
+
+    Every request sent is answered before this returns (however late, under load): a response left
+    unread would be taken by the next phase on the same connection as the answer to its own request."""
     latencies: list[float] = []
     per_conn = rate / len(wires)
 
@@ -162,12 +168,15 @@ async def _paced(wires: list[Wire], frames: list[list[bytes]], rate: float, seco
         start = time.perf_counter()
         end = start + seconds
         frames_iter = itertools.cycle(cycle)
+        sending = True
 
         async def send() -> None:
+            nonlocal sending
             sent = 0
             while True:
                 now = time.perf_counter()
                 if now >= end:
+                    sending = False
                     return
                 due = int((now - start) * per_conn) - sent
                 if due > 0:
@@ -178,15 +187,16 @@ async def _paced(wires: list[Wire], frames: list[list[bytes]], rate: float, seco
 
         async def receive() -> None:
             buf = bytearray()
-            while True:
-                if time.perf_counter() >= end + 2 and not sent_at:
-                    return
+            while sending or sent_at:
                 try:
                     data = await asyncio.wait_for(wire.reader.read(1 << 20), 0.5)
                 except asyncio.TimeoutError:
-                    if time.perf_counter() >= end:
-                        return
+                    if time.perf_counter() >= end + PACED_DRAIN_S:
+                        raise RuntimeError(f"paced heartbeats: {len(sent_at)} answers still missing "
+                                           f"{PACED_DRAIN_S:.0f}s after the last send") from None
                     continue
+                if not data:
+                    raise ConnectionError("the broker closed the connection")
                 buf += data
                 pos = 0
                 now = time.perf_counter()
@@ -197,8 +207,6 @@ async def _paced(wires: list[Wire], frames: list[list[bytes]], rate: float, seco
                     pos += 4 + size
                     latencies.append(now - sent_at.popleft())
                 del buf[:pos]
-                if time.perf_counter() >= end and not sent_at:
-                    return
 
         await asyncio.gather(send(), receive())
 
@@ -206,15 +214,27 @@ async def _paced(wires: list[Wire], frames: list[list[bytes]], rate: float, seco
     return latencies
 
 
-async def join_storm(port: int, members: int) -> dict[str, float]:
+async def join_storm(port: int, members: int, cpu_s: Callable[[], float] | None = None,
+                     heartbeat_interval_ms: int | None = None) -> dict[str, float]:
     """`members` connections (opened beforehand) join one new group at once: time until every one
-    has its SyncGroup response for the final generation."""
+    has its SyncGroup response for the final generation, with the phases (all member ids handed
+    out; last JoinGroup sent; last JoinGroup answer of the final generation), the join rounds it
+    took, how members learnt of the later rounds, and the server's CPU seconds if `cpu_s` reads them."""
     wires = await _connect_many(port, members)
+    trace = FormTrace()
     try:
-        start = time.perf_counter()
-        formed = await form_group(wires, f"storm-{members}-{next(_run_ids)}")
-        elapsed = time.perf_counter() - start
-        return {f"join_storm_{members}_ms": elapsed * 1000, f"join_storm_{members}_generation": formed[0].generation}
+        cpu_before = cpu_s() if cpu_s else 0.0
+        formed = await form_group(wires, f"storm-{members}-{next(_run_ids)}",
+                                  heartbeat_interval_ms=heartbeat_interval_ms, trace=trace)
+        key = f"join_storm_{members}"
+        figures = {f"{key}_ms": trace.settled_s * 1000, f"{key}_generation": formed[0].generation,
+                   f"{key}_rounds": len(trace.generations), f"{key}_member_ids_ms": trace.member_ids_s * 1000,
+                   f"{key}_last_join_sent_ms": trace.last_join_sent_s * 1000, f"{key}_joined_ms": trace.joined_s * 1000,
+                   f"{key}_rounds_learnt_by_heartbeat": trace.learnt_by_heartbeat,
+                   f"{key}_rounds_learnt_by_sync": trace.learnt_by_sync}
+        if cpu_s:
+            figures[f"{key}_server_cpu_s"] = cpu_s() - cpu_before
+        return figures
     finally:
         await _close_all(wires)
 
@@ -300,7 +320,8 @@ async def idle_groups(port: int, groups: int, members: int, rss: Callable[[], fl
     async def worker(wires: list[Wire]) -> None:
         while not queue.empty():
             g = queue.get_nowait()
-            await form_group(wires, f"idle-{run}-{g}", poll_s=concurrency * members / 10_000)
+            # Heartbeats paced so that all the groups forming at once send about 10,000 a second.
+            await form_group(wires, f"idle-{run}-{g}", heartbeat_interval_ms=concurrency * members // 10)
 
     start = time.perf_counter()
     try:

@@ -60,9 +60,18 @@ def prepare_rebalance(group: ClassicGroup, reason: str, fx: Effects, config: Gro
 
 
 def maybe_complete_join(group: ClassicGroup, fx: Effects) -> None:
-    """Complete early when everybody is in; never during the initial rebalance, which waits for its delay."""
-    if (group.state is S.PREPARING_REBALANCE and group.has_all_members_joined()
-            and group.previous_state is not S.EMPTY):
+    """Complete early when everybody is in; never during the initial rebalance, which waits for its delay
+    (Kafka's maybeCompleteJoinPhase, used after a join or a LeaveGroup). Checked in Kafka's order, so
+    the joins of an initial rebalance (a join storm's) do not walk the member list."""
+    if group.state is S.PREPARING_REBALANCE and group.previous_state is not S.EMPTY:
+        complete_join_if_all_joined(group, fx)
+
+
+def complete_join_if_all_joined(group: ClassicGroup, fx: Effects) -> None:
+    """After a member or a pending member is removed on expiry: complete as soon as everybody left is in,
+    even during the initial rebalance (Kafka's removeMemberAndUpdateClassicGroup and
+    removePendingMemberAndUpdateClassicGroup check only the state, not the initial delay)."""
+    if group.state is S.PREPARING_REBALANCE and group.has_all_members_joined():
         complete_join(group, fx)
 
 
@@ -119,12 +128,16 @@ def init_next_generation(group: ClassicGroup, now_ms: int, fx: Effects | None = 
 
 
 def propagate_assignment(group: ClassicGroup, error: ErrorCode, fx: Effects) -> None:
+    # As Kafka's propagateAssignment: an error answer (e.g. REBALANCE_IN_PROGRESS to every parked
+    # SyncGroup when a rebalance starts) names no protocol; only a successful one does.
+    ok = error is ErrorCode.NONE
+    protocol_type, protocol_name = (group.protocol_type, group.protocol_name) if ok else (None, None)
     for member in group.members.values():
         parked = member.awaiting_sync
         if parked is None:
             continue
-        fx.answer(parked, sync_response(parked.api_version, error, protocol_type=group.protocol_type,
-                                        protocol_name=group.protocol_name, assignment=member.assignment))
+        fx.answer(parked, sync_response(parked.api_version, error, protocol_type=protocol_type,
+                                        protocol_name=protocol_name, assignment=member.assignment))
         member.awaiting_sync = None
         schedule_heartbeat(fx, group, member.member_id, member.session_timeout_ms)
 
@@ -153,12 +166,12 @@ def remove_member_and_update(group: ClassicGroup, member: Member, reason: str, f
     if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
         prepare_rebalance(group, reason, fx, config)
     else:
-        maybe_complete_join(group, fx)
+        complete_join_if_all_joined(group, fx)
 
 
 def remove_pending_member_and_update(group: ClassicGroup, member_id: str, fx: Effects) -> None:
     group.remove(member_id)
-    maybe_complete_join(group, fx)
+    complete_join_if_all_joined(group, fx)
 
 
 def schedule_sync_check_if_done(group: ClassicGroup, member_id: str, fx: Effects) -> None:
@@ -198,8 +211,9 @@ def on_join_deadline(group: ClassicGroup | None, data: JoinDeadline, fx: Effects
         remaining = max(data.remaining_ms - data.initial_delay_ms, 0)  # Kafka subtracts the previous delay
         fx.schedule(join_key(group.group_id), delay, JoinDeadline(group.generation_id, delay, remaining))
         return
-    if data.initial_delay_ms is not None:
-        group.new_member_added = False
+    # Quirk kept from Kafka's tryCompleteInitialRebalanceElseSchedule: completing leaves the flag as it is,
+    # so a member that arrived in a last window with no time left still counts for the group's next
+    # initial rebalance (after it has gone Empty again), which then waits one window more.
     complete_join(group, fx)
 
 

@@ -278,6 +278,55 @@ def test_pending_member_blocks_completion_until_it_expires() -> None:
     ctx.assert_replay_matches()
 
 
+def test_pending_member_expiring_during_initial_rebalance_completes_the_join_at_once() -> None:
+    # Kafka's removePendingMemberAndUpdateClassicGroup completes when everybody left is in, initial
+    # rebalance or not (only joins and LeaveGroup wait for the initial delay: maybeCompleteJoinPhase).
+    ctx = CoordinatorContext(initial_rebalance_delay_ms=10_000)
+    ref, member_id = ctx.join_dynamic("g")
+    _, pending = ctx.join("g", session_timeout_ms=6_000)  # MEMBER_ID_REQUIRED: pending until 6,000
+    [expired] = ctx.advance(6_000)
+    group = ctx.group()
+    expected = join_response(9, member_id=member_id, generation_id=1, protocol_type="consumer",
+                             protocol_name="range", leader=member_id, members=current_members(group))
+    assert_outcome(expired, replies=[(ref, expected)], timers=[
+        Cancel(join_key("g")), Schedule(heartbeat_key("g", member_id), 16_000),
+        Schedule(sync_key("g"), 66_000, SyncDeadline(1))])
+    assert group.state is GroupState.COMPLETING_REBALANCE and not group.pending_join_members
+    assert ctx.advance(4_000) == []  # the initial delay's timer went with the completion
+    ctx.assert_replay_matches()
+
+
+def test_new_member_expiring_during_initial_rebalance_completes_the_join_for_the_others() -> None:
+    # Kafka's removeMemberAndUpdateClassicGroup: same rule as for a pending member.
+    ctx = CoordinatorContext(initial_rebalance_delay_ms=400_000)
+    first, _ = ctx.join_dynamic("g", rebalance_timeout_ms=1_000_000)
+    ctx.advance(1_000)
+    second, second_id = ctx.join_dynamic("g", rebalance_timeout_ms=1_000_000)
+    ctx.advance(299_000)  # the first member's new-member join timeout (300,000) is up
+    assert ctx.answer(first) == join_error(9, ErrorCode.UNKNOWN_MEMBER_ID)
+    assert ctx.answer(second).generation_id == 1 and ctx.answer(second).leader == second_id
+    assert ctx.group().state is GroupState.COMPLETING_REBALANCE
+    ctx.assert_replay_matches()
+
+
+def test_member_arriving_in_the_last_initial_window_extends_the_next_initial_rebalance() -> None:
+    # Kafka quirk: tryCompleteInitialRebalanceElseSchedule completes without clearing newMemberAdded when
+    # no time remains, so the group's next initial rebalance (after it went Empty) waits one window more.
+    ctx = CoordinatorContext()
+    a, a_id = ctx.join_dynamic("g", rebalance_timeout_ms=D)  # remaining = rebalance timeout - D = 0
+    b, b_id = ctx.join_dynamic("g", rebalance_timeout_ms=D)  # arrives in the window: flag set
+    ctx.advance(D)
+    assert ctx.answer(a).generation_id == ctx.answer(b).generation_id == 1
+    ctx.leave("g", [(a_id, None), (b_id, None)])
+    assert ctx.group().state is GroupState.EMPTY and ctx.group().generation_id == 2
+    c, _ = ctx.join_dynamic("g", rebalance_timeout_ms=3 * D)
+    ctx.advance(D)
+    assert ctx.answer(c) is None  # alone, yet extended by the flag left from generation 1
+    ctx.advance(D)
+    assert ctx.answer(c).generation_id == 3
+    ctx.assert_replay_matches()
+
+
 def test_new_member_parked_in_long_rebalance_expires_after_five_minutes() -> None:
     # spec 24.24
     ctx = CoordinatorContext()

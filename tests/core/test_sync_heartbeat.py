@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from coordinator.core import Cancel, Schedule
+from coordinator.core.rebalance import JoinDeadline
 from coordinator.core.responses import sync_response
 from coordinator.core.state import GroupState
-from coordinator.core.timer_keys import heartbeat_key, sync_key
+from coordinator.core.timer_keys import heartbeat_key, join_key, sync_key
 from coordinator.records import group_metadata_record, group_metadata_value
 from protocol.error_codes import ErrorCode
 from protocol.messages import HeartbeatResponse
@@ -104,10 +105,33 @@ def test_parked_follower_is_told_to_rejoin_when_leader_session_expires() -> None
     leader, follower = completing_group(ctx)
     f_ref, _ = ctx.sync("g", follower, 1)
     ctx.advance(10_000)
-    assert ctx.answer(f_ref) == sync_response(5, ErrorCode.REBALANCE_IN_PROGRESS, protocol_type="consumer",
-                                              protocol_name="range")
+    # No protocol in an error answer (Kafka's propagateAssignment sets them only on success).
+    assert ctx.answer(f_ref) == sync_response(5, ErrorCode.REBALANCE_IN_PROGRESS)
     group = ctx.group()
     assert group.state is GroupState.PREPARING_REBALANCE and list(group.members) == [follower]
+    ctx.assert_replay_matches()
+
+
+def test_late_member_of_a_join_storm_tells_parked_syncs_to_rejoin_without_naming_a_protocol() -> None:
+    # The second round of a join storm: a member handed its id in the first round rejoins after the
+    # join phase completed. Kafka (prepareRebalance -> resetAndPropagateAssignmentWithError ->
+    # propagateAssignment) answers every parked SyncGroup at once, with null protocol fields.
+    ctx = CoordinatorContext()
+    _, late = ctx.join("g")  # MEMBER_ID_REQUIRED; it comes back only after the phase below completes
+    late_id = late.response.member_id
+    leader, follower = completing_group(ctx)
+    f_ref, _ = ctx.sync("g", follower, 1)
+    now = ctx.clock.now_ms
+    late_ref, out = ctx.join("g", late_id)
+    assert_outcome(out, replies=[(f_ref, sync_response(5, ErrorCode.REBALANCE_IN_PROGRESS))], timers=[
+        Schedule(heartbeat_key("g", late_id), now + 300_000),
+        Schedule(heartbeat_key("g", follower), now + 10_000),
+        Cancel(sync_key("g")),
+        Schedule(join_key("g"), now + 60_000, JoinDeadline(1))])
+    assert ctx.group().state is GroupState.PREPARING_REBALANCE
+    ctx.join("g", follower)
+    ctx.join("g", leader)  # everybody is in: the second round completes at once
+    assert ctx.answer(late_ref).generation_id == 2
     ctx.assert_replay_matches()
 
 

@@ -1,0 +1,86 @@
+"""The load generator of `make bench-compare` (bench/compare): its phases leave clean connections,
+and its members rejoin as consumer clients do."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+import pytest
+
+from bench.compare import workloads
+from bench.compare.floor import HEARTBEAT
+from bench.compare.groups import FormTrace, form_group
+from bench.compare.wire import Wire
+from protocol.api_keys import ApiKey
+from protocol.frames import encode_request
+from protocol.messages import HeartbeatRequest
+
+_SIZE = struct.Struct(">i")
+
+
+class _SlowBroker(asyncio.Protocol):
+    """Answers every frame with a canned Heartbeat response, each `delay_s` after it arrived."""
+
+    delay_s = 0.0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        self.buffer = bytearray()
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        loop = asyncio.get_running_loop()
+        while len(self.buffer) >= 4:
+            (size,) = _SIZE.unpack_from(self.buffer)
+            if len(self.buffer) < 4 + size:
+                return
+            correlation = bytes(self.buffer[8:12])
+            del self.buffer[:4 + size]
+            prefix, body = HEARTBEAT
+            loop.call_later(self.delay_s, self.transport.write, prefix + correlation + body)
+
+
+async def test_paced_phase_waits_for_late_answers_so_the_next_phase_reads_only_its_own() -> None:
+    # The paced phase used to stop reading 0.5 s after its last send: the late answers were then
+    # popped by the next phase as its own, which ran out of requests ("pop from an empty deque").
+    _SlowBroker.delay_s = 0.8
+    server = await asyncio.get_running_loop().create_server(_SlowBroker, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    wire = Wire(reader, writer)
+    frame = encode_request(ApiKey.HEARTBEAT, 4, 1, "bench", HeartbeatRequest(group_id="g", generation_id=1,
+                                                                              member_id="m"))
+    try:
+        latencies = await workloads._paced([wire], [[frame]], rate=200, seconds=0.2)
+        assert len(latencies) >= 30 and min(latencies) >= 0.8  # ~40 sent in 0.2 s; all answered, late
+        _SlowBroker.delay_s = 0.0
+        throughput, _, _ = await workloads._pumped([wire], lambda i: [frame], window=4, seconds=0.2, warmup=0.0)
+        assert throughput > 0
+    finally:
+        await wire.close()
+        server.close()
+        await server.wait_closed()
+
+
+@pytest.mark.parametrize("members", [20])
+async def test_members_keep_their_ids_through_later_rounds_and_leave_clean_connections(server_factory,
+                                                                                         members: int) -> None:
+    srv = server_factory("group.initial.rebalance.delay.ms=0")
+    wires = [await Wire.connect(srv.host, srv.port) for _ in range(members)]
+    trace = FormTrace()
+    try:
+        formed = await asyncio.wait_for(form_group(wires, "storm", heartbeat_interval_ms=50, trace=trace), 30)
+        assert len({m.member_id for m in formed}) == members
+        assert len({m.generation for m in formed}) == 1
+        # A member told of a new round rejoins with its id: none had to start over, and no round
+        # waited for the rebalance timeout to drop ids that never came back.
+        assert trace.restarted == 0
+        assert trace.settled_s < 1.0
+        # No request is left in flight: each connection answers the next request with its own response.
+        for member in formed:
+            response = await member.wire.request(ApiKey.HEARTBEAT, HeartbeatRequest(
+                group_id="storm", generation_id=member.generation, member_id=member.member_id))
+            assert response.error_code == 0
+    finally:
+        await asyncio.gather(*(w.close() for w in wires))
