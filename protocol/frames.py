@@ -16,6 +16,7 @@ from protocol.messages import Message, RequestHeader, ResponseHeader
 from protocol.primitives import ProtocolError
 
 _API_KEY_AND_VERSION = struct.Struct(">hh").unpack_from
+_API_KEY_AND_VERSION_AS_ONE = struct.Struct(">I").unpack_from  # api key << 16 | version, one dict key
 _SIZE = struct.Struct(">i")
 _SIZE_PACK = _SIZE.pack
 _SIZE_AND_CORRELATION = struct.Struct(">ii").pack
@@ -23,6 +24,32 @@ _CORRELATION = struct.Struct(">i").unpack_from
 _EMPTY_TAGGED_FIELDS = b"\x00"
 
 FRAME_SIZE_BYTES = 4
+
+
+def api_version_key(api_key: int, api_version: int) -> int:
+    """The (api key, version) pair as one int, as the first four bytes of a request read as uint32.
+    Inlined where it runs per request (a call costs more than the arithmetic)."""
+    return (api_key & 0xFFFF) << 16 | (api_version & 0xFFFF)
+
+
+def _codec_tables() -> tuple[dict[int, Any], dict[int, Any], dict[int, Any]]:
+    """Per (api key, schema version): the header decoder, the body decoder, and the response's
+    encoder with whether its header is v1. Looked up once per request instead of walking the
+    ApiSpec and VersionRange checks each time (they were a tenth of a heartbeat's CPU)."""
+    header_decoders = RequestHeader.decoders
+    headers, bodies, responses = {}, {}, {}
+    for api_key, spec in API_SPECS.items():
+        for version in spec.request_class.decoders:
+            key = api_version_key(api_key, version)
+            headers[key] = header_decoders[spec.request_header_version(version)]
+            bodies[key] = spec.request_class.decoders[version]
+            encoder = spec.response_class.encoders.get(version)
+            if encoder is not None:
+                responses[key] = (spec.response_class, encoder, spec.response_header_version(version) == 1)
+    return headers, bodies, responses
+
+
+_HEADER_DECODERS, _BODY_DECODERS, _RESPONSE_ENCODERS = _codec_tables()
 
 
 def decode_request_header(frame: bytes) -> tuple[Any, int]:
@@ -35,6 +62,9 @@ def decode_request_header(frame: bytes) -> tuple[Any, int]:
         frame = bytes(frame)
     if len(frame) < 4:
         raise ProtocolError("RequestHeader", None, len(frame), "frame shorter than api key and version")
+    decoder = _HEADER_DECODERS.get(_API_KEY_AND_VERSION_AS_ONE(frame, 0)[0])
+    if decoder is not None:  # a version in the schema: the common case
+        return decoder(frame, 0, len(frame))
     api_key, api_version = _API_KEY_AND_VERSION(frame, 0)
     spec = API_SPECS.get(api_key)
     header_version = spec.request_header_version(api_version) if spec is not None else 1
@@ -45,7 +75,10 @@ def decode_request_body(header: Any, frame: bytes, offset: int) -> Any:
     """The request message after the header. Trailing bytes are ignored, as Kafka does."""
     if type(frame) is not bytes:  # generated decoders slice `bytes` (uuid, bytes fields)
         frame = bytes(frame)
-    spec = API_SPECS[header.request_api_key]
+    decoder = _BODY_DECODERS.get((header.request_api_key & 0xFFFF) << 16 | (header.request_api_version & 0xFFFF))
+    if decoder is not None:
+        return decoder(frame, offset, len(frame))[0]
+    spec = API_SPECS[header.request_api_key]  # unknown api key or version: the errors decode_from raises
     return spec.request_class.decode_from(frame, offset, header.request_api_version)[0]
 
 
@@ -61,14 +94,17 @@ def decode_request(frame: bytes) -> tuple[Any, Any]:
 
 def encode_response(correlation_id: int, api_key: int, api_version: int, message: Message) -> bytes:
     """A complete response frame, size prefix included."""
-    spec: ApiSpec = API_SPECS[api_key]
-    parts: list[bytes] = [b""]
-    append = parts.append
-    if spec.response_header_version(api_version) == 1:
-        append(_EMPTY_TAGGED_FIELDS)  # ResponseHeader v1 = correlation id + no tagged fields
-    message.encode_into(api_version, append)
-    size = 4 + sum(map(len, parts))  # +4: the correlation id packed with the size below
-    parts[0] = _SIZE_AND_CORRELATION(size, correlation_id)
+    entry = _RESPONSE_ENCODERS.get((api_key & 0xFFFF) << 16 | (api_version & 0xFFFF))  # api_version_key, inlined
+    if entry is not None and type(message) is entry[0]:  # the common case: the API's own response class
+        parts: list[bytes] = [b"", _EMPTY_TAGGED_FIELDS] if entry[2] else [b""]  # header v1: no tagged fields
+        entry[1](message, parts.append)
+    else:
+        spec: ApiSpec = API_SPECS[api_key]
+        parts = [b""]
+        if spec.response_header_version(api_version) == 1:
+            parts.append(_EMPTY_TAGGED_FIELDS)  # ResponseHeader v1 = correlation id + no tagged fields
+        message.encode_into(api_version, parts.append)
+    parts[0] = _SIZE_AND_CORRELATION(4 + sum(map(len, parts)), correlation_id)  # +4: the correlation id
     return b"".join(parts)
 
 

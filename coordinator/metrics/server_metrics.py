@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from coordinator.metrics.registry import Labels, Registry, labels_of
+from protocol.apis import API_SPECS
 
 GROUP_METRICS = "kafka_server_group_coordinator_metrics_"
 REQUEST_METRICS = "kafka_network_request_metrics_"
@@ -66,7 +67,7 @@ class ServerMetrics:
         self.background_processing_time = r.timer(GROUP_METRICS + "background_processing_time_ms",
                                                   "Offloaded assignor run: time in the worker")
         self._rebalance_started: dict[str, float] = {}  # group id -> monotonic ms
-        self._request_keys: dict[tuple[str, int], tuple[Labels, Labels]] = {}
+        self._request_keys: dict[int, tuple[Labels, Labels]] = {}  # api key << 16 | version -> labels
         self._error_keys: dict[int, Labels] = {}
 
     def add_gauge(self, name: str, help: str, sample: Callable[[], dict[Labels, float]]) -> None:
@@ -74,12 +75,14 @@ class ServerMetrics:
 
     # ---- called by the server
 
-    def on_request(self, api_name: str, version: int, elapsed_ms: float) -> None:
-        keys = self._request_keys.get((api_name, version))
+    def on_request(self, api_key: int, version: int, elapsed_ms: float) -> None:
+        keys = self._request_keys.get(api_key << 16 | version)  # one int key: no tuple built per request
         if keys is None:  # label sets built once per API and version: this runs for every request
-            keys = self._request_keys[(api_name, version)] = (labels_of({"request": api_name, "version": version}),
-                                                              labels_of({"request": api_name}))
-        self.requests.inc_key(keys[0])
+            api_name = API_SPECS[api_key].name if api_key in API_SPECS else str(api_key)
+            keys = self._request_keys[api_key << 16 | version] = (
+                labels_of({"request": api_name, "version": version}), labels_of({"request": api_name}))
+        counts = self.requests.values  # Counter.inc_key inlined: this runs for every request
+        counts[keys[0]] = counts.get(keys[0], 0) + 1
         self.request_time.observe_key(keys[1], elapsed_ms)
 
     def on_group_event(self, name: str, group_id: str, fields: Mapping[str, Any], now_ms: float) -> None:
@@ -107,7 +110,8 @@ class ServerMetrics:
             key = self._error_keys.get(response.error_code)
             if key is None:
                 key = self._error_keys[response.error_code] = labels_of({"error": response.error_code})
-            self.heartbeats.inc_key(key)
+            counts = self.heartbeats.values  # Counter.inc_key inlined: once per heartbeat
+            counts[key] = counts.get(key, 0) + 1
         elif kind == "OffsetCommitResponse":
             self.offset_commits.inc(sum(1 for t in response.topics for p in t.partitions if p.error_code == 0))
         elif kind == "OffsetDeleteResponse" and response.error_code == 0:

@@ -41,8 +41,11 @@ log = structlog.get_logger()
 PARTITION_CACHE_SIZE = 100_000
 
 
+_wall_clock = time.time
+
+
 def now_ms() -> int:
-    return int(time.time() * 1000)
+    return int(_wall_clock() * 1000)
 
 
 def group_config(config: Config) -> GroupConfig:
@@ -90,7 +93,8 @@ class GroupRuntime:
         self.shards: dict[int, GroupShard] = {}
         self.timers: dict[tuple[int, Any], asyncio.TimerHandle] = {}
         self._partitions: dict[str, int] = {}  # group id -> its __consumer_offsets partition
-        self.deadlines: dict[tuple[int, Any], tuple[int, Any]] = {}  # timer key -> (deadline ms, data) to fire with
+        # timer key -> (deadline ms, data to fire with, deadline ms its loop timer was armed for)
+        self.deadlines: dict[tuple[int, Any], tuple[int, Any, int]] = {}
         self.parked: dict[RequestRef, asyncio.Future[Any]] = {}
         self.unavailable: set[int] = set()  # partitions whose log could not be read back after a failed write
         self._refs = itertools.count()
@@ -152,10 +156,13 @@ class GroupRuntime:
     def handle(self, group_id: str, request: Any, api_version: int, client_id: str | None,
                client_host: str) -> Any | Awaitable[Any]:
         """Run one request against its group's shard: the response, or an awaitable of it."""
-        partition, shard = self.shard_for(group_id)
+        partition = self._partitions.get(group_id)
+        shard = self.shards.get(partition) if partition is not None else None  # type: ignore[arg-type]
+        if shard is None:  # first sight of the group, or its shard not created yet
+            partition, shard = self.shard_for(group_id)
         ref = RequestRef(next(self._refs))
-        ctx = RequestContext(api_version, now_ms(), ref, client_id or "", "/" + client_host)
-        outcome = shard.handle(request, ctx, self._topics())
+        ctx = RequestContext(api_version, int(_wall_clock() * 1000), ref, client_id or "", "/" + client_host)
+        outcome = shard.handle(request, ctx, self.topics if self.topics is not None else NO_TOPICS)
         durable = self._apply(partition, outcome)
         if outcome.response is None:  # parked until the rest of the group arrives
             waiting = self.loop.create_future()
@@ -198,9 +205,9 @@ class GroupRuntime:
     # ---- outcomes
 
     def _apply(self, partition: int, outcome: Outcome) -> asyncio.Future[None] | None:
-        shard = self.shards.get(partition)
         durable = None
-        if outcome.records and shard is not None:
+        shard = self.shards.get(partition) if outcome.records else None
+        if shard is not None:
             for record in outcome.records:
                 shard.replay(record)
             durable = self.store.append(partition, outcome.records)
@@ -259,22 +266,28 @@ class GroupRuntime:
     def _apply_timer(self, partition: int, op: Schedule | Cancel) -> None:
         key = (partition, op.key)
         if isinstance(op, Schedule):
-            handle = self.timers.get(key)
+            entry = self.deadlines.get(key)
             # Every heartbeat pushes its member's session deadline later. Rather than cancel and
             # re-arm a loop timer each time, keep an earlier timer and move only the deadline: when
-            # the timer fires early, `_fire` re-arms it for the time left.
-            if handle is not None and handle.when() <= self._loop_time(op.deadline_ms):
-                self.deadlines[key] = (op.deadline_ms, op.data)
+            # the timer fires early, `_fire` re-arms it for the time left. Compared in deadline ms
+            # (what the timer was armed for), which needs no clock reading.
+            if entry is not None and entry[2] <= op.deadline_ms:
+                self.deadlines[key] = (op.deadline_ms, op.data, entry[2])
                 return
-            if handle is not None:
-                handle.cancel()
-            self.deadlines[key] = (op.deadline_ms, op.data)
-            self.timers[key] = self.loop.call_at(self._loop_time(op.deadline_ms), self._fire, partition, op.key)
+            self._arm(key, op.deadline_ms, op.data)
             return
         handle = self.timers.pop(key, None)
         self.deadlines.pop(key, None)
         if handle is not None:
             handle.cancel()
+
+    def _arm(self, key: tuple[int, Any], deadline_ms: int, data: Any) -> None:
+        """(Re)arm the loop timer of `key` for `deadline_ms`, replacing any armed one."""
+        handle = self.timers.get(key)
+        if handle is not None:
+            handle.cancel()
+        self.deadlines[key] = (deadline_ms, data, deadline_ms)
+        self.timers[key] = self.loop.call_at(self._loop_time(deadline_ms), self._fire, key[0], key[1])
 
     def _loop_time(self, deadline_ms: int) -> float:
         return self.loop.time() + max(0.0, (deadline_ms - now_ms()) / 1000)
@@ -283,11 +296,11 @@ class GroupRuntime:
         entry = self.deadlines.get((partition, key))
         if entry is None:
             return
-        deadline_ms, data = entry
+        self.timers.pop((partition, key), None)  # this timer has run
+        deadline_ms, data, _ = entry
         if deadline_ms > now_ms():  # the deadline moved on since this timer was armed
-            self.timers[(partition, key)] = self.loop.call_at(self._loop_time(deadline_ms), self._fire, partition, key)
+            self._arm((partition, key), deadline_ms, data)
             return
-        self.timers.pop((partition, key), None)
         self.deadlines.pop((partition, key), None)
         shard = self.shards.get(partition)
         if shard is None:

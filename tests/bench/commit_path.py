@@ -21,20 +21,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import gc
 import pstats
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from coordinator.config import load_config
 from coordinator.logging import configure_logging
-from coordinator.server.app import GC_THRESHOLDS, Server
+from coordinator.server.app import Server
 from coordinator.server.dispatch import dispatch
 from protocol.api_keys import ApiKey
 from protocol.frames import encode_request
 from protocol.messages import OffsetCommitRequest
+from tests.bench.in_process import start_server, stop_server
 
 PARTITIONS = 100
 WINDOW = 64  # requests whose fsync is shared, as pipelined connections do on a busy server
@@ -62,24 +61,10 @@ SERVER_GC = True  # collect garbage as the server process does (app.serve with t
 
 
 async def _server(data: Path) -> Server:
-    config = load_config(overrides=[f"log.dirs={data}", "listeners=PLAINTEXT://127.0.0.1:0"])
-    if SERVER_GC:
-        gc.set_threshold(*GC_THRESHOLDS)
-    server = Server(config)
-    for hook in server.broker.startup_hooks:
-        result = hook()
-        if asyncio.iscoroutine(result):
-            await result
-    if SERVER_GC:
-        gc.freeze()
-    return server
+    return await start_server([f"log.dirs={data}", "listeners=PLAINTEXT://127.0.0.1:0"], tune_gc=SERVER_GC)
 
 
-async def _close(server: Server) -> None:
-    for hook in server.broker.shutdown_hooks:
-        result = hook()
-        if asyncio.iscoroutine(result):
-            await result
+_close = stop_server
 
 
 async def commits(data: Path, requests: int, groups: int) -> dict[str, float]:
