@@ -96,6 +96,7 @@ class GroupRuntime:
         # timer key -> (deadline ms, data to fire with, deadline ms its loop timer was armed for)
         self.deadlines: dict[tuple[int, Any], tuple[int, Any, int]] = {}
         self.parked: dict[RequestRef, asyncio.Future[Any]] = {}
+        self._last_append: dict[int, asyncio.Future[None]] = {}  # partition -> its latest write
         self.unavailable: set[int] = set()  # partitions whose log could not be read back after a failed write
         self._refs = itertools.count()
         self.loop = asyncio.get_running_loop()
@@ -205,7 +206,11 @@ class GroupRuntime:
     # ---- outcomes
 
     def _apply(self, partition: int, outcome: Outcome) -> asyncio.Future[None] | None:
-        durable = None
+        """Carry out an outcome; returns what its answers wait for (None: nothing). As Kafka's
+        coordinator runtime: answers wait for the outcome's records to be durable, and an outcome
+        without records waits for the partition's last write still pending (it may have read
+        state that write made). Without that, in a join storm the first member, whose JoinGroup
+        writes the new group's record, heard back after members who joined after it."""
         shard = self.shards.get(partition) if outcome.records else None
         if shard is not None:
             for record in outcome.records:
@@ -213,6 +218,11 @@ class GroupRuntime:
             durable = self.store.append(partition, outcome.records)
             durable.add_done_callback(lambda f, t=time.perf_counter(): self._time_append(f, t))
             durable.add_done_callback(lambda f, p=partition: self._check_append(p, f))
+            self._last_append[partition] = durable
+        else:
+            durable = self._last_append.get(partition)
+            if durable is not None and durable.done():
+                durable = None
         for op in outcome.timers:
             self._apply_timer(partition, op)
         for job in outcome.jobs:
