@@ -55,9 +55,10 @@ $(VPY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip
 
-# Just the server, for `make run`.
+# Just the server, for `make run`, with uvloop (the `speed` extra) when pip finds it for this
+# platform; the server runs on asyncio's own loop without it.
 $(VENV)/.installed-run: pyproject.toml | $(VPY)
-	$(PIP) install -e .
+	$(PIP) install -e '.[speed]' || $(PIP) install -e .
 	@touch $@
 
 # The server plus every extra the tests use (pyspark for the spark tests, uvloop for speed).

@@ -3,7 +3,8 @@ one run, then a table of both figures and their ratio (median of RUNS runs, minâ
 
     .venv/bin/python -m bench.compare [--runs 3] [--quick] [--only groupcoord|tansu] [--heartbeat-interval-ms 100]
 
-The floor server's heartbeat figure shows what the load generator itself can drive on this machine.
+The floor server's heartbeat figures show what the load generator itself can drive on this machine,
+and the latency it measures where the server adds nothing.
 """
 
 from __future__ import annotations
@@ -209,6 +210,8 @@ def report(ours: Figures, peer: Figures, floor: Figures, peer_name: str, runs: i
         rows.append((key, _fmt(a), _fmt(b), ratio))
     rows.append(("floor server heartbeats_per_s_8conn (generator ceiling)", _fmt(floor.get("heartbeats_per_s_8conn")),
                  "", ""))
+    for key in ("p50_ms_at_rate", "p99_ms_at_rate"):
+        rows.append((f"floor server {key} (the generator's own latency)", _fmt(floor.get(key)), "", ""))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -67,6 +67,7 @@ class Connection(asyncio.Protocol):
         self.client_host = ""
         self.client_id: str | None = None  # as the latest request named it (dispatch keeps it current)
         self.last_active = 0.0
+        self._clock = server.loop.time  # bound once: read per data_received
         self.partial_since: float | None = None  # loop time the buffered, incomplete frame began arriving
 
     # ---- asyncio callbacks
@@ -96,13 +97,17 @@ class Connection(asyncio.Protocol):
         log.debug("connection_closed", peer=self.peer, client_id=self.client_id, error=str(exc) if exc else None)
 
     def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        self.last_active = self.server.loop.time()
-        if self.blocked:
+        self.last_active = self._clock()
+        # `self.blocked`, spelled out (this runs per read).
+        if self.waiting is not None or self.writing_paused or self.stopping or self.closed:
+            self.buffer += data
             if len(self.buffer) > MAX_BUFFERED_BYTES:
                 self._pause_reading()
-        else:
+        elif self.buffer:
+            self.buffer += data
             self.process()
+        else:
+            self.process(data)  # nothing buffered: frames are cut from the read itself, not copied in first
 
     def pause_writing(self) -> None:
         # The client is not reading its responses: stop answering it until it does.
@@ -120,13 +125,14 @@ class Connection(asyncio.Protocol):
         """True while no further request may be processed yet."""
         return self.waiting is not None or self.writing_paused or self.stopping or self.closed
 
-    def process(self) -> None:
-        """Answer every complete frame in the buffer, until one must wait.
+    def process(self, fresh: bytes | None = None) -> None:
+        """Answer every complete frame in the buffer (or in `fresh`, a read that arrived while the
+        buffer was empty, whose rest is then buffered), until one must wait.
 
         Replies ready at once are written together after the loop: one write (one syscall) per
         batch of pipelined requests rather than one per response.
         """
-        buffer = self.buffer
+        buffer: bytes | bytearray = self.buffer if fresh is None else fresh
         start = 0
         end = len(buffer)
         out: list[bytes] = []
@@ -147,7 +153,11 @@ class Connection(asyncio.Protocol):
             start = begin + size
             answer(bytes(buffer[begin:start]), out)
         self._flush(out)
-        if start:
+        if fresh is not None:
+            if start < end:
+                self.buffer += memoryview(fresh)[start:]
+            buffer = self.buffer
+        elif start:
             del buffer[:start]
         if not buffer:
             self.partial_since = None
