@@ -112,6 +112,9 @@ class DecodedRecord:
     key: Any  # the key message (GroupMetadataKey, OffsetCommitKey, ...)
     value: Any | None  # the value message; None for a tombstone
     value_version: int | None
+    # An offset commit built by the factories also carries the value as the state stores it, so
+    # replaying it right after building it builds nothing more (a hundred per commit request).
+    offset: OffsetAndMetadata | None = field(default=None, compare=False, repr=False)
 
 
 class UnknownRecordType(ValueError):
@@ -312,23 +315,35 @@ def offset_commit_key(group_id: str, topic: str, partition: int) -> bytes:
     return _offset_key(group_id, topic, partition)[0]
 
 
-# Encoded offset commit keys by (group, topic, partition): a consumer commits the same partitions
-# over and over, and encoding a key is a third of building its record. Cleared when full, like
-# the server's group -> partition cache.
+# Encoded offset commit keys by (group, topic) and then partition: a consumer commits the same
+# partitions over and over, and encoding a key is a third of building its record. One lookup per
+# topic of a commit, then an int per partition. Cleared when full, like the server's group ->
+# partition cache.
 OFFSET_KEY_CACHE_SIZE = 200_000
-_offset_keys: dict[tuple[str, str, int], tuple[bytes, Any]] = {}
+_offset_keys: dict[tuple[str, str], dict[int, tuple[bytes, Any]]] = {}
+_offset_keys_cached = 0
+
+
+def _topic_keys(group_id: str, topic: str) -> dict[int, tuple[bytes, Any]]:
+    """partition -> (key bytes, OffsetCommitKey message) of one group's topic; fill it with _offset_key."""
+    keys = _offset_keys.get((group_id, topic))
+    if keys is None:
+        keys = _offset_keys[(group_id, topic)] = {}
+    return keys
 
 
 def _offset_key(group_id: str, topic: str, partition: int) -> tuple[bytes, Any]:
     """(key bytes, OffsetCommitKey message); records of one partition share the message: read-only."""
-    cache_key = (group_id, topic, partition)
-    known = _offset_keys.get(cache_key)
+    global _offset_keys_cached
+    known = _topic_keys(group_id, topic).get(partition)
     if known is None:
+        if _offset_keys_cached >= OFFSET_KEY_CACHE_SIZE:
+            _offset_keys.clear()
+            _offset_keys_cached = 0
         message = OffsetCommitKey(group_id, topic, partition)
         known = (_encode(RecordType.OFFSET_COMMIT, message), message)
-        if len(_offset_keys) >= OFFSET_KEY_CACHE_SIZE:
-            _offset_keys.clear()
-        _offset_keys[cache_key] = known
+        _topic_keys(group_id, topic)[partition] = known
+        _offset_keys_cached += 1
     return known
 
 
@@ -361,8 +376,7 @@ def offset_commit_record(group_id: str, topic: str, partition: int, offset: int,
                          metadata: str, commit_timestamp: int, expire_timestamp: int | None = None) -> Record:
     """OffsetCommit: key type 1; value v3, or v1 when an expire timestamp is given (OffsetCommit v2-4
     with a retention time): v1 is the only value version with one, and it has no leader epoch."""
-    known = _offset_keys.get((group_id, topic, partition))
-    key_bytes, key = known if known is not None else _offset_key(group_id, topic, partition)
+    key_bytes, key = _offset_key(group_id, topic, partition)
     if expire_timestamp is None:
         version = OFFSET_COMMIT_VALUE_VERSION
         value = OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp)  # positional: hot path
@@ -372,7 +386,43 @@ def offset_commit_record(group_id: str, topic: str, partition: int, offset: int,
         value = OffsetCommitValue(offset=offset, metadata=metadata, commit_timestamp=commit_timestamp,
                                   expire_timestamp=expire_timestamp)
         value_bytes = _encode(version, value)
-    return Record(key_bytes, value_bytes, DecodedRecord(_OFFSET_COMMIT, key, value, version))
+    return Record(key_bytes, value_bytes, DecodedRecord(_OFFSET_COMMIT, key, value, version, offset_from_value(value)))
+
+
+class CommittedPartition(Protocol):
+    """One partition of a commit, as an OffsetCommit request carries it."""
+
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int
+    committed_metadata: str | None  # None is stored as ""
+
+
+def offset_commit_records(group_id: str, topic: str, partitions: Iterable[CommittedPartition],
+                          commit_timestamp: int) -> list[Record]:
+    """offset_commit_record (value v3: no expire timestamp) for each partition of one topic of a commit,
+    with the same bytes, in one loop: a commit request carries a hundred partitions or more."""
+    keys = _topic_keys(group_id, topic)
+    pack_empty = _VALUE_V3_EMPTY.pack
+    records: list[Record] = []
+    append = records.append
+    for p in partitions:
+        partition, offset, epoch, metadata = (p.partition_index, p.committed_offset, p.committed_leader_epoch,
+                                              p.committed_metadata or "")
+        known = keys.get(partition)
+        if known is None:
+            known = _offset_key(group_id, topic, partition)
+            keys = _topic_keys(group_id, topic)  # a new dict if the cache was cleared just now
+        value = OffsetCommitValue(offset, epoch, metadata, commit_timestamp)
+        try:
+            value_bytes = (pack_empty(OFFSET_COMMIT_VALUE_VERSION, offset, epoch, 0, commit_timestamp) if not metadata
+                           else _offset_commit_value_v3(value))
+        except struct.error:
+            value_bytes = _encode(OFFSET_COMMIT_VALUE_VERSION, value)  # out of range: the codec reports it
+        append(Record(known[0], value_bytes, DecodedRecord(
+            _OFFSET_COMMIT, known[1], value, OFFSET_COMMIT_VALUE_VERSION,
+            OffsetAndMetadata(offset, epoch, metadata, commit_timestamp))))
+    return records
 
 
 _OFFSET_COMMIT = RecordType.OFFSET_COMMIT  # an enum member looked up per record costs ~0.2 µs

@@ -44,6 +44,14 @@ def encoder_name(struct: StructSpec, version: int) -> str:
     return f"e_{struct.name}_v{version}"
 
 
+def array_decoder_name(struct: StructSpec, version: int) -> str:
+    return f"da_{struct.name}_v{version}"
+
+
+def array_encoder_name(struct: StructSpec, version: int) -> str:
+    return f"ea_{struct.name}_v{version}"
+
+
 # ---------------------------------------------------------------- defaults
 
 def default_value(f: FieldSpec) -> object:
@@ -159,21 +167,47 @@ class _Generator:
 
     # ---- decoding
 
-    def decoder(self, struct: StructSpec) -> None:
+    def decoder(self, struct: StructSpec, array: bool = False) -> None:
+        """`d_<Struct>_v<N>(buf, pos, blen) -> (obj, pos)`; with `array`, `da_<Struct>_v<N>(buf, pos,
+        blen, n) -> (list, pos)`, which reads n elements in one loop, without a call per element.
+        Errors read the same either way (the element's name, the position reached)."""
         s = self.src
-        v = self.version
-        s.emit(f"def {decoder_name(struct, v)}(buf, pos, blen):")
-        s.depth += 1
+        if array:
+            s.emit(f"def {array_decoder_name(struct, self.version)}(buf, pos, blen, n):")
+            s.depth += 1
+            s.emit("out = []")
+            s.emit("app = out.append")
+        else:
+            s.emit(f"def {decoder_name(struct, self.version)}(buf, pos, blen):")
+            s.depth += 1
         s.emit("try:")
         s.depth += 1
+        if array:
+            s.emit("for _ in range(n):")
+            s.depth += 1
         s.emit("pass")  # keeps the block valid for structs with no fields at this version
+        self.decode_body(struct)
+        if array:
+            s.emit(f"app({self.construct(struct)})")
+            s.depth -= 1
+        s.depth -= 1
+        self.decode_handlers(struct)
+        s.emit("return out, pos" if array else f"return {self.construct(struct)}, pos")
+        s.depth -= 1
+        s.emit("")
+
+    def decode_body(self, struct: StructSpec) -> None:
+        v = self.version
         present = self.present(struct)
         regular = [f for f in present if not (self.flexible and f.is_tagged_in(v))]
         tagged = sorted((f for f in present if self.flexible and f.is_tagged_in(v)), key=lambda f: f.tag)
         self.decode_fields(regular, struct)
         if self.flexible:
             self.decode_tagged(tagged, struct)
-        s.depth -= 1
+
+    def decode_handlers(self, struct: StructSpec) -> None:
+        s = self.src
+        v = self.version
         s.emit("except ProtocolError as exc:")
         s.emit("    if exc.version is not None:")  # already names its message
         s.emit("        raise")
@@ -182,12 +216,11 @@ class _Generator:
         s.emit("except DECODE_ERRORS as exc:")
         s.emit(f"    raise ProtocolError({self.label(struct)!r}, {v}, pos, "
                f"'truncated or invalid: ' + type(exc).__name__) from None")
-        args = []
-        for f in struct.fields:
-            args.append(f"f_{f.attr}" if f in present else default_expr(f))
-        s.emit(f"return {class_name(struct)}({', '.join(args)}), pos")
-        s.depth -= 1
-        s.emit("")
+
+    def construct(self, struct: StructSpec) -> str:
+        present = self.present(struct)
+        args = [f"f_{f.attr}" if f in present else default_expr(f) for f in struct.fields]
+        return f"{class_name(struct)}({', '.join(args)})"
 
     def decode_fields(self, fields: list[FieldSpec], struct: StructSpec) -> None:
         run: list[FieldSpec] = []
@@ -260,13 +293,7 @@ class _Generator:
                 s.emit(f"{target} = list(_unpack_from('>%d{letter}' % {n}, buf, pos))")
                 s.emit(f"pos += {width} * {n}")
             elif f.struct is not None:
-                app = s.fresh("app")
-                el = s.fresh("el")
-                s.emit(f"{target} = []")
-                s.emit(f"{app} = {target}.append")
-                s.emit(f"for _ in range({n}):")
-                s.emit(f"    {el}, pos = {decoder_name(f.struct, v)}(buf, pos, blen)")
-                s.emit(f"    {app}({el})")
+                s.emit(f"{target}, pos = {array_decoder_name(f.struct, v)}(buf, pos, blen, {n})")
             else:
                 app = s.fresh("app")
                 el = s.fresh("el")
@@ -320,12 +347,24 @@ class _Generator:
         elif type_ in ("string", "bytes", "records"):
             n = s.fresh("n")
             self.read_length(n, compact, wide=type_ != "string")
-            s.emit(f"if {n} < 0:")
-            if nullable:
-                s.emit(f"    {target} = None")
+            null = f"{target} = None" if nullable else self.raise_stmt(
+                struct, f"'null {type_} for non-nullable {what}'")
+            if type_ == "string" and nullable:  # null first (the common absent value), then empty
+                s.emit(f"if {n} < 0:")
+                s.emit(f"    {null}")
+                s.emit(f"elif {n} == 0:")
+                s.emit(f"    {target} = ''")
+                s.emit("else:")
+            elif type_ == "string":  # present: a non-empty string costs one test, as before
+                s.emit(f"if {n} <= 0:")
+                s.emit(f"    if {n} < 0:")
+                s.emit(f"        {null}")
+                s.emit(f"    {target} = ''")
+                s.emit("else:")
             else:
-                s.emit("    " + self.raise_stmt(struct, f"'null {type_} for non-nullable {what}'"))
-            s.emit("else:")
+                s.emit(f"if {n} < 0:")
+                s.emit(f"    {null}")
+                s.emit("else:")
             s.depth += 1
             end = s.fresh("end")
             s.emit(f"{end} = pos + {n}")
@@ -368,14 +407,30 @@ class _Generator:
 
     # ---- encoding
 
-    def encoder(self, struct: StructSpec) -> None:
+    def encoder(self, struct: StructSpec, array: bool = False) -> None:
+        """`e_<Struct>_v<N>(o, w)`; with `array`, `ea_<Struct>_v<N>(xs, w)`, which writes every element
+        of xs in one loop, without a call per element (arrays of a hundred partitions are common)."""
         s = self.src
-        v = self.version
-        s.emit(f"def {encoder_name(struct, v)}(o, w):")
+        if array:
+            s.emit(f"def {array_encoder_name(struct, self.version)}(xs, w):")
+        else:
+            s.emit(f"def {encoder_name(struct, self.version)}(o, w):")
         s.depth += 1
         s.emit("try:")
         s.depth += 1
+        if array:
+            s.emit("for o in xs:")
+            s.depth += 1
         s.emit("pass")  # keeps the block valid for structs with no fields at this version
+        self.encode_body(struct)
+        s.depth -= 2 if array else 1
+        self.encode_handlers(struct)
+        s.depth -= 1
+        s.emit("")
+
+    def encode_body(self, struct: StructSpec) -> None:
+        s = self.src
+        v = self.version
         present = self.present(struct)
         regular = [f for f in present if not (self.flexible and f.is_tagged_in(v))]
         tagged = sorted((f for f in present if self.flexible and f.is_tagged_in(v)), key=lambda f: f.tag)
@@ -388,22 +443,26 @@ class _Generator:
             run = []
             s.emit(f"x = o.{f.attr}")
             self.encode_one(f, "x", "w")
+        if self.flexible and not tagged and run:
+            self.flush_fixed_write(run, empty_tags=True)  # one part, not two
+            return
         self.flush_fixed_write(run)
         if self.flexible:
             self.encode_tagged(tagged)
-        s.depth -= 1
+
+    def encode_handlers(self, struct: StructSpec) -> None:
+        s = self.src
         s.emit("except ProtocolError:")
         s.emit("    raise")
         s.emit("except ENCODE_ERRORS as exc:")
-        s.emit(f"    raise ProtocolError({self.label(struct)!r}, {v}, None, "
+        s.emit(f"    raise ProtocolError({self.label(struct)!r}, {self.version}, None, "
                f"'cannot encode: ' + type(exc).__name__ + ': ' + str(exc)) from None")
-        s.depth -= 1
-        s.emit("")
 
-    def flush_fixed_write(self, run: list[FieldSpec]) -> None:
+    def flush_fixed_write(self, run: list[FieldSpec], empty_tags: bool = False) -> None:
+        """`empty_tags`: also write the empty tagged-field section (a zero byte: the pad byte `x`)."""
         if not run:
             return
-        fmt = "".join(FIXED[f.type][0] for f in run)
+        fmt = "".join(FIXED[f.type][0] for f in run) + ("x" if empty_tags else "")
         const = self.src.struct_const(fmt)
         values = ", ".join(f"o.{f.attr}" for f in run)
         self.src.emit(f"w({const}_pack({values}))")
@@ -435,9 +494,7 @@ class _Generator:
                 letter = FIXED[f.type][0]
                 s.emit(f"{w}(_pack('>%d{letter}' % len({x}), *{x}))")
             elif f.struct is not None:
-                el = s.fresh("el")
-                s.emit(f"for {el} in {x}:")
-                s.emit(f"    {encoder_name(f.struct, v)}({el}, {w})")
+                s.emit(f"{array_encoder_name(f.struct, v)}({x}, {w})")
             else:
                 el = s.fresh("el")
                 s.emit(f"for {el} in {x}:")
@@ -522,9 +579,15 @@ def generate(msg: MessageSpec, versions: list[int] | None = None) -> tuple[str, 
     src = _Source()
     for version in versions if versions is not None else list(msg.versions):
         gen = _Generator(msg, version, src)
-        for struct in gen.reachable():
+        reachable = gen.reachable()
+        elements = {f.struct.name for struct in reachable for f in gen.present(struct)
+                    if f.is_array and f.struct is not None}
+        for struct in reachable:
             gen.decoder(struct)
             gen.encoder(struct)
+            if struct.name in elements:
+                gen.decoder(struct, array=True)
+                gen.encoder(struct, array=True)
     return "\n".join(src.lines), {name: fmt for fmt, name in src.structs.items()}
 
 

@@ -28,6 +28,7 @@ from coordinator.records import (
     group_metadata_tombstone,
     group_reason_tombstone,
     offset_commit_record,
+    offset_commit_records,
     offset_commit_tombstone,
 )
 from protocol.error_codes import ErrorCode
@@ -83,19 +84,25 @@ def commit_offsets(st: ShardState, req: OffsetCommitRequest, ctx: RequestContext
         expire_ms = max(min(now + req.retention_time_ms, INT64_MAX), INT64_MIN)
     max_bytes = st.config.offset_metadata_max_bytes
     codes: dict[tuple[str, int], ErrorCode] = {}
-    # Hot loop (a record per partition, often a hundred per request): names bound once.
-    group_id, records, record, v1 = req.group_id, fx.records, offset_commit_record, version == 1
+    group_id, records = req.group_id, fx.records
     for topic in req.topics:
-        name = topic.name
-        for p in topic.partitions:
-            metadata = p.committed_metadata
-            # A string has at most 2 UTF-16 units per character: most never need counting.
-            if metadata and len(metadata) * 2 > max_bytes and java_length(metadata) > max_bytes:
-                codes[(name, p.partition_index)] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-                continue
-            commit_ts = p.commit_timestamp if v1 and p.commit_timestamp != -1 else now
-            records.append(record(group_id, name, p.partition_index, p.committed_offset, p.committed_leader_epoch,
-                                  metadata or "", commit_ts, expire_ms))
+        name, partitions = topic.name, topic.partitions
+        # A string has at most 2 UTF-16 units per character: most never need counting.
+        too_large = [p for p in partitions if p.committed_metadata and len(p.committed_metadata) * 2 > max_bytes
+                     and java_length(p.committed_metadata) > max_bytes]
+        accepted = partitions
+        if too_large:
+            codes.update(((name, p.partition_index), ErrorCode.OFFSET_METADATA_TOO_LARGE) for p in too_large)
+            refused = set(map(id, too_large))
+            accepted = [p for p in partitions if id(p) not in refused]
+        if version != 1 and expire_ms is None:  # the common case: one loop builds the topic's records
+            records.extend(offset_commit_records(group_id, name, accepted, now))
+            continue
+        for p in accepted:  # v1 commit timestamps, v2-4 retention: a record at a time
+            commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp != -1 else now
+            records.append(offset_commit_record(group_id, name, p.partition_index, p.committed_offset,
+                                                p.committed_leader_epoch, p.committed_metadata or "", commit_ts,
+                                                expire_ms))
     return fx.outcome(_commit_response(req, NONE, codes))
 
 

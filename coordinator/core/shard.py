@@ -271,7 +271,17 @@ class GroupShard:
                 return  # like Kafka's loader: another writer's record type, ignored
         st = self.state
         group_id = decoded.key.group
-        if decoded.record_type == _GROUP_METADATA:
+        stored = decoded.offset  # an offset commit from the factories carries its stored form
+        if stored is None and decoded.value is not None and decoded.record_type in _OFFSET_COMMITS:
+            stored = offset_from_value(decoded.value)
+        if stored is not None:
+            group_offsets = st.offsets.get(group_id)
+            if group_offsets is None:
+                group_offsets = st.offsets[group_id] = {}
+            group_offsets[decoded.key.topic, decoded.key.partition] = stored
+            if group_id not in st.groups and group_id not in self.consumer.state.groups:
+                st.groups[group_id] = ClassicGroup(group_id)  # a simple group, as Kafka's replay creates
+        elif decoded.record_type == _GROUP_METADATA:
             if decoded.value is None:
                 st.persisted.pop(group_id, None)
                 st.groups.pop(group_id, None)
@@ -280,18 +290,12 @@ class GroupShard:
                 if st.loading or group_id not in st.groups:
                     # While running, the live group is ahead of its records; when loading, it is the record.
                     st.groups[group_id] = group_from_value(group_id, decoded.value)
-        elif decoded.record_type in _OFFSET_COMMITS:
-            tp = (decoded.key.topic, decoded.key.partition)
-            if decoded.value is None:
-                group_offsets = st.offsets.get(group_id)
-                if group_offsets is not None:
-                    group_offsets.pop(tp, None)
-                    if not group_offsets:
-                        del st.offsets[group_id]
-            else:
-                st.offsets.setdefault(group_id, {})[tp] = offset_from_value(decoded.value)
-                if group_id not in st.groups and group_id not in self.consumer.state.groups:
-                    st.groups[group_id] = ClassicGroup(group_id)  # a simple group, as Kafka's replay creates
+        elif decoded.record_type in _OFFSET_COMMITS:  # a tombstone
+            group_offsets = st.offsets.get(group_id)
+            if group_offsets is not None:
+                group_offsets.pop((decoded.key.topic, decoded.key.partition), None)
+                if not group_offsets:
+                    del st.offsets[group_id]
         elif decoded.record_type == RecordType.CLASSIC_GROUP_REASON:
             if decoded.value is None:
                 st.reasons.pop(group_id, None)

@@ -269,17 +269,60 @@ _ATTRS_AND_TS_DELTA = b"\x00\x00"  # record attributes 0, timestamp delta 0
 
 def build_keyed_batch(records: Sequence[tuple[bytes, bytes | None]], timestamp: int, base_offset: int = 0) -> bytes:
     """``build_batch(records, base_offset, timestamp=timestamp)`` for the plainest records: every
-    ``(key, value)`` has a key, no headers, and the one timestamp (a coordinator's records). Same
-    bytes, built in one pass: no per-record tuples or joins, and the CRC runs over the parts in place.
-    """
-    if not records:
+    ``(key, value)`` has a key, no headers, and the one timestamp (a coordinator's records)."""
+    return build_keyed_batch_from_columns([key for key, _ in records], [value for _, value in records], timestamp,
+                                          base_offset)
+
+
+def build_keyed_batch_from_columns(keys: Sequence[bytes], values: Sequence[bytes | None], timestamp: int,
+                                   base_offset: int = 0) -> bytes:
+    """``build_keyed_batch(list(zip(keys, values)), timestamp, base_offset)``, from the keys and the
+    values (``None``: a tombstone) as two lists. Same bytes, built in one pass: no per-record tuples
+    or joins, and the CRC runs over the header and the body in place."""
+    count = len(keys)
+    if not count:
         raise ValueError("a record batch needs at least one record")
+    if len(values) != count:
+        raise ValueError(f"{count} keys but {len(values)} values")
+    if count <= len(_VARINTS) and None not in values:
+        body = _records_by_shape(keys, values)  # type: ignore[arg-type]  # no tombstones
+    else:
+        body = _records(keys, values)
+    header = bytearray(HEADER_SIZE)
+    _pack_header(header, 0, base_offset, HEADER_SIZE + len(body) - LENGTH_PREFIX, -1, MAGIC, 0, 0,
+                 count - 1, timestamp, timestamp, -1, -1, -1, count)
+    _pack_u32(header, CRC_POSITION, _crc(body, _crc(memoryview(header)[CRC_START:])))
+    return bytes(header) + body
+
+
+def _records_by_shape(keys: Sequence[bytes], values: Sequence[bytes]) -> bytes:
+    """The records section for at most len(_VARINTS) records, none a tombstone. A coordinator's batch
+    is mostly records of one shape (the keys of one topic's partitions have one size, and so have
+    their values): the bytes framing a record (its length, attributes, timestamp delta, the key and
+    value lengths) are computed once per run of records of the same shape, not once per record."""
+    varints = _VARINTS
+    parts: list[bytes] = []
+    extend = parts.extend
+    key_size = value_size = -1
+    head = key_length = value_length = b""
+    for delta, key, value in zip(range(len(keys)), keys, values):
+        if len(key) != key_size or len(value) != value_size or delta == 64:  # offset deltas from 64 take 2 bytes
+            key_size, value_size = len(key), len(value)
+            key_length = varints[key_size] if key_size < len(varints) else _varint(key_size)
+            value_length = varints[value_size] if value_size < len(varints) else _varint(value_size)
+            size = 3 + len(varints[delta]) + len(key_length) + key_size + len(value_length) + value_size
+            head = (varints[size] if size < len(varints) else _varint(size)) + _ATTRS_AND_TS_DELTA
+        extend((head, varints[delta], key_length, key, value_length, value, _NO_HEADERS))
+    return b"".join(parts)
+
+
+def _records(keys: Sequence[bytes], values: Sequence[bytes | None]) -> bytes:
+    """The records section, any count, tombstones too."""
     varints = _VARINTS
     small = len(varints)
     parts: list[bytes] = []
     extend = parts.extend
-    body_size = 0
-    for delta, (key, value) in enumerate(records):
+    for delta, (key, value) in enumerate(zip(keys, values)):
         offset_delta = varints[delta] if delta < small else _varint(delta)
         key_size = len(key)
         key_length = varints[key_size] if key_size < small else _varint(key_size)
@@ -292,13 +335,7 @@ def build_keyed_batch(records: Sequence[tuple[bytes, bytes | None]], timestamp: 
         size = 3 + len(offset_delta) + len(key_length) + key_size + len(value_length) + value_size
         record_length = varints[size] if size < small else _varint(size)
         extend((record_length, _ATTRS_AND_TS_DELTA, offset_delta, key_length, key, value_length, value, _NO_HEADERS))
-        body_size += len(record_length) + size
-    header = bytearray(HEADER_SIZE)
-    _pack_header(header, 0, base_offset, HEADER_SIZE + body_size - LENGTH_PREFIX, -1, MAGIC, 0, 0,
-                 len(records) - 1, timestamp, timestamp, -1, -1, -1, len(records))
-    body = b"".join(parts)
-    _pack_u32(header, CRC_POSITION, _crc(body, _crc(memoryview(header)[CRC_START:])))
-    return bytes(header) + body
+    return b"".join(parts)
 
 
 # ---------------------------------------------------------------- reading

@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 
-from coordinator.log.batch import build_keyed_batch, record_columns
+from coordinator.log.batch import build_keyed_batch_from_columns, record_columns
 from coordinator.log.manager import LogManager
 from coordinator.log.partition import LogConfig, Partition
 from coordinator.log.segment import scan_batches
@@ -79,7 +79,7 @@ class LogRecordStore:
     def append(self, partition: int, records: list[Record]) -> asyncio.Future[None]:
         log = self._log(partition)
         now = int(time.time() * 1000)
-        batch = build_keyed_batch([(r.key, r.value) for r in records], now)
+        batch = build_keyed_batch_from_columns([r.key for r in records], [r.value for r in records], now)
         try:
             log.append(batch, keys_checked=True)  # coordinator records always have keys
         except OSError as exc:

@@ -4,13 +4,20 @@
     .venv/bin/python -m tests.bench.commit_path --records 1000000 # the 1M-record restart
     .venv/bin/python -m tests.bench.commit_path --profile commit  # cProfile of one part, top 30
 
+    PYTHONHASHSEED=0 valgrind --tool=callgrind --dump-after=functools_reduce --callgrind-out-file=commit.out \\
+        .venv/bin/python -m tests.bench.commit_path --callgrind 1000
+    grep ^summary: commit.out.2                                   # Ir of the 1,000 commits alone
+
 Socket-free, so the figures are the server's own CPU (the loop thread's `thread_time`), which a
 machine shared with other work disturbs far less than wall-clock throughput:
 
 - commit: OffsetCommit frames of 100 partitions (simple groups, as `make bench-compare` sends
   them) go through `dispatch` exactly as a connection hands them over; every `WINDOW` requests the
   loop waits for their shared fsync. Figure: loop-thread CPU µs per request, and what that CPU alone
-  would allow in requests/s.
+  would allow in requests/s. Under callgrind (`--callgrind N`: N requests, no replay part) the
+  timed loop is bracketed by the run's only two `functools.reduce` calls; a dump resets the
+  counters, so the dump after the second (`commit.out.2`) holds the loop alone (fsync threads
+  included): instructions per request = its summary / N, the same from run to run on a shared machine.
 - replay: a log of `--records` commit records (1,000 groups of 100 partitions, as the restart of
   `make bench-compare` fills it) is loaded by a fresh server, the way it starts: seconds until the
   first OffsetFetch could be answered (process start and imports not included).
@@ -21,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import functools
 import pstats
 import tempfile
 import time
@@ -67,11 +75,18 @@ async def _server(data: Path) -> Server:
 _close = stop_server
 
 
-async def commits(data: Path, requests: int, groups: int) -> dict[str, float]:
+def _callgrind_mark() -> None:
+    """A call callgrind's --zero-before / --dump-after can key on (see the module docstring)."""
+    functools.reduce(lambda _, n: n, [0], None)
+
+
+async def commits(data: Path, requests: int, groups: int, callgrind: bool = False) -> dict[str, float]:
     server = await _server(data)
     client = FakeClient()
     frames = [commit_frame(f"restart-{n % groups}", n) for n in range(min(requests, 4096))]
     cpu = 0.0
+    if callgrind:
+        _callgrind_mark()
     started = time.perf_counter()
     for chunk in range(0, requests, WINDOW):
         before = time.thread_time()
@@ -83,6 +98,8 @@ async def commits(data: Path, requests: int, groups: int) -> dict[str, float]:
         await asyncio.gather(*replies)
         cpu += time.thread_time() - before
     wall = time.perf_counter() - started
+    if callgrind:
+        _callgrind_mark()
     await _close(server)
     per_request_us = cpu / requests * 1e6
     return {"commit_cpu_us_per_request": round(per_request_us, 1),
@@ -107,7 +124,10 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=300_000, help="records the replay loads")
     parser.add_argument("--profile", choices=["commit", "replay"], help="cProfile one part instead")
     parser.add_argument("--default-gc", action="store_true", help="Python's default collector settings")
+    parser.add_argument("--callgrind", type=int, default=0, metavar="N", help="run N commits for callgrind")
     args = parser.parse_args()
+    if args.callgrind:
+        args.requests, args.records = args.callgrind, 0
     global SERVER_GC
     SERVER_GC = not args.default_gc
     with tempfile.TemporaryDirectory(prefix="bench-commit-path-") as tmp:
@@ -117,7 +137,8 @@ def main() -> int:
             profile.enable()
         figures: dict[str, Any] = {}
         if args.requests:  # as `make bench-compare` commits: one group per connection, 8 connections
-            figures.update(asyncio.run(commits(data / "commit", args.requests, groups=8)))
+            figures.update(asyncio.run(commits(data / "commit", args.requests, groups=8,
+                                               callgrind=bool(args.callgrind))))
         if profile and args.profile == "commit":
             profile.disable()
         if args.records:  # as its restart fills the log: 1,000 groups, every partition committed many times

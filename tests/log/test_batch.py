@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordinator.log.batch import (HEADER, HEADER_SIZE, TIMESTAMP_TYPE_BIT, BatchHeader, CorruptBatchError, Record,
-                                   assemble_batch, build_batch, build_keyed_batch, encode_record, iter_batches,
-                                   iter_records, record_columns, set_base_offset, verify_crc)
+                                   assemble_batch, build_batch, build_keyed_batch, build_keyed_batch_from_columns,
+                                   encode_record, iter_batches, iter_records, record_columns, set_base_offset,
+                                   verify_crc)
 
 
 def test_header_is_61_bytes_and_parses_fields_written_by_build_batch():
@@ -120,6 +121,27 @@ def test_record_overrunning_its_batch_is_a_corrupt_batch():
        st.integers(min_value=0, max_value=2**62), st.integers(min_value=0, max_value=2**40))
 def test_keyed_batch_is_byte_for_byte_what_build_batch_makes(records, timestamp, base_offset):
     assert build_keyed_batch(records, timestamp, base_offset) == build_batch(records, base_offset, timestamp=timestamp)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([b"k", b"key-" * 20, b"K" * 200]),
+                          st.sampled_from([b"", b"v" * 24, b"w" * 130, b"x" * 9000])), min_size=1, max_size=300))
+def test_keyed_batch_of_records_of_few_shapes_matches_build_batch(records):
+    """Records without tombstones, in runs of one shape (a coordinator's batches), across offset delta 64."""
+    assert build_keyed_batch(records, 7) == build_batch(records, timestamp=7)
+
+
+@pytest.mark.parametrize("count", [63, 64, 65, 8191, 8192, 8193])
+def test_keyed_batch_from_columns_matches_build_batch_at_the_varint_table_bounds(count):
+    keys, values = [b"k%d" % (i % 10) for i in range(count)], [b"v" * 30] * count
+    assert build_keyed_batch_from_columns(keys, values, 5) == build_batch(list(zip(keys, values)), timestamp=5)
+
+
+def test_keyed_batch_from_columns_wants_a_value_per_key_and_a_record():
+    with pytest.raises(ValueError):
+        build_keyed_batch_from_columns([b"k"], [], 5)
+    with pytest.raises(ValueError):
+        build_keyed_batch_from_columns([], [], 5)
 
 
 def test_keyed_batch_of_more_records_than_the_varint_table_still_matches():
