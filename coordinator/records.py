@@ -28,7 +28,7 @@ import json
 import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Iterable, Iterator, Protocol, Sequence
 
 from protocol.messages import (
     MESSAGES,
@@ -398,31 +398,85 @@ class CommittedPartition(Protocol):
     committed_metadata: str | None  # None is stored as ""
 
 
-def offset_commit_records(group_id: str, topic: str, partitions: Iterable[CommittedPartition],
-                          commit_timestamp: int) -> list[Record]:
-    """offset_commit_record (value v3: no expire timestamp) for each partition of one topic of a commit,
-    with the same bytes, in one loop: a commit request carries a hundred partitions or more."""
-    keys = _topic_keys(group_id, topic)
-    pack_empty = _VALUE_V3_EMPTY.pack
-    records: list[Record] = []
-    append = records.append
-    for p in partitions:
-        partition, offset, epoch, metadata = (p.partition_index, p.committed_offset, p.committed_leader_epoch,
-                                              p.committed_metadata or "")
-        known = keys.get(partition)
-        if known is None:
-            known = _offset_key(group_id, topic, partition)
-            keys = _topic_keys(group_id, topic)  # a new dict if the cache was cleared just now
-        value = OffsetCommitValue(offset, epoch, metadata, commit_timestamp)
-        try:
-            value_bytes = (pack_empty(OFFSET_COMMIT_VALUE_VERSION, offset, epoch, 0, commit_timestamp) if not metadata
-                           else _offset_commit_value_v3(value))
-        except struct.error:
-            value_bytes = _encode(OFFSET_COMMIT_VALUE_VERSION, value)  # out of range: the codec reports it
-        append(Record(known[0], value_bytes, DecodedRecord(
-            _OFFSET_COMMIT, known[1], value, OFFSET_COMMIT_VALUE_VERSION,
-            OffsetAndMetadata(offset, epoch, metadata, commit_timestamp))))
-    return records
+@dataclass(slots=True)
+class OffsetCommitRun:
+    """The offset commit records (value v3) of one topic of one commit, as columns: the shell writes
+    `keys` and `values` and replay stores `offsets` under (topic, partition), with no object per
+    record (a commit carries a hundred partitions or more). `records()` builds the very records
+    `offset_commit_record` would, for anyone who wants them one by one."""
+
+    group_id: str
+    topic: str
+    partitions: list[int]
+    keys: list[bytes]
+    values: list[bytes]
+    offsets: list[OffsetAndMetadata]  # as stored; each commit timestamp is the run's
+
+    def records(self) -> list[Record]:
+        group_id, topic = self.group_id, self.topic
+        return [Record(key, value, DecodedRecord(
+                    _OFFSET_COMMIT, _offset_key(group_id, topic, partition)[1],
+                    OffsetCommitValue(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp_ms),
+                    OFFSET_COMMIT_VALUE_VERSION, o))
+                for partition, key, value, o in zip(self.partitions, self.keys, self.values, self.offsets)]
+
+
+class RecordsToWrite(Sequence[Record]):
+    """What one outcome writes: `records`, then the records of each offset commit run. A store that
+    writes bytes takes `columns()` and never sees a Record for a run; a store that keeps Record
+    objects reads this as a sequence of them, built once on first use."""
+
+    __slots__ = ("records", "runs", "_all")
+
+    def __init__(self, records: list[Record], runs: list[OffsetCommitRun]) -> None:
+        self.records, self.runs = records, runs
+        self._all: list[Record] | None = None
+
+    def columns(self) -> tuple[list[bytes], list[bytes | None]]:
+        """The keys and the values (None: a tombstone) of every record, in order."""
+        keys = [r.key for r in self.records]
+        values: list[bytes | None] = [r.value for r in self.records]
+        for run in self.runs:
+            keys += run.keys
+            values += run.values
+        return keys, values
+
+    def _records(self) -> list[Record]:
+        if self._all is None:
+            self._all = self.records + [r for run in self.runs for r in run.records()]
+        return self._all
+
+    def __len__(self) -> int:
+        return len(self.records) + sum(len(run.keys) for run in self.runs)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._records()[index]
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self._records())
+
+
+def offset_commit_run(group_id: str, topic: str, partitions: Sequence[CommittedPartition],
+                      commit_timestamp: int) -> OffsetCommitRun:
+    """offset_commit_record (value v3: no expire timestamp) for each partition of one topic of a
+    commit, with the same bytes, as one run of columns."""
+    indexes = [p.partition_index for p in partitions]
+    offsets = [OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "",
+                                 commit_timestamp) for p in partitions]
+    cached = _topic_keys(group_id, topic)
+    keys = [(cached.get(i) or _offset_key(group_id, topic, i))[0] for i in indexes]
+    pack_empty, version = _VALUE_V3_EMPTY.pack, OFFSET_COMMIT_VALUE_VERSION
+    try:
+        values = [pack_empty(version, o.offset, o.leader_epoch, 0, commit_timestamp) if not o.metadata
+                  else _stored_value_v3(o) for o in offsets]
+    except struct.error:
+        values = [_stored_value_v3(o) for o in offsets]  # out of range: the codec reports it
+    return OffsetCommitRun(group_id, topic, indexes, keys, values, offsets)
+
+
+def _stored_value_v3(stored: OffsetAndMetadata) -> bytes:
+    return _offset_commit_value_v3(OffsetCommitValue(stored.offset, stored.leader_epoch, stored.metadata,
+                                                     stored.commit_timestamp_ms))
 
 
 _OFFSET_COMMIT = RecordType.OFFSET_COMMIT  # an enum member looked up per record costs ~0.2 µs

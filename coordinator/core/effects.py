@@ -6,18 +6,19 @@ from typing import Any
 
 from coordinator.core.model import Parked
 from coordinator.core.outcome import Cancel, GroupEvent, Outcome, RequestRef, Schedule, TimerKey
-from coordinator.records import Record
+from coordinator.records import OffsetCommitRun, Record
 
 
 class Effects:
     """Flows append here; answers to the request being handled become `response`, others `replies`."""
 
-    __slots__ = ("now_ms", "current", "records", "replies", "timers", "events", "jobs", "response")
+    __slots__ = ("now_ms", "current", "records", "commit_runs", "replies", "timers", "events", "jobs", "response")
 
     def __init__(self, now_ms: int, current: RequestRef | None = None) -> None:
         self.now_ms = now_ms
         self.current = current
         self.records: list[Record] = []
+        self.commit_runs: list[OffsetCommitRun] = []  # written after `records`: see Outcome
         self.replies: list[tuple[RequestRef, object]] = []
         self.timers: list[Schedule | Cancel] = []
         self.events: list[GroupEvent] = []
@@ -47,4 +48,5 @@ class Effects:
             timers=self.timers,
             events=self.events,
             jobs=self.jobs,
+            commit_runs=self.commit_runs,
         )

@@ -28,7 +28,7 @@ from coordinator.records import (
     group_metadata_tombstone,
     group_reason_tombstone,
     offset_commit_record,
-    offset_commit_records,
+    offset_commit_run,
     offset_commit_tombstone,
 )
 from protocol.error_codes import ErrorCode
@@ -95,8 +95,9 @@ def commit_offsets(st: ShardState, req: OffsetCommitRequest, ctx: RequestContext
             codes.update(((name, p.partition_index), ErrorCode.OFFSET_METADATA_TOO_LARGE) for p in too_large)
             refused = set(map(id, too_large))
             accepted = [p for p in partitions if id(p) not in refused]
-        if version != 1 and expire_ms is None:  # the common case: one loop builds the topic's records
-            records.extend(offset_commit_records(group_id, name, accepted, now))
+        if version != 1 and expire_ms is None and not records:  # the common case: the topic's records as columns
+            if accepted:
+                fx.commit_runs.append(offset_commit_run(group_id, name, accepted, now))
             continue
         for p in accepted:  # v1 commit timestamps, v2-4 retention: a record at a time
             commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp != -1 else now

@@ -8,10 +8,10 @@ An `Outcome.response` of None means the triggering request was parked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Hashable
 
-from coordinator.records import Record
+from coordinator.records import OffsetCommitRun, Record, RecordsToWrite
 
 TimerKey = Hashable
 
@@ -72,12 +72,55 @@ class GroupEvent:
     fields: tuple[tuple[str, Any], ...] = ()
 
 
-@dataclass(slots=True)
 class Outcome:
-    records: list[Record] = field(default_factory=list)
-    response: object | None = None  # answer to the triggering request; None if parked
-    replies: list[tuple[RequestRef, object]] = field(default_factory=list)  # answers to parked requests
-    timers: list[TimerOp] = field(default_factory=list)
-    events: list[GroupEvent] = field(default_factory=list)
-    # Work the shell runs in the background and feeds back in (KIP-1263 assignor runs: AssignmentJob).
-    jobs: list[Any] = field(default_factory=list)
+    """Records to write, the response, parked replies, timer intents, events and background jobs.
+
+    Offset commits may come as runs of columns (`commit_runs`, after `records` in write order):
+    the shell writes and replays them as such (`writes()`), with no object per record. Reading
+    `records` turns the runs into records first, so that it always holds every record.
+    """
+
+    __slots__ = ("_records", "commit_runs", "response", "replies", "timers", "events", "jobs")
+
+    def __init__(self, records: list[Record] | None = None, response: object | None = None,
+                 replies: list[tuple[RequestRef, object]] | None = None, timers: list[TimerOp] | None = None,
+                 events: list[GroupEvent] | None = None, jobs: list[Any] | None = None,
+                 commit_runs: list[OffsetCommitRun] | None = None) -> None:
+        self._records = records if records is not None else []
+        self.commit_runs = commit_runs if commit_runs is not None else []
+        self.response = response  # answer to the triggering request; None if parked
+        self.replies = replies if replies is not None else []  # answers to parked requests
+        self.timers = timers if timers is not None else []
+        self.events = events if events is not None else []
+        # Work the shell runs in the background and feeds back in (KIP-1263 assignor runs: AssignmentJob).
+        self.jobs = jobs if jobs is not None else []
+
+    @property
+    def records(self) -> list[Record]:
+        if self.commit_runs:
+            runs, self.commit_runs = self.commit_runs, []
+            for run in runs:
+                self._records.extend(run.records())
+        return self._records
+
+    @records.setter
+    def records(self, records: list[Record]) -> None:
+        self._records, self.commit_runs = records, []
+
+    def writes(self) -> RecordsToWrite | None:
+        """Every record to write, the runs left as columns; None when there is none (most requests)."""
+        if not self._records and not self.commit_runs:
+            return None
+        return RecordsToWrite(self._records, self.commit_runs)
+
+    def __repr__(self) -> str:
+        return (f"Outcome(records={self.records!r}, response={self.response!r}, replies={self.replies!r}, "
+                f"timers={self.timers!r}, events={self.events!r}, jobs={self.jobs!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Outcome):
+            return NotImplemented
+        return ((self.records, self.response, self.replies, self.timers, self.events, self.jobs)
+                == (other.records, other.response, other.replies, other.timers, other.events, other.jobs))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces

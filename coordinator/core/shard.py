@@ -11,6 +11,7 @@ How the shell drives it (all calls are synchronous and pure apart from the shard
 
     out = shard.join_group(request, RequestContext(api_version, now_ms, ref, client_id, client_host))
     for record in out.records: shard.replay(record)     # the runtime replays, then appends to the log
+                                                        # (or replay_offset_commits(run) per out.commit_runs)
     ... flush, then send out.response (None: parked) and every (ref, response) in out.replies;
     ... apply out.timers (Schedule replaces by key, Cancel is idempotent); log out.events.
     on a timer:  out = shard.on_timer(key, data, now_ms)   # handled exactly like a request's outcome
@@ -27,6 +28,7 @@ triggering request NOT_COORDINATOR, and replace the shard by `GroupShard.load(du
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from itertools import repeat
 from typing import Any
 
 from coordinator.core import admin, offsets
@@ -63,6 +65,7 @@ from coordinator.core.responses import join_error, sync_response
 from coordinator.core.timer_keys import OFFSETS_EXPIRATION_KEY, heartbeat_key, join_key, sync_key
 from coordinator.records import (
     OffsetAndMetadata,
+    OffsetCommitRun,
     Record,
     RecordType,
     UnknownRecordType,
@@ -275,12 +278,7 @@ class GroupShard:
         if stored is None and decoded.value is not None and decoded.record_type in _OFFSET_COMMITS:
             stored = offset_from_value(decoded.value)
         if stored is not None:
-            group_offsets = st.offsets.get(group_id)
-            if group_offsets is None:
-                group_offsets = st.offsets[group_id] = {}
-            group_offsets[decoded.key.topic, decoded.key.partition] = stored
-            if group_id not in st.groups and group_id not in self.consumer.state.groups:
-                st.groups[group_id] = ClassicGroup(group_id)  # a simple group, as Kafka's replay creates
+            self._committed_offsets(group_id)[decoded.key.topic, decoded.key.partition] = stored
         elif decoded.record_type == _GROUP_METADATA:
             if decoded.value is None:
                 st.persisted.pop(group_id, None)
@@ -301,6 +299,20 @@ class GroupShard:
                 st.reasons.pop(group_id, None)
             else:
                 st.reasons[group_id] = reason_from_value(decoded.value)
+
+    def replay_offset_commits(self, run: OffsetCommitRun) -> None:
+        """`replay` of each record of `run`, in one go."""
+        self._committed_offsets(run.group_id).update(zip(zip(repeat(run.topic), run.partitions), run.offsets))
+
+    def _committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetAndMetadata]:
+        """The group's stored offsets, for a commit to add to; a commit to no group makes a simple one."""
+        st = self.state
+        group_offsets = st.offsets.get(group_id)
+        if group_offsets is None:
+            group_offsets = st.offsets[group_id] = {}
+        if group_id not in st.groups and group_id not in self.consumer.state.groups:
+            st.groups[group_id] = ClassicGroup(group_id)  # a simple group, as Kafka's replay creates
+        return group_offsets
 
     def begin_loading(self) -> None:
         self.state.loading = True

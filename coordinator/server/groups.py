@@ -211,11 +211,14 @@ class GroupRuntime:
         without records waits for the partition's last write still pending (it may have read
         state that write made). Without that, in a join storm the first member, whose JoinGroup
         writes the new group's record, heard back after members who joined after it."""
-        shard = self.shards.get(partition) if outcome.records else None
-        if shard is not None:
-            for record in outcome.records:
+        writes = outcome.writes()  # offset commits stay columns: no Record per partition
+        shard = self.shards.get(partition) if writes is not None else None
+        if writes is not None and shard is not None:
+            for record in writes.records:
                 shard.replay(record)
-            durable = self.store.append(partition, outcome.records)
+            for run in writes.runs:
+                shard.replay_offset_commits(run)
+            durable = self.store.append(partition, writes)
             durable.add_done_callback(lambda f, t=time.perf_counter(): self._time_append(f, t))
             durable.add_done_callback(lambda f, p=partition: self._check_append(p, f))
             self._last_append[partition] = durable

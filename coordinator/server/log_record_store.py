@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from coordinator.log.batch import build_keyed_batch_from_columns, record_columns
 from coordinator.log.manager import LogManager
 from coordinator.log.partition import LogConfig, Partition
 from coordinator.log.segment import scan_batches
-from coordinator.records import Record, RecordDecoder, UnknownRecordType, latest_per_key
+from coordinator.records import Record, RecordDecoder, RecordsToWrite, UnknownRecordType, latest_per_key
 from coordinator.server.worker_processes import forked_pool
 from coordinator.topics import OFFSETS_TOPIC
 
@@ -76,10 +76,14 @@ class LogRecordStore:
     def _log(self, partition: int) -> Partition:
         return self.logs.get_or_create(OFFSETS_TOPIC, partition, OFFSETS_TOPIC_CONFIG)
 
-    def append(self, partition: int, records: list[Record]) -> asyncio.Future[None]:
+    def append(self, partition: int, records: Sequence[Record]) -> asyncio.Future[None]:
         log = self._log(partition)
         now = int(time.time() * 1000)
-        batch = build_keyed_batch_from_columns([r.key for r in records], [r.value for r in records], now)
+        if isinstance(records, RecordsToWrite):
+            keys, values = records.columns()
+        else:
+            keys, values = [r.key for r in records], [r.value for r in records]
+        batch = build_keyed_batch_from_columns(keys, values, now)
         try:
             log.append(batch, keys_checked=True)  # coordinator records always have keys
         except OSError as exc:

@@ -7,7 +7,7 @@ order, when it loads; and an append that completes once the records are durable.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Protocol
 
 from coordinator.records import Record
@@ -25,8 +25,9 @@ class RecordStore(Protocol):
         """Every partition that holds records with its records (as `read_all`), in partition order;
         a store may read ahead while the caller replays."""
 
-    def append(self, partition: int, records: list[Record]) -> asyncio.Future[None]:
-        """Write `records`; the future completes when they are durable (or fails)."""
+    def append(self, partition: int, records: Sequence[Record]) -> asyncio.Future[None]:
+        """Write `records`; the future completes when they are durable (or fails). The runtime passes
+        a RecordsToWrite: a store writing bytes can take its columns() without building records."""
 
     async def close(self) -> None: ...
 
@@ -46,7 +47,7 @@ class MemoryRecordStore:
     def read_partitions(self) -> Iterator[tuple[int, Iterable[Record]]]:
         return ((partition, self.read_all(partition)) for partition in sorted(self._logs))
 
-    def append(self, partition: int, records: list[Record]) -> asyncio.Future[None]:
+    def append(self, partition: int, records: Sequence[Record]) -> asyncio.Future[None]:
         self._logs.setdefault(partition, []).extend(records)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         done.set_result(None)
