@@ -1,9 +1,8 @@
 """Decode `__consumer_offsets` segment files into Arrow record batches, with the server's own codec.
 
 No Spark here (the data source in `reader.py` hands these batches to Spark as they are), so it can
-be tested and benchmarked alone. Batches are framed by `coordinator.log.segment.scan_batches`,
-records split into columns by `coordinator.log.batch.record_columns` (given the header the scan
-already parsed, so each header is parsed once), keys and values decoded by the
+be tested and benchmarked alone. Records are framed into columns by
+`coordinator.log.chunk_columns.scan_columns` (a read chunk of batches per loop), keys and values decoded by the
 `coordinator.records` codec (`decode_record_versions` for each distinct key, the value's generated
 decoder for each value): there is no second implementation of the format.
 
@@ -33,7 +32,8 @@ import pyarrow as pa  # the spark extra; nothing the server imports comes here
 import pyarrow.compute as pc
 import structlog
 
-from coordinator.log.batch import CorruptBatchError, RecordColumns, record_columns
+from coordinator.log.batch import CorruptBatchError
+from coordinator.log.chunk_columns import ChunkColumns, scan_columns
 from coordinator.log.partition import parse_partition_dir
 from coordinator.log.segment import SUFFIX, base_offset_of, scan_batches
 from coordinator.records import RecordType, UnknownRecordType, decode_record_versions
@@ -218,18 +218,18 @@ def append_record(chunk: _Chunk, keys: _KeyTable, kid: int, offset: int, timesta
         (chunk.metadata if code == GROUP_METADATA else chunk.reasons).append((row, message))
 
 
-def batch_columns(segment: Path, stats: DecodeStats) -> Iterator[RecordColumns]:
-    """The records of each batch of a segment file as columns, in order (transaction markers
-    skipped). Same rule as the server's loader: the file ends at the first bad batch, noted in
-    `stats.problems`. Columns rather than Record objects: the summary reader keeps only a few fields
-    of most records, and a log of small batches makes per-record objects the larger cost."""
+def batch_columns(segment: Path, stats: DecodeStats) -> Iterator[ChunkColumns]:
+    """The records of a segment file as columns, a read chunk of batches at a time, in order
+    (transaction markers skipped). Same rule as the server's loader: the file ends at the first bad
+    batch, noted in `stats.problems`. Columns rather than Record objects: the summary reader keeps
+    only a few fields of most records, and a log of small batches makes per-record and per-batch
+    objects the larger cost."""
     fd = os.open(segment, os.O_RDONLY)
     try:
         try:
-            for _, header, view in scan_batches(fd, os.fstat(fd).st_size, verify=True):
-                stats.batches += 1
-                if not header.is_control:  # transaction markers carry no coordinator record
-                    yield record_columns(view, 0, header)  # the header scan_batches parsed: not parsed again
+            for columns in scan_columns(fd, os.fstat(fd).st_size, verify=True):
+                stats.batches += columns.batches
+                yield columns
         except CorruptBatchError as e:
             stats.problems.append(f"{segment}: stopped at byte {e.position}: {e.reason}")
             log.warning("segment_read_stopped", segment=str(segment), position=e.position, reason=e.reason)
@@ -249,8 +249,7 @@ def decode_segment(segment: Path, partition: int | None = None, chunk_rows: int 
     key_index = keys.index
     chunk = _Chunk()
     for columns in batch_columns(segment, stats):
-        for offset, timestamp, key, value in zip(columns.offsets(), columns.timestamps(), columns.keys,
-                                                 columns.values):
+        for offset, timestamp, key, value in zip(columns.offsets, columns.timestamps, columns.keys, columns.values):
             kid = key_index.get(key)
             if kid is None:
                 kid = keys.add(key)

@@ -66,33 +66,44 @@ VIEWS = ("rebalance_timeline", "rebalances_per_hour", "top_groups", "membership_
 # ---- the views --------------------------------------------------------------------------------------
 
 
+#: The member fields the views show; the others (timeouts, metadata sizes) are left out of every frame.
+MEMBER_FIELDS = ("member_id", "group_instance_id", "client_id", "client_host")
+MEMBERS_TYPE = "array<struct<" + ",".join(f"{name}:string" for name in MEMBER_FIELDS) + ">>"
+
+
 def group_metadata_sequence(records: DataFrame) -> DataFrame:
-    """Every GroupMetadata record with what came before it in its group, and what kind of write it was."""
+    """Every GroupMetadata record with what came before it in its group, and what kind of write it was.
+
+    Member lists stay out of the result (the job caches it): only their sizes, the members that
+    `joined` and `left` since the previous record (a few per row), and `current_members`, the members
+    of the group's latest record (null in the others)."""
+    members = F.coalesce(F.transform("members", lambda m: F.struct(*(m[name].alias(name) for name in MEMBER_FIELDS))),
+                         F.array().cast(MEMBERS_TYPE))
     gm = records.filter(F.col("kind") == "group_metadata").select(
         "group_id", "partition", "offset", "timestamp", "tombstone", "generation", "protocol_type", "protocol",
-        "leader", "current_state_timestamp",
-        F.coalesce("members", F.array().cast("array<struct<member_id:string,group_instance_id:string,"
-                                             "client_id:string,client_host:string,rebalance_timeout_ms:int,"
-                                             "session_timeout_ms:int,subscription_bytes:int,"
-                                             "assignment_bytes:int>>")).alias("members"))
+        "leader", "current_state_timestamp", members.alias("members"))
     w = Window.partitionBy("group_id").orderBy("partition", "offset")
     gm = (gm.withColumn("prev_generation", F.lag("generation").over(w))
             .withColumn("prev_tombstone", F.lag("tombstone").over(w))
             .withColumn("prev_members", F.lag("members").over(w))
-            .withColumn("prev_offset", F.lag("offset").over(w)))
+            .withColumn("latest", F.lead("offset").over(w).isNull()))
     fresh = F.col("prev_generation").isNull() | F.col("prev_tombstone")
     write = (F.when(F.col("tombstone"), "deleted")
               .when(F.col("generation") == 0, "created")
               .when(~fresh & (F.col("generation") == F.col("prev_generation")), "static_replacement")
               .otherwise("generation"))
-    gm = gm.withColumn("write", write)
-    ids = F.transform("members", lambda m: m["member_id"])
-    prev_members = F.when(fresh, F.array().cast(gm.schema["members"].dataType)).otherwise(F.col("prev_members"))
-    gm = gm.withColumn("prev_members", prev_members)
-    prev_ids = F.transform("prev_members", lambda m: m["member_id"])
-    return (gm.withColumn("joined", F.filter("members", lambda m: ~F.array_contains(prev_ids, m["member_id"])))
-              .withColumn("left", F.filter("prev_members", lambda m: ~F.array_contains(ids, m["member_id"])))
-              .withColumn("member_count", F.size("members")))
+    prev = F.when(fresh, F.array().cast(MEMBERS_TYPE)).otherwise(F.col("prev_members"))
+    # Member ids as columns of their own, so each lambda below looks them up instead of rebuilding them.
+    gm = gm.select("*", write.alias("write"), prev.alias("prev"),
+                   F.col("members.member_id").alias("ids"), prev["member_id"].alias("prev_ids"))
+    return gm.select(
+        "group_id", "partition", "offset", "timestamp", "tombstone", "generation", "protocol_type", "protocol",
+        "leader", "current_state_timestamp", "prev_generation", "prev_tombstone", "write",
+        F.filter("members", lambda m: ~F.array_contains(F.col("prev_ids"), m["member_id"])).alias("joined"),
+        F.filter("prev", lambda m: ~F.array_contains(F.col("ids"), m["member_id"])).alias("left"),
+        F.size("members").alias("member_count"), F.size("prev").alias("prev_member_count"),
+        F.size(F.filter("members", lambda m: m["group_instance_id"].isNotNull())).alias("static_members"),
+        F.when(F.col("latest"), F.col("members")).alias("current_members"))
 
 
 def reasons_by_write(records: DataFrame, gm: DataFrame) -> DataFrame:
@@ -101,33 +112,26 @@ def reasons_by_write(records: DataFrame, gm: DataFrame) -> DataFrame:
     A reason belongs to the next new generation of its group, except one written in the same batch
     right after a static replacement (a static member that rejoined with a reason, absorbed)."""
     reasons = records.filter((F.col("kind") == "group_reason") & ~F.col("tombstone")).select(
-        "group_id", "partition", "offset", F.col("reason_api").alias("api"),
-        F.col("reason_member_id").alias("member_id"), F.col("reason_instance_id").alias("group_instance_id"),
-        "reason", F.col("reason_timestamp").alias("reason_ms"))
+        "group_id", "partition", "offset", F.lit(None).cast("string").alias("write"),
+        F.struct(F.col("reason_timestamp").alias("reason_ms"), F.col("reason_api").alias("api"),
+                 F.col("reason_member_id").alias("member_id"),
+                 F.col("reason_instance_id").alias("group_instance_id"), "reason").alias("r"))
     marks = gm.filter(F.col("write").isin("generation", "static_replacement")).select(
-        "group_id", "partition", "offset", "write")
-    events = (reasons.withColumn("write", F.lit(None).cast("string"))
-                     .unionByName(marks.withColumn("api", F.lit(None).cast("string"))
-                                  .withColumn("member_id", F.lit(None).cast("string"))
-                                  .withColumn("group_instance_id", F.lit(None).cast("string"))
-                                  .withColumn("reason", F.lit(None).cast("string"))
-                                  .withColumn("reason_ms", F.lit(None).cast("long"))))
-    # Descending order with a growing frame: Spark evaluates it incrementally (an unbounded-following
-    # frame in ascending order would be quadratic per group).
-    down = Window.partitionBy("group_id").orderBy(F.desc("partition"), F.desc("offset")).rowsBetween(
-        Window.unboundedPreceding, -1)
-    up = Window.partitionBy("group_id").orderBy("partition", "offset")
-    events = (events.withColumn("next_gen", F.last(F.when(F.col("write") == "generation", F.col("offset")),
-                                                   ignorenulls=True).over(down))
-                    .withColumn("prev_write", F.lag("write").over(up))
-                    .withColumn("prev_offset", F.lag("offset").over(up)))
+        "group_id", "partition", "offset", "write", F.lit(None).cast(reasons.schema["r"].dataType).alias("r"))
+    # One descending order for both: the next generation is the last one seen so far (a growing frame,
+    # which Spark evaluates incrementally; an unbounded-following frame in ascending order would be
+    # quadratic per group), the write before a reason is the row after it.
+    down = Window.partitionBy("group_id").orderBy(F.desc("partition"), F.desc("offset"))
+    events = (reasons.unionByName(marks)
+              .withColumn("next_gen", F.last(F.when(F.col("write") == "generation", F.col("offset")),
+                                             ignorenulls=True).over(down.rowsBetween(Window.unboundedPreceding, -1)))
+              .withColumn("prev_write", F.lead("write").over(down))
+              .withColumn("prev_offset", F.lead("offset").over(down)))
     absorbed = (F.col("prev_write") == "static_replacement") & (F.col("prev_offset") == F.col("offset") - 1)
     attributed = (events.filter(F.col("write").isNull())
                         .withColumn("gm_offset", F.when(absorbed, F.col("prev_offset")).otherwise(F.col("next_gen")))
                         .filter(F.col("gm_offset").isNotNull()))
-    return attributed.groupBy("group_id", "gm_offset").agg(
-        F.array_sort(F.collect_list(F.struct("reason_ms", "api", "member_id", "group_instance_id", "reason")))
-        .alias("reasons"))
+    return attributed.groupBy("group_id", "gm_offset").agg(F.array_sort(F.collect_list("r")).alias("reasons"))
 
 
 def rebalance_timeline(gm: DataFrame, reasons: DataFrame) -> DataFrame:
@@ -137,10 +141,11 @@ def rebalance_timeline(gm: DataFrame, reasons: DataFrame) -> DataFrame:
     gens = gens.withColumn("end_ms", F.lead("timestamp").over(w)).filter(F.col("write") == "generation")
     r = reasons.withColumnRenamed("gm_offset", "offset")
     t = gens.join(r, ["group_id", "offset"], "left").withColumn("reasons", F.coalesce("reasons", F.array()))
-    leave_ids = F.transform(F.filter("reasons", lambda x: x["api"] == "LeaveGroup"), lambda x: x["member_id"])
-    leave_instances = F.transform(F.filter("reasons", lambda x: x["api"] == "LeaveGroup"),
-                                  lambda x: x["group_instance_id"])
-    joined_instances = F.transform("joined", lambda m: m["group_instance_id"])
+    leaves = F.filter("reasons", lambda x: x["api"] == "LeaveGroup")
+    t = t.select("*", leaves["member_id"].alias("leave_ids"), leaves["group_instance_id"].alias("leave_instances"),
+                 F.col("joined.group_instance_id").alias("joined_instances"))
+    leave_ids, leave_instances = F.col("leave_ids"), F.col("leave_instances")
+    joined_instances = F.col("joined_instances")
     t = (t.withColumn("left_with_reason", F.filter("left", lambda m: F.array_contains(leave_ids, m["member_id"])
                                                    | F.array_contains(leave_instances, m["group_instance_id"])))
           .withColumn("static_rejoined", F.filter("left", lambda m: m["group_instance_id"].isNotNull()
@@ -152,8 +157,8 @@ def rebalance_timeline(gm: DataFrame, reasons: DataFrame) -> DataFrame:
                                               & F.array_contains(joined_instances, m["group_instance_id"])))))
     first_reason = F.get(F.col("reasons"), 0)
     trigger = (F.when(F.col("prev_generation").isNull() | F.col("prev_tombstone") | (F.col("prev_generation") == 0)
-                      & (F.size("prev_members") == 0), "initial")
-                .when(F.size("members") == 0, "group_emptied")
+                      & (F.col("prev_member_count") == 0), "initial")
+                .when(F.col("member_count") == 0, "group_emptied")
                 .when(F.size("left_with_reason") > 0, "member_left")
                 .when(F.size("static_rejoined") > 0, "static_member_rejoined")
                 .when(F.size("expired") > 0, "member_expired")
@@ -163,7 +168,7 @@ def rebalance_timeline(gm: DataFrame, reasons: DataFrame) -> DataFrame:
     return t.select(
         "group_id", "partition", "offset", "generation", trigger.alias("trigger"),
         first_reason["reason"].alias("reason"), first_reason["api"].alias("reason_api"),
-        F.transform("reasons", lambda x: x["reason"]).alias("all_reasons"),
+        F.col("reasons.reason").alias("all_reasons"),
         F.when(first_reason.isNotNull(), start).otherwise(F.col("current_state_timestamp")).alias("start_ms"),
         F.when(first_reason.isNotNull(), "reason").otherwise("join_completed").alias("start_source"),
         F.col("current_state_timestamp").alias("join_completed_ms"),
@@ -172,11 +177,10 @@ def rebalance_timeline(gm: DataFrame, reasons: DataFrame) -> DataFrame:
         .alias("rebalance_duration_ms"),
         (F.col("end_ms") - F.col("timestamp")).alias("generation_lifetime_ms"),
         "member_count", "leader", "protocol_type", "protocol",
-        F.transform("joined", lambda m: m["member_id"]).alias("joined"),
-        F.transform("left_with_reason", lambda m: m["member_id"]).alias("left"),
-        F.transform("expired", lambda m: m["member_id"]).alias("expired"),
-        F.transform("static_rejoined", lambda m: m["group_instance_id"]).alias("static_rejoined"),
-        F.size(F.filter("members", lambda m: m["group_instance_id"].isNotNull())).alias("static_members"),
+        F.col("joined.member_id").alias("joined"), F.col("left_with_reason.member_id").alias("left"),
+        F.col("expired.member_id").alias("expired"),
+        F.col("static_rejoined.group_instance_id").alias("static_rejoined"),
+        "static_members",
     )
 
 
@@ -285,21 +289,21 @@ def offset_views(spark: SparkSession, records: DataFrame, as_of_ms: int, ends: d
 
 
 def current_groups(gm: DataFrame, records: DataFrame) -> DataFrame:
-    latest = gm.groupBy("group_id").agg(F.max_by(F.struct("tombstone", "generation", "protocol_type", "protocol",
-                                                          "leader", "member_count", "members", "timestamp"),
-                                                 F.struct("partition", "offset")).alias("g"))
+    """Each group as its latest GroupMetadata record leaves it (none if that is a tombstone)."""
     reasons = (records.filter(F.col("kind") == "group_reason").groupBy("group_id")
                .agg(F.max_by(F.struct("tombstone", "reason_api", "reason", "reason_member_id", "reason_timestamp"),
-                             F.struct("partition", "offset")).alias("r")))
-    return (latest.filter(~F.col("g.tombstone"))
-                  .join(reasons, "group_id", "left")
-                  .select("group_id", F.when(F.col("g.member_count") > 0, "Stable").otherwise("Empty").alias("state"),
-                          "g.generation", "g.protocol_type", "g.protocol", "g.leader", "g.member_count",
-                          F.transform("g.members", lambda m: m["member_id"]).alias("member_ids"),
-                          F.transform("g.members", lambda m: m["group_instance_id"]).alias("group_instance_ids"),
-                          F.col("g.timestamp").alias("since_ms"),
-                          F.when(~F.col("r.tombstone"), F.col("r.reason")).alias("last_reason"),
-                          F.when(~F.col("r.tombstone"), F.col("r.reason_api")).alias("last_reason_api")))
+                             log_order()).alias("r")))
+    return (gm.filter(F.col("current_members").isNotNull() & ~F.col("tombstone"))
+              .join(reasons, "group_id", "left")
+              .select("group_id", F.when(F.col("member_count") > 0, "Stable").otherwise("Empty").alias("state"),
+                      "generation", "protocol_type", "protocol", "leader",
+                      # Nullable, as the column has always been written (it came out of an aggregate).
+                      F.when(F.col("current_members").isNotNull(), F.col("member_count")).alias("member_count"),
+                      F.col("current_members.member_id").alias("member_ids"),
+                      F.col("current_members.group_instance_id").alias("group_instance_ids"),
+                      F.col("timestamp").alias("since_ms"),
+                      F.when(~F.col("r.tombstone"), F.col("r.reason")).alias("last_reason"),
+                      F.when(~F.col("r.tombstone"), F.col("r.reason_api")).alias("last_reason_api")))
 
 
 def log_facts(records: DataFrame) -> dict[str, Any]:

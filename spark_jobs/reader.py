@@ -162,7 +162,11 @@ def local_session(master: str = "local[*]", app_name: str = "groupcoord-report",
     # The JVM options: the job is a few dozen short Spark jobs over small tables, and on a 2-core
     # machine C2 compiling them and G1's concurrent threads took more CPU than the work itself
     # (1M records: 135 -> 80 CPU-s for the whole job, 198 -> 74 s wall). C1 code is fast enough here.
+    # No whole-stage codegen either: the tables are small (the reader has folded the commits), and
+    # stages waited on Janino compiling a class each (10M records, the rebalance views over cached rows:
+    # 30 -> 22 s wall for the same JVM CPU-s). Each expression is still compiled.
     defaults = {"spark.ui.enabled": "false", "spark.sql.session.timeZone": "UTC",
+                "spark.sql.codegen.wholeStage": "false",
                 "spark.sql.shuffle.partitions": str(2 * _cores(master)), "spark.driver.memory": "3g",
                 "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC",
                 "spark.sql.execution.arrow.pyspark.enabled": "true"}

@@ -33,6 +33,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from coordinator.log.chunk_columns import ChunkColumns
 from spark_jobs.decode import (COMMIT, COLUMNS, DecodeStats, _Chunk, _KeyTable, _NO_COMMIT, _to_batch, append_record,
                                arrow_schema, batch_columns, decode_value, partition_of)
 
@@ -57,15 +58,14 @@ def summary_schema() -> pa.Schema:
 
 
 class _Commits:
-    """Records as plain columns: a segment's commit records, or whole batches not yet split by kind."""
+    """A segment's commit records as plain columns."""
 
-    __slots__ = ("kids", "offsets", "timestamps", "keys", "values")
+    __slots__ = ("kids", "offsets", "timestamps", "values")
 
     def __init__(self) -> None:
         self.kids: list[int] = []
         self.offsets: list[int] = []
         self.timestamps: list[int] = []
-        self.keys: list[bytes] = []  # pending records only (commits keep their key's number)
         self.values: list[bytes | None] = []  # kept for the few values the figures need
 
 
@@ -80,31 +80,19 @@ def summarize_segment(segment: Path, partition: int | None = None, chunk_rows: i
     keys = _KeyTable()
     commits = _Commits()
     others = _Chunk()
-    pending = _Commits()  # records of whole batches, split by kind every chunk_rows
-    # Per batch only list extends (a log of small batches: ~3 records each); every per-record step
-    # after framing happens a chunk at a time, in C-level maps.
-    offsets, timestamps, pending_keys, values = pending.offsets, pending.timestamps, pending.keys, pending.values
+    # Per record only C-level maps and extends (`_split`): a read chunk of batches at a time.
     for columns in batch_columns(segment, stats):
-        offsets += columns.offsets()
-        timestamps += columns.timestamps()
-        pending_keys += columns.keys
-        values += columns.values
-        if len(pending_keys) >= chunk_rows:
-            _split(pending, keys, commits, others, stats)
-            pending = _Commits()
-            offsets, timestamps, pending_keys, values = (pending.offsets, pending.timestamps, pending.keys,
-                                                         pending.values)
-            if len(others.offsets) >= chunk_rows:
-                yield _with_summary_columns(_to_batch(others, keys, partition, seg_name))
-                others = _Chunk()
-    _split(pending, keys, commits, others, stats)
+        _split(columns, keys, commits, others, stats)
+        if len(others.offsets) >= chunk_rows:
+            yield _with_summary_columns(_to_batch(others, keys, partition, seg_name))
+            others = _Chunk()
     if others.offsets:
         yield _with_summary_columns(_to_batch(others, keys, partition, seg_name))
     if commits.offsets:
         yield from _commit_batches(commits, keys, partition, seg_name)
 
 
-def _split(pending: _Commits, keys: _KeyTable, commits: _Commits, others: _Chunk, stats: DecodeStats) -> None:
+def _split(pending: ChunkColumns, keys: _KeyTable, commits: _Commits, others: _Chunk, stats: DecodeStats) -> None:
     """Commit records go to ``commits`` as columns (C-level maps, no per-record bytecode); the rest
     become rows of ``others``."""
     key_bytes = pending.keys

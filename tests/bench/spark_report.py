@@ -1,6 +1,6 @@
 """Benchmark: the group-history Spark job over a generated coordinator log.
 
-    python -m tests.bench.spark_report [--records 10000000] [--master local[2]] [--dir PATH]
+    python -m tests.bench.spark_report [--records 10000000] [--master local[2]] [--dir PATH] [--job-only] [--out DIR]
 
 1. generates the log once (kept in --dir, default $TMPDIR/groupcoord-bench-<N>, and reused while
    its `generated.json` says the same size and seed);
@@ -131,20 +131,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--skip-spark-reader", action="store_true")
+    parser.add_argument("--job-only", action="store_true", help="only the whole job (no reader-alone runs)")
+    parser.add_argument("--out", type=Path, default=None, help="keep the job's output here (to compare runs)")
     args = parser.parse_args(argv)
     directory = args.dir or Path(tempfile.gettempdir()) / f"groupcoord-bench-{args.records}"
     results: dict[str, object] = {"records_requested": args.records, "master": args.master,
                                   "cpus": os.cpu_count(), "load_average": os.getloadavg()}
     results["generate"] = ensure_log(directory, args.records, args.seed)
     print(json.dumps({"generate": results["generate"]}), flush=True)
-    for mode, summary in (("decode_alone_rows", False), ("decode_alone_summary", True)):
+    for mode, summary in () if args.job_only else (("decode_alone_rows", False), ("decode_alone_summary", True)):
         results[mode] = decode_alone(directory, summary)
         print(json.dumps({mode: results[mode]}), flush=True)
-    if not args.skip_spark_reader:
+    if not (args.skip_spark_reader or args.job_only):
         results["decode_in_spark"] = decode_in_spark(directory, args.master)
         print(json.dumps({"decode_in_spark": results["decode_in_spark"]}), flush=True)
-    with tempfile.TemporaryDirectory() as out:
-        results["job"] = whole_job(directory, Path(out), args.master)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        results["job"] = whole_job(directory, args.out, args.master)
+    else:
+        with tempfile.TemporaryDirectory() as out:
+            results["job"] = whole_job(directory, Path(out), args.master)
     results["load_average_after"] = os.getloadavg()
     print(json.dumps(results, indent=2))
     return 0

@@ -1,0 +1,130 @@
+"""`coordinator.log.chunk_columns.scan_columns` frames the same records as `scan_batches` + `record_columns`.
+
+The Spark reader frames whole files with it; these hold it to the per-batch path over a generated
+log (chunks of every size, so batches straddle reads and exceed them), over batches of the rarer
+kinds (compressed, control, LogAppendTime, with headers), and at a corrupt byte.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from coordinator.log.batch import (CONTROL_BIT, CRC_POSITION, CRC_START, GZIP, HEADER, HEADER_SIZE, LENGTH_PREFIX,
+                                   TIMESTAMP_TYPE_BIT, CorruptBatchError, build_batch, crc32c, record_columns)
+from coordinator.log.chunk_columns import scan_columns
+from coordinator.log.segment import scan_batches
+from spark_jobs.decode import find_segments
+from spark_jobs.generate import generate
+
+Columns = tuple[list, list, list, list, list]
+
+
+def per_batch(path: Path) -> tuple[Columns, int, CorruptBatchError | None]:
+    """(columns, batches, error) the per-batch way: what the reader did before chunk framing."""
+    def read(fd: int) -> Iterator[tuple[int, tuple[list, ...]]]:
+        for _, header, view in scan_batches(fd, os.fstat(fd).st_size, verify=True):
+            if header.is_control:  # transaction markers: counted, their records left out
+                yield 1, ()
+                continue
+            c = record_columns(view, 0, header)
+            yield 1, (c.offsets(), c.timestamps(), c.keys, c.values, c.headers)
+    return _collect(path, read)
+
+
+def chunked(path: Path, chunk_bytes: int) -> tuple[Columns, int, CorruptBatchError | None]:
+    def read(fd: int) -> Iterator[tuple[int, tuple[list, ...]]]:
+        for c in scan_columns(fd, os.fstat(fd).st_size, chunk_bytes=chunk_bytes):
+            yield c.batches, (c.offsets, c.timestamps, c.keys, c.values, c.headers)
+    return _collect(path, read)
+
+
+def _collect(path: Path, read: Callable[[int], Iterator[tuple[int, tuple[list, ...]]]]
+             ) -> tuple[Columns, int, CorruptBatchError | None]:
+    """The columns of every (batches, columns) ``read`` yields, the batches counted, and the error it stopped at."""
+    out: Columns = ([], [], [], [], [])
+    batches = 0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for n, columns in read(fd):
+            batches += n
+            for column, values in zip(out, columns):
+                column += values
+    except CorruptBatchError as e:
+        return out, batches, e
+    finally:
+        os.close(fd)
+    return out, batches, None
+
+
+@pytest.fixture(scope="module")
+def log_dir(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("chunk_columns")
+    generate(directory, 20_000, groups=12, partitions=2, seed=11)
+    return directory
+
+
+@pytest.mark.parametrize("chunk_bytes", [100, 4096, 1 << 20])
+def test_chunk_framing_gives_the_records_of_batch_framing_over_a_generated_log(log_dir: Path, chunk_bytes: int):
+    for segment in find_segments(log_dir):
+        expected = per_batch(segment)
+        assert expected[2] is None and expected[0][0]
+        assert chunked(segment, chunk_bytes) == expected
+
+
+def _gzipped(batch: bytes) -> bytes:
+    """The same batch with its records section gzip-compressed, as a producer would write it."""
+    fields = list(HEADER.unpack_from(batch, 0))
+    body = gzip.compress(batch[HEADER_SIZE:])
+    fields[1] = HEADER_SIZE + len(body) - LENGTH_PREFIX  # batch length
+    fields[5] |= GZIP  # attributes
+    out = bytearray(HEADER.size + len(body))
+    HEADER.pack_into(out, 0, *fields)
+    out[HEADER_SIZE:] = body
+    out[CRC_POSITION:CRC_POSITION + 4] = crc32c(memoryview(out)[CRC_START:]).to_bytes(4, "big")
+    return bytes(out)
+
+
+def _with_attributes(batch: bytes, bits: int) -> bytes:
+    out = bytearray(batch)
+    fields = list(HEADER.unpack_from(out, 0))
+    fields[5] |= bits
+    HEADER.pack_into(out, 0, *fields)
+    out[CRC_POSITION:CRC_POSITION + 4] = crc32c(memoryview(out)[CRC_START:]).to_bytes(4, "big")
+    return bytes(out)
+
+
+def test_chunk_framing_handles_compressed_control_log_append_time_and_header_batches(tmp_path: Path):
+    plain = build_batch([(b"k1", b"v1"), (b"k2", None)], base_offset=0, timestamp=1_000)
+    big = build_batch([(b"k" * 300, b"v" * 5_000, 1_500, ())], base_offset=2, timestamp=1_000)
+    headers = build_batch([(b"k3", b"v3", (("h", b"x"), ("n", None)))], base_offset=3, timestamp=2_000)
+    compressed = _gzipped(build_batch([(b"k4", b"v4"), (b"k5", b"v5", 2_100, ())], base_offset=4, timestamp=2_050))
+    control = _with_attributes(build_batch([(b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x00")], base_offset=6,
+                                           timestamp=2_200), CONTROL_BIT)
+    append_time = _with_attributes(build_batch([(b"k6", b"v6"), (b"k7", b"v7", 2_400, ())], base_offset=7,
+                                               timestamp=2_300), TIMESTAMP_TYPE_BIT)
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(plain + big + headers + compressed + control + append_time)
+    expected = per_batch(segment)
+    assert expected[2] is None and len(expected[0][0]) == 8 and expected[1] == 6
+    for chunk_bytes in (64, 1_000, 1 << 20):
+        assert chunked(segment, chunk_bytes) == expected
+
+
+@pytest.mark.parametrize("where", [0.3, 0.7])
+def test_chunk_framing_stops_where_batch_framing_stops_at_a_corrupt_byte(log_dir: Path, tmp_path: Path, where: float):
+    segment = find_segments(log_dir)[0]
+    data = bytearray(segment.read_bytes())
+    data[int(len(data) * where)] ^= 0xFF
+    broken = tmp_path / segment.name
+    broken.write_bytes(bytes(data))
+    columns, batches, error = per_batch(broken)
+    assert error is not None
+    for chunk_bytes in (4096, 1 << 20):
+        got_columns, got_batches, got_error = chunked(broken, chunk_bytes)
+        assert (got_columns, got_batches) == (columns, batches)
+        assert got_error is not None and got_error.position == error.position
