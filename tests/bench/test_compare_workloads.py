@@ -63,6 +63,34 @@ async def test_paced_phase_waits_for_late_answers_so_the_next_phase_reads_only_i
         await server.wait_closed()
 
 
+async def _paced_against(delay_s: float, drain_s: float, monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The paced phase for 0.2 s at 200/s against a broker answering each frame `delay_s` late."""
+    _SlowBroker.delay_s = delay_s
+    monkeypatch.setattr(workloads, "PACED_DRAIN_S", drain_s)
+    server = await asyncio.get_running_loop().create_server(_SlowBroker, "127.0.0.1", 0)
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+    wire = Wire(reader, writer)
+    frame = encode_request(ApiKey.HEARTBEAT, 4, 1, "bench", HeartbeatRequest(group_id="g", generation_id=1,
+                                                                              member_id="m"))
+    try:
+        return await workloads._paced([wire], [[frame]], rate=200, seconds=0.2)
+    finally:
+        await wire.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_paced_phase_waits_past_its_drain_time_for_a_broker_still_answering(monkeypatch) -> None:
+    # Tansu answers ~1,500 heartbeats/s: at 20,000/s its answers come for a minute after the last send.
+    latencies = await _paced_against(delay_s=0.8, drain_s=0.1, monkeypatch=monkeypatch)
+    assert len(latencies) >= 30 and min(latencies) >= 0.8
+
+
+async def test_paced_phase_gives_up_on_a_broker_that_stopped_answering(monkeypatch) -> None:
+    with pytest.raises(RuntimeError, match="answers still missing"):
+        await _paced_against(delay_s=3600, drain_s=0.1, monkeypatch=monkeypatch)
+
+
 @pytest.mark.parametrize("members", [20])
 async def test_members_keep_their_ids_through_later_rounds_and_leave_clean_connections(server_factory,
                                                                                          members: int) -> None:
