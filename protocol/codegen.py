@@ -580,11 +580,15 @@ def generate(msg: MessageSpec, versions: list[int] | None = None) -> tuple[str, 
     for version in versions if versions is not None else list(msg.versions):
         gen = _Generator(msg, version, src)
         reachable = gen.reachable()
-        elements = {f.struct.name for struct in reachable for f in gen.present(struct)
-                    if f.is_array and f.struct is not None}
+        fields = [f for struct in reachable for f in gen.present(struct) if f.struct is not None]
+        elements = {f.struct.name for f in fields if f.is_array}
+        # A struct only ever read as array elements needs no one-element coder: the source (compiled
+        # at every start) stays the size it was before array coders.
+        singles = {msg.root.name} | {f.struct.name for f in fields if not f.is_array}
         for struct in reachable:
-            gen.decoder(struct)
-            gen.encoder(struct)
+            if struct.name in singles or struct.name not in elements:
+                gen.decoder(struct)
+                gen.encoder(struct)
             if struct.name in elements:
                 gen.decoder(struct, array=True)
                 gen.encoder(struct, array=True)
