@@ -138,6 +138,14 @@ def kafka_python_member(bootstrap: str, topic: str, group: str, client_id: str) 
                                  partition_assignment_strategy=[KafkaPythonRangeAssignor])
         try:
             consumer.subscribe([topic])
+            # Know the topic's partitions before the first poll joins the group. Otherwise a leader
+            # that joined before its metadata arrived rejoins when it does, and kafka-python 3.0.12
+            # can lose that rejoin: the rejoin is triggered by the metadata change alone (the Java
+            # client also sets rejoin-needed, KAFKA-9815), so once the leader has assigned, a poll
+            # that comes in before the SyncGroup response sees nothing to rejoin, never completes
+            # the join, and keeps heartbeats off until the session expires (a flake in CI: the
+            # leader expired at generation 2; seen 1 in 37 runs under load, with debug logs).
+            consumer.partitions_for_topic(topic)
             while not stop.is_set():
                 consumer.poll(timeout_ms=100)
                 report([tp.partition for tp in consumer.assignment()])
