@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from itertools import compress
-from operator import is_not, not_
 from pathlib import Path
 
 import pyarrow as pa
@@ -35,7 +33,7 @@ import pyarrow.compute as pc
 
 from coordinator.log.chunk_columns import ChunkColumns
 from spark_jobs.decode import (COMMIT, COLUMNS, DecodeStats, _Chunk, _KeyTable, _NO_COMMIT, _to_batch, append_record,
-                               arrow_schema, batch_columns, decode_value, partition_of)
+                               arrow_schema, batch_columns, commit_fields, decode_value, partition_of)
 
 KEY_KIND = "offset_commit_key"
 MINUTE_KIND = "offset_commit_minute"
@@ -57,16 +55,18 @@ def summary_schema() -> pa.Schema:
     return schema
 
 
-class _Commits:
-    """A segment's commit records as plain columns."""
+class _Records:
+    """A segment's records as plain columns, every kind: ``kids`` is null (None) in the rows that are not
+    offset commits, so Arrow picks the commits out at the end."""
 
-    __slots__ = ("kids", "offsets", "timestamps", "values")
+    __slots__ = ("kids", "offsets", "timestamps", "values", "tombstones")
 
     def __init__(self) -> None:
-        self.kids: list[int] = []
+        self.kids: list[int | None] = []
         self.offsets: list[int] = []
         self.timestamps: list[int] = []
         self.values: list[bytes | None] = []  # kept for the few values the figures need
+        self.tombstones: list[int] = []  # rows whose value is None: rare, so sparse
 
 
 def summarize_segment(segment: Path, partition: int | None = None, chunk_rows: int = 131072,
@@ -78,75 +78,98 @@ def summarize_segment(segment: Path, partition: int | None = None, chunk_rows: i
     stats.files += 1
     seg_name = str(segment)
     keys = _KeyTable()
-    commits = _Commits()
+    records = _Records()
     others = _Chunk()
     # Per record only C-level maps and extends (`_split`): a read chunk of batches at a time.
     for columns in batch_columns(segment, stats):
-        _split(columns, keys, commits, others, stats)
+        _split(columns, keys, records, others, stats)
         if len(others.offsets) >= chunk_rows:
             yield _with_summary_columns(_to_batch(others, keys, partition, seg_name))
             others = _Chunk()
     if others.offsets:
         yield _with_summary_columns(_to_batch(others, keys, partition, seg_name))
-    if commits.offsets:
-        yield from _commit_batches(commits, keys, partition, seg_name)
+    if keys.commit_index:
+        yield from _commit_batches(records, keys, partition, seg_name)
 
 
-def _split(pending: ChunkColumns, keys: _KeyTable, commits: _Commits, others: _Chunk, stats: DecodeStats) -> None:
-    """Commit records go to ``commits`` as columns (C-level maps, no per-record bytecode); the rest
-    become rows of ``others``."""
+def _split(pending: ChunkColumns, keys: _KeyTable, records: _Records, others: _Chunk, stats: DecodeStats) -> None:
+    """Every record goes to ``records`` as columns (C-level maps and list extends, no per-record
+    bytecode), with its key's number if it is an offset commit; the rest (a few %: found by C-level
+    scans for None) also become rows of ``others``."""
     key_bytes = pending.keys
     n = len(key_bytes)
     if not n:
         return
     stats.records += n
-    index = keys.index
-    kids = list(map(index.get, key_bytes))
-    if None in kids:  # keys first seen in this chunk
-        for key in dict.fromkeys(key_bytes):
-            if key not in index:
-                keys.add(key)
-        kids = list(map(index.__getitem__, key_bytes))
-    is_commit = list(map(COMMIT.__eq__, map(keys.kind_code.__getitem__, kids)))
-    if all(is_commit):
-        commits.kids += kids
-        commits.offsets += pending.offsets
-        commits.timestamps += pending.timestamps
-        commits.values += pending.values
-        return
-    commits.kids += compress(kids, is_commit)
-    commits.offsets += compress(pending.offsets, is_commit)
-    commits.timestamps += compress(pending.timestamps, is_commit)
-    commits.values += compress(pending.values, is_commit)
+    kids = list(map(keys.commit_index.get, key_bytes))  # None: not a commit, or a key first seen here
+    start = len(records.kids)
+    records.kids += kids
+    records.offsets += pending.offsets
+    records.timestamps += pending.timestamps
+    records.values += pending.values
+    # Found while the chunk's values are fresh in the CPU cache (comparing with None reads each object).
+    records.tombstones += [start + i for i in _positions_of_none(pending.values)]
     offsets, timestamps, values = pending.offsets, pending.timestamps, pending.values
-    for i in compress(range(n), map(not_, is_commit)):  # a few % of records: decoded as rows
-        append_record(others, keys, kids[i], offsets[i], timestamps[i], values[i], stats)
+    index, kind_code = keys.index, keys.kind_code
+    for i in _positions_of_none(kids):
+        key = key_bytes[i]
+        kid = index.get(key)
+        if kid is None:
+            kid = keys.add(key)
+        if kind_code[kid] == COMMIT:  # a commit key first seen in this chunk
+            records.kids[start + i] = kid
+        else:
+            append_record(others, keys, kid, offsets[i], timestamps[i], values[i], stats)
 
 
-def _commit_batches(commits: _Commits, keys: _KeyTable, partition: int, seg_name: str) -> Iterator[pa.RecordBatch]:
+def _positions_of_none(values: list) -> list[int]:
+    """Where ``values`` holds None, found by C-level scans (`list.index`): for when there are few."""
+    found: list[int] = []
+    i = -1
+    for _ in range(values.count(None)):
+        i = values.index(None, i + 1)
+        found.append(i)
+    return found
+
+
+def _flags(n: int, positions: list[int]) -> pa.BooleanArray:
+    """A boolean array of ``n`` rows, true at ``positions`` (few), built without a Python list of n bools."""
+    flags = bytearray(n)
+    for i in positions:
+        flags[i] = 1
+    return pc.not_equal(pa.Array.from_buffers(pa.uint8(), n, [None, pa.py_buffer(flags)]), 0)
+
+
+def _commit_batches(records: _Records, keys: _KeyTable, partition: int, seg_name: str) -> Iterator[pa.RecordBatch]:
     """The per-key and per-minute rows of a segment's commits, aggregated by Arrow."""
-    offsets = pa.array(commits.offsets, pa.int64())
-    timestamps = pa.array(commits.timestamps, pa.int64())
-    live = pa.array(list(map(is_not, commits.values, [None] * len(commits.values))), pa.bool_())
+    kids = pa.array(records.kids, pa.int32())
+    offsets = pa.array(records.offsets, pa.int64())
+    timestamps = pa.array(records.timestamps, pa.int64())
+    tomb = _flags(len(records.values), records.tombstones)
+    live = pc.invert(tomb)
     no_long = pa.scalar(None, pa.int64())
-    table = pa.table({"kid": pa.array(commits.kids, pa.int32()), "offset": offsets, "ts": timestamps,
-                      "tomb": pc.invert(live).cast(pa.int64()),
+    table = pa.table({"kid": kids, "offset": offsets, "ts": timestamps, "tomb": tomb.cast(pa.int64()),
                       "live_ts": pc.if_else(live, timestamps, no_long),
                       "live_offset": pc.if_else(live, offsets, no_long)})
+    # The other records have a null kid: grouped apart and dropped after, rather than filtered out
+    # first (the groups come out in order of first appearance either way).
     agg = table.group_by("kid", use_threads=False).aggregate([
         ("offset", "count"), ("tomb", "sum"), ("live_offset", "count"), ("ts", "min"), ("ts", "max"),
         ("live_ts", "min"), ("live_ts", "max"), ("live_offset", "min"), ("live_offset", "max"), ("offset", "max")])
-    yield _key_batch(agg, commits, keys, partition, seg_name)
-    yield _minute_batch(table.filter(live), keys, partition, seg_name)
+    agg = agg.filter(agg["kid"].is_valid())
+    yield _key_batch(agg, records, offsets, keys, partition, seg_name)
+    live_commits = pa.table({"kid": kids, "ts": timestamps}).filter(pc.and_(kids.is_valid(), live))
+    yield _minute_batch(live_commits, keys, partition, seg_name)
 
 
-def _key_batch(agg: pa.Table, commits: _Commits, keys: _KeyTable, partition: int, seg_name: str) -> pa.RecordBatch:
+def _key_batch(agg: pa.Table, records: _Records, offsets: pa.Array, keys: _KeyTable, partition: int,
+               seg_name: str) -> pa.RecordBatch:
     first_live, last_live, newest = (agg[c].to_pylist() for c in ("live_offset_min", "live_offset_max", "offset_max"))
     # Where the chosen records are: only their values are decoded.
     wanted = pa.array([o for o in first_live + last_live + newest if o is not None], pa.int64())
-    found = pc.indices_nonzero(pc.is_valid(pc.index_in(pa.array(commits.offsets, pa.int64()), value_set=wanted)))
-    at = {commits.offsets[i]: i for i in found.to_pylist()}
-    values, timestamps = commits.values, commits.timestamps
+    found = pc.indices_nonzero(pc.is_valid(pc.index_in(offsets, value_set=wanted)))
+    at = {records.offsets[i]: i for i in found.to_pylist()}
+    values, timestamps = records.values, records.timestamps
 
     def committed_offset(kid: int, offset: int | None) -> int | None:
         if offset is None:
@@ -169,7 +192,7 @@ def _key_batch(agg: pa.Table, commits: _Commits, keys: _KeyTable, partition: int
         else:
             version, message = decode_value(keys, kid, values[i])
             rows.versions.append(version)
-            rows.commits.append(message)
+            rows.commits.append(commit_fields(message))
     return _with_summary_columns(_to_batch(rows, keys, partition, seg_name), kind=KEY_KIND, extra={
         "record_count": agg["offset_count"], "tombstone_count": agg["tomb_sum"],
         "commit_count": agg["live_offset_count"], "first_ms": agg["ts_min"], "last_ms": agg["ts_max"],

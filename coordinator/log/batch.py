@@ -505,46 +505,66 @@ _Columns = tuple[list[int], list[int], list[Union[bytes, None]], list[Union[byte
 
 
 def _frame_records(data: bytes, count: int) -> _Columns:
-    """The hot loop of every read: one-byte varints inlined (most lengths and deltas fit), everything
-    else via _read_varint; each field appended to its column (cheaper than an object per record)."""
-    read_varint = _read_varint
-    end = len(data)
+    """The ``count`` records of a whole records section as columns, offsets and timestamps as deltas."""
     offset_deltas: list[int] = []
     timestamp_deltas: list[int] = []
     keys: list[bytes | None] = []
     values: list[bytes | None] = []
     headers: list[tuple[tuple[str, bytes | None], ...]] = []
-    add_offset, add_timestamp = offset_deltas.append, timestamp_deltas.append
-    add_key, add_value, add_headers = keys.append, values.append, headers.append
-    p = 0
+    frame_records_into(data, 0, len(data), count, 0, 0, offset_deltas.append, timestamp_deltas.append, keys.append,
+                       values.append, headers.append)
+    return offset_deltas, timestamp_deltas, keys, values, headers
+
+
+# One-byte zigzag varints (0x00-0x7f) decoded: indexing a list is cheaper than the shift, xor and negation.
+_ZIGZAG_BYTE = [(b >> 1) ^ -(b & 1) for b in range(0x80)]
+
+Append = Callable[[object], None]
+
+
+def frame_records_into(data: bytes, start: int, end: int, count: int, base_offset: int, base_timestamp: int,
+                       add_offset: Append, add_timestamp: Append, add_key: Append, add_value: Append,
+                       add_headers: Append) -> None:
+    """The hot loop of every read: append the fields of the ``count`` records in ``data[start:end]``
+    (a batch's records section, read in place) through the ``add_*`` appends of the caller's columns,
+    offsets and timestamps plus the bases (0 and 0: the stored deltas). A reader of many batches
+    calls it per batch with its own columns, so a batch costs no slice, lists or second pass.
+
+    One-byte varints inlined (most lengths and deltas fit), everything else via _read_varint.
+    A malformed record raises IndexError or ValueError, after the records before it were appended."""
+    read_varint = _read_varint
+    zigzag = _ZIGZAG_BYTE
+    p = start
     for i in range(count):
         b = data[p]
         if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
+            length = zigzag[b]
             p += 1
         else:
             length, p = read_varint(data, p)
         rec_end = p + length
         if length < 0 or rec_end > end:
             raise IndexError(f"record {i} of length {length} overruns the batch")
-        p += 1  # record attributes: unused
+        b = data[p + 1]  # after the record attributes: unused
+        if b == 0:  # a coordinator's records all have the batch's timestamp: no new int per record
+            add_timestamp(base_timestamp)
+            p += 2
+        elif b < 0x80:
+            add_timestamp(base_timestamp + zigzag[b])
+            p += 2
+        else:
+            n, p = read_varint(data, p + 1)
+            add_timestamp(base_timestamp + n)
         b = data[p]
         if b < 0x80:
-            add_timestamp((b >> 1) ^ -(b & 1))
+            add_offset(base_offset + zigzag[b])
             p += 1
         else:
             n, p = read_varint(data, p)
-            add_timestamp(n)
+            add_offset(base_offset + n)
         b = data[p]
         if b < 0x80:
-            add_offset((b >> 1) ^ -(b & 1))
-            p += 1
-        else:
-            n, p = read_varint(data, p)
-            add_offset(n)
-        b = data[p]
-        if b < 0x80:
-            n = (b >> 1) ^ -(b & 1)
+            n = zigzag[b]
             p += 1
         else:
             n, p = read_varint(data, p)
@@ -555,7 +575,7 @@ def _frame_records(data: bytes, count: int) -> _Columns:
             p += n
         b = data[p]
         if b < 0x80:
-            n = (b >> 1) ^ -(b & 1)
+            n = zigzag[b]
             p += 1
         else:
             n, p = read_varint(data, p)
@@ -574,7 +594,6 @@ def _frame_records(data: bytes, count: int) -> _Columns:
             raise IndexError(f"record {i} is {length} bytes but its fields take {length + p - rec_end}")
     if p != end:
         raise IndexError(f"{end - p} trailing bytes after {count} records")
-    return offset_deltas, timestamp_deltas, keys, values, headers
 
 
 def _read_headers(data: bytes, p: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:

@@ -128,3 +128,26 @@ def test_chunk_framing_stops_where_batch_framing_stops_at_a_corrupt_byte(log_dir
         got_columns, got_batches, got_error = chunked(broken, chunk_bytes)
         assert (got_columns, got_batches) == (columns, batches)
         assert got_error is not None and got_error.position == error.position
+
+
+def _with_last_byte(batch: bytes, value: int) -> bytes:
+    """The batch with its last byte (the last record's header count) replaced, CRC recomputed: a bad
+    record inside a batch whose CRC is good."""
+    out = bytearray(batch)
+    out[-1] = value
+    out[CRC_POSITION:CRC_POSITION + 4] = crc32c(memoryview(out)[CRC_START:]).to_bytes(4, "big")
+    return bytes(out)
+
+
+def test_a_bad_record_after_good_ones_in_a_batch_drops_that_whole_batch(tmp_path: Path):
+    first = build_batch([(b"k1", b"v1"), (b"k2", b"v2")], base_offset=0, timestamp=1_000)
+    bad = _with_last_byte(build_batch([(b"k3", b"v3"), (b"k4", b"v4")], base_offset=2, timestamp=1_000), 0x02)
+    after = build_batch([(b"k5", b"v5")], base_offset=4, timestamp=1_000)
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(first + bad + after)
+    expected = per_batch(segment)  # its error position is within the batch: not compared
+    assert expected[0][2] == [b"k1", b"k2"] and expected[2] is not None
+    for chunk_bytes in (64, 1 << 20):
+        columns, _, error = chunked(segment, chunk_bytes)
+        assert columns == expected[0]
+        assert error is not None and error.position == len(first) and "bad record" in error.reason
