@@ -6,7 +6,9 @@
 
 Reads every `__consumer_offsets` segment under DATA_DIR (or an exported directory of segments)
 through the `consumer_offsets` data source (the server's record codec; offset commits come folded
-per key and per minute, `spark_jobs.summarize`), and writes to OUT_DIR:
+per key and per minute, `spark_jobs.summarize`; each GroupMetadata record comes with its place in
+its group's history, computed in one ordered pass per log partition, `spark_jobs.sequence`), and
+writes to OUT_DIR:
 one Parquet table per view, `summary.json`, and `report.html` (self-contained: inline SVG).
 
 What the log can tell, and how each view reads it:
@@ -35,7 +37,8 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import structlog
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Row, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.decode import find_segments, log_end_offsets
@@ -54,7 +57,7 @@ from spark_jobs.summarize import KEY_KIND, MINUTE_KIND
 log = structlog.get_logger(__name__)
 
 #: Columns of the data source that no view reads: left out of the cached rows.
-UNUSED_COLUMNS = ("segment", "record_type", "value_version")
+UNUSED_COLUMNS = ("segment", "record_type", "value_version", "reason_instance_id")
 #: Views whose row order means something (top first, by time): (column, descending) pairs.
 VIEW_ORDER: dict[str, tuple[tuple[str, bool], ...]] = {"top_groups": (("rebalances", True), ("group_id", False)),
                                                        "rebalances_per_hour": (("hour", False),)}
@@ -66,149 +69,40 @@ VIEWS = ("rebalance_timeline", "rebalances_per_hour", "top_groups", "membership_
 # ---- the views --------------------------------------------------------------------------------------
 
 
-#: The member fields the views show; the others (timeouts, metadata sizes) are left out of every frame.
-MEMBER_FIELDS = ("member_id", "group_instance_id", "client_id", "client_host")
-MEMBERS_TYPE = "array<struct<" + ",".join(f"{name}:string" for name in MEMBER_FIELDS) + ">>"
+def group_writes(records: DataFrame) -> DataFrame:
+    """Every GroupMetadata record, with its place in its group's history: the reader computes that in
+    one ordered pass over each log partition (`groups=history`, `spark_jobs.sequence`)."""
+    return records.filter(F.col("kind") == "group_metadata")
 
 
-def group_metadata_sequence(records: DataFrame) -> DataFrame:
-    """Every GroupMetadata record with what came before it in its group, and what kind of write it was.
-
-    Member lists stay out of the result (the job caches it): only their sizes, the members that
-    `joined` and `left` since the previous record (a few per row), and `current_members`, the members
-    of the group's latest record (null in the others)."""
-    members = F.coalesce(F.transform("members", lambda m: F.struct(*(m[name].alias(name) for name in MEMBER_FIELDS))),
-                         F.array().cast(MEMBERS_TYPE))
-    gm = records.filter(F.col("kind") == "group_metadata").select(
-        "group_id", "partition", "offset", "timestamp", "tombstone", "generation", "protocol_type", "protocol",
-        "leader", "current_state_timestamp", members.alias("members"))
-    w = Window.partitionBy("group_id").orderBy("partition", "offset")
-    gm = (gm.withColumn("prev_generation", F.lag("generation").over(w))
-            .withColumn("prev_tombstone", F.lag("tombstone").over(w))
-            .withColumn("prev_members", F.lag("members").over(w))
-            .withColumn("latest", F.lead("offset").over(w).isNull()))
-    fresh = F.col("prev_generation").isNull() | F.col("prev_tombstone")
-    write = (F.when(F.col("tombstone"), "deleted")
-              .when(F.col("generation") == 0, "created")
-              .when(~fresh & (F.col("generation") == F.col("prev_generation")), "static_replacement")
-              .otherwise("generation"))
-    prev = F.when(fresh, F.array().cast(MEMBERS_TYPE)).otherwise(F.col("prev_members"))
-    # Member ids as columns of their own, so each lambda below looks them up instead of rebuilding them.
-    gm = gm.select("*", write.alias("write"), prev.alias("prev"),
-                   F.col("members.member_id").alias("ids"), prev["member_id"].alias("prev_ids"))
-    return gm.select(
-        "group_id", "partition", "offset", "timestamp", "tombstone", "generation", "protocol_type", "protocol",
-        "leader", "current_state_timestamp", "prev_generation", "prev_tombstone", "write",
-        F.filter("members", lambda m: ~F.array_contains(F.col("prev_ids"), m["member_id"])).alias("joined"),
-        F.filter("prev", lambda m: ~F.array_contains(F.col("ids"), m["member_id"])).alias("left"),
-        F.size("members").alias("member_count"), F.size("prev").alias("prev_member_count"),
-        F.size(F.filter("members", lambda m: m["group_instance_id"].isNotNull())).alias("static_members"),
-        F.when(F.col("latest"), F.col("members")).alias("current_members"))
-
-
-def reasons_by_write(records: DataFrame, gm: DataFrame) -> DataFrame:
-    """KIP-800 reasons grouped by the GroupMetadata write they led to: (group_id, gm_offset, reasons).
-
-    A reason belongs to the next new generation of its group, except one written in the same batch
-    right after a static replacement (a static member that rejoined with a reason, absorbed)."""
-    reasons = records.filter((F.col("kind") == "group_reason") & ~F.col("tombstone")).select(
-        "group_id", "partition", "offset", F.lit(None).cast("string").alias("write"),
-        F.struct(F.col("reason_timestamp").alias("reason_ms"), F.col("reason_api").alias("api"),
-                 F.col("reason_member_id").alias("member_id"),
-                 F.col("reason_instance_id").alias("group_instance_id"), "reason").alias("r"))
-    marks = gm.filter(F.col("write").isin("generation", "static_replacement")).select(
-        "group_id", "partition", "offset", "write", F.lit(None).cast(reasons.schema["r"].dataType).alias("r"))
-    # One descending order for both: the next generation is the last one seen so far (a growing frame,
-    # which Spark evaluates incrementally; an unbounded-following frame in ascending order would be
-    # quadratic per group), the write before a reason is the row after it.
-    down = Window.partitionBy("group_id").orderBy(F.desc("partition"), F.desc("offset"))
-    events = (reasons.unionByName(marks)
-              .withColumn("next_gen", F.last(F.when(F.col("write") == "generation", F.col("offset")),
-                                             ignorenulls=True).over(down.rowsBetween(Window.unboundedPreceding, -1)))
-              .withColumn("prev_write", F.lead("write").over(down))
-              .withColumn("prev_offset", F.lead("offset").over(down)))
-    absorbed = (F.col("prev_write") == "static_replacement") & (F.col("prev_offset") == F.col("offset") - 1)
-    attributed = (events.filter(F.col("write").isNull())
-                        .withColumn("gm_offset", F.when(absorbed, F.col("prev_offset")).otherwise(F.col("next_gen")))
-                        .filter(F.col("gm_offset").isNotNull()))
-    return attributed.groupBy("group_id", "gm_offset").agg(F.array_sort(F.collect_list("r")).alias("reasons"))
-
-
-def rebalance_timeline(gm: DataFrame, reasons: DataFrame) -> DataFrame:
+def rebalance_timeline(gm: DataFrame) -> DataFrame:
     """One row per completed rebalance (a new generation in the log)."""
-    gens = gm.filter(F.col("write").isin("generation", "deleted"))
-    w = Window.partitionBy("group_id").orderBy("partition", "offset")
-    gens = gens.withColumn("end_ms", F.lead("timestamp").over(w)).filter(F.col("write") == "generation")
-    r = reasons.withColumnRenamed("gm_offset", "offset")
-    t = gens.join(r, ["group_id", "offset"], "left").withColumn("reasons", F.coalesce("reasons", F.array()))
-    leaves = F.filter("reasons", lambda x: x["api"] == "LeaveGroup")
-    t = t.select("*", leaves["member_id"].alias("leave_ids"), leaves["group_instance_id"].alias("leave_instances"),
-                 F.col("joined.group_instance_id").alias("joined_instances"))
-    leave_ids, leave_instances = F.col("leave_ids"), F.col("leave_instances")
-    joined_instances = F.col("joined_instances")
-    t = (t.withColumn("left_with_reason", F.filter("left", lambda m: F.array_contains(leave_ids, m["member_id"])
-                                                   | F.array_contains(leave_instances, m["group_instance_id"])))
-          .withColumn("static_rejoined", F.filter("left", lambda m: m["group_instance_id"].isNotNull()
-                                                  & F.array_contains(joined_instances, m["group_instance_id"])))
-          .withColumn("expired", F.filter("left", lambda m: ~F.array_contains(leave_ids, m["member_id"])
-                                          & ~F.array_contains(leave_instances,
-                                                              F.coalesce(m["group_instance_id"], F.lit("")))
-                                          & ~(m["group_instance_id"].isNotNull()
-                                              & F.array_contains(joined_instances, m["group_instance_id"])))))
+    # Columns that were never null keep saying so in the Parquet schema (the reader's may be null).
+    t = gm.filter(F.col("write") == "generation").withColumn("reasons", F.coalesce("reasons", F.array()))
     first_reason = F.get(F.col("reasons"), 0)
-    trigger = (F.when(F.col("prev_generation").isNull() | F.col("prev_tombstone") | (F.col("prev_generation") == 0)
-                      & (F.col("prev_member_count") == 0), "initial")
-                .when(F.col("member_count") == 0, "group_emptied")
-                .when(F.size("left_with_reason") > 0, "member_left")
-                .when(F.size("static_rejoined") > 0, "static_member_rejoined")
-                .when(F.size("expired") > 0, "member_expired")
-                .when(F.size("joined") > 0, "member_joined")
-                .otherwise("rejoin"))
     start = F.least(first_reason["reason_ms"], F.col("current_state_timestamp"))
+    start_ms = F.when(first_reason.isNotNull(), start).otherwise(F.col("current_state_timestamp"))
     return t.select(
-        "group_id", "partition", "offset", "generation", trigger.alias("trigger"),
+        "group_id", "partition", "offset", "generation", F.coalesce("trigger", F.lit("")).alias("trigger"),
         first_reason["reason"].alias("reason"), first_reason["api"].alias("reason_api"),
-        F.col("reasons.reason").alias("all_reasons"),
-        F.when(first_reason.isNotNull(), start).otherwise(F.col("current_state_timestamp")).alias("start_ms"),
+        F.col("reasons.reason").alias("all_reasons"), start_ms.alias("start_ms"),
         F.when(first_reason.isNotNull(), "reason").otherwise("join_completed").alias("start_source"),
         F.col("current_state_timestamp").alias("join_completed_ms"),
-        F.col("timestamp").alias("stable_ms"), "end_ms",
-        (F.col("timestamp") - F.when(first_reason.isNotNull(), start).otherwise(F.col("current_state_timestamp")))
-        .alias("rebalance_duration_ms"),
+        F.col("timestamp").alias("stable_ms"), "end_ms", (F.col("timestamp") - start_ms).alias("rebalance_duration_ms"),
         (F.col("end_ms") - F.col("timestamp")).alias("generation_lifetime_ms"),
-        "member_count", "leader", "protocol_type", "protocol",
-        F.col("joined.member_id").alias("joined"), F.col("left_with_reason.member_id").alias("left"),
-        F.col("expired.member_id").alias("expired"),
-        F.col("static_rejoined.group_instance_id").alias("static_rejoined"),
-        "static_members",
+        F.coalesce("member_count", F.lit(0)).alias("member_count"), "leader", "protocol_type", "protocol",
+        F.coalesce("joined", F.array().cast("array<string>")).alias("joined"), "left", "expired", "static_rejoined",
+        F.coalesce("static_members", F.lit(0)).alias("static_members"),
     )
 
 
-def membership_events(gm: DataFrame, timeline: DataFrame) -> DataFrame:
+def membership_events(gm: DataFrame) -> DataFrame:
     """joined / left / expired / static_rejoined (caused a rebalance) / static_replaced (absorbed)."""
-    tl = timeline.select("group_id", "offset", F.col("left").alias("left_ids"),
-                         F.col("static_rejoined").alias("rejoined_instances"))
-    g = (gm.filter(F.col("write").isin("generation", "static_replacement"))
-           .join(tl, ["group_id", "offset"], "left")
-           .withColumn("left_ids", F.coalesce("left_ids", F.array().cast("array<string>")))
-           .withColumn("rejoined_instances", F.coalesce("rejoined_instances", F.array().cast("array<string>"))))
-    in_gen = F.col("write") == "generation"
-    rejoined = F.array_contains("rejoined_instances", F.coalesce(F.col("m.group_instance_id"), F.lit("")))
-
-    def explode(members: str, event: Any) -> DataFrame:
-        return (g.select("group_id", "offset", "timestamp", "generation", "write", "left_ids", "rejoined_instances",
-                         F.explode(members).alias("m"))
-                 .select("group_id", "offset", "timestamp", "generation", event.alias("event"),
-                         F.col("m.member_id").alias("member_id"), F.col("m.group_instance_id").alias("group_instance_id"),
-                         F.col("m.client_id").alias("client_id"), F.col("m.client_host").alias("client_host"),
-                         in_gen.alias("caused_rebalance")))
-
-    # `joined` and `left` (from group_metadata_sequence) hold only the members that changed.
-    joined = explode("joined", F.when(in_gen & rejoined, "static_rejoined_as").when(in_gen, "joined")
-                     .otherwise("static_replacement_in"))
-    gone = explode("left", F.when(~in_gen, "static_replaced").when(rejoined, "static_rejoined")
-                   .when(F.array_contains("left_ids", F.col("m.member_id")), "left").otherwise("expired"))
-    return joined.unionByName(gone).filter(F.col("event") != "static_replacement_in")
+    e = gm.filter(F.col("write").isin("generation", "static_replacement")).select(
+        "group_id", "offset", "timestamp", "generation", "write", F.explode("events").alias("e"))
+    return e.select("group_id", "offset", "timestamp", "generation", F.coalesce("e.event", F.lit("")).alias("event"),
+                    "e.member_id", "e.group_instance_id", "e.client_id", "e.client_host",
+                    F.coalesce(F.col("write") == "generation", F.lit(False)).alias("caused_rebalance"))
 
 
 def churn_by_member(events: DataFrame) -> DataFrame:
@@ -270,8 +164,10 @@ def offset_views(spark: SparkSession, records: DataFrame, as_of_ms: int, ends: d
         *key, F.col("l_committed_offset").alias("committed_offset"), F.col("l_leader_epoch").alias("leader_epoch"),
         F.col("l_metadata").alias("metadata"), F.col("l_commit_timestamp").alias("commit_timestamp"),
         F.col("l_expire_timestamp").alias("expire_timestamp"), F.col("l_offset").alias("log_offset"))
-    end_rows = [(t, p, e) for (t, p), e in ends.items()]
-    end_df = spark.createDataFrame(end_rows, "topic string, topic_partition int, log_end_offset long")
+    # From Arrow: a DataFrame of Python rows would start Python workers to read them.
+    end_df = spark.createDataFrame(pa.table({
+        "topic": pa.array([t for t, _ in ends], pa.string()), "topic_partition": pa.array([p for _, p in ends], pa.int32()),
+        "log_end_offset": pa.array(list(ends.values()), pa.int64())}))
     progress = per_key.filter(F.col("commits") > 0).select(*key, "commits", "first_commit_ms", "last_commit_ms",
                                                            "first_offset", "last_offset")
     span_s = (F.col("last_commit_ms") - F.col("first_commit_ms")) / 1000.0
@@ -296,9 +192,7 @@ def current_groups(gm: DataFrame, records: DataFrame) -> DataFrame:
     return (gm.filter(F.col("current_members").isNotNull() & ~F.col("tombstone"))
               .join(reasons, "group_id", "left")
               .select("group_id", F.when(F.col("member_count") > 0, "Stable").otherwise("Empty").alias("state"),
-                      "generation", "protocol_type", "protocol", "leader",
-                      # Nullable, as the column has always been written (it came out of an aggregate).
-                      F.when(F.col("current_members").isNotNull(), F.col("member_count")).alias("member_count"),
+                      "generation", "protocol_type", "protocol", "leader", "member_count",
                       F.col("current_members.member_id").alias("member_ids"),
                       F.col("current_members.group_instance_id").alias("group_instance_ids"),
                       F.col("timestamp").alias("since_ms"),
@@ -326,12 +220,25 @@ def log_facts(records: DataFrame) -> dict[str, Any]:
     firsts = [r["first_ms"] for r in parts if r["first_ms"] is not None]
     lasts = [r["last_ms"] for r in parts if r["last_ms"] is not None]
     tombstones = [r["tombstones"] for r in parts if r["tombstones"] is not None]
+    warn_groups_in_several_partitions(parts)
     # Null where Spark's aggregates over no rows (or only nulls) are null, as before.
     return {"records": sum(r["records"] for r in parts), "first_ms": min(firsts) if firsts else None,
             "last_ms": max(lasts) if lasts else None,
             "partitions": len({r["partition"] for r in parts if r["partition"] is not None}),
             "groups_seen": len({r["group_id"] for r in parts if r["group_id"] is not None}),
             "tombstones": sum(tombstones) if tombstones else None, "by_kind": by_kind}
+
+
+def warn_groups_in_several_partitions(parts: list[Row]) -> None:
+    """The reader follows a group's history within one log partition, where Kafka keeps a group; a
+    group found in several (logs of different clusters read together?) gets one history in each."""
+    seen: dict[str, set[int]] = {}
+    for r in parts:
+        if r["kind"] in ("group_metadata", "group_reason") and r["group_id"] is not None:
+            seen.setdefault(r["group_id"], set()).add(r["partition"])
+    split = sorted(group for group, partitions in seen.items() if len(partitions) > 1)
+    if split:
+        log.warning("groups_in_several_partitions", groups=split[:10], count=len(split))
 
 
 def build_views(spark: SparkSession, records: DataFrame, log_dir: Path,
@@ -342,11 +249,10 @@ def build_views(spark: SparkSession, records: DataFrame, log_dir: Path,
     cached = cached if cached is not None else []
     facts = log_facts(records)
     as_of = facts.get("last_ms") or 0
-    gm = group_metadata_sequence(records).persist(StorageLevel.MEMORY_AND_DISK)
-    reasons = reasons_by_write(records, gm)
-    timeline = rebalance_timeline(gm, reasons).persist(StorageLevel.MEMORY_AND_DISK)
-    events = membership_events(gm, timeline).persist(StorageLevel.MEMORY_AND_DISK)
-    cached += (gm, timeline, events)
+    # Projections of the cached rows: cheaper to recompute per view than to cache again.
+    gm = group_writes(records)
+    timeline = rebalance_timeline(gm)
+    events = membership_events(gm)
     per_hour = timeline.groupBy(F.date_trunc("hour", F.timestamp_millis("stable_ms")).alias("hour")).agg(
         F.count(F.lit(1)).alias("rebalances"), F.countDistinct("group_id").alias("groups"),
         F.sum(F.when(F.col("trigger") == "member_expired", 1).otherwise(0)).alias("expiries"))
@@ -398,18 +304,26 @@ TIMELINE_COLUMNS = ("group_id", "generation", "trigger", "reason", "start_ms", "
 def read_back(spark: SparkSession, out: Path) -> ViewData:
     view = functools.partial(_read_view, spark, out)
     timeline = view("rebalance_timeline")
-    durations = timeline.agg(F.percentile_approx("rebalance_duration_ms", [0.5, 0.95]).alias("p"),
-                             F.max("rebalance_duration_ms").alias("max")).first()
     minutes = view("commits_per_minute").select(F.unix_micros("minute").alias("minute"), "commits")
-    return ViewData(
-        timeline=timeline.select(*TIMELINE_COLUMNS).toArrow(), durations=durations,
-        per_hour=view("rebalances_per_hour").limit(5000).collect(),
-        top_groups=view("top_groups").toArrow().to_pylist(),
-        events=view("membership_events").select("group_id", "event").toArrow(),
-        instances=view("churn_by_instance").toArrow().to_pylist(), per_minute=minutes.toArrow(),
-        progress=view("offset_progress").select("group_id", "commits").toArrow(),
-        current_offsets=view("current_offsets").select("lag").toArrow(),
-        current_groups=sorted(view("current_groups").toArrow().to_pylist(), key=lambda r: r["group_id"]))
+    return ViewData(**in_parallel({
+        "timeline": lambda: timeline.select(*TIMELINE_COLUMNS).toArrow(),
+        "durations": lambda: timeline.agg(F.percentile_approx("rebalance_duration_ms", [0.5, 0.95]).alias("p"),
+                                          F.max("rebalance_duration_ms").alias("max")).first(),
+        "per_hour": lambda: view("rebalances_per_hour").limit(5000).collect(),
+        "top_groups": lambda: view("top_groups").toArrow().to_pylist(),
+        "events": lambda: view("membership_events").select("group_id", "event").toArrow(),
+        "instances": lambda: view("churn_by_instance").toArrow().to_pylist(), "per_minute": minutes.toArrow,
+        "progress": lambda: view("offset_progress").select("group_id", "commits").toArrow(),
+        "current_offsets": lambda: view("current_offsets").select("lag").toArrow(),
+        "current_groups": lambda: sorted(view("current_groups").toArrow().to_pylist(), key=lambda r: r["group_id"])}))
+
+
+def in_parallel(tasks: dict[str, Callable[[], Any]], threads: int = 2) -> dict[str, Any]:
+    """Each task's result, two Spark jobs at a time. The jobs here are small: one alone leaves the cores
+    idle while the driver plans it, schedules it and commits its files; a second one fills that."""
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        futures = {name: pool.submit(task) for name, task in tasks.items()}
+        return {name: future.result() for name, future in futures.items()}
 
 
 def top_counts(values: Iterable[Any], limit: int = 20) -> dict[str, int]:
@@ -493,14 +407,15 @@ def run(spark: SparkSession, log_dir: Path, out: Path, html: bool = True) -> dic
     out.mkdir(parents=True, exist_ok=True)
     # Decoding is the expensive part (Python): decode once, keep the rows for every view, without
     # the columns no view reads (building the cache costs the JVM time per column and row). Commits
-    # come summarized per key and minute, so the cache holds about a tenth of the records.
-    records = read_log(spark, log_dir, commits="summary").drop(*UNUSED_COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)
+    # come summarized per key and minute, and GroupMetadata records with their place in their group's
+    # history instead of their member lists: the cache holds about a twentieth of the records.
+    records = (read_log(spark, log_dir, commits="summary", groups="history").drop(*UNUSED_COLUMNS)
+               .persist(StorageLevel.MEMORY_AND_DISK))
     cached: list[DataFrame] = []
     views, facts = build_views(spark, records, log_dir, cached)
     phases.done("read")  # the facts are the first action: the log is read and cached there
-    for name in VIEWS:
-        views[name].write.mode("overwrite").parquet(str(out / name))
-        phases.done(f"view:{name}")
+    in_parallel({name: functools.partial(write_view, views[name], out / name) for name in VIEWS})
+    phases.done("views")
     records.unpersist()
     for df in cached:
         df.unpersist()  # everything below reads the Parquet
@@ -519,6 +434,12 @@ def run(spark: SparkSession, log_dir: Path, out: Path, html: bool = True) -> dic
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     log.info("report_written", out=str(out), records=facts.get("records"), seconds=summary["seconds"])
     return summary
+
+
+def write_view(view: DataFrame, path: Path) -> None:
+    started = time.monotonic()
+    view.write.mode("overwrite").parquet(str(path))
+    log.info("view_written", view=path.name, seconds=round(time.monotonic() - started, 2))
 
 
 def _read_view(spark: SparkSession, out: Path, name: str) -> DataFrame:
