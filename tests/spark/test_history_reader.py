@@ -8,18 +8,18 @@ reader to it, SQL null logic included. It reads the plain one-row-per-record mod
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from coordinator.log.segment import scan_batches, segment_name
-from spark_jobs.decode import COLUMNS, MEMBER_FIELDS, arrow_schema, find_segments
+from spark_jobs.decode import COLUMNS, MEMBER_FIELDS, arrow_schema
 from spark_jobs.generate import generate
 from spark_jobs.sequence import HISTORY_COLUMNS, read_history
 from spark_jobs.summarize import SUMMARY_COLUMNS
+
+from .segments import split_segments
 
 pytestmark = [pytest.mark.spark]
 
@@ -145,29 +145,14 @@ def _window_events(gm, timeline):
 
 # ---- the one-pass history against it --------------------------------------------------------------
 
-def _cut_in_three(log_dir: Path) -> None:
-    """Split each partition's segment at two batches, as rolls would have: the history must follow
-    a group from one segment into the next."""
-    for segment in find_segments(log_dir):
-        fd = os.open(segment, os.O_RDONLY)
-        try:
-            batches = [(pos, header.base_offset) for pos, header, _ in scan_batches(fd, os.fstat(fd).st_size)]
-        finally:
-            os.close(fd)
-        data = segment.read_bytes()
-        (a, base_a), (b, base_b) = batches[len(batches) // 3], batches[2 * len(batches) // 3]
-        segment.write_bytes(data[:a])
-        (segment.parent / segment_name(base_a)).write_bytes(data[a:b])
-        (segment.parent / segment_name(base_b)).write_bytes(data[b:])
-
-
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory) -> tuple[Path, Path]:
     whole = tmp_path_factory.mktemp("history") / "whole"
     generate(whole, 40_000, groups=16, partitions=3, seed=11)
     cut = whole.parent / "cut"
     shutil.copytree(whole, cut)
-    _cut_in_three(cut)
+    # Rolled segments: the history must follow a group from one segment into the next.
+    split_segments(cut, 3)
     return whole, cut
 
 

@@ -8,33 +8,20 @@ report's offset views must not change when the segments are cut.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from coordinator.log.segment import scan_batches, segment_name
+from coordinator.log.segment import scan_batches
 from spark_jobs.decode import DecodeStats, decode_segment, find_segments
 from spark_jobs.generate import generate
 from spark_jobs.summarize import KEY_KIND, MINUTE_KIND, summarize_segment
 
+from .segments import split_segments
+
 pytestmark = [pytest.mark.spark]
-
-
-def _cut_in_two(log_dir: Path) -> None:
-    """Split each partition's one segment at its middle batch, as a roll would have."""
-    for segment in find_segments(log_dir):
-        fd = os.open(segment, os.O_RDONLY)
-        try:
-            batches = [(pos, header.base_offset) for pos, header, _ in scan_batches(fd, os.fstat(fd).st_size)]
-        finally:
-            os.close(fd)
-        cut, base = batches[len(batches) // 2]
-        data = segment.read_bytes()
-        segment.write_bytes(data[:cut])
-        (segment.parent / segment_name(base)).write_bytes(data[cut:])
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +30,7 @@ def logs(tmp_path_factory) -> tuple[Path, Path]:
     generate(whole, 20_000, groups=12, partitions=2, seed=7)
     cut = whole.parent / "cut"
     shutil.copytree(whole, cut)
-    _cut_in_two(cut)
+    split_segments(cut, 2)
     return whole, cut
 
 
