@@ -26,17 +26,17 @@ its full member list and with these columns (`HISTORY_FIELDS`):
   (`membership_events` of the report).
 - `current_members`: on the group's latest write only, its members.
 
-Who left how follows the earlier Spark formulation exactly, SQL null logic included: there a
-member's instance id was looked up with `array_contains`, which answers null (so: no) when the
-array holds a null and the value is not found. Dynamic members have no instance id, so a static
-member that left in a generation that a dynamic member joined is neither `static_rejoined` nor
-`expired` (it still shows as an `expired` event, as before).
+Who left how: a member missing from the new generation `left` if a LeaveGroup reason names its
+member id or instance id, is `static_rejoined` if its instance id came back under a new member id,
+and `expired` otherwise. (The earlier Spark formulation looked instance ids up with
+`array_contains`, which answers null when the array holds a null: a static member gone in a
+generation that a dynamic member joined was then neither expired nor rejoined. Plain sets here.)
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -70,33 +70,6 @@ def history_schema(base: pa.Schema) -> pa.Schema:
     for name, typ in HISTORY_FIELDS:
         schema = schema.append(pa.field(name, typ))
     return schema
-
-
-# ---- SQL's three-valued logic, for the who-left-how rules ---------------------------------------
-
-def _contains(values: Sequence[str | None], value: str | None) -> bool | None:
-    """Spark's `array_contains`: null for a null value, or when not found and the array holds a null."""
-    if value is None:
-        return None
-    if value in values:
-        return True
-    return None if None in values else False
-
-
-def _not(a: bool | None) -> bool | None:
-    return None if a is None else not a
-
-
-def _and(*terms: bool | None) -> bool | None:
-    if False in terms:
-        return False
-    return None if None in terms else True
-
-
-def _or(*terms: bool | None) -> bool | None:
-    if True in terms:
-        return True
-    return None if None in terms else False
 
 
 # ---- one write ----------------------------------------------------------------------------------
@@ -144,13 +117,14 @@ def complete_rebalance(w: Write, prev: Write | None, prev_members: list[Member],
     """The rebalance a `generation` write completed: its trigger, who joined, left, expired or came back."""
     w.reasons = sorted(reasons, key=reason_order)
     leaves = [r for r in w.reasons if r[1] == "LeaveGroup"]
-    leave_ids, leave_instances = [r[2] for r in leaves], [r[3] for r in leaves]
-    joined_instances = [m[1] for m in joined]
-    with_reason = [m for m in left if _or(_contains(leave_ids, m[0]), _contains(leave_instances, m[1]))]
-    rejoined = [m for m in left if _and(m[1] is not None, _contains(joined_instances, m[1]))]
-    expired = [m for m in left if _and(_not(_contains(leave_ids, m[0])),
-                                       _not(_contains(leave_instances, m[1] if m[1] is not None else "")),
-                                       _not(_and(m[1] is not None, _contains(joined_instances, m[1]))))]
+    leave_ids = {r[2] for r in leaves}
+    leave_instances = {r[3] for r in leaves if r[3] is not None}
+    joined_instances = {m[1] for m in joined if m[1] is not None}
+    # A dynamic member's instance id is None, which none of the instance sets holds.
+    with_reason = [m for m in left if m[0] in leave_ids or m[1] in leave_instances]
+    rejoined = [m for m in left if m[1] in joined_instances]
+    gone_known = {m[0] for m in with_reason} | {m[0] for m in rejoined}
+    expired = [m for m in left if m[0] not in gone_known]
     w.joined, w.left = [m[0] for m in joined], [m[0] for m in with_reason]
     w.expired, w.static_rejoined = [m[0] for m in expired], [m[1] for m in rejoined]  # type: ignore[misc]
     if prev is None or prev.tombstone or (prev.generation == 0 and not prev_members):

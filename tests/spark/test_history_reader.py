@@ -3,7 +3,9 @@ one pass per log partition, give what the earlier window formulation over every 
 
 The reference below is that formulation (a Spark window per group over each GroupMetadata row with
 its whole member list, reasons attributed by a second window), kept here to hold the one-pass
-reader to it, SQL null logic included. It reads the plain one-row-per-record mode.
+reader to it. Its instance-id lookups are made null-safe (`_has`): plain `array_contains` answers
+null when the array holds a dynamic member's null id, which the report used to take for "no".
+It reads the plain one-row-per-record mode.
 """
 
 from __future__ import annotations
@@ -83,6 +85,13 @@ def _window_reasons(records, gm):
     return attributed.groupBy("group_id", "gm_offset").agg(F.array_sort(F.collect_list("r")).alias("reasons"))
 
 
+def _has(array, value):
+    """`array_contains` with null taken as false (not found), as the one-pass reader's sets answer."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.array_contains(array, value), F.lit(False))
+
+
 def _window_timeline(gm, reasons):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -96,15 +105,14 @@ def _window_timeline(gm, reasons):
     t = t.select("*", leaves["member_id"].alias("leave_ids"), leaves["group_instance_id"].alias("leave_instances"),
                  F.col("joined.group_instance_id").alias("joined_instances"))
     leave_ids, leave_instances, joined_instances = F.col("leave_ids"), F.col("leave_instances"), F.col("joined_instances")
-    t = (t.withColumn("left_with_reason", F.filter("left", lambda m: F.array_contains(leave_ids, m["member_id"])
-                                                   | F.array_contains(leave_instances, m["group_instance_id"])))
+    t = (t.withColumn("left_with_reason", F.filter("left", lambda m: _has(leave_ids, m["member_id"])
+                                                   | _has(leave_instances, m["group_instance_id"])))
           .withColumn("static_rejoined", F.filter("left", lambda m: m["group_instance_id"].isNotNull()
-                                                  & F.array_contains(joined_instances, m["group_instance_id"])))
-          .withColumn("expired", F.filter("left", lambda m: ~F.array_contains(leave_ids, m["member_id"])
-                                          & ~F.array_contains(leave_instances,
-                                                              F.coalesce(m["group_instance_id"], F.lit("")))
+                                                  & _has(joined_instances, m["group_instance_id"])))
+          .withColumn("expired", F.filter("left", lambda m: ~_has(leave_ids, m["member_id"])
+                                          & ~_has(leave_instances, F.coalesce(m["group_instance_id"], F.lit("")))
                                           & ~(m["group_instance_id"].isNotNull()
-                                              & F.array_contains(joined_instances, m["group_instance_id"])))))
+                                              & _has(joined_instances, m["group_instance_id"])))))
     trigger = (F.when(F.col("prev_generation").isNull() | F.col("prev_tombstone") | (F.col("prev_generation") == 0)
                       & (F.col("prev_member_count") == 0), "initial")
                 .when(F.col("member_count") == 0, "group_emptied")
@@ -249,13 +257,23 @@ def _history(rows: list[dict], chunk_rows: int = 2) -> list[dict]:
     return out
 
 
-def test_a_static_member_gone_when_a_dynamic_one_joined_is_neither_rejoined_nor_expired_but_an_expired_event():
-    # SQL's array_contains over the joined members' instance ids, which hold the dynamic member's null.
+def test_a_static_member_gone_when_a_dynamic_one_joined_expired():
+    # The joined members' instance ids hold the dynamic member's None: it must not hide the expiry.
     rows = [_metadata(0, 1, [_member("a", "static-a"), _member("b")]),
             _metadata(1, 2, [_member("b"), _member("c")])]
     gen2 = next(r for r in _history(rows) if r["offset"] == 1)
-    assert (gen2["trigger"], gen2["expired"], gen2["static_rejoined"], gen2["joined"]) == ("member_joined", [], [], ["c"])
+    assert (gen2["trigger"], gen2["expired"], gen2["static_rejoined"], gen2["joined"]) == ("member_expired", ["a"], [],
+                                                                                          ["c"])
     assert [(e["event"], e["member_id"]) for e in gen2["events"]] == [("joined", "c"), ("expired", "a")]
+
+
+def test_a_static_member_that_left_with_a_reason_when_a_dynamic_one_joined_left():
+    rows = [_metadata(0, 1, [_member("a", "static-a"), _member("b")]),
+            _reason(1, "LeaveGroup", "a", "static-a"),
+            _metadata(2, 2, [_member("b"), _member("c")])]
+    gen2 = next(r for r in _history(rows) if r["offset"] == 2)
+    assert (gen2["trigger"], gen2["left"], gen2["expired"]) == ("member_left", ["a"], [])
+    assert [(e["event"], e["member_id"]) for e in gen2["events"]] == [("joined", "c"), ("left", "a")]
 
 
 def test_a_reason_written_right_after_a_static_replacement_is_absorbed_by_it():
