@@ -1,12 +1,14 @@
-"""Cut generated logs into several segments, as rolls of the server's log would have."""
+"""Generated logs, whole and cut into several segments as rolls of the server's log would have."""
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from coordinator.log.segment import scan_batches, segment_name
 from spark_jobs.decode import find_segments
+from spark_jobs.generate import generate
 
 
 def split_segments(log_dir: Path, pieces: int) -> None:
@@ -22,3 +24,14 @@ def split_segments(log_dir: Path, pieces: int) -> None:
         segment.write_bytes(data[:cuts[0][0]])
         for (start, base), (end, _) in zip(cuts, [*cuts[1:], (len(data), None)]):
             (segment.parent / segment_name(base)).write_bytes(data[start:end])
+
+
+def whole_and_cut(directory: Path, records: int, groups: int, partitions: int, seed: int,
+                  pieces: int) -> tuple[Path, Path]:
+    """A generated log in ``directory``/whole, and the same records cut into ``pieces`` segments per
+    partition in ``directory``/cut."""
+    whole, cut = directory / "whole", directory / "cut"
+    generate(whole, records, groups=groups, partitions=partitions, seed=seed)
+    shutil.copytree(whole, cut)
+    split_segments(cut, pieces)
+    return whole, cut

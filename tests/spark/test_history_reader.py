@@ -10,18 +10,16 @@ It reads the plain one-row-per-record mode.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from spark_jobs.decode import COLUMNS, MEMBER_FIELDS, arrow_schema
-from spark_jobs.generate import generate
 from spark_jobs.sequence import HISTORY_COLUMNS, read_history
 from spark_jobs.summarize import SUMMARY_COLUMNS
 
-from .segments import split_segments
+from .segments import whole_and_cut
 
 pytestmark = [pytest.mark.spark]
 
@@ -155,13 +153,8 @@ def _window_events(gm, timeline):
 
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory) -> tuple[Path, Path]:
-    whole = tmp_path_factory.mktemp("history") / "whole"
-    generate(whole, 40_000, groups=16, partitions=3, seed=11)
-    cut = whole.parent / "cut"
-    shutil.copytree(whole, cut)
     # Rolled segments: the history must follow a group from one segment into the next.
-    split_segments(cut, 3)
-    return whole, cut
+    return whole_and_cut(tmp_path_factory.mktemp("history"), 40_000, groups=16, partitions=3, seed=11, pieces=3)
 
 
 def _rows(df) -> list[str]:

@@ -8,7 +8,6 @@ report's offset views must not change when the segments are cut.
 from __future__ import annotations
 
 import json
-import shutil
 from collections import defaultdict
 from pathlib import Path
 
@@ -19,19 +18,14 @@ from spark_jobs.decode import DecodeStats, decode_segment, find_segments
 from spark_jobs.generate import generate
 from spark_jobs.summarize import KEY_KIND, MINUTE_KIND, summarize_segment
 
-from .segments import split_segments
+from .segments import whole_and_cut
 
 pytestmark = [pytest.mark.spark]
 
 
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory) -> tuple[Path, Path]:
-    whole = tmp_path_factory.mktemp("summarize") / "whole"
-    generate(whole, 20_000, groups=12, partitions=2, seed=7)
-    cut = whole.parent / "cut"
-    shutil.copytree(whole, cut)
-    split_segments(cut, 2)
-    return whole, cut
+    return whole_and_cut(tmp_path_factory.mktemp("summarize"), 20_000, groups=12, partitions=2, seed=7, pieces=2)
 
 
 def test_summary_rows_give_the_per_key_and_per_minute_figures_of_the_commit_rows(logs):
