@@ -67,6 +67,10 @@ def kafka_python_member(args: argparse.Namespace, name: str, tally: Tally, done:
                              enable_auto_commit=False, auto_offset_reset="earliest", session_timeout_ms=10000,
                              group_instance_id="static-kafka-python")
     try:
+        # Know the topic's partitions before the first poll joins: a leader that assigned without
+        # them rejoins when they arrive, and kafka-python 3.0.12 can lose that rejoin and be expired
+        # (see tests/clients/test_group_acceptance.py's kafka-python member).
+        consumer.partitions_for_topic(args.topic)
         while not done.is_set():
             batches = consumer.poll(timeout_ms=200, max_records=500)
             for tp, records in batches.items():
