@@ -337,6 +337,14 @@ def _sparse_columns(n: int, rows: list[tuple], names: tuple[str, ...]) -> dict[s
     return {name: pa.array(values, schema.field(name).type).take(at) for name, values in zip(names, fields)}
 
 
+def flags(n: int, positions: list[int]) -> pa.BooleanArray:
+    """A boolean array of ``n`` rows, true at ``positions`` (few), built without a Python list of n bools."""
+    flags = bytearray(n)
+    for i in positions:
+        flags[i] = 1
+    return pc.not_equal(pa.Array.from_buffers(pa.uint8(), n, [None, pa.py_buffer(flags)]), 0)
+
+
 def _to_batch(chunk: _Chunk, keys: _KeyTable, partition: int, seg_name: str) -> pa.RecordBatch:
     """Build the columns with Arrow (C loops) rather than per row in Python."""
     schema = arrow_schema()
@@ -346,9 +354,6 @@ def _to_batch(chunk: _Chunk, keys: _KeyTable, partition: int, seg_name: str) -> 
     def by_key(values: list, name: str) -> pa.Array:
         return pa.array(values, schema.field(name).type).take(kids)
 
-    tombstones = [False] * n
-    for row in chunk.tombstones:
-        tombstones[row] = True
     committed_offset, leader_epoch, metadata, commit_timestamp, expire_timestamp = (
         zip(*chunk.commits) if n else ((),) * len(_NO_COMMIT))
     expire = pa.array(expire_timestamp, pa.int64())
@@ -360,7 +365,7 @@ def _to_batch(chunk: _Chunk, keys: _KeyTable, partition: int, seg_name: str) -> 
         "record_type": by_key(keys.record_type, "record_type"),
         "kind": by_key(keys.kind, "kind"),
         "value_version": pa.array(chunk.versions, pa.int16()),
-        "tombstone": pa.array(tombstones, pa.bool_()),
+        "tombstone": flags(n, chunk.tombstones),
         "group_id": by_key(keys.group, "group_id"),
         "topic": by_key(keys.topic, "topic"),
         "topic_partition": by_key(keys.topic_partition, "topic_partition"),

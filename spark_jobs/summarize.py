@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 
 from coordinator.log.chunk_columns import ChunkColumns
 from spark_jobs.decode import (COMMIT, COLUMNS, DecodeStats, _Chunk, _KeyTable, _NO_COMMIT, _to_batch, append_record,
-                               arrow_schema, batch_columns, commit_fields, decode_value, partition_of)
+                               arrow_schema, batch_columns, commit_fields, decode_value, flags, partition_of)
 
 KEY_KIND = "offset_commit_key"
 MINUTE_KIND = "offset_commit_minute"
@@ -132,20 +132,12 @@ def _positions_of_none(values: list) -> list[int]:
     return found
 
 
-def _flags(n: int, positions: list[int]) -> pa.BooleanArray:
-    """A boolean array of ``n`` rows, true at ``positions`` (few), built without a Python list of n bools."""
-    flags = bytearray(n)
-    for i in positions:
-        flags[i] = 1
-    return pc.not_equal(pa.Array.from_buffers(pa.uint8(), n, [None, pa.py_buffer(flags)]), 0)
-
-
 def _commit_batches(records: _Records, keys: _KeyTable, partition: int, seg_name: str) -> Iterator[pa.RecordBatch]:
     """The per-key and per-minute rows of a segment's commits, aggregated by Arrow."""
     kids = pa.array(records.kids, pa.int32())
     offsets = pa.array(records.offsets, pa.int64())
     timestamps = pa.array(records.timestamps, pa.int64())
-    tomb = _flags(len(records.values), records.tombstones)
+    tomb = flags(len(records.values), records.tombstones)
     live = pc.invert(tomb)
     no_long = pa.scalar(None, pa.int64())
     table = pa.table({"kid": kids, "offset": offsets, "ts": timestamps, "tomb": tomb.cast(pa.int64()),
