@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaException
@@ -184,3 +185,14 @@ def test_kafka_python_admin_manages_acls_and_they_survive_a_sigkill(server_facto
         assert [a.principal for a in found] == [ME]
     finally:
         admin.close()
+
+
+def test_the_readme_admin_client_example_runs_as_shown(server_factory, capsys):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = readme.split("<!-- acl-admin-example -->")[1].split("<!-- /acl-admin-example -->")[0]
+    code = block.split("```python\n")[1].split("```")[0]
+    server = server_factory(*SECURED, f"super.users={ME}")
+    exec(compile(code, "README.md", "exec"), {"BOOTSTRAP": server.bootstrap})
+    described, deleted = capsys.readouterr().out.splitlines()
+    assert "orders" in described and "User:alice" in described and described == deleted
+    assert _admin(server).describe_acls(EVERYTHING).result(20) == []
