@@ -9,6 +9,7 @@ whatever code passed it: secrets never reach the log (as Kafka's config dump).
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from typing import TextIO
@@ -33,10 +34,15 @@ class TolerantPrintLogger(structlog.PrintLogger):
     log = debug = info = warn = warning = fatal = failure = err = error = critical = exception = msg
 
 
+@functools.lru_cache(maxsize=4096)  # field names are few; this runs for every event written
+def _names_a_secret(key: str) -> bool:
+    return key != "event" and is_sensitive(key.replace("_", "."))
+
+
 def hide_secrets(_logger: object, _method: str, event: structlog.typing.EventDict) -> structlog.typing.EventDict:
     """Replace the value of every field named like a secret setting (dots written as underscores)."""
     for key in event:
-        if key != "event" and is_sensitive(key.replace("_", ".")):
+        if _names_a_secret(key):
             event[key] = HIDDEN
     return event
 

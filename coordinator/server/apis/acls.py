@@ -15,6 +15,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import structlog
 
@@ -42,16 +43,14 @@ MatchingAcl = DeleteAclsResponse.DeleteAclsMatchingAcl
 Resource = DescribeAclsResponse.DescribeAclsResource
 Description = DescribeAclsResponse.AclDescription
 
-_writes: asyncio.Lock | None = None  # one ACL change at a time in this process (the file lock spans processes)
+# One ACL change at a time per server (the file lock spans processes), kept with the broker's authorizer.
+_writes: WeakKeyDictionary[Authorizer, asyncio.Lock] = WeakKeyDictionary()
 
 
 async def _change(authorizer: Authorizer, compute: Callable[[list[AclBinding]], tuple[list[AclBinding], Any]]
                   ) -> tuple[Any, str | None]:
     """Read the file, compute the new bindings, write them durably (all under the file's lock, off the
     loop), then put them in force. Returns what `compute` reported, or why nothing was written."""
-    global _writes
-    if _writes is None:
-        _writes = asyncio.Lock()
     path: Path = authorizer.path
 
     def read_modify_write() -> Any:
@@ -62,7 +61,7 @@ async def _change(authorizer: Authorizer, compute: Callable[[list[AclBinding]], 
                 write_acls(path, updated)
             return report
 
-    async with _writes:
+    async with _writes.setdefault(authorizer, asyncio.Lock()):
         try:
             report = await asyncio.get_running_loop().run_in_executor(None, read_modify_write)
         except OSError as exc:  # nothing was written
