@@ -159,3 +159,13 @@ def test_without_an_authorizer_every_acl_api_answers_security_disabled(wire):
                                                                 "No Authorizer is configured on the broker")
     response = wire.request(ApiKey.DELETE_ACLS, 3, DeleteAclsRequest(filters=[_delete_filter()]))
     assert response.filter_results[0].error_code == ErrorCode.SECURITY_DISABLED
+
+
+def test_a_broken_acl_file_fails_the_change_and_leaves_it_as_it_was(server_factory, connect):
+    server = server_factory(*AUTHORIZER)
+    wire = connect(server)
+    acls_file = server.data_dir / "acls.json"
+    acls_file.write_text("not json")
+    [(code, message)] = _create(wire, 3, _creation())
+    assert code == ErrorCode.UNKNOWN_SERVER_ERROR and "not JSON" in message
+    assert acls_file.read_text() == "not json"

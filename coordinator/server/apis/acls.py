@@ -25,7 +25,7 @@ from protocol.messages import CreateAclsResponse, DeleteAclsResponse, DescribeAc
 from coordinator.security import acl_admin
 from coordinator.security.acl_admin import (OPERATION_CODES, PATTERN_CODES, PERMISSION_CODES, RESOURCE_TYPE_CODES,
                                             AclFilter, Creation, RequestInvalid)
-from coordinator.security.acls import AclBinding, Operation, locked, read_acls, write_acls
+from coordinator.security.acls import AclBinding, AclError, Operation, locked, read_acls, write_acls
 from coordinator.security.authorizer import Authorizer
 from coordinator.server.apis._acl import permits_cluster
 from coordinator.server.broker import Broker
@@ -64,9 +64,9 @@ async def _change(authorizer: Authorizer, compute: Callable[[list[AclBinding]], 
     async with _writes.setdefault(authorizer, asyncio.Lock()):
         try:
             report = await asyncio.get_running_loop().run_in_executor(None, read_modify_write)
-        except OSError as exc:  # nothing was written
-            log.error("acls_write_failed", path=str(path), error=repr(exc))
-            return None, f"Cannot write the ACLs: {exc}"
+        except (OSError, AclError) as exc:  # nothing was written (a disk error, or a hand-broken file)
+            log.error("acls_write_failed", path=str(path), error=str(exc))
+            return None, f"Cannot change the ACLs: {exc}"
         finally:
             authorizer.reload_now()
     return report, None
