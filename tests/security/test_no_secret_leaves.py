@@ -27,7 +27,7 @@ from kafka.admin import ConfigResource as KpConfigResource, ConfigResourceType a
 from coordinator.cli import main as groupcoord
 from protocol.api_keys import ApiKey
 from protocol.messages import DescribeConfigsRequest
-from tests.conftest import free_port
+from tests.conftest import free_port, server_command
 from tests.security.certificates import make_certificates
 from tests.security.secure_server import open_wire, start_secure_server
 from tests.server.conftest import KafkaWire
@@ -142,6 +142,15 @@ def test_no_secret_in_any_answer_log_metric_or_cli_output(server_factory, tmp_pa
     bad_file = tmp_path / "bad.properties"
     bad_file.write_text(f"ssl.key.password={KEY_MARKER}\\uZZZZ\n")
     seen.append(_cli("serve", "--config", str(bad_file)))
+
+    # A start that fails on the key (a wrong password): the error and the exception logs name no secret.
+    failed = subprocess.run([*server_command(), "serve", "--override", f"listeners=SSL://127.0.0.1:{free_port()}",
+                             "--override", f"log.dirs={tmp_path / 'failed-start'}",
+                             "--override", f"ssl.keystore.location={keystore}",
+                             "--override", f"ssl.key.password={WRONG_MARKER}", "--log-level", "DEBUG"],
+                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert failed.returncode != 0 and "ssl.keystore.location" in failed.stderr
+    seen.append(failed.stdout + failed.stderr)
 
     secure.process.stop()
     seen.append(secure.process.log_tail(limit=1 << 24))
