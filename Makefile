@@ -69,14 +69,15 @@ $(VENV)/.installed-test: pyproject.toml | $(VPY)
 	@touch $@ $(VENV)/.installed-run
 
 # ---------------------------------------------------------------------------------------------------
-# System tools the client tests run: kcat, java (pyspark), node + npm (kafkajs), chromium (the HTML
+# System tools the client tests run: kcat, a JDK + Maven (pyspark, the Java tests), node + npm (kafkajs), chromium (the HTML
 # report test). apt-get only runs for what is missing, so this is free when everything is there, and
 # works without root then.
 
 system-deps:
 	@missing=""; \
 	command -v kcat >/dev/null || missing="$$missing kcat"; \
-	command -v java >/dev/null || missing="$$missing default-jre-headless"; \
+	command -v javac >/dev/null || missing="$$missing default-jdk-headless"; \
+	command -v mvn  >/dev/null || missing="$$missing maven"; \
 	command -v node >/dev/null || missing="$$missing nodejs"; \
 	command -v npm  >/dev/null || missing="$$missing npm"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
@@ -98,6 +99,21 @@ $(JS_DIR)/node_modules/.installed: $(JS_DIR)/package.json $(JS_DIR)/package-lock
 	cd $(JS_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# The Java side (tests/clients/java/pom.xml, pinned): kafka-clients, Streams, Connect, Kafka's tools
+# and Apache Kafka's broker, resolved into the local Maven repository, the test programs compiled, and
+# target/classpath.txt written for the fixtures. Keyed on the pom and the sources: a second run
+# resolves and compiles nothing.
+JAVA_DIR     := tests/clients/java
+JAVA_SOURCES := $(shell find $(JAVA_DIR)/src -name '*.java' 2>/dev/null)
+MVN          := mvn -B -q -Dstyle.color=never
+
+$(JAVA_DIR)/target/.built: $(JAVA_DIR)/pom.xml $(JAVA_SOURCES) | system-deps
+	cd $(JAVA_DIR) && $(MVN) package -DskipTests
+	@touch $@
+
+.PHONY: java
+java: $(JAVA_DIR)/target/.built
+
 # ---------------------------------------------------------------------------------------------------
 
 run: $(VENV)/.installed-run
@@ -105,7 +121,7 @@ run: $(VENV)/.installed-run
 
 # -ra: one line per skip/xfail/failure at the end; --tb=short: failures without pages of plugin
 # frames; --durations: spot slow tests early.
-test: $(VENV)/.installed-test $(JS_DIR)/node_modules/.installed | system-deps
+test: $(VENV)/.installed-test $(JS_DIR)/node_modules/.installed $(JAVA_DIR)/target/.built | system-deps
 	$(VENV)/bin/pytest -q -ra --tb=short --durations=15 $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-test

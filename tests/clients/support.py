@@ -19,3 +19,16 @@ def require_tool(name: str) -> str:
     if path is None:
         pytest.fail(f"`{name}` is not on PATH; `make test` installs it (Makefile target system-deps)")
     return path
+
+
+JAVA_DIR = Path(__file__).resolve().parent / "java"
+
+
+def java_command(main_class: str, *args: str, heap: str = "256m") -> list[str]:
+    """`java -cp ... main_class args` for a program of tests/clients/java or a class of its classpath
+    (Kafka's tools and broker among them). `make test` builds it (Makefile target `java`)."""
+    classpath_file = JAVA_DIR / "target" / "classpath.txt"
+    if not classpath_file.exists():
+        pytest.fail("the Java test build is missing; run `make java` (make test does)")
+    classpath = f"{JAVA_DIR / 'target' / 'classes'}:{classpath_file.read_text().strip()}"
+    return [require_tool("java"), f"-Xmx{heap}", "-cp", classpath, main_class, *args]
