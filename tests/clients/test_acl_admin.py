@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from coordinator.cli import main as groupcoord
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import OffsetFetchRequest
+from tests.clients.support import java_command
 from tests.server.conftest import KafkaWire
 
 pytestmark = pytest.mark.clients
@@ -196,3 +198,39 @@ def test_the_readme_admin_client_example_runs_as_shown(server_factory, capsys):
     described, deleted = capsys.readouterr().out.splitlines()
     assert "orders" in described and "User:alice" in described and described == deleted
     assert _admin(server).describe_acls(EVERYTHING).result(20) == []
+
+
+def _kafka_acls(server, *args: str) -> str:
+    """Kafka's own kafka-acls.sh (org.apache.kafka.tools.AclCommand, the Java AdminClient underneath)."""
+    done = subprocess.run(java_command("org.apache.kafka.tools.AclCommand", "--bootstrap-server", server.bootstrap,
+                                       *args), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_kafka_acls_sh_adds_lists_and_removes_against_groupcoord(server_factory, capsys):
+    server = server_factory(*SECURED, f"super.users={ME}")
+    added = _kafka_acls(server, "--add", "--allow-principal", "User:alice", "--consumer", "--topic", "orders",
+                        "--group", "billing")
+    assert "Adding ACLs for resource" in added
+    _kafka_acls(server, "--add", "--deny-principal", "User:bob", "--operation", "Read", "--group", "pay",
+                "--resource-pattern-type", "prefixed")
+    listed = _kafka_acls(server, "--list", "--topic", "orders")
+    assert "principal=User:alice, host=*, operation=READ, permissionType=ALLOW" in listed
+    assert "operation=DESCRIBE" in listed and "billing" not in listed
+
+    capsys.readouterr()
+    assert groupcoord(["acls", "--data-dir", str(server.data_dir), "--list"]) == 0  # the one store
+    assert sorted(capsys.readouterr().out.splitlines()) == [
+        "ALLOW User:alice DESCRIBE from * on TOPIC literal 'orders'",
+        "ALLOW User:alice READ from * on GROUP literal 'billing'",
+        "ALLOW User:alice READ from * on TOPIC literal 'orders'",
+        "DENY User:bob READ from * on GROUP prefixed 'pay'"]
+
+    _kafka_acls(server, "--remove", "--allow-principal", "User:alice", "--operation", "Read", "--topic", "orders",
+                "--force")
+    _kafka_acls(server, "--remove", "--group", "pay", "--resource-pattern-type", "prefixed", "--force")
+    assert groupcoord(["acls", "--data-dir", str(server.data_dir), "--list"]) == 0
+    assert sorted(capsys.readouterr().out.splitlines()) == [
+        "ALLOW User:alice DESCRIBE from * on TOPIC literal 'orders'",
+        "ALLOW User:alice READ from * on GROUP literal 'billing'"]
