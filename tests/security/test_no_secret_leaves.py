@@ -4,7 +4,8 @@ Every secret is a distinct marker string: the TLS key's password (ssl.key.passwo
 encrypted with it), and a SASL user's password (our own credential, sent by clients logging in, right
 and wrong). The test then gathers every channel the server and the `groupcoord` command write to:
 the server's stdout/stderr (at DEBUG), DescribeConfigs answers for every resource type through
-confluent-kafka, kafka-python and the raw protocol (every version, with synonyms and documentation),
+confluent-kafka, kafka-python, Kafka's kafka-configs.sh (the Java AdminClient) and the raw protocol
+(every version, with synonyms and documentation),
 /metrics, and the CLI's output (including its configuration errors), and looks for the markers.
 """
 
@@ -27,6 +28,7 @@ from kafka.admin import ConfigResource as KpConfigResource, ConfigResourceType a
 from coordinator.cli import main as groupcoord
 from protocol.api_keys import ApiKey
 from protocol.messages import DescribeConfigsRequest
+from tests.clients.support import java_command
 from tests.conftest import free_port, server_command
 from tests.security.certificates import make_certificates
 from tests.security.secure_server import open_wire, start_secure_server
@@ -127,6 +129,16 @@ def test_no_secret_in_any_answer_log_metric_or_cli_output(server_factory, tmp_pa
 
     with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=10) as page:
         seen.append(page.read().decode())
+
+    # Kafka 4.4.0's kafka-configs.sh (the Java AdminClient) for each resource type.
+    for entity in (["brokers", "--entity-name", "0", "--all"], ["topics", "--entity-name", "leak-check", "--all"],
+                   ["groups", "--entity-name", "leak-group", "--all"]):
+        done = subprocess.run(java_command("org.apache.kafka.tools.ConfigCommand", "--bootstrap-server",
+                                           secure.bootstrap("PLAINTEXT"), "--describe", "--entity-type", *entity),
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stdout + done.stderr
+        seen.append(done.stdout + done.stderr)
+    assert "ssl.key.password=null sensitive=true" in seen[-3]
 
     data_dir = str(secure.process.data_dir)
     seen.append(_cli("acls", "--data-dir", data_dir, "--list"))
