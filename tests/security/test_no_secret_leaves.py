@@ -5,8 +5,8 @@ encrypted with it), and a SASL user's password (our own credential, sent by clie
 and wrong). The test then gathers every channel the server and the `groupcoord` command write to:
 the server's stdout/stderr (at DEBUG), DescribeConfigs answers for every resource type through
 confluent-kafka, kafka-python, Kafka's kafka-configs.sh (the Java AdminClient) and the raw protocol
-(every version, with synonyms and documentation),
-/metrics, and the CLI's output (including its configuration errors), and looks for the markers.
+(every version, with synonyms and documentation), /metrics, and the CLI's output (including its
+configuration errors and a start that fails on a wrong key password), and looks for the markers.
 """
 
 from __future__ import annotations
