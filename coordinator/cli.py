@@ -32,11 +32,15 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"groupcoord: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     # Imported late: a configuration error is reported without loading the codec and server.
+    import structlog
+
     from coordinator.log.segment import CorruptLogError
     from coordinator.logging import configure_logging
     from coordinator.server.app import run
 
     configure_logging(config["log.level"])
+    # What this server runs with, as Kafka logs its KafkaConfig values; secrets as [hidden].
+    structlog.get_logger().info("config_loaded", settings=config.loggable())
     try:
         run(config)
     except OSError as exc:  # e.g. the port is taken or the data dir is not writable

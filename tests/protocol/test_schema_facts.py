@@ -28,6 +28,18 @@ EXTRA_SCHEMAS_ALLOWED: dict[str, str] = {
                                       "clients/src/main/resources/common/message (v0-1, flexible 1+)",
     "IncrementalAlterConfigsResponse": "API 44, not in the facts snapshot; from apache/kafka "
                                        "clients/src/main/resources/common/message (v0-1, flexible 1+)",
+    "CreateAclsRequest": "API 30, not in the facts snapshot; every fact but 'about' equal to apache/kafka@1eb76443 "
+                         "clients/src/main/resources/common/message/CreateAclsRequest.json (v0-3, flexible 2+)",
+    "CreateAclsResponse": "API 30, not in the facts snapshot; every fact but 'about' equal to apache/kafka@1eb76443 "
+                          "clients/src/main/resources/common/message/CreateAclsResponse.json (v0-3, flexible 2+)",
+    "DescribeAclsRequest": "API 29, not in the facts snapshot; every fact but 'about' equal to apache/kafka@1eb76443 "
+                           "clients/src/main/resources/common/message/DescribeAclsRequest.json (v0-3, flexible 2+)",
+    "DescribeAclsResponse": "API 29, not in the facts snapshot; every fact but 'about' equal to apache/kafka@1eb76443 "
+                            "clients/src/main/resources/common/message/DescribeAclsResponse.json (v0-3, flexible 2+)",
+    "DeleteAclsRequest": "API 31, not in the facts snapshot; every fact but 'about' equal to apache/kafka@1eb76443 "
+                         "clients/src/main/resources/common/message/DeleteAclsRequest.json (v0-3, flexible 2+)",
+    "DeleteAclsResponse": "API 31, not in the facts snapshot; every fact but 'about' equal to apache/kafka@1eb76443 "
+                          "clients/src/main/resources/common/message/DeleteAclsResponse.json (v0-3, flexible 2+)",
 }
 
 #: Fields of ours newer than the facts (which come from the 2024-10 snapshot), by schema, each with

@@ -51,15 +51,19 @@ def describe(wire, version, *resources, synonyms=False, docs=False):
 
 
 @pytest.mark.parametrize("version", range(0, 5))
-@pytest.mark.parametrize("name", ["", "0"])
-def test_broker_configs_list_every_setting(wire, version, name):
-    [result] = describe(wire, version, Resource(BROKER, name, None))
+def test_broker_configs_list_every_setting(wire, version):
+    [result] = describe(wire, version, Resource(BROKER, "0", None))
     assert result.error_code == ErrorCode.NONE
     configs = {c.name: c for c in result.configs}
     assert configs["num.partitions"].value == "1"
     assert configs["offsets.topic.num.partitions"].value == "50"
     assert configs["listeners"].config_source in (STATIC_BROKER_CONFIG, -1)  # -1: v0 has no source
-    assert all(c.read_only and not c.is_sensitive for c in result.configs)
+    assert not any(c.is_sensitive for c in result.configs if c.name != "ssl.key.password")
+    # read_only as Kafka's DynamicBrokerConfig: listeners and log defaults are dynamic, node.id is not
+    assert configs["node.id"].read_only and not configs["listeners"].read_only
+    assert configs["num.partitions"].read_only and not configs["log.retention.ms"].read_only
+    # unset without a default: null, as Kafka
+    assert configs["advertised.listeners"].value is None and configs["ssl.keystore.location"].value is None
     if version >= 1:
         assert configs["num.partitions"].config_source == DEFAULT_CONFIG
         assert configs["log.dirs"].config_source == STATIC_BROKER_CONFIG  # the fixture's --override
@@ -70,7 +74,7 @@ def test_broker_configs_list_every_setting(wire, version, name):
 
 
 def test_broker_configs_filtered_by_name_with_synonyms_and_documentation(wire):
-    [result] = describe(wire, 4, Resource(BROKER, "", ["log.dirs", "group.max.size", "nope"]), synonyms=True,
+    [result] = describe(wire, 4, Resource(BROKER, "0", ["log.dirs", "group.max.size", "nope"]), synonyms=True,
                         docs=True)
     configs = {c.name: c for c in result.configs}
     assert sorted(configs) == ["group.max.size", "log.dirs"]
@@ -81,8 +85,16 @@ def test_broker_configs_filtered_by_name_with_synonyms_and_documentation(wire):
 
 
 def test_other_broker_id_is_invalid_request(wire):
-    [result] = describe(wire, 4, Resource(BROKER, "7", None))
+    [result, word] = describe(wire, 4, Resource(BROKER, "7", None), Resource(BROKER, "zero", None))
     assert result.error_code == ErrorCode.INVALID_REQUEST and result.configs == []
+    assert (word.error_code, word.error_message) == (ErrorCode.INVALID_REQUEST,
+                                                     "Broker id must be an integer, but it is: zero")
+
+
+def test_empty_broker_name_lists_the_dynamic_defaults_of_which_there_are_none(wire):
+    # ConfigHelper: "" describes currentDynamicDefaultConfigs (kafka-configs.sh --entity-default)
+    [result] = describe(wire, 4, Resource(BROKER, "", None))
+    assert (result.error_code, result.configs) == (ErrorCode.NONE, [])
 
 
 def test_topic_configs_show_overrides_and_defaults(wire):
@@ -120,6 +132,6 @@ def test_unknown_and_illegal_topics(wire):
 
 
 def test_unsupported_resource_type_is_invalid_request_per_resource(wire):
-    group, broker = describe(wire, 4, Resource(3, "some-group", None), Resource(BROKER, "", ["node.id"]))
+    group, broker = describe(wire, 4, Resource(3, "some-group", None), Resource(BROKER, "0", ["node.id"]))
     assert group.error_code == ErrorCode.INVALID_REQUEST
     assert broker.error_code == ErrorCode.NONE and [c.value for c in broker.configs] == ["0"]
