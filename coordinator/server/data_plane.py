@@ -210,6 +210,11 @@ class DataPlane:
         assert first_offset is not None
         return first_offset, partition
 
+    def delete_records(self, topic: Topic, index: int, offset: int) -> int:
+        """DeleteRecords: the partition's log start moves up to `offset` (durably); the new start."""
+        self.partition(topic, index)
+        return self.logs.delete_records(topic.name, index, offset)
+
     def delete_topic(self, topic: str) -> None:
         self.logs.delete_topic(topic)
         for key in [k for k in self.producers if k[0] == topic]:
