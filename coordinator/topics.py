@@ -101,6 +101,19 @@ class TopicRegistry:
             self._save()
         return topic
 
+    def set_configs(self, name: str, configs: dict[str, str]) -> Topic:
+        """Replace the topic's own settings, durably (fsync, atomic rename); on failure nothing changes."""
+        topic = self._topics.get(name)
+        if topic is None:
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{name}' does not exist.")
+        previous, topic.configs = topic.configs, dict(configs)
+        try:
+            self._save()
+        except OSError:
+            topic.configs = previous
+            raise
+        return topic
+
     def delete(self, name: str) -> Topic:
         topic = self._topics.pop(name, None)
         if topic is None:

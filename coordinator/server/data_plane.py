@@ -210,6 +210,10 @@ class DataPlane:
         assert first_offset is not None
         return first_offset, partition
 
+    def apply_topic_config(self, topic: Topic) -> None:
+        """The topic's settings changed (AlterConfigs): its partitions use them from now on."""
+        self.logs.set_topic_config(topic.name, partition_config(self.config, topic))
+
     def delete_records(self, topic: Topic, index: int, offset: int) -> int:
         """DeleteRecords: the partition's log start moves up to `offset` (durably); the new start."""
         self.partition(topic, index)
