@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator.config import Config
+from coordinator.config import SETTINGS_BY_NAME, Config
 
 _INT32_MAX, _INT64_MAX = 2**31 - 1, 2**63 - 1
 
@@ -19,28 +19,36 @@ class TopicSetting:
     doc: str
     minimum: int | None = None  # Kafka's atLeast(n)
     choices: tuple[str, ...] = ()  # Kafka's ValidString.in / ValidList.in
+    # The Kafka broker setting DescribeConfigs names as the DEFAULT_CONFIG synonym; None where Kafka
+    # lists none (retention.ms, segment.ms: their broker synonyms' defaults are null in Kafka).
+    default_synonym: str | None = None
 
 
 TOPIC_SETTINGS: dict[str, TopicSetting] = {s.name: s for s in (
     TopicSetting("cleanup.policy", "list", "log.cleanup.policy", "delete", "delete or compact",
+                 default_synonym="log.cleanup.policy",
                  choices=("compact", "delete")),
     TopicSetting("retention.ms", "long", "log.retention.ms", "604800000", "How long records are kept (-1: forever).",
                  minimum=-1),
-    TopicSetting("retention.bytes", "long", "log.retention.bytes", "-1", "Largest size of a partition (-1: no limit)."),
+    TopicSetting("retention.bytes", "long", "log.retention.bytes", "-1", "Largest size of a partition (-1: no limit).",
+                 default_synonym="log.retention.bytes"),
+    # Kafka 4.x: at least 1 MiB per topic (smaller segments only through the broker's log.segment.bytes).
     TopicSetting("segment.bytes", "int", "log.segment.bytes", "1073741824", "Segment size at which the log rolls.",
-                 minimum=14),
+                 minimum=1048576, default_synonym="log.segment.bytes"),
     TopicSetting("segment.ms", "long", "log.roll.ms", "604800000",
                  "Age at which a non-empty active segment rolls, so that retention and compaction reach it.",
                  minimum=1),
     TopicSetting("delete.retention.ms", "long", None, "86400000", "How long tombstones stay in compacted topics.",
-                 minimum=0),
+                 minimum=0, default_synonym="log.cleaner.delete.retention.ms"),
     TopicSetting("min.insync.replicas", "int", None, "1", "Replicas that must acknowledge acks=-1 (one node: 1).",
-                 minimum=1),
-    TopicSetting("max.message.bytes", "int", None, "1048588", "Largest record batch accepted.", minimum=0),
+                 minimum=1, default_synonym="min.insync.replicas"),
+    TopicSetting("max.message.bytes", "int", None, "1048588", "Largest record batch accepted.", minimum=0,
+                 default_synonym="message.max.bytes"),
     TopicSetting("message.timestamp.type", "string", None, "CreateTime", "CreateTime or LogAppendTime.",
-                 choices=("CreateTime", "LogAppendTime")),
+                 choices=("CreateTime", "LogAppendTime"), default_synonym="log.message.timestamp.type"),
     TopicSetting("compression.type", "string", None, "producer", "Batches are stored as the producer sent them.",
-                 choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+                 choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+                 default_synonym="compression.type"),
 )}
 
 _BOUNDS = {"int": (-(2**31), _INT32_MAX), "long": (-(2**63), _INT64_MAX)}
@@ -64,9 +72,8 @@ def validate_topic_config(name: str, value: str | None) -> str | None:
         if setting.minimum is not None and number < setting.minimum:
             return f"Invalid value {value} for configuration {name}: Value must be at least {setting.minimum}"
     elif setting.kind == "list":
-        items = [v.strip() for v in value.split(",") if v.strip()]
-        bad = [v for v in items if v not in setting.choices]
-        if bad or not items:
+        items = [v.strip() for v in value.split(",") if v.strip()]  # Kafka 4.x accepts an empty list
+        if any(v not in setting.choices for v in items):
             return (f"Invalid value {value} for configuration {name}: String must be one of: "
                     f"{', '.join(setting.choices)}")
     elif setting.choices and value not in setting.choices:
@@ -81,6 +88,11 @@ def validate_topic_configs(configs: dict[str, str]) -> str | None:
         if problem:
             return problem
     return None
+
+
+def builtin_default(setting: TopicSetting) -> str:
+    """The value when neither the topic nor the broker's configuration sets it."""
+    return SETTINGS_BY_NAME[setting.broker_default].default if setting.broker_default else setting.default
 
 
 def topic_default(config: Config, setting: TopicSetting) -> str:

@@ -83,9 +83,9 @@ def test_confluent_deletes_records_and_a_consumer_starts_at_the_new_low_watermar
 
 
 def test_confluent_alters_topic_configs_and_a_lowered_retention_applies_live(server_factory, topic_name):
-    server = server_factory("log.cleaner.backoff.ms=200")
+    server = server_factory("log.cleaner.backoff.ms=200", "log.segment.bytes=300")  # a few records per segment
     admin = _admin(server.bootstrap)
-    admin.create_topics([NewTopic(topic_name, 1, 1, config={"segment.bytes": "300"})])[topic_name].result(20)
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(20)
     _produce(server.bootstrap, topic_name, 8, timestamp_ms=int(time.time() * 1000) - 3_600_000)
     assert _earliest(admin, topic_name) == 0
 

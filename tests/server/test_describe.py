@@ -96,8 +96,8 @@ def test_topic_configs_show_overrides_and_defaults(wire):
     assert {"cleanup.policy", "retention.ms", "retention.bytes", "segment.bytes", "min.insync.replicas"} <= set(configs)
     retention = configs["retention.ms"]
     assert (retention.value, retention.config_source, retention.read_only) == ("1000", DYNAMIC_TOPIC_CONFIG, False)
-    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
-        ("retention.ms", "1000", DYNAMIC_TOPIC_CONFIG), ("log.retention.ms", "604800000", DEFAULT_CONFIG)]
+    # As Kafka 4.4 answers: no DEFAULT_CONFIG synonym for retention.ms (log.retention.ms defaults to null there).
+    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [("retention.ms", "1000", DYNAMIC_TOPIC_CONFIG)]
     assert (configs["cleanup.policy"].value, configs["cleanup.policy"].config_source) == ("delete", DEFAULT_CONFIG)
 
 
@@ -110,7 +110,7 @@ def test_topic_config_default_set_on_the_broker_is_static_broker_config(server_f
     [retention] = result.configs
     assert (retention.value, retention.config_source) == ("5000", STATIC_BROKER_CONFIG)
     assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
-        ("log.retention.ms", "5000", STATIC_BROKER_CONFIG), ("log.retention.ms", "604800000", DEFAULT_CONFIG)]
+        ("log.retention.ms", "5000", STATIC_BROKER_CONFIG)]  # Kafka: no default for log.retention.ms
 
 
 def test_unknown_and_illegal_topics(wire):

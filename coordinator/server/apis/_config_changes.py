@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 import structlog
 
+from coordinator.group_configs import GroupConfigError, validate_group_configs
 from coordinator.server.broker import Broker
 from coordinator.topic_configs import validate_topic_configs
 from coordinator.topics import TopicError, validate_topic_name
@@ -48,6 +49,22 @@ def check_resource_type(resource_type: int, alterable: set[int]) -> None:
         raise Refused(ErrorCode.INVALID_REQUEST,
                       f"Altering {RESOURCE_NAMES[resource_type]} configs is not supported by this server.")
     raise Refused(ErrorCode.INVALID_REQUEST, f"Unknown resource type {resource_type}")
+
+
+def alter_group(broker: Broker, group_id: str, updated: dict[str, str], validate_only: bool) -> None:
+    """Make ``updated`` the group's whole set of settings: an empty group id is INVALID_REQUEST, the
+    set is validated (INVALID_CONFIG), then written durably (unless ``validate_only``). Raises
+    ``Refused``; OSError from the store means nothing changed."""
+    if not group_id:
+        raise Refused(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+    try:
+        validate_group_configs(updated, broker.config)
+    except GroupConfigError as exc:
+        raise Refused(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    if validate_only:
+        return
+    broker.groups.group_configs.replace(group_id, updated)
+    log.info("group_configs_altered", group_id=group_id, configs=updated)
 
 
 def current_topic_configs(broker: Broker, name: str) -> dict[str, str]:

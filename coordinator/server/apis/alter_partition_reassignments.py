@@ -3,7 +3,7 @@ node (ReplicationControlManager.alterPartitionReassignments; a KRaft broker forw
 
 ALTER on the CLUSTER, else CLUSTER_AUTHORIZATION_FAILED (top level and per partition). Per
 partition: an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION; null replicas (cancel)
-is NO_REASSIGNMENT_IN_PROGRESS, as none ever is; the target replicas are checked as Kafka's
+is NO_REASSIGNMENT_IN_PROGRESS (no message), as none ever is; the target replicas are checked as Kafka's
 validateManualPartitionAssignment does (an empty list, a broker other than this node, or a broker
 twice: INVALID_REPLICA_ASSIGNMENT with Kafka's messages); a target of just this node is what the
 partition already has, so it succeeds and nothing changes.
@@ -21,19 +21,19 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import AlterPartitionReassignmentsResponse
 
-NO_REASSIGNMENT_MESSAGE = "No partition reassignment is in progress."  # Kafka's Errors text
 TopicResult = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
 PartitionResult = AlterPartitionReassignmentsResponse.ReassignablePartitionResponse
 
 
-def _refusal(broker: Broker, name: str, index: int, replicas: list[int] | None) -> tuple[ErrorCode, str] | None:
+def _refusal(broker: Broker, name: str, index: int,
+             replicas: list[int] | None) -> tuple[ErrorCode, str | None] | None:
     topic = broker.topics.get(name)
     if topic is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {name}."
     if not 0 <= index < topic.partitions:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {name}:{index}."
-    if replicas is None:
-        return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, NO_REASSIGNMENT_MESSAGE
+    if replicas is None:  # Kafka's message is the error's own text, which ApiError then drops: null
+        return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None
     if not replicas:
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list."
     previous = None

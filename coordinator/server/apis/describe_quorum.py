@@ -11,7 +11,8 @@ here is answered as Kafka answers a quorum without it: there is no metadata log 
 topics.json), so its high watermark and the voter's log end offset are 0, the leader epoch is 1
 (the first election's), and the voter has no directory id (zero UUID, as for a statically
 configured voter). The v2 listeners are this node's client listeners, as advertised: there is
-no separate controller listener.
+no separate controller listener. With no error the messages are "", as Kafka's (the schema's
+default).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def describe_quorum(broker: Broker, request: Any, ctx: RequestContext) -> Descri
                                       error_message="Cluster authorization failed.", topics=[], nodes=[])
     if not _asks_for_the_metadata_partition(request):
         code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        return DescribeQuorumResponse(error_code=0, error_message=None, nodes=[], topics=[
+        return DescribeQuorumResponse(error_code=0, error_message="", nodes=[], topics=[
             TopicData(topic_name=t.topic_name, partitions=[
                 PartitionData(partition_index=p.partition_index, error_code=code,
                               error_message=UNKNOWN_PARTITION_MESSAGE, current_voters=[], observers=[])
@@ -59,11 +60,11 @@ def describe_quorum(broker: Broker, request: Any, ctx: RequestContext) -> Descri
     node = broker.node_id
     voter = ReplicaState(replica_id=node, replica_directory_id=ZERO_UUID, log_end_offset=METADATA_HIGH_WATERMARK,
                          last_fetch_timestamp=ctx.now_ms, last_caught_up_timestamp=ctx.now_ms)
-    partition = PartitionData(partition_index=0, error_code=0, error_message=None, leader_id=node,
+    partition = PartitionData(partition_index=0, error_code=0, error_message="", leader_id=node,
                               leader_epoch=LEADER_EPOCH, high_watermark=METADATA_HIGH_WATERMARK,
                               current_voters=[voter], observers=[])
     listeners = [Listener(name=name, host=listener.host, port=listener.port)
                  for name, listener in advertised_by_listener_name(broker.config).items()]
-    return DescribeQuorumResponse(error_code=0, error_message=None,
+    return DescribeQuorumResponse(error_code=0, error_message="",
                                   topics=[TopicData(topic_name=METADATA_TOPIC, partitions=[partition])],
                                   nodes=[Node(node_id=node, listeners=listeners)])

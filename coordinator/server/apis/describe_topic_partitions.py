@@ -46,11 +46,14 @@ def _error_topic(code: ErrorCode, name: str) -> TopicEntry:
 
 
 def _unknown(name: str) -> TopicEntry:
+    """A listed topic that does not exist; Kafka fills in the authorized operations here too."""
     try:
         validate_topic_name(name)
+        entry = _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
     except TopicError:
-        return _error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
-    return _error_topic(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
+        entry = _error_topic(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
+    entry.topic_authorized_operations = TOPIC_OPERATIONS
+    return entry
 
 
 def _describe(broker: Broker, names: Iterable[str], start_index: dict[str, int], limit: int,

@@ -7,7 +7,8 @@ partition and is each one's only (so preferred) replica, so an election is never
 ELECTION_NOT_NEEDED per partition asked for; an unknown topic or partition:
 UNKNOWN_TOPIC_OR_PARTITION ("No such topic as T" / "No such partition as T-N"). Null partitions
 means every partition, and then, as Kafka, the partitions that needed no election are left out:
-every topic is listed with no results.
+every topic is listed with no results. An election type other than 0 or 1 is INVALID_REQUEST
+("Unknown election type N").
 """
 
 from __future__ import annotations
@@ -53,7 +54,11 @@ def elect_leaders(broker: Broker, request: Any, ctx: RequestContext) -> ElectLea
     if not permits_cluster(broker, ctx, Operation.ALTER):
         raise HandlerError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if ctx.api_version >= 1 and request.election_type not in (PREFERRED, UNCLEAN):
-        raise HandlerError(ErrorCode.INVALID_REQUEST)
+        refused = elect_leaders_error(request, ErrorCode.INVALID_REQUEST, ctx.api_version)
+        for topic in refused.replica_election_results:
+            for partition in topic.partition_result:
+                partition.error_message = f"Unknown election type {request.election_type}"
+        return refused
     if request.topic_partitions is None:
         results = [TopicResult(topic=t.name, partition_result=[]) for t in sorted(broker.topics, key=lambda t: t.name)]
     else:

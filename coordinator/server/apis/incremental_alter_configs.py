@@ -32,13 +32,13 @@ from collections import Counter
 
 import structlog
 
-from coordinator.group_configs import GroupConfigError, validate_group_configs
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_group, permits_topic
 from coordinator.server.apis._config_changes import (
     GROUP,
     TOPIC,
     Refused,
+    alter_group,
     alter_topic,
     check_entries,
     check_resource_type,
@@ -99,19 +99,8 @@ def _alter_topic(broker: Broker, resource, validate_only: bool) -> None:  # type
 
 
 def _alter_group(broker: Broker, resource, validate_only: bool) -> None:  # type: ignore[no-untyped-def]
-    store = broker.groups.group_configs
-    group_id = resource.resource_name
-    updated = _altered(dict(store.get(group_id)), resource, {})
-    if not group_id:
-        raise Refused(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
-    try:
-        validate_group_configs(updated, broker.config)
-    except GroupConfigError as exc:
-        raise Refused(ErrorCode.INVALID_CONFIG, str(exc)) from None
-    if validate_only:
-        return
-    store.replace(group_id, updated)
-    log.info("group_configs_altered", group_id=group_id, configs=updated)
+    current = dict(broker.groups.group_configs.get(resource.resource_name))
+    alter_group(broker, resource.resource_name, _altered(current, resource, {}), validate_only)
 
 
 def _answer(broker: Broker, ctx: RequestContext, resource, duplicated: bool,  # type: ignore[no-untyped-def]
