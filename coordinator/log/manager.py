@@ -161,9 +161,9 @@ class LogManager:
                 await self._compact(p, now)
 
     async def _compact(self, p: Partition, now_ms: int) -> None:
-        if self._cleaned_up_to.get(id(p)) == p.active.base_offset:
-            return  # nothing closed since the last clean
-        snap = cleaner.snapshot(p)
+        if self._cleaned_up_to.get(id(p)) == cleaner.cleanable_end(p, now_ms):
+            return  # nothing became cleanable since the last clean
+        snap = cleaner.snapshot(p, now_ms)
         if snap is None:
             return
         if self._cleaner_thread is None:

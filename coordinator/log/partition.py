@@ -51,6 +51,7 @@ class LogConfig:
     retention_bytes: int = -1
     delete_retention_ms: int = 24 * 3600 * 1000  # how long compaction keeps tombstones
     segment_ms: int = 7 * 24 * 3600 * 1000  # roll a non-empty active segment this old; -1: never
+    min_compaction_lag_ms: int = 0  # compaction leaves records younger than this alone
 
     @property
     def compacted(self) -> bool:

@@ -142,7 +142,8 @@ def partition_config(broker_config, topic: Topic) -> LogConfig:  # type: ignore[
 
     return LogConfig(segment_bytes=int(value("segment.bytes")), cleanup_policy=value("cleanup.policy"),
                      retention_ms=int(value("retention.ms")), retention_bytes=int(value("retention.bytes")),
-                     delete_retention_ms=int(value("delete.retention.ms")), segment_ms=int(value("segment.ms")))
+                     delete_retention_ms=int(value("delete.retention.ms")), segment_ms=int(value("segment.ms")),
+                     min_compaction_lag_ms=int(value("min.compaction.lag.ms")))
 
 
 def read_batches(partition: Partition) -> Iterator[tuple[bytes, BatchHeader]]:

@@ -81,6 +81,12 @@ def test_legacy_alter_configs_replaces_the_whole_set(wire):
     assert (configs["retention.bytes"].value, configs["retention.bytes"].config_source) == (
         "3000000", DYNAMIC_TOPIC_CONFIG)
     assert configs["retention.ms"].config_source == configs["segment.ms"].config_source == DEFAULT_CONFIG
+    assert legacy(wire, topic, {"cleanup.policy": "compact", "min.compaction.lag.ms": "60000"}) == (0, None)
+    configs = described(wire, topic, synonyms=True)
+    lag = configs["min.compaction.lag.ms"]
+    assert (lag.value, lag.config_source, [(s.name, s.source) for s in lag.synonyms]) == (
+        "60000", DYNAMIC_TOPIC_CONFIG,
+        [("min.compaction.lag.ms", DYNAMIC_TOPIC_CONFIG), ("log.cleaner.min.compaction.lag.ms", DEFAULT_CONFIG)])
 
 
 @pytest.mark.parametrize("ops, code, message", [
