@@ -19,9 +19,17 @@ class TopicSetting:
     doc: str
     minimum: int | None = None  # Kafka's atLeast(n)
     choices: tuple[str, ...] = ()  # Kafka's ValidString.in / ValidList.in
-    # The Kafka broker setting DescribeConfigs names as the DEFAULT_CONFIG synonym; None where Kafka
-    # lists none (retention.ms, segment.ms: their broker synonyms' defaults are null in Kafka).
+    # The Kafka broker setting DescribeConfigs names as the DEFAULT_CONFIG synonym, and its value there
+    # when it is not the built-in default in other units (log.retention.hours=168).
     default_synonym: str | None = None
+    default_synonym_value: str | None = None
+
+    @property
+    def default_synonym_shown_alone(self) -> bool:
+        """Kafka's ConfigHelper.configSynonyms drops the synonyms before the first one named like the
+        primary broker setting: an hours-valued default (log.retention.hours) shows only after a
+        log.retention.ms set on the broker, never alone."""
+        return self.default_synonym == (self.broker_default or self.default_synonym)
 
 
 TOPIC_SETTINGS: dict[str, TopicSetting] = {s.name: s for s in (
@@ -29,7 +37,7 @@ TOPIC_SETTINGS: dict[str, TopicSetting] = {s.name: s for s in (
                  default_synonym="log.cleanup.policy",
                  choices=("compact", "delete")),
     TopicSetting("retention.ms", "long", "log.retention.ms", "604800000", "How long records are kept (-1: forever).",
-                 minimum=-1),
+                 minimum=-1, default_synonym="log.retention.hours", default_synonym_value="168"),
     TopicSetting("retention.bytes", "long", "log.retention.bytes", "-1", "Largest size of a partition (-1: no limit).",
                  default_synonym="log.retention.bytes"),
     # Kafka 4.x: at least 1 MiB per topic (smaller segments only through the broker's log.segment.bytes).
@@ -37,7 +45,7 @@ TOPIC_SETTINGS: dict[str, TopicSetting] = {s.name: s for s in (
                  minimum=1048576, default_synonym="log.segment.bytes"),
     TopicSetting("segment.ms", "long", "log.roll.ms", "604800000",
                  "Age at which a non-empty active segment rolls, so that retention and compaction reach it.",
-                 minimum=1),
+                 minimum=1, default_synonym="log.roll.hours", default_synonym_value="168"),
     TopicSetting("delete.retention.ms", "long", None, "86400000", "How long tombstones stay in compacted topics.",
                  minimum=0, default_synonym="log.cleaner.delete.retention.ms"),
     TopicSetting("min.compaction.lag.ms", "long", None, "0",

@@ -63,11 +63,13 @@ def _topic_entry(broker: Broker, setting: TopicSetting, overrides: dict[str, str
     levels: list[tuple[str, str, int]] = []
     if setting.name in overrides:
         levels.append((setting.name, overrides[setting.name], DYNAMIC_TOPIC_CONFIG))
-    if setting.broker_default is not None and broker.config.source(setting.broker_default) != "default":
+    set_on_broker = setting.broker_default is not None and broker.config.source(setting.broker_default) != "default"
+    if set_on_broker:
         levels.append((setting.broker_default, broker.config.raw(setting.broker_default), STATIC_BROKER_CONFIG))
     default = builtin_default(setting)
-    if setting.default_synonym is not None:  # Kafka's broker synonym carrying the default, as Kafka names it
-        levels.append((setting.default_synonym, default, DEFAULT_CONFIG))
+    if setting.default_synonym is not None and (set_on_broker or setting.default_synonym_shown_alone):
+        # Kafka's broker synonym carrying the default, as Kafka names and values it
+        levels.append((setting.default_synonym, setting.default_synonym_value or default, DEFAULT_CONFIG))
     _, value, source = levels[0] if levels else (setting.name, default, DEFAULT_CONFIG)
     return Entry(name=setting.name, value=value, read_only=False, is_default=source == DEFAULT_CONFIG,
                  config_source=source, is_sensitive=False,
