@@ -79,3 +79,23 @@ def test_the_low_watermark_survives_a_restart(server_factory, connect):
     assert list_offset(wire, topic, 0, EARLIEST).offset == 13
     assert fetch(wire, topic, 0, 12).error_code == ErrorCode.OFFSET_OUT_OF_RANGE
     assert (server.data_dir / "log-start-offset-checkpoint").read_text().splitlines()[2] == f"{topic} 0 13"
+
+
+def test_list_offsets_special_timestamps_need_their_version_as_in_kafka(wire):
+    from protocol.messages import ListOffsetsRequest as L
+
+    topic = unique("lo")
+    create_topic(wire, topic)
+    produce(wire, topic, 0, 4)
+    assert delete_records(wire, 2, topic, (0, 2)) == {0: (ErrorCode.NONE, 2)}
+
+    def answer(version: int, timestamp: int) -> tuple[int, int]:
+        request = L(replica_id=-1, isolation_level=0, timeout_ms=1000, topics=[
+            L.ListOffsetsTopic(topic, [L.ListOffsetsPartition(0, -1, timestamp, 1)])])
+        p = wire.request(ApiKey.LIST_OFFSETS, version, request).topics[0].partitions[0]
+        return p.error_code, p.offset
+
+    unsupported = (ErrorCode.UNSUPPORTED_VERSION, -1)
+    assert [answer(6, -3), answer(7, -4), answer(8, -5)] == [unsupported] * 3
+    assert [answer(7, -3), answer(8, -4), answer(9, -5)] == [(0, 0), (0, 2), (0, -1)]  # -5: nothing tiered
+    assert answer(10, -2) == (0, 2)
