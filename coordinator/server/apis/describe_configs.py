@@ -34,7 +34,7 @@ from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_cluster, permits_group, permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
-from coordinator.topic_configs import TOPIC_SETTINGS, TopicSetting
+from coordinator.topic_configs import TOPIC_SETTINGS, TopicSetting, builtin_default
 from coordinator.topics import TopicError, validate_topic_name
 
 TOPIC, BROKER, GROUP = 2, 4, 32
@@ -74,13 +74,14 @@ def _topic_entry(broker: Broker, setting: TopicSetting, overrides: dict[str, str
     levels: list[tuple[str, str, int]] = []
     if setting.name in overrides:
         levels.append((setting.name, overrides[setting.name], DYNAMIC_TOPIC_CONFIG))
-    if setting.broker_default is not None:
-        if broker.config.source(setting.broker_default) != "default":
-            levels.append((setting.broker_default, broker.config.raw(setting.broker_default), STATIC_BROKER_CONFIG))
-        levels.append((setting.broker_default, SETTINGS_BY_NAME[setting.broker_default].default, DEFAULT_CONFIG))
-    else:
-        levels.append((setting.name, setting.default, DEFAULT_CONFIG))
-    _, value, source = levels[0]
+    set_on_broker = setting.broker_default is not None and broker.config.source(setting.broker_default) != "default"
+    if set_on_broker:
+        levels.append((setting.broker_default, broker.config.raw(setting.broker_default), STATIC_BROKER_CONFIG))
+    default = builtin_default(setting)
+    if setting.default_synonym is not None and (set_on_broker or setting.default_synonym_shown_alone):
+        # Kafka's broker synonym carrying the default, as Kafka names and values it
+        levels.append((setting.default_synonym, setting.default_synonym_value or default, DEFAULT_CONFIG))
+    _, value, source = levels[0] if levels else (setting.name, default, DEFAULT_CONFIG)
     return Entry(name=setting.name, value=value, read_only=False, is_default=source == DEFAULT_CONFIG,
                  config_source=source, is_sensitive=False,
                  synonyms=[Synonym(*level) for level in levels] if include_synonyms else [],
