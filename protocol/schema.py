@@ -191,16 +191,22 @@ def parse_message(raw: dict) -> MessageSpec:
     )
 
 
+def _load(path: Path) -> MessageSpec:
+    raw = json.loads(path.read_text())
+    try:
+        spec = parse_message(raw)
+    except (KeyError, ValueError) as exc:
+        raise SchemaError(f"{path.name}: {exc}") from exc
+    if spec.name != path.stem:
+        raise SchemaError(f"{path.name}: file name does not match message name {spec.name}")
+    return spec
+
+
+def load_schema(name: str, directory: Path = SCHEMA_DIR) -> MessageSpec:
+    """The schema of one message, `schemas/<name>.json`, parsed."""
+    return _load(directory / f"{name}.json")
+
+
 def load_schemas(directory: Path = SCHEMA_DIR) -> dict[str, MessageSpec]:
     """Every `*.json` schema in `directory`, parsed, by message name."""
-    specs = {}
-    for path in sorted(directory.glob("*.json")):
-        raw = json.loads(path.read_text())
-        try:
-            spec = parse_message(raw)
-        except (KeyError, ValueError) as exc:
-            raise SchemaError(f"{path.name}: {exc}") from exc
-        if spec.name != path.stem:
-            raise SchemaError(f"{path.name}: file name does not match message name {spec.name}")
-        specs[spec.name] = spec
-    return specs
+    return {path.stem: _load(path) for path in sorted(directory.glob("*.json"))}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from protocol import ProtocolError
+from protocol.primitives import ProtocolError
 from protocol.apis import API_SPECS
 from protocol.frames import decode_request_body, decode_request_header, encode_request, encode_response
 from protocol.api_keys import ApiKey

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol import ProtocolError, decode_request, encode_request
+from protocol.frames import decode_request, encode_request
+from protocol.primitives import ProtocolError
 from protocol.apis import API_SPECS
 from protocol.messages import ConsumerProtocolSubscription, HeartbeatRequest, JoinGroupRequest
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol import decode_request, decode_response, encode_request, encode_response
+from protocol.frames import decode_request, decode_response, encode_request, encode_response
 from protocol.apis import API_SPECS
 from protocol.messages import (
     MESSAGES,
