@@ -55,7 +55,7 @@ def _codec_tables() -> tuple[dict[int, Decoder], dict[int, Decoder], dict[int, t
 _HEADER_DECODERS, _BODY_DECODERS, _RESPONSE_ENCODERS = _codec_tables()
 
 
-def decode_request_header(frame: bytes) -> tuple[Any, int]:
+def decode_request_header(frame: bytes) -> tuple[RequestHeader, int]:
     """The request header of `frame` (which has no size prefix) and where the body starts.
 
     For an API key the codec does not know, the header is read as v1, the layout every
@@ -66,14 +66,14 @@ def decode_request_header(frame: bytes) -> tuple[Any, int]:
     if len(frame) < 4:
         raise ProtocolError("RequestHeader", None, len(frame), "frame shorter than api key and version")
     decoder = _HEADER_DECODERS.get(_API_KEY_AND_VERSION_AS_ONE(frame, 0)[0])
-    api_key, api_version = _API_KEY_AND_VERSION(frame, 0)
     if decoder is not None:  # a version in the schema: the common case
         try:
-            return decoder(frame, 0, len(frame))  # type: ignore[no-any-return]
+            return decoder(frame, 0, len(frame))
         except ProtocolError as exc:
-            spec = API_SPECS[api_key]
-            raise at_version(exc, spec.request_header_version(api_version)) from None
-    spec = API_SPECS.get(api_key)
+            api_key, api_version = _API_KEY_AND_VERSION(frame, 0)
+            raise at_version(exc, API_SPECS[api_key].request_header_version(api_version)) from None
+    api_key, api_version = _API_KEY_AND_VERSION(frame, 0)
+    spec: ApiSpec | None = API_SPECS.get(api_key)
     header_version = spec.request_header_version(api_version) if spec is not None else 1
     return RequestHeader.decode_from(frame, 0, header_version)
 
@@ -112,9 +112,9 @@ def encode_response(correlation_id: int, api_key: int, api_version: int, message
         except ProtocolError as exc:
             raise at_version(exc, api_version) from None
     else:
-        spec: ApiSpec = API_SPECS[api_key]
+        response_spec = API_SPECS[api_key]
         parts = [b""]
-        if spec.response_header_version(api_version) == 1:
+        if response_spec.response_header_version(api_version) == 1:
             parts.append(_EMPTY_TAGGED_FIELDS)  # ResponseHeader v1 = correlation id + no tagged fields
         message.encode_into(api_version, parts.append)
     parts[0] = _SIZE_AND_CORRELATION(4 + sum(map(len, parts)), correlation_id)  # +4: the correlation id

@@ -6,7 +6,7 @@ The commands themselves, and the subcommand's `run`, are in `coordinator.admin.g
 from __future__ import annotations
 
 import argparse
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 EXIT_USAGE = 2
 
@@ -77,5 +77,5 @@ def check_usage(args: argparse.Namespace) -> str | None:
 def parse_datetime_ms(text: str) -> int:
     moment = datetime.fromisoformat(text)
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)

@@ -2,13 +2,11 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
 from enum import IntEnum
 
-from protocol.model import Message
 from protocol.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.generated.consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 from protocol.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
@@ -34,10 +32,30 @@ from protocol.generated.offset_commit import OffsetCommitRequest, OffsetCommitRe
 from protocol.generated.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.generated.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from protocol.generated.produce import ProduceRequest, ProduceResponse
-from protocol.generated.records import ClassicGroupReasonKey, ClassicGroupReasonValue, ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue, ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue, ConsumerGroupMetadataKey, ConsumerGroupMetadataValue, ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue, ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMemberValue, ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue, GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue
+from protocol.generated.records import (
+    ClassicGroupReasonKey,
+    ClassicGroupReasonValue,
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
 from protocol.generated.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.generated.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from protocol.generated.sync_group import SyncGroupRequest, SyncGroupResponse
+from protocol.model import Message
 
 __all__ = [
     'MESSAGES',

@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -12,15 +11,15 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
-    I32_pack,
-    I32_unpack,
     UNSET,
     UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    I32_pack,
+    I32_unpack,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -144,7 +143,7 @@ def d_ApiVersionsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersion
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('ApiVersionsRequest', None, pos, 'string ClientSoftwareName length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ApiVersionsRequest', None, pos, f'string ClientSoftwareName length {n1} exceeds remaining bytes')
             f_client_software_name = buf[pos:end2].decode()
             pos = end2
         n3 = buf[pos]
@@ -163,7 +162,7 @@ def d_ApiVersionsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersion
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('ApiVersionsRequest', None, pos, 'string ClientSoftwareVersion length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('ApiVersionsRequest', None, pos, f'string ClientSoftwareVersion length {n3} exceeds remaining bytes')
             f_client_software_version = buf[pos:end4].decode()
             pos = end4
         if buf[pos] == 0:
@@ -175,7 +174,7 @@ def d_ApiVersionsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersion
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ApiVersionsRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ApiVersionsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ApiVersionsRequest', pos) from None
@@ -223,7 +222,7 @@ def d_ApiVersionsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ApiVersio
             raise ProtocolError('ApiVersionsResponse', None, pos, 'null or negative count for non-nullable array ApiKeys')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ApiVersionsResponse', None, pos, 'array ApiKeys count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ApiVersionsResponse', None, pos, f'array ApiKeys count {n1} exceeds remaining bytes')
             f_api_keys, pos = da_ApiVersionsResponse_ApiVersion_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ApiVersionsResponse', pos) from None
@@ -259,7 +258,7 @@ def d_ApiVersionsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[ApiVersio
             raise ProtocolError('ApiVersionsResponse', None, pos, 'null or negative count for non-nullable array ApiKeys')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ApiVersionsResponse', None, pos, 'array ApiKeys count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ApiVersionsResponse', None, pos, f'array ApiKeys count {n1} exceeds remaining bytes')
             f_api_keys, pos = da_ApiVersionsResponse_ApiVersion_v0(buf, pos, blen, n1)
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -295,7 +294,7 @@ def da_ApiVersionsResponse_ApiVersion_v3(buf: bytes, pos: int, blen: int, n: int
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ApiVersionsResponse.ApiVersion', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ApiVersionsResponse.ApiVersion', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ApiVersionsResponse_ApiVersion(f_api_key, f_min_version, f_max_version))
     except DECODE_FAILURES as exc:
@@ -325,7 +324,7 @@ def da_ApiVersionsResponse_SupportedFeatureKey_v3(buf: bytes, pos: int, blen: in
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ApiVersionsResponse.SupportedFeatureKey', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ApiVersionsResponse.SupportedFeatureKey', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_min_version, f_max_version,) = _F_hh_unpack(buf, pos)
@@ -339,7 +338,7 @@ def da_ApiVersionsResponse_SupportedFeatureKey_v3(buf: bytes, pos: int, blen: in
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ApiVersionsResponse.SupportedFeatureKey', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ApiVersionsResponse.SupportedFeatureKey', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ApiVersionsResponse_SupportedFeatureKey(f_name, f_min_version, f_max_version))
     except DECODE_FAILURES as exc:
@@ -369,7 +368,7 @@ def da_ApiVersionsResponse_FinalizedFeatureKey_v3(buf: bytes, pos: int, blen: in
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ApiVersionsResponse.FinalizedFeatureKey', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ApiVersionsResponse.FinalizedFeatureKey', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_max_version_level, f_min_version_level,) = _F_hh_unpack(buf, pos)
@@ -383,7 +382,7 @@ def da_ApiVersionsResponse_FinalizedFeatureKey_v3(buf: bytes, pos: int, blen: in
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ApiVersionsResponse.FinalizedFeatureKey', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ApiVersionsResponse.FinalizedFeatureKey', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ApiVersionsResponse_FinalizedFeatureKey(f_name, f_max_version_level, f_min_version_level))
     except DECODE_FAILURES as exc:
@@ -413,7 +412,7 @@ def d_ApiVersionsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersio
             raise ProtocolError('ApiVersionsResponse', None, pos, 'null or negative count for non-nullable array ApiKeys')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ApiVersionsResponse', None, pos, 'array ApiKeys count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ApiVersionsResponse', None, pos, f'array ApiKeys count {n1} exceeds remaining bytes')
             f_api_keys, pos = da_ApiVersionsResponse_ApiVersion_v3(buf, pos, blen, n1)
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -430,7 +429,7 @@ def d_ApiVersionsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersio
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ApiVersionsResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ApiVersionsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 if tag == 0:
                     n2 = buf[pos]
                     if n2 < 128:
@@ -445,7 +444,7 @@ def d_ApiVersionsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersio
                         raise ProtocolError('ApiVersionsResponse', None, pos, 'null or negative count for non-nullable array SupportedFeatures')
                     else:
                         if n2 * 1 > blen - pos:
-                            raise ProtocolError('ApiVersionsResponse', None, pos, 'array SupportedFeatures count %d exceeds remaining bytes' % n2)
+                            raise ProtocolError('ApiVersionsResponse', None, pos, f'array SupportedFeatures count {n2} exceeds remaining bytes')
                         f_supported_features, pos = da_ApiVersionsResponse_SupportedFeatureKey_v3(buf, pos, blen, n2)
                 elif tag == 1:
                     (f_finalized_features_epoch,) = _F_q_unpack(buf, pos)
@@ -464,7 +463,7 @@ def d_ApiVersionsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersio
                         raise ProtocolError('ApiVersionsResponse', None, pos, 'null or negative count for non-nullable array FinalizedFeatures')
                     else:
                         if n3 * 1 > blen - pos:
-                            raise ProtocolError('ApiVersionsResponse', None, pos, 'array FinalizedFeatures count %d exceeds remaining bytes' % n3)
+                            raise ProtocolError('ApiVersionsResponse', None, pos, f'array FinalizedFeatures count {n3} exceeds remaining bytes')
                         f_finalized_features, pos = da_ApiVersionsResponse_FinalizedFeatureKey_v3(buf, pos, blen, n3)
                 elif tag == 3:
                     (f_zk_migration_ready,) = _F_o_unpack(buf, pos)
@@ -538,7 +537,7 @@ def e_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: Append) -> None:
             ea_ApiVersionsResponse_FinalizedFeatureKey_v3(x_finalized_features, parts3.append)
             tags.append((2, b''.join(parts3)))
         x_zk_migration_ready = o.zk_migration_ready
-        if x_zk_migration_ready != False:
+        if x_zk_migration_ready:
             parts4: list[bytes] = []
             parts4.append(_F_o_pack(x_zk_migration_ready))
             tags.append((3, b''.join(parts4)))

@@ -2,12 +2,11 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
-import uuid
 import struct
+import uuid
 from struct import pack, unpack_from
 from uuid import UUID
 
@@ -15,14 +14,14 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
     UNSET,
     UVARINT_SMALL,
     ZERO_UUID,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -141,7 +140,7 @@ def d_ConsumerGroupDescribeRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[
             raise ProtocolError('ConsumerGroupDescribeRequest', None, pos, 'null or negative count for non-nullable array GroupIds')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ConsumerGroupDescribeRequest', None, pos, 'array GroupIds count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupDescribeRequest', None, pos, f'array GroupIds count {n1} exceeds remaining bytes')
             f_group_ids = []
             app2 = f_group_ids.append
             for _ in range(n1):
@@ -161,7 +160,7 @@ def d_ConsumerGroupDescribeRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[
                 else:
                     end5 = pos + n4
                     if end5 > blen:
-                        raise ProtocolError('ConsumerGroupDescribeRequest', None, pos, 'string GroupIds length %d exceeds remaining bytes' % n4)
+                        raise ProtocolError('ConsumerGroupDescribeRequest', None, pos, f'string GroupIds length {n4} exceeds remaining bytes')
                     el3 = buf[pos:end5].decode()
                     pos = end5
                 app2(el3)
@@ -176,7 +175,7 @@ def d_ConsumerGroupDescribeRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupDescribeRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ConsumerGroupDescribeRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupDescribeRequest', pos) from None
@@ -226,7 +225,7 @@ def da_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf: bytes, pos: int, bl
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.TopicPartitions', None, pos, 'string TopicName length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ConsumerGroupDescribeResponse.TopicPartitions', None, pos, f'string TopicName length {n1} exceeds remaining bytes')
                 f_topic_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -242,8 +241,8 @@ def da_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf: bytes, pos: int, bl
                 raise ProtocolError('ConsumerGroupDescribeResponse.TopicPartitions', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 4 > blen - pos:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.TopicPartitions', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
-                f_partitions = list(unpack_from('>%di' % n3, buf, pos))
+                    raise ProtocolError('ConsumerGroupDescribeResponse.TopicPartitions', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
+                f_partitions = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
             if buf[pos] == 0:
                 pos += 1
@@ -254,7 +253,7 @@ def da_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf: bytes, pos: int, bl
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupDescribeResponse.TopicPartitions', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ConsumerGroupDescribeResponse.TopicPartitions', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ConsumerGroupDescribeResponse_TopicPartitions(f_topic_id, f_topic_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -278,7 +277,7 @@ def d_ConsumerGroupDescribeResponse_Assignment_v0(buf: bytes, pos: int, blen: in
             raise ProtocolError('ConsumerGroupDescribeResponse.Assignment', None, pos, 'null or negative count for non-nullable array TopicPartitions')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ConsumerGroupDescribeResponse.Assignment', None, pos, 'array TopicPartitions count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupDescribeResponse.Assignment', None, pos, f'array TopicPartitions count {n1} exceeds remaining bytes')
             f_topic_partitions, pos = da_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -289,7 +288,7 @@ def d_ConsumerGroupDescribeResponse_Assignment_v0(buf: bytes, pos: int, blen: in
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Assignment', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ConsumerGroupDescribeResponse.Assignment', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupDescribeResponse.Assignment', pos) from None
@@ -326,7 +325,7 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, 'string MemberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -345,7 +344,7 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, 'string InstanceId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'string InstanceId length {n3} exceeds remaining bytes')
                 f_instance_id = buf[pos:end4].decode()
                 pos = end4
             n5 = buf[pos]
@@ -364,7 +363,7 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, 'string RackId length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'string RackId length {n5} exceeds remaining bytes')
                 f_rack_id = buf[pos:end6].decode()
                 pos = end6
             (f_member_epoch,) = _F_i_unpack(buf, pos)
@@ -385,7 +384,7 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 end8 = pos + n7
                 if end8 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, 'string ClientId length %d exceeds remaining bytes' % n7)
+                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'string ClientId length {n7} exceeds remaining bytes')
                 f_client_id = buf[pos:end8].decode()
                 pos = end8
             n9 = buf[pos]
@@ -404,7 +403,7 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 end10 = pos + n9
                 if end10 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, 'string ClientHost length %d exceeds remaining bytes' % n9)
+                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'string ClientHost length {n9} exceeds remaining bytes')
                 f_client_host = buf[pos:end10].decode()
                 pos = end10
             n11 = buf[pos]
@@ -420,7 +419,7 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
                 raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, 'null or negative count for non-nullable array SubscribedTopicNames')
             else:
                 if n11 * 1 > blen - pos:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, 'array SubscribedTopicNames count %d exceeds remaining bytes' % n11)
+                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'array SubscribedTopicNames count {n11} exceeds remaining bytes')
                 f_subscribed_topic_names = []
                 app12 = f_subscribed_topic_names.append
                 for _ in range(n11):
@@ -440,7 +439,7 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
                     else:
                         end15 = pos + n14
                         if end15 > blen:
-                            raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, 'string SubscribedTopicNames length %d exceeds remaining bytes' % n14)
+                            raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'string SubscribedTopicNames length {n14} exceeds remaining bytes')
                         el13 = buf[pos:end15].decode()
                         pos = end15
                     app12(el13)
@@ -460,7 +459,7 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 end17 = pos + n16
                 if end17 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, 'string SubscribedTopicRegex length %d exceeds remaining bytes' % n16)
+                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'string SubscribedTopicRegex length {n16} exceeds remaining bytes')
                 f_subscribed_topic_regex = buf[pos:end17].decode()
                 pos = end17
             f_assignment, pos = d_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos, blen)
@@ -474,7 +473,7 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ConsumerGroupDescribeResponse_Member(f_member_id, f_instance_id, f_rack_id, f_member_epoch, f_client_id, f_client_host, f_subscribed_topic_names, f_subscribed_topic_regex, f_assignment, f_target_assignment))
     except DECODE_FAILURES as exc:
@@ -510,7 +509,7 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
                 f_error_message = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -529,7 +528,7 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, 'string GroupId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, f'string GroupId length {n3} exceeds remaining bytes')
                 f_group_id = buf[pos:end4].decode()
                 pos = end4
             n5 = buf[pos]
@@ -548,7 +547,7 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, 'string GroupState length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, f'string GroupState length {n5} exceeds remaining bytes')
                 f_group_state = buf[pos:end6].decode()
                 pos = end6
             (f_group_epoch, f_assignment_epoch,) = _F_ii_unpack(buf, pos)
@@ -569,7 +568,7 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
             else:
                 end8 = pos + n7
                 if end8 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, 'string AssignorName length %d exceeds remaining bytes' % n7)
+                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, f'string AssignorName length {n7} exceeds remaining bytes')
                 f_assignor_name = buf[pos:end8].decode()
                 pos = end8
             n9 = buf[pos]
@@ -585,7 +584,7 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
                 raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, 'null or negative count for non-nullable array Members')
             else:
                 if n9 * 1 > blen - pos:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, 'array Members count %d exceeds remaining bytes' % n9)
+                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, f'array Members count {n9} exceeds remaining bytes')
                 f_members, pos = da_ConsumerGroupDescribeResponse_Member_v0(buf, pos, blen, n9)
             (f_authorized_operations,) = _F_i_unpack(buf, pos)
             pos += 4
@@ -598,7 +597,7 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ConsumerGroupDescribeResponse_DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_group_epoch, f_assignment_epoch, f_assignor_name, f_members, f_authorized_operations))
     except DECODE_FAILURES as exc:
@@ -624,7 +623,7 @@ def d_ConsumerGroupDescribeResponse_v0(buf: bytes, pos: int, blen: int) -> tuple
             raise ProtocolError('ConsumerGroupDescribeResponse', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ConsumerGroupDescribeResponse', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupDescribeResponse', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups, pos = da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -635,7 +634,7 @@ def d_ConsumerGroupDescribeResponse_v0(buf: bytes, pos: int, blen: int) -> tuple
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ConsumerGroupDescribeResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupDescribeResponse', pos) from None
@@ -655,7 +654,7 @@ def ea_ConsumerGroupDescribeResponse_TopicPartitions_v0(xs: list[ConsumerGroupDe
             x_partitions = o.partitions
             ln = len(x_partitions) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack('>%di' % len(x_partitions), *x_partitions))
+            w(pack(f'>{len(x_partitions)}i', *x_partitions))
             w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ConsumerGroupDescribeResponse.TopicPartitions') from None

@@ -2,12 +2,11 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
-import uuid
 import struct
+import uuid
 from struct import pack, unpack_from
 from uuid import UUID
 
@@ -15,14 +14,14 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
     UNSET,
     UVARINT_SMALL,
     ZERO_UUID,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -131,8 +130,8 @@ def da_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(buf: bytes, pos: int, bl
                 raise ProtocolError('ConsumerGroupHeartbeatRequest.TopicPartitions', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n1 * 4 > blen - pos:
-                    raise ProtocolError('ConsumerGroupHeartbeatRequest.TopicPartitions', None, pos, 'array Partitions count %d exceeds remaining bytes' % n1)
-                f_partitions = list(unpack_from('>%di' % n1, buf, pos))
+                    raise ProtocolError('ConsumerGroupHeartbeatRequest.TopicPartitions', None, pos, f'array Partitions count {n1} exceeds remaining bytes')
+                f_partitions = list(unpack_from(f'>{n1}i', buf, pos))
                 pos += 4 * n1
             if buf[pos] == 0:
                 pos += 1
@@ -143,7 +142,7 @@ def da_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(buf: bytes, pos: int, bl
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupHeartbeatRequest.TopicPartitions', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ConsumerGroupHeartbeatRequest.TopicPartitions', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ConsumerGroupHeartbeatRequest_TopicPartitions(f_topic_id, f_partitions))
     except DECODE_FAILURES as exc:
@@ -176,7 +175,7 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         n3 = buf[pos]
@@ -195,7 +194,7 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         (f_member_epoch,) = _F_i_unpack(buf, pos)
@@ -216,7 +215,7 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'string InstanceId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string InstanceId length {n5} exceeds remaining bytes')
             f_instance_id = buf[pos:end6].decode()
             pos = end6
         n7 = buf[pos]
@@ -235,7 +234,7 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
         else:
             end8 = pos + n7
             if end8 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'string RackId length %d exceeds remaining bytes' % n7)
+                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string RackId length {n7} exceeds remaining bytes')
             f_rack_id = buf[pos:end8].decode()
             pos = end8
         (f_rebalance_timeout_ms,) = _F_i_unpack(buf, pos)
@@ -253,7 +252,7 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
             f_subscribed_topic_names = None
         else:
             if n9 * 1 > blen - pos:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'array SubscribedTopicNames count %d exceeds remaining bytes' % n9)
+                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'array SubscribedTopicNames count {n9} exceeds remaining bytes')
             f_subscribed_topic_names = []
             app10 = f_subscribed_topic_names.append
             for _ in range(n9):
@@ -273,7 +272,7 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
                 else:
                     end13 = pos + n12
                     if end13 > blen:
-                        raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'string SubscribedTopicNames length %d exceeds remaining bytes' % n12)
+                        raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string SubscribedTopicNames length {n12} exceeds remaining bytes')
                     el11 = buf[pos:end13].decode()
                     pos = end13
                 app10(el11)
@@ -293,7 +292,7 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
         else:
             end15 = pos + n14
             if end15 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'string ServerAssignor length %d exceeds remaining bytes' % n14)
+                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string ServerAssignor length {n14} exceeds remaining bytes')
             f_server_assignor = buf[pos:end15].decode()
             pos = end15
         n16 = buf[pos]
@@ -309,7 +308,7 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
             f_topic_partitions = None
         else:
             if n16 * 1 > blen - pos:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'array TopicPartitions count %d exceeds remaining bytes' % n16)
+                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'array TopicPartitions count {n16} exceeds remaining bytes')
             f_topic_partitions, pos = da_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(buf, pos, blen, n16)
         if buf[pos] == 0:
             pos += 1
@@ -320,7 +319,7 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupHeartbeatRequest', pos) from None
@@ -335,7 +334,7 @@ def ea_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(xs: list[ConsumerGroupHe
             x_partitions = o.partitions
             ln = len(x_partitions) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack('>%di' % len(x_partitions), *x_partitions))
+            w(pack(f'>{len(x_partitions)}i', *x_partitions))
             w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ConsumerGroupHeartbeatRequest.TopicPartitions') from None
@@ -428,7 +427,7 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         n3 = buf[pos]
@@ -447,7 +446,7 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         (f_member_epoch,) = _F_i_unpack(buf, pos)
@@ -468,7 +467,7 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'string InstanceId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string InstanceId length {n5} exceeds remaining bytes')
             f_instance_id = buf[pos:end6].decode()
             pos = end6
         n7 = buf[pos]
@@ -487,7 +486,7 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             end8 = pos + n7
             if end8 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'string RackId length %d exceeds remaining bytes' % n7)
+                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string RackId length {n7} exceeds remaining bytes')
             f_rack_id = buf[pos:end8].decode()
             pos = end8
         (f_rebalance_timeout_ms,) = _F_i_unpack(buf, pos)
@@ -505,7 +504,7 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
             f_subscribed_topic_names = None
         else:
             if n9 * 1 > blen - pos:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'array SubscribedTopicNames count %d exceeds remaining bytes' % n9)
+                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'array SubscribedTopicNames count {n9} exceeds remaining bytes')
             f_subscribed_topic_names = []
             app10 = f_subscribed_topic_names.append
             for _ in range(n9):
@@ -525,7 +524,7 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
                 else:
                     end13 = pos + n12
                     if end13 > blen:
-                        raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'string SubscribedTopicNames length %d exceeds remaining bytes' % n12)
+                        raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string SubscribedTopicNames length {n12} exceeds remaining bytes')
                     el11 = buf[pos:end13].decode()
                     pos = end13
                 app10(el11)
@@ -545,7 +544,7 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             end15 = pos + n14
             if end15 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'string SubscribedTopicRegex length %d exceeds remaining bytes' % n14)
+                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string SubscribedTopicRegex length {n14} exceeds remaining bytes')
             f_subscribed_topic_regex = buf[pos:end15].decode()
             pos = end15
         n16 = buf[pos]
@@ -564,7 +563,7 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             end17 = pos + n16
             if end17 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'string ServerAssignor length %d exceeds remaining bytes' % n16)
+                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string ServerAssignor length {n16} exceeds remaining bytes')
             f_server_assignor = buf[pos:end17].decode()
             pos = end17
         n18 = buf[pos]
@@ -580,7 +579,7 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
             f_topic_partitions = None
         else:
             if n18 * 1 > blen - pos:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'array TopicPartitions count %d exceeds remaining bytes' % n18)
+                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'array TopicPartitions count {n18} exceeds remaining bytes')
             f_topic_partitions, pos = da_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(buf, pos, blen, n18)
         if buf[pos] == 0:
             pos += 1
@@ -591,7 +590,7 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupHeartbeatRequest', pos) from None
@@ -691,8 +690,8 @@ def da_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(buf: bytes, pos: int, b
                 raise ProtocolError('ConsumerGroupHeartbeatResponse.TopicPartitions', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n1 * 4 > blen - pos:
-                    raise ProtocolError('ConsumerGroupHeartbeatResponse.TopicPartitions', None, pos, 'array Partitions count %d exceeds remaining bytes' % n1)
-                f_partitions = list(unpack_from('>%di' % n1, buf, pos))
+                    raise ProtocolError('ConsumerGroupHeartbeatResponse.TopicPartitions', None, pos, f'array Partitions count {n1} exceeds remaining bytes')
+                f_partitions = list(unpack_from(f'>{n1}i', buf, pos))
                 pos += 4 * n1
             if buf[pos] == 0:
                 pos += 1
@@ -703,7 +702,7 @@ def da_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(buf: bytes, pos: int, b
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupHeartbeatResponse.TopicPartitions', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ConsumerGroupHeartbeatResponse.TopicPartitions', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ConsumerGroupHeartbeatResponse_TopicPartitions(f_topic_id, f_partitions))
     except DECODE_FAILURES as exc:
@@ -727,7 +726,7 @@ def d_ConsumerGroupHeartbeatResponse_Assignment_v0(buf: bytes, pos: int, blen: i
             raise ProtocolError('ConsumerGroupHeartbeatResponse.Assignment', None, pos, 'null or negative count for non-nullable array TopicPartitions')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ConsumerGroupHeartbeatResponse.Assignment', None, pos, 'array TopicPartitions count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupHeartbeatResponse.Assignment', None, pos, f'array TopicPartitions count {n1} exceeds remaining bytes')
             f_topic_partitions, pos = da_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -738,7 +737,7 @@ def d_ConsumerGroupHeartbeatResponse_Assignment_v0(buf: bytes, pos: int, blen: i
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupHeartbeatResponse.Assignment', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ConsumerGroupHeartbeatResponse.Assignment', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupHeartbeatResponse.Assignment', pos) from None
@@ -768,7 +767,7 @@ def d_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: int, blen: int) -> tupl
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatResponse', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupHeartbeatResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
             f_error_message = buf[pos:end2].decode()
             pos = end2
         n3 = buf[pos]
@@ -787,7 +786,7 @@ def d_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: int, blen: int) -> tupl
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatResponse', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('ConsumerGroupHeartbeatResponse', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         (f_member_epoch, f_heartbeat_interval_ms,) = _F_ii_unpack(buf, pos)
@@ -807,7 +806,7 @@ def d_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: int, blen: int) -> tupl
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupHeartbeatResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ConsumerGroupHeartbeatResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupHeartbeatResponse', pos) from None
@@ -822,7 +821,7 @@ def ea_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(xs: list[ConsumerGroupH
             x_partitions = o.partitions
             ln = len(x_partitions) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack('>%di' % len(x_partitions), *x_partitions))
+            w(pack(f'>{len(x_partitions)}i', *x_partitions))
             w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ConsumerGroupHeartbeatResponse.TopicPartitions') from None

@@ -2,12 +2,11 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
-import uuid
 import struct
+import uuid
 from struct import pack, unpack_from
 from uuid import UUID
 
@@ -15,18 +14,18 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
+    ZERO_UUID,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    ZERO_UUID,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -152,8 +151,8 @@ def da_CreateTopicsRequest_CreatableReplicaAssignment_v0(buf: bytes, pos: int, b
                 raise ProtocolError('CreateTopicsRequest.CreatableReplicaAssignment', None, pos, 'null or negative count for non-nullable array BrokerIds')
             else:
                 if n1 * 4 > blen - pos:
-                    raise ProtocolError('CreateTopicsRequest.CreatableReplicaAssignment', None, pos, 'array BrokerIds count %d exceeds remaining bytes' % n1)
-                f_broker_ids = list(unpack_from('>%di' % n1, buf, pos))
+                    raise ProtocolError('CreateTopicsRequest.CreatableReplicaAssignment', None, pos, f'array BrokerIds count {n1} exceeds remaining bytes')
+                f_broker_ids = list(unpack_from(f'>{n1}i', buf, pos))
                 pos += 4 * n1
             app(_CreateTopicsRequest_CreatableReplicaAssignment(f_partition_index, f_broker_ids))
     except DECODE_FAILURES as exc:
@@ -177,7 +176,7 @@ def da_CreateTopicsRequest_CreatableTopicConfig_v0(buf: bytes, pos: int, blen: i
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -189,7 +188,7 @@ def da_CreateTopicsRequest_CreatableTopicConfig_v0(buf: bytes, pos: int, blen: i
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, 'string Value length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, f'string Value length {n3} exceeds remaining bytes')
                 f_value = buf[pos:end4].decode()
                 pos = end4
             app(_CreateTopicsRequest_CreatableTopicConfig(f_name, f_value))
@@ -215,7 +214,7 @@ def da_CreateTopicsRequest_CreatableTopic_v0(buf: bytes, pos: int, blen: int, n:
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_num_partitions, f_replication_factor,) = _F_ih_unpack(buf, pos)
@@ -226,7 +225,7 @@ def da_CreateTopicsRequest_CreatableTopic_v0(buf: bytes, pos: int, blen: int, n:
                 raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, 'null or negative count for non-nullable array Assignments')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, 'array Assignments count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, f'array Assignments count {n3} exceeds remaining bytes')
                 f_assignments, pos = da_CreateTopicsRequest_CreatableReplicaAssignment_v0(buf, pos, blen, n3)
             (n4,) = I32_unpack(buf, pos)
             pos += 4
@@ -234,7 +233,7 @@ def da_CreateTopicsRequest_CreatableTopic_v0(buf: bytes, pos: int, blen: int, n:
                 raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, 'null or negative count for non-nullable array Configs')
             else:
                 if n4 * 1 > blen - pos:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, 'array Configs count %d exceeds remaining bytes' % n4)
+                    raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, f'array Configs count {n4} exceeds remaining bytes')
                 f_configs, pos = da_CreateTopicsRequest_CreatableTopicConfig_v0(buf, pos, blen, n4)
             app(_CreateTopicsRequest_CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs))
     except DECODE_FAILURES as exc:
@@ -251,7 +250,7 @@ def d_CreateTopicsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[CreateTop
             raise ProtocolError('CreateTopicsRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('CreateTopicsRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('CreateTopicsRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_CreateTopicsRequest_CreatableTopic_v0(buf, pos, blen, n1)
         (f_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -266,7 +265,7 @@ def ea_CreateTopicsRequest_CreatableReplicaAssignment_v0(xs: list[CreateTopicsRe
             w(_F_i_pack(o.partition_index))
             x_broker_ids = o.broker_ids
             w(I32_pack(len(x_broker_ids)))
-            w(pack('>%di' % len(x_broker_ids), *x_broker_ids))
+            w(pack(f'>{len(x_broker_ids)}i', *x_broker_ids))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'CreateTopicsRequest.CreatableReplicaAssignment') from None
 
@@ -326,7 +325,7 @@ def d_CreateTopicsRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[CreateTop
             raise ProtocolError('CreateTopicsRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('CreateTopicsRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('CreateTopicsRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_CreateTopicsRequest_CreatableTopic_v0(buf, pos, blen, n1)
         (f_timeout_ms, f_validate_only,) = _F_io_unpack(buf, pos)
         pos += 5
@@ -366,8 +365,8 @@ def da_CreateTopicsRequest_CreatableReplicaAssignment_v5(buf: bytes, pos: int, b
                 raise ProtocolError('CreateTopicsRequest.CreatableReplicaAssignment', None, pos, 'null or negative count for non-nullable array BrokerIds')
             else:
                 if n1 * 4 > blen - pos:
-                    raise ProtocolError('CreateTopicsRequest.CreatableReplicaAssignment', None, pos, 'array BrokerIds count %d exceeds remaining bytes' % n1)
-                f_broker_ids = list(unpack_from('>%di' % n1, buf, pos))
+                    raise ProtocolError('CreateTopicsRequest.CreatableReplicaAssignment', None, pos, f'array BrokerIds count {n1} exceeds remaining bytes')
+                f_broker_ids = list(unpack_from(f'>{n1}i', buf, pos))
                 pos += 4 * n1
             if buf[pos] == 0:
                 pos += 1
@@ -378,7 +377,7 @@ def da_CreateTopicsRequest_CreatableReplicaAssignment_v5(buf: bytes, pos: int, b
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('CreateTopicsRequest.CreatableReplicaAssignment', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('CreateTopicsRequest.CreatableReplicaAssignment', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_CreateTopicsRequest_CreatableReplicaAssignment(f_partition_index, f_broker_ids))
     except DECODE_FAILURES as exc:
@@ -409,7 +408,7 @@ def da_CreateTopicsRequest_CreatableTopicConfig_v5(buf: bytes, pos: int, blen: i
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -428,7 +427,7 @@ def da_CreateTopicsRequest_CreatableTopicConfig_v5(buf: bytes, pos: int, blen: i
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, 'string Value length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, f'string Value length {n3} exceeds remaining bytes')
                 f_value = buf[pos:end4].decode()
                 pos = end4
             if buf[pos] == 0:
@@ -440,7 +439,7 @@ def da_CreateTopicsRequest_CreatableTopicConfig_v5(buf: bytes, pos: int, blen: i
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_CreateTopicsRequest_CreatableTopicConfig(f_name, f_value))
     except DECODE_FAILURES as exc:
@@ -472,7 +471,7 @@ def da_CreateTopicsRequest_CreatableTopic_v5(buf: bytes, pos: int, blen: int, n:
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_num_partitions, f_replication_factor,) = _F_ih_unpack(buf, pos)
@@ -490,7 +489,7 @@ def da_CreateTopicsRequest_CreatableTopic_v5(buf: bytes, pos: int, blen: int, n:
                 raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, 'null or negative count for non-nullable array Assignments')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, 'array Assignments count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, f'array Assignments count {n3} exceeds remaining bytes')
                 f_assignments, pos = da_CreateTopicsRequest_CreatableReplicaAssignment_v5(buf, pos, blen, n3)
             n4 = buf[pos]
             if n4 < 128:
@@ -505,7 +504,7 @@ def da_CreateTopicsRequest_CreatableTopic_v5(buf: bytes, pos: int, blen: int, n:
                 raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, 'null or negative count for non-nullable array Configs')
             else:
                 if n4 * 1 > blen - pos:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, 'array Configs count %d exceeds remaining bytes' % n4)
+                    raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, f'array Configs count {n4} exceeds remaining bytes')
                 f_configs, pos = da_CreateTopicsRequest_CreatableTopicConfig_v5(buf, pos, blen, n4)
             if buf[pos] == 0:
                 pos += 1
@@ -516,7 +515,7 @@ def da_CreateTopicsRequest_CreatableTopic_v5(buf: bytes, pos: int, blen: int, n:
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_CreateTopicsRequest_CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs))
     except DECODE_FAILURES as exc:
@@ -540,7 +539,7 @@ def d_CreateTopicsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[CreateTop
             raise ProtocolError('CreateTopicsRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('CreateTopicsRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('CreateTopicsRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_CreateTopicsRequest_CreatableTopic_v5(buf, pos, blen, n1)
         (f_timeout_ms, f_validate_only,) = _F_io_unpack(buf, pos)
         pos += 5
@@ -553,7 +552,7 @@ def d_CreateTopicsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[CreateTop
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('CreateTopicsRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('CreateTopicsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsRequest', pos) from None
@@ -567,7 +566,7 @@ def ea_CreateTopicsRequest_CreatableReplicaAssignment_v5(xs: list[CreateTopicsRe
             x_broker_ids = o.broker_ids
             ln = len(x_broker_ids) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack('>%di' % len(x_broker_ids), *x_broker_ids))
+            w(pack(f'>{len(x_broker_ids)}i', *x_broker_ids))
             w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'CreateTopicsRequest.CreatableReplicaAssignment') from None
@@ -642,7 +641,7 @@ def da_CreateTopicsResponse_CreatableTopicResult_v0(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
@@ -662,7 +661,7 @@ def d_CreateTopicsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[CreateTo
             raise ProtocolError('CreateTopicsResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('CreateTopicsResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('CreateTopicsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_CreateTopicsResponse_CreatableTopicResult_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsResponse', pos) from None
@@ -706,7 +705,7 @@ def da_CreateTopicsResponse_CreatableTopicResult_v1(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
@@ -720,7 +719,7 @@ def da_CreateTopicsResponse_CreatableTopicResult_v1(buf: bytes, pos: int, blen: 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'string ErrorMessage length {n3} exceeds remaining bytes')
                 f_error_message = buf[pos:end4].decode()
                 pos = end4
             app(_CreateTopicsResponse_CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, 0, -1, -1, []))
@@ -738,7 +737,7 @@ def d_CreateTopicsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[CreateTo
             raise ProtocolError('CreateTopicsResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('CreateTopicsResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('CreateTopicsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_CreateTopicsResponse_CreatableTopicResult_v1(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsResponse', pos) from None
@@ -784,7 +783,7 @@ def d_CreateTopicsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[CreateTo
             raise ProtocolError('CreateTopicsResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('CreateTopicsResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('CreateTopicsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_CreateTopicsResponse_CreatableTopicResult_v1(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsResponse', pos) from None
@@ -824,7 +823,7 @@ def da_CreateTopicsResponse_CreatableTopicConfigs_v5(buf: bytes, pos: int, blen:
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicConfigs', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('CreateTopicsResponse.CreatableTopicConfigs', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -843,7 +842,7 @@ def da_CreateTopicsResponse_CreatableTopicConfigs_v5(buf: bytes, pos: int, blen:
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicConfigs', None, pos, 'string Value length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('CreateTopicsResponse.CreatableTopicConfigs', None, pos, f'string Value length {n3} exceeds remaining bytes')
                 f_value = buf[pos:end4].decode()
                 pos = end4
             (f_read_only, f_config_source, f_is_sensitive,) = _F_obo_unpack(buf, pos)
@@ -857,7 +856,7 @@ def da_CreateTopicsResponse_CreatableTopicConfigs_v5(buf: bytes, pos: int, blen:
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('CreateTopicsResponse.CreatableTopicConfigs', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('CreateTopicsResponse.CreatableTopicConfigs', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_CreateTopicsResponse_CreatableTopicConfigs(f_name, f_value, f_read_only, f_config_source, f_is_sensitive))
     except DECODE_FAILURES as exc:
@@ -890,7 +889,7 @@ def da_CreateTopicsResponse_CreatableTopicResult_v5(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
@@ -911,7 +910,7 @@ def da_CreateTopicsResponse_CreatableTopicResult_v5(buf: bytes, pos: int, blen: 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'string ErrorMessage length {n3} exceeds remaining bytes')
                 f_error_message = buf[pos:end4].decode()
                 pos = end4
             (f_num_partitions, f_replication_factor,) = _F_ih_unpack(buf, pos)
@@ -929,7 +928,7 @@ def da_CreateTopicsResponse_CreatableTopicResult_v5(buf: bytes, pos: int, blen: 
                 f_configs = None
             else:
                 if n5 * 1 > blen - pos:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'array Configs count %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'array Configs count {n5} exceeds remaining bytes')
                 f_configs, pos = da_CreateTopicsResponse_CreatableTopicConfigs_v5(buf, pos, blen, n5)
             f_topic_config_error_code = 0
             if buf[pos] == 0:
@@ -941,7 +940,7 @@ def da_CreateTopicsResponse_CreatableTopicResult_v5(buf: bytes, pos: int, blen: 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     if tag == 0:
                         (f_topic_config_error_code,) = _F_h_unpack(buf, pos)
                         pos += 2
@@ -970,7 +969,7 @@ def d_CreateTopicsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[CreateTo
             raise ProtocolError('CreateTopicsResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('CreateTopicsResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('CreateTopicsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_CreateTopicsResponse_CreatableTopicResult_v5(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -981,7 +980,7 @@ def d_CreateTopicsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[CreateTo
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('CreateTopicsResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('CreateTopicsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsResponse', pos) from None
@@ -1090,7 +1089,7 @@ def da_CreateTopicsResponse_CreatableTopicResult_v7(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             if pos + 16 > blen:
@@ -1115,7 +1114,7 @@ def da_CreateTopicsResponse_CreatableTopicResult_v7(buf: bytes, pos: int, blen: 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'string ErrorMessage length {n3} exceeds remaining bytes')
                 f_error_message = buf[pos:end4].decode()
                 pos = end4
             (f_num_partitions, f_replication_factor,) = _F_ih_unpack(buf, pos)
@@ -1133,7 +1132,7 @@ def da_CreateTopicsResponse_CreatableTopicResult_v7(buf: bytes, pos: int, blen: 
                 f_configs = None
             else:
                 if n5 * 1 > blen - pos:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'array Configs count %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'array Configs count {n5} exceeds remaining bytes')
                 f_configs, pos = da_CreateTopicsResponse_CreatableTopicConfigs_v5(buf, pos, blen, n5)
             f_topic_config_error_code = 0
             if buf[pos] == 0:
@@ -1145,7 +1144,7 @@ def da_CreateTopicsResponse_CreatableTopicResult_v7(buf: bytes, pos: int, blen: 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     if tag == 0:
                         (f_topic_config_error_code,) = _F_h_unpack(buf, pos)
                         pos += 2
@@ -1174,7 +1173,7 @@ def d_CreateTopicsResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[CreateTo
             raise ProtocolError('CreateTopicsResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('CreateTopicsResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('CreateTopicsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_CreateTopicsResponse_CreatableTopicResult_v7(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -1185,7 +1184,7 @@ def d_CreateTopicsResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[CreateTo
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('CreateTopicsResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('CreateTopicsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsResponse', pos) from None

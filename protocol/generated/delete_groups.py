@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -12,17 +11,17 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -85,7 +84,7 @@ def d_DeleteGroupsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteGro
             raise ProtocolError('DeleteGroupsRequest', None, pos, 'null or negative count for non-nullable array GroupsNames')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteGroupsRequest', None, pos, 'array GroupsNames count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DeleteGroupsRequest', None, pos, f'array GroupsNames count {n1} exceeds remaining bytes')
             f_groups_names = []
             app2 = f_groups_names.append
             for _ in range(n1):
@@ -98,7 +97,7 @@ def d_DeleteGroupsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteGro
                 else:
                     end5 = pos + n4
                     if end5 > blen:
-                        raise ProtocolError('DeleteGroupsRequest', None, pos, 'string GroupsNames length %d exceeds remaining bytes' % n4)
+                        raise ProtocolError('DeleteGroupsRequest', None, pos, f'string GroupsNames length {n4} exceeds remaining bytes')
                     el3 = buf[pos:end5].decode()
                     pos = end5
                 app2(el3)
@@ -135,7 +134,7 @@ def d_DeleteGroupsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteGro
             raise ProtocolError('DeleteGroupsRequest', None, pos, 'null or negative count for non-nullable array GroupsNames')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteGroupsRequest', None, pos, 'array GroupsNames count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DeleteGroupsRequest', None, pos, f'array GroupsNames count {n1} exceeds remaining bytes')
             f_groups_names = []
             app2 = f_groups_names.append
             for _ in range(n1):
@@ -155,7 +154,7 @@ def d_DeleteGroupsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteGro
                 else:
                     end5 = pos + n4
                     if end5 > blen:
-                        raise ProtocolError('DeleteGroupsRequest', None, pos, 'string GroupsNames length %d exceeds remaining bytes' % n4)
+                        raise ProtocolError('DeleteGroupsRequest', None, pos, f'string GroupsNames length {n4} exceeds remaining bytes')
                     el3 = buf[pos:end5].decode()
                     pos = end5
                 app2(el3)
@@ -168,7 +167,7 @@ def d_DeleteGroupsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteGro
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('DeleteGroupsRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('DeleteGroupsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteGroupsRequest', pos) from None
@@ -205,7 +204,7 @@ def da_DeleteGroupsResponse_DeletableGroupResult_v0(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DeleteGroupsResponse.DeletableGroupResult', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DeleteGroupsResponse.DeletableGroupResult', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
@@ -227,7 +226,7 @@ def d_DeleteGroupsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteGr
             raise ProtocolError('DeleteGroupsResponse', None, pos, 'null or negative count for non-nullable array Results')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteGroupsResponse', None, pos, 'array Results count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DeleteGroupsResponse', None, pos, f'array Results count {n1} exceeds remaining bytes')
             f_results, pos = da_DeleteGroupsResponse_DeletableGroupResult_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteGroupsResponse', pos) from None
@@ -278,7 +277,7 @@ def da_DeleteGroupsResponse_DeletableGroupResult_v2(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DeleteGroupsResponse.DeletableGroupResult', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DeleteGroupsResponse.DeletableGroupResult', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
@@ -292,7 +291,7 @@ def da_DeleteGroupsResponse_DeletableGroupResult_v2(buf: bytes, pos: int, blen: 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('DeleteGroupsResponse.DeletableGroupResult', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('DeleteGroupsResponse.DeletableGroupResult', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_DeleteGroupsResponse_DeletableGroupResult(f_group_id, f_error_code))
     except DECODE_FAILURES as exc:
@@ -318,7 +317,7 @@ def d_DeleteGroupsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteGr
             raise ProtocolError('DeleteGroupsResponse', None, pos, 'null or negative count for non-nullable array Results')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteGroupsResponse', None, pos, 'array Results count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DeleteGroupsResponse', None, pos, f'array Results count {n1} exceeds remaining bytes')
             f_results, pos = da_DeleteGroupsResponse_DeletableGroupResult_v2(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -329,7 +328,7 @@ def d_DeleteGroupsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteGr
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('DeleteGroupsResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('DeleteGroupsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteGroupsResponse', pos) from None

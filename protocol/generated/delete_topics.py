@@ -2,30 +2,29 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
-import uuid
 import struct
+import uuid
 from uuid import UUID
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
+    ZERO_UUID,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    ZERO_UUID,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -103,7 +102,7 @@ def d_DeleteTopicsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
             raise ProtocolError('DeleteTopicsRequest', None, pos, 'null or negative count for non-nullable array TopicNames')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteTopicsRequest', None, pos, 'array TopicNames count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DeleteTopicsRequest', None, pos, f'array TopicNames count {n1} exceeds remaining bytes')
             f_topic_names = []
             app2 = f_topic_names.append
             for _ in range(n1):
@@ -116,7 +115,7 @@ def d_DeleteTopicsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
                 else:
                     end5 = pos + n4
                     if end5 > blen:
-                        raise ProtocolError('DeleteTopicsRequest', None, pos, 'string TopicNames length %d exceeds remaining bytes' % n4)
+                        raise ProtocolError('DeleteTopicsRequest', None, pos, f'string TopicNames length {n4} exceeds remaining bytes')
                     el3 = buf[pos:end5].decode()
                     pos = end5
                 app2(el3)
@@ -156,7 +155,7 @@ def d_DeleteTopicsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
             raise ProtocolError('DeleteTopicsRequest', None, pos, 'null or negative count for non-nullable array TopicNames')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteTopicsRequest', None, pos, 'array TopicNames count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DeleteTopicsRequest', None, pos, f'array TopicNames count {n1} exceeds remaining bytes')
             f_topic_names = []
             app2 = f_topic_names.append
             for _ in range(n1):
@@ -176,7 +175,7 @@ def d_DeleteTopicsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
                 else:
                     end5 = pos + n4
                     if end5 > blen:
-                        raise ProtocolError('DeleteTopicsRequest', None, pos, 'string TopicNames length %d exceeds remaining bytes' % n4)
+                        raise ProtocolError('DeleteTopicsRequest', None, pos, f'string TopicNames length {n4} exceeds remaining bytes')
                     el3 = buf[pos:end5].decode()
                     pos = end5
                 app2(el3)
@@ -191,7 +190,7 @@ def d_DeleteTopicsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('DeleteTopicsRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('DeleteTopicsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsRequest', pos) from None
@@ -236,7 +235,7 @@ def da_DeleteTopicsRequest_DeleteTopicState_v6(buf: bytes, pos: int, blen: int, 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DeleteTopicsRequest.DeleteTopicState', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DeleteTopicsRequest.DeleteTopicState', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             if pos + 16 > blen:
@@ -252,7 +251,7 @@ def da_DeleteTopicsRequest_DeleteTopicState_v6(buf: bytes, pos: int, blen: int, 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('DeleteTopicsRequest.DeleteTopicState', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('DeleteTopicsRequest.DeleteTopicState', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_DeleteTopicsRequest_DeleteTopicState(f_name, f_topic_id))
     except DECODE_FAILURES as exc:
@@ -276,7 +275,7 @@ def d_DeleteTopicsRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
             raise ProtocolError('DeleteTopicsRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteTopicsRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DeleteTopicsRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_DeleteTopicsRequest_DeleteTopicState_v6(buf, pos, blen, n1)
         (f_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -289,7 +288,7 @@ def d_DeleteTopicsRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('DeleteTopicsRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('DeleteTopicsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsRequest', pos) from None
@@ -340,7 +339,7 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v0(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
@@ -360,7 +359,7 @@ def d_DeleteTopicsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteTo
             raise ProtocolError('DeleteTopicsResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteTopicsResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DeleteTopicsResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_DeleteTopicsResponse_DeletableTopicResult_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsResponse', pos) from None
@@ -370,7 +369,7 @@ def ea_DeleteTopicsResponse_DeletableTopicResult_v0(xs: list[DeleteTopicsRespons
     try:
         for o in xs:
             pass
-            x_name = o.name
+            x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
             w(b1)
@@ -399,7 +398,7 @@ def d_DeleteTopicsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[DeleteTo
             raise ProtocolError('DeleteTopicsResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteTopicsResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DeleteTopicsResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_DeleteTopicsResponse_DeletableTopicResult_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsResponse', pos) from None
@@ -438,7 +437,7 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v4(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
@@ -452,7 +451,7 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v4(buf: bytes, pos: int, blen: 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_DeleteTopicsResponse_DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None))
     except DECODE_FAILURES as exc:
@@ -478,7 +477,7 @@ def d_DeleteTopicsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[DeleteTo
             raise ProtocolError('DeleteTopicsResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteTopicsResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DeleteTopicsResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_DeleteTopicsResponse_DeletableTopicResult_v4(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -489,7 +488,7 @@ def d_DeleteTopicsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[DeleteTo
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('DeleteTopicsResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('DeleteTopicsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsResponse', pos) from None
@@ -499,7 +498,7 @@ def ea_DeleteTopicsResponse_DeletableTopicResult_v4(xs: list[DeleteTopicsRespons
     try:
         for o in xs:
             pass
-            x_name = o.name
+            x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             ln = len(b1) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -544,7 +543,7 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v5(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
@@ -565,7 +564,7 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v5(buf: bytes, pos: int, blen: 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'string ErrorMessage length {n3} exceeds remaining bytes')
                 f_error_message = buf[pos:end4].decode()
                 pos = end4
             if buf[pos] == 0:
@@ -577,7 +576,7 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v5(buf: bytes, pos: int, blen: 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_DeleteTopicsResponse_DeletableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message))
     except DECODE_FAILURES as exc:
@@ -603,7 +602,7 @@ def d_DeleteTopicsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[DeleteTo
             raise ProtocolError('DeleteTopicsResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteTopicsResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DeleteTopicsResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_DeleteTopicsResponse_DeletableTopicResult_v5(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -614,7 +613,7 @@ def d_DeleteTopicsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[DeleteTo
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('DeleteTopicsResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('DeleteTopicsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsResponse', pos) from None
@@ -624,7 +623,7 @@ def ea_DeleteTopicsResponse_DeletableTopicResult_v5(xs: list[DeleteTopicsRespons
     try:
         for o in xs:
             pass
-            x_name = o.name
+            x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             ln = len(b1) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -679,7 +678,7 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v6(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             if pos + 16 > blen:
@@ -704,7 +703,7 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v6(buf: bytes, pos: int, blen: 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'string ErrorMessage length {n3} exceeds remaining bytes')
                 f_error_message = buf[pos:end4].decode()
                 pos = end4
             if buf[pos] == 0:
@@ -716,7 +715,7 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v6(buf: bytes, pos: int, blen: 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_DeleteTopicsResponse_DeletableTopicResult(f_name, f_topic_id, f_error_code, f_error_message))
     except DECODE_FAILURES as exc:
@@ -742,7 +741,7 @@ def d_DeleteTopicsResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[DeleteTo
             raise ProtocolError('DeleteTopicsResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteTopicsResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DeleteTopicsResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_DeleteTopicsResponse_DeletableTopicResult_v6(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -753,7 +752,7 @@ def d_DeleteTopicsResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[DeleteTo
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('DeleteTopicsResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('DeleteTopicsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsResponse', pos) from None

@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -12,13 +11,13 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
     UNSET,
     UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -104,7 +103,7 @@ def d_DescribeClusterRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[Descri
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('DescribeClusterRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('DescribeClusterRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeClusterRequest', pos) from None
@@ -131,7 +130,7 @@ def d_DescribeClusterRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[Descri
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('DescribeClusterRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('DescribeClusterRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeClusterRequest', pos) from None
@@ -170,7 +169,7 @@ def da_DescribeClusterResponse_DescribeClusterBroker_v0(buf: bytes, pos: int, bl
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeClusterResponse.DescribeClusterBroker', None, pos, 'string Host length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeClusterResponse.DescribeClusterBroker', None, pos, f'string Host length {n1} exceeds remaining bytes')
                 f_host = buf[pos:end2].decode()
                 pos = end2
             (f_port,) = _F_i_unpack(buf, pos)
@@ -191,7 +190,7 @@ def da_DescribeClusterResponse_DescribeClusterBroker_v0(buf: bytes, pos: int, bl
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeClusterResponse.DescribeClusterBroker', None, pos, 'string Rack length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeClusterResponse.DescribeClusterBroker', None, pos, f'string Rack length {n3} exceeds remaining bytes')
                 f_rack = buf[pos:end4].decode()
                 pos = end4
             if buf[pos] == 0:
@@ -203,7 +202,7 @@ def da_DescribeClusterResponse_DescribeClusterBroker_v0(buf: bytes, pos: int, bl
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('DescribeClusterResponse.DescribeClusterBroker', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('DescribeClusterResponse.DescribeClusterBroker', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_DescribeClusterResponse_DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack))
     except DECODE_FAILURES as exc:
@@ -234,7 +233,7 @@ def d_DescribeClusterResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Descr
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('DescribeClusterResponse', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeClusterResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
             f_error_message = buf[pos:end2].decode()
             pos = end2
         n3 = buf[pos]
@@ -253,7 +252,7 @@ def d_DescribeClusterResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Descr
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('DescribeClusterResponse', None, pos, 'string ClusterId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('DescribeClusterResponse', None, pos, f'string ClusterId length {n3} exceeds remaining bytes')
             f_cluster_id = buf[pos:end4].decode()
             pos = end4
         (f_controller_id,) = _F_i_unpack(buf, pos)
@@ -271,7 +270,7 @@ def d_DescribeClusterResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Descr
             raise ProtocolError('DescribeClusterResponse', None, pos, 'null or negative count for non-nullable array Brokers')
         else:
             if n5 * 1 > blen - pos:
-                raise ProtocolError('DescribeClusterResponse', None, pos, 'array Brokers count %d exceeds remaining bytes' % n5)
+                raise ProtocolError('DescribeClusterResponse', None, pos, f'array Brokers count {n5} exceeds remaining bytes')
             f_brokers, pos = da_DescribeClusterResponse_DescribeClusterBroker_v0(buf, pos, blen, n5)
         (f_cluster_authorized_operations,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -284,7 +283,7 @@ def d_DescribeClusterResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Descr
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('DescribeClusterResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('DescribeClusterResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeClusterResponse', pos) from None
@@ -363,7 +362,7 @@ def d_DescribeClusterResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Descr
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('DescribeClusterResponse', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeClusterResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
             f_error_message = buf[pos:end2].decode()
             pos = end2
         (f_endpoint_type,) = _F_b_unpack(buf, pos)
@@ -384,7 +383,7 @@ def d_DescribeClusterResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Descr
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('DescribeClusterResponse', None, pos, 'string ClusterId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('DescribeClusterResponse', None, pos, f'string ClusterId length {n3} exceeds remaining bytes')
             f_cluster_id = buf[pos:end4].decode()
             pos = end4
         (f_controller_id,) = _F_i_unpack(buf, pos)
@@ -402,7 +401,7 @@ def d_DescribeClusterResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Descr
             raise ProtocolError('DescribeClusterResponse', None, pos, 'null or negative count for non-nullable array Brokers')
         else:
             if n5 * 1 > blen - pos:
-                raise ProtocolError('DescribeClusterResponse', None, pos, 'array Brokers count %d exceeds remaining bytes' % n5)
+                raise ProtocolError('DescribeClusterResponse', None, pos, f'array Brokers count {n5} exceeds remaining bytes')
             f_brokers, pos = da_DescribeClusterResponse_DescribeClusterBroker_v0(buf, pos, blen, n5)
         (f_cluster_authorized_operations,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -415,7 +414,7 @@ def d_DescribeClusterResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Descr
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('DescribeClusterResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('DescribeClusterResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeClusterResponse', pos) from None

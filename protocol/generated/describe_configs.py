@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -12,17 +11,17 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -147,7 +146,7 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v0(buf: bytes, pos: int, b
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, 'string ResourceName length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, f'string ResourceName length {n1} exceeds remaining bytes')
                 f_resource_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -156,7 +155,7 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v0(buf: bytes, pos: int, b
                 f_configuration_keys = None
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, 'array ConfigurationKeys count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, f'array ConfigurationKeys count {n3} exceeds remaining bytes')
                 f_configuration_keys = []
                 app4 = f_configuration_keys.append
                 for _ in range(n3):
@@ -169,7 +168,7 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v0(buf: bytes, pos: int, b
                     else:
                         end7 = pos + n6
                         if end7 > blen:
-                            raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, 'string ConfigurationKeys length %d exceeds remaining bytes' % n6)
+                            raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, f'string ConfigurationKeys length {n6} exceeds remaining bytes')
                         el5 = buf[pos:end7].decode()
                         pos = end7
                     app4(el5)
@@ -188,7 +187,7 @@ def d_DescribeConfigsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[Descri
             raise ProtocolError('DescribeConfigsRequest', None, pos, 'null or negative count for non-nullable array Resources')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeConfigsRequest', None, pos, 'array Resources count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeConfigsRequest', None, pos, f'array Resources count {n1} exceeds remaining bytes')
             f_resources, pos = da_DescribeConfigsRequest_DescribeConfigsResource_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsRequest', pos) from None
@@ -234,7 +233,7 @@ def d_DescribeConfigsRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[Descri
             raise ProtocolError('DescribeConfigsRequest', None, pos, 'null or negative count for non-nullable array Resources')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeConfigsRequest', None, pos, 'array Resources count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeConfigsRequest', None, pos, f'array Resources count {n1} exceeds remaining bytes')
             f_resources, pos = da_DescribeConfigsRequest_DescribeConfigsResource_v0(buf, pos, blen, n1)
         (f_include_synonyms,) = _F_o_unpack(buf, pos)
         pos += 1
@@ -262,7 +261,7 @@ def d_DescribeConfigsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[Descri
             raise ProtocolError('DescribeConfigsRequest', None, pos, 'null or negative count for non-nullable array Resources')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeConfigsRequest', None, pos, 'array Resources count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeConfigsRequest', None, pos, f'array Resources count {n1} exceeds remaining bytes')
             f_resources, pos = da_DescribeConfigsRequest_DescribeConfigsResource_v0(buf, pos, blen, n1)
         (f_include_synonyms, f_include_documentation,) = _F_oo_unpack(buf, pos)
         pos += 2
@@ -306,7 +305,7 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v4(buf: bytes, pos: int, b
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, 'string ResourceName length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, f'string ResourceName length {n1} exceeds remaining bytes')
                 f_resource_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -322,7 +321,7 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v4(buf: bytes, pos: int, b
                 f_configuration_keys = None
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, 'array ConfigurationKeys count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, f'array ConfigurationKeys count {n3} exceeds remaining bytes')
                 f_configuration_keys = []
                 app4 = f_configuration_keys.append
                 for _ in range(n3):
@@ -342,7 +341,7 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v4(buf: bytes, pos: int, b
                     else:
                         end7 = pos + n6
                         if end7 > blen:
-                            raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, 'string ConfigurationKeys length %d exceeds remaining bytes' % n6)
+                            raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, f'string ConfigurationKeys length {n6} exceeds remaining bytes')
                         el5 = buf[pos:end7].decode()
                         pos = end7
                     app4(el5)
@@ -355,7 +354,7 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v4(buf: bytes, pos: int, b
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_DescribeConfigsRequest_DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys))
     except DECODE_FAILURES as exc:
@@ -379,7 +378,7 @@ def d_DescribeConfigsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[Descri
             raise ProtocolError('DescribeConfigsRequest', None, pos, 'null or negative count for non-nullable array Resources')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeConfigsRequest', None, pos, 'array Resources count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeConfigsRequest', None, pos, f'array Resources count {n1} exceeds remaining bytes')
             f_resources, pos = da_DescribeConfigsRequest_DescribeConfigsResource_v4(buf, pos, blen, n1)
         (f_include_synonyms, f_include_documentation,) = _F_oo_unpack(buf, pos)
         pos += 2
@@ -392,7 +391,7 @@ def d_DescribeConfigsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[Descri
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('DescribeConfigsRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('DescribeConfigsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsRequest', pos) from None
@@ -451,7 +450,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf: bytes, pos:
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -463,7 +462,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf: bytes, pos:
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'string Value length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Value length {n3} exceeds remaining bytes')
                 f_value = buf[pos:end4].decode()
                 pos = end4
             (f_read_only, f_is_default, f_is_sensitive,) = _F_ooo_unpack(buf, pos)
@@ -493,7 +492,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v0(buf: bytes, pos: int, bl
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
                 f_error_message = buf[pos:end2].decode()
                 pos = end2
             (f_resource_type,) = _F_b_unpack(buf, pos)
@@ -507,7 +506,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v0(buf: bytes, pos: int, bl
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'string ResourceName length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'string ResourceName length {n3} exceeds remaining bytes')
                 f_resource_name = buf[pos:end4].decode()
                 pos = end4
             (n5,) = I32_unpack(buf, pos)
@@ -516,7 +515,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v0(buf: bytes, pos: int, bl
                 raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'null or negative count for non-nullable array Configs')
             else:
                 if n5 * 1 > blen - pos:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'array Configs count %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'array Configs count {n5} exceeds remaining bytes')
                 f_configs, pos = da_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf, pos, blen, n5)
             app(_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs))
     except DECODE_FAILURES as exc:
@@ -535,7 +534,7 @@ def d_DescribeConfigsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Descr
             raise ProtocolError('DescribeConfigsResponse', None, pos, 'null or negative count for non-nullable array Results')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeConfigsResponse', None, pos, 'array Results count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeConfigsResponse', None, pos, f'array Results count {n1} exceeds remaining bytes')
             f_results, pos = da_DescribeConfigsResponse_DescribeConfigsResult_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse', pos) from None
@@ -610,7 +609,7 @@ def da_DescribeConfigsResponse_DescribeConfigsSynonym_v1(buf: bytes, pos: int, b
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -622,7 +621,7 @@ def da_DescribeConfigsResponse_DescribeConfigsSynonym_v1(buf: bytes, pos: int, b
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, 'string Value length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, f'string Value length {n3} exceeds remaining bytes')
                 f_value = buf[pos:end4].decode()
                 pos = end4
             (f_source,) = _F_b_unpack(buf, pos)
@@ -650,7 +649,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(buf: bytes, pos:
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -662,7 +661,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(buf: bytes, pos:
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'string Value length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Value length {n3} exceeds remaining bytes')
                 f_value = buf[pos:end4].decode()
                 pos = end4
             (f_read_only, f_config_source, f_is_sensitive,) = _F_obo_unpack(buf, pos)
@@ -673,7 +672,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(buf: bytes, pos:
                 raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'null or negative count for non-nullable array Synonyms')
             else:
                 if n5 * 1 > blen - pos:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'array Synonyms count %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'array Synonyms count {n5} exceeds remaining bytes')
                 f_synonyms, pos = da_DescribeConfigsResponse_DescribeConfigsSynonym_v1(buf, pos, blen, n5)
             app(_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, 0, ''))
     except DECODE_FAILURES as exc:
@@ -700,7 +699,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v1(buf: bytes, pos: int, bl
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
                 f_error_message = buf[pos:end2].decode()
                 pos = end2
             (f_resource_type,) = _F_b_unpack(buf, pos)
@@ -714,7 +713,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v1(buf: bytes, pos: int, bl
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'string ResourceName length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'string ResourceName length {n3} exceeds remaining bytes')
                 f_resource_name = buf[pos:end4].decode()
                 pos = end4
             (n5,) = I32_unpack(buf, pos)
@@ -723,7 +722,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v1(buf: bytes, pos: int, bl
                 raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'null or negative count for non-nullable array Configs')
             else:
                 if n5 * 1 > blen - pos:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'array Configs count %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'array Configs count {n5} exceeds remaining bytes')
                 f_configs, pos = da_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(buf, pos, blen, n5)
             app(_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs))
     except DECODE_FAILURES as exc:
@@ -742,7 +741,7 @@ def d_DescribeConfigsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Descr
             raise ProtocolError('DescribeConfigsResponse', None, pos, 'null or negative count for non-nullable array Results')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeConfigsResponse', None, pos, 'array Results count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeConfigsResponse', None, pos, f'array Results count {n1} exceeds remaining bytes')
             f_results, pos = da_DescribeConfigsResponse_DescribeConfigsResult_v1(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse', pos) from None
@@ -841,7 +840,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf: bytes, pos:
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -853,7 +852,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf: bytes, pos:
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'string Value length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Value length {n3} exceeds remaining bytes')
                 f_value = buf[pos:end4].decode()
                 pos = end4
             (f_read_only, f_config_source, f_is_sensitive,) = _F_obo_unpack(buf, pos)
@@ -864,7 +863,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf: bytes, pos:
                 raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'null or negative count for non-nullable array Synonyms')
             else:
                 if n5 * 1 > blen - pos:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'array Synonyms count %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'array Synonyms count {n5} exceeds remaining bytes')
                 f_synonyms, pos = da_DescribeConfigsResponse_DescribeConfigsSynonym_v1(buf, pos, blen, n5)
             (f_config_type,) = _F_b_unpack(buf, pos)
             pos += 1
@@ -877,7 +876,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf: bytes, pos:
             else:
                 end7 = pos + n6
                 if end7 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'string Documentation length %d exceeds remaining bytes' % n6)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Documentation length {n6} exceeds remaining bytes')
                 f_documentation = buf[pos:end7].decode()
                 pos = end7
             app(_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation))
@@ -905,7 +904,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v3(buf: bytes, pos: int, bl
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
                 f_error_message = buf[pos:end2].decode()
                 pos = end2
             (f_resource_type,) = _F_b_unpack(buf, pos)
@@ -919,7 +918,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v3(buf: bytes, pos: int, bl
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'string ResourceName length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'string ResourceName length {n3} exceeds remaining bytes')
                 f_resource_name = buf[pos:end4].decode()
                 pos = end4
             (n5,) = I32_unpack(buf, pos)
@@ -928,7 +927,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v3(buf: bytes, pos: int, bl
                 raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'null or negative count for non-nullable array Configs')
             else:
                 if n5 * 1 > blen - pos:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'array Configs count %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'array Configs count {n5} exceeds remaining bytes')
                 f_configs, pos = da_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf, pos, blen, n5)
             app(_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs))
     except DECODE_FAILURES as exc:
@@ -947,7 +946,7 @@ def d_DescribeConfigsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[Descr
             raise ProtocolError('DescribeConfigsResponse', None, pos, 'null or negative count for non-nullable array Results')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeConfigsResponse', None, pos, 'array Results count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeConfigsResponse', None, pos, f'array Results count {n1} exceeds remaining bytes')
             f_results, pos = da_DescribeConfigsResponse_DescribeConfigsResult_v3(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse', pos) from None
@@ -1040,7 +1039,7 @@ def da_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf: bytes, pos: int, b
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -1059,7 +1058,7 @@ def da_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf: bytes, pos: int, b
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, 'string Value length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, f'string Value length {n3} exceeds remaining bytes')
                 f_value = buf[pos:end4].decode()
                 pos = end4
             (f_source,) = _F_b_unpack(buf, pos)
@@ -1073,7 +1072,7 @@ def da_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf: bytes, pos: int, b
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_DescribeConfigsResponse_DescribeConfigsSynonym(f_name, f_value, f_source))
     except DECODE_FAILURES as exc:
@@ -1106,7 +1105,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: bytes, pos:
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -1125,7 +1124,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: bytes, pos:
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'string Value length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Value length {n3} exceeds remaining bytes')
                 f_value = buf[pos:end4].decode()
                 pos = end4
             (f_read_only, f_config_source, f_is_sensitive,) = _F_obo_unpack(buf, pos)
@@ -1143,7 +1142,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: bytes, pos:
                 raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'null or negative count for non-nullable array Synonyms')
             else:
                 if n5 * 1 > blen - pos:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'array Synonyms count %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'array Synonyms count {n5} exceeds remaining bytes')
                 f_synonyms, pos = da_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf, pos, blen, n5)
             (f_config_type,) = _F_b_unpack(buf, pos)
             pos += 1
@@ -1163,7 +1162,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: bytes, pos:
             else:
                 end7 = pos + n6
                 if end7 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'string Documentation length %d exceeds remaining bytes' % n6)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Documentation length {n6} exceeds remaining bytes')
                 f_documentation = buf[pos:end7].decode()
                 pos = end7
             if buf[pos] == 0:
@@ -1175,7 +1174,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: bytes, pos:
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation))
     except DECODE_FAILURES as exc:
@@ -1209,7 +1208,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: bytes, pos: int, bl
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
                 f_error_message = buf[pos:end2].decode()
                 pos = end2
             (f_resource_type,) = _F_b_unpack(buf, pos)
@@ -1230,7 +1229,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: bytes, pos: int, bl
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'string ResourceName length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'string ResourceName length {n3} exceeds remaining bytes')
                 f_resource_name = buf[pos:end4].decode()
                 pos = end4
             n5 = buf[pos]
@@ -1246,7 +1245,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: bytes, pos: int, bl
                 raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'null or negative count for non-nullable array Configs')
             else:
                 if n5 * 1 > blen - pos:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'array Configs count %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'array Configs count {n5} exceeds remaining bytes')
                 f_configs, pos = da_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf, pos, blen, n5)
             if buf[pos] == 0:
                 pos += 1
@@ -1257,7 +1256,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: bytes, pos: int, bl
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs))
     except DECODE_FAILURES as exc:
@@ -1283,7 +1282,7 @@ def d_DescribeConfigsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[Descr
             raise ProtocolError('DescribeConfigsResponse', None, pos, 'null or negative count for non-nullable array Results')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeConfigsResponse', None, pos, 'array Results count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeConfigsResponse', None, pos, f'array Results count {n1} exceeds remaining bytes')
             f_results, pos = da_DescribeConfigsResponse_DescribeConfigsResult_v4(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -1294,7 +1293,7 @@ def d_DescribeConfigsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[Descr
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('DescribeConfigsResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('DescribeConfigsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse', pos) from None

@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -12,17 +11,17 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -108,7 +107,7 @@ def d_DescribeGroupsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[Describ
             raise ProtocolError('DescribeGroupsRequest', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeGroupsRequest', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeGroupsRequest', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups = []
             app2 = f_groups.append
             for _ in range(n1):
@@ -121,7 +120,7 @@ def d_DescribeGroupsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[Describ
                 else:
                     end5 = pos + n4
                     if end5 > blen:
-                        raise ProtocolError('DescribeGroupsRequest', None, pos, 'string Groups length %d exceeds remaining bytes' % n4)
+                        raise ProtocolError('DescribeGroupsRequest', None, pos, f'string Groups length {n4} exceeds remaining bytes')
                     el3 = buf[pos:end5].decode()
                     pos = end5
                 app2(el3)
@@ -151,7 +150,7 @@ def d_DescribeGroupsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[Describ
             raise ProtocolError('DescribeGroupsRequest', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeGroupsRequest', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeGroupsRequest', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups = []
             app2 = f_groups.append
             for _ in range(n1):
@@ -164,7 +163,7 @@ def d_DescribeGroupsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[Describ
                 else:
                     end5 = pos + n4
                     if end5 > blen:
-                        raise ProtocolError('DescribeGroupsRequest', None, pos, 'string Groups length %d exceeds remaining bytes' % n4)
+                        raise ProtocolError('DescribeGroupsRequest', None, pos, f'string Groups length {n4} exceeds remaining bytes')
                     el3 = buf[pos:end5].decode()
                     pos = end5
                 app2(el3)
@@ -204,7 +203,7 @@ def d_DescribeGroupsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[Describ
             raise ProtocolError('DescribeGroupsRequest', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeGroupsRequest', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeGroupsRequest', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups = []
             app2 = f_groups.append
             for _ in range(n1):
@@ -224,7 +223,7 @@ def d_DescribeGroupsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[Describ
                 else:
                     end5 = pos + n4
                     if end5 > blen:
-                        raise ProtocolError('DescribeGroupsRequest', None, pos, 'string Groups length %d exceeds remaining bytes' % n4)
+                        raise ProtocolError('DescribeGroupsRequest', None, pos, f'string Groups length {n4} exceeds remaining bytes')
                     el3 = buf[pos:end5].decode()
                     pos = end5
                 app2(el3)
@@ -239,7 +238,7 @@ def d_DescribeGroupsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[Describ
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('DescribeGroupsRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('DescribeGroupsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsRequest', pos) from None
@@ -280,7 +279,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v0(buf: bytes, pos: int, blen
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'string MemberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -292,7 +291,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v0(buf: bytes, pos: int, blen
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'string ClientId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string ClientId length {n3} exceeds remaining bytes')
                 f_client_id = buf[pos:end4].decode()
                 pos = end4
             (n5,) = I16_unpack(buf, pos)
@@ -304,7 +303,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v0(buf: bytes, pos: int, blen
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'string ClientHost length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string ClientHost length {n5} exceeds remaining bytes')
                 f_client_host = buf[pos:end6].decode()
                 pos = end6
             (n7,) = I32_unpack(buf, pos)
@@ -314,7 +313,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v0(buf: bytes, pos: int, blen
             else:
                 end8 = pos + n7
                 if end8 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'bytes MemberMetadata length %d exceeds remaining bytes' % n7)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'bytes MemberMetadata length {n7} exceeds remaining bytes')
                 f_member_metadata = buf[pos:end8]
                 pos = end8
             (n9,) = I32_unpack(buf, pos)
@@ -324,7 +323,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v0(buf: bytes, pos: int, blen
             else:
                 end10 = pos + n9
                 if end10 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'bytes MemberAssignment length %d exceeds remaining bytes' % n9)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'bytes MemberAssignment length {n9} exceeds remaining bytes')
                 f_member_assignment = buf[pos:end10]
                 pos = end10
             app(_DescribeGroupsResponse_DescribedGroupMember(f_member_id, None, f_client_id, f_client_host, f_member_metadata, f_member_assignment))
@@ -354,7 +353,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v0(buf: bytes, pos: int, blen: int,
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -366,7 +365,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v0(buf: bytes, pos: int, blen: int,
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'string GroupState length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string GroupState length {n3} exceeds remaining bytes')
                 f_group_state = buf[pos:end4].decode()
                 pos = end4
             (n5,) = I16_unpack(buf, pos)
@@ -378,7 +377,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v0(buf: bytes, pos: int, blen: int,
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string ProtocolType length {n5} exceeds remaining bytes')
                 f_protocol_type = buf[pos:end6].decode()
                 pos = end6
             (n7,) = I16_unpack(buf, pos)
@@ -390,7 +389,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v0(buf: bytes, pos: int, blen: int,
             else:
                 end8 = pos + n7
                 if end8 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'string ProtocolData length %d exceeds remaining bytes' % n7)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string ProtocolData length {n7} exceeds remaining bytes')
                 f_protocol_data = buf[pos:end8].decode()
                 pos = end8
             (n9,) = I32_unpack(buf, pos)
@@ -399,7 +398,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v0(buf: bytes, pos: int, blen: int,
                 raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null or negative count for non-nullable array Members')
             else:
                 if n9 * 1 > blen - pos:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'array Members count %d exceeds remaining bytes' % n9)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'array Members count {n9} exceeds remaining bytes')
                 f_members, pos = da_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos, blen, n9)
             app(_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, -2147483648))
     except DECODE_FAILURES as exc:
@@ -416,7 +415,7 @@ def d_DescribeGroupsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Descri
             raise ProtocolError('DescribeGroupsResponse', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeGroupsResponse', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeGroupsResponse', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups, pos = da_DescribeGroupsResponse_DescribedGroup_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse', pos) from None
@@ -495,7 +494,7 @@ def d_DescribeGroupsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Descri
             raise ProtocolError('DescribeGroupsResponse', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeGroupsResponse', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeGroupsResponse', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups, pos = da_DescribeGroupsResponse_DescribedGroup_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse', pos) from None
@@ -533,7 +532,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v3(buf: bytes, pos: int, blen: int,
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -545,7 +544,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v3(buf: bytes, pos: int, blen: int,
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'string GroupState length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string GroupState length {n3} exceeds remaining bytes')
                 f_group_state = buf[pos:end4].decode()
                 pos = end4
             (n5,) = I16_unpack(buf, pos)
@@ -557,7 +556,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v3(buf: bytes, pos: int, blen: int,
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string ProtocolType length {n5} exceeds remaining bytes')
                 f_protocol_type = buf[pos:end6].decode()
                 pos = end6
             (n7,) = I16_unpack(buf, pos)
@@ -569,7 +568,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v3(buf: bytes, pos: int, blen: int,
             else:
                 end8 = pos + n7
                 if end8 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'string ProtocolData length %d exceeds remaining bytes' % n7)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string ProtocolData length {n7} exceeds remaining bytes')
                 f_protocol_data = buf[pos:end8].decode()
                 pos = end8
             (n9,) = I32_unpack(buf, pos)
@@ -578,7 +577,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v3(buf: bytes, pos: int, blen: int,
                 raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null or negative count for non-nullable array Members')
             else:
                 if n9 * 1 > blen - pos:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'array Members count %d exceeds remaining bytes' % n9)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'array Members count {n9} exceeds remaining bytes')
                 f_members, pos = da_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos, blen, n9)
             (f_authorized_operations,) = _F_i_unpack(buf, pos)
             pos += 4
@@ -599,7 +598,7 @@ def d_DescribeGroupsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[Descri
             raise ProtocolError('DescribeGroupsResponse', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeGroupsResponse', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeGroupsResponse', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups, pos = da_DescribeGroupsResponse_DescribedGroup_v3(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse', pos) from None
@@ -664,7 +663,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v4(buf: bytes, pos: int, blen
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'string MemberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -676,7 +675,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v4(buf: bytes, pos: int, blen
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
                 f_group_instance_id = buf[pos:end4].decode()
                 pos = end4
             (n5,) = I16_unpack(buf, pos)
@@ -688,7 +687,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v4(buf: bytes, pos: int, blen
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'string ClientId length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string ClientId length {n5} exceeds remaining bytes')
                 f_client_id = buf[pos:end6].decode()
                 pos = end6
             (n7,) = I16_unpack(buf, pos)
@@ -700,7 +699,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v4(buf: bytes, pos: int, blen
             else:
                 end8 = pos + n7
                 if end8 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'string ClientHost length %d exceeds remaining bytes' % n7)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string ClientHost length {n7} exceeds remaining bytes')
                 f_client_host = buf[pos:end8].decode()
                 pos = end8
             (n9,) = I32_unpack(buf, pos)
@@ -710,7 +709,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v4(buf: bytes, pos: int, blen
             else:
                 end10 = pos + n9
                 if end10 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'bytes MemberMetadata length %d exceeds remaining bytes' % n9)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'bytes MemberMetadata length {n9} exceeds remaining bytes')
                 f_member_metadata = buf[pos:end10]
                 pos = end10
             (n11,) = I32_unpack(buf, pos)
@@ -720,7 +719,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v4(buf: bytes, pos: int, blen
             else:
                 end12 = pos + n11
                 if end12 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'bytes MemberAssignment length %d exceeds remaining bytes' % n11)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'bytes MemberAssignment length {n11} exceeds remaining bytes')
                 f_member_assignment = buf[pos:end12]
                 pos = end12
             app(_DescribeGroupsResponse_DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment))
@@ -750,7 +749,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v4(buf: bytes, pos: int, blen: int,
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -762,7 +761,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v4(buf: bytes, pos: int, blen: int,
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'string GroupState length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string GroupState length {n3} exceeds remaining bytes')
                 f_group_state = buf[pos:end4].decode()
                 pos = end4
             (n5,) = I16_unpack(buf, pos)
@@ -774,7 +773,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v4(buf: bytes, pos: int, blen: int,
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string ProtocolType length {n5} exceeds remaining bytes')
                 f_protocol_type = buf[pos:end6].decode()
                 pos = end6
             (n7,) = I16_unpack(buf, pos)
@@ -786,7 +785,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v4(buf: bytes, pos: int, blen: int,
             else:
                 end8 = pos + n7
                 if end8 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'string ProtocolData length %d exceeds remaining bytes' % n7)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string ProtocolData length {n7} exceeds remaining bytes')
                 f_protocol_data = buf[pos:end8].decode()
                 pos = end8
             (n9,) = I32_unpack(buf, pos)
@@ -795,7 +794,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v4(buf: bytes, pos: int, blen: int,
                 raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null or negative count for non-nullable array Members')
             else:
                 if n9 * 1 > blen - pos:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'array Members count %d exceeds remaining bytes' % n9)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'array Members count {n9} exceeds remaining bytes')
                 f_members, pos = da_DescribeGroupsResponse_DescribedGroupMember_v4(buf, pos, blen, n9)
             (f_authorized_operations,) = _F_i_unpack(buf, pos)
             pos += 4
@@ -816,7 +815,7 @@ def d_DescribeGroupsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[Descri
             raise ProtocolError('DescribeGroupsResponse', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeGroupsResponse', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeGroupsResponse', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups, pos = da_DescribeGroupsResponse_DescribedGroup_v4(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse', pos) from None
@@ -920,7 +919,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'string MemberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -939,7 +938,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
                 f_group_instance_id = buf[pos:end4].decode()
                 pos = end4
             n5 = buf[pos]
@@ -958,7 +957,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'string ClientId length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string ClientId length {n5} exceeds remaining bytes')
                 f_client_id = buf[pos:end6].decode()
                 pos = end6
             n7 = buf[pos]
@@ -977,7 +976,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
             else:
                 end8 = pos + n7
                 if end8 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'string ClientHost length %d exceeds remaining bytes' % n7)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string ClientHost length {n7} exceeds remaining bytes')
                 f_client_host = buf[pos:end8].decode()
                 pos = end8
             n9 = buf[pos]
@@ -994,7 +993,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
             else:
                 end10 = pos + n9
                 if end10 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'bytes MemberMetadata length %d exceeds remaining bytes' % n9)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'bytes MemberMetadata length {n9} exceeds remaining bytes')
                 f_member_metadata = buf[pos:end10]
                 pos = end10
             n11 = buf[pos]
@@ -1011,7 +1010,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
             else:
                 end12 = pos + n11
                 if end12 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'bytes MemberAssignment length %d exceeds remaining bytes' % n11)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'bytes MemberAssignment length {n11} exceeds remaining bytes')
                 f_member_assignment = buf[pos:end12]
                 pos = end12
             if buf[pos] == 0:
@@ -1023,7 +1022,7 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_DescribeGroupsResponse_DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment))
     except DECODE_FAILURES as exc:
@@ -1059,7 +1058,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -1078,7 +1077,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'string GroupState length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string GroupState length {n3} exceeds remaining bytes')
                 f_group_state = buf[pos:end4].decode()
                 pos = end4
             n5 = buf[pos]
@@ -1097,7 +1096,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string ProtocolType length {n5} exceeds remaining bytes')
                 f_protocol_type = buf[pos:end6].decode()
                 pos = end6
             n7 = buf[pos]
@@ -1116,7 +1115,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
             else:
                 end8 = pos + n7
                 if end8 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'string ProtocolData length %d exceeds remaining bytes' % n7)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string ProtocolData length {n7} exceeds remaining bytes')
                 f_protocol_data = buf[pos:end8].decode()
                 pos = end8
             n9 = buf[pos]
@@ -1132,7 +1131,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
                 raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null or negative count for non-nullable array Members')
             else:
                 if n9 * 1 > blen - pos:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'array Members count %d exceeds remaining bytes' % n9)
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'array Members count {n9} exceeds remaining bytes')
                 f_members, pos = da_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos, blen, n9)
             (f_authorized_operations,) = _F_i_unpack(buf, pos)
             pos += 4
@@ -1145,7 +1144,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations))
     except DECODE_FAILURES as exc:
@@ -1171,7 +1170,7 @@ def d_DescribeGroupsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[Descri
             raise ProtocolError('DescribeGroupsResponse', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeGroupsResponse', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('DescribeGroupsResponse', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups, pos = da_DescribeGroupsResponse_DescribedGroup_v5(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -1182,7 +1181,7 @@ def d_DescribeGroupsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[Descri
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('DescribeGroupsResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('DescribeGroupsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse', pos) from None

@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -13,12 +12,12 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
+    ProtocolError,
     decode_error,
     encode_error,
 )
@@ -99,7 +98,7 @@ def da_ConsumerProtocolAssignment_TopicPartition_v0(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ConsumerProtocolAssignment.TopicPartition', None, pos, 'string Topic length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ConsumerProtocolAssignment.TopicPartition', None, pos, f'string Topic length {n1} exceeds remaining bytes')
                 f_topic = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -108,8 +107,8 @@ def da_ConsumerProtocolAssignment_TopicPartition_v0(buf: bytes, pos: int, blen: 
                 raise ProtocolError('ConsumerProtocolAssignment.TopicPartition', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 4 > blen - pos:
-                    raise ProtocolError('ConsumerProtocolAssignment.TopicPartition', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
-                f_partitions = list(unpack_from('>%di' % n3, buf, pos))
+                    raise ProtocolError('ConsumerProtocolAssignment.TopicPartition', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
+                f_partitions = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
             app(_ConsumerProtocolAssignment_TopicPartition(f_topic, f_partitions))
     except DECODE_FAILURES as exc:
@@ -127,7 +126,7 @@ def d_ConsumerProtocolAssignment_v0(buf: bytes, pos: int, blen: int) -> tuple[Co
             raise ProtocolError('ConsumerProtocolAssignment', None, pos, 'null or negative count for non-nullable array AssignedPartitions')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ConsumerProtocolAssignment', None, pos, 'array AssignedPartitions count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerProtocolAssignment', None, pos, f'array AssignedPartitions count {n1} exceeds remaining bytes')
             f_assigned_partitions, pos = da_ConsumerProtocolAssignment_TopicPartition_v0(buf, pos, blen, n1)
         (n2,) = I32_unpack(buf, pos)
         pos += 4
@@ -136,7 +135,7 @@ def d_ConsumerProtocolAssignment_v0(buf: bytes, pos: int, blen: int) -> tuple[Co
         else:
             end3 = pos + n2
             if end3 > blen:
-                raise ProtocolError('ConsumerProtocolAssignment', None, pos, 'bytes UserData length %d exceeds remaining bytes' % n2)
+                raise ProtocolError('ConsumerProtocolAssignment', None, pos, f'bytes UserData length {n2} exceeds remaining bytes')
             f_user_data = buf[pos:end3]
             pos = end3
     except DECODE_FAILURES as exc:
@@ -153,7 +152,7 @@ def ea_ConsumerProtocolAssignment_TopicPartition_v0(xs: list[ConsumerProtocolAss
             w(b1)
             x_partitions = o.partitions
             w(I32_pack(len(x_partitions)))
-            w(pack('>%di' % len(x_partitions), *x_partitions))
+            w(pack(f'>{len(x_partitions)}i', *x_partitions))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ConsumerProtocolAssignment.TopicPartition') from None
 
@@ -183,7 +182,7 @@ def d_ConsumerProtocolSubscription_v0(buf: bytes, pos: int, blen: int) -> tuple[
             raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics = []
             app2 = f_topics.append
             for _ in range(n1):
@@ -196,7 +195,7 @@ def d_ConsumerProtocolSubscription_v0(buf: bytes, pos: int, blen: int) -> tuple[
                 else:
                     end5 = pos + n4
                     if end5 > blen:
-                        raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'string Topics length %d exceeds remaining bytes' % n4)
+                        raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'string Topics length {n4} exceeds remaining bytes')
                     el3 = buf[pos:end5].decode()
                     pos = end5
                 app2(el3)
@@ -207,7 +206,7 @@ def d_ConsumerProtocolSubscription_v0(buf: bytes, pos: int, blen: int) -> tuple[
         else:
             end7 = pos + n6
             if end7 > blen:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'bytes UserData length %d exceeds remaining bytes' % n6)
+                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'bytes UserData length {n6} exceeds remaining bytes')
             f_user_data = buf[pos:end7]
             pos = end7
     except DECODE_FAILURES as exc:
@@ -249,7 +248,7 @@ def da_ConsumerProtocolSubscription_TopicPartition_v1(buf: bytes, pos: int, blen
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ConsumerProtocolSubscription.TopicPartition', None, pos, 'string Topic length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ConsumerProtocolSubscription.TopicPartition', None, pos, f'string Topic length {n1} exceeds remaining bytes')
                 f_topic = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -258,8 +257,8 @@ def da_ConsumerProtocolSubscription_TopicPartition_v1(buf: bytes, pos: int, blen
                 raise ProtocolError('ConsumerProtocolSubscription.TopicPartition', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 4 > blen - pos:
-                    raise ProtocolError('ConsumerProtocolSubscription.TopicPartition', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
-                f_partitions = list(unpack_from('>%di' % n3, buf, pos))
+                    raise ProtocolError('ConsumerProtocolSubscription.TopicPartition', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
+                f_partitions = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
             app(_ConsumerProtocolSubscription_TopicPartition(f_topic, f_partitions))
     except DECODE_FAILURES as exc:
@@ -278,7 +277,7 @@ def d_ConsumerProtocolSubscription_v1(buf: bytes, pos: int, blen: int) -> tuple[
             raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics = []
             app2 = f_topics.append
             for _ in range(n1):
@@ -291,7 +290,7 @@ def d_ConsumerProtocolSubscription_v1(buf: bytes, pos: int, blen: int) -> tuple[
                 else:
                     end5 = pos + n4
                     if end5 > blen:
-                        raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'string Topics length %d exceeds remaining bytes' % n4)
+                        raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'string Topics length {n4} exceeds remaining bytes')
                     el3 = buf[pos:end5].decode()
                     pos = end5
                 app2(el3)
@@ -302,7 +301,7 @@ def d_ConsumerProtocolSubscription_v1(buf: bytes, pos: int, blen: int) -> tuple[
         else:
             end7 = pos + n6
             if end7 > blen:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'bytes UserData length %d exceeds remaining bytes' % n6)
+                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'bytes UserData length {n6} exceeds remaining bytes')
             f_user_data = buf[pos:end7]
             pos = end7
         (n8,) = I32_unpack(buf, pos)
@@ -311,7 +310,7 @@ def d_ConsumerProtocolSubscription_v1(buf: bytes, pos: int, blen: int) -> tuple[
             raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'null or negative count for non-nullable array OwnedPartitions')
         else:
             if n8 * 1 > blen - pos:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'array OwnedPartitions count %d exceeds remaining bytes' % n8)
+                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'array OwnedPartitions count {n8} exceeds remaining bytes')
             f_owned_partitions, pos = da_ConsumerProtocolSubscription_TopicPartition_v1(buf, pos, blen, n8)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerProtocolSubscription', pos) from None
@@ -327,7 +326,7 @@ def ea_ConsumerProtocolSubscription_TopicPartition_v1(xs: list[ConsumerProtocolS
             w(b1)
             x_partitions = o.partitions
             w(I32_pack(len(x_partitions)))
-            w(pack('>%di' % len(x_partitions), *x_partitions))
+            w(pack(f'>{len(x_partitions)}i', *x_partitions))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ConsumerProtocolSubscription.TopicPartition') from None
 
@@ -364,7 +363,7 @@ def d_ConsumerProtocolSubscription_v2(buf: bytes, pos: int, blen: int) -> tuple[
             raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics = []
             app2 = f_topics.append
             for _ in range(n1):
@@ -377,7 +376,7 @@ def d_ConsumerProtocolSubscription_v2(buf: bytes, pos: int, blen: int) -> tuple[
                 else:
                     end5 = pos + n4
                     if end5 > blen:
-                        raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'string Topics length %d exceeds remaining bytes' % n4)
+                        raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'string Topics length {n4} exceeds remaining bytes')
                     el3 = buf[pos:end5].decode()
                     pos = end5
                 app2(el3)
@@ -388,7 +387,7 @@ def d_ConsumerProtocolSubscription_v2(buf: bytes, pos: int, blen: int) -> tuple[
         else:
             end7 = pos + n6
             if end7 > blen:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'bytes UserData length %d exceeds remaining bytes' % n6)
+                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'bytes UserData length {n6} exceeds remaining bytes')
             f_user_data = buf[pos:end7]
             pos = end7
         (n8,) = I32_unpack(buf, pos)
@@ -397,7 +396,7 @@ def d_ConsumerProtocolSubscription_v2(buf: bytes, pos: int, blen: int) -> tuple[
             raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'null or negative count for non-nullable array OwnedPartitions')
         else:
             if n8 * 1 > blen - pos:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'array OwnedPartitions count %d exceeds remaining bytes' % n8)
+                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'array OwnedPartitions count {n8} exceeds remaining bytes')
             f_owned_partitions, pos = da_ConsumerProtocolSubscription_TopicPartition_v1(buf, pos, blen, n8)
         (f_generation_id,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -440,7 +439,7 @@ def d_ConsumerProtocolSubscription_v3(buf: bytes, pos: int, blen: int) -> tuple[
             raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics = []
             app2 = f_topics.append
             for _ in range(n1):
@@ -453,7 +452,7 @@ def d_ConsumerProtocolSubscription_v3(buf: bytes, pos: int, blen: int) -> tuple[
                 else:
                     end5 = pos + n4
                     if end5 > blen:
-                        raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'string Topics length %d exceeds remaining bytes' % n4)
+                        raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'string Topics length {n4} exceeds remaining bytes')
                     el3 = buf[pos:end5].decode()
                     pos = end5
                 app2(el3)
@@ -464,7 +463,7 @@ def d_ConsumerProtocolSubscription_v3(buf: bytes, pos: int, blen: int) -> tuple[
         else:
             end7 = pos + n6
             if end7 > blen:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'bytes UserData length %d exceeds remaining bytes' % n6)
+                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'bytes UserData length {n6} exceeds remaining bytes')
             f_user_data = buf[pos:end7]
             pos = end7
         (n8,) = I32_unpack(buf, pos)
@@ -473,7 +472,7 @@ def d_ConsumerProtocolSubscription_v3(buf: bytes, pos: int, blen: int) -> tuple[
             raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'null or negative count for non-nullable array OwnedPartitions')
         else:
             if n8 * 1 > blen - pos:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'array OwnedPartitions count %d exceeds remaining bytes' % n8)
+                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'array OwnedPartitions count {n8} exceeds remaining bytes')
             f_owned_partitions, pos = da_ConsumerProtocolSubscription_TopicPartition_v1(buf, pos, blen, n8)
         (f_generation_id,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -486,7 +485,7 @@ def d_ConsumerProtocolSubscription_v3(buf: bytes, pos: int, blen: int) -> tuple[
         else:
             end10 = pos + n9
             if end10 > blen:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'string RackId length %d exceeds remaining bytes' % n9)
+                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'string RackId length {n9} exceeds remaining bytes')
             f_rack_id = buf[pos:end10].decode()
             pos = end10
     except DECODE_FAILURES as exc:

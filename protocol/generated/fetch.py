@@ -2,12 +2,11 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
-import uuid
 import struct
+import uuid
 from struct import pack, unpack_from
 from uuid import UUID
 
@@ -15,18 +14,18 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
+    ZERO_UUID,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    ZERO_UUID,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -272,7 +271,7 @@ def da_FetchRequest_FetchTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tu
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'string Topic length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'string Topic length {n1} exceeds remaining bytes')
                 f_topic = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -281,7 +280,7 @@ def da_FetchRequest_FetchTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tu
                 raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchRequest_FetchPartition_v0(buf, pos, blen, n3)
             app(_FetchRequest_FetchTopic(f_topic, ZERO_UUID, f_partitions))
     except DECODE_FAILURES as exc:
@@ -300,7 +299,7 @@ def d_FetchRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_FetchRequest_FetchTopic_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest', pos) from None
@@ -350,7 +349,7 @@ def d_FetchRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_FetchRequest_FetchTopic_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest', pos) from None
@@ -378,7 +377,7 @@ def d_FetchRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_FetchRequest_FetchTopic_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest', pos) from None
@@ -424,7 +423,7 @@ def da_FetchRequest_FetchTopic_v5(buf: bytes, pos: int, blen: int, n: int) -> tu
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'string Topic length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'string Topic length {n1} exceeds remaining bytes')
                 f_topic = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -433,7 +432,7 @@ def da_FetchRequest_FetchTopic_v5(buf: bytes, pos: int, blen: int, n: int) -> tu
                 raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchRequest_FetchPartition_v5(buf, pos, blen, n3)
             app(_FetchRequest_FetchTopic(f_topic, ZERO_UUID, f_partitions))
     except DECODE_FAILURES as exc:
@@ -452,7 +451,7 @@ def d_FetchRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_FetchRequest_FetchTopic_v5(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest', pos) from None
@@ -507,7 +506,7 @@ def da_FetchRequest_ForgottenTopic_v7(buf: bytes, pos: int, blen: int, n: int) -
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, 'string Topic length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, f'string Topic length {n1} exceeds remaining bytes')
                 f_topic = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -516,8 +515,8 @@ def da_FetchRequest_ForgottenTopic_v7(buf: bytes, pos: int, blen: int, n: int) -
                 raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 4 > blen - pos:
-                    raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
-                f_partitions = list(unpack_from('>%di' % n3, buf, pos))
+                    raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
+                f_partitions = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
             app(_FetchRequest_ForgottenTopic(f_topic, ZERO_UUID, f_partitions))
     except DECODE_FAILURES as exc:
@@ -537,7 +536,7 @@ def d_FetchRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_FetchRequest_FetchTopic_v5(buf, pos, blen, n1)
         (n2,) = I32_unpack(buf, pos)
         pos += 4
@@ -545,7 +544,7 @@ def d_FetchRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array ForgottenTopicsData')
         else:
             if n2 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array ForgottenTopicsData count %d exceeds remaining bytes' % n2)
+                raise ProtocolError('FetchRequest', None, pos, f'array ForgottenTopicsData count {n2} exceeds remaining bytes')
             f_forgotten_topics_data, pos = da_FetchRequest_ForgottenTopic_v7(buf, pos, blen, n2)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest', pos) from None
@@ -561,7 +560,7 @@ def ea_FetchRequest_ForgottenTopic_v7(xs: list[FetchRequest.ForgottenTopic], w: 
             w(b1)
             x_partitions = o.partitions
             w(I32_pack(len(x_partitions)))
-            w(pack('>%di' % len(x_partitions), *x_partitions))
+            w(pack(f'>{len(x_partitions)}i', *x_partitions))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchRequest.ForgottenTopic') from None
 
@@ -608,7 +607,7 @@ def da_FetchRequest_FetchTopic_v9(buf: bytes, pos: int, blen: int, n: int) -> tu
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'string Topic length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'string Topic length {n1} exceeds remaining bytes')
                 f_topic = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -617,7 +616,7 @@ def da_FetchRequest_FetchTopic_v9(buf: bytes, pos: int, blen: int, n: int) -> tu
                 raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchRequest_FetchPartition_v9(buf, pos, blen, n3)
             app(_FetchRequest_FetchTopic(f_topic, ZERO_UUID, f_partitions))
     except DECODE_FAILURES as exc:
@@ -637,7 +636,7 @@ def d_FetchRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_FetchRequest_FetchTopic_v9(buf, pos, blen, n1)
         (n2,) = I32_unpack(buf, pos)
         pos += 4
@@ -645,7 +644,7 @@ def d_FetchRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array ForgottenTopicsData')
         else:
             if n2 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array ForgottenTopicsData count %d exceeds remaining bytes' % n2)
+                raise ProtocolError('FetchRequest', None, pos, f'array ForgottenTopicsData count {n2} exceeds remaining bytes')
             f_forgotten_topics_data, pos = da_FetchRequest_ForgottenTopic_v7(buf, pos, blen, n2)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest', pos) from None
@@ -700,7 +699,7 @@ def d_FetchRequest_v11(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_FetchRequest_FetchTopic_v9(buf, pos, blen, n1)
         (n2,) = I32_unpack(buf, pos)
         pos += 4
@@ -708,7 +707,7 @@ def d_FetchRequest_v11(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array ForgottenTopicsData')
         else:
             if n2 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array ForgottenTopicsData count %d exceeds remaining bytes' % n2)
+                raise ProtocolError('FetchRequest', None, pos, f'array ForgottenTopicsData count {n2} exceeds remaining bytes')
             f_forgotten_topics_data, pos = da_FetchRequest_ForgottenTopic_v7(buf, pos, blen, n2)
         (n3,) = I16_unpack(buf, pos)
         pos += 2
@@ -719,7 +718,7 @@ def d_FetchRequest_v11(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('FetchRequest', None, pos, 'string RackId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('FetchRequest', None, pos, f'string RackId length {n3} exceeds remaining bytes')
             f_rack_id = buf[pos:end4].decode()
             pos = end4
     except DECODE_FAILURES as exc:
@@ -760,7 +759,7 @@ def da_FetchRequest_FetchPartition_v12(buf: bytes, pos: int, blen: int, n: int) 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('FetchRequest.FetchPartition', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('FetchRequest.FetchPartition', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_FetchRequest_FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID))
     except DECODE_FAILURES as exc:
@@ -791,7 +790,7 @@ def da_FetchRequest_FetchTopic_v12(buf: bytes, pos: int, blen: int, n: int) -> t
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'string Topic length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'string Topic length {n1} exceeds remaining bytes')
                 f_topic = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -807,7 +806,7 @@ def da_FetchRequest_FetchTopic_v12(buf: bytes, pos: int, blen: int, n: int) -> t
                 raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchRequest_FetchPartition_v12(buf, pos, blen, n3)
             if buf[pos] == 0:
                 pos += 1
@@ -818,7 +817,7 @@ def da_FetchRequest_FetchTopic_v12(buf: bytes, pos: int, blen: int, n: int) -> t
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_FetchRequest_FetchTopic(f_topic, ZERO_UUID, f_partitions))
     except DECODE_FAILURES as exc:
@@ -849,7 +848,7 @@ def da_FetchRequest_ForgottenTopic_v12(buf: bytes, pos: int, blen: int, n: int) 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, 'string Topic length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, f'string Topic length {n1} exceeds remaining bytes')
                 f_topic = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -865,8 +864,8 @@ def da_FetchRequest_ForgottenTopic_v12(buf: bytes, pos: int, blen: int, n: int) 
                 raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 4 > blen - pos:
-                    raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
-                f_partitions = list(unpack_from('>%di' % n3, buf, pos))
+                    raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
+                f_partitions = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
             if buf[pos] == 0:
                 pos += 1
@@ -877,7 +876,7 @@ def da_FetchRequest_ForgottenTopic_v12(buf: bytes, pos: int, blen: int, n: int) 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_FetchRequest_ForgottenTopic(f_topic, ZERO_UUID, f_partitions))
     except DECODE_FAILURES as exc:
@@ -906,7 +905,7 @@ def d_FetchRequest_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_FetchRequest_FetchTopic_v12(buf, pos, blen, n1)
         n2 = buf[pos]
         if n2 < 128:
@@ -921,7 +920,7 @@ def d_FetchRequest_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array ForgottenTopicsData')
         else:
             if n2 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array ForgottenTopicsData count %d exceeds remaining bytes' % n2)
+                raise ProtocolError('FetchRequest', None, pos, f'array ForgottenTopicsData count {n2} exceeds remaining bytes')
             f_forgotten_topics_data, pos = da_FetchRequest_ForgottenTopic_v12(buf, pos, blen, n2)
         n3 = buf[pos]
         if n3 < 128:
@@ -939,7 +938,7 @@ def d_FetchRequest_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('FetchRequest', None, pos, 'string RackId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('FetchRequest', None, pos, f'string RackId length {n3} exceeds remaining bytes')
             f_rack_id = buf[pos:end4].decode()
             pos = end4
         f_cluster_id = None
@@ -952,7 +951,7 @@ def d_FetchRequest_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('FetchRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('FetchRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 if tag == 0:
                     n5 = buf[pos]
                     if n5 < 128:
@@ -970,7 +969,7 @@ def d_FetchRequest_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
                     else:
                         end6 = pos + n5
                         if end6 > blen:
-                            raise ProtocolError('FetchRequest', None, pos, 'string ClusterId length %d exceeds remaining bytes' % n5)
+                            raise ProtocolError('FetchRequest', None, pos, f'string ClusterId length {n5} exceeds remaining bytes')
                         f_cluster_id = buf[pos:end6].decode()
                         pos = end6
                 pos = tag_end  # unknown tags are skipped
@@ -1015,7 +1014,7 @@ def ea_FetchRequest_ForgottenTopic_v12(xs: list[FetchRequest.ForgottenTopic], w:
             x_partitions = o.partitions
             ln = len(x_partitions) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack('>%di' % len(x_partitions), *x_partitions))
+            w(pack(f'>{len(x_partitions)}i', *x_partitions))
             w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchRequest.ForgottenTopic') from None
@@ -1085,7 +1084,7 @@ def da_FetchRequest_FetchTopic_v13(buf: bytes, pos: int, blen: int, n: int) -> t
                 raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n1 * 1 > blen - pos:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'array Partitions count {n1} exceeds remaining bytes')
                 f_partitions, pos = da_FetchRequest_FetchPartition_v12(buf, pos, blen, n1)
             if buf[pos] == 0:
                 pos += 1
@@ -1096,7 +1095,7 @@ def da_FetchRequest_FetchTopic_v13(buf: bytes, pos: int, blen: int, n: int) -> t
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_FetchRequest_FetchTopic('', f_topic_id, f_partitions))
     except DECODE_FAILURES as exc:
@@ -1128,8 +1127,8 @@ def da_FetchRequest_ForgottenTopic_v13(buf: bytes, pos: int, blen: int, n: int) 
                 raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n1 * 4 > blen - pos:
-                    raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n1)
-                f_partitions = list(unpack_from('>%di' % n1, buf, pos))
+                    raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, f'array Partitions count {n1} exceeds remaining bytes')
+                f_partitions = list(unpack_from(f'>{n1}i', buf, pos))
                 pos += 4 * n1
             if buf[pos] == 0:
                 pos += 1
@@ -1140,7 +1139,7 @@ def da_FetchRequest_ForgottenTopic_v13(buf: bytes, pos: int, blen: int, n: int) 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_FetchRequest_ForgottenTopic('', f_topic_id, f_partitions))
     except DECODE_FAILURES as exc:
@@ -1169,7 +1168,7 @@ def d_FetchRequest_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_FetchRequest_FetchTopic_v13(buf, pos, blen, n1)
         n2 = buf[pos]
         if n2 < 128:
@@ -1184,7 +1183,7 @@ def d_FetchRequest_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array ForgottenTopicsData')
         else:
             if n2 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array ForgottenTopicsData count %d exceeds remaining bytes' % n2)
+                raise ProtocolError('FetchRequest', None, pos, f'array ForgottenTopicsData count {n2} exceeds remaining bytes')
             f_forgotten_topics_data, pos = da_FetchRequest_ForgottenTopic_v13(buf, pos, blen, n2)
         n3 = buf[pos]
         if n3 < 128:
@@ -1202,7 +1201,7 @@ def d_FetchRequest_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('FetchRequest', None, pos, 'string RackId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('FetchRequest', None, pos, f'string RackId length {n3} exceeds remaining bytes')
             f_rack_id = buf[pos:end4].decode()
             pos = end4
         f_cluster_id = None
@@ -1215,7 +1214,7 @@ def d_FetchRequest_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('FetchRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('FetchRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 if tag == 0:
                     n5 = buf[pos]
                     if n5 < 128:
@@ -1233,7 +1232,7 @@ def d_FetchRequest_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
                     else:
                         end6 = pos + n5
                         if end6 > blen:
-                            raise ProtocolError('FetchRequest', None, pos, 'string ClusterId length %d exceeds remaining bytes' % n5)
+                            raise ProtocolError('FetchRequest', None, pos, f'string ClusterId length {n5} exceeds remaining bytes')
                         f_cluster_id = buf[pos:end6].decode()
                         pos = end6
                 pos = tag_end  # unknown tags are skipped
@@ -1264,7 +1263,7 @@ def ea_FetchRequest_ForgottenTopic_v13(xs: list[FetchRequest.ForgottenTopic], w:
             x_partitions = o.partitions
             ln = len(x_partitions) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack('>%di' % len(x_partitions), *x_partitions))
+            w(pack(f'>{len(x_partitions)}i', *x_partitions))
             w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchRequest.ForgottenTopic') from None
@@ -1323,7 +1322,7 @@ def d_FetchRequest_ReplicaState_v15(buf: bytes, pos: int, blen: int) -> tuple[Fe
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('FetchRequest.ReplicaState', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('FetchRequest.ReplicaState', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.ReplicaState', pos) from None
@@ -1352,7 +1351,7 @@ def d_FetchRequest_v15(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_FetchRequest_FetchTopic_v13(buf, pos, blen, n1)
         n2 = buf[pos]
         if n2 < 128:
@@ -1367,7 +1366,7 @@ def d_FetchRequest_v15(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array ForgottenTopicsData')
         else:
             if n2 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array ForgottenTopicsData count %d exceeds remaining bytes' % n2)
+                raise ProtocolError('FetchRequest', None, pos, f'array ForgottenTopicsData count {n2} exceeds remaining bytes')
             f_forgotten_topics_data, pos = da_FetchRequest_ForgottenTopic_v13(buf, pos, blen, n2)
         n3 = buf[pos]
         if n3 < 128:
@@ -1385,7 +1384,7 @@ def d_FetchRequest_v15(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('FetchRequest', None, pos, 'string RackId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('FetchRequest', None, pos, f'string RackId length {n3} exceeds remaining bytes')
             f_rack_id = buf[pos:end4].decode()
             pos = end4
         f_cluster_id = None
@@ -1399,7 +1398,7 @@ def d_FetchRequest_v15(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('FetchRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('FetchRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 if tag == 0:
                     n5 = buf[pos]
                     if n5 < 128:
@@ -1417,7 +1416,7 @@ def d_FetchRequest_v15(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
                     else:
                         end6 = pos + n5
                         if end6 > blen:
-                            raise ProtocolError('FetchRequest', None, pos, 'string ClusterId length %d exceeds remaining bytes' % n5)
+                            raise ProtocolError('FetchRequest', None, pos, f'string ClusterId length {n5} exceeds remaining bytes')
                         f_cluster_id = buf[pos:end6].decode()
                         pos = end6
                 elif tag == 1:
@@ -1498,7 +1497,7 @@ def da_FetchRequest_FetchPartition_v17(buf: bytes, pos: int, blen: int, n: int) 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('FetchRequest.FetchPartition', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('FetchRequest.FetchPartition', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     if tag == 0:
                         if pos + 16 > blen:
                             raise ProtocolError('FetchRequest.FetchPartition', None, pos, 'truncated uuid ReplicaDirectoryId')
@@ -1535,7 +1534,7 @@ def da_FetchRequest_FetchTopic_v17(buf: bytes, pos: int, blen: int, n: int) -> t
                 raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n1 * 1 > blen - pos:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'array Partitions count {n1} exceeds remaining bytes')
                 f_partitions, pos = da_FetchRequest_FetchPartition_v17(buf, pos, blen, n1)
             if buf[pos] == 0:
                 pos += 1
@@ -1546,7 +1545,7 @@ def da_FetchRequest_FetchTopic_v17(buf: bytes, pos: int, blen: int, n: int) -> t
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_FetchRequest_FetchTopic('', f_topic_id, f_partitions))
     except DECODE_FAILURES as exc:
@@ -1576,7 +1575,7 @@ def d_FetchRequest_v17(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_FetchRequest_FetchTopic_v17(buf, pos, blen, n1)
         n2 = buf[pos]
         if n2 < 128:
@@ -1591,7 +1590,7 @@ def d_FetchRequest_v17(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
             raise ProtocolError('FetchRequest', None, pos, 'null or negative count for non-nullable array ForgottenTopicsData')
         else:
             if n2 * 1 > blen - pos:
-                raise ProtocolError('FetchRequest', None, pos, 'array ForgottenTopicsData count %d exceeds remaining bytes' % n2)
+                raise ProtocolError('FetchRequest', None, pos, f'array ForgottenTopicsData count {n2} exceeds remaining bytes')
             f_forgotten_topics_data, pos = da_FetchRequest_ForgottenTopic_v13(buf, pos, blen, n2)
         n3 = buf[pos]
         if n3 < 128:
@@ -1609,7 +1608,7 @@ def d_FetchRequest_v17(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('FetchRequest', None, pos, 'string RackId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('FetchRequest', None, pos, f'string RackId length {n3} exceeds remaining bytes')
             f_rack_id = buf[pos:end4].decode()
             pos = end4
         f_cluster_id = None
@@ -1623,7 +1622,7 @@ def d_FetchRequest_v17(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('FetchRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('FetchRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 if tag == 0:
                     n5 = buf[pos]
                     if n5 < 128:
@@ -1641,7 +1640,7 @@ def d_FetchRequest_v17(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
                     else:
                         end6 = pos + n5
                         if end6 > blen:
-                            raise ProtocolError('FetchRequest', None, pos, 'string ClusterId length %d exceeds remaining bytes' % n5)
+                            raise ProtocolError('FetchRequest', None, pos, f'string ClusterId length {n5} exceeds remaining bytes')
                         f_cluster_id = buf[pos:end6].decode()
                         pos = end6
                 elif tag == 1:
@@ -1748,7 +1747,7 @@ def da_FetchResponse_PartitionData_v0(buf: bytes, pos: int, blen: int, n: int) -
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, 'records Records length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'records Records length {n1} exceeds remaining bytes')
                 f_records = buf[pos:end2]
                 pos = end2
             app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, -1, -1, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), [], -1, f_records))
@@ -1773,7 +1772,7 @@ def da_FetchResponse_FetchableTopicResponse_v0(buf: bytes, pos: int, blen: int, 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'string Topic length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'string Topic length {n1} exceeds remaining bytes')
                 f_topic = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -1782,7 +1781,7 @@ def da_FetchResponse_FetchableTopicResponse_v0(buf: bytes, pos: int, blen: int, 
                 raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchResponse_PartitionData_v0(buf, pos, blen, n3)
             app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
     except DECODE_FAILURES as exc:
@@ -1799,7 +1798,7 @@ def d_FetchResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, 
             raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_FetchResponse_FetchableTopicResponse_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse', pos) from None
@@ -1854,7 +1853,7 @@ def d_FetchResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, 
             raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_FetchResponse_FetchableTopicResponse_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse', pos) from None
@@ -1899,7 +1898,7 @@ def da_FetchResponse_PartitionData_v4(buf: bytes, pos: int, blen: int, n: int) -
                 f_aborted_transactions = None
             else:
                 if n1 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, 'array AbortedTransactions count %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'array AbortedTransactions count {n1} exceeds remaining bytes')
                 f_aborted_transactions, pos = da_FetchResponse_AbortedTransaction_v4(buf, pos, blen, n1)
             (n2,) = I32_unpack(buf, pos)
             pos += 4
@@ -1908,7 +1907,7 @@ def da_FetchResponse_PartitionData_v4(buf: bytes, pos: int, blen: int, n: int) -
             else:
                 end3 = pos + n2
                 if end3 > blen:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, 'records Records length %d exceeds remaining bytes' % n2)
+                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'records Records length {n2} exceeds remaining bytes')
                 f_records = buf[pos:end3]
                 pos = end3
             app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, -1, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), f_aborted_transactions, -1, f_records))
@@ -1933,7 +1932,7 @@ def da_FetchResponse_FetchableTopicResponse_v4(buf: bytes, pos: int, blen: int, 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'string Topic length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'string Topic length {n1} exceeds remaining bytes')
                 f_topic = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -1942,7 +1941,7 @@ def da_FetchResponse_FetchableTopicResponse_v4(buf: bytes, pos: int, blen: int, 
                 raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchResponse_PartitionData_v4(buf, pos, blen, n3)
             app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
     except DECODE_FAILURES as exc:
@@ -1961,7 +1960,7 @@ def d_FetchResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, 
             raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_FetchResponse_FetchableTopicResponse_v4(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse', pos) from None
@@ -2035,7 +2034,7 @@ def da_FetchResponse_PartitionData_v5(buf: bytes, pos: int, blen: int, n: int) -
                 f_aborted_transactions = None
             else:
                 if n1 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, 'array AbortedTransactions count %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'array AbortedTransactions count {n1} exceeds remaining bytes')
                 f_aborted_transactions, pos = da_FetchResponse_AbortedTransaction_v4(buf, pos, blen, n1)
             (n2,) = I32_unpack(buf, pos)
             pos += 4
@@ -2044,7 +2043,7 @@ def da_FetchResponse_PartitionData_v5(buf: bytes, pos: int, blen: int, n: int) -
             else:
                 end3 = pos + n2
                 if end3 > blen:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, 'records Records length %d exceeds remaining bytes' % n2)
+                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'records Records length {n2} exceeds remaining bytes')
                 f_records = buf[pos:end3]
                 pos = end3
             app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), f_aborted_transactions, -1, f_records))
@@ -2069,7 +2068,7 @@ def da_FetchResponse_FetchableTopicResponse_v5(buf: bytes, pos: int, blen: int, 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'string Topic length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'string Topic length {n1} exceeds remaining bytes')
                 f_topic = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -2078,7 +2077,7 @@ def da_FetchResponse_FetchableTopicResponse_v5(buf: bytes, pos: int, blen: int, 
                 raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchResponse_PartitionData_v5(buf, pos, blen, n3)
             app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
     except DECODE_FAILURES as exc:
@@ -2097,7 +2096,7 @@ def d_FetchResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, 
             raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_FetchResponse_FetchableTopicResponse_v5(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse', pos) from None
@@ -2159,7 +2158,7 @@ def d_FetchResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, 
             raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_FetchResponse_FetchableTopicResponse_v5(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse', pos) from None
@@ -2191,7 +2190,7 @@ def da_FetchResponse_PartitionData_v11(buf: bytes, pos: int, blen: int, n: int) 
                 f_aborted_transactions = None
             else:
                 if n1 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, 'array AbortedTransactions count %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'array AbortedTransactions count {n1} exceeds remaining bytes')
                 f_aborted_transactions, pos = da_FetchResponse_AbortedTransaction_v4(buf, pos, blen, n1)
             (f_preferred_read_replica,) = _F_i_unpack(buf, pos)
             pos += 4
@@ -2202,7 +2201,7 @@ def da_FetchResponse_PartitionData_v11(buf: bytes, pos: int, blen: int, n: int) 
             else:
                 end3 = pos + n2
                 if end3 > blen:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, 'records Records length %d exceeds remaining bytes' % n2)
+                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'records Records length {n2} exceeds remaining bytes')
                 f_records = buf[pos:end3]
                 pos = end3
             app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), f_aborted_transactions, f_preferred_read_replica, f_records))
@@ -2227,7 +2226,7 @@ def da_FetchResponse_FetchableTopicResponse_v11(buf: bytes, pos: int, blen: int,
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'string Topic length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'string Topic length {n1} exceeds remaining bytes')
                 f_topic = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -2236,7 +2235,7 @@ def da_FetchResponse_FetchableTopicResponse_v11(buf: bytes, pos: int, blen: int,
                 raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchResponse_PartitionData_v11(buf, pos, blen, n3)
             app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
     except DECODE_FAILURES as exc:
@@ -2255,7 +2254,7 @@ def d_FetchResponse_v11(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse,
             raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_FetchResponse_FetchableTopicResponse_v11(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse', pos) from None
@@ -2323,7 +2322,7 @@ def da_FetchResponse_AbortedTransaction_v12(buf: bytes, pos: int, blen: int, n: 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('FetchResponse.AbortedTransaction', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('FetchResponse.AbortedTransaction', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_FetchResponse_AbortedTransaction(f_producer_id, f_first_offset))
     except DECODE_FAILURES as exc:
@@ -2344,7 +2343,7 @@ def d_FetchResponse_EpochEndOffset_v12(buf: bytes, pos: int, blen: int) -> tuple
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('FetchResponse.EpochEndOffset', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('FetchResponse.EpochEndOffset', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.EpochEndOffset', pos) from None
@@ -2364,7 +2363,7 @@ def d_FetchResponse_LeaderIdAndEpoch_v12(buf: bytes, pos: int, blen: int) -> tup
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('FetchResponse.LeaderIdAndEpoch', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('FetchResponse.LeaderIdAndEpoch', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.LeaderIdAndEpoch', pos) from None
@@ -2384,7 +2383,7 @@ def d_FetchResponse_SnapshotId_v12(buf: bytes, pos: int, blen: int) -> tuple[Fet
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('FetchResponse.SnapshotId', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('FetchResponse.SnapshotId', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.SnapshotId', pos) from None
@@ -2416,7 +2415,7 @@ def da_FetchResponse_PartitionData_v12(buf: bytes, pos: int, blen: int, n: int) 
                 f_aborted_transactions = None
             else:
                 if n1 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, 'array AbortedTransactions count %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'array AbortedTransactions count {n1} exceeds remaining bytes')
                 f_aborted_transactions, pos = da_FetchResponse_AbortedTransaction_v12(buf, pos, blen, n1)
             (f_preferred_read_replica,) = _F_i_unpack(buf, pos)
             pos += 4
@@ -2434,7 +2433,7 @@ def da_FetchResponse_PartitionData_v12(buf: bytes, pos: int, blen: int, n: int) 
             else:
                 end3 = pos + n2
                 if end3 > blen:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, 'records Records length %d exceeds remaining bytes' % n2)
+                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'records Records length {n2} exceeds remaining bytes')
                 f_records = buf[pos:end3]
                 pos = end3
             f_diverging_epoch = _FetchResponse_EpochEndOffset()
@@ -2449,7 +2448,7 @@ def da_FetchResponse_PartitionData_v12(buf: bytes, pos: int, blen: int, n: int) 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('FetchResponse.PartitionData', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('FetchResponse.PartitionData', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     if tag == 0:
                         f_diverging_epoch, pos = d_FetchResponse_EpochEndOffset_v12(buf, pos, blen)
                     elif tag == 1:
@@ -2486,7 +2485,7 @@ def da_FetchResponse_FetchableTopicResponse_v12(buf: bytes, pos: int, blen: int,
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'string Topic length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'string Topic length {n1} exceeds remaining bytes')
                 f_topic = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -2502,7 +2501,7 @@ def da_FetchResponse_FetchableTopicResponse_v12(buf: bytes, pos: int, blen: int,
                 raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchResponse_PartitionData_v12(buf, pos, blen, n3)
             if buf[pos] == 0:
                 pos += 1
@@ -2513,7 +2512,7 @@ def da_FetchResponse_FetchableTopicResponse_v12(buf: bytes, pos: int, blen: int,
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
     except DECODE_FAILURES as exc:
@@ -2539,7 +2538,7 @@ def d_FetchResponse_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse,
             raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_FetchResponse_FetchableTopicResponse_v12(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -2550,7 +2549,7 @@ def d_FetchResponse_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse,
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('FetchResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('FetchResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse', pos) from None
@@ -2686,7 +2685,7 @@ def da_FetchResponse_FetchableTopicResponse_v13(buf: bytes, pos: int, blen: int,
                 raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n1 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'array Partitions count %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n1} exceeds remaining bytes')
                 f_partitions, pos = da_FetchResponse_PartitionData_v12(buf, pos, blen, n1)
             if buf[pos] == 0:
                 pos += 1
@@ -2697,7 +2696,7 @@ def da_FetchResponse_FetchableTopicResponse_v13(buf: bytes, pos: int, blen: int,
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_FetchResponse_FetchableTopicResponse('', f_topic_id, f_partitions))
     except DECODE_FAILURES as exc:
@@ -2723,7 +2722,7 @@ def d_FetchResponse_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse,
             raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_FetchResponse_FetchableTopicResponse_v13(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -2734,7 +2733,7 @@ def d_FetchResponse_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse,
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('FetchResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('FetchResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse', pos) from None
@@ -2792,7 +2791,7 @@ def da_FetchResponse_NodeEndpoint_v16(buf: bytes, pos: int, blen: int, n: int) -
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('FetchResponse.NodeEndpoint', None, pos, 'string Host length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FetchResponse.NodeEndpoint', None, pos, f'string Host length {n1} exceeds remaining bytes')
                 f_host = buf[pos:end2].decode()
                 pos = end2
             (f_port,) = _F_i_unpack(buf, pos)
@@ -2813,7 +2812,7 @@ def da_FetchResponse_NodeEndpoint_v16(buf: bytes, pos: int, blen: int, n: int) -
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('FetchResponse.NodeEndpoint', None, pos, 'string Rack length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('FetchResponse.NodeEndpoint', None, pos, f'string Rack length {n3} exceeds remaining bytes')
                 f_rack = buf[pos:end4].decode()
                 pos = end4
             if buf[pos] == 0:
@@ -2825,7 +2824,7 @@ def da_FetchResponse_NodeEndpoint_v16(buf: bytes, pos: int, blen: int, n: int) -
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('FetchResponse.NodeEndpoint', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('FetchResponse.NodeEndpoint', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_FetchResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack))
     except DECODE_FAILURES as exc:
@@ -2852,7 +2851,7 @@ def d_FetchResponse_v16(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse,
             raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_FetchResponse_FetchableTopicResponse_v13(buf, pos, blen, n1)
         f_node_endpoints = []
         if buf[pos] == 0:
@@ -2864,7 +2863,7 @@ def d_FetchResponse_v16(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse,
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('FetchResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('FetchResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 if tag == 0:
                     n2 = buf[pos]
                     if n2 < 128:
@@ -2879,7 +2878,7 @@ def d_FetchResponse_v16(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse,
                         raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array NodeEndpoints')
                     else:
                         if n2 * 1 > blen - pos:
-                            raise ProtocolError('FetchResponse', None, pos, 'array NodeEndpoints count %d exceeds remaining bytes' % n2)
+                            raise ProtocolError('FetchResponse', None, pos, f'array NodeEndpoints count {n2} exceeds remaining bytes')
                         f_node_endpoints, pos = da_FetchResponse_NodeEndpoint_v16(buf, pos, blen, n2)
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:

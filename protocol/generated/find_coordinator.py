@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -12,15 +11,15 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
-    I16_pack,
-    I16_unpack,
     UNSET,
     UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    I16_pack,
+    I16_unpack,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -103,7 +102,7 @@ def d_FindCoordinatorRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[FindCo
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('FindCoordinatorRequest', None, pos, 'string Key length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FindCoordinatorRequest', None, pos, f'string Key length {n1} exceeds remaining bytes')
             f_key = buf[pos:end2].decode()
             pos = end2
     except DECODE_FAILURES as exc:
@@ -133,7 +132,7 @@ def d_FindCoordinatorRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[FindCo
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('FindCoordinatorRequest', None, pos, 'string Key length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FindCoordinatorRequest', None, pos, f'string Key length {n1} exceeds remaining bytes')
             f_key = buf[pos:end2].decode()
             pos = end2
         (f_key_type,) = _F_b_unpack(buf, pos)
@@ -173,7 +172,7 @@ def d_FindCoordinatorRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[FindCo
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('FindCoordinatorRequest', None, pos, 'string Key length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FindCoordinatorRequest', None, pos, f'string Key length {n1} exceeds remaining bytes')
             f_key = buf[pos:end2].decode()
             pos = end2
         (f_key_type,) = _F_b_unpack(buf, pos)
@@ -187,7 +186,7 @@ def d_FindCoordinatorRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[FindCo
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('FindCoordinatorRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('FindCoordinatorRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FindCoordinatorRequest', pos) from None
@@ -224,7 +223,7 @@ def d_FindCoordinatorRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[FindCo
             raise ProtocolError('FindCoordinatorRequest', None, pos, 'null or negative count for non-nullable array CoordinatorKeys')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FindCoordinatorRequest', None, pos, 'array CoordinatorKeys count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FindCoordinatorRequest', None, pos, f'array CoordinatorKeys count {n1} exceeds remaining bytes')
             f_coordinator_keys = []
             app2 = f_coordinator_keys.append
             for _ in range(n1):
@@ -244,7 +243,7 @@ def d_FindCoordinatorRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[FindCo
                 else:
                     end5 = pos + n4
                     if end5 > blen:
-                        raise ProtocolError('FindCoordinatorRequest', None, pos, 'string CoordinatorKeys length %d exceeds remaining bytes' % n4)
+                        raise ProtocolError('FindCoordinatorRequest', None, pos, f'string CoordinatorKeys length {n4} exceeds remaining bytes')
                     el3 = buf[pos:end5].decode()
                     pos = end5
                 app2(el3)
@@ -257,7 +256,7 @@ def d_FindCoordinatorRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[FindCo
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('FindCoordinatorRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('FindCoordinatorRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FindCoordinatorRequest', pos) from None
@@ -294,7 +293,7 @@ def d_FindCoordinatorResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[FindC
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('FindCoordinatorResponse', None, pos, 'string Host length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FindCoordinatorResponse', None, pos, f'string Host length {n1} exceeds remaining bytes')
             f_host = buf[pos:end2].decode()
             pos = end2
         (f_port,) = _F_i_unpack(buf, pos)
@@ -331,7 +330,7 @@ def d_FindCoordinatorResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[FindC
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('FindCoordinatorResponse', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FindCoordinatorResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
             f_error_message = buf[pos:end2].decode()
             pos = end2
         (f_node_id,) = _F_i_unpack(buf, pos)
@@ -345,7 +344,7 @@ def d_FindCoordinatorResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[FindC
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('FindCoordinatorResponse', None, pos, 'string Host length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('FindCoordinatorResponse', None, pos, f'string Host length {n3} exceeds remaining bytes')
             f_host = buf[pos:end4].decode()
             pos = end4
         (f_port,) = _F_i_unpack(buf, pos)
@@ -397,7 +396,7 @@ def d_FindCoordinatorResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[FindC
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('FindCoordinatorResponse', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FindCoordinatorResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
             f_error_message = buf[pos:end2].decode()
             pos = end2
         (f_node_id,) = _F_i_unpack(buf, pos)
@@ -418,7 +417,7 @@ def d_FindCoordinatorResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[FindC
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('FindCoordinatorResponse', None, pos, 'string Host length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('FindCoordinatorResponse', None, pos, f'string Host length {n3} exceeds remaining bytes')
             f_host = buf[pos:end4].decode()
             pos = end4
         (f_port,) = _F_i_unpack(buf, pos)
@@ -432,7 +431,7 @@ def d_FindCoordinatorResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[FindC
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('FindCoordinatorResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('FindCoordinatorResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FindCoordinatorResponse', pos) from None
@@ -485,7 +484,7 @@ def da_FindCoordinatorResponse_Coordinator_v4(buf: bytes, pos: int, blen: int, n
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('FindCoordinatorResponse.Coordinator', None, pos, 'string Key length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('FindCoordinatorResponse.Coordinator', None, pos, f'string Key length {n1} exceeds remaining bytes')
                 f_key = buf[pos:end2].decode()
                 pos = end2
             (f_node_id,) = _F_i_unpack(buf, pos)
@@ -506,7 +505,7 @@ def da_FindCoordinatorResponse_Coordinator_v4(buf: bytes, pos: int, blen: int, n
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('FindCoordinatorResponse.Coordinator', None, pos, 'string Host length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('FindCoordinatorResponse.Coordinator', None, pos, f'string Host length {n3} exceeds remaining bytes')
                 f_host = buf[pos:end4].decode()
                 pos = end4
             (f_port, f_error_code,) = _F_ih_unpack(buf, pos)
@@ -527,7 +526,7 @@ def da_FindCoordinatorResponse_Coordinator_v4(buf: bytes, pos: int, blen: int, n
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('FindCoordinatorResponse.Coordinator', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('FindCoordinatorResponse.Coordinator', None, pos, f'string ErrorMessage length {n5} exceeds remaining bytes')
                 f_error_message = buf[pos:end6].decode()
                 pos = end6
             if buf[pos] == 0:
@@ -539,7 +538,7 @@ def da_FindCoordinatorResponse_Coordinator_v4(buf: bytes, pos: int, blen: int, n
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('FindCoordinatorResponse.Coordinator', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('FindCoordinatorResponse.Coordinator', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_FindCoordinatorResponse_Coordinator(f_key, f_node_id, f_host, f_port, f_error_code, f_error_message))
     except DECODE_FAILURES as exc:
@@ -565,7 +564,7 @@ def d_FindCoordinatorResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[FindC
             raise ProtocolError('FindCoordinatorResponse', None, pos, 'null or negative count for non-nullable array Coordinators')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('FindCoordinatorResponse', None, pos, 'array Coordinators count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('FindCoordinatorResponse', None, pos, f'array Coordinators count {n1} exceeds remaining bytes')
             f_coordinators, pos = da_FindCoordinatorResponse_Coordinator_v4(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -576,7 +575,7 @@ def d_FindCoordinatorResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[FindC
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('FindCoordinatorResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('FindCoordinatorResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FindCoordinatorResponse', pos) from None

@@ -2,22 +2,21 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
 import struct
 
-from protocol.model import Append, Message, Struct
+from protocol.model import Append, Message
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
     I16_pack,
     I16_unpack,
-    read_uvarint,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
 )
 from protocol.schema import VersionRange
 
@@ -93,7 +92,7 @@ def d_RequestHeader_v1(buf: bytes, pos: int, blen: int) -> tuple[RequestHeader, 
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('RequestHeader', None, pos, 'string ClientId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('RequestHeader', None, pos, f'string ClientId length {n1} exceeds remaining bytes')
             f_client_id = buf[pos:end2].decode()
             pos = end2
     except DECODE_FAILURES as exc:
@@ -129,7 +128,7 @@ def d_RequestHeader_v2(buf: bytes, pos: int, blen: int) -> tuple[RequestHeader, 
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('RequestHeader', None, pos, 'string ClientId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('RequestHeader', None, pos, f'string ClientId length {n1} exceeds remaining bytes')
             f_client_id = buf[pos:end2].decode()
             pos = end2
         if buf[pos] == 0:
@@ -141,7 +140,7 @@ def d_RequestHeader_v2(buf: bytes, pos: int, blen: int) -> tuple[RequestHeader, 
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('RequestHeader', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('RequestHeader', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'RequestHeader', pos) from None
@@ -192,7 +191,7 @@ def d_ResponseHeader_v1(buf: bytes, pos: int, blen: int) -> tuple[ResponseHeader
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ResponseHeader', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ResponseHeader', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ResponseHeader', pos) from None

@@ -2,24 +2,23 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
 import struct
 
-from protocol.model import Append, Message, Struct
+from protocol.model import Append, Message
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UVARINT_SMALL,
     I16_pack,
     I16_unpack,
-    UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -81,7 +80,7 @@ def d_HeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatReq
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('HeartbeatRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('HeartbeatRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_generation_id,) = _F_i_unpack(buf, pos)
@@ -95,7 +94,7 @@ def d_HeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatReq
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('HeartbeatRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('HeartbeatRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
     except DECODE_FAILURES as exc:
@@ -132,7 +131,7 @@ def d_HeartbeatRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatReq
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('HeartbeatRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('HeartbeatRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_generation_id,) = _F_i_unpack(buf, pos)
@@ -146,7 +145,7 @@ def d_HeartbeatRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatReq
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('HeartbeatRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('HeartbeatRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         (n5,) = I16_unpack(buf, pos)
@@ -158,7 +157,7 @@ def d_HeartbeatRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatReq
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('HeartbeatRequest', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('HeartbeatRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
             f_group_instance_id = buf[pos:end6].decode()
             pos = end6
     except DECODE_FAILURES as exc:
@@ -209,7 +208,7 @@ def d_HeartbeatRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatReq
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('HeartbeatRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('HeartbeatRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_generation_id,) = _F_i_unpack(buf, pos)
@@ -230,7 +229,7 @@ def d_HeartbeatRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatReq
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('HeartbeatRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('HeartbeatRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         n5 = buf[pos]
@@ -249,7 +248,7 @@ def d_HeartbeatRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatReq
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('HeartbeatRequest', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('HeartbeatRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
             f_group_instance_id = buf[pos:end6].decode()
             pos = end6
         if buf[pos] == 0:
@@ -261,7 +260,7 @@ def d_HeartbeatRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatReq
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('HeartbeatRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('HeartbeatRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'HeartbeatRequest', pos) from None
@@ -339,7 +338,7 @@ def d_HeartbeatResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatRe
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('HeartbeatResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('HeartbeatResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'HeartbeatResponse', pos) from None

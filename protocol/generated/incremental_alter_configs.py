@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -12,17 +11,17 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -119,7 +118,7 @@ def da_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf: bytes, pos: int, b
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_config_operation,) = _F_b_unpack(buf, pos)
@@ -133,7 +132,7 @@ def da_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf: bytes, pos: int, b
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, 'string Value length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, f'string Value length {n3} exceeds remaining bytes')
                 f_value = buf[pos:end4].decode()
                 pos = end4
             app(_IncrementalAlterConfigsRequest_AlterableConfig(f_name, f_config_operation, f_value))
@@ -160,7 +159,7 @@ def da_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(buf: bytes, pos: i
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, 'string ResourceName length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, f'string ResourceName length {n1} exceeds remaining bytes')
                 f_resource_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -169,7 +168,7 @@ def da_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(buf: bytes, pos: i
                 raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, 'null or negative count for non-nullable array Configs')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, 'array Configs count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, f'array Configs count {n3} exceeds remaining bytes')
                 f_configs, pos = da_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf, pos, blen, n3)
             app(_IncrementalAlterConfigsRequest_AlterConfigsResource(f_resource_type, f_resource_name, f_configs))
     except DECODE_FAILURES as exc:
@@ -186,7 +185,7 @@ def d_IncrementalAlterConfigsRequest_v0(buf: bytes, pos: int, blen: int) -> tupl
             raise ProtocolError('IncrementalAlterConfigsRequest', None, pos, 'null or negative count for non-nullable array Resources')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('IncrementalAlterConfigsRequest', None, pos, 'array Resources count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('IncrementalAlterConfigsRequest', None, pos, f'array Resources count {n1} exceeds remaining bytes')
             f_resources, pos = da_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(buf, pos, blen, n1)
         (f_validate_only,) = _F_o_unpack(buf, pos)
         pos += 1
@@ -262,7 +261,7 @@ def da_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf: bytes, pos: int, b
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_config_operation,) = _F_b_unpack(buf, pos)
@@ -283,7 +282,7 @@ def da_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf: bytes, pos: int, b
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, 'string Value length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, f'string Value length {n3} exceeds remaining bytes')
                 f_value = buf[pos:end4].decode()
                 pos = end4
             if buf[pos] == 0:
@@ -295,7 +294,7 @@ def da_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf: bytes, pos: int, b
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_IncrementalAlterConfigsRequest_AlterableConfig(f_name, f_config_operation, f_value))
     except DECODE_FAILURES as exc:
@@ -328,7 +327,7 @@ def da_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf: bytes, pos: i
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, 'string ResourceName length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, f'string ResourceName length {n1} exceeds remaining bytes')
                 f_resource_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -344,7 +343,7 @@ def da_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf: bytes, pos: i
                 raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, 'null or negative count for non-nullable array Configs')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, 'array Configs count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, f'array Configs count {n3} exceeds remaining bytes')
                 f_configs, pos = da_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf, pos, blen, n3)
             if buf[pos] == 0:
                 pos += 1
@@ -355,7 +354,7 @@ def da_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf: bytes, pos: i
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_IncrementalAlterConfigsRequest_AlterConfigsResource(f_resource_type, f_resource_name, f_configs))
     except DECODE_FAILURES as exc:
@@ -379,7 +378,7 @@ def d_IncrementalAlterConfigsRequest_v1(buf: bytes, pos: int, blen: int) -> tupl
             raise ProtocolError('IncrementalAlterConfigsRequest', None, pos, 'null or negative count for non-nullable array Resources')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('IncrementalAlterConfigsRequest', None, pos, 'array Resources count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('IncrementalAlterConfigsRequest', None, pos, f'array Resources count {n1} exceeds remaining bytes')
             f_resources, pos = da_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf, pos, blen, n1)
         (f_validate_only,) = _F_o_unpack(buf, pos)
         pos += 1
@@ -392,7 +391,7 @@ def d_IncrementalAlterConfigsRequest_v1(buf: bytes, pos: int, blen: int) -> tupl
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('IncrementalAlterConfigsRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('IncrementalAlterConfigsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsRequest', pos) from None
@@ -468,7 +467,7 @@ def da_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf: byte
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
                 f_error_message = buf[pos:end2].decode()
                 pos = end2
             (f_resource_type,) = _F_b_unpack(buf, pos)
@@ -482,7 +481,7 @@ def da_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf: byte
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, 'string ResourceName length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, f'string ResourceName length {n3} exceeds remaining bytes')
                 f_resource_name = buf[pos:end4].decode()
                 pos = end4
             app(_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name))
@@ -502,7 +501,7 @@ def d_IncrementalAlterConfigsResponse_v0(buf: bytes, pos: int, blen: int) -> tup
             raise ProtocolError('IncrementalAlterConfigsResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('IncrementalAlterConfigsResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('IncrementalAlterConfigsResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsResponse', pos) from None
@@ -564,7 +563,7 @@ def da_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf: byte
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
                 f_error_message = buf[pos:end2].decode()
                 pos = end2
             (f_resource_type,) = _F_b_unpack(buf, pos)
@@ -585,7 +584,7 @@ def da_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf: byte
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, 'string ResourceName length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, f'string ResourceName length {n3} exceeds remaining bytes')
                 f_resource_name = buf[pos:end4].decode()
                 pos = end4
             if buf[pos] == 0:
@@ -597,7 +596,7 @@ def da_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf: byte
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name))
     except DECODE_FAILURES as exc:
@@ -623,7 +622,7 @@ def d_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: int, blen: int) -> tup
             raise ProtocolError('IncrementalAlterConfigsResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('IncrementalAlterConfigsResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('IncrementalAlterConfigsResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -634,7 +633,7 @@ def d_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: int, blen: int) -> tup
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('IncrementalAlterConfigsResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('IncrementalAlterConfigsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsResponse', pos) from None

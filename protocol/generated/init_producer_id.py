@@ -2,24 +2,23 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
 import struct
 
-from protocol.model import Append, Message, Struct
+from protocol.model import Append, Message
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UVARINT_SMALL,
     I16_pack,
     I16_unpack,
-    UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -86,7 +85,7 @@ def d_InitProducerIdRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[InitPro
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('InitProducerIdRequest', None, pos, 'string TransactionalId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('InitProducerIdRequest', None, pos, f'string TransactionalId length {n1} exceeds remaining bytes')
             f_transactional_id = buf[pos:end2].decode()
             pos = end2
         (f_transaction_timeout_ms,) = _F_i_unpack(buf, pos)
@@ -129,7 +128,7 @@ def d_InitProducerIdRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[InitPro
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('InitProducerIdRequest', None, pos, 'string TransactionalId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('InitProducerIdRequest', None, pos, f'string TransactionalId length {n1} exceeds remaining bytes')
             f_transactional_id = buf[pos:end2].decode()
             pos = end2
         (f_transaction_timeout_ms,) = _F_i_unpack(buf, pos)
@@ -143,7 +142,7 @@ def d_InitProducerIdRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[InitPro
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('InitProducerIdRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('InitProducerIdRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'InitProducerIdRequest', pos) from None
@@ -184,7 +183,7 @@ def d_InitProducerIdRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[InitPro
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('InitProducerIdRequest', None, pos, 'string TransactionalId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('InitProducerIdRequest', None, pos, f'string TransactionalId length {n1} exceeds remaining bytes')
             f_transactional_id = buf[pos:end2].decode()
             pos = end2
         (f_transaction_timeout_ms, f_producer_id, f_producer_epoch,) = _F_iqh_unpack(buf, pos)
@@ -198,7 +197,7 @@ def d_InitProducerIdRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[InitPro
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('InitProducerIdRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('InitProducerIdRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'InitProducerIdRequest', pos) from None
@@ -249,7 +248,7 @@ def d_InitProducerIdResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[InitPr
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('InitProducerIdResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('InitProducerIdResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'InitProducerIdResponse', pos) from None

@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -12,17 +11,17 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -120,7 +119,7 @@ def da_JoinGroupRequest_JoinGroupRequestProtocol_v0(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -130,7 +129,7 @@ def da_JoinGroupRequest_JoinGroupRequestProtocol_v0(buf: bytes, pos: int, blen: 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, 'bytes Metadata length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, f'bytes Metadata length {n3} exceeds remaining bytes')
                 f_metadata = buf[pos:end4]
                 pos = end4
             app(_JoinGroupRequest_JoinGroupRequestProtocol(f_name, f_metadata))
@@ -154,7 +153,7 @@ def d_JoinGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_session_timeout_ms,) = _F_i_unpack(buf, pos)
@@ -168,7 +167,7 @@ def d_JoinGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         (n5,) = I16_unpack(buf, pos)
@@ -180,7 +179,7 @@ def d_JoinGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string ProtocolType length {n5} exceeds remaining bytes')
             f_protocol_type = buf[pos:end6].decode()
             pos = end6
         (n7,) = I32_unpack(buf, pos)
@@ -189,7 +188,7 @@ def d_JoinGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
             raise ProtocolError('JoinGroupRequest', None, pos, 'null or negative count for non-nullable array Protocols')
         else:
             if n7 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'array Protocols count %d exceeds remaining bytes' % n7)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'array Protocols count {n7} exceeds remaining bytes')
             f_protocols, pos = da_JoinGroupRequest_JoinGroupRequestProtocol_v0(buf, pos, blen, n7)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupRequest', pos) from None
@@ -247,7 +246,7 @@ def d_JoinGroupRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_session_timeout_ms, f_rebalance_timeout_ms,) = _F_ii_unpack(buf, pos)
@@ -261,7 +260,7 @@ def d_JoinGroupRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         (n5,) = I16_unpack(buf, pos)
@@ -273,7 +272,7 @@ def d_JoinGroupRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string ProtocolType length {n5} exceeds remaining bytes')
             f_protocol_type = buf[pos:end6].decode()
             pos = end6
         (n7,) = I32_unpack(buf, pos)
@@ -282,7 +281,7 @@ def d_JoinGroupRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
             raise ProtocolError('JoinGroupRequest', None, pos, 'null or negative count for non-nullable array Protocols')
         else:
             if n7 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'array Protocols count %d exceeds remaining bytes' % n7)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'array Protocols count {n7} exceeds remaining bytes')
             f_protocols, pos = da_JoinGroupRequest_JoinGroupRequestProtocol_v0(buf, pos, blen, n7)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupRequest', pos) from None
@@ -327,7 +326,7 @@ def d_JoinGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_session_timeout_ms, f_rebalance_timeout_ms,) = _F_ii_unpack(buf, pos)
@@ -341,7 +340,7 @@ def d_JoinGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         (n5,) = I16_unpack(buf, pos)
@@ -353,7 +352,7 @@ def d_JoinGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
             f_group_instance_id = buf[pos:end6].decode()
             pos = end6
         (n7,) = I16_unpack(buf, pos)
@@ -365,7 +364,7 @@ def d_JoinGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end8 = pos + n7
             if end8 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n7)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string ProtocolType length {n7} exceeds remaining bytes')
             f_protocol_type = buf[pos:end8].decode()
             pos = end8
         (n9,) = I32_unpack(buf, pos)
@@ -374,7 +373,7 @@ def d_JoinGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
             raise ProtocolError('JoinGroupRequest', None, pos, 'null or negative count for non-nullable array Protocols')
         else:
             if n9 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'array Protocols count %d exceeds remaining bytes' % n9)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'array Protocols count {n9} exceeds remaining bytes')
             f_protocols, pos = da_JoinGroupRequest_JoinGroupRequestProtocol_v0(buf, pos, blen, n9)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupRequest', pos) from None
@@ -433,7 +432,7 @@ def da_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -450,7 +449,7 @@ def da_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf: bytes, pos: int, blen: 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, 'bytes Metadata length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, f'bytes Metadata length {n3} exceeds remaining bytes')
                 f_metadata = buf[pos:end4]
                 pos = end4
             if buf[pos] == 0:
@@ -462,7 +461,7 @@ def da_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf: bytes, pos: int, blen: 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_JoinGroupRequest_JoinGroupRequestProtocol(f_name, f_metadata))
     except DECODE_FAILURES as exc:
@@ -493,7 +492,7 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_session_timeout_ms, f_rebalance_timeout_ms,) = _F_ii_unpack(buf, pos)
@@ -514,7 +513,7 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         n5 = buf[pos]
@@ -533,7 +532,7 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
             f_group_instance_id = buf[pos:end6].decode()
             pos = end6
         n7 = buf[pos]
@@ -552,7 +551,7 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end8 = pos + n7
             if end8 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n7)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string ProtocolType length {n7} exceeds remaining bytes')
             f_protocol_type = buf[pos:end8].decode()
             pos = end8
         n9 = buf[pos]
@@ -568,7 +567,7 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
             raise ProtocolError('JoinGroupRequest', None, pos, 'null or negative count for non-nullable array Protocols')
         else:
             if n9 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'array Protocols count %d exceeds remaining bytes' % n9)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'array Protocols count {n9} exceeds remaining bytes')
             f_protocols, pos = da_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf, pos, blen, n9)
         if buf[pos] == 0:
             pos += 1
@@ -579,7 +578,7 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('JoinGroupRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('JoinGroupRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupRequest', pos) from None
@@ -662,7 +661,7 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_session_timeout_ms, f_rebalance_timeout_ms,) = _F_ii_unpack(buf, pos)
@@ -683,7 +682,7 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         n5 = buf[pos]
@@ -702,7 +701,7 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
             f_group_instance_id = buf[pos:end6].decode()
             pos = end6
         n7 = buf[pos]
@@ -721,7 +720,7 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end8 = pos + n7
             if end8 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n7)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string ProtocolType length {n7} exceeds remaining bytes')
             f_protocol_type = buf[pos:end8].decode()
             pos = end8
         n9 = buf[pos]
@@ -737,7 +736,7 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
             raise ProtocolError('JoinGroupRequest', None, pos, 'null or negative count for non-nullable array Protocols')
         else:
             if n9 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'array Protocols count %d exceeds remaining bytes' % n9)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'array Protocols count {n9} exceeds remaining bytes')
             f_protocols, pos = da_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf, pos, blen, n9)
         n10 = buf[pos]
         if n10 < 128:
@@ -755,7 +754,7 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             end11 = pos + n10
             if end11 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'string Reason length %d exceeds remaining bytes' % n10)
+                raise ProtocolError('JoinGroupRequest', None, pos, f'string Reason length {n10} exceeds remaining bytes')
             f_reason = buf[pos:end11].decode()
             pos = end11
         if buf[pos] == 0:
@@ -767,7 +766,7 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('JoinGroupRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('JoinGroupRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupRequest', pos) from None
@@ -833,7 +832,7 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v0(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, 'string MemberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -843,7 +842,7 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v0(buf: bytes, pos: int, blen: 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, 'bytes Metadata length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'bytes Metadata length {n3} exceeds remaining bytes')
                 f_metadata = buf[pos:end4]
                 pos = end4
             app(_JoinGroupResponse_JoinGroupResponseMember(f_member_id, None, f_metadata))
@@ -869,7 +868,7 @@ def d_JoinGroupResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string ProtocolName length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string ProtocolName length {n1} exceeds remaining bytes')
             f_protocol_name = buf[pos:end2].decode()
             pos = end2
         (n3,) = I16_unpack(buf, pos)
@@ -881,7 +880,7 @@ def d_JoinGroupResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string Leader length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string Leader length {n3} exceeds remaining bytes')
             f_leader = buf[pos:end4].decode()
             pos = end4
         (n5,) = I16_unpack(buf, pos)
@@ -893,7 +892,7 @@ def d_JoinGroupResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string MemberId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string MemberId length {n5} exceeds remaining bytes')
             f_member_id = buf[pos:end6].decode()
             pos = end6
         (n7,) = I32_unpack(buf, pos)
@@ -902,7 +901,7 @@ def d_JoinGroupResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
             raise ProtocolError('JoinGroupResponse', None, pos, 'null or negative count for non-nullable array Members')
         else:
             if n7 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'array Members count %d exceeds remaining bytes' % n7)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'array Members count {n7} exceeds remaining bytes')
             f_members, pos = da_JoinGroupResponse_JoinGroupResponseMember_v0(buf, pos, blen, n7)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupResponse', pos) from None
@@ -926,7 +925,7 @@ def e_JoinGroupResponse_v0(o: JoinGroupResponse, w: Append) -> None:
     try:
         pass
         w(_F_hi_pack(o.error_code, o.generation_id))
-        x_protocol_name = o.protocol_name
+        x_protocol_name: str = o.protocol_name  # type: ignore[assignment]
         b1 = x_protocol_name.encode()
         w(I16_pack(len(b1)))
         w(b1)
@@ -962,7 +961,7 @@ def d_JoinGroupResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string ProtocolName length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string ProtocolName length {n1} exceeds remaining bytes')
             f_protocol_name = buf[pos:end2].decode()
             pos = end2
         (n3,) = I16_unpack(buf, pos)
@@ -974,7 +973,7 @@ def d_JoinGroupResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string Leader length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string Leader length {n3} exceeds remaining bytes')
             f_leader = buf[pos:end4].decode()
             pos = end4
         (n5,) = I16_unpack(buf, pos)
@@ -986,7 +985,7 @@ def d_JoinGroupResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string MemberId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string MemberId length {n5} exceeds remaining bytes')
             f_member_id = buf[pos:end6].decode()
             pos = end6
         (n7,) = I32_unpack(buf, pos)
@@ -995,7 +994,7 @@ def d_JoinGroupResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
             raise ProtocolError('JoinGroupResponse', None, pos, 'null or negative count for non-nullable array Members')
         else:
             if n7 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'array Members count %d exceeds remaining bytes' % n7)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'array Members count {n7} exceeds remaining bytes')
             f_members, pos = da_JoinGroupResponse_JoinGroupResponseMember_v0(buf, pos, blen, n7)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupResponse', pos) from None
@@ -1005,7 +1004,7 @@ def e_JoinGroupResponse_v2(o: JoinGroupResponse, w: Append) -> None:
     try:
         pass
         w(_F_ihi_pack(o.throttle_time_ms, o.error_code, o.generation_id))
-        x_protocol_name = o.protocol_name
+        x_protocol_name: str = o.protocol_name  # type: ignore[assignment]
         b1 = x_protocol_name.encode()
         w(I16_pack(len(b1)))
         w(b1)
@@ -1041,7 +1040,7 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v5(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, 'string MemberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -1053,7 +1052,7 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v5(buf: bytes, pos: int, blen: 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
                 f_group_instance_id = buf[pos:end4].decode()
                 pos = end4
             (n5,) = I32_unpack(buf, pos)
@@ -1063,7 +1062,7 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v5(buf: bytes, pos: int, blen: 
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, 'bytes Metadata length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'bytes Metadata length {n5} exceeds remaining bytes')
                 f_metadata = buf[pos:end6]
                 pos = end6
             app(_JoinGroupResponse_JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata))
@@ -1089,7 +1088,7 @@ def d_JoinGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string ProtocolName length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string ProtocolName length {n1} exceeds remaining bytes')
             f_protocol_name = buf[pos:end2].decode()
             pos = end2
         (n3,) = I16_unpack(buf, pos)
@@ -1101,7 +1100,7 @@ def d_JoinGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string Leader length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string Leader length {n3} exceeds remaining bytes')
             f_leader = buf[pos:end4].decode()
             pos = end4
         (n5,) = I16_unpack(buf, pos)
@@ -1113,7 +1112,7 @@ def d_JoinGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string MemberId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string MemberId length {n5} exceeds remaining bytes')
             f_member_id = buf[pos:end6].decode()
             pos = end6
         (n7,) = I32_unpack(buf, pos)
@@ -1122,7 +1121,7 @@ def d_JoinGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
             raise ProtocolError('JoinGroupResponse', None, pos, 'null or negative count for non-nullable array Members')
         else:
             if n7 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'array Members count %d exceeds remaining bytes' % n7)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'array Members count {n7} exceeds remaining bytes')
             f_members, pos = da_JoinGroupResponse_JoinGroupResponseMember_v5(buf, pos, blen, n7)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupResponse', pos) from None
@@ -1153,7 +1152,7 @@ def e_JoinGroupResponse_v5(o: JoinGroupResponse, w: Append) -> None:
     try:
         pass
         w(_F_ihi_pack(o.throttle_time_ms, o.error_code, o.generation_id))
-        x_protocol_name = o.protocol_name
+        x_protocol_name: str = o.protocol_name  # type: ignore[assignment]
         b1 = x_protocol_name.encode()
         w(I16_pack(len(b1)))
         w(b1)
@@ -1196,7 +1195,7 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v6(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, 'string MemberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -1215,7 +1214,7 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v6(buf: bytes, pos: int, blen: 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
                 f_group_instance_id = buf[pos:end4].decode()
                 pos = end4
             n5 = buf[pos]
@@ -1232,7 +1231,7 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v6(buf: bytes, pos: int, blen: 
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, 'bytes Metadata length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'bytes Metadata length {n5} exceeds remaining bytes')
                 f_metadata = buf[pos:end6]
                 pos = end6
             if buf[pos] == 0:
@@ -1244,7 +1243,7 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v6(buf: bytes, pos: int, blen: 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_JoinGroupResponse_JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata))
     except DECODE_FAILURES as exc:
@@ -1276,7 +1275,7 @@ def d_JoinGroupResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string ProtocolName length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string ProtocolName length {n1} exceeds remaining bytes')
             f_protocol_name = buf[pos:end2].decode()
             pos = end2
         n3 = buf[pos]
@@ -1295,7 +1294,7 @@ def d_JoinGroupResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string Leader length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string Leader length {n3} exceeds remaining bytes')
             f_leader = buf[pos:end4].decode()
             pos = end4
         n5 = buf[pos]
@@ -1314,7 +1313,7 @@ def d_JoinGroupResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string MemberId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string MemberId length {n5} exceeds remaining bytes')
             f_member_id = buf[pos:end6].decode()
             pos = end6
         n7 = buf[pos]
@@ -1330,7 +1329,7 @@ def d_JoinGroupResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
             raise ProtocolError('JoinGroupResponse', None, pos, 'null or negative count for non-nullable array Members')
         else:
             if n7 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'array Members count %d exceeds remaining bytes' % n7)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'array Members count {n7} exceeds remaining bytes')
             f_members, pos = da_JoinGroupResponse_JoinGroupResponseMember_v6(buf, pos, blen, n7)
         if buf[pos] == 0:
             pos += 1
@@ -1341,7 +1340,7 @@ def d_JoinGroupResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('JoinGroupResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('JoinGroupResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupResponse', pos) from None
@@ -1376,7 +1375,7 @@ def e_JoinGroupResponse_v6(o: JoinGroupResponse, w: Append) -> None:
     try:
         pass
         w(_F_ihi_pack(o.throttle_time_ms, o.error_code, o.generation_id))
-        x_protocol_name = o.protocol_name
+        x_protocol_name: str = o.protocol_name  # type: ignore[assignment]
         b1 = x_protocol_name.encode()
         ln = len(b1) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -1425,7 +1424,7 @@ def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string ProtocolType length {n1} exceeds remaining bytes')
             f_protocol_type = buf[pos:end2].decode()
             pos = end2
         n3 = buf[pos]
@@ -1444,7 +1443,7 @@ def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string ProtocolName length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string ProtocolName length {n3} exceeds remaining bytes')
             f_protocol_name = buf[pos:end4].decode()
             pos = end4
         n5 = buf[pos]
@@ -1463,7 +1462,7 @@ def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string Leader length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string Leader length {n5} exceeds remaining bytes')
             f_leader = buf[pos:end6].decode()
             pos = end6
         n7 = buf[pos]
@@ -1482,7 +1481,7 @@ def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end8 = pos + n7
             if end8 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string MemberId length %d exceeds remaining bytes' % n7)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string MemberId length {n7} exceeds remaining bytes')
             f_member_id = buf[pos:end8].decode()
             pos = end8
         n9 = buf[pos]
@@ -1498,7 +1497,7 @@ def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
             raise ProtocolError('JoinGroupResponse', None, pos, 'null or negative count for non-nullable array Members')
         else:
             if n9 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'array Members count %d exceeds remaining bytes' % n9)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'array Members count {n9} exceeds remaining bytes')
             f_members, pos = da_JoinGroupResponse_JoinGroupResponseMember_v6(buf, pos, blen, n9)
         if buf[pos] == 0:
             pos += 1
@@ -1509,7 +1508,7 @@ def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('JoinGroupResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('JoinGroupResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupResponse', pos) from None
@@ -1579,7 +1578,7 @@ def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string ProtocolType length {n1} exceeds remaining bytes')
             f_protocol_type = buf[pos:end2].decode()
             pos = end2
         n3 = buf[pos]
@@ -1598,7 +1597,7 @@ def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string ProtocolName length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string ProtocolName length {n3} exceeds remaining bytes')
             f_protocol_name = buf[pos:end4].decode()
             pos = end4
         n5 = buf[pos]
@@ -1617,7 +1616,7 @@ def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string Leader length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string Leader length {n5} exceeds remaining bytes')
             f_leader = buf[pos:end6].decode()
             pos = end6
         (f_skip_assignment,) = _F_o_unpack(buf, pos)
@@ -1638,7 +1637,7 @@ def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             end8 = pos + n7
             if end8 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'string MemberId length %d exceeds remaining bytes' % n7)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'string MemberId length {n7} exceeds remaining bytes')
             f_member_id = buf[pos:end8].decode()
             pos = end8
         n9 = buf[pos]
@@ -1654,7 +1653,7 @@ def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
             raise ProtocolError('JoinGroupResponse', None, pos, 'null or negative count for non-nullable array Members')
         else:
             if n9 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'array Members count %d exceeds remaining bytes' % n9)
+                raise ProtocolError('JoinGroupResponse', None, pos, f'array Members count {n9} exceeds remaining bytes')
             f_members, pos = da_JoinGroupResponse_JoinGroupResponseMember_v6(buf, pos, blen, n9)
         if buf[pos] == 0:
             pos += 1
@@ -1665,7 +1664,7 @@ def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('JoinGroupResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('JoinGroupResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupResponse', pos) from None

@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -12,17 +11,17 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -103,7 +102,7 @@ def d_LeaveGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('LeaveGroupRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('LeaveGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (n3,) = I16_unpack(buf, pos)
@@ -115,7 +114,7 @@ def d_LeaveGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('LeaveGroupRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('LeaveGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
     except DECODE_FAILURES as exc:
@@ -153,7 +152,7 @@ def da_LeaveGroupRequest_MemberIdentity_v3(buf: bytes, pos: int, blen: int, n: i
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, 'string MemberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -165,7 +164,7 @@ def da_LeaveGroupRequest_MemberIdentity_v3(buf: bytes, pos: int, blen: int, n: i
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
                 f_group_instance_id = buf[pos:end4].decode()
                 pos = end4
             app(_LeaveGroupRequest_MemberIdentity(f_member_id, f_group_instance_id, None))
@@ -187,7 +186,7 @@ def d_LeaveGroupRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('LeaveGroupRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('LeaveGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (n3,) = I32_unpack(buf, pos)
@@ -196,7 +195,7 @@ def d_LeaveGroupRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
             raise ProtocolError('LeaveGroupRequest', None, pos, 'null or negative count for non-nullable array Members')
         else:
             if n3 * 1 > blen - pos:
-                raise ProtocolError('LeaveGroupRequest', None, pos, 'array Members count %d exceeds remaining bytes' % n3)
+                raise ProtocolError('LeaveGroupRequest', None, pos, f'array Members count {n3} exceeds remaining bytes')
             f_members, pos = da_LeaveGroupRequest_MemberIdentity_v3(buf, pos, blen, n3)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupRequest', pos) from None
@@ -257,7 +256,7 @@ def da_LeaveGroupRequest_MemberIdentity_v4(buf: bytes, pos: int, blen: int, n: i
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, 'string MemberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -276,7 +275,7 @@ def da_LeaveGroupRequest_MemberIdentity_v4(buf: bytes, pos: int, blen: int, n: i
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
                 f_group_instance_id = buf[pos:end4].decode()
                 pos = end4
             if buf[pos] == 0:
@@ -288,7 +287,7 @@ def da_LeaveGroupRequest_MemberIdentity_v4(buf: bytes, pos: int, blen: int, n: i
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_LeaveGroupRequest_MemberIdentity(f_member_id, f_group_instance_id, None))
     except DECODE_FAILURES as exc:
@@ -316,7 +315,7 @@ def d_LeaveGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('LeaveGroupRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('LeaveGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         n3 = buf[pos]
@@ -332,7 +331,7 @@ def d_LeaveGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
             raise ProtocolError('LeaveGroupRequest', None, pos, 'null or negative count for non-nullable array Members')
         else:
             if n3 * 1 > blen - pos:
-                raise ProtocolError('LeaveGroupRequest', None, pos, 'array Members count %d exceeds remaining bytes' % n3)
+                raise ProtocolError('LeaveGroupRequest', None, pos, f'array Members count {n3} exceeds remaining bytes')
             f_members, pos = da_LeaveGroupRequest_MemberIdentity_v4(buf, pos, blen, n3)
         if buf[pos] == 0:
             pos += 1
@@ -343,7 +342,7 @@ def d_LeaveGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('LeaveGroupRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('LeaveGroupRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupRequest', pos) from None
@@ -411,7 +410,7 @@ def da_LeaveGroupRequest_MemberIdentity_v5(buf: bytes, pos: int, blen: int, n: i
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, 'string MemberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -430,7 +429,7 @@ def da_LeaveGroupRequest_MemberIdentity_v5(buf: bytes, pos: int, blen: int, n: i
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
                 f_group_instance_id = buf[pos:end4].decode()
                 pos = end4
             n5 = buf[pos]
@@ -449,7 +448,7 @@ def da_LeaveGroupRequest_MemberIdentity_v5(buf: bytes, pos: int, blen: int, n: i
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, 'string Reason length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'string Reason length {n5} exceeds remaining bytes')
                 f_reason = buf[pos:end6].decode()
                 pos = end6
             if buf[pos] == 0:
@@ -461,7 +460,7 @@ def da_LeaveGroupRequest_MemberIdentity_v5(buf: bytes, pos: int, blen: int, n: i
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_LeaveGroupRequest_MemberIdentity(f_member_id, f_group_instance_id, f_reason))
     except DECODE_FAILURES as exc:
@@ -489,7 +488,7 @@ def d_LeaveGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('LeaveGroupRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('LeaveGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         n3 = buf[pos]
@@ -505,7 +504,7 @@ def d_LeaveGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
             raise ProtocolError('LeaveGroupRequest', None, pos, 'null or negative count for non-nullable array Members')
         else:
             if n3 * 1 > blen - pos:
-                raise ProtocolError('LeaveGroupRequest', None, pos, 'array Members count %d exceeds remaining bytes' % n3)
+                raise ProtocolError('LeaveGroupRequest', None, pos, f'array Members count {n3} exceeds remaining bytes')
             f_members, pos = da_LeaveGroupRequest_MemberIdentity_v5(buf, pos, blen, n3)
         if buf[pos] == 0:
             pos += 1
@@ -516,7 +515,7 @@ def d_LeaveGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('LeaveGroupRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('LeaveGroupRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupRequest', pos) from None
@@ -616,7 +615,7 @@ def da_LeaveGroupResponse_MemberResponse_v3(buf: bytes, pos: int, blen: int, n: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, 'string MemberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -628,7 +627,7 @@ def da_LeaveGroupResponse_MemberResponse_v3(buf: bytes, pos: int, blen: int, n: 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
                 f_group_instance_id = buf[pos:end4].decode()
                 pos = end4
             (f_error_code,) = _F_h_unpack(buf, pos)
@@ -650,7 +649,7 @@ def d_LeaveGroupResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroup
             raise ProtocolError('LeaveGroupResponse', None, pos, 'null or negative count for non-nullable array Members')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('LeaveGroupResponse', None, pos, 'array Members count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('LeaveGroupResponse', None, pos, f'array Members count {n1} exceeds remaining bytes')
             f_members, pos = da_LeaveGroupResponse_MemberResponse_v3(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupResponse', pos) from None
@@ -709,7 +708,7 @@ def da_LeaveGroupResponse_MemberResponse_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, 'string MemberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -728,7 +727,7 @@ def da_LeaveGroupResponse_MemberResponse_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
                 f_group_instance_id = buf[pos:end4].decode()
                 pos = end4
             (f_error_code,) = _F_h_unpack(buf, pos)
@@ -742,7 +741,7 @@ def da_LeaveGroupResponse_MemberResponse_v4(buf: bytes, pos: int, blen: int, n: 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_LeaveGroupResponse_MemberResponse(f_member_id, f_group_instance_id, f_error_code))
     except DECODE_FAILURES as exc:
@@ -768,7 +767,7 @@ def d_LeaveGroupResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroup
             raise ProtocolError('LeaveGroupResponse', None, pos, 'null or negative count for non-nullable array Members')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('LeaveGroupResponse', None, pos, 'array Members count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('LeaveGroupResponse', None, pos, f'array Members count {n1} exceeds remaining bytes')
             f_members, pos = da_LeaveGroupResponse_MemberResponse_v4(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -779,7 +778,7 @@ def d_LeaveGroupResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroup
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('LeaveGroupResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('LeaveGroupResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupResponse', pos) from None

@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -12,17 +11,17 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -102,7 +101,7 @@ def d_ListGroupsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ListGroupsRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ListGroupsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsRequest', pos) from None
@@ -132,7 +131,7 @@ def d_ListGroupsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
             raise ProtocolError('ListGroupsRequest', None, pos, 'null or negative count for non-nullable array StatesFilter')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListGroupsRequest', None, pos, 'array StatesFilter count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListGroupsRequest', None, pos, f'array StatesFilter count {n1} exceeds remaining bytes')
             f_states_filter = []
             app2 = f_states_filter.append
             for _ in range(n1):
@@ -152,7 +151,7 @@ def d_ListGroupsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
                 else:
                     end5 = pos + n4
                     if end5 > blen:
-                        raise ProtocolError('ListGroupsRequest', None, pos, 'string StatesFilter length %d exceeds remaining bytes' % n4)
+                        raise ProtocolError('ListGroupsRequest', None, pos, f'string StatesFilter length {n4} exceeds remaining bytes')
                     el3 = buf[pos:end5].decode()
                     pos = end5
                 app2(el3)
@@ -165,7 +164,7 @@ def d_ListGroupsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ListGroupsRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ListGroupsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsRequest', pos) from None
@@ -204,7 +203,7 @@ def d_ListGroupsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
             raise ProtocolError('ListGroupsRequest', None, pos, 'null or negative count for non-nullable array StatesFilter')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListGroupsRequest', None, pos, 'array StatesFilter count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListGroupsRequest', None, pos, f'array StatesFilter count {n1} exceeds remaining bytes')
             f_states_filter = []
             app2 = f_states_filter.append
             for _ in range(n1):
@@ -224,7 +223,7 @@ def d_ListGroupsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
                 else:
                     end5 = pos + n4
                     if end5 > blen:
-                        raise ProtocolError('ListGroupsRequest', None, pos, 'string StatesFilter length %d exceeds remaining bytes' % n4)
+                        raise ProtocolError('ListGroupsRequest', None, pos, f'string StatesFilter length {n4} exceeds remaining bytes')
                     el3 = buf[pos:end5].decode()
                     pos = end5
                 app2(el3)
@@ -241,7 +240,7 @@ def d_ListGroupsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
             raise ProtocolError('ListGroupsRequest', None, pos, 'null or negative count for non-nullable array TypesFilter')
         else:
             if n6 * 1 > blen - pos:
-                raise ProtocolError('ListGroupsRequest', None, pos, 'array TypesFilter count %d exceeds remaining bytes' % n6)
+                raise ProtocolError('ListGroupsRequest', None, pos, f'array TypesFilter count {n6} exceeds remaining bytes')
             f_types_filter = []
             app7 = f_types_filter.append
             for _ in range(n6):
@@ -261,7 +260,7 @@ def d_ListGroupsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
                 else:
                     end10 = pos + n9
                     if end10 > blen:
-                        raise ProtocolError('ListGroupsRequest', None, pos, 'string TypesFilter length %d exceeds remaining bytes' % n9)
+                        raise ProtocolError('ListGroupsRequest', None, pos, f'string TypesFilter length {n9} exceeds remaining bytes')
                     el8 = buf[pos:end10].decode()
                     pos = end10
                 app7(el8)
@@ -274,7 +273,7 @@ def d_ListGroupsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ListGroupsRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ListGroupsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsRequest', pos) from None
@@ -320,7 +319,7 @@ def da_ListGroupsResponse_ListedGroup_v0(buf: bytes, pos: int, blen: int, n: int
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -332,7 +331,7 @@ def da_ListGroupsResponse_ListedGroup_v0(buf: bytes, pos: int, blen: int, n: int
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string ProtocolType length {n3} exceeds remaining bytes')
                 f_protocol_type = buf[pos:end4].decode()
                 pos = end4
             app(_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, '', ''))
@@ -352,7 +351,7 @@ def d_ListGroupsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ListGroups
             raise ProtocolError('ListGroupsResponse', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListGroupsResponse', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListGroupsResponse', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups, pos = da_ListGroupsResponse_ListedGroup_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse', pos) from None
@@ -395,7 +394,7 @@ def d_ListGroupsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[ListGroups
             raise ProtocolError('ListGroupsResponse', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListGroupsResponse', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListGroupsResponse', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups, pos = da_ListGroupsResponse_ListedGroup_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse', pos) from None
@@ -435,7 +434,7 @@ def da_ListGroupsResponse_ListedGroup_v3(buf: bytes, pos: int, blen: int, n: int
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -454,7 +453,7 @@ def da_ListGroupsResponse_ListedGroup_v3(buf: bytes, pos: int, blen: int, n: int
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string ProtocolType length {n3} exceeds remaining bytes')
                 f_protocol_type = buf[pos:end4].decode()
                 pos = end4
             if buf[pos] == 0:
@@ -466,7 +465,7 @@ def da_ListGroupsResponse_ListedGroup_v3(buf: bytes, pos: int, blen: int, n: int
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, '', ''))
     except DECODE_FAILURES as exc:
@@ -492,7 +491,7 @@ def d_ListGroupsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[ListGroups
             raise ProtocolError('ListGroupsResponse', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListGroupsResponse', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListGroupsResponse', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups, pos = da_ListGroupsResponse_ListedGroup_v3(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -503,7 +502,7 @@ def d_ListGroupsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[ListGroups
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ListGroupsResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ListGroupsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse', pos) from None
@@ -564,7 +563,7 @@ def da_ListGroupsResponse_ListedGroup_v4(buf: bytes, pos: int, blen: int, n: int
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -583,7 +582,7 @@ def da_ListGroupsResponse_ListedGroup_v4(buf: bytes, pos: int, blen: int, n: int
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string ProtocolType length {n3} exceeds remaining bytes')
                 f_protocol_type = buf[pos:end4].decode()
                 pos = end4
             n5 = buf[pos]
@@ -602,7 +601,7 @@ def da_ListGroupsResponse_ListedGroup_v4(buf: bytes, pos: int, blen: int, n: int
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'string GroupState length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string GroupState length {n5} exceeds remaining bytes')
                 f_group_state = buf[pos:end6].decode()
                 pos = end6
             if buf[pos] == 0:
@@ -614,7 +613,7 @@ def da_ListGroupsResponse_ListedGroup_v4(buf: bytes, pos: int, blen: int, n: int
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, f_group_state, ''))
     except DECODE_FAILURES as exc:
@@ -640,7 +639,7 @@ def d_ListGroupsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[ListGroups
             raise ProtocolError('ListGroupsResponse', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListGroupsResponse', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListGroupsResponse', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups, pos = da_ListGroupsResponse_ListedGroup_v4(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -651,7 +650,7 @@ def d_ListGroupsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[ListGroups
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ListGroupsResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ListGroupsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse', pos) from None
@@ -718,7 +717,7 @@ def da_ListGroupsResponse_ListedGroup_v5(buf: bytes, pos: int, blen: int, n: int
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -737,7 +736,7 @@ def da_ListGroupsResponse_ListedGroup_v5(buf: bytes, pos: int, blen: int, n: int
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string ProtocolType length {n3} exceeds remaining bytes')
                 f_protocol_type = buf[pos:end4].decode()
                 pos = end4
             n5 = buf[pos]
@@ -756,7 +755,7 @@ def da_ListGroupsResponse_ListedGroup_v5(buf: bytes, pos: int, blen: int, n: int
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'string GroupState length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string GroupState length {n5} exceeds remaining bytes')
                 f_group_state = buf[pos:end6].decode()
                 pos = end6
             n7 = buf[pos]
@@ -775,7 +774,7 @@ def da_ListGroupsResponse_ListedGroup_v5(buf: bytes, pos: int, blen: int, n: int
             else:
                 end8 = pos + n7
                 if end8 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'string GroupType length %d exceeds remaining bytes' % n7)
+                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string GroupType length {n7} exceeds remaining bytes')
                 f_group_type = buf[pos:end8].decode()
                 pos = end8
             if buf[pos] == 0:
@@ -787,7 +786,7 @@ def da_ListGroupsResponse_ListedGroup_v5(buf: bytes, pos: int, blen: int, n: int
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, f_group_state, f_group_type))
     except DECODE_FAILURES as exc:
@@ -813,7 +812,7 @@ def d_ListGroupsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[ListGroups
             raise ProtocolError('ListGroupsResponse', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListGroupsResponse', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListGroupsResponse', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups, pos = da_ListGroupsResponse_ListedGroup_v5(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -824,7 +823,7 @@ def d_ListGroupsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[ListGroups
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ListGroupsResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ListGroupsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse', pos) from None

@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -13,17 +12,17 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -158,7 +157,7 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v0(buf: bytes, pos: int, blen: int, n
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -167,7 +166,7 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v0(buf: bytes, pos: int, blen: int, n
                 raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsRequest_ListOffsetsPartition_v0(buf, pos, blen, n3)
             app(_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -186,7 +185,7 @@ def d_ListOffsetsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
             raise ProtocolError('ListOffsetsRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListOffsetsRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListOffsetsRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_ListOffsetsRequest_ListOffsetsTopic_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest', pos) from None
@@ -254,7 +253,7 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v1(buf: bytes, pos: int, blen: int, n
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -263,7 +262,7 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v1(buf: bytes, pos: int, blen: int, n
                 raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsRequest_ListOffsetsPartition_v1(buf, pos, blen, n3)
             app(_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -282,7 +281,7 @@ def d_ListOffsetsRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
             raise ProtocolError('ListOffsetsRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListOffsetsRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListOffsetsRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_ListOffsetsRequest_ListOffsetsTopic_v1(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest', pos) from None
@@ -332,7 +331,7 @@ def d_ListOffsetsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
             raise ProtocolError('ListOffsetsRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListOffsetsRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListOffsetsRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_ListOffsetsRequest_ListOffsetsTopic_v1(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest', pos) from None
@@ -378,7 +377,7 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v4(buf: bytes, pos: int, blen: int, n
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -387,7 +386,7 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v4(buf: bytes, pos: int, blen: int, n
                 raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsRequest_ListOffsetsPartition_v4(buf, pos, blen, n3)
             app(_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -406,7 +405,7 @@ def d_ListOffsetsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
             raise ProtocolError('ListOffsetsRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListOffsetsRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListOffsetsRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_ListOffsetsRequest_ListOffsetsTopic_v4(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest', pos) from None
@@ -461,7 +460,7 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v6(buf: bytes, pos: int, blen: in
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ListOffsetsRequest.ListOffsetsPartition', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ListOffsetsRequest.ListOffsetsPartition', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1))
     except DECODE_FAILURES as exc:
@@ -492,7 +491,7 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v6(buf: bytes, pos: int, blen: int, n
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -508,7 +507,7 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v6(buf: bytes, pos: int, blen: int, n
                 raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsRequest_ListOffsetsPartition_v6(buf, pos, blen, n3)
             if buf[pos] == 0:
                 pos += 1
@@ -519,7 +518,7 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v6(buf: bytes, pos: int, blen: int, n
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -545,7 +544,7 @@ def d_ListOffsetsRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
             raise ProtocolError('ListOffsetsRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListOffsetsRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListOffsetsRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_ListOffsetsRequest_ListOffsetsTopic_v6(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -556,7 +555,7 @@ def d_ListOffsetsRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ListOffsetsRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ListOffsetsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest', pos) from None
@@ -618,7 +617,7 @@ def d_ListOffsetsRequest_v10(buf: bytes, pos: int, blen: int) -> tuple[ListOffse
             raise ProtocolError('ListOffsetsRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListOffsetsRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListOffsetsRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_ListOffsetsRequest_ListOffsetsTopic_v6(buf, pos, blen, n1)
         (f_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -631,7 +630,7 @@ def d_ListOffsetsRequest_v10(buf: bytes, pos: int, blen: int) -> tuple[ListOffse
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ListOffsetsRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ListOffsetsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest', pos) from None
@@ -664,8 +663,8 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf: bytes, pos: int,
                 raise ProtocolError('ListOffsetsResponse.ListOffsetsPartitionResponse', None, pos, 'null or negative count for non-nullable array OldStyleOffsets')
             else:
                 if n1 * 8 > blen - pos:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsPartitionResponse', None, pos, 'array OldStyleOffsets count %d exceeds remaining bytes' % n1)
-                f_old_style_offsets = list(unpack_from('>%dq' % n1, buf, pos))
+                    raise ProtocolError('ListOffsetsResponse.ListOffsetsPartitionResponse', None, pos, f'array OldStyleOffsets count {n1} exceeds remaining bytes')
+                f_old_style_offsets = list(unpack_from(f'>{n1}q', buf, pos))
                 pos += 8 * n1
             app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, f_old_style_offsets, -1, -1, -1))
     except DECODE_FAILURES as exc:
@@ -689,7 +688,7 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf: bytes, pos: int, ble
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -698,7 +697,7 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf: bytes, pos: int, ble
                 raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf, pos, blen, n3)
             app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -715,7 +714,7 @@ def d_ListOffsetsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ListOffse
             raise ProtocolError('ListOffsetsResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListOffsetsResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListOffsetsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse', pos) from None
@@ -728,7 +727,7 @@ def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(xs: list[ListOffsetsR
             w(_F_ih_pack(o.partition_index, o.error_code))
             x_old_style_offsets = o.old_style_offsets
             w(I32_pack(len(x_old_style_offsets)))
-            w(pack('>%dq' % len(x_old_style_offsets), *x_old_style_offsets))
+            w(pack(f'>{len(x_old_style_offsets)}q', *x_old_style_offsets))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse') from None
 
@@ -785,7 +784,7 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf: bytes, pos: int, ble
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -794,7 +793,7 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf: bytes, pos: int, ble
                 raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(buf, pos, blen, n3)
             app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -811,7 +810,7 @@ def d_ListOffsetsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[ListOffse
             raise ProtocolError('ListOffsetsResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListOffsetsResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListOffsetsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse', pos) from None
@@ -860,7 +859,7 @@ def d_ListOffsetsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[ListOffse
             raise ProtocolError('ListOffsetsResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListOffsetsResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListOffsetsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse', pos) from None
@@ -906,7 +905,7 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v4(buf: bytes, pos: int, ble
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -915,7 +914,7 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v4(buf: bytes, pos: int, ble
                 raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(buf, pos, blen, n3)
             app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -934,7 +933,7 @@ def d_ListOffsetsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[ListOffse
             raise ProtocolError('ListOffsetsResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListOffsetsResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListOffsetsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_ListOffsetsResponse_ListOffsetsTopicResponse_v4(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse', pos) from None
@@ -989,7 +988,7 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(buf: bytes, pos: int,
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ListOffsetsResponse.ListOffsetsPartitionResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ListOffsetsResponse.ListOffsetsPartitionResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch))
     except DECODE_FAILURES as exc:
@@ -1020,7 +1019,7 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf: bytes, pos: int, ble
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -1036,7 +1035,7 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf: bytes, pos: int, ble
                 raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(buf, pos, blen, n3)
             if buf[pos] == 0:
                 pos += 1
@@ -1047,7 +1046,7 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf: bytes, pos: int, ble
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -1073,7 +1072,7 @@ def d_ListOffsetsResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[ListOffse
             raise ProtocolError('ListOffsetsResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ListOffsetsResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ListOffsetsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -1084,7 +1083,7 @@ def d_ListOffsetsResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[ListOffse
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ListOffsetsResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ListOffsetsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse', pos) from None

@@ -2,12 +2,11 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
-import uuid
 import struct
+import uuid
 from struct import pack, unpack_from
 from uuid import UUID
 
@@ -15,18 +14,18 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
+    ZERO_UUID,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    ZERO_UUID,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -154,7 +153,7 @@ def da_MetadataRequest_MetadataRequestTopic_v0(buf: bytes, pos: int, blen: int, 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             app(_MetadataRequest_MetadataRequestTopic(ZERO_UUID, f_name))
@@ -172,7 +171,7 @@ def d_MetadataRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
             raise ProtocolError('MetadataRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_MetadataRequest_MetadataRequestTopic_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest', pos) from None
@@ -182,7 +181,7 @@ def ea_MetadataRequest_MetadataRequestTopic_v0(xs: list[MetadataRequest.Metadata
     try:
         for o in xs:
             pass
-            x_name = o.name
+            x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
             w(b1)
@@ -192,7 +191,7 @@ def ea_MetadataRequest_MetadataRequestTopic_v0(xs: list[MetadataRequest.Metadata
 def e_MetadataRequest_v0(o: MetadataRequest, w: Append) -> None:
     try:
         pass
-        x_topics = o.topics
+        x_topics: list[MetadataRequest.MetadataRequestTopic] = o.topics  # type: ignore[assignment]
         w(I32_pack(len(x_topics)))
         ea_MetadataRequest_MetadataRequestTopic_v0(x_topics, w)
     except ENCODE_FAILURES as exc:
@@ -208,7 +207,7 @@ def d_MetadataRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
             f_topics = None
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_MetadataRequest_MetadataRequestTopic_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest', pos) from None
@@ -236,7 +235,7 @@ def d_MetadataRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
             f_topics = None
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_MetadataRequest_MetadataRequestTopic_v0(buf, pos, blen, n1)
         (f_allow_auto_topic_creation,) = _F_o_unpack(buf, pos)
         pos += 1
@@ -267,7 +266,7 @@ def d_MetadataRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
             f_topics = None
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_MetadataRequest_MetadataRequestTopic_v0(buf, pos, blen, n1)
         (f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations,) = _F_ooo_unpack(buf, pos)
         pos += 3
@@ -311,7 +310,7 @@ def da_MetadataRequest_MetadataRequestTopic_v9(buf: bytes, pos: int, blen: int, 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             if buf[pos] == 0:
@@ -323,7 +322,7 @@ def da_MetadataRequest_MetadataRequestTopic_v9(buf: bytes, pos: int, blen: int, 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_MetadataRequest_MetadataRequestTopic(ZERO_UUID, f_name))
     except DECODE_FAILURES as exc:
@@ -347,7 +346,7 @@ def d_MetadataRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
             f_topics = None
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_MetadataRequest_MetadataRequestTopic_v9(buf, pos, blen, n1)
         (f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations,) = _F_ooo_unpack(buf, pos)
         pos += 3
@@ -360,7 +359,7 @@ def d_MetadataRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('MetadataRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('MetadataRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest', pos) from None
@@ -370,7 +369,7 @@ def ea_MetadataRequest_MetadataRequestTopic_v9(xs: list[MetadataRequest.Metadata
     try:
         for o in xs:
             pass
-            x_name = o.name
+            x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             ln = len(b1) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -421,7 +420,7 @@ def da_MetadataRequest_MetadataRequestTopic_v10(buf: bytes, pos: int, blen: int,
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             if buf[pos] == 0:
@@ -433,7 +432,7 @@ def da_MetadataRequest_MetadataRequestTopic_v10(buf: bytes, pos: int, blen: int,
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_MetadataRequest_MetadataRequestTopic(f_topic_id, f_name))
     except DECODE_FAILURES as exc:
@@ -457,7 +456,7 @@ def d_MetadataRequest_v10(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequ
             f_topics = None
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_MetadataRequest_MetadataRequestTopic_v10(buf, pos, blen, n1)
         (f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations,) = _F_ooo_unpack(buf, pos)
         pos += 3
@@ -470,7 +469,7 @@ def d_MetadataRequest_v10(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequ
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('MetadataRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('MetadataRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest', pos) from None
@@ -525,7 +524,7 @@ def d_MetadataRequest_v11(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequ
             f_topics = None
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataRequest', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_MetadataRequest_MetadataRequestTopic_v10(buf, pos, blen, n1)
         (f_allow_auto_topic_creation, f_include_topic_authorized_operations,) = _F_oo_unpack(buf, pos)
         pos += 2
@@ -538,7 +537,7 @@ def d_MetadataRequest_v11(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequ
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('MetadataRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('MetadataRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest', pos) from None
@@ -576,7 +575,7 @@ def da_MetadataResponse_MetadataResponseBroker_v0(buf: bytes, pos: int, blen: in
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, 'string Host length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, f'string Host length {n1} exceeds remaining bytes')
                 f_host = buf[pos:end2].decode()
                 pos = end2
             (f_port,) = _F_i_unpack(buf, pos)
@@ -602,8 +601,8 @@ def da_MetadataResponse_MetadataResponsePartition_v0(buf: bytes, pos: int, blen:
                 raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array ReplicaNodes')
             else:
                 if n1 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'array ReplicaNodes count %d exceeds remaining bytes' % n1)
-                f_replica_nodes = list(unpack_from('>%di' % n1, buf, pos))
+                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array ReplicaNodes count {n1} exceeds remaining bytes')
+                f_replica_nodes = list(unpack_from(f'>{n1}i', buf, pos))
                 pos += 4 * n1
             (n2,) = I32_unpack(buf, pos)
             pos += 4
@@ -611,8 +610,8 @@ def da_MetadataResponse_MetadataResponsePartition_v0(buf: bytes, pos: int, blen:
                 raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array IsrNodes')
             else:
                 if n2 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'array IsrNodes count %d exceeds remaining bytes' % n2)
-                f_isr_nodes = list(unpack_from('>%di' % n2, buf, pos))
+                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array IsrNodes count {n2} exceeds remaining bytes')
+                f_isr_nodes = list(unpack_from(f'>{n2}i', buf, pos))
                 pos += 4 * n2
             app(_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []))
     except DECODE_FAILURES as exc:
@@ -638,7 +637,7 @@ def da_MetadataResponse_MetadataResponseTopic_v0(buf: bytes, pos: int, blen: int
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -647,7 +646,7 @@ def da_MetadataResponse_MetadataResponseTopic_v0(buf: bytes, pos: int, blen: int
                 raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v0(buf, pos, blen, n3)
             app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, False, f_partitions, -2147483648))
     except DECODE_FAILURES as exc:
@@ -665,7 +664,7 @@ def d_MetadataResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Brokers count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v0(buf, pos, blen, n1)
         (n2,) = I32_unpack(buf, pos)
         pos += 4
@@ -673,7 +672,7 @@ def d_MetadataResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n2 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n2)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n2} exceeds remaining bytes')
             f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v0(buf, pos, blen, n2)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse', pos) from None
@@ -699,10 +698,10 @@ def ea_MetadataResponse_MetadataResponsePartition_v0(xs: list[MetadataResponse.M
             w(_F_hii_pack(o.error_code, o.partition_index, o.leader_id))
             x_replica_nodes = o.replica_nodes
             w(I32_pack(len(x_replica_nodes)))
-            w(pack('>%di' % len(x_replica_nodes), *x_replica_nodes))
+            w(pack(f'>{len(x_replica_nodes)}i', *x_replica_nodes))
             x_isr_nodes = o.isr_nodes
             w(I32_pack(len(x_isr_nodes)))
-            w(pack('>%di' % len(x_isr_nodes), *x_isr_nodes))
+            w(pack(f'>{len(x_isr_nodes)}i', *x_isr_nodes))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'MetadataResponse.MetadataResponsePartition') from None
 
@@ -711,7 +710,7 @@ def ea_MetadataResponse_MetadataResponseTopic_v0(xs: list[MetadataResponse.Metad
         for o in xs:
             pass
             w(_F_h_pack(o.error_code))
-            x_name = o.name
+            x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
             w(b1)
@@ -752,7 +751,7 @@ def da_MetadataResponse_MetadataResponseBroker_v1(buf: bytes, pos: int, blen: in
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, 'string Host length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, f'string Host length {n1} exceeds remaining bytes')
                 f_host = buf[pos:end2].decode()
                 pos = end2
             (f_port,) = _F_i_unpack(buf, pos)
@@ -766,7 +765,7 @@ def da_MetadataResponse_MetadataResponseBroker_v1(buf: bytes, pos: int, blen: in
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, 'string Rack length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, f'string Rack length {n3} exceeds remaining bytes')
                 f_rack = buf[pos:end4].decode()
                 pos = end4
             app(_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, f_rack))
@@ -793,7 +792,7 @@ def da_MetadataResponse_MetadataResponseTopic_v1(buf: bytes, pos: int, blen: int
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_is_internal,) = _F_o_unpack(buf, pos)
@@ -804,7 +803,7 @@ def da_MetadataResponse_MetadataResponseTopic_v1(buf: bytes, pos: int, blen: int
                 raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v0(buf, pos, blen, n3)
             app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648))
     except DECODE_FAILURES as exc:
@@ -822,7 +821,7 @@ def d_MetadataResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Brokers count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -832,7 +831,7 @@ def d_MetadataResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n2 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n2)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n2} exceeds remaining bytes')
             f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v1(buf, pos, blen, n2)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse', pos) from None
@@ -863,7 +862,7 @@ def ea_MetadataResponse_MetadataResponseTopic_v1(xs: list[MetadataResponse.Metad
         for o in xs:
             pass
             w(_F_h_pack(o.error_code))
-            x_name = o.name
+            x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
             w(b1)
@@ -899,7 +898,7 @@ def d_MetadataResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Brokers count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
         (n2,) = I16_unpack(buf, pos)
         pos += 2
@@ -910,7 +909,7 @@ def d_MetadataResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
         else:
             end3 = pos + n2
             if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, 'string ClusterId length %d exceeds remaining bytes' % n2)
+                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
             f_cluster_id = buf[pos:end3].decode()
             pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
@@ -921,7 +920,7 @@ def d_MetadataResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n4)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
             f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v1(buf, pos, blen, n4)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse', pos) from None
@@ -961,7 +960,7 @@ def d_MetadataResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Brokers count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
         (n2,) = I16_unpack(buf, pos)
         pos += 2
@@ -972,7 +971,7 @@ def d_MetadataResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
         else:
             end3 = pos + n2
             if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, 'string ClusterId length %d exceeds remaining bytes' % n2)
+                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
             f_cluster_id = buf[pos:end3].decode()
             pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
@@ -983,7 +982,7 @@ def d_MetadataResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n4)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
             f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v1(buf, pos, blen, n4)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse', pos) from None
@@ -1027,8 +1026,8 @@ def da_MetadataResponse_MetadataResponsePartition_v5(buf: bytes, pos: int, blen:
                 raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array ReplicaNodes')
             else:
                 if n1 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'array ReplicaNodes count %d exceeds remaining bytes' % n1)
-                f_replica_nodes = list(unpack_from('>%di' % n1, buf, pos))
+                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array ReplicaNodes count {n1} exceeds remaining bytes')
+                f_replica_nodes = list(unpack_from(f'>{n1}i', buf, pos))
                 pos += 4 * n1
             (n2,) = I32_unpack(buf, pos)
             pos += 4
@@ -1036,8 +1035,8 @@ def da_MetadataResponse_MetadataResponsePartition_v5(buf: bytes, pos: int, blen:
                 raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array IsrNodes')
             else:
                 if n2 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'array IsrNodes count %d exceeds remaining bytes' % n2)
-                f_isr_nodes = list(unpack_from('>%di' % n2, buf, pos))
+                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array IsrNodes count {n2} exceeds remaining bytes')
+                f_isr_nodes = list(unpack_from(f'>{n2}i', buf, pos))
                 pos += 4 * n2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
@@ -1045,8 +1044,8 @@ def da_MetadataResponse_MetadataResponsePartition_v5(buf: bytes, pos: int, blen:
                 raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array OfflineReplicas')
             else:
                 if n3 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'array OfflineReplicas count %d exceeds remaining bytes' % n3)
-                f_offline_replicas = list(unpack_from('>%di' % n3, buf, pos))
+                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array OfflineReplicas count {n3} exceeds remaining bytes')
+                f_offline_replicas = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
             app(_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, f_offline_replicas))
     except DECODE_FAILURES as exc:
@@ -1072,7 +1071,7 @@ def da_MetadataResponse_MetadataResponseTopic_v5(buf: bytes, pos: int, blen: int
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_is_internal,) = _F_o_unpack(buf, pos)
@@ -1083,7 +1082,7 @@ def da_MetadataResponse_MetadataResponseTopic_v5(buf: bytes, pos: int, blen: int
                 raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v5(buf, pos, blen, n3)
             app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648))
     except DECODE_FAILURES as exc:
@@ -1104,7 +1103,7 @@ def d_MetadataResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Brokers count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
         (n2,) = I16_unpack(buf, pos)
         pos += 2
@@ -1115,7 +1114,7 @@ def d_MetadataResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
         else:
             end3 = pos + n2
             if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, 'string ClusterId length %d exceeds remaining bytes' % n2)
+                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
             f_cluster_id = buf[pos:end3].decode()
             pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
@@ -1126,7 +1125,7 @@ def d_MetadataResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n4)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
             f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v5(buf, pos, blen, n4)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse', pos) from None
@@ -1139,13 +1138,13 @@ def ea_MetadataResponse_MetadataResponsePartition_v5(xs: list[MetadataResponse.M
             w(_F_hii_pack(o.error_code, o.partition_index, o.leader_id))
             x_replica_nodes = o.replica_nodes
             w(I32_pack(len(x_replica_nodes)))
-            w(pack('>%di' % len(x_replica_nodes), *x_replica_nodes))
+            w(pack(f'>{len(x_replica_nodes)}i', *x_replica_nodes))
             x_isr_nodes = o.isr_nodes
             w(I32_pack(len(x_isr_nodes)))
-            w(pack('>%di' % len(x_isr_nodes), *x_isr_nodes))
+            w(pack(f'>{len(x_isr_nodes)}i', *x_isr_nodes))
             x_offline_replicas = o.offline_replicas
             w(I32_pack(len(x_offline_replicas)))
-            w(pack('>%di' % len(x_offline_replicas), *x_offline_replicas))
+            w(pack(f'>{len(x_offline_replicas)}i', *x_offline_replicas))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'MetadataResponse.MetadataResponsePartition') from None
 
@@ -1154,7 +1153,7 @@ def ea_MetadataResponse_MetadataResponseTopic_v5(xs: list[MetadataResponse.Metad
         for o in xs:
             pass
             w(_F_h_pack(o.error_code))
-            x_name = o.name
+            x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
             w(b1)
@@ -1203,8 +1202,8 @@ def da_MetadataResponse_MetadataResponsePartition_v7(buf: bytes, pos: int, blen:
                 raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array ReplicaNodes')
             else:
                 if n1 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'array ReplicaNodes count %d exceeds remaining bytes' % n1)
-                f_replica_nodes = list(unpack_from('>%di' % n1, buf, pos))
+                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array ReplicaNodes count {n1} exceeds remaining bytes')
+                f_replica_nodes = list(unpack_from(f'>{n1}i', buf, pos))
                 pos += 4 * n1
             (n2,) = I32_unpack(buf, pos)
             pos += 4
@@ -1212,8 +1211,8 @@ def da_MetadataResponse_MetadataResponsePartition_v7(buf: bytes, pos: int, blen:
                 raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array IsrNodes')
             else:
                 if n2 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'array IsrNodes count %d exceeds remaining bytes' % n2)
-                f_isr_nodes = list(unpack_from('>%di' % n2, buf, pos))
+                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array IsrNodes count {n2} exceeds remaining bytes')
+                f_isr_nodes = list(unpack_from(f'>{n2}i', buf, pos))
                 pos += 4 * n2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
@@ -1221,8 +1220,8 @@ def da_MetadataResponse_MetadataResponsePartition_v7(buf: bytes, pos: int, blen:
                 raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array OfflineReplicas')
             else:
                 if n3 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'array OfflineReplicas count %d exceeds remaining bytes' % n3)
-                f_offline_replicas = list(unpack_from('>%di' % n3, buf, pos))
+                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array OfflineReplicas count {n3} exceeds remaining bytes')
+                f_offline_replicas = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
             app(_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas))
     except DECODE_FAILURES as exc:
@@ -1248,7 +1247,7 @@ def da_MetadataResponse_MetadataResponseTopic_v7(buf: bytes, pos: int, blen: int
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_is_internal,) = _F_o_unpack(buf, pos)
@@ -1259,7 +1258,7 @@ def da_MetadataResponse_MetadataResponseTopic_v7(buf: bytes, pos: int, blen: int
                 raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v7(buf, pos, blen, n3)
             app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648))
     except DECODE_FAILURES as exc:
@@ -1280,7 +1279,7 @@ def d_MetadataResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Brokers count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
         (n2,) = I16_unpack(buf, pos)
         pos += 2
@@ -1291,7 +1290,7 @@ def d_MetadataResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
         else:
             end3 = pos + n2
             if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, 'string ClusterId length %d exceeds remaining bytes' % n2)
+                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
             f_cluster_id = buf[pos:end3].decode()
             pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
@@ -1302,7 +1301,7 @@ def d_MetadataResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n4)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
             f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v7(buf, pos, blen, n4)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse', pos) from None
@@ -1315,13 +1314,13 @@ def ea_MetadataResponse_MetadataResponsePartition_v7(xs: list[MetadataResponse.M
             w(_F_hiii_pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch))
             x_replica_nodes = o.replica_nodes
             w(I32_pack(len(x_replica_nodes)))
-            w(pack('>%di' % len(x_replica_nodes), *x_replica_nodes))
+            w(pack(f'>{len(x_replica_nodes)}i', *x_replica_nodes))
             x_isr_nodes = o.isr_nodes
             w(I32_pack(len(x_isr_nodes)))
-            w(pack('>%di' % len(x_isr_nodes), *x_isr_nodes))
+            w(pack(f'>{len(x_isr_nodes)}i', *x_isr_nodes))
             x_offline_replicas = o.offline_replicas
             w(I32_pack(len(x_offline_replicas)))
-            w(pack('>%di' % len(x_offline_replicas), *x_offline_replicas))
+            w(pack(f'>{len(x_offline_replicas)}i', *x_offline_replicas))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'MetadataResponse.MetadataResponsePartition') from None
 
@@ -1330,7 +1329,7 @@ def ea_MetadataResponse_MetadataResponseTopic_v7(xs: list[MetadataResponse.Metad
         for o in xs:
             pass
             w(_F_h_pack(o.error_code))
-            x_name = o.name
+            x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
             w(b1)
@@ -1381,7 +1380,7 @@ def da_MetadataResponse_MetadataResponseTopic_v8(buf: bytes, pos: int, blen: int
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_is_internal,) = _F_o_unpack(buf, pos)
@@ -1392,7 +1391,7 @@ def da_MetadataResponse_MetadataResponseTopic_v8(buf: bytes, pos: int, blen: int
                 raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v7(buf, pos, blen, n3)
             (f_topic_authorized_operations,) = _F_i_unpack(buf, pos)
             pos += 4
@@ -1415,7 +1414,7 @@ def d_MetadataResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Brokers count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
         (n2,) = I16_unpack(buf, pos)
         pos += 2
@@ -1426,7 +1425,7 @@ def d_MetadataResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
         else:
             end3 = pos + n2
             if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, 'string ClusterId length %d exceeds remaining bytes' % n2)
+                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
             f_cluster_id = buf[pos:end3].decode()
             pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
@@ -1437,7 +1436,7 @@ def d_MetadataResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n4)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
             f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v8(buf, pos, blen, n4)
         (f_cluster_authorized_operations,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -1450,7 +1449,7 @@ def ea_MetadataResponse_MetadataResponseTopic_v8(xs: list[MetadataResponse.Metad
         for o in xs:
             pass
             w(_F_h_pack(o.error_code))
-            x_name = o.name
+            x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
             w(b1)
@@ -1510,7 +1509,7 @@ def da_MetadataResponse_MetadataResponseBroker_v9(buf: bytes, pos: int, blen: in
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, 'string Host length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, f'string Host length {n1} exceeds remaining bytes')
                 f_host = buf[pos:end2].decode()
                 pos = end2
             (f_port,) = _F_i_unpack(buf, pos)
@@ -1531,7 +1530,7 @@ def da_MetadataResponse_MetadataResponseBroker_v9(buf: bytes, pos: int, blen: in
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, 'string Rack length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, f'string Rack length {n3} exceeds remaining bytes')
                 f_rack = buf[pos:end4].decode()
                 pos = end4
             if buf[pos] == 0:
@@ -1543,7 +1542,7 @@ def da_MetadataResponse_MetadataResponseBroker_v9(buf: bytes, pos: int, blen: in
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, f_rack))
     except DECODE_FAILURES as exc:
@@ -1574,8 +1573,8 @@ def da_MetadataResponse_MetadataResponsePartition_v9(buf: bytes, pos: int, blen:
                 raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array ReplicaNodes')
             else:
                 if n1 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'array ReplicaNodes count %d exceeds remaining bytes' % n1)
-                f_replica_nodes = list(unpack_from('>%di' % n1, buf, pos))
+                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array ReplicaNodes count {n1} exceeds remaining bytes')
+                f_replica_nodes = list(unpack_from(f'>{n1}i', buf, pos))
                 pos += 4 * n1
             n2 = buf[pos]
             if n2 < 128:
@@ -1590,8 +1589,8 @@ def da_MetadataResponse_MetadataResponsePartition_v9(buf: bytes, pos: int, blen:
                 raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array IsrNodes')
             else:
                 if n2 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'array IsrNodes count %d exceeds remaining bytes' % n2)
-                f_isr_nodes = list(unpack_from('>%di' % n2, buf, pos))
+                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array IsrNodes count {n2} exceeds remaining bytes')
+                f_isr_nodes = list(unpack_from(f'>{n2}i', buf, pos))
                 pos += 4 * n2
             n3 = buf[pos]
             if n3 < 128:
@@ -1606,8 +1605,8 @@ def da_MetadataResponse_MetadataResponsePartition_v9(buf: bytes, pos: int, blen:
                 raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array OfflineReplicas')
             else:
                 if n3 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'array OfflineReplicas count %d exceeds remaining bytes' % n3)
-                f_offline_replicas = list(unpack_from('>%di' % n3, buf, pos))
+                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array OfflineReplicas count {n3} exceeds remaining bytes')
+                f_offline_replicas = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
             if buf[pos] == 0:
                 pos += 1
@@ -1618,7 +1617,7 @@ def da_MetadataResponse_MetadataResponsePartition_v9(buf: bytes, pos: int, blen:
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas))
     except DECODE_FAILURES as exc:
@@ -1651,7 +1650,7 @@ def da_MetadataResponse_MetadataResponseTopic_v9(buf: bytes, pos: int, blen: int
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (f_is_internal,) = _F_o_unpack(buf, pos)
@@ -1669,7 +1668,7 @@ def da_MetadataResponse_MetadataResponseTopic_v9(buf: bytes, pos: int, blen: int
                 raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v9(buf, pos, blen, n3)
             (f_topic_authorized_operations,) = _F_i_unpack(buf, pos)
             pos += 4
@@ -1682,7 +1681,7 @@ def da_MetadataResponse_MetadataResponseTopic_v9(buf: bytes, pos: int, blen: int
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations))
     except DECODE_FAILURES as exc:
@@ -1710,7 +1709,7 @@ def d_MetadataResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Brokers count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v9(buf, pos, blen, n1)
         n2 = buf[pos]
         if n2 < 128:
@@ -1728,7 +1727,7 @@ def d_MetadataResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
         else:
             end3 = pos + n2
             if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, 'string ClusterId length %d exceeds remaining bytes' % n2)
+                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
             f_cluster_id = buf[pos:end3].decode()
             pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
@@ -1746,7 +1745,7 @@ def d_MetadataResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n4)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
             f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v9(buf, pos, blen, n4)
         (f_cluster_authorized_operations,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -1759,7 +1758,7 @@ def d_MetadataResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('MetadataResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('MetadataResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse', pos) from None
@@ -1796,15 +1795,15 @@ def ea_MetadataResponse_MetadataResponsePartition_v9(xs: list[MetadataResponse.M
             x_replica_nodes = o.replica_nodes
             ln = len(x_replica_nodes) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack('>%di' % len(x_replica_nodes), *x_replica_nodes))
+            w(pack(f'>{len(x_replica_nodes)}i', *x_replica_nodes))
             x_isr_nodes = o.isr_nodes
             ln = len(x_isr_nodes) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack('>%di' % len(x_isr_nodes), *x_isr_nodes))
+            w(pack(f'>{len(x_isr_nodes)}i', *x_isr_nodes))
             x_offline_replicas = o.offline_replicas
             ln = len(x_offline_replicas) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack('>%di' % len(x_offline_replicas), *x_offline_replicas))
+            w(pack(f'>{len(x_offline_replicas)}i', *x_offline_replicas))
             w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'MetadataResponse.MetadataResponsePartition') from None
@@ -1814,7 +1813,7 @@ def ea_MetadataResponse_MetadataResponseTopic_v9(xs: list[MetadataResponse.Metad
         for o in xs:
             pass
             w(_F_h_pack(o.error_code))
-            x_name = o.name
+            x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             ln = len(b1) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -1880,7 +1879,7 @@ def da_MetadataResponse_MetadataResponseTopic_v10(buf: bytes, pos: int, blen: in
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             if pos + 16 > blen:
@@ -1902,7 +1901,7 @@ def da_MetadataResponse_MetadataResponseTopic_v10(buf: bytes, pos: int, blen: in
                 raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v9(buf, pos, blen, n3)
             (f_topic_authorized_operations,) = _F_i_unpack(buf, pos)
             pos += 4
@@ -1915,7 +1914,7 @@ def da_MetadataResponse_MetadataResponseTopic_v10(buf: bytes, pos: int, blen: in
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations))
     except DECODE_FAILURES as exc:
@@ -1943,7 +1942,7 @@ def d_MetadataResponse_v10(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Brokers count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v9(buf, pos, blen, n1)
         n2 = buf[pos]
         if n2 < 128:
@@ -1961,7 +1960,7 @@ def d_MetadataResponse_v10(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
         else:
             end3 = pos + n2
             if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, 'string ClusterId length %d exceeds remaining bytes' % n2)
+                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
             f_cluster_id = buf[pos:end3].decode()
             pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
@@ -1979,7 +1978,7 @@ def d_MetadataResponse_v10(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n4)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
             f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v10(buf, pos, blen, n4)
         (f_cluster_authorized_operations,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -1992,7 +1991,7 @@ def d_MetadataResponse_v10(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('MetadataResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('MetadataResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse', pos) from None
@@ -2003,7 +2002,7 @@ def ea_MetadataResponse_MetadataResponseTopic_v10(xs: list[MetadataResponse.Meta
         for o in xs:
             pass
             w(_F_h_pack(o.error_code))
-            x_name = o.name
+            x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             ln = len(b1) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -2065,7 +2064,7 @@ def d_MetadataResponse_v11(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Brokers count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v9(buf, pos, blen, n1)
         n2 = buf[pos]
         if n2 < 128:
@@ -2083,7 +2082,7 @@ def d_MetadataResponse_v11(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
         else:
             end3 = pos + n2
             if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, 'string ClusterId length %d exceeds remaining bytes' % n2)
+                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
             f_cluster_id = buf[pos:end3].decode()
             pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
@@ -2101,7 +2100,7 @@ def d_MetadataResponse_v11(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n4)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
             f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v10(buf, pos, blen, n4)
         if buf[pos] == 0:
             pos += 1
@@ -2112,7 +2111,7 @@ def d_MetadataResponse_v11(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('MetadataResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('MetadataResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse', pos) from None
@@ -2170,7 +2169,7 @@ def da_MetadataResponse_MetadataResponseTopic_v12(buf: bytes, pos: int, blen: in
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             if pos + 16 > blen:
@@ -2192,7 +2191,7 @@ def da_MetadataResponse_MetadataResponseTopic_v12(buf: bytes, pos: int, blen: in
                 raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v9(buf, pos, blen, n3)
             (f_topic_authorized_operations,) = _F_i_unpack(buf, pos)
             pos += 4
@@ -2205,7 +2204,7 @@ def da_MetadataResponse_MetadataResponseTopic_v12(buf: bytes, pos: int, blen: in
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations))
     except DECODE_FAILURES as exc:
@@ -2233,7 +2232,7 @@ def d_MetadataResponse_v12(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Brokers count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v9(buf, pos, blen, n1)
         n2 = buf[pos]
         if n2 < 128:
@@ -2251,7 +2250,7 @@ def d_MetadataResponse_v12(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
         else:
             end3 = pos + n2
             if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, 'string ClusterId length %d exceeds remaining bytes' % n2)
+                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
             f_cluster_id = buf[pos:end3].decode()
             pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
@@ -2269,7 +2268,7 @@ def d_MetadataResponse_v12(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
             raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n4)
+                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
             f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v12(buf, pos, blen, n4)
         if buf[pos] == 0:
             pos += 1
@@ -2280,7 +2279,7 @@ def d_MetadataResponse_v12(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('MetadataResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('MetadataResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse', pos) from None

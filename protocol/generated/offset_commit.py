@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -12,17 +11,17 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -136,7 +135,7 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf: bytes, pos: int,
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestPartition', None, pos, 'string CommittedMetadata length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestPartition', None, pos, f'string CommittedMetadata length {n1} exceeds remaining bytes')
                 f_committed_metadata = buf[pos:end2].decode()
                 pos = end2
             app(_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, -1, f_committed_metadata))
@@ -161,7 +160,7 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf: bytes, pos: int, ble
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -170,7 +169,7 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf: bytes, pos: int, ble
                 raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf, pos, blen, n3)
             app(_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -191,7 +190,7 @@ def d_OffsetCommitRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (n3,) = I32_unpack(buf, pos)
@@ -200,7 +199,7 @@ def d_OffsetCommitRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
             raise ProtocolError('OffsetCommitRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n3 * 1 > blen - pos:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n3)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'array Topics count {n3} exceeds remaining bytes')
             f_topics, pos = da_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos, blen, n3)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest', pos) from None
@@ -266,7 +265,7 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf: bytes, pos: int,
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestPartition', None, pos, 'string CommittedMetadata length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestPartition', None, pos, f'string CommittedMetadata length {n1} exceeds remaining bytes')
                 f_committed_metadata = buf[pos:end2].decode()
                 pos = end2
             app(_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, f_commit_timestamp, f_committed_metadata))
@@ -291,7 +290,7 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf: bytes, pos: int, ble
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -300,7 +299,7 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf: bytes, pos: int, ble
                 raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf, pos, blen, n3)
             app(_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -322,7 +321,7 @@ def d_OffsetCommitRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
@@ -336,7 +335,7 @@ def d_OffsetCommitRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         (n5,) = I32_unpack(buf, pos)
@@ -345,7 +344,7 @@ def d_OffsetCommitRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
             raise ProtocolError('OffsetCommitRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n5 * 1 > blen - pos:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n5)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'array Topics count {n5} exceeds remaining bytes')
             f_topics, pos = da_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf, pos, blen, n5)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest', pos) from None
@@ -413,7 +412,7 @@ def d_OffsetCommitRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
@@ -427,7 +426,7 @@ def d_OffsetCommitRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         (f_retention_time_ms,) = _F_q_unpack(buf, pos)
@@ -438,7 +437,7 @@ def d_OffsetCommitRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
             raise ProtocolError('OffsetCommitRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n5 * 1 > blen - pos:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n5)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'array Topics count {n5} exceeds remaining bytes')
             f_topics, pos = da_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos, blen, n5)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest', pos) from None
@@ -478,7 +477,7 @@ def d_OffsetCommitRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
@@ -492,7 +491,7 @@ def d_OffsetCommitRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         (n5,) = I32_unpack(buf, pos)
@@ -501,7 +500,7 @@ def d_OffsetCommitRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
             raise ProtocolError('OffsetCommitRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n5 * 1 > blen - pos:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n5)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'array Topics count {n5} exceeds remaining bytes')
             f_topics, pos = da_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf, pos, blen, n5)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest', pos) from None
@@ -543,7 +542,7 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v6(buf: bytes, pos: int,
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestPartition', None, pos, 'string CommittedMetadata length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestPartition', None, pos, f'string CommittedMetadata length {n1} exceeds remaining bytes')
                 f_committed_metadata = buf[pos:end2].decode()
                 pos = end2
             app(_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata))
@@ -568,7 +567,7 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf: bytes, pos: int, ble
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -577,7 +576,7 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf: bytes, pos: int, ble
                 raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetCommitRequest_OffsetCommitRequestPartition_v6(buf, pos, blen, n3)
             app(_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -599,7 +598,7 @@ def d_OffsetCommitRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
@@ -613,7 +612,7 @@ def d_OffsetCommitRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         (n5,) = I32_unpack(buf, pos)
@@ -622,7 +621,7 @@ def d_OffsetCommitRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
             raise ProtocolError('OffsetCommitRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n5 * 1 > blen - pos:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n5)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'array Topics count {n5} exceeds remaining bytes')
             f_topics, pos = da_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf, pos, blen, n5)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest', pos) from None
@@ -691,7 +690,7 @@ def d_OffsetCommitRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
@@ -705,7 +704,7 @@ def d_OffsetCommitRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         (n5,) = I16_unpack(buf, pos)
@@ -717,7 +716,7 @@ def d_OffsetCommitRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
             f_group_instance_id = buf[pos:end6].decode()
             pos = end6
         (n7,) = I32_unpack(buf, pos)
@@ -726,7 +725,7 @@ def d_OffsetCommitRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
             raise ProtocolError('OffsetCommitRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n7 * 1 > blen - pos:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n7)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'array Topics count {n7} exceeds remaining bytes')
             f_topics, pos = da_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf, pos, blen, n7)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest', pos) from None
@@ -782,7 +781,7 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf: bytes, pos: int,
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestPartition', None, pos, 'string CommittedMetadata length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestPartition', None, pos, f'string CommittedMetadata length {n1} exceeds remaining bytes')
                 f_committed_metadata = buf[pos:end2].decode()
                 pos = end2
             if buf[pos] == 0:
@@ -794,7 +793,7 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf: bytes, pos: int,
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestPartition', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestPartition', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata))
     except DECODE_FAILURES as exc:
@@ -825,7 +824,7 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf: bytes, pos: int, ble
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -841,7 +840,7 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf: bytes, pos: int, ble
                 raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf, pos, blen, n3)
             if buf[pos] == 0:
                 pos += 1
@@ -852,7 +851,7 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf: bytes, pos: int, ble
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -882,7 +881,7 @@ def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
@@ -903,7 +902,7 @@ def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         n5 = buf[pos]
@@ -922,7 +921,7 @@ def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
             f_group_instance_id = buf[pos:end6].decode()
             pos = end6
         n7 = buf[pos]
@@ -938,7 +937,7 @@ def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
             raise ProtocolError('OffsetCommitRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n7 * 1 > blen - pos:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n7)
+                raise ProtocolError('OffsetCommitRequest', None, pos, f'array Topics count {n7} exceeds remaining bytes')
             f_topics, pos = da_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf, pos, blen, n7)
         if buf[pos] == 0:
             pos += 1
@@ -949,7 +948,7 @@ def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('OffsetCommitRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('OffsetCommitRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest', pos) from None
@@ -1049,7 +1048,7 @@ def da_OffsetCommitResponse_OffsetCommitResponseTopic_v0(buf: bytes, pos: int, b
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -1058,7 +1057,7 @@ def da_OffsetCommitResponse_OffsetCommitResponseTopic_v0(buf: bytes, pos: int, b
                 raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetCommitResponse_OffsetCommitResponsePartition_v0(buf, pos, blen, n3)
             app(_OffsetCommitResponse_OffsetCommitResponseTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -1075,7 +1074,7 @@ def d_OffsetCommitResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCo
             raise ProtocolError('OffsetCommitResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetCommitResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetCommitResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_OffsetCommitResponse_OffsetCommitResponseTopic_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitResponse', pos) from None
@@ -1124,7 +1123,7 @@ def d_OffsetCommitResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[OffsetCo
             raise ProtocolError('OffsetCommitResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetCommitResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetCommitResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_OffsetCommitResponse_OffsetCommitResponseTopic_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitResponse', pos) from None
@@ -1157,7 +1156,7 @@ def da_OffsetCommitResponse_OffsetCommitResponsePartition_v8(buf: bytes, pos: in
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('OffsetCommitResponse.OffsetCommitResponsePartition', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('OffsetCommitResponse.OffsetCommitResponsePartition', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_OffsetCommitResponse_OffsetCommitResponsePartition(f_partition_index, f_error_code))
     except DECODE_FAILURES as exc:
@@ -1188,7 +1187,7 @@ def da_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf: bytes, pos: int, b
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -1204,7 +1203,7 @@ def da_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf: bytes, pos: int, b
                 raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetCommitResponse_OffsetCommitResponsePartition_v8(buf, pos, blen, n3)
             if buf[pos] == 0:
                 pos += 1
@@ -1215,7 +1214,7 @@ def da_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf: bytes, pos: int, b
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_OffsetCommitResponse_OffsetCommitResponseTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -1241,7 +1240,7 @@ def d_OffsetCommitResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCo
             raise ProtocolError('OffsetCommitResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetCommitResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetCommitResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -1252,7 +1251,7 @@ def d_OffsetCommitResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCo
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('OffsetCommitResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('OffsetCommitResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitResponse', pos) from None

@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -12,12 +11,12 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
+    ProtocolError,
     decode_error,
     encode_error,
 )
@@ -130,7 +129,7 @@ def da_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf: bytes, pos: int, ble
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetDeleteRequest.OffsetDeleteRequestTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetDeleteRequest.OffsetDeleteRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -139,7 +138,7 @@ def da_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf: bytes, pos: int, ble
                 raise ProtocolError('OffsetDeleteRequest.OffsetDeleteRequestTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetDeleteRequest.OffsetDeleteRequestTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('OffsetDeleteRequest.OffsetDeleteRequestTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(buf, pos, blen, n3)
             app(_OffsetDeleteRequest_OffsetDeleteRequestTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -160,7 +159,7 @@ def d_OffsetDeleteRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetDel
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetDeleteRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetDeleteRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (n3,) = I32_unpack(buf, pos)
@@ -169,7 +168,7 @@ def d_OffsetDeleteRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetDel
             raise ProtocolError('OffsetDeleteRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n3 * 1 > blen - pos:
-                raise ProtocolError('OffsetDeleteRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n3)
+                raise ProtocolError('OffsetDeleteRequest', None, pos, f'array Topics count {n3} exceeds remaining bytes')
             f_topics, pos = da_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf, pos, blen, n3)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetDeleteRequest', pos) from None
@@ -240,7 +239,7 @@ def da_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf: bytes, pos: int, b
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetDeleteResponse.OffsetDeleteResponseTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetDeleteResponse.OffsetDeleteResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -249,7 +248,7 @@ def da_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf: bytes, pos: int, b
                 raise ProtocolError('OffsetDeleteResponse.OffsetDeleteResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetDeleteResponse.OffsetDeleteResponseTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('OffsetDeleteResponse.OffsetDeleteResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf, pos, blen, n3)
             app(_OffsetDeleteResponse_OffsetDeleteResponseTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -268,7 +267,7 @@ def d_OffsetDeleteResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetDe
             raise ProtocolError('OffsetDeleteResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetDeleteResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetDeleteResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetDeleteResponse', pos) from None

@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -13,17 +12,17 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -178,7 +177,7 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopic_v0(buf: bytes, pos: int, blen:
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -187,8 +186,8 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopic_v0(buf: bytes, pos: int, blen:
                 raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, 'null or negative count for non-nullable array PartitionIndexes')
             else:
                 if n3 * 4 > blen - pos:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, 'array PartitionIndexes count %d exceeds remaining bytes' % n3)
-                f_partition_indexes = list(unpack_from('>%di' % n3, buf, pos))
+                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, f'array PartitionIndexes count {n3} exceeds remaining bytes')
+                f_partition_indexes = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
             app(_OffsetFetchRequest_OffsetFetchRequestTopic(f_name, f_partition_indexes))
     except DECODE_FAILURES as exc:
@@ -209,7 +208,7 @@ def d_OffsetFetchRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetFetchRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetFetchRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (n3,) = I32_unpack(buf, pos)
@@ -218,7 +217,7 @@ def d_OffsetFetchRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
             raise ProtocolError('OffsetFetchRequest', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n3 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n3)
+                raise ProtocolError('OffsetFetchRequest', None, pos, f'array Topics count {n3} exceeds remaining bytes')
             f_topics, pos = da_OffsetFetchRequest_OffsetFetchRequestTopic_v0(buf, pos, blen, n3)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest', pos) from None
@@ -234,7 +233,7 @@ def ea_OffsetFetchRequest_OffsetFetchRequestTopic_v0(xs: list[OffsetFetchRequest
             w(b1)
             x_partition_indexes = o.partition_indexes
             w(I32_pack(len(x_partition_indexes)))
-            w(pack('>%di' % len(x_partition_indexes), *x_partition_indexes))
+            w(pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestTopic') from None
 
@@ -245,7 +244,7 @@ def e_OffsetFetchRequest_v0(o: OffsetFetchRequest, w: Append) -> None:
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
         w(b1)
-        x_topics = o.topics
+        x_topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] = o.topics  # type: ignore[assignment]
         w(I32_pack(len(x_topics)))
         ea_OffsetFetchRequest_OffsetFetchRequestTopic_v0(x_topics, w)
     except ENCODE_FAILURES as exc:
@@ -265,7 +264,7 @@ def d_OffsetFetchRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetFetchRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetFetchRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (n3,) = I32_unpack(buf, pos)
@@ -274,7 +273,7 @@ def d_OffsetFetchRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
             f_topics = None
         else:
             if n3 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n3)
+                raise ProtocolError('OffsetFetchRequest', None, pos, f'array Topics count {n3} exceeds remaining bytes')
             f_topics, pos = da_OffsetFetchRequest_OffsetFetchRequestTopic_v0(buf, pos, blen, n3)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest', pos) from None
@@ -320,7 +319,7 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf: bytes, pos: int, blen:
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -336,8 +335,8 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf: bytes, pos: int, blen:
                 raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, 'null or negative count for non-nullable array PartitionIndexes')
             else:
                 if n3 * 4 > blen - pos:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, 'array PartitionIndexes count %d exceeds remaining bytes' % n3)
-                f_partition_indexes = list(unpack_from('>%di' % n3, buf, pos))
+                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, f'array PartitionIndexes count {n3} exceeds remaining bytes')
+                f_partition_indexes = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
             if buf[pos] == 0:
                 pos += 1
@@ -348,7 +347,7 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf: bytes, pos: int, blen:
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_OffsetFetchRequest_OffsetFetchRequestTopic(f_name, f_partition_indexes))
     except DECODE_FAILURES as exc:
@@ -376,7 +375,7 @@ def d_OffsetFetchRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetFetchRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetFetchRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         n3 = buf[pos]
@@ -392,7 +391,7 @@ def d_OffsetFetchRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
             f_topics = None
         else:
             if n3 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n3)
+                raise ProtocolError('OffsetFetchRequest', None, pos, f'array Topics count {n3} exceeds remaining bytes')
             f_topics, pos = da_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf, pos, blen, n3)
         if buf[pos] == 0:
             pos += 1
@@ -403,7 +402,7 @@ def d_OffsetFetchRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('OffsetFetchRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('OffsetFetchRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest', pos) from None
@@ -421,7 +420,7 @@ def ea_OffsetFetchRequest_OffsetFetchRequestTopic_v6(xs: list[OffsetFetchRequest
             x_partition_indexes = o.partition_indexes
             ln = len(x_partition_indexes) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack('>%di' % len(x_partition_indexes), *x_partition_indexes))
+            w(pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes))
             w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestTopic') from None
@@ -466,7 +465,7 @@ def d_OffsetFetchRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetFetchRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetFetchRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         n3 = buf[pos]
@@ -482,7 +481,7 @@ def d_OffsetFetchRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
             f_topics = None
         else:
             if n3 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchRequest', None, pos, 'array Topics count %d exceeds remaining bytes' % n3)
+                raise ProtocolError('OffsetFetchRequest', None, pos, f'array Topics count {n3} exceeds remaining bytes')
             f_topics, pos = da_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf, pos, blen, n3)
         (f_require_stable,) = _F_o_unpack(buf, pos)
         pos += 1
@@ -495,7 +494,7 @@ def d_OffsetFetchRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('OffsetFetchRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('OffsetFetchRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest', pos) from None
@@ -544,7 +543,7 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf: bytes, pos: int, blen
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopics', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopics', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -560,8 +559,8 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf: bytes, pos: int, blen
                 raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopics', None, pos, 'null or negative count for non-nullable array PartitionIndexes')
             else:
                 if n3 * 4 > blen - pos:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopics', None, pos, 'array PartitionIndexes count %d exceeds remaining bytes' % n3)
-                f_partition_indexes = list(unpack_from('>%di' % n3, buf, pos))
+                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopics', None, pos, f'array PartitionIndexes count {n3} exceeds remaining bytes')
+                f_partition_indexes = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
             if buf[pos] == 0:
                 pos += 1
@@ -572,7 +571,7 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf: bytes, pos: int, blen
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopics', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopics', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_OffsetFetchRequest_OffsetFetchRequestTopics(f_name, f_partition_indexes))
     except DECODE_FAILURES as exc:
@@ -603,7 +602,7 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf: bytes, pos: int, blen:
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -619,7 +618,7 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf: bytes, pos: int, blen:
                 f_topics = None
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, 'array Topics count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, f'array Topics count {n3} exceeds remaining bytes')
                 f_topics, pos = da_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf, pos, blen, n3)
             if buf[pos] == 0:
                 pos += 1
@@ -630,7 +629,7 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf: bytes, pos: int, blen:
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_OffsetFetchRequest_OffsetFetchRequestGroup(f_group_id, None, -1, f_topics))
     except DECODE_FAILURES as exc:
@@ -654,7 +653,7 @@ def d_OffsetFetchRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
             raise ProtocolError('OffsetFetchRequest', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchRequest', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetFetchRequest', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups, pos = da_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf, pos, blen, n1)
         (f_require_stable,) = _F_o_unpack(buf, pos)
         pos += 1
@@ -667,7 +666,7 @@ def d_OffsetFetchRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('OffsetFetchRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('OffsetFetchRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest', pos) from None
@@ -685,7 +684,7 @@ def ea_OffsetFetchRequest_OffsetFetchRequestTopics_v8(xs: list[OffsetFetchReques
             x_partition_indexes = o.partition_indexes
             ln = len(x_partition_indexes) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack('>%di' % len(x_partition_indexes), *x_partition_indexes))
+            w(pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes))
             w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestTopics') from None
@@ -746,7 +745,7 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: bytes, pos: int, blen:
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -765,7 +764,7 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: bytes, pos: int, blen:
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
                 f_member_id = buf[pos:end4].decode()
                 pos = end4
             (f_member_epoch,) = _F_i_unpack(buf, pos)
@@ -783,7 +782,7 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: bytes, pos: int, blen:
                 f_topics = None
             else:
                 if n5 * 1 > blen - pos:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, 'array Topics count %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, f'array Topics count {n5} exceeds remaining bytes')
                 f_topics, pos = da_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf, pos, blen, n5)
             if buf[pos] == 0:
                 pos += 1
@@ -794,7 +793,7 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: bytes, pos: int, blen:
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_OffsetFetchRequest_OffsetFetchRequestGroup(f_group_id, f_member_id, f_member_epoch, f_topics))
     except DECODE_FAILURES as exc:
@@ -818,7 +817,7 @@ def d_OffsetFetchRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
             raise ProtocolError('OffsetFetchRequest', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchRequest', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetFetchRequest', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups, pos = da_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf, pos, blen, n1)
         (f_require_stable,) = _F_o_unpack(buf, pos)
         pos += 1
@@ -831,7 +830,7 @@ def d_OffsetFetchRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('OffsetFetchRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('OffsetFetchRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest', pos) from None
@@ -895,7 +894,7 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v0(buf: bytes, pos: int,
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartition', None, pos, 'string Metadata length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartition', None, pos, f'string Metadata length {n1} exceeds remaining bytes')
                 f_metadata = buf[pos:end2].decode()
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
@@ -922,7 +921,7 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v0(buf: bytes, pos: int, ble
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -931,7 +930,7 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v0(buf: bytes, pos: int, ble
                 raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetFetchResponse_OffsetFetchResponsePartition_v0(buf, pos, blen, n3)
             app(_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -948,7 +947,7 @@ def d_OffsetFetchResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetFet
             raise ProtocolError('OffsetFetchResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetFetchResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_OffsetFetchResponse_OffsetFetchResponseTopic_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse', pos) from None
@@ -1003,7 +1002,7 @@ def d_OffsetFetchResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetFet
             raise ProtocolError('OffsetFetchResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetFetchResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_OffsetFetchResponse_OffsetFetchResponseTopic_v0(buf, pos, blen, n1)
         (f_error_code,) = _F_h_unpack(buf, pos)
         pos += 2
@@ -1033,7 +1032,7 @@ def d_OffsetFetchResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[OffsetFet
             raise ProtocolError('OffsetFetchResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetFetchResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_OffsetFetchResponse_OffsetFetchResponseTopic_v0(buf, pos, blen, n1)
         (f_error_code,) = _F_h_unpack(buf, pos)
         pos += 2
@@ -1070,7 +1069,7 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf: bytes, pos: int,
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartition', None, pos, 'string Metadata length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartition', None, pos, f'string Metadata length {n1} exceeds remaining bytes')
                 f_metadata = buf[pos:end2].decode()
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
@@ -1097,7 +1096,7 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf: bytes, pos: int, ble
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -1106,7 +1105,7 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf: bytes, pos: int, ble
                 raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf, pos, blen, n3)
             app(_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -1125,7 +1124,7 @@ def d_OffsetFetchResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[OffsetFet
             raise ProtocolError('OffsetFetchResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetFetchResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf, pos, blen, n1)
         (f_error_code,) = _F_h_unpack(buf, pos)
         pos += 2
@@ -1199,7 +1198,7 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf: bytes, pos: int,
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartition', None, pos, 'string Metadata length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartition', None, pos, f'string Metadata length {n1} exceeds remaining bytes')
                 f_metadata = buf[pos:end2].decode()
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
@@ -1213,7 +1212,7 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf: bytes, pos: int,
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartition', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartition', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code))
     except DECODE_FAILURES as exc:
@@ -1244,7 +1243,7 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf: bytes, pos: int, ble
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -1260,7 +1259,7 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf: bytes, pos: int, ble
                 raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf, pos, blen, n3)
             if buf[pos] == 0:
                 pos += 1
@@ -1271,7 +1270,7 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf: bytes, pos: int, ble
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -1297,7 +1296,7 @@ def d_OffsetFetchResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetFet
             raise ProtocolError('OffsetFetchResponse', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchResponse', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetFetchResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf, pos, blen, n1)
         (f_error_code,) = _F_h_unpack(buf, pos)
         pos += 2
@@ -1310,7 +1309,7 @@ def d_OffsetFetchResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetFet
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('OffsetFetchResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('OffsetFetchResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse', pos) from None
@@ -1387,7 +1386,7 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf: bytes, pos: int
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartitions', None, pos, 'string Metadata length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartitions', None, pos, f'string Metadata length {n1} exceeds remaining bytes')
                 f_metadata = buf[pos:end2].decode()
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
@@ -1401,7 +1400,7 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf: bytes, pos: int
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartitions', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartitions', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_OffsetFetchResponse_OffsetFetchResponsePartitions(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code))
     except DECODE_FAILURES as exc:
@@ -1432,7 +1431,7 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf: bytes, pos: int, bl
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopics', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopics', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -1448,7 +1447,7 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf: bytes, pos: int, bl
                 raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopics', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopics', None, pos, 'array Partitions count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopics', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf, pos, blen, n3)
             if buf[pos] == 0:
                 pos += 1
@@ -1459,7 +1458,7 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf: bytes, pos: int, bl
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopics', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopics', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_OffsetFetchResponse_OffsetFetchResponseTopics(f_name, f_partitions))
     except DECODE_FAILURES as exc:
@@ -1490,7 +1489,7 @@ def da_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf: bytes, pos: int, ble
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseGroup', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -1506,7 +1505,7 @@ def da_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf: bytes, pos: int, ble
                 raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseGroup', None, pos, 'null or negative count for non-nullable array Topics')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseGroup', None, pos, 'array Topics count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseGroup', None, pos, f'array Topics count {n3} exceeds remaining bytes')
                 f_topics, pos = da_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf, pos, blen, n3)
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
@@ -1519,7 +1518,7 @@ def da_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf: bytes, pos: int, ble
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseGroup', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseGroup', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_OffsetFetchResponse_OffsetFetchResponseGroup(f_group_id, f_topics, f_error_code))
     except DECODE_FAILURES as exc:
@@ -1545,7 +1544,7 @@ def d_OffsetFetchResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetFet
             raise ProtocolError('OffsetFetchResponse', None, pos, 'null or negative count for non-nullable array Groups')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchResponse', None, pos, 'array Groups count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetFetchResponse', None, pos, f'array Groups count {n1} exceeds remaining bytes')
             f_groups, pos = da_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -1556,7 +1555,7 @@ def d_OffsetFetchResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetFet
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('OffsetFetchResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('OffsetFetchResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse', pos) from None

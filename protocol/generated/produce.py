@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -12,17 +11,17 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -167,7 +166,7 @@ def da_ProduceRequest_PartitionProduceData_v0(buf: bytes, pos: int, blen: int, n
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ProduceRequest.PartitionProduceData', None, pos, 'records Records length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ProduceRequest.PartitionProduceData', None, pos, f'records Records length {n1} exceeds remaining bytes')
                 f_records = buf[pos:end2]
                 pos = end2
             app(_ProduceRequest_PartitionProduceData(f_index, f_records))
@@ -192,7 +191,7 @@ def da_ProduceRequest_TopicProduceData_v0(buf: bytes, pos: int, blen: int, n: in
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -201,7 +200,7 @@ def da_ProduceRequest_TopicProduceData_v0(buf: bytes, pos: int, blen: int, n: in
                 raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, 'null or negative count for non-nullable array PartitionData')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, 'array PartitionData count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, f'array PartitionData count {n3} exceeds remaining bytes')
                 f_partition_data, pos = da_ProduceRequest_PartitionProduceData_v0(buf, pos, blen, n3)
             app(_ProduceRequest_TopicProduceData(f_name, f_partition_data))
     except DECODE_FAILURES as exc:
@@ -220,7 +219,7 @@ def d_ProduceRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest
             raise ProtocolError('ProduceRequest', None, pos, 'null or negative count for non-nullable array TopicData')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ProduceRequest', None, pos, 'array TopicData count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ProduceRequest', None, pos, f'array TopicData count {n1} exceeds remaining bytes')
             f_topic_data, pos = da_ProduceRequest_TopicProduceData_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceRequest', pos) from None
@@ -278,7 +277,7 @@ def d_ProduceRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('ProduceRequest', None, pos, 'string TransactionalId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ProduceRequest', None, pos, f'string TransactionalId length {n1} exceeds remaining bytes')
             f_transactional_id = buf[pos:end2].decode()
             pos = end2
         (f_acks, f_timeout_ms,) = _F_hi_unpack(buf, pos)
@@ -289,7 +288,7 @@ def d_ProduceRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest
             raise ProtocolError('ProduceRequest', None, pos, 'null or negative count for non-nullable array TopicData')
         else:
             if n3 * 1 > blen - pos:
-                raise ProtocolError('ProduceRequest', None, pos, 'array TopicData count %d exceeds remaining bytes' % n3)
+                raise ProtocolError('ProduceRequest', None, pos, f'array TopicData count {n3} exceeds remaining bytes')
             f_topic_data, pos = da_ProduceRequest_TopicProduceData_v0(buf, pos, blen, n3)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceRequest', pos) from None
@@ -335,7 +334,7 @@ def da_ProduceRequest_PartitionProduceData_v9(buf: bytes, pos: int, blen: int, n
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ProduceRequest.PartitionProduceData', None, pos, 'records Records length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ProduceRequest.PartitionProduceData', None, pos, f'records Records length {n1} exceeds remaining bytes')
                 f_records = buf[pos:end2]
                 pos = end2
             if buf[pos] == 0:
@@ -347,7 +346,7 @@ def da_ProduceRequest_PartitionProduceData_v9(buf: bytes, pos: int, blen: int, n
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ProduceRequest.PartitionProduceData', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ProduceRequest.PartitionProduceData', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ProduceRequest_PartitionProduceData(f_index, f_records))
     except DECODE_FAILURES as exc:
@@ -378,7 +377,7 @@ def da_ProduceRequest_TopicProduceData_v9(buf: bytes, pos: int, blen: int, n: in
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -394,7 +393,7 @@ def da_ProduceRequest_TopicProduceData_v9(buf: bytes, pos: int, blen: int, n: in
                 raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, 'null or negative count for non-nullable array PartitionData')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, 'array PartitionData count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, f'array PartitionData count {n3} exceeds remaining bytes')
                 f_partition_data, pos = da_ProduceRequest_PartitionProduceData_v9(buf, pos, blen, n3)
             if buf[pos] == 0:
                 pos += 1
@@ -405,7 +404,7 @@ def da_ProduceRequest_TopicProduceData_v9(buf: bytes, pos: int, blen: int, n: in
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ProduceRequest_TopicProduceData(f_name, f_partition_data))
     except DECODE_FAILURES as exc:
@@ -433,7 +432,7 @@ def d_ProduceRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('ProduceRequest', None, pos, 'string TransactionalId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ProduceRequest', None, pos, f'string TransactionalId length {n1} exceeds remaining bytes')
             f_transactional_id = buf[pos:end2].decode()
             pos = end2
         (f_acks, f_timeout_ms,) = _F_hi_unpack(buf, pos)
@@ -451,7 +450,7 @@ def d_ProduceRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest
             raise ProtocolError('ProduceRequest', None, pos, 'null or negative count for non-nullable array TopicData')
         else:
             if n3 * 1 > blen - pos:
-                raise ProtocolError('ProduceRequest', None, pos, 'array TopicData count %d exceeds remaining bytes' % n3)
+                raise ProtocolError('ProduceRequest', None, pos, f'array TopicData count {n3} exceeds remaining bytes')
             f_topic_data, pos = da_ProduceRequest_TopicProduceData_v9(buf, pos, blen, n3)
         if buf[pos] == 0:
             pos += 1
@@ -462,7 +461,7 @@ def d_ProduceRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ProduceRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ProduceRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceRequest', pos) from None
@@ -551,7 +550,7 @@ def da_ProduceResponse_TopicProduceResponse_v0(buf: bytes, pos: int, blen: int, 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -560,7 +559,7 @@ def da_ProduceResponse_TopicProduceResponse_v0(buf: bytes, pos: int, blen: int, 
                 raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'null or negative count for non-nullable array PartitionResponses')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'array PartitionResponses count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'array PartitionResponses count {n3} exceeds remaining bytes')
                 f_partition_responses, pos = da_ProduceResponse_PartitionProduceResponse_v0(buf, pos, blen, n3)
             app(_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses))
     except DECODE_FAILURES as exc:
@@ -577,7 +576,7 @@ def d_ProduceResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespon
             raise ProtocolError('ProduceResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ProduceResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ProduceResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_ProduceResponse_TopicProduceResponse_v0(buf, pos, blen, n1)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse', pos) from None
@@ -624,7 +623,7 @@ def d_ProduceResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespon
             raise ProtocolError('ProduceResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ProduceResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ProduceResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_ProduceResponse_TopicProduceResponse_v0(buf, pos, blen, n1)
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -672,7 +671,7 @@ def da_ProduceResponse_TopicProduceResponse_v2(buf: bytes, pos: int, blen: int, 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -681,7 +680,7 @@ def da_ProduceResponse_TopicProduceResponse_v2(buf: bytes, pos: int, blen: int, 
                 raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'null or negative count for non-nullable array PartitionResponses')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'array PartitionResponses count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'array PartitionResponses count {n3} exceeds remaining bytes')
                 f_partition_responses, pos = da_ProduceResponse_PartitionProduceResponse_v2(buf, pos, blen, n3)
             app(_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses))
     except DECODE_FAILURES as exc:
@@ -698,7 +697,7 @@ def d_ProduceResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespon
             raise ProtocolError('ProduceResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ProduceResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ProduceResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_ProduceResponse_TopicProduceResponse_v2(buf, pos, blen, n1)
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -768,7 +767,7 @@ def da_ProduceResponse_TopicProduceResponse_v5(buf: bytes, pos: int, blen: int, 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -777,7 +776,7 @@ def da_ProduceResponse_TopicProduceResponse_v5(buf: bytes, pos: int, blen: int, 
                 raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'null or negative count for non-nullable array PartitionResponses')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'array PartitionResponses count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'array PartitionResponses count {n3} exceeds remaining bytes')
                 f_partition_responses, pos = da_ProduceResponse_PartitionProduceResponse_v5(buf, pos, blen, n3)
             app(_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses))
     except DECODE_FAILURES as exc:
@@ -794,7 +793,7 @@ def d_ProduceResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespon
             raise ProtocolError('ProduceResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ProduceResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ProduceResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_ProduceResponse_TopicProduceResponse_v5(buf, pos, blen, n1)
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -852,7 +851,7 @@ def da_ProduceResponse_BatchIndexAndErrorMessage_v8(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ProduceResponse.BatchIndexAndErrorMessage', None, pos, 'string BatchIndexErrorMessage length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ProduceResponse.BatchIndexAndErrorMessage', None, pos, f'string BatchIndexErrorMessage length {n1} exceeds remaining bytes')
                 f_batch_index_error_message = buf[pos:end2].decode()
                 pos = end2
             app(_ProduceResponse_BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message))
@@ -876,7 +875,7 @@ def da_ProduceResponse_PartitionProduceResponse_v8(buf: bytes, pos: int, blen: i
                 raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, 'null or negative count for non-nullable array RecordErrors')
             else:
                 if n1 * 1 > blen - pos:
-                    raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, 'array RecordErrors count %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, f'array RecordErrors count {n1} exceeds remaining bytes')
                 f_record_errors, pos = da_ProduceResponse_BatchIndexAndErrorMessage_v8(buf, pos, blen, n1)
             (n2,) = I16_unpack(buf, pos)
             pos += 2
@@ -887,7 +886,7 @@ def da_ProduceResponse_PartitionProduceResponse_v8(buf: bytes, pos: int, blen: i
             else:
                 end3 = pos + n2
                 if end3 > blen:
-                    raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n2)
+                    raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, f'string ErrorMessage length {n2} exceeds remaining bytes')
                 f_error_message = buf[pos:end3].decode()
                 pos = end3
             app(_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, _ProduceResponse_LeaderIdAndEpoch()))
@@ -912,7 +911,7 @@ def da_ProduceResponse_TopicProduceResponse_v8(buf: bytes, pos: int, blen: int, 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -921,7 +920,7 @@ def da_ProduceResponse_TopicProduceResponse_v8(buf: bytes, pos: int, blen: int, 
                 raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'null or negative count for non-nullable array PartitionResponses')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'array PartitionResponses count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'array PartitionResponses count {n3} exceeds remaining bytes')
                 f_partition_responses, pos = da_ProduceResponse_PartitionProduceResponse_v8(buf, pos, blen, n3)
             app(_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses))
     except DECODE_FAILURES as exc:
@@ -938,7 +937,7 @@ def d_ProduceResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespon
             raise ProtocolError('ProduceResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ProduceResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ProduceResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_ProduceResponse_TopicProduceResponse_v8(buf, pos, blen, n1)
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -1028,7 +1027,7 @@ def da_ProduceResponse_BatchIndexAndErrorMessage_v9(buf: bytes, pos: int, blen: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ProduceResponse.BatchIndexAndErrorMessage', None, pos, 'string BatchIndexErrorMessage length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ProduceResponse.BatchIndexAndErrorMessage', None, pos, f'string BatchIndexErrorMessage length {n1} exceeds remaining bytes')
                 f_batch_index_error_message = buf[pos:end2].decode()
                 pos = end2
             if buf[pos] == 0:
@@ -1040,7 +1039,7 @@ def da_ProduceResponse_BatchIndexAndErrorMessage_v9(buf: bytes, pos: int, blen: 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ProduceResponse.BatchIndexAndErrorMessage', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ProduceResponse.BatchIndexAndErrorMessage', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ProduceResponse_BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message))
     except DECODE_FAILURES as exc:
@@ -1070,7 +1069,7 @@ def da_ProduceResponse_PartitionProduceResponse_v9(buf: bytes, pos: int, blen: i
                 raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, 'null or negative count for non-nullable array RecordErrors')
             else:
                 if n1 * 1 > blen - pos:
-                    raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, 'array RecordErrors count %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, f'array RecordErrors count {n1} exceeds remaining bytes')
                 f_record_errors, pos = da_ProduceResponse_BatchIndexAndErrorMessage_v9(buf, pos, blen, n1)
             n2 = buf[pos]
             if n2 < 128:
@@ -1088,7 +1087,7 @@ def da_ProduceResponse_PartitionProduceResponse_v9(buf: bytes, pos: int, blen: i
             else:
                 end3 = pos + n2
                 if end3 > blen:
-                    raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n2)
+                    raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, f'string ErrorMessage length {n2} exceeds remaining bytes')
                 f_error_message = buf[pos:end3].decode()
                 pos = end3
             if buf[pos] == 0:
@@ -1100,7 +1099,7 @@ def da_ProduceResponse_PartitionProduceResponse_v9(buf: bytes, pos: int, blen: i
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, _ProduceResponse_LeaderIdAndEpoch()))
     except DECODE_FAILURES as exc:
@@ -1131,7 +1130,7 @@ def da_ProduceResponse_TopicProduceResponse_v9(buf: bytes, pos: int, blen: int, 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -1147,7 +1146,7 @@ def da_ProduceResponse_TopicProduceResponse_v9(buf: bytes, pos: int, blen: int, 
                 raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'null or negative count for non-nullable array PartitionResponses')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'array PartitionResponses count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'array PartitionResponses count {n3} exceeds remaining bytes')
                 f_partition_responses, pos = da_ProduceResponse_PartitionProduceResponse_v9(buf, pos, blen, n3)
             if buf[pos] == 0:
                 pos += 1
@@ -1158,7 +1157,7 @@ def da_ProduceResponse_TopicProduceResponse_v9(buf: bytes, pos: int, blen: int, 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses))
     except DECODE_FAILURES as exc:
@@ -1182,7 +1181,7 @@ def d_ProduceResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespon
             raise ProtocolError('ProduceResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ProduceResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ProduceResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_ProduceResponse_TopicProduceResponse_v9(buf, pos, blen, n1)
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -1195,7 +1194,7 @@ def d_ProduceResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespon
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ProduceResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ProduceResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse', pos) from None
@@ -1281,7 +1280,7 @@ def d_ProduceResponse_LeaderIdAndEpoch_v10(buf: bytes, pos: int, blen: int) -> t
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ProduceResponse.LeaderIdAndEpoch', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ProduceResponse.LeaderIdAndEpoch', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.LeaderIdAndEpoch', pos) from None
@@ -1311,7 +1310,7 @@ def da_ProduceResponse_PartitionProduceResponse_v10(buf: bytes, pos: int, blen: 
                 raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, 'null or negative count for non-nullable array RecordErrors')
             else:
                 if n1 * 1 > blen - pos:
-                    raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, 'array RecordErrors count %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, f'array RecordErrors count {n1} exceeds remaining bytes')
                 f_record_errors, pos = da_ProduceResponse_BatchIndexAndErrorMessage_v9(buf, pos, blen, n1)
             n2 = buf[pos]
             if n2 < 128:
@@ -1329,7 +1328,7 @@ def da_ProduceResponse_PartitionProduceResponse_v10(buf: bytes, pos: int, blen: 
             else:
                 end3 = pos + n2
                 if end3 > blen:
-                    raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n2)
+                    raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, f'string ErrorMessage length {n2} exceeds remaining bytes')
                 f_error_message = buf[pos:end3].decode()
                 pos = end3
             f_current_leader = _ProduceResponse_LeaderIdAndEpoch()
@@ -1342,7 +1341,7 @@ def da_ProduceResponse_PartitionProduceResponse_v10(buf: bytes, pos: int, blen: 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     if tag == 0:
                         f_current_leader, pos = d_ProduceResponse_LeaderIdAndEpoch_v10(buf, pos, blen)
                     pos = tag_end  # unknown tags are skipped
@@ -1375,7 +1374,7 @@ def da_ProduceResponse_TopicProduceResponse_v10(buf: bytes, pos: int, blen: int,
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -1391,7 +1390,7 @@ def da_ProduceResponse_TopicProduceResponse_v10(buf: bytes, pos: int, blen: int,
                 raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'null or negative count for non-nullable array PartitionResponses')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'array PartitionResponses count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'array PartitionResponses count {n3} exceeds remaining bytes')
                 f_partition_responses, pos = da_ProduceResponse_PartitionProduceResponse_v10(buf, pos, blen, n3)
             if buf[pos] == 0:
                 pos += 1
@@ -1402,7 +1401,7 @@ def da_ProduceResponse_TopicProduceResponse_v10(buf: bytes, pos: int, blen: int,
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses))
     except DECODE_FAILURES as exc:
@@ -1435,7 +1434,7 @@ def da_ProduceResponse_NodeEndpoint_v10(buf: bytes, pos: int, blen: int, n: int)
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ProduceResponse.NodeEndpoint', None, pos, 'string Host length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ProduceResponse.NodeEndpoint', None, pos, f'string Host length {n1} exceeds remaining bytes')
                 f_host = buf[pos:end2].decode()
                 pos = end2
             (f_port,) = _F_i_unpack(buf, pos)
@@ -1456,7 +1455,7 @@ def da_ProduceResponse_NodeEndpoint_v10(buf: bytes, pos: int, blen: int, n: int)
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('ProduceResponse.NodeEndpoint', None, pos, 'string Rack length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ProduceResponse.NodeEndpoint', None, pos, f'string Rack length {n3} exceeds remaining bytes')
                 f_rack = buf[pos:end4].decode()
                 pos = end4
             if buf[pos] == 0:
@@ -1468,7 +1467,7 @@ def da_ProduceResponse_NodeEndpoint_v10(buf: bytes, pos: int, blen: int, n: int)
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ProduceResponse.NodeEndpoint', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ProduceResponse.NodeEndpoint', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ProduceResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack))
     except DECODE_FAILURES as exc:
@@ -1493,7 +1492,7 @@ def d_ProduceResponse_v10(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespo
             raise ProtocolError('ProduceResponse', None, pos, 'null or negative count for non-nullable array Responses')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ProduceResponse', None, pos, 'array Responses count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ProduceResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
             f_responses, pos = da_ProduceResponse_TopicProduceResponse_v10(buf, pos, blen, n1)
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -1507,7 +1506,7 @@ def d_ProduceResponse_v10(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespo
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ProduceResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ProduceResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 if tag == 0:
                     n2 = buf[pos]
                     if n2 < 128:
@@ -1522,7 +1521,7 @@ def d_ProduceResponse_v10(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespo
                         raise ProtocolError('ProduceResponse', None, pos, 'null or negative count for non-nullable array NodeEndpoints')
                     else:
                         if n2 * 1 > blen - pos:
-                            raise ProtocolError('ProduceResponse', None, pos, 'array NodeEndpoints count %d exceeds remaining bytes' % n2)
+                            raise ProtocolError('ProduceResponse', None, pos, f'array NodeEndpoints count {n2} exceeds remaining bytes')
                         f_node_endpoints, pos = da_ProduceResponse_NodeEndpoint_v10(buf, pos, blen, n2)
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:

@@ -2,12 +2,11 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
-import uuid
 import struct
+import uuid
 from struct import pack, unpack_from
 from uuid import UUID
 
@@ -15,18 +14,18 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
+    ZERO_UUID,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    ZERO_UUID,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -434,7 +433,7 @@ def d_ClassicGroupReasonKey_v30000(buf: bytes, pos: int, blen: int) -> tuple[Cla
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('ClassicGroupReasonKey', None, pos, 'string group length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ClassicGroupReasonKey', None, pos, f'string group length {n1} exceeds remaining bytes')
             f_group = buf[pos:end2].decode()
             pos = end2
     except DECODE_FAILURES as exc:
@@ -474,7 +473,7 @@ def d_ClassicGroupReasonValue_v0(buf: bytes, pos: int, blen: int) -> tuple[Class
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('ClassicGroupReasonValue', None, pos, 'string api length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ClassicGroupReasonValue', None, pos, f'string api length {n1} exceeds remaining bytes')
             f_api = buf[pos:end2].decode()
             pos = end2
         n3 = buf[pos]
@@ -493,7 +492,7 @@ def d_ClassicGroupReasonValue_v0(buf: bytes, pos: int, blen: int) -> tuple[Class
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('ClassicGroupReasonValue', None, pos, 'string memberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('ClassicGroupReasonValue', None, pos, f'string memberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         n5 = buf[pos]
@@ -512,7 +511,7 @@ def d_ClassicGroupReasonValue_v0(buf: bytes, pos: int, blen: int) -> tuple[Class
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('ClassicGroupReasonValue', None, pos, 'string groupInstanceId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('ClassicGroupReasonValue', None, pos, f'string groupInstanceId length {n5} exceeds remaining bytes')
             f_group_instance_id = buf[pos:end6].decode()
             pos = end6
         n7 = buf[pos]
@@ -531,7 +530,7 @@ def d_ClassicGroupReasonValue_v0(buf: bytes, pos: int, blen: int) -> tuple[Class
         else:
             end8 = pos + n7
             if end8 > blen:
-                raise ProtocolError('ClassicGroupReasonValue', None, pos, 'string reason length %d exceeds remaining bytes' % n7)
+                raise ProtocolError('ClassicGroupReasonValue', None, pos, f'string reason length {n7} exceeds remaining bytes')
             f_reason = buf[pos:end8].decode()
             pos = end8
         (f_timestamp,) = _F_q_unpack(buf, pos)
@@ -545,7 +544,7 @@ def d_ClassicGroupReasonValue_v0(buf: bytes, pos: int, blen: int) -> tuple[Class
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ClassicGroupReasonValue', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ClassicGroupReasonValue', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ClassicGroupReasonValue', pos) from None
@@ -595,7 +594,7 @@ def d_ConsumerGroupCurrentMemberAssignmentKey_v8(buf: bytes, pos: int, blen: int
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('ConsumerGroupCurrentMemberAssignmentKey', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupCurrentMemberAssignmentKey', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (n3,) = I16_unpack(buf, pos)
@@ -607,7 +606,7 @@ def d_ConsumerGroupCurrentMemberAssignmentKey_v8(buf: bytes, pos: int, blen: int
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('ConsumerGroupCurrentMemberAssignmentKey', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('ConsumerGroupCurrentMemberAssignmentKey', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
     except DECODE_FAILURES as exc:
@@ -653,8 +652,8 @@ def da_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(buf: bytes, 
                 raise ProtocolError('ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n1 * 4 > blen - pos:
-                    raise ProtocolError('ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions', None, pos, 'array Partitions count %d exceeds remaining bytes' % n1)
-                f_partitions = list(unpack_from('>%di' % n1, buf, pos))
+                    raise ProtocolError('ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions', None, pos, f'array Partitions count {n1} exceeds remaining bytes')
+                f_partitions = list(unpack_from(f'>{n1}i', buf, pos))
                 pos += 4 * n1
             if buf[pos] == 0:
                 pos += 1
@@ -665,7 +664,7 @@ def da_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(buf: bytes, 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions(f_topic_id, f_partitions))
     except DECODE_FAILURES as exc:
@@ -692,7 +691,7 @@ def d_ConsumerGroupCurrentMemberAssignmentValue_v0(buf: bytes, pos: int, blen: i
             raise ProtocolError('ConsumerGroupCurrentMemberAssignmentValue', None, pos, 'null or negative count for non-nullable array AssignedPartitions')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ConsumerGroupCurrentMemberAssignmentValue', None, pos, 'array AssignedPartitions count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupCurrentMemberAssignmentValue', None, pos, f'array AssignedPartitions count {n1} exceeds remaining bytes')
             f_assigned_partitions, pos = da_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(buf, pos, blen, n1)
         n2 = buf[pos]
         if n2 < 128:
@@ -707,7 +706,7 @@ def d_ConsumerGroupCurrentMemberAssignmentValue_v0(buf: bytes, pos: int, blen: i
             raise ProtocolError('ConsumerGroupCurrentMemberAssignmentValue', None, pos, 'null or negative count for non-nullable array PartitionsPendingRevocation')
         else:
             if n2 * 1 > blen - pos:
-                raise ProtocolError('ConsumerGroupCurrentMemberAssignmentValue', None, pos, 'array PartitionsPendingRevocation count %d exceeds remaining bytes' % n2)
+                raise ProtocolError('ConsumerGroupCurrentMemberAssignmentValue', None, pos, f'array PartitionsPendingRevocation count {n2} exceeds remaining bytes')
             f_partitions_pending_revocation, pos = da_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(buf, pos, blen, n2)
         if buf[pos] == 0:
             pos += 1
@@ -718,7 +717,7 @@ def d_ConsumerGroupCurrentMemberAssignmentValue_v0(buf: bytes, pos: int, blen: i
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupCurrentMemberAssignmentValue', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ConsumerGroupCurrentMemberAssignmentValue', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupCurrentMemberAssignmentValue', pos) from None
@@ -733,7 +732,7 @@ def ea_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(xs: list[Con
             x_partitions = o.partitions
             ln = len(x_partitions) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack('>%di' % len(x_partitions), *x_partitions))
+            w(pack(f'>{len(x_partitions)}i', *x_partitions))
             w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions') from None
@@ -768,7 +767,7 @@ def d_ConsumerGroupMemberMetadataKey_v5(buf: bytes, pos: int, blen: int) -> tupl
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('ConsumerGroupMemberMetadataKey', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupMemberMetadataKey', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (n3,) = I16_unpack(buf, pos)
@@ -780,7 +779,7 @@ def d_ConsumerGroupMemberMetadataKey_v5(buf: bytes, pos: int, blen: int) -> tupl
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('ConsumerGroupMemberMetadataKey', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('ConsumerGroupMemberMetadataKey', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
     except DECODE_FAILURES as exc:
@@ -825,7 +824,7 @@ def da_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(buf: bytes, pos: int,
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicProtocol', None, pos, 'string Name length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicProtocol', None, pos, f'string Name length {n1} exceeds remaining bytes')
                 f_name = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -842,7 +841,7 @@ def da_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(buf: bytes, pos: int,
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicProtocol', None, pos, 'bytes Metadata length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicProtocol', None, pos, f'bytes Metadata length {n3} exceeds remaining bytes')
                 f_metadata = buf[pos:end4]
                 pos = end4
             if buf[pos] == 0:
@@ -854,7 +853,7 @@ def da_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(buf: bytes, pos: int,
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicProtocol', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicProtocol', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ConsumerGroupMemberMetadataValue_ClassicProtocol(f_name, f_metadata))
     except DECODE_FAILURES as exc:
@@ -880,7 +879,7 @@ def d_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(buf: bytes, pos:
             raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicMemberMetadata', None, pos, 'null or negative count for non-nullable array SupportedProtocols')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicMemberMetadata', None, pos, 'array SupportedProtocols count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicMemberMetadata', None, pos, f'array SupportedProtocols count {n1} exceeds remaining bytes')
             f_supported_protocols, pos = da_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -891,7 +890,7 @@ def d_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(buf: bytes, pos:
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicMemberMetadata', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicMemberMetadata', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupMemberMetadataValue.ClassicMemberMetadata', pos) from None
@@ -924,7 +923,7 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, 'string InstanceId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, f'string InstanceId length {n1} exceeds remaining bytes')
             f_instance_id = buf[pos:end2].decode()
             pos = end2
         n3 = buf[pos]
@@ -943,7 +942,7 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, 'string RackId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, f'string RackId length {n3} exceeds remaining bytes')
             f_rack_id = buf[pos:end4].decode()
             pos = end4
         n5 = buf[pos]
@@ -962,7 +961,7 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, 'string ClientId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, f'string ClientId length {n5} exceeds remaining bytes')
             f_client_id = buf[pos:end6].decode()
             pos = end6
         n7 = buf[pos]
@@ -981,7 +980,7 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             end8 = pos + n7
             if end8 > blen:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, 'string ClientHost length %d exceeds remaining bytes' % n7)
+                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, f'string ClientHost length {n7} exceeds remaining bytes')
             f_client_host = buf[pos:end8].decode()
             pos = end8
         n9 = buf[pos]
@@ -997,7 +996,7 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
             raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, 'null or negative count for non-nullable array SubscribedTopicNames')
         else:
             if n9 * 1 > blen - pos:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, 'array SubscribedTopicNames count %d exceeds remaining bytes' % n9)
+                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, f'array SubscribedTopicNames count {n9} exceeds remaining bytes')
             f_subscribed_topic_names = []
             app10 = f_subscribed_topic_names.append
             for _ in range(n9):
@@ -1017,7 +1016,7 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
                 else:
                     end13 = pos + n12
                     if end13 > blen:
-                        raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, 'string SubscribedTopicNames length %d exceeds remaining bytes' % n12)
+                        raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, f'string SubscribedTopicNames length {n12} exceeds remaining bytes')
                     el11 = buf[pos:end13].decode()
                     pos = end13
                 app10(el11)
@@ -1037,7 +1036,7 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             end15 = pos + n14
             if end15 > blen:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, 'string SubscribedTopicRegex length %d exceeds remaining bytes' % n14)
+                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, f'string SubscribedTopicRegex length {n14} exceeds remaining bytes')
             f_subscribed_topic_regex = buf[pos:end15].decode()
             pos = end15
         (f_rebalance_timeout_ms,) = _F_i_unpack(buf, pos)
@@ -1058,7 +1057,7 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             end17 = pos + n16
             if end17 > blen:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, 'string ServerAssignor length %d exceeds remaining bytes' % n16)
+                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, f'string ServerAssignor length {n16} exceeds remaining bytes')
             f_server_assignor = buf[pos:end17].decode()
             pos = end17
         f_classic_member_metadata = None
@@ -1071,7 +1070,7 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 if tag == 0:
                     if buf[pos] == 0xFF:
                         pos += 1
@@ -1201,7 +1200,7 @@ def d_ConsumerGroupMetadataKey_v3(buf: bytes, pos: int, blen: int) -> tuple[Cons
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('ConsumerGroupMetadataKey', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupMetadataKey', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
     except DECODE_FAILURES as exc:
@@ -1232,7 +1231,7 @@ def d_ConsumerGroupMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tuple[Co
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupMetadataValue', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ConsumerGroupMetadataValue', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupMetadataValue', pos) from None
@@ -1258,7 +1257,7 @@ def d_ConsumerGroupPartitionMetadataKey_v4(buf: bytes, pos: int, blen: int) -> t
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('ConsumerGroupPartitionMetadataKey', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupPartitionMetadataKey', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
     except DECODE_FAILURES as exc:
@@ -1297,7 +1296,7 @@ def da_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(buf: bytes, pos:
                 raise ProtocolError('ConsumerGroupPartitionMetadataValue.PartitionMetadata', None, pos, 'null or negative count for non-nullable array Racks')
             else:
                 if n1 * 1 > blen - pos:
-                    raise ProtocolError('ConsumerGroupPartitionMetadataValue.PartitionMetadata', None, pos, 'array Racks count %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ConsumerGroupPartitionMetadataValue.PartitionMetadata', None, pos, f'array Racks count {n1} exceeds remaining bytes')
                 f_racks = []
                 app2 = f_racks.append
                 for _ in range(n1):
@@ -1317,7 +1316,7 @@ def da_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(buf: bytes, pos:
                     else:
                         end5 = pos + n4
                         if end5 > blen:
-                            raise ProtocolError('ConsumerGroupPartitionMetadataValue.PartitionMetadata', None, pos, 'string Racks length %d exceeds remaining bytes' % n4)
+                            raise ProtocolError('ConsumerGroupPartitionMetadataValue.PartitionMetadata', None, pos, f'string Racks length {n4} exceeds remaining bytes')
                         el3 = buf[pos:end5].decode()
                         pos = end5
                     app2(el3)
@@ -1330,7 +1329,7 @@ def da_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(buf: bytes, pos:
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupPartitionMetadataValue.PartitionMetadata', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ConsumerGroupPartitionMetadataValue.PartitionMetadata', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ConsumerGroupPartitionMetadataValue_PartitionMetadata(f_partition, f_racks))
     except DECODE_FAILURES as exc:
@@ -1366,7 +1365,7 @@ def da_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(buf: bytes, pos: int
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('ConsumerGroupPartitionMetadataValue.TopicMetadata', None, pos, 'string TopicName length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('ConsumerGroupPartitionMetadataValue.TopicMetadata', None, pos, f'string TopicName length {n1} exceeds remaining bytes')
                 f_topic_name = buf[pos:end2].decode()
                 pos = end2
             (f_num_partitions,) = _F_i_unpack(buf, pos)
@@ -1384,7 +1383,7 @@ def da_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(buf: bytes, pos: int
                 raise ProtocolError('ConsumerGroupPartitionMetadataValue.TopicMetadata', None, pos, 'null or negative count for non-nullable array PartitionMetadata')
             else:
                 if n3 * 1 > blen - pos:
-                    raise ProtocolError('ConsumerGroupPartitionMetadataValue.TopicMetadata', None, pos, 'array PartitionMetadata count %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('ConsumerGroupPartitionMetadataValue.TopicMetadata', None, pos, f'array PartitionMetadata count {n3} exceeds remaining bytes')
                 f_partition_metadata, pos = da_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(buf, pos, blen, n3)
             if buf[pos] == 0:
                 pos += 1
@@ -1395,7 +1394,7 @@ def da_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(buf: bytes, pos: int
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupPartitionMetadataValue.TopicMetadata', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ConsumerGroupPartitionMetadataValue.TopicMetadata', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ConsumerGroupPartitionMetadataValue_TopicMetadata(f_topic_id, f_topic_name, f_num_partitions, f_partition_metadata))
     except DECODE_FAILURES as exc:
@@ -1419,7 +1418,7 @@ def d_ConsumerGroupPartitionMetadataValue_v0(buf: bytes, pos: int, blen: int) ->
             raise ProtocolError('ConsumerGroupPartitionMetadataValue', None, pos, 'null or negative count for non-nullable array Topics')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ConsumerGroupPartitionMetadataValue', None, pos, 'array Topics count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupPartitionMetadataValue', None, pos, f'array Topics count {n1} exceeds remaining bytes')
             f_topics, pos = da_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -1430,7 +1429,7 @@ def d_ConsumerGroupPartitionMetadataValue_v0(buf: bytes, pos: int, blen: int) ->
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupPartitionMetadataValue', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ConsumerGroupPartitionMetadataValue', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupPartitionMetadataValue', pos) from None
@@ -1498,7 +1497,7 @@ def d_ConsumerGroupTargetAssignmentMemberKey_v7(buf: bytes, pos: int, blen: int)
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('ConsumerGroupTargetAssignmentMemberKey', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupTargetAssignmentMemberKey', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (n3,) = I16_unpack(buf, pos)
@@ -1510,7 +1509,7 @@ def d_ConsumerGroupTargetAssignmentMemberKey_v7(buf: bytes, pos: int, blen: int)
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('ConsumerGroupTargetAssignmentMemberKey', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('ConsumerGroupTargetAssignmentMemberKey', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
     except DECODE_FAILURES as exc:
@@ -1556,8 +1555,8 @@ def da_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_v0(buf: bytes, po
                 raise ProtocolError('ConsumerGroupTargetAssignmentMemberValue.TopicPartition', None, pos, 'null or negative count for non-nullable array Partitions')
             else:
                 if n1 * 4 > blen - pos:
-                    raise ProtocolError('ConsumerGroupTargetAssignmentMemberValue.TopicPartition', None, pos, 'array Partitions count %d exceeds remaining bytes' % n1)
-                f_partitions = list(unpack_from('>%di' % n1, buf, pos))
+                    raise ProtocolError('ConsumerGroupTargetAssignmentMemberValue.TopicPartition', None, pos, f'array Partitions count {n1} exceeds remaining bytes')
+                f_partitions = list(unpack_from(f'>{n1}i', buf, pos))
                 pos += 4 * n1
             if buf[pos] == 0:
                 pos += 1
@@ -1568,7 +1567,7 @@ def da_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_v0(buf: bytes, po
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupTargetAssignmentMemberValue.TopicPartition', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('ConsumerGroupTargetAssignmentMemberValue.TopicPartition', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_ConsumerGroupTargetAssignmentMemberValue_TopicPartition(f_topic_id, f_partitions))
     except DECODE_FAILURES as exc:
@@ -1592,7 +1591,7 @@ def d_ConsumerGroupTargetAssignmentMemberValue_v0(buf: bytes, pos: int, blen: in
             raise ProtocolError('ConsumerGroupTargetAssignmentMemberValue', None, pos, 'null or negative count for non-nullable array TopicPartitions')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('ConsumerGroupTargetAssignmentMemberValue', None, pos, 'array TopicPartitions count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupTargetAssignmentMemberValue', None, pos, f'array TopicPartitions count {n1} exceeds remaining bytes')
             f_topic_partitions, pos = da_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_v0(buf, pos, blen, n1)
         if buf[pos] == 0:
             pos += 1
@@ -1603,7 +1602,7 @@ def d_ConsumerGroupTargetAssignmentMemberValue_v0(buf: bytes, pos: int, blen: in
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupTargetAssignmentMemberValue', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ConsumerGroupTargetAssignmentMemberValue', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupTargetAssignmentMemberValue', pos) from None
@@ -1618,7 +1617,7 @@ def ea_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_v0(xs: list[Consu
             x_partitions = o.partitions
             ln = len(x_partitions) + 1
             w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack('>%di' % len(x_partitions), *x_partitions))
+            w(pack(f'>{len(x_partitions)}i', *x_partitions))
             w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ConsumerGroupTargetAssignmentMemberValue.TopicPartition') from None
@@ -1647,7 +1646,7 @@ def d_ConsumerGroupTargetAssignmentMetadataKey_v6(buf: bytes, pos: int, blen: in
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('ConsumerGroupTargetAssignmentMetadataKey', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('ConsumerGroupTargetAssignmentMetadataKey', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
     except DECODE_FAILURES as exc:
@@ -1680,7 +1679,7 @@ def d_ConsumerGroupTargetAssignmentMetadataValue_v0(buf: bytes, pos: int, blen: 
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupTargetAssignmentMetadataValue', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('ConsumerGroupTargetAssignmentMetadataValue', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 if tag == 0:
                     (f_assignment_timestamp,) = _F_q_unpack(buf, pos)
                     pos += 8
@@ -1723,7 +1722,7 @@ def d_GroupMetadataKey_v2(buf: bytes, pos: int, blen: int) -> tuple[GroupMetadat
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('GroupMetadataKey', None, pos, 'string group length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('GroupMetadataKey', None, pos, f'string group length {n1} exceeds remaining bytes')
             f_group = buf[pos:end2].decode()
             pos = end2
     except DECODE_FAILURES as exc:
@@ -1760,7 +1759,7 @@ def da_GroupMetadataValue_MemberMetadata_v0(buf: bytes, pos: int, blen: int, n: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'string memberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string memberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -1772,7 +1771,7 @@ def da_GroupMetadataValue_MemberMetadata_v0(buf: bytes, pos: int, blen: int, n: 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'string clientId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string clientId length {n3} exceeds remaining bytes')
                 f_client_id = buf[pos:end4].decode()
                 pos = end4
             (n5,) = I16_unpack(buf, pos)
@@ -1784,7 +1783,7 @@ def da_GroupMetadataValue_MemberMetadata_v0(buf: bytes, pos: int, blen: int, n: 
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'string clientHost length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string clientHost length {n5} exceeds remaining bytes')
                 f_client_host = buf[pos:end6].decode()
                 pos = end6
             (f_session_timeout,) = _F_i_unpack(buf, pos)
@@ -1796,7 +1795,7 @@ def da_GroupMetadataValue_MemberMetadata_v0(buf: bytes, pos: int, blen: int, n: 
             else:
                 end8 = pos + n7
                 if end8 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'bytes subscription length %d exceeds remaining bytes' % n7)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'bytes subscription length {n7} exceeds remaining bytes')
                 f_subscription = buf[pos:end8]
                 pos = end8
             (n9,) = I32_unpack(buf, pos)
@@ -1806,7 +1805,7 @@ def da_GroupMetadataValue_MemberMetadata_v0(buf: bytes, pos: int, blen: int, n: 
             else:
                 end10 = pos + n9
                 if end10 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'bytes assignment length %d exceeds remaining bytes' % n9)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'bytes assignment length {n9} exceeds remaining bytes')
                 f_assignment = buf[pos:end10]
                 pos = end10
             app(_GroupMetadataValue_MemberMetadata(f_member_id, None, f_client_id, f_client_host, -1, f_session_timeout, f_subscription, f_assignment))
@@ -1830,7 +1829,7 @@ def d_GroupMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'string protocolType length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocolType length {n1} exceeds remaining bytes')
             f_protocol_type = buf[pos:end2].decode()
             pos = end2
         (f_generation,) = _F_i_unpack(buf, pos)
@@ -1844,7 +1843,7 @@ def d_GroupMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'string protocol length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocol length {n3} exceeds remaining bytes')
             f_protocol = buf[pos:end4].decode()
             pos = end4
         (n5,) = I16_unpack(buf, pos)
@@ -1856,7 +1855,7 @@ def d_GroupMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'string leader length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'string leader length {n5} exceeds remaining bytes')
             f_leader = buf[pos:end6].decode()
             pos = end6
         (n7,) = I32_unpack(buf, pos)
@@ -1865,7 +1864,7 @@ def d_GroupMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
             raise ProtocolError('GroupMetadataValue', None, pos, 'null or negative count for non-nullable array members')
         else:
             if n7 * 1 > blen - pos:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'array members count %d exceeds remaining bytes' % n7)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'array members count {n7} exceeds remaining bytes')
             f_members, pos = da_GroupMetadataValue_MemberMetadata_v0(buf, pos, blen, n7)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'GroupMetadataValue', pos) from None
@@ -1945,7 +1944,7 @@ def da_GroupMetadataValue_MemberMetadata_v1(buf: bytes, pos: int, blen: int, n: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'string memberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string memberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -1957,7 +1956,7 @@ def da_GroupMetadataValue_MemberMetadata_v1(buf: bytes, pos: int, blen: int, n: 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'string clientId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string clientId length {n3} exceeds remaining bytes')
                 f_client_id = buf[pos:end4].decode()
                 pos = end4
             (n5,) = I16_unpack(buf, pos)
@@ -1969,7 +1968,7 @@ def da_GroupMetadataValue_MemberMetadata_v1(buf: bytes, pos: int, blen: int, n: 
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'string clientHost length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string clientHost length {n5} exceeds remaining bytes')
                 f_client_host = buf[pos:end6].decode()
                 pos = end6
             (f_rebalance_timeout, f_session_timeout,) = _F_ii_unpack(buf, pos)
@@ -1981,7 +1980,7 @@ def da_GroupMetadataValue_MemberMetadata_v1(buf: bytes, pos: int, blen: int, n: 
             else:
                 end8 = pos + n7
                 if end8 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'bytes subscription length %d exceeds remaining bytes' % n7)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'bytes subscription length {n7} exceeds remaining bytes')
                 f_subscription = buf[pos:end8]
                 pos = end8
             (n9,) = I32_unpack(buf, pos)
@@ -1991,7 +1990,7 @@ def da_GroupMetadataValue_MemberMetadata_v1(buf: bytes, pos: int, blen: int, n: 
             else:
                 end10 = pos + n9
                 if end10 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'bytes assignment length %d exceeds remaining bytes' % n9)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'bytes assignment length {n9} exceeds remaining bytes')
                 f_assignment = buf[pos:end10]
                 pos = end10
             app(_GroupMetadataValue_MemberMetadata(f_member_id, None, f_client_id, f_client_host, f_rebalance_timeout, f_session_timeout, f_subscription, f_assignment))
@@ -2015,7 +2014,7 @@ def d_GroupMetadataValue_v1(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'string protocolType length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocolType length {n1} exceeds remaining bytes')
             f_protocol_type = buf[pos:end2].decode()
             pos = end2
         (f_generation,) = _F_i_unpack(buf, pos)
@@ -2029,7 +2028,7 @@ def d_GroupMetadataValue_v1(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'string protocol length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocol length {n3} exceeds remaining bytes')
             f_protocol = buf[pos:end4].decode()
             pos = end4
         (n5,) = I16_unpack(buf, pos)
@@ -2041,7 +2040,7 @@ def d_GroupMetadataValue_v1(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'string leader length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'string leader length {n5} exceeds remaining bytes')
             f_leader = buf[pos:end6].decode()
             pos = end6
         (n7,) = I32_unpack(buf, pos)
@@ -2050,7 +2049,7 @@ def d_GroupMetadataValue_v1(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
             raise ProtocolError('GroupMetadataValue', None, pos, 'null or negative count for non-nullable array members')
         else:
             if n7 * 1 > blen - pos:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'array members count %d exceeds remaining bytes' % n7)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'array members count {n7} exceeds remaining bytes')
             f_members, pos = da_GroupMetadataValue_MemberMetadata_v1(buf, pos, blen, n7)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'GroupMetadataValue', pos) from None
@@ -2126,7 +2125,7 @@ def d_GroupMetadataValue_v2(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'string protocolType length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocolType length {n1} exceeds remaining bytes')
             f_protocol_type = buf[pos:end2].decode()
             pos = end2
         (f_generation,) = _F_i_unpack(buf, pos)
@@ -2140,7 +2139,7 @@ def d_GroupMetadataValue_v2(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'string protocol length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocol length {n3} exceeds remaining bytes')
             f_protocol = buf[pos:end4].decode()
             pos = end4
         (n5,) = I16_unpack(buf, pos)
@@ -2152,7 +2151,7 @@ def d_GroupMetadataValue_v2(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'string leader length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'string leader length {n5} exceeds remaining bytes')
             f_leader = buf[pos:end6].decode()
             pos = end6
         (f_current_state_timestamp,) = _F_q_unpack(buf, pos)
@@ -2163,7 +2162,7 @@ def d_GroupMetadataValue_v2(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
             raise ProtocolError('GroupMetadataValue', None, pos, 'null or negative count for non-nullable array members')
         else:
             if n7 * 1 > blen - pos:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'array members count %d exceeds remaining bytes' % n7)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'array members count {n7} exceeds remaining bytes')
             f_members, pos = da_GroupMetadataValue_MemberMetadata_v1(buf, pos, blen, n7)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'GroupMetadataValue', pos) from None
@@ -2219,7 +2218,7 @@ def da_GroupMetadataValue_MemberMetadata_v3(buf: bytes, pos: int, blen: int, n: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'string memberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string memberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I16_unpack(buf, pos)
@@ -2231,7 +2230,7 @@ def da_GroupMetadataValue_MemberMetadata_v3(buf: bytes, pos: int, blen: int, n: 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'string groupInstanceId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string groupInstanceId length {n3} exceeds remaining bytes')
                 f_group_instance_id = buf[pos:end4].decode()
                 pos = end4
             (n5,) = I16_unpack(buf, pos)
@@ -2243,7 +2242,7 @@ def da_GroupMetadataValue_MemberMetadata_v3(buf: bytes, pos: int, blen: int, n: 
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'string clientId length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string clientId length {n5} exceeds remaining bytes')
                 f_client_id = buf[pos:end6].decode()
                 pos = end6
             (n7,) = I16_unpack(buf, pos)
@@ -2255,7 +2254,7 @@ def da_GroupMetadataValue_MemberMetadata_v3(buf: bytes, pos: int, blen: int, n: 
             else:
                 end8 = pos + n7
                 if end8 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'string clientHost length %d exceeds remaining bytes' % n7)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string clientHost length {n7} exceeds remaining bytes')
                 f_client_host = buf[pos:end8].decode()
                 pos = end8
             (f_rebalance_timeout, f_session_timeout,) = _F_ii_unpack(buf, pos)
@@ -2267,7 +2266,7 @@ def da_GroupMetadataValue_MemberMetadata_v3(buf: bytes, pos: int, blen: int, n: 
             else:
                 end10 = pos + n9
                 if end10 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'bytes subscription length %d exceeds remaining bytes' % n9)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'bytes subscription length {n9} exceeds remaining bytes')
                 f_subscription = buf[pos:end10]
                 pos = end10
             (n11,) = I32_unpack(buf, pos)
@@ -2277,7 +2276,7 @@ def da_GroupMetadataValue_MemberMetadata_v3(buf: bytes, pos: int, blen: int, n: 
             else:
                 end12 = pos + n11
                 if end12 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'bytes assignment length %d exceeds remaining bytes' % n11)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'bytes assignment length {n11} exceeds remaining bytes')
                 f_assignment = buf[pos:end12]
                 pos = end12
             app(_GroupMetadataValue_MemberMetadata(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_rebalance_timeout, f_session_timeout, f_subscription, f_assignment))
@@ -2301,7 +2300,7 @@ def d_GroupMetadataValue_v3(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'string protocolType length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocolType length {n1} exceeds remaining bytes')
             f_protocol_type = buf[pos:end2].decode()
             pos = end2
         (f_generation,) = _F_i_unpack(buf, pos)
@@ -2315,7 +2314,7 @@ def d_GroupMetadataValue_v3(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'string protocol length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocol length {n3} exceeds remaining bytes')
             f_protocol = buf[pos:end4].decode()
             pos = end4
         (n5,) = I16_unpack(buf, pos)
@@ -2327,7 +2326,7 @@ def d_GroupMetadataValue_v3(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'string leader length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'string leader length {n5} exceeds remaining bytes')
             f_leader = buf[pos:end6].decode()
             pos = end6
         (f_current_state_timestamp,) = _F_q_unpack(buf, pos)
@@ -2338,7 +2337,7 @@ def d_GroupMetadataValue_v3(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
             raise ProtocolError('GroupMetadataValue', None, pos, 'null or negative count for non-nullable array members')
         else:
             if n7 * 1 > blen - pos:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'array members count %d exceeds remaining bytes' % n7)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'array members count {n7} exceeds remaining bytes')
             f_members, pos = da_GroupMetadataValue_MemberMetadata_v3(buf, pos, blen, n7)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'GroupMetadataValue', pos) from None
@@ -2434,7 +2433,7 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'string memberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string memberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -2453,7 +2452,7 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'string groupInstanceId length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string groupInstanceId length {n3} exceeds remaining bytes')
                 f_group_instance_id = buf[pos:end4].decode()
                 pos = end4
             n5 = buf[pos]
@@ -2472,7 +2471,7 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 end6 = pos + n5
                 if end6 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'string clientId length %d exceeds remaining bytes' % n5)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string clientId length {n5} exceeds remaining bytes')
                 f_client_id = buf[pos:end6].decode()
                 pos = end6
             n7 = buf[pos]
@@ -2491,7 +2490,7 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 end8 = pos + n7
                 if end8 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'string clientHost length %d exceeds remaining bytes' % n7)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string clientHost length {n7} exceeds remaining bytes')
                 f_client_host = buf[pos:end8].decode()
                 pos = end8
             (f_rebalance_timeout, f_session_timeout,) = _F_ii_unpack(buf, pos)
@@ -2510,7 +2509,7 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 end10 = pos + n9
                 if end10 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'bytes subscription length %d exceeds remaining bytes' % n9)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'bytes subscription length {n9} exceeds remaining bytes')
                 f_subscription = buf[pos:end10]
                 pos = end10
             n11 = buf[pos]
@@ -2527,7 +2526,7 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 end12 = pos + n11
                 if end12 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'bytes assignment length %d exceeds remaining bytes' % n11)
+                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'bytes assignment length {n11} exceeds remaining bytes')
                 f_assignment = buf[pos:end12]
                 pos = end12
             if buf[pos] == 0:
@@ -2539,7 +2538,7 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_GroupMetadataValue_MemberMetadata(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_rebalance_timeout, f_session_timeout, f_subscription, f_assignment))
     except DECODE_FAILURES as exc:
@@ -2569,7 +2568,7 @@ def d_GroupMetadataValue_v4(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'string protocolType length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocolType length {n1} exceeds remaining bytes')
             f_protocol_type = buf[pos:end2].decode()
             pos = end2
         (f_generation,) = _F_i_unpack(buf, pos)
@@ -2590,7 +2589,7 @@ def d_GroupMetadataValue_v4(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'string protocol length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocol length {n3} exceeds remaining bytes')
             f_protocol = buf[pos:end4].decode()
             pos = end4
         n5 = buf[pos]
@@ -2609,7 +2608,7 @@ def d_GroupMetadataValue_v4(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'string leader length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'string leader length {n5} exceeds remaining bytes')
             f_leader = buf[pos:end6].decode()
             pos = end6
         (f_current_state_timestamp,) = _F_q_unpack(buf, pos)
@@ -2627,7 +2626,7 @@ def d_GroupMetadataValue_v4(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
             raise ProtocolError('GroupMetadataValue', None, pos, 'null or negative count for non-nullable array members')
         else:
             if n7 * 1 > blen - pos:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'array members count %d exceeds remaining bytes' % n7)
+                raise ProtocolError('GroupMetadataValue', None, pos, f'array members count {n7} exceeds remaining bytes')
             f_members, pos = da_GroupMetadataValue_MemberMetadata_v4(buf, pos, blen, n7)
         if buf[pos] == 0:
             pos += 1
@@ -2638,7 +2637,7 @@ def d_GroupMetadataValue_v4(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('GroupMetadataValue', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('GroupMetadataValue', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'GroupMetadataValue', pos) from None
@@ -2732,7 +2731,7 @@ def d_OffsetCommitKey_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitK
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetCommitKey', None, pos, 'string group length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetCommitKey', None, pos, f'string group length {n1} exceeds remaining bytes')
             f_group = buf[pos:end2].decode()
             pos = end2
         (n3,) = I16_unpack(buf, pos)
@@ -2744,7 +2743,7 @@ def d_OffsetCommitKey_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitK
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('OffsetCommitKey', None, pos, 'string topic length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('OffsetCommitKey', None, pos, f'string topic length {n3} exceeds remaining bytes')
             f_topic = buf[pos:end4].decode()
             pos = end4
         (f_partition,) = _F_i_unpack(buf, pos)
@@ -2783,7 +2782,7 @@ def d_OffsetCommitValue_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommi
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetCommitValue', None, pos, 'string metadata length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetCommitValue', None, pos, f'string metadata length {n1} exceeds remaining bytes')
             f_metadata = buf[pos:end2].decode()
             pos = end2
         (f_commit_timestamp,) = _F_q_unpack(buf, pos)
@@ -2819,7 +2818,7 @@ def d_OffsetCommitValue_v1(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommi
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetCommitValue', None, pos, 'string metadata length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetCommitValue', None, pos, f'string metadata length {n1} exceeds remaining bytes')
             f_metadata = buf[pos:end2].decode()
             pos = end2
         (f_commit_timestamp, f_expire_timestamp,) = _F_qq_unpack(buf, pos)
@@ -2855,7 +2854,7 @@ def d_OffsetCommitValue_v3(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommi
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetCommitValue', None, pos, 'string metadata length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetCommitValue', None, pos, f'string metadata length {n1} exceeds remaining bytes')
             f_metadata = buf[pos:end2].decode()
             pos = end2
         (f_commit_timestamp,) = _F_q_unpack(buf, pos)
@@ -2898,7 +2897,7 @@ def d_OffsetCommitValue_v4(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommi
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('OffsetCommitValue', None, pos, 'string metadata length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('OffsetCommitValue', None, pos, f'string metadata length {n1} exceeds remaining bytes')
             f_metadata = buf[pos:end2].decode()
             pos = end2
         (f_commit_timestamp,) = _F_q_unpack(buf, pos)
@@ -2912,7 +2911,7 @@ def d_OffsetCommitValue_v4(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommi
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('OffsetCommitValue', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('OffsetCommitValue', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitValue', pos) from None

@@ -2,26 +2,25 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
 import struct
 
-from protocol.model import Append, Message, Struct
+from protocol.model import Append, Message
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UVARINT_SMALL,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -77,7 +76,7 @@ def d_SaslAuthenticateRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[SaslA
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('SaslAuthenticateRequest', None, pos, 'bytes AuthBytes length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('SaslAuthenticateRequest', None, pos, f'bytes AuthBytes length {n1} exceeds remaining bytes')
             f_auth_bytes = buf[pos:end2]
             pos = end2
     except DECODE_FAILURES as exc:
@@ -111,7 +110,7 @@ def d_SaslAuthenticateRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[SaslA
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('SaslAuthenticateRequest', None, pos, 'bytes AuthBytes length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('SaslAuthenticateRequest', None, pos, f'bytes AuthBytes length {n1} exceeds remaining bytes')
             f_auth_bytes = buf[pos:end2]
             pos = end2
         if buf[pos] == 0:
@@ -123,7 +122,7 @@ def d_SaslAuthenticateRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[SaslA
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('SaslAuthenticateRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('SaslAuthenticateRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SaslAuthenticateRequest', pos) from None
@@ -156,7 +155,7 @@ def d_SaslAuthenticateResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Sasl
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('SaslAuthenticateResponse', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('SaslAuthenticateResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
             f_error_message = buf[pos:end2].decode()
             pos = end2
         (n3,) = I32_unpack(buf, pos)
@@ -166,7 +165,7 @@ def d_SaslAuthenticateResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Sasl
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('SaslAuthenticateResponse', None, pos, 'bytes AuthBytes length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('SaslAuthenticateResponse', None, pos, f'bytes AuthBytes length {n3} exceeds remaining bytes')
             f_auth_bytes = buf[pos:end4]
             pos = end4
     except DECODE_FAILURES as exc:
@@ -206,7 +205,7 @@ def d_SaslAuthenticateResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Sasl
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('SaslAuthenticateResponse', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('SaslAuthenticateResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
             f_error_message = buf[pos:end2].decode()
             pos = end2
         (n3,) = I32_unpack(buf, pos)
@@ -216,7 +215,7 @@ def d_SaslAuthenticateResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Sasl
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('SaslAuthenticateResponse', None, pos, 'bytes AuthBytes length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('SaslAuthenticateResponse', None, pos, f'bytes AuthBytes length {n3} exceeds remaining bytes')
             f_auth_bytes = buf[pos:end4]
             pos = end4
         (f_session_lifetime_ms,) = _F_q_unpack(buf, pos)
@@ -266,7 +265,7 @@ def d_SaslAuthenticateResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[Sasl
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('SaslAuthenticateResponse', None, pos, 'string ErrorMessage length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('SaslAuthenticateResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
             f_error_message = buf[pos:end2].decode()
             pos = end2
         n3 = buf[pos]
@@ -283,7 +282,7 @@ def d_SaslAuthenticateResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[Sasl
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('SaslAuthenticateResponse', None, pos, 'bytes AuthBytes length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('SaslAuthenticateResponse', None, pos, f'bytes AuthBytes length {n3} exceeds remaining bytes')
             f_auth_bytes = buf[pos:end4]
             pos = end4
         (f_session_lifetime_ms,) = _F_q_unpack(buf, pos)
@@ -297,7 +296,7 @@ def d_SaslAuthenticateResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[Sasl
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('SaslAuthenticateResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('SaslAuthenticateResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SaslAuthenticateResponse', pos) from None

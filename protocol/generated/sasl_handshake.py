@@ -2,22 +2,21 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
 import struct
 
-from protocol.model import Append, Message, Struct
+from protocol.model import Append, Message
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
+    ProtocolError,
     decode_error,
     encode_error,
 )
@@ -71,7 +70,7 @@ def d_SaslHandshakeRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[SaslHand
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('SaslHandshakeRequest', None, pos, 'string Mechanism length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('SaslHandshakeRequest', None, pos, f'string Mechanism length {n1} exceeds remaining bytes')
             f_mechanism = buf[pos:end2].decode()
             pos = end2
     except DECODE_FAILURES as exc:
@@ -100,7 +99,7 @@ def d_SaslHandshakeResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[SaslHan
             raise ProtocolError('SaslHandshakeResponse', None, pos, 'null or negative count for non-nullable array Mechanisms')
         else:
             if n1 * 1 > blen - pos:
-                raise ProtocolError('SaslHandshakeResponse', None, pos, 'array Mechanisms count %d exceeds remaining bytes' % n1)
+                raise ProtocolError('SaslHandshakeResponse', None, pos, f'array Mechanisms count {n1} exceeds remaining bytes')
             f_mechanisms = []
             app2 = f_mechanisms.append
             for _ in range(n1):
@@ -113,7 +112,7 @@ def d_SaslHandshakeResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[SaslHan
                 else:
                     end5 = pos + n4
                     if end5 > blen:
-                        raise ProtocolError('SaslHandshakeResponse', None, pos, 'string Mechanisms length %d exceeds remaining bytes' % n4)
+                        raise ProtocolError('SaslHandshakeResponse', None, pos, f'string Mechanisms length {n4} exceeds remaining bytes')
                     el3 = buf[pos:end5].decode()
                     pos = end5
                 app2(el3)

@@ -2,7 +2,6 @@
 
 Do not edit: change the schema or protocol/codegen.py and regenerate.
 """
-# ruff: noqa: E501
 
 from __future__ import annotations
 
@@ -12,17 +11,17 @@ from protocol.model import Append, Message, Struct
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    ProtocolError,
+    UNSET,
+    UVARINT_SMALL,
     I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
-    UNSET,
-    UVARINT_SMALL,
-    read_uvarint,
-    uvarint_bytes,
+    ProtocolError,
     decode_error,
     encode_error,
+    read_uvarint,
+    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
@@ -101,7 +100,7 @@ def da_SyncGroupRequest_SyncGroupRequestAssignment_v0(buf: bytes, pos: int, blen
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, 'string MemberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             (n3,) = I32_unpack(buf, pos)
@@ -111,7 +110,7 @@ def da_SyncGroupRequest_SyncGroupRequestAssignment_v0(buf: bytes, pos: int, blen
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, 'bytes Assignment length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, f'bytes Assignment length {n3} exceeds remaining bytes')
                 f_assignment = buf[pos:end4]
                 pos = end4
             app(_SyncGroupRequest_SyncGroupRequestAssignment(f_member_id, f_assignment))
@@ -134,7 +133,7 @@ def d_SyncGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_generation_id,) = _F_i_unpack(buf, pos)
@@ -148,7 +147,7 @@ def d_SyncGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         (n5,) = I32_unpack(buf, pos)
@@ -157,7 +156,7 @@ def d_SyncGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
             raise ProtocolError('SyncGroupRequest', None, pos, 'null or negative count for non-nullable array Assignments')
         else:
             if n5 * 1 > blen - pos:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'array Assignments count %d exceeds remaining bytes' % n5)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'array Assignments count {n5} exceeds remaining bytes')
             f_assignments, pos = da_SyncGroupRequest_SyncGroupRequestAssignment_v0(buf, pos, blen, n5)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupRequest', pos) from None
@@ -211,7 +210,7 @@ def d_SyncGroupRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_generation_id,) = _F_i_unpack(buf, pos)
@@ -225,7 +224,7 @@ def d_SyncGroupRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         (n5,) = I16_unpack(buf, pos)
@@ -237,7 +236,7 @@ def d_SyncGroupRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
             f_group_instance_id = buf[pos:end6].decode()
             pos = end6
         (n7,) = I32_unpack(buf, pos)
@@ -246,7 +245,7 @@ def d_SyncGroupRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
             raise ProtocolError('SyncGroupRequest', None, pos, 'null or negative count for non-nullable array Assignments')
         else:
             if n7 * 1 > blen - pos:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'array Assignments count %d exceeds remaining bytes' % n7)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'array Assignments count {n7} exceeds remaining bytes')
             f_assignments, pos = da_SyncGroupRequest_SyncGroupRequestAssignment_v0(buf, pos, blen, n7)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupRequest', pos) from None
@@ -301,7 +300,7 @@ def da_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf: bytes, pos: int, blen
             else:
                 end2 = pos + n1
                 if end2 > blen:
-                    raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, 'string MemberId length %d exceeds remaining bytes' % n1)
+                    raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
             n3 = buf[pos]
@@ -318,7 +317,7 @@ def da_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf: bytes, pos: int, blen
             else:
                 end4 = pos + n3
                 if end4 > blen:
-                    raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, 'bytes Assignment length %d exceeds remaining bytes' % n3)
+                    raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, f'bytes Assignment length {n3} exceeds remaining bytes')
                 f_assignment = buf[pos:end4]
                 pos = end4
             if buf[pos] == 0:
@@ -330,7 +329,7 @@ def da_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf: bytes, pos: int, blen
                     size, pos = read_uvarint(buf, pos)
                     tag_end = pos + size
                     if tag_end > blen:
-                        raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                        raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                     pos = tag_end  # unknown tags are skipped
             app(_SyncGroupRequest_SyncGroupRequestAssignment(f_member_id, f_assignment))
     except DECODE_FAILURES as exc:
@@ -360,7 +359,7 @@ def d_SyncGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_generation_id,) = _F_i_unpack(buf, pos)
@@ -381,7 +380,7 @@ def d_SyncGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         n5 = buf[pos]
@@ -400,7 +399,7 @@ def d_SyncGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
             f_group_instance_id = buf[pos:end6].decode()
             pos = end6
         n7 = buf[pos]
@@ -416,7 +415,7 @@ def d_SyncGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
             raise ProtocolError('SyncGroupRequest', None, pos, 'null or negative count for non-nullable array Assignments')
         else:
             if n7 * 1 > blen - pos:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'array Assignments count %d exceeds remaining bytes' % n7)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'array Assignments count {n7} exceeds remaining bytes')
             f_assignments, pos = da_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf, pos, blen, n7)
         if buf[pos] == 0:
             pos += 1
@@ -427,7 +426,7 @@ def d_SyncGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('SyncGroupRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('SyncGroupRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupRequest', pos) from None
@@ -505,7 +504,7 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'string GroupId length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
             f_group_id = buf[pos:end2].decode()
             pos = end2
         (f_generation_id,) = _F_i_unpack(buf, pos)
@@ -526,7 +525,7 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'string MemberId length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
             f_member_id = buf[pos:end4].decode()
             pos = end4
         n5 = buf[pos]
@@ -545,7 +544,7 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'string GroupInstanceId length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
             f_group_instance_id = buf[pos:end6].decode()
             pos = end6
         n7 = buf[pos]
@@ -564,7 +563,7 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             end8 = pos + n7
             if end8 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n7)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'string ProtocolType length {n7} exceeds remaining bytes')
             f_protocol_type = buf[pos:end8].decode()
             pos = end8
         n9 = buf[pos]
@@ -583,7 +582,7 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             end10 = pos + n9
             if end10 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'string ProtocolName length %d exceeds remaining bytes' % n9)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'string ProtocolName length {n9} exceeds remaining bytes')
             f_protocol_name = buf[pos:end10].decode()
             pos = end10
         n11 = buf[pos]
@@ -599,7 +598,7 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
             raise ProtocolError('SyncGroupRequest', None, pos, 'null or negative count for non-nullable array Assignments')
         else:
             if n11 * 1 > blen - pos:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'array Assignments count %d exceeds remaining bytes' % n11)
+                raise ProtocolError('SyncGroupRequest', None, pos, f'array Assignments count {n11} exceeds remaining bytes')
             f_assignments, pos = da_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf, pos, blen, n11)
         if buf[pos] == 0:
             pos += 1
@@ -610,7 +609,7 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('SyncGroupRequest', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('SyncGroupRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupRequest', pos) from None
@@ -675,7 +674,7 @@ def d_SyncGroupResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRe
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('SyncGroupResponse', None, pos, 'bytes Assignment length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('SyncGroupResponse', None, pos, f'bytes Assignment length {n1} exceeds remaining bytes')
             f_assignment = buf[pos:end2]
             pos = end2
     except DECODE_FAILURES as exc:
@@ -705,7 +704,7 @@ def d_SyncGroupResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRe
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('SyncGroupResponse', None, pos, 'bytes Assignment length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('SyncGroupResponse', None, pos, f'bytes Assignment length {n1} exceeds remaining bytes')
             f_assignment = buf[pos:end2]
             pos = end2
     except DECODE_FAILURES as exc:
@@ -742,7 +741,7 @@ def d_SyncGroupResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRe
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('SyncGroupResponse', None, pos, 'bytes Assignment length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('SyncGroupResponse', None, pos, f'bytes Assignment length {n1} exceeds remaining bytes')
             f_assignment = buf[pos:end2]
             pos = end2
         if buf[pos] == 0:
@@ -754,7 +753,7 @@ def d_SyncGroupResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRe
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('SyncGroupResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('SyncGroupResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupResponse', pos) from None
@@ -796,7 +795,7 @@ def d_SyncGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRe
         else:
             end2 = pos + n1
             if end2 > blen:
-                raise ProtocolError('SyncGroupResponse', None, pos, 'string ProtocolType length %d exceeds remaining bytes' % n1)
+                raise ProtocolError('SyncGroupResponse', None, pos, f'string ProtocolType length {n1} exceeds remaining bytes')
             f_protocol_type = buf[pos:end2].decode()
             pos = end2
         n3 = buf[pos]
@@ -815,7 +814,7 @@ def d_SyncGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRe
         else:
             end4 = pos + n3
             if end4 > blen:
-                raise ProtocolError('SyncGroupResponse', None, pos, 'string ProtocolName length %d exceeds remaining bytes' % n3)
+                raise ProtocolError('SyncGroupResponse', None, pos, f'string ProtocolName length {n3} exceeds remaining bytes')
             f_protocol_name = buf[pos:end4].decode()
             pos = end4
         n5 = buf[pos]
@@ -832,7 +831,7 @@ def d_SyncGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRe
         else:
             end6 = pos + n5
             if end6 > blen:
-                raise ProtocolError('SyncGroupResponse', None, pos, 'bytes Assignment length %d exceeds remaining bytes' % n5)
+                raise ProtocolError('SyncGroupResponse', None, pos, f'bytes Assignment length {n5} exceeds remaining bytes')
             f_assignment = buf[pos:end6]
             pos = end6
         if buf[pos] == 0:
@@ -844,7 +843,7 @@ def d_SyncGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRe
                 size, pos = read_uvarint(buf, pos)
                 tag_end = pos + size
                 if tag_end > blen:
-                    raise ProtocolError('SyncGroupResponse', None, pos, 'tagged field %d size %d exceeds remaining bytes' % (tag, size))
+                    raise ProtocolError('SyncGroupResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupResponse', pos) from None
