@@ -7,6 +7,10 @@ over bytes and the message classes generated into protocol/generated/:
     protocol.messages   every message class
     protocol.codegen    the generator (`make codegen`)
 
-The package itself imports nothing, so the generator runs even when
-protocol/generated/ is stale or broken.
+The package itself imports only the error type, so the generator runs even
+when protocol/generated/ is stale or broken.
 """
+
+from protocol.primitives import ProtocolError
+
+__all__ = ["ProtocolError"]

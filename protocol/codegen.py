@@ -245,14 +245,18 @@ class _MessageCoders:
             s.emit(f"def @NAME@(buf: bytes, pos: int, blen: int) -> tuple[{cls}, int]:")
             s.depth += 1
         for f in self.present(struct):
-            if not self.is_fixed(f) or (self.flexible and f.is_tagged_in(self.version)):
+            # Typed up front where a type checker could not infer it from the first assignment
+            # (None or [] first, or a tagged field's default).
+            tagged = self.flexible and f.is_tagged_in(self.version)
+            if self.version in f.nullable or tagged or (f.is_array and f.struct is None and f.type not in FIXED):
                 s.emit(f"f_{f.attr}: {self.py_type(f, self.version in f.nullable or default_value(f) is None)}")
         s.emit("try:")
         s.depth += 1
         if array:
             s.emit("for _ in range(n):")
             s.depth += 1
-        s.emit("pass")  # keeps the block valid for structs with no fields at this version
+        if not self.present(struct):
+            s.emit("pass")  # keeps the block valid for structs with no fields at this version
         self.decode_body(struct)
         if array:
             s.emit(f"app({self.construct(struct)})")
@@ -392,35 +396,25 @@ class _MessageCoders:
         elif type_ in ("string", "bytes", "records"):
             n = s.fresh("n")
             self.read_length(n, compact, wide=type_ != "string")
-            null = f"{target} = None" if nullable else self.raise_stmt(
-                struct, f"'null {type_} for non-nullable {what}'")
-            if type_ == "string" and nullable:  # null first (the common absent value), then empty
-                s.emit(f"if {n} < 0:")
-                s.emit(f"    {null}")
-                s.emit(f"elif {n} == 0:")
-                s.emit(f"    {target} = ''")
-                s.emit("else:")
-            elif type_ == "string":  # present: a non-empty string costs one test
-                s.emit(f"if {n} <= 0:")
-                s.emit(f"    if {n} < 0:")
-                s.emit(f"        {null}")
-                s.emit(f"    {target} = ''")
-                s.emit("else:")
-            else:
-                s.emit(f"if {n} < 0:")
-                s.emit(f"    {null}")
-                s.emit("else:")
-            s.depth += 1
             end = s.fresh("end")
             s.emit(f"{end} = pos + {n}")
-            s.emit(f"if {end} > blen:")
-            s.emit("    " + self.raise_stmt(struct, f"f'{type_} {what} length {{{n}}} exceeds remaining bytes'"))
+            # The common case first: present and within the buffer. Null, empty and bad lengths
+            # follow; bad_length raises the error naming the field.
             if type_ == "string":
-                s.emit(f"{target} = buf[pos:{end}].decode()")
+                s.emit(f"if 0 < {n} and {end} <= blen:")
+                s.emit(f"    {target} = buf[pos:{end}].decode()")
             else:
-                s.emit(f"{target} = buf[pos:{end}]")
-            s.emit(f"pos = {end}")
-            s.depth -= 1
+                s.emit(f"if 0 <= {n} and {end} <= blen:")
+                s.emit(f"    {target} = buf[pos:{end}]")
+            s.emit(f"    pos = {end}")
+            if nullable:
+                s.emit(f"elif {n} < 0:")
+                s.emit(f"    {target} = None")
+            if type_ == "string":
+                s.emit(f"elif {n} == 0:")
+                s.emit(f"    {target} = ''")
+            s.emit("else:")
+            s.emit(f"    bad_length({n}, pos, {self.label(struct)!r}, {type_!r}, {what!r})")
         else:
             raise ValueError(f"unknown type {type_}")
 
@@ -430,6 +424,10 @@ class _MessageCoders:
             s.emit(f"f_{f.attr} = {self.default_expr(f)}")
         s.emit("if buf[pos] == 0:")  # the common case: no tagged fields at all
         s.emit("    pos += 1")
+        if not tagged:  # none known at this version: skip whatever a newer peer sent
+            s.emit("else:")
+            s.emit(f"    pos = skip_tagged_fields(buf, pos, blen, {self.label(struct)!r})")
+            return
         s.emit("else:")
         s.depth += 1
         s.emit("ntags, pos = read_uvarint(buf, pos)")
@@ -467,7 +465,8 @@ class _MessageCoders:
         if array:
             s.emit("for o in xs:")
             s.depth += 1
-        s.emit("pass")  # keeps the block valid for structs with no fields at this version
+        if not self.present(struct):
+            s.emit("pass")  # keeps the block valid for structs with no fields at this version
         self.encode_body(struct)
         s.depth -= 2 if array else 1
         s.emit("except ENCODE_FAILURES as exc:")
@@ -697,7 +696,8 @@ def module_source(specs: Iterable[MessageSpec]) -> str:
     body = "\n".join(classes + aliases + [""] + functions + tables)
     runtime = sorted(n for n in ("ZERO_UUID", "UNSET", "UVARINT_SMALL", "read_uvarint", "read_varint",
                                  "read_varlong", "uvarint_bytes", "varint_bytes", "varlong_bytes",
-                                 "I16_unpack", "I32_unpack", "I16_pack", "I32_pack")
+                                 "I16_unpack", "I32_unpack", "I16_pack", "I32_pack", "bad_length",
+                                 "skip_tagged_fields")
                      if re.search(rf"\b{n}\b", body))
     out = [HEADER.format(files=", ".join(f"{s.name}.json" for s in specs))]
     if formats:
@@ -713,7 +713,9 @@ def module_source(specs: Iterable[MessageSpec]) -> str:
     bases = ["Append", "Message"] + (["Struct"] if any(s.structs for s in specs) else [])
     out.append(f"from protocol.model import {', '.join(bases)}")
     out.append("from protocol.primitives import (")
-    names = [*runtime, "DECODE_FAILURES", "ENCODE_FAILURES", "ProtocolError", "decode_error", "encode_error"]
+    names = [*runtime, "DECODE_FAILURES", "ENCODE_FAILURES", "decode_error", "encode_error"]
+    if re.search(r"\bProtocolError\(", body):
+        names.append("ProtocolError")
     out.extend(f"    {n}," for n in sorted(names, key=_import_order))
     out.append(")")
     out.append("from protocol.schema import VersionRange")

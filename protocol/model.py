@@ -112,7 +112,6 @@ class Message(Struct):
         if decoder is None:
             raise ProtocolError(cls.name, version, pos, f"unsupported version (valid: {cls.valid_versions})")
         try:
-            obj, end = decoder(buf, pos, len(buf))
+            return decoder(buf, pos, len(buf))
         except ProtocolError as exc:
             raise at_version(exc, version) from None
-        return obj, end

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = [
     "DECODE_FAILURES",
@@ -22,11 +22,13 @@ __all__ = [
     "I32_unpack",
     "ProtocolError",
     "at_version",
+    "bad_length",
     "decode_error",
     "encode_error",
     "read_uvarint",
     "read_varint",
     "read_varlong",
+    "skip_tagged_fields",
     "uvarint_bytes",
     "varint_bytes",
     "varlong_bytes",
@@ -160,6 +162,26 @@ def encode_error(exc: Exception, label: str) -> ProtocolError:
     if isinstance(exc, ProtocolError):
         return exc
     return ProtocolError(label, None, None, f"cannot encode: {type(exc).__name__}: {exc}")
+
+
+def bad_length(n: int, pos: int, label: str, type_: str, what: str) -> NoReturn:
+    """Raise for a string/bytes field `what` whose length `n` (read just before `pos`) is null
+    where the field is not nullable, or longer than the bytes left."""
+    if n < 0:
+        raise ProtocolError(label, None, pos, f"null {type_} for non-nullable {what}")
+    raise ProtocolError(label, None, pos, f"{type_} {what} length {n} exceeds remaining bytes")
+
+
+def skip_tagged_fields(buf: bytes, pos: int, blen: int, label: str) -> int:
+    """The position after a tagged-field section none of whose tags the reader knows."""
+    count, pos = read_uvarint(buf, pos)
+    for _ in range(count):
+        tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        if pos + size > blen:
+            raise ProtocolError(label, None, pos, f"tagged field {tag} size {size} exceeds remaining bytes")
+        pos += size
+    return pos
 
 
 def at_version(exc: ProtocolError, version: int) -> ProtocolError:

@@ -16,9 +16,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -123,10 +125,7 @@ def e_ApiVersionsRequest_v0(o: ApiVersionsRequest, w: Append) -> None:
         raise encode_error(exc, 'ApiVersionsRequest') from None
 
 def d_ApiVersionsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersionsRequest, int]:
-    f_client_software_name: str
-    f_client_software_version: str
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -136,16 +135,14 @@ def d_ApiVersionsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersion
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('ApiVersionsRequest', None, pos, 'null string for non-nullable ClientSoftwareName')
-            f_client_software_name = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('ApiVersionsRequest', None, pos, f'string ClientSoftwareName length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_client_software_name = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_client_software_name = ''
+        else:
+            bad_length(n1, pos, 'ApiVersionsRequest', 'string', 'ClientSoftwareName')
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -155,34 +152,24 @@ def d_ApiVersionsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersion
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('ApiVersionsRequest', None, pos, 'null string for non-nullable ClientSoftwareVersion')
-            f_client_software_version = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('ApiVersionsRequest', None, pos, f'string ClientSoftwareVersion length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_client_software_version = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_client_software_version = ''
+        else:
+            bad_length(n3, pos, 'ApiVersionsRequest', 'string', 'ClientSoftwareVersion')
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ApiVersionsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ApiVersionsRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ApiVersionsRequest', pos) from None
     return ApiVersionsRequest(f_client_software_name, f_client_software_version), pos
 
 def e_ApiVersionsRequest_v3(o: ApiVersionsRequest, w: Append) -> None:
     try:
-        pass
         x_client_software_name = o.client_software_name
         b1 = x_client_software_name.encode()
         ln = len(b1) + 1
@@ -202,7 +189,6 @@ def da_ApiVersionsResponse_ApiVersion_v0(buf: bytes, pos: int, blen: int, n: int
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_api_key, f_min_version, f_max_version,) = _F_hhh_unpack(buf, pos)
             pos += 6
             app(_ApiVersionsResponse_ApiVersion(f_api_key, f_min_version, f_max_version))
@@ -211,9 +197,7 @@ def da_ApiVersionsResponse_ApiVersion_v0(buf: bytes, pos: int, blen: int, n: int
     return out, pos
 
 def d_ApiVersionsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ApiVersionsResponse, int]:
-    f_api_keys: list[ApiVersionsResponse.ApiVersion]
     try:
-        pass
         (f_error_code,) = _F_h_unpack(buf, pos)
         pos += 2
         (n1,) = I32_unpack(buf, pos)
@@ -231,14 +215,12 @@ def d_ApiVersionsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ApiVersio
 def ea_ApiVersionsResponse_ApiVersion_v0(xs: list[ApiVersionsResponse.ApiVersion], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_hhh_pack(o.api_key, o.min_version, o.max_version))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ApiVersionsResponse.ApiVersion') from None
 
 def e_ApiVersionsResponse_v0(o: ApiVersionsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_h_pack(o.error_code))
         x_api_keys = o.api_keys
         w(I32_pack(len(x_api_keys)))
@@ -247,9 +229,7 @@ def e_ApiVersionsResponse_v0(o: ApiVersionsResponse, w: Append) -> None:
         raise encode_error(exc, 'ApiVersionsResponse') from None
 
 def d_ApiVersionsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[ApiVersionsResponse, int]:
-    f_api_keys: list[ApiVersionsResponse.ApiVersion]
     try:
-        pass
         (f_error_code,) = _F_h_unpack(buf, pos)
         pos += 2
         (n1,) = I32_unpack(buf, pos)
@@ -268,7 +248,6 @@ def d_ApiVersionsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[ApiVersio
 
 def e_ApiVersionsResponse_v1(o: ApiVersionsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_h_pack(o.error_code))
         x_api_keys = o.api_keys
         w(I32_pack(len(x_api_keys)))
@@ -282,20 +261,12 @@ def da_ApiVersionsResponse_ApiVersion_v3(buf: bytes, pos: int, blen: int, n: int
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_api_key, f_min_version, f_max_version,) = _F_hhh_unpack(buf, pos)
             pos += 6
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ApiVersionsResponse.ApiVersion', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ApiVersionsResponse.ApiVersion')
             app(_ApiVersionsResponse_ApiVersion(f_api_key, f_min_version, f_max_version))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ApiVersionsResponse.ApiVersion', pos) from None
@@ -304,10 +275,8 @@ def da_ApiVersionsResponse_ApiVersion_v3(buf: bytes, pos: int, blen: int, n: int
 def da_ApiVersionsResponse_SupportedFeatureKey_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ApiVersionsResponse.SupportedFeatureKey], int]:
     out: list[ApiVersionsResponse.SupportedFeatureKey] = []
     app = out.append
-    f_name: str
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -317,29 +286,20 @@ def da_ApiVersionsResponse_SupportedFeatureKey_v3(buf: bytes, pos: int, blen: in
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ApiVersionsResponse.SupportedFeatureKey', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ApiVersionsResponse.SupportedFeatureKey', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ApiVersionsResponse.SupportedFeatureKey', 'string', 'Name')
             (f_min_version, f_max_version,) = _F_hh_unpack(buf, pos)
             pos += 4
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ApiVersionsResponse.SupportedFeatureKey', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ApiVersionsResponse.SupportedFeatureKey')
             app(_ApiVersionsResponse_SupportedFeatureKey(f_name, f_min_version, f_max_version))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ApiVersionsResponse.SupportedFeatureKey', pos) from None
@@ -348,10 +308,8 @@ def da_ApiVersionsResponse_SupportedFeatureKey_v3(buf: bytes, pos: int, blen: in
 def da_ApiVersionsResponse_FinalizedFeatureKey_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ApiVersionsResponse.FinalizedFeatureKey], int]:
     out: list[ApiVersionsResponse.FinalizedFeatureKey] = []
     app = out.append
-    f_name: str
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -361,42 +319,31 @@ def da_ApiVersionsResponse_FinalizedFeatureKey_v3(buf: bytes, pos: int, blen: in
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ApiVersionsResponse.FinalizedFeatureKey', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ApiVersionsResponse.FinalizedFeatureKey', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ApiVersionsResponse.FinalizedFeatureKey', 'string', 'Name')
             (f_max_version_level, f_min_version_level,) = _F_hh_unpack(buf, pos)
             pos += 4
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ApiVersionsResponse.FinalizedFeatureKey', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ApiVersionsResponse.FinalizedFeatureKey')
             app(_ApiVersionsResponse_FinalizedFeatureKey(f_name, f_max_version_level, f_min_version_level))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ApiVersionsResponse.FinalizedFeatureKey', pos) from None
     return out, pos
 
 def d_ApiVersionsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersionsResponse, int]:
-    f_api_keys: list[ApiVersionsResponse.ApiVersion]
     f_supported_features: list[ApiVersionsResponse.SupportedFeatureKey]
     f_finalized_features_epoch: int
     f_finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey]
     f_zk_migration_ready: bool
     try:
-        pass
         (f_error_code,) = _F_h_unpack(buf, pos)
         pos += 2
         n1 = buf[pos]
@@ -476,7 +423,6 @@ def d_ApiVersionsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersio
 def ea_ApiVersionsResponse_ApiVersion_v3(xs: list[ApiVersionsResponse.ApiVersion], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_hhhx_pack(o.api_key, o.min_version, o.max_version))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ApiVersionsResponse.ApiVersion') from None
@@ -484,7 +430,6 @@ def ea_ApiVersionsResponse_ApiVersion_v3(xs: list[ApiVersionsResponse.ApiVersion
 def ea_ApiVersionsResponse_SupportedFeatureKey_v3(xs: list[ApiVersionsResponse.SupportedFeatureKey], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -497,7 +442,6 @@ def ea_ApiVersionsResponse_SupportedFeatureKey_v3(xs: list[ApiVersionsResponse.S
 def ea_ApiVersionsResponse_FinalizedFeatureKey_v3(xs: list[ApiVersionsResponse.FinalizedFeatureKey], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -509,7 +453,6 @@ def ea_ApiVersionsResponse_FinalizedFeatureKey_v3(xs: list[ApiVersionsResponse.F
 
 def e_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_h_pack(o.error_code))
         x_api_keys = o.api_keys
         ln = len(x_api_keys) + 1

@@ -18,9 +18,11 @@ from protocol.primitives import (
     UVARINT_SMALL,
     ZERO_UUID,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -126,7 +128,6 @@ _ConsumerGroupDescribeResponse_TopicPartitions = ConsumerGroupDescribeResponse.T
 def d_ConsumerGroupDescribeRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupDescribeRequest, int]:
     f_group_ids: list[str]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -153,37 +154,27 @@ def d_ConsumerGroupDescribeRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[
                 else:
                     n4, pos = read_uvarint(buf, pos)
                 n4 -= 1
-                if n4 <= 0:
-                    if n4 < 0:
-                        raise ProtocolError('ConsumerGroupDescribeRequest', None, pos, 'null string for non-nullable GroupIds')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        raise ProtocolError('ConsumerGroupDescribeRequest', None, pos, f'string GroupIds length {n4} exceeds remaining bytes')
+                end5 = pos + n4
+                if 0 < n4 and end5 <= blen:
                     el3 = buf[pos:end5].decode()
                     pos = end5
+                elif n4 == 0:
+                    el3 = ''
+                else:
+                    bad_length(n4, pos, 'ConsumerGroupDescribeRequest', 'string', 'GroupIds')
                 app2(el3)
         (f_include_authorized_operations,) = _F_o_unpack(buf, pos)
         pos += 1
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupDescribeRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupDescribeRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupDescribeRequest', pos) from None
     return ConsumerGroupDescribeRequest(f_group_ids, f_include_authorized_operations), pos
 
 def e_ConsumerGroupDescribeRequest_v0(o: ConsumerGroupDescribeRequest, w: Append) -> None:
     try:
-        pass
         x_group_ids = o.group_ids
         ln = len(x_group_ids) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -199,12 +190,8 @@ def e_ConsumerGroupDescribeRequest_v0(o: ConsumerGroupDescribeRequest, w: Append
 def da_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ConsumerGroupDescribeResponse.TopicPartitions], int]:
     out: list[ConsumerGroupDescribeResponse.TopicPartitions] = []
     app = out.append
-    f_topic_id: uuid.UUID
-    f_topic_name: str
-    f_partitions: list[int]
     try:
         for _ in range(n):
-            pass
             if pos + 16 > blen:
                 raise ProtocolError('ConsumerGroupDescribeResponse.TopicPartitions', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -218,16 +205,14 @@ def da_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf: bytes, pos: int, bl
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.TopicPartitions', None, pos, 'null string for non-nullable TopicName')
-                f_topic_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.TopicPartitions', None, pos, f'string TopicName length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_topic_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_topic_name = ''
+            else:
+                bad_length(n1, pos, 'ConsumerGroupDescribeResponse.TopicPartitions', 'string', 'TopicName')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -247,23 +232,14 @@ def da_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf: bytes, pos: int, bl
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupDescribeResponse.TopicPartitions', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupDescribeResponse.TopicPartitions')
             app(_ConsumerGroupDescribeResponse_TopicPartitions(f_topic_id, f_topic_name, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupDescribeResponse.TopicPartitions', pos) from None
     return out, pos
 
 def d_ConsumerGroupDescribeResponse_Assignment_v0(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupDescribeResponse.Assignment, int]:
-    f_topic_partitions: list[ConsumerGroupDescribeResponse.TopicPartitions]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -282,14 +258,7 @@ def d_ConsumerGroupDescribeResponse_Assignment_v0(buf: bytes, pos: int, blen: in
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Assignment', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupDescribeResponse.Assignment')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupDescribeResponse.Assignment', pos) from None
     return _ConsumerGroupDescribeResponse_Assignment(f_topic_partitions), pos
@@ -297,18 +266,12 @@ def d_ConsumerGroupDescribeResponse_Assignment_v0(buf: bytes, pos: int, blen: in
 def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ConsumerGroupDescribeResponse.Member], int]:
     out: list[ConsumerGroupDescribeResponse.Member] = []
     app = out.append
-    f_member_id: str
     f_instance_id: str | None
     f_rack_id: str | None
-    f_client_id: str
-    f_client_host: str
     f_subscribed_topic_names: list[str]
     f_subscribed_topic_regex: str | None
-    f_assignment: ConsumerGroupDescribeResponse.Assignment
-    f_target_assignment: ConsumerGroupDescribeResponse.Assignment
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -318,16 +281,14 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, 'null string for non-nullable MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'MemberId')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -337,16 +298,16 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_instance_id = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_instance_id = None
             elif n3 == 0:
                 f_instance_id = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'string InstanceId length {n3} exceeds remaining bytes')
-                f_instance_id = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'InstanceId')
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -356,16 +317,16 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            if n5 < 0:
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
+                f_rack_id = buf[pos:end6].decode()
+                pos = end6
+            elif n5 < 0:
                 f_rack_id = None
             elif n5 == 0:
                 f_rack_id = ''
             else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'string RackId length {n5} exceeds remaining bytes')
-                f_rack_id = buf[pos:end6].decode()
-                pos = end6
+                bad_length(n5, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'RackId')
             (f_member_epoch,) = _F_i_unpack(buf, pos)
             pos += 4
             n7 = buf[pos]
@@ -377,16 +338,14 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 n7, pos = read_uvarint(buf, pos)
             n7 -= 1
-            if n7 <= 0:
-                if n7 < 0:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, 'null string for non-nullable ClientId')
-                f_client_id = ''
-            else:
-                end8 = pos + n7
-                if end8 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'string ClientId length {n7} exceeds remaining bytes')
+            end8 = pos + n7
+            if 0 < n7 and end8 <= blen:
                 f_client_id = buf[pos:end8].decode()
                 pos = end8
+            elif n7 == 0:
+                f_client_id = ''
+            else:
+                bad_length(n7, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'ClientId')
             n9 = buf[pos]
             if n9 < 128:
                 pos += 1
@@ -396,16 +355,14 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 n9, pos = read_uvarint(buf, pos)
             n9 -= 1
-            if n9 <= 0:
-                if n9 < 0:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, 'null string for non-nullable ClientHost')
-                f_client_host = ''
-            else:
-                end10 = pos + n9
-                if end10 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'string ClientHost length {n9} exceeds remaining bytes')
+            end10 = pos + n9
+            if 0 < n9 and end10 <= blen:
                 f_client_host = buf[pos:end10].decode()
                 pos = end10
+            elif n9 == 0:
+                f_client_host = ''
+            else:
+                bad_length(n9, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'ClientHost')
             n11 = buf[pos]
             if n11 < 128:
                 pos += 1
@@ -432,16 +389,14 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
                     else:
                         n14, pos = read_uvarint(buf, pos)
                     n14 -= 1
-                    if n14 <= 0:
-                        if n14 < 0:
-                            raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, 'null string for non-nullable SubscribedTopicNames')
-                        el13 = ''
-                    else:
-                        end15 = pos + n14
-                        if end15 > blen:
-                            raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'string SubscribedTopicNames length {n14} exceeds remaining bytes')
+                    end15 = pos + n14
+                    if 0 < n14 and end15 <= blen:
                         el13 = buf[pos:end15].decode()
                         pos = end15
+                    elif n14 == 0:
+                        el13 = ''
+                    else:
+                        bad_length(n14, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'SubscribedTopicNames')
                     app12(el13)
             n16 = buf[pos]
             if n16 < 128:
@@ -452,29 +407,22 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 n16, pos = read_uvarint(buf, pos)
             n16 -= 1
-            if n16 < 0:
+            end17 = pos + n16
+            if 0 < n16 and end17 <= blen:
+                f_subscribed_topic_regex = buf[pos:end17].decode()
+                pos = end17
+            elif n16 < 0:
                 f_subscribed_topic_regex = None
             elif n16 == 0:
                 f_subscribed_topic_regex = ''
             else:
-                end17 = pos + n16
-                if end17 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'string SubscribedTopicRegex length {n16} exceeds remaining bytes')
-                f_subscribed_topic_regex = buf[pos:end17].decode()
-                pos = end17
+                bad_length(n16, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'SubscribedTopicRegex')
             f_assignment, pos = d_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos, blen)
             f_target_assignment, pos = d_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos, blen)
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupDescribeResponse.Member')
             app(_ConsumerGroupDescribeResponse_Member(f_member_id, f_instance_id, f_rack_id, f_member_epoch, f_client_id, f_client_host, f_subscribed_topic_names, f_subscribed_topic_regex, f_assignment, f_target_assignment))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupDescribeResponse.Member', pos) from None
@@ -484,13 +432,8 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
     out: list[ConsumerGroupDescribeResponse.DescribedGroup] = []
     app = out.append
     f_error_message: str | None
-    f_group_id: str
-    f_group_state: str
-    f_assignor_name: str
-    f_members: list[ConsumerGroupDescribeResponse.Member]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             n1 = buf[pos]
@@ -502,16 +445,16 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_error_message = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_error_message = None
             elif n1 == 0:
                 f_error_message = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'ErrorMessage')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -521,16 +464,14 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, 'null string for non-nullable GroupId')
-                f_group_id = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, f'string GroupId length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_group_id = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_group_id = ''
+            else:
+                bad_length(n3, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'GroupId')
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -540,16 +481,14 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            if n5 <= 0:
-                if n5 < 0:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, 'null string for non-nullable GroupState')
-                f_group_state = ''
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, f'string GroupState length {n5} exceeds remaining bytes')
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
                 f_group_state = buf[pos:end6].decode()
                 pos = end6
+            elif n5 == 0:
+                f_group_state = ''
+            else:
+                bad_length(n5, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'GroupState')
             (f_group_epoch, f_assignment_epoch,) = _F_ii_unpack(buf, pos)
             pos += 8
             n7 = buf[pos]
@@ -561,16 +500,14 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
             else:
                 n7, pos = read_uvarint(buf, pos)
             n7 -= 1
-            if n7 <= 0:
-                if n7 < 0:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, 'null string for non-nullable AssignorName')
-                f_assignor_name = ''
-            else:
-                end8 = pos + n7
-                if end8 > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, f'string AssignorName length {n7} exceeds remaining bytes')
+            end8 = pos + n7
+            if 0 < n7 and end8 <= blen:
                 f_assignor_name = buf[pos:end8].decode()
                 pos = end8
+            elif n7 == 0:
+                f_assignor_name = ''
+            else:
+                bad_length(n7, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'AssignorName')
             n9 = buf[pos]
             if n9 < 128:
                 pos += 1
@@ -591,23 +528,14 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupDescribeResponse.DescribedGroup')
             app(_ConsumerGroupDescribeResponse_DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_group_epoch, f_assignment_epoch, f_assignor_name, f_members, f_authorized_operations))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupDescribeResponse.DescribedGroup', pos) from None
     return out, pos
 
 def d_ConsumerGroupDescribeResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupDescribeResponse, int]:
-    f_groups: list[ConsumerGroupDescribeResponse.DescribedGroup]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -628,14 +556,7 @@ def d_ConsumerGroupDescribeResponse_v0(buf: bytes, pos: int, blen: int) -> tuple
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupDescribeResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupDescribeResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupDescribeResponse', pos) from None
     return ConsumerGroupDescribeResponse(f_throttle_time_ms, f_groups), pos
@@ -643,7 +564,6 @@ def d_ConsumerGroupDescribeResponse_v0(buf: bytes, pos: int, blen: int) -> tuple
 def ea_ConsumerGroupDescribeResponse_TopicPartitions_v0(xs: list[ConsumerGroupDescribeResponse.TopicPartitions], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic_id = o.topic_id
             w(x_topic_id.bytes)
             x_topic_name = o.topic_name
@@ -661,7 +581,6 @@ def ea_ConsumerGroupDescribeResponse_TopicPartitions_v0(xs: list[ConsumerGroupDe
 
 def e_ConsumerGroupDescribeResponse_Assignment_v0(o: ConsumerGroupDescribeResponse.Assignment, w: Append) -> None:
     try:
-        pass
         x_topic_partitions = o.topic_partitions
         ln = len(x_topic_partitions) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -673,7 +592,6 @@ def e_ConsumerGroupDescribeResponse_Assignment_v0(o: ConsumerGroupDescribeRespon
 def ea_ConsumerGroupDescribeResponse_Member_v0(xs: list[ConsumerGroupDescribeResponse.Member], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             ln = len(b1) + 1
@@ -733,7 +651,6 @@ def ea_ConsumerGroupDescribeResponse_Member_v0(xs: list[ConsumerGroupDescribeRes
 def ea_ConsumerGroupDescribeResponse_DescribedGroup_v0(xs: list[ConsumerGroupDescribeResponse.DescribedGroup], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_error_message = o.error_message
             if x_error_message is None:
@@ -769,7 +686,6 @@ def ea_ConsumerGroupDescribeResponse_DescribedGroup_v0(xs: list[ConsumerGroupDes
 
 def e_ConsumerGroupDescribeResponse_v0(o: ConsumerGroupDescribeResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_groups = o.groups
         ln = len(x_groups) + 1

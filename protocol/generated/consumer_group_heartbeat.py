@@ -18,9 +18,11 @@ from protocol.primitives import (
     UVARINT_SMALL,
     ZERO_UUID,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -108,11 +110,8 @@ _ConsumerGroupHeartbeatResponse_TopicPartitions = ConsumerGroupHeartbeatResponse
 def da_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ConsumerGroupHeartbeatRequest.TopicPartitions], int]:
     out: list[ConsumerGroupHeartbeatRequest.TopicPartitions] = []
     app = out.append
-    f_topic_id: uuid.UUID
-    f_partitions: list[int]
     try:
         for _ in range(n):
-            pass
             if pos + 16 > blen:
                 raise ProtocolError('ConsumerGroupHeartbeatRequest.TopicPartitions', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -136,29 +135,19 @@ def da_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(buf: bytes, pos: int, bl
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupHeartbeatRequest.TopicPartitions', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupHeartbeatRequest.TopicPartitions')
             app(_ConsumerGroupHeartbeatRequest_TopicPartitions(f_topic_id, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupHeartbeatRequest.TopicPartitions', pos) from None
     return out, pos
 
 def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupHeartbeatRequest, int]:
-    f_group_id: str
-    f_member_id: str
     f_instance_id: str | None
     f_rack_id: str | None
     f_subscribed_topic_names: list[str] | None
     f_server_assignor: str | None
     f_topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -168,16 +157,14 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'GroupId')
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -187,16 +174,14 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'MemberId')
         (f_member_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         n5 = buf[pos]
@@ -208,16 +193,16 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_instance_id = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_instance_id = None
         elif n5 == 0:
             f_instance_id = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string InstanceId length {n5} exceeds remaining bytes')
-            f_instance_id = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'InstanceId')
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -227,16 +212,16 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        if n7 < 0:
+        end8 = pos + n7
+        if 0 < n7 and end8 <= blen:
+            f_rack_id = buf[pos:end8].decode()
+            pos = end8
+        elif n7 < 0:
             f_rack_id = None
         elif n7 == 0:
             f_rack_id = ''
         else:
-            end8 = pos + n7
-            if end8 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string RackId length {n7} exceeds remaining bytes')
-            f_rack_id = buf[pos:end8].decode()
-            pos = end8
+            bad_length(n7, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'RackId')
         (f_rebalance_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n9 = buf[pos]
@@ -265,16 +250,14 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
                 else:
                     n12, pos = read_uvarint(buf, pos)
                 n12 -= 1
-                if n12 <= 0:
-                    if n12 < 0:
-                        raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'null string for non-nullable SubscribedTopicNames')
-                    el11 = ''
-                else:
-                    end13 = pos + n12
-                    if end13 > blen:
-                        raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string SubscribedTopicNames length {n12} exceeds remaining bytes')
+                end13 = pos + n12
+                if 0 < n12 and end13 <= blen:
                     el11 = buf[pos:end13].decode()
                     pos = end13
+                elif n12 == 0:
+                    el11 = ''
+                else:
+                    bad_length(n12, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'SubscribedTopicNames')
                 app10(el11)
         n14 = buf[pos]
         if n14 < 128:
@@ -285,16 +268,16 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n14, pos = read_uvarint(buf, pos)
         n14 -= 1
-        if n14 < 0:
+        end15 = pos + n14
+        if 0 < n14 and end15 <= blen:
+            f_server_assignor = buf[pos:end15].decode()
+            pos = end15
+        elif n14 < 0:
             f_server_assignor = None
         elif n14 == 0:
             f_server_assignor = ''
         else:
-            end15 = pos + n14
-            if end15 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string ServerAssignor length {n14} exceeds remaining bytes')
-            f_server_assignor = buf[pos:end15].decode()
-            pos = end15
+            bad_length(n14, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'ServerAssignor')
         n16 = buf[pos]
         if n16 < 128:
             pos += 1
@@ -313,14 +296,7 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupHeartbeatRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupHeartbeatRequest', pos) from None
     return ConsumerGroupHeartbeatRequest(f_group_id, f_member_id, f_member_epoch, f_instance_id, f_rack_id, f_rebalance_timeout_ms, f_subscribed_topic_names, None, f_server_assignor, f_topic_partitions), pos
@@ -328,7 +304,6 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
 def ea_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(xs: list[ConsumerGroupHeartbeatRequest.TopicPartitions], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic_id = o.topic_id
             w(x_topic_id.bytes)
             x_partitions = o.partitions
@@ -341,7 +316,6 @@ def ea_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(xs: list[ConsumerGroupHe
 
 def e_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         ln = len(b1) + 1
@@ -401,8 +375,6 @@ def e_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, w: Appe
         raise encode_error(exc, 'ConsumerGroupHeartbeatRequest') from None
 
 def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupHeartbeatRequest, int]:
-    f_group_id: str
-    f_member_id: str
     f_instance_id: str | None
     f_rack_id: str | None
     f_subscribed_topic_names: list[str] | None
@@ -410,7 +382,6 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
     f_server_assignor: str | None
     f_topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -420,16 +391,14 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'GroupId')
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -439,16 +408,14 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'MemberId')
         (f_member_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         n5 = buf[pos]
@@ -460,16 +427,16 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_instance_id = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_instance_id = None
         elif n5 == 0:
             f_instance_id = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string InstanceId length {n5} exceeds remaining bytes')
-            f_instance_id = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'InstanceId')
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -479,16 +446,16 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        if n7 < 0:
+        end8 = pos + n7
+        if 0 < n7 and end8 <= blen:
+            f_rack_id = buf[pos:end8].decode()
+            pos = end8
+        elif n7 < 0:
             f_rack_id = None
         elif n7 == 0:
             f_rack_id = ''
         else:
-            end8 = pos + n7
-            if end8 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string RackId length {n7} exceeds remaining bytes')
-            f_rack_id = buf[pos:end8].decode()
-            pos = end8
+            bad_length(n7, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'RackId')
         (f_rebalance_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n9 = buf[pos]
@@ -517,16 +484,14 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
                 else:
                     n12, pos = read_uvarint(buf, pos)
                 n12 -= 1
-                if n12 <= 0:
-                    if n12 < 0:
-                        raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, 'null string for non-nullable SubscribedTopicNames')
-                    el11 = ''
-                else:
-                    end13 = pos + n12
-                    if end13 > blen:
-                        raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string SubscribedTopicNames length {n12} exceeds remaining bytes')
+                end13 = pos + n12
+                if 0 < n12 and end13 <= blen:
                     el11 = buf[pos:end13].decode()
                     pos = end13
+                elif n12 == 0:
+                    el11 = ''
+                else:
+                    bad_length(n12, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'SubscribedTopicNames')
                 app10(el11)
         n14 = buf[pos]
         if n14 < 128:
@@ -537,16 +502,16 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n14, pos = read_uvarint(buf, pos)
         n14 -= 1
-        if n14 < 0:
+        end15 = pos + n14
+        if 0 < n14 and end15 <= blen:
+            f_subscribed_topic_regex = buf[pos:end15].decode()
+            pos = end15
+        elif n14 < 0:
             f_subscribed_topic_regex = None
         elif n14 == 0:
             f_subscribed_topic_regex = ''
         else:
-            end15 = pos + n14
-            if end15 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string SubscribedTopicRegex length {n14} exceeds remaining bytes')
-            f_subscribed_topic_regex = buf[pos:end15].decode()
-            pos = end15
+            bad_length(n14, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'SubscribedTopicRegex')
         n16 = buf[pos]
         if n16 < 128:
             pos += 1
@@ -556,16 +521,16 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n16, pos = read_uvarint(buf, pos)
         n16 -= 1
-        if n16 < 0:
+        end17 = pos + n16
+        if 0 < n16 and end17 <= blen:
+            f_server_assignor = buf[pos:end17].decode()
+            pos = end17
+        elif n16 < 0:
             f_server_assignor = None
         elif n16 == 0:
             f_server_assignor = ''
         else:
-            end17 = pos + n16
-            if end17 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'string ServerAssignor length {n16} exceeds remaining bytes')
-            f_server_assignor = buf[pos:end17].decode()
-            pos = end17
+            bad_length(n16, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'ServerAssignor')
         n18 = buf[pos]
         if n18 < 128:
             pos += 1
@@ -584,21 +549,13 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupHeartbeatRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupHeartbeatRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupHeartbeatRequest', pos) from None
     return ConsumerGroupHeartbeatRequest(f_group_id, f_member_id, f_member_epoch, f_instance_id, f_rack_id, f_rebalance_timeout_ms, f_subscribed_topic_names, f_subscribed_topic_regex, f_server_assignor, f_topic_partitions), pos
 
 def e_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         ln = len(b1) + 1
@@ -668,11 +625,8 @@ def e_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, w: Appe
 def da_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ConsumerGroupHeartbeatResponse.TopicPartitions], int]:
     out: list[ConsumerGroupHeartbeatResponse.TopicPartitions] = []
     app = out.append
-    f_topic_id: uuid.UUID
-    f_partitions: list[int]
     try:
         for _ in range(n):
-            pass
             if pos + 16 > blen:
                 raise ProtocolError('ConsumerGroupHeartbeatResponse.TopicPartitions', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -696,23 +650,14 @@ def da_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(buf: bytes, pos: int, b
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupHeartbeatResponse.TopicPartitions', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupHeartbeatResponse.TopicPartitions')
             app(_ConsumerGroupHeartbeatResponse_TopicPartitions(f_topic_id, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupHeartbeatResponse.TopicPartitions', pos) from None
     return out, pos
 
 def d_ConsumerGroupHeartbeatResponse_Assignment_v0(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupHeartbeatResponse.Assignment, int]:
-    f_topic_partitions: list[ConsumerGroupHeartbeatResponse.TopicPartitions]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -731,14 +676,7 @@ def d_ConsumerGroupHeartbeatResponse_Assignment_v0(buf: bytes, pos: int, blen: i
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupHeartbeatResponse.Assignment', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupHeartbeatResponse.Assignment')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupHeartbeatResponse.Assignment', pos) from None
     return _ConsumerGroupHeartbeatResponse_Assignment(f_topic_partitions), pos
@@ -748,7 +686,6 @@ def d_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: int, blen: int) -> tupl
     f_member_id: str | None
     f_assignment: ConsumerGroupHeartbeatResponse.Assignment | None
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
         n1 = buf[pos]
@@ -760,16 +697,16 @@ def d_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: int, blen: int) -> tupl
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_error_message = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_error_message = None
         elif n1 == 0:
             f_error_message = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'ConsumerGroupHeartbeatResponse', 'string', 'ErrorMessage')
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -779,16 +716,16 @@ def d_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: int, blen: int) -> tupl
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 < 0:
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
+        elif n3 < 0:
             f_member_id = None
         elif n3 == 0:
             f_member_id = ''
         else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('ConsumerGroupHeartbeatResponse', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
+            bad_length(n3, pos, 'ConsumerGroupHeartbeatResponse', 'string', 'MemberId')
         (f_member_epoch, f_heartbeat_interval_ms,) = _F_ii_unpack(buf, pos)
         pos += 8
         if buf[pos] == 0xFF:
@@ -800,14 +737,7 @@ def d_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: int, blen: int) -> tupl
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupHeartbeatResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupHeartbeatResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupHeartbeatResponse', pos) from None
     return ConsumerGroupHeartbeatResponse(f_throttle_time_ms, f_error_code, f_error_message, f_member_id, f_member_epoch, f_heartbeat_interval_ms, f_assignment), pos
@@ -815,7 +745,6 @@ def d_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: int, blen: int) -> tupl
 def ea_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(xs: list[ConsumerGroupHeartbeatResponse.TopicPartitions], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic_id = o.topic_id
             w(x_topic_id.bytes)
             x_partitions = o.partitions
@@ -828,7 +757,6 @@ def ea_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(xs: list[ConsumerGroupH
 
 def e_ConsumerGroupHeartbeatResponse_Assignment_v0(o: ConsumerGroupHeartbeatResponse.Assignment, w: Append) -> None:
     try:
-        pass
         x_topic_partitions = o.topic_partitions
         ln = len(x_topic_partitions) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -839,7 +767,6 @@ def e_ConsumerGroupHeartbeatResponse_Assignment_v0(o: ConsumerGroupHeartbeatResp
 
 def e_ConsumerGroupHeartbeatResponse_v0(o: ConsumerGroupHeartbeatResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
         x_error_message = o.error_message
         if x_error_message is None:

@@ -22,9 +22,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -139,10 +141,8 @@ _CreateTopicsResponse_CreatableTopicConfigs = CreateTopicsResponse.CreatableTopi
 def da_CreateTopicsRequest_CreatableReplicaAssignment_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsRequest.CreatableReplicaAssignment], int]:
     out: list[CreateTopicsRequest.CreatableReplicaAssignment] = []
     app = out.append
-    f_broker_ids: list[int]
     try:
         for _ in range(n):
-            pass
             (f_partition_index,) = _F_i_unpack(buf, pos)
             pos += 4
             (n1,) = I32_unpack(buf, pos)
@@ -162,35 +162,31 @@ def da_CreateTopicsRequest_CreatableReplicaAssignment_v0(buf: bytes, pos: int, b
 def da_CreateTopicsRequest_CreatableTopicConfig_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsRequest.CreatableTopicConfig], int]:
     out: list[CreateTopicsRequest.CreatableTopicConfig] = []
     app = out.append
-    f_name: str
     f_value: str | None
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'CreateTopicsRequest.CreatableTopicConfig', 'string', 'Name')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_value = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, f'string Value length {n3} exceeds remaining bytes')
-                f_value = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'CreateTopicsRequest.CreatableTopicConfig', 'string', 'Value')
             app(_CreateTopicsRequest_CreatableTopicConfig(f_name, f_value))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsRequest.CreatableTopicConfig', pos) from None
@@ -199,24 +195,18 @@ def da_CreateTopicsRequest_CreatableTopicConfig_v0(buf: bytes, pos: int, blen: i
 def da_CreateTopicsRequest_CreatableTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsRequest.CreatableTopic], int]:
     out: list[CreateTopicsRequest.CreatableTopic] = []
     app = out.append
-    f_name: str
-    f_assignments: list[CreateTopicsRequest.CreatableReplicaAssignment]
-    f_configs: list[CreateTopicsRequest.CreatableTopicConfig]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'CreateTopicsRequest.CreatableTopic', 'string', 'Name')
             (f_num_partitions, f_replication_factor,) = _F_ih_unpack(buf, pos)
             pos += 6
             (n3,) = I32_unpack(buf, pos)
@@ -241,9 +231,7 @@ def da_CreateTopicsRequest_CreatableTopic_v0(buf: bytes, pos: int, blen: int, n:
     return out, pos
 
 def d_CreateTopicsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[CreateTopicsRequest, int]:
-    f_topics: list[CreateTopicsRequest.CreatableTopic]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -261,7 +249,6 @@ def d_CreateTopicsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[CreateTop
 def ea_CreateTopicsRequest_CreatableReplicaAssignment_v0(xs: list[CreateTopicsRequest.CreatableReplicaAssignment], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_i_pack(o.partition_index))
             x_broker_ids = o.broker_ids
             w(I32_pack(len(x_broker_ids)))
@@ -272,7 +259,6 @@ def ea_CreateTopicsRequest_CreatableReplicaAssignment_v0(xs: list[CreateTopicsRe
 def ea_CreateTopicsRequest_CreatableTopicConfig_v0(xs: list[CreateTopicsRequest.CreatableTopicConfig], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -290,7 +276,6 @@ def ea_CreateTopicsRequest_CreatableTopicConfig_v0(xs: list[CreateTopicsRequest.
 def ea_CreateTopicsRequest_CreatableTopic_v0(xs: list[CreateTopicsRequest.CreatableTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -307,7 +292,6 @@ def ea_CreateTopicsRequest_CreatableTopic_v0(xs: list[CreateTopicsRequest.Creata
 
 def e_CreateTopicsRequest_v0(o: CreateTopicsRequest, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
         ea_CreateTopicsRequest_CreatableTopic_v0(x_topics, w)
@@ -316,9 +300,7 @@ def e_CreateTopicsRequest_v0(o: CreateTopicsRequest, w: Append) -> None:
         raise encode_error(exc, 'CreateTopicsRequest') from None
 
 def d_CreateTopicsRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[CreateTopicsRequest, int]:
-    f_topics: list[CreateTopicsRequest.CreatableTopic]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -335,7 +317,6 @@ def d_CreateTopicsRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[CreateTop
 
 def e_CreateTopicsRequest_v1(o: CreateTopicsRequest, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
         ea_CreateTopicsRequest_CreatableTopic_v0(x_topics, w)
@@ -346,10 +327,8 @@ def e_CreateTopicsRequest_v1(o: CreateTopicsRequest, w: Append) -> None:
 def da_CreateTopicsRequest_CreatableReplicaAssignment_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsRequest.CreatableReplicaAssignment], int]:
     out: list[CreateTopicsRequest.CreatableReplicaAssignment] = []
     app = out.append
-    f_broker_ids: list[int]
     try:
         for _ in range(n):
-            pass
             (f_partition_index,) = _F_i_unpack(buf, pos)
             pos += 4
             n1 = buf[pos]
@@ -371,14 +350,7 @@ def da_CreateTopicsRequest_CreatableReplicaAssignment_v5(buf: bytes, pos: int, b
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('CreateTopicsRequest.CreatableReplicaAssignment', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'CreateTopicsRequest.CreatableReplicaAssignment')
             app(_CreateTopicsRequest_CreatableReplicaAssignment(f_partition_index, f_broker_ids))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsRequest.CreatableReplicaAssignment', pos) from None
@@ -387,11 +359,9 @@ def da_CreateTopicsRequest_CreatableReplicaAssignment_v5(buf: bytes, pos: int, b
 def da_CreateTopicsRequest_CreatableTopicConfig_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsRequest.CreatableTopicConfig], int]:
     out: list[CreateTopicsRequest.CreatableTopicConfig] = []
     app = out.append
-    f_name: str
     f_value: str | None
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -401,16 +371,14 @@ def da_CreateTopicsRequest_CreatableTopicConfig_v5(buf: bytes, pos: int, blen: i
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'CreateTopicsRequest.CreatableTopicConfig', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -420,27 +388,20 @@ def da_CreateTopicsRequest_CreatableTopicConfig_v5(buf: bytes, pos: int, blen: i
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_value = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, f'string Value length {n3} exceeds remaining bytes')
-                f_value = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'CreateTopicsRequest.CreatableTopicConfig', 'string', 'Value')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('CreateTopicsRequest.CreatableTopicConfig', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'CreateTopicsRequest.CreatableTopicConfig')
             app(_CreateTopicsRequest_CreatableTopicConfig(f_name, f_value))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsRequest.CreatableTopicConfig', pos) from None
@@ -449,12 +410,8 @@ def da_CreateTopicsRequest_CreatableTopicConfig_v5(buf: bytes, pos: int, blen: i
 def da_CreateTopicsRequest_CreatableTopic_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsRequest.CreatableTopic], int]:
     out: list[CreateTopicsRequest.CreatableTopic] = []
     app = out.append
-    f_name: str
-    f_assignments: list[CreateTopicsRequest.CreatableReplicaAssignment]
-    f_configs: list[CreateTopicsRequest.CreatableTopicConfig]
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -464,16 +421,14 @@ def da_CreateTopicsRequest_CreatableTopic_v5(buf: bytes, pos: int, blen: int, n:
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'CreateTopicsRequest.CreatableTopic', 'string', 'Name')
             (f_num_partitions, f_replication_factor,) = _F_ih_unpack(buf, pos)
             pos += 6
             n3 = buf[pos]
@@ -509,23 +464,14 @@ def da_CreateTopicsRequest_CreatableTopic_v5(buf: bytes, pos: int, blen: int, n:
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'CreateTopicsRequest.CreatableTopic')
             app(_CreateTopicsRequest_CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsRequest.CreatableTopic', pos) from None
     return out, pos
 
 def d_CreateTopicsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[CreateTopicsRequest, int]:
-    f_topics: list[CreateTopicsRequest.CreatableTopic]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -546,14 +492,7 @@ def d_CreateTopicsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[CreateTop
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('CreateTopicsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'CreateTopicsRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsRequest', pos) from None
     return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
@@ -561,7 +500,6 @@ def d_CreateTopicsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[CreateTop
 def ea_CreateTopicsRequest_CreatableReplicaAssignment_v5(xs: list[CreateTopicsRequest.CreatableReplicaAssignment], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_i_pack(o.partition_index))
             x_broker_ids = o.broker_ids
             ln = len(x_broker_ids) + 1
@@ -574,7 +512,6 @@ def ea_CreateTopicsRequest_CreatableReplicaAssignment_v5(xs: list[CreateTopicsRe
 def ea_CreateTopicsRequest_CreatableTopicConfig_v5(xs: list[CreateTopicsRequest.CreatableTopicConfig], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -595,7 +532,6 @@ def ea_CreateTopicsRequest_CreatableTopicConfig_v5(xs: list[CreateTopicsRequest.
 def ea_CreateTopicsRequest_CreatableTopic_v5(xs: list[CreateTopicsRequest.CreatableTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -616,7 +552,6 @@ def ea_CreateTopicsRequest_CreatableTopic_v5(xs: list[CreateTopicsRequest.Creata
 
 def e_CreateTopicsRequest_v5(o: CreateTopicsRequest, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         ln = len(x_topics) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -628,22 +563,18 @@ def e_CreateTopicsRequest_v5(o: CreateTopicsRequest, w: Append) -> None:
 def da_CreateTopicsResponse_CreatableTopicResult_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsResponse.CreatableTopicResult], int]:
     out: list[CreateTopicsResponse.CreatableTopicResult] = []
     app = out.append
-    f_name: str
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             app(_CreateTopicsResponse_CreatableTopicResult(f_name, ZERO_UUID, f_error_code, '', 0, -1, -1, []))
@@ -652,9 +583,7 @@ def da_CreateTopicsResponse_CreatableTopicResult_v0(buf: bytes, pos: int, blen: 
     return out, pos
 
 def d_CreateTopicsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[CreateTopicsResponse, int]:
-    f_topics: list[CreateTopicsResponse.CreatableTopicResult]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -670,7 +599,6 @@ def d_CreateTopicsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[CreateTo
 def ea_CreateTopicsResponse_CreatableTopicResult_v0(xs: list[CreateTopicsResponse.CreatableTopicResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -681,7 +609,6 @@ def ea_CreateTopicsResponse_CreatableTopicResult_v0(xs: list[CreateTopicsRespons
 
 def e_CreateTopicsResponse_v0(o: CreateTopicsResponse, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
         ea_CreateTopicsResponse_CreatableTopicResult_v0(x_topics, w)
@@ -691,46 +618,40 @@ def e_CreateTopicsResponse_v0(o: CreateTopicsResponse, w: Append) -> None:
 def da_CreateTopicsResponse_CreatableTopicResult_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsResponse.CreatableTopicResult], int]:
     out: list[CreateTopicsResponse.CreatableTopicResult] = []
     app = out.append
-    f_name: str
     f_error_message: str | None
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_error_message = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_error_message = None
             elif n3 == 0:
                 f_error_message = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'string ErrorMessage length {n3} exceeds remaining bytes')
-                f_error_message = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'ErrorMessage')
             app(_CreateTopicsResponse_CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, 0, -1, -1, []))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsResponse.CreatableTopicResult', pos) from None
     return out, pos
 
 def d_CreateTopicsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[CreateTopicsResponse, int]:
-    f_topics: list[CreateTopicsResponse.CreatableTopicResult]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -746,7 +667,6 @@ def d_CreateTopicsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[CreateTo
 def ea_CreateTopicsResponse_CreatableTopicResult_v1(xs: list[CreateTopicsResponse.CreatableTopicResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -764,7 +684,6 @@ def ea_CreateTopicsResponse_CreatableTopicResult_v1(xs: list[CreateTopicsRespons
 
 def e_CreateTopicsResponse_v1(o: CreateTopicsResponse, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
         ea_CreateTopicsResponse_CreatableTopicResult_v1(x_topics, w)
@@ -772,9 +691,7 @@ def e_CreateTopicsResponse_v1(o: CreateTopicsResponse, w: Append) -> None:
         raise encode_error(exc, 'CreateTopicsResponse') from None
 
 def d_CreateTopicsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[CreateTopicsResponse, int]:
-    f_topics: list[CreateTopicsResponse.CreatableTopicResult]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -791,7 +708,6 @@ def d_CreateTopicsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[CreateTo
 
 def e_CreateTopicsResponse_v2(o: CreateTopicsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -802,11 +718,9 @@ def e_CreateTopicsResponse_v2(o: CreateTopicsResponse, w: Append) -> None:
 def da_CreateTopicsResponse_CreatableTopicConfigs_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsResponse.CreatableTopicConfigs], int]:
     out: list[CreateTopicsResponse.CreatableTopicConfigs] = []
     app = out.append
-    f_name: str
     f_value: str | None
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -816,16 +730,14 @@ def da_CreateTopicsResponse_CreatableTopicConfigs_v5(buf: bytes, pos: int, blen:
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicConfigs', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicConfigs', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicConfigs', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -835,29 +747,22 @@ def da_CreateTopicsResponse_CreatableTopicConfigs_v5(buf: bytes, pos: int, blen:
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_value = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicConfigs', None, pos, f'string Value length {n3} exceeds remaining bytes')
-                f_value = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicConfigs', 'string', 'Value')
             (f_read_only, f_config_source, f_is_sensitive,) = _F_obo_unpack(buf, pos)
             pos += 3
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('CreateTopicsResponse.CreatableTopicConfigs', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'CreateTopicsResponse.CreatableTopicConfigs')
             app(_CreateTopicsResponse_CreatableTopicConfigs(f_name, f_value, f_read_only, f_config_source, f_is_sensitive))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsResponse.CreatableTopicConfigs', pos) from None
@@ -866,13 +771,11 @@ def da_CreateTopicsResponse_CreatableTopicConfigs_v5(buf: bytes, pos: int, blen:
 def da_CreateTopicsResponse_CreatableTopicResult_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsResponse.CreatableTopicResult], int]:
     out: list[CreateTopicsResponse.CreatableTopicResult] = []
     app = out.append
-    f_name: str
     f_error_message: str | None
     f_topic_config_error_code: int
     f_configs: list[CreateTopicsResponse.CreatableTopicConfigs] | None
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -882,16 +785,14 @@ def da_CreateTopicsResponse_CreatableTopicResult_v5(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             n3 = buf[pos]
@@ -903,16 +804,16 @@ def da_CreateTopicsResponse_CreatableTopicResult_v5(buf: bytes, pos: int, blen: 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_error_message = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_error_message = None
             elif n3 == 0:
                 f_error_message = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'string ErrorMessage length {n3} exceeds remaining bytes')
-                f_error_message = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'ErrorMessage')
             (f_num_partitions, f_replication_factor,) = _F_ih_unpack(buf, pos)
             pos += 6
             n5 = buf[pos]
@@ -951,9 +852,7 @@ def da_CreateTopicsResponse_CreatableTopicResult_v5(buf: bytes, pos: int, blen: 
     return out, pos
 
 def d_CreateTopicsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[CreateTopicsResponse, int]:
-    f_topics: list[CreateTopicsResponse.CreatableTopicResult]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -974,14 +873,7 @@ def d_CreateTopicsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[CreateTo
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('CreateTopicsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'CreateTopicsResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsResponse', pos) from None
     return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
@@ -989,7 +881,6 @@ def d_CreateTopicsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[CreateTo
 def ea_CreateTopicsResponse_CreatableTopicConfigs_v5(xs: list[CreateTopicsResponse.CreatableTopicConfigs], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -1010,7 +901,6 @@ def ea_CreateTopicsResponse_CreatableTopicConfigs_v5(xs: list[CreateTopicsRespon
 def ea_CreateTopicsResponse_CreatableTopicResult_v5(xs: list[CreateTopicsResponse.CreatableTopicResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -1052,7 +942,6 @@ def ea_CreateTopicsResponse_CreatableTopicResult_v5(xs: list[CreateTopicsRespons
 
 def e_CreateTopicsResponse_v5(o: CreateTopicsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_topics = o.topics
         ln = len(x_topics) + 1
@@ -1065,14 +954,11 @@ def e_CreateTopicsResponse_v5(o: CreateTopicsResponse, w: Append) -> None:
 def da_CreateTopicsResponse_CreatableTopicResult_v7(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsResponse.CreatableTopicResult], int]:
     out: list[CreateTopicsResponse.CreatableTopicResult] = []
     app = out.append
-    f_name: str
-    f_topic_id: uuid.UUID
     f_error_message: str | None
     f_topic_config_error_code: int
     f_configs: list[CreateTopicsResponse.CreatableTopicConfigs] | None
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -1082,16 +968,14 @@ def da_CreateTopicsResponse_CreatableTopicResult_v7(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
             if pos + 16 > blen:
                 raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -1107,16 +991,16 @@ def da_CreateTopicsResponse_CreatableTopicResult_v7(buf: bytes, pos: int, blen: 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_error_message = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_error_message = None
             elif n3 == 0:
                 f_error_message = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'string ErrorMessage length {n3} exceeds remaining bytes')
-                f_error_message = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'ErrorMessage')
             (f_num_partitions, f_replication_factor,) = _F_ih_unpack(buf, pos)
             pos += 6
             n5 = buf[pos]
@@ -1155,9 +1039,7 @@ def da_CreateTopicsResponse_CreatableTopicResult_v7(buf: bytes, pos: int, blen: 
     return out, pos
 
 def d_CreateTopicsResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[CreateTopicsResponse, int]:
-    f_topics: list[CreateTopicsResponse.CreatableTopicResult]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -1178,14 +1060,7 @@ def d_CreateTopicsResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[CreateTo
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('CreateTopicsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'CreateTopicsResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsResponse', pos) from None
     return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
@@ -1193,7 +1068,6 @@ def d_CreateTopicsResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[CreateTo
 def ea_CreateTopicsResponse_CreatableTopicResult_v7(xs: list[CreateTopicsResponse.CreatableTopicResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -1237,7 +1111,6 @@ def ea_CreateTopicsResponse_CreatableTopicResult_v7(xs: list[CreateTopicsRespons
 
 def e_CreateTopicsResponse_v7(o: CreateTopicsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_topics = o.topics
         ln = len(x_topics) + 1

@@ -18,9 +18,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -77,7 +79,6 @@ _DeleteGroupsResponse_DeletableGroupResult = DeleteGroupsResponse.DeletableGroup
 def d_DeleteGroupsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteGroupsRequest, int]:
     f_groups_names: list[str]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -90,16 +91,14 @@ def d_DeleteGroupsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteGro
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                if n4 <= 0:
-                    if n4 < 0:
-                        raise ProtocolError('DeleteGroupsRequest', None, pos, 'null string for non-nullable GroupsNames')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        raise ProtocolError('DeleteGroupsRequest', None, pos, f'string GroupsNames length {n4} exceeds remaining bytes')
+                end5 = pos + n4
+                if 0 < n4 and end5 <= blen:
                     el3 = buf[pos:end5].decode()
                     pos = end5
+                elif n4 == 0:
+                    el3 = ''
+                else:
+                    bad_length(n4, pos, 'DeleteGroupsRequest', 'string', 'GroupsNames')
                 app2(el3)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteGroupsRequest', pos) from None
@@ -107,7 +106,6 @@ def d_DeleteGroupsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteGro
 
 def e_DeleteGroupsRequest_v0(o: DeleteGroupsRequest, w: Append) -> None:
     try:
-        pass
         x_groups_names = o.groups_names
         w(I32_pack(len(x_groups_names)))
         for el1 in x_groups_names:
@@ -120,7 +118,6 @@ def e_DeleteGroupsRequest_v0(o: DeleteGroupsRequest, w: Append) -> None:
 def d_DeleteGroupsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteGroupsRequest, int]:
     f_groups_names: list[str]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -147,35 +144,25 @@ def d_DeleteGroupsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteGro
                 else:
                     n4, pos = read_uvarint(buf, pos)
                 n4 -= 1
-                if n4 <= 0:
-                    if n4 < 0:
-                        raise ProtocolError('DeleteGroupsRequest', None, pos, 'null string for non-nullable GroupsNames')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        raise ProtocolError('DeleteGroupsRequest', None, pos, f'string GroupsNames length {n4} exceeds remaining bytes')
+                end5 = pos + n4
+                if 0 < n4 and end5 <= blen:
                     el3 = buf[pos:end5].decode()
                     pos = end5
+                elif n4 == 0:
+                    el3 = ''
+                else:
+                    bad_length(n4, pos, 'DeleteGroupsRequest', 'string', 'GroupsNames')
                 app2(el3)
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('DeleteGroupsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'DeleteGroupsRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteGroupsRequest', pos) from None
     return DeleteGroupsRequest(f_groups_names), pos
 
 def e_DeleteGroupsRequest_v2(o: DeleteGroupsRequest, w: Append) -> None:
     try:
-        pass
         x_groups_names = o.groups_names
         ln = len(x_groups_names) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -191,22 +178,18 @@ def e_DeleteGroupsRequest_v2(o: DeleteGroupsRequest, w: Append) -> None:
 def da_DeleteGroupsResponse_DeletableGroupResult_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteGroupsResponse.DeletableGroupResult], int]:
     out: list[DeleteGroupsResponse.DeletableGroupResult] = []
     app = out.append
-    f_group_id: str
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DeleteGroupsResponse.DeletableGroupResult', None, pos, 'null string for non-nullable GroupId')
-                f_group_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DeleteGroupsResponse.DeletableGroupResult', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_group_id = ''
+            else:
+                bad_length(n1, pos, 'DeleteGroupsResponse.DeletableGroupResult', 'string', 'GroupId')
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             app(_DeleteGroupsResponse_DeletableGroupResult(f_group_id, f_error_code))
@@ -215,9 +198,7 @@ def da_DeleteGroupsResponse_DeletableGroupResult_v0(buf: bytes, pos: int, blen: 
     return out, pos
 
 def d_DeleteGroupsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteGroupsResponse, int]:
-    f_results: list[DeleteGroupsResponse.DeletableGroupResult]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -235,7 +216,6 @@ def d_DeleteGroupsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteGr
 def ea_DeleteGroupsResponse_DeletableGroupResult_v0(xs: list[DeleteGroupsResponse.DeletableGroupResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_group_id = o.group_id
             b1 = x_group_id.encode()
             w(I16_pack(len(b1)))
@@ -246,7 +226,6 @@ def ea_DeleteGroupsResponse_DeletableGroupResult_v0(xs: list[DeleteGroupsRespons
 
 def e_DeleteGroupsResponse_v0(o: DeleteGroupsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_results = o.results
         w(I32_pack(len(x_results)))
@@ -257,10 +236,8 @@ def e_DeleteGroupsResponse_v0(o: DeleteGroupsResponse, w: Append) -> None:
 def da_DeleteGroupsResponse_DeletableGroupResult_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteGroupsResponse.DeletableGroupResult], int]:
     out: list[DeleteGroupsResponse.DeletableGroupResult] = []
     app = out.append
-    f_group_id: str
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -270,38 +247,27 @@ def da_DeleteGroupsResponse_DeletableGroupResult_v2(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DeleteGroupsResponse.DeletableGroupResult', None, pos, 'null string for non-nullable GroupId')
-                f_group_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DeleteGroupsResponse.DeletableGroupResult', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_group_id = ''
+            else:
+                bad_length(n1, pos, 'DeleteGroupsResponse.DeletableGroupResult', 'string', 'GroupId')
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('DeleteGroupsResponse.DeletableGroupResult', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'DeleteGroupsResponse.DeletableGroupResult')
             app(_DeleteGroupsResponse_DeletableGroupResult(f_group_id, f_error_code))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteGroupsResponse.DeletableGroupResult', pos) from None
     return out, pos
 
 def d_DeleteGroupsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteGroupsResponse, int]:
-    f_results: list[DeleteGroupsResponse.DeletableGroupResult]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -322,14 +288,7 @@ def d_DeleteGroupsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteGr
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('DeleteGroupsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'DeleteGroupsResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteGroupsResponse', pos) from None
     return DeleteGroupsResponse(f_throttle_time_ms, f_results), pos
@@ -337,7 +296,6 @@ def d_DeleteGroupsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteGr
 def ea_DeleteGroupsResponse_DeletableGroupResult_v2(xs: list[DeleteGroupsResponse.DeletableGroupResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_group_id = o.group_id
             b1 = x_group_id.encode()
             ln = len(b1) + 1
@@ -349,7 +307,6 @@ def ea_DeleteGroupsResponse_DeletableGroupResult_v2(xs: list[DeleteGroupsRespons
 
 def e_DeleteGroupsResponse_v2(o: DeleteGroupsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_results = o.results
         ln = len(x_results) + 1

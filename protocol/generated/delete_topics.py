@@ -21,9 +21,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -95,7 +97,6 @@ _DeleteTopicsResponse_DeletableTopicResult = DeleteTopicsResponse.DeletableTopic
 def d_DeleteTopicsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteTopicsRequest, int]:
     f_topic_names: list[str]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -108,16 +109,14 @@ def d_DeleteTopicsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                if n4 <= 0:
-                    if n4 < 0:
-                        raise ProtocolError('DeleteTopicsRequest', None, pos, 'null string for non-nullable TopicNames')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        raise ProtocolError('DeleteTopicsRequest', None, pos, f'string TopicNames length {n4} exceeds remaining bytes')
+                end5 = pos + n4
+                if 0 < n4 and end5 <= blen:
                     el3 = buf[pos:end5].decode()
                     pos = end5
+                elif n4 == 0:
+                    el3 = ''
+                else:
+                    bad_length(n4, pos, 'DeleteTopicsRequest', 'string', 'TopicNames')
                 app2(el3)
         (f_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -127,7 +126,6 @@ def d_DeleteTopicsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
 
 def e_DeleteTopicsRequest_v0(o: DeleteTopicsRequest, w: Append) -> None:
     try:
-        pass
         x_topic_names = o.topic_names
         w(I32_pack(len(x_topic_names)))
         for el1 in x_topic_names:
@@ -141,7 +139,6 @@ def e_DeleteTopicsRequest_v0(o: DeleteTopicsRequest, w: Append) -> None:
 def d_DeleteTopicsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[DeleteTopicsRequest, int]:
     f_topic_names: list[str]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -168,37 +165,27 @@ def d_DeleteTopicsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
                 else:
                     n4, pos = read_uvarint(buf, pos)
                 n4 -= 1
-                if n4 <= 0:
-                    if n4 < 0:
-                        raise ProtocolError('DeleteTopicsRequest', None, pos, 'null string for non-nullable TopicNames')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        raise ProtocolError('DeleteTopicsRequest', None, pos, f'string TopicNames length {n4} exceeds remaining bytes')
+                end5 = pos + n4
+                if 0 < n4 and end5 <= blen:
                     el3 = buf[pos:end5].decode()
                     pos = end5
+                elif n4 == 0:
+                    el3 = ''
+                else:
+                    bad_length(n4, pos, 'DeleteTopicsRequest', 'string', 'TopicNames')
                 app2(el3)
         (f_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('DeleteTopicsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsRequest', pos) from None
     return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
 
 def e_DeleteTopicsRequest_v4(o: DeleteTopicsRequest, w: Append) -> None:
     try:
-        pass
         x_topic_names = o.topic_names
         ln = len(x_topic_names) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -215,10 +202,8 @@ def da_DeleteTopicsRequest_DeleteTopicState_v6(buf: bytes, pos: int, blen: int, 
     out: list[DeleteTopicsRequest.DeleteTopicState] = []
     app = out.append
     f_name: str | None
-    f_topic_id: uuid.UUID
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -228,16 +213,16 @@ def da_DeleteTopicsRequest_DeleteTopicState_v6(buf: bytes, pos: int, blen: int, 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_name = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_name = None
             elif n1 == 0:
                 f_name = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DeleteTopicsRequest.DeleteTopicState', None, pos, f'string Name length {n1} exceeds remaining bytes')
-                f_name = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'DeleteTopicsRequest.DeleteTopicState', 'string', 'Name')
             if pos + 16 > blen:
                 raise ProtocolError('DeleteTopicsRequest.DeleteTopicState', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -245,23 +230,14 @@ def da_DeleteTopicsRequest_DeleteTopicState_v6(buf: bytes, pos: int, blen: int, 
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('DeleteTopicsRequest.DeleteTopicState', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsRequest.DeleteTopicState')
             app(_DeleteTopicsRequest_DeleteTopicState(f_name, f_topic_id))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsRequest.DeleteTopicState', pos) from None
     return out, pos
 
 def d_DeleteTopicsRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[DeleteTopicsRequest, int]:
-    f_topics: list[DeleteTopicsRequest.DeleteTopicState]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -282,14 +258,7 @@ def d_DeleteTopicsRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('DeleteTopicsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsRequest', pos) from None
     return DeleteTopicsRequest(f_topics, [], f_timeout_ms), pos
@@ -297,7 +266,6 @@ def d_DeleteTopicsRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
 def ea_DeleteTopicsRequest_DeleteTopicState_v6(xs: list[DeleteTopicsRequest.DeleteTopicState], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             if x_name is None:
                 w(b'\x00')
@@ -314,7 +282,6 @@ def ea_DeleteTopicsRequest_DeleteTopicState_v6(xs: list[DeleteTopicsRequest.Dele
 
 def e_DeleteTopicsRequest_v6(o: DeleteTopicsRequest, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         ln = len(x_topics) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -326,22 +293,18 @@ def e_DeleteTopicsRequest_v6(o: DeleteTopicsRequest, w: Append) -> None:
 def da_DeleteTopicsResponse_DeletableTopicResult_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteTopicsResponse.DeletableTopicResult], int]:
     out: list[DeleteTopicsResponse.DeletableTopicResult] = []
     app = out.append
-    f_name: str
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             app(_DeleteTopicsResponse_DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None))
@@ -350,9 +313,7 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v0(buf: bytes, pos: int, blen: 
     return out, pos
 
 def d_DeleteTopicsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteTopicsResponse, int]:
-    f_responses: list[DeleteTopicsResponse.DeletableTopicResult]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -368,7 +329,6 @@ def d_DeleteTopicsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteTo
 def ea_DeleteTopicsResponse_DeletableTopicResult_v0(xs: list[DeleteTopicsResponse.DeletableTopicResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -379,7 +339,6 @@ def ea_DeleteTopicsResponse_DeletableTopicResult_v0(xs: list[DeleteTopicsRespons
 
 def e_DeleteTopicsResponse_v0(o: DeleteTopicsResponse, w: Append) -> None:
     try:
-        pass
         x_responses = o.responses
         w(I32_pack(len(x_responses)))
         ea_DeleteTopicsResponse_DeletableTopicResult_v0(x_responses, w)
@@ -387,9 +346,7 @@ def e_DeleteTopicsResponse_v0(o: DeleteTopicsResponse, w: Append) -> None:
         raise encode_error(exc, 'DeleteTopicsResponse') from None
 
 def d_DeleteTopicsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[DeleteTopicsResponse, int]:
-    f_responses: list[DeleteTopicsResponse.DeletableTopicResult]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -406,7 +363,6 @@ def d_DeleteTopicsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[DeleteTo
 
 def e_DeleteTopicsResponse_v1(o: DeleteTopicsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_responses = o.responses
         w(I32_pack(len(x_responses)))
@@ -417,10 +373,8 @@ def e_DeleteTopicsResponse_v1(o: DeleteTopicsResponse, w: Append) -> None:
 def da_DeleteTopicsResponse_DeletableTopicResult_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteTopicsResponse.DeletableTopicResult], int]:
     out: list[DeleteTopicsResponse.DeletableTopicResult] = []
     app = out.append
-    f_name: str
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -430,38 +384,27 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v4(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsResponse.DeletableTopicResult')
             app(_DeleteTopicsResponse_DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsResponse.DeletableTopicResult', pos) from None
     return out, pos
 
 def d_DeleteTopicsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[DeleteTopicsResponse, int]:
-    f_responses: list[DeleteTopicsResponse.DeletableTopicResult]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -482,14 +425,7 @@ def d_DeleteTopicsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[DeleteTo
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('DeleteTopicsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsResponse', pos) from None
     return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
@@ -497,7 +433,6 @@ def d_DeleteTopicsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[DeleteTo
 def ea_DeleteTopicsResponse_DeletableTopicResult_v4(xs: list[DeleteTopicsResponse.DeletableTopicResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -509,7 +444,6 @@ def ea_DeleteTopicsResponse_DeletableTopicResult_v4(xs: list[DeleteTopicsRespons
 
 def e_DeleteTopicsResponse_v4(o: DeleteTopicsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_responses = o.responses
         ln = len(x_responses) + 1
@@ -522,11 +456,9 @@ def e_DeleteTopicsResponse_v4(o: DeleteTopicsResponse, w: Append) -> None:
 def da_DeleteTopicsResponse_DeletableTopicResult_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteTopicsResponse.DeletableTopicResult], int]:
     out: list[DeleteTopicsResponse.DeletableTopicResult] = []
     app = out.append
-    f_name: str
     f_error_message: str | None
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -536,16 +468,14 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v5(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             n3 = buf[pos]
@@ -557,36 +487,27 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v5(buf: bytes, pos: int, blen: 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_error_message = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_error_message = None
             elif n3 == 0:
                 f_error_message = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'string ErrorMessage length {n3} exceeds remaining bytes')
-                f_error_message = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'ErrorMessage')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsResponse.DeletableTopicResult')
             app(_DeleteTopicsResponse_DeletableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsResponse.DeletableTopicResult', pos) from None
     return out, pos
 
 def d_DeleteTopicsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[DeleteTopicsResponse, int]:
-    f_responses: list[DeleteTopicsResponse.DeletableTopicResult]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -607,14 +528,7 @@ def d_DeleteTopicsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[DeleteTo
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('DeleteTopicsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsResponse', pos) from None
     return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
@@ -622,7 +536,6 @@ def d_DeleteTopicsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[DeleteTo
 def ea_DeleteTopicsResponse_DeletableTopicResult_v5(xs: list[DeleteTopicsResponse.DeletableTopicResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -643,7 +556,6 @@ def ea_DeleteTopicsResponse_DeletableTopicResult_v5(xs: list[DeleteTopicsRespons
 
 def e_DeleteTopicsResponse_v5(o: DeleteTopicsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_responses = o.responses
         ln = len(x_responses) + 1
@@ -657,11 +569,9 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v6(buf: bytes, pos: int, blen: 
     out: list[DeleteTopicsResponse.DeletableTopicResult] = []
     app = out.append
     f_name: str | None
-    f_topic_id: uuid.UUID
     f_error_message: str | None
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -671,16 +581,16 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v6(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_name = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_name = None
             elif n1 == 0:
                 f_name = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
-                f_name = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
             if pos + 16 > blen:
                 raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -696,36 +606,27 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v6(buf: bytes, pos: int, blen: 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_error_message = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_error_message = None
             elif n3 == 0:
                 f_error_message = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'string ErrorMessage length {n3} exceeds remaining bytes')
-                f_error_message = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'ErrorMessage')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsResponse.DeletableTopicResult')
             app(_DeleteTopicsResponse_DeletableTopicResult(f_name, f_topic_id, f_error_code, f_error_message))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsResponse.DeletableTopicResult', pos) from None
     return out, pos
 
 def d_DeleteTopicsResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[DeleteTopicsResponse, int]:
-    f_responses: list[DeleteTopicsResponse.DeletableTopicResult]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -746,14 +647,7 @@ def d_DeleteTopicsResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[DeleteTo
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('DeleteTopicsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsResponse', pos) from None
     return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
@@ -761,7 +655,6 @@ def d_DeleteTopicsResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[DeleteTo
 def ea_DeleteTopicsResponse_DeletableTopicResult_v6(xs: list[DeleteTopicsResponse.DeletableTopicResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             if x_name is None:
                 w(b'\x00')
@@ -787,7 +680,6 @@ def ea_DeleteTopicsResponse_DeletableTopicResult_v6(xs: list[DeleteTopicsRespons
 
 def e_DeleteTopicsResponse_v6(o: DeleteTopicsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_responses = o.responses
         ln = len(x_responses) + 1

@@ -14,9 +14,11 @@ from protocol.primitives import (
     UNSET,
     UVARINT_SMALL,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -91,54 +93,36 @@ _DescribeClusterResponse_DescribeClusterBroker = DescribeClusterResponse.Describ
 
 def d_DescribeClusterRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DescribeClusterRequest, int]:
     try:
-        pass
         (f_include_cluster_authorized_operations,) = _F_o_unpack(buf, pos)
         pos += 1
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('DescribeClusterRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'DescribeClusterRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeClusterRequest', pos) from None
     return DescribeClusterRequest(f_include_cluster_authorized_operations, 1), pos
 
 def e_DescribeClusterRequest_v0(o: DescribeClusterRequest, w: Append) -> None:
     try:
-        pass
         w(_F_ox_pack(o.include_cluster_authorized_operations))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'DescribeClusterRequest') from None
 
 def d_DescribeClusterRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[DescribeClusterRequest, int]:
     try:
-        pass
         (f_include_cluster_authorized_operations, f_endpoint_type,) = _F_ob_unpack(buf, pos)
         pos += 2
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('DescribeClusterRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'DescribeClusterRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeClusterRequest', pos) from None
     return DescribeClusterRequest(f_include_cluster_authorized_operations, f_endpoint_type), pos
 
 def e_DescribeClusterRequest_v1(o: DescribeClusterRequest, w: Append) -> None:
     try:
-        pass
         w(_F_obx_pack(o.include_cluster_authorized_operations, o.endpoint_type))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'DescribeClusterRequest') from None
@@ -146,11 +130,9 @@ def e_DescribeClusterRequest_v1(o: DescribeClusterRequest, w: Append) -> None:
 def da_DescribeClusterResponse_DescribeClusterBroker_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeClusterResponse.DescribeClusterBroker], int]:
     out: list[DescribeClusterResponse.DescribeClusterBroker] = []
     app = out.append
-    f_host: str
     f_rack: str | None
     try:
         for _ in range(n):
-            pass
             (f_broker_id,) = _F_i_unpack(buf, pos)
             pos += 4
             n1 = buf[pos]
@@ -162,16 +144,14 @@ def da_DescribeClusterResponse_DescribeClusterBroker_v0(buf: bytes, pos: int, bl
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DescribeClusterResponse.DescribeClusterBroker', None, pos, 'null string for non-nullable Host')
-                f_host = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeClusterResponse.DescribeClusterBroker', None, pos, f'string Host length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_host = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_host = ''
+            else:
+                bad_length(n1, pos, 'DescribeClusterResponse.DescribeClusterBroker', 'string', 'Host')
             (f_port,) = _F_i_unpack(buf, pos)
             pos += 4
             n3 = buf[pos]
@@ -183,27 +163,20 @@ def da_DescribeClusterResponse_DescribeClusterBroker_v0(buf: bytes, pos: int, bl
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_rack = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_rack = None
             elif n3 == 0:
                 f_rack = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeClusterResponse.DescribeClusterBroker', None, pos, f'string Rack length {n3} exceeds remaining bytes')
-                f_rack = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'DescribeClusterResponse.DescribeClusterBroker', 'string', 'Rack')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('DescribeClusterResponse.DescribeClusterBroker', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'DescribeClusterResponse.DescribeClusterBroker')
             app(_DescribeClusterResponse_DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeClusterResponse.DescribeClusterBroker', pos) from None
@@ -211,10 +184,7 @@ def da_DescribeClusterResponse_DescribeClusterBroker_v0(buf: bytes, pos: int, bl
 
 def d_DescribeClusterResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DescribeClusterResponse, int]:
     f_error_message: str | None
-    f_cluster_id: str
-    f_brokers: list[DescribeClusterResponse.DescribeClusterBroker]
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
         n1 = buf[pos]
@@ -226,16 +196,16 @@ def d_DescribeClusterResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Descr
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_error_message = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_error_message = None
         elif n1 == 0:
             f_error_message = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('DescribeClusterResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'DescribeClusterResponse', 'string', 'ErrorMessage')
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -245,16 +215,14 @@ def d_DescribeClusterResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Descr
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('DescribeClusterResponse', None, pos, 'null string for non-nullable ClusterId')
-            f_cluster_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('DescribeClusterResponse', None, pos, f'string ClusterId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_cluster_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_cluster_id = ''
+        else:
+            bad_length(n3, pos, 'DescribeClusterResponse', 'string', 'ClusterId')
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n5 = buf[pos]
@@ -277,14 +245,7 @@ def d_DescribeClusterResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Descr
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('DescribeClusterResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'DescribeClusterResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeClusterResponse', pos) from None
     return DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, 1, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations), pos
@@ -292,7 +253,6 @@ def d_DescribeClusterResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Descr
 def ea_DescribeClusterResponse_DescribeClusterBroker_v0(xs: list[DescribeClusterResponse.DescribeClusterBroker], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_i_pack(o.broker_id))
             x_host = o.host
             b1 = x_host.encode()
@@ -314,7 +274,6 @@ def ea_DescribeClusterResponse_DescribeClusterBroker_v0(xs: list[DescribeCluster
 
 def e_DescribeClusterResponse_v0(o: DescribeClusterResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
         x_error_message = o.error_message
         if x_error_message is None:
@@ -340,10 +299,7 @@ def e_DescribeClusterResponse_v0(o: DescribeClusterResponse, w: Append) -> None:
 
 def d_DescribeClusterResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[DescribeClusterResponse, int]:
     f_error_message: str | None
-    f_cluster_id: str
-    f_brokers: list[DescribeClusterResponse.DescribeClusterBroker]
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
         n1 = buf[pos]
@@ -355,16 +311,16 @@ def d_DescribeClusterResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Descr
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_error_message = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_error_message = None
         elif n1 == 0:
             f_error_message = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('DescribeClusterResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'DescribeClusterResponse', 'string', 'ErrorMessage')
         (f_endpoint_type,) = _F_b_unpack(buf, pos)
         pos += 1
         n3 = buf[pos]
@@ -376,16 +332,14 @@ def d_DescribeClusterResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Descr
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('DescribeClusterResponse', None, pos, 'null string for non-nullable ClusterId')
-            f_cluster_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('DescribeClusterResponse', None, pos, f'string ClusterId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_cluster_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_cluster_id = ''
+        else:
+            bad_length(n3, pos, 'DescribeClusterResponse', 'string', 'ClusterId')
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n5 = buf[pos]
@@ -408,21 +362,13 @@ def d_DescribeClusterResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Descr
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('DescribeClusterResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'DescribeClusterResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeClusterResponse', pos) from None
     return DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, f_endpoint_type, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations), pos
 
 def e_DescribeClusterResponse_v1(o: DescribeClusterResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
         x_error_message = o.error_message
         if x_error_message is None:

@@ -18,9 +18,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -130,25 +132,21 @@ _DescribeConfigsResponse_DescribeConfigsSynonym = DescribeConfigsResponse.Descri
 def da_DescribeConfigsRequest_DescribeConfigsResource_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeConfigsRequest.DescribeConfigsResource], int]:
     out: list[DescribeConfigsRequest.DescribeConfigsResource] = []
     app = out.append
-    f_resource_name: str
     f_configuration_keys: list[str] | None
     try:
         for _ in range(n):
-            pass
             (f_resource_type,) = _F_b_unpack(buf, pos)
             pos += 1
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, 'null string for non-nullable ResourceName')
-                f_resource_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, f'string ResourceName length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_resource_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_resource_name = ''
+            else:
+                bad_length(n1, pos, 'DescribeConfigsRequest.DescribeConfigsResource', 'string', 'ResourceName')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -161,16 +159,14 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v0(buf: bytes, pos: int, b
                 for _ in range(n3):
                     (n6,) = I16_unpack(buf, pos)
                     pos += 2
-                    if n6 <= 0:
-                        if n6 < 0:
-                            raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, 'null string for non-nullable ConfigurationKeys')
-                        el5 = ''
-                    else:
-                        end7 = pos + n6
-                        if end7 > blen:
-                            raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, f'string ConfigurationKeys length {n6} exceeds remaining bytes')
+                    end7 = pos + n6
+                    if 0 < n6 and end7 <= blen:
                         el5 = buf[pos:end7].decode()
                         pos = end7
+                    elif n6 == 0:
+                        el5 = ''
+                    else:
+                        bad_length(n6, pos, 'DescribeConfigsRequest.DescribeConfigsResource', 'string', 'ConfigurationKeys')
                     app4(el5)
             app(_DescribeConfigsRequest_DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys))
     except DECODE_FAILURES as exc:
@@ -178,9 +174,7 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v0(buf: bytes, pos: int, b
     return out, pos
 
 def d_DescribeConfigsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DescribeConfigsRequest, int]:
-    f_resources: list[DescribeConfigsRequest.DescribeConfigsResource]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -196,7 +190,6 @@ def d_DescribeConfigsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[Descri
 def ea_DescribeConfigsRequest_DescribeConfigsResource_v0(xs: list[DescribeConfigsRequest.DescribeConfigsResource], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_b_pack(o.resource_type))
             x_resource_name = o.resource_name
             b1 = x_resource_name.encode()
@@ -216,7 +209,6 @@ def ea_DescribeConfigsRequest_DescribeConfigsResource_v0(xs: list[DescribeConfig
 
 def e_DescribeConfigsRequest_v0(o: DescribeConfigsRequest, w: Append) -> None:
     try:
-        pass
         x_resources = o.resources
         w(I32_pack(len(x_resources)))
         ea_DescribeConfigsRequest_DescribeConfigsResource_v0(x_resources, w)
@@ -224,9 +216,7 @@ def e_DescribeConfigsRequest_v0(o: DescribeConfigsRequest, w: Append) -> None:
         raise encode_error(exc, 'DescribeConfigsRequest') from None
 
 def d_DescribeConfigsRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[DescribeConfigsRequest, int]:
-    f_resources: list[DescribeConfigsRequest.DescribeConfigsResource]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -243,7 +233,6 @@ def d_DescribeConfigsRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[Descri
 
 def e_DescribeConfigsRequest_v1(o: DescribeConfigsRequest, w: Append) -> None:
     try:
-        pass
         x_resources = o.resources
         w(I32_pack(len(x_resources)))
         ea_DescribeConfigsRequest_DescribeConfigsResource_v0(x_resources, w)
@@ -252,9 +241,7 @@ def e_DescribeConfigsRequest_v1(o: DescribeConfigsRequest, w: Append) -> None:
         raise encode_error(exc, 'DescribeConfigsRequest') from None
 
 def d_DescribeConfigsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[DescribeConfigsRequest, int]:
-    f_resources: list[DescribeConfigsRequest.DescribeConfigsResource]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -271,7 +258,6 @@ def d_DescribeConfigsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[Descri
 
 def e_DescribeConfigsRequest_v3(o: DescribeConfigsRequest, w: Append) -> None:
     try:
-        pass
         x_resources = o.resources
         w(I32_pack(len(x_resources)))
         ea_DescribeConfigsRequest_DescribeConfigsResource_v0(x_resources, w)
@@ -282,11 +268,9 @@ def e_DescribeConfigsRequest_v3(o: DescribeConfigsRequest, w: Append) -> None:
 def da_DescribeConfigsRequest_DescribeConfigsResource_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeConfigsRequest.DescribeConfigsResource], int]:
     out: list[DescribeConfigsRequest.DescribeConfigsResource] = []
     app = out.append
-    f_resource_name: str
     f_configuration_keys: list[str] | None
     try:
         for _ in range(n):
-            pass
             (f_resource_type,) = _F_b_unpack(buf, pos)
             pos += 1
             n1 = buf[pos]
@@ -298,16 +282,14 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v4(buf: bytes, pos: int, b
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, 'null string for non-nullable ResourceName')
-                f_resource_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, f'string ResourceName length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_resource_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_resource_name = ''
+            else:
+                bad_length(n1, pos, 'DescribeConfigsRequest.DescribeConfigsResource', 'string', 'ResourceName')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -334,37 +316,26 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v4(buf: bytes, pos: int, b
                     else:
                         n6, pos = read_uvarint(buf, pos)
                     n6 -= 1
-                    if n6 <= 0:
-                        if n6 < 0:
-                            raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, 'null string for non-nullable ConfigurationKeys')
-                        el5 = ''
-                    else:
-                        end7 = pos + n6
-                        if end7 > blen:
-                            raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, f'string ConfigurationKeys length {n6} exceeds remaining bytes')
+                    end7 = pos + n6
+                    if 0 < n6 and end7 <= blen:
                         el5 = buf[pos:end7].decode()
                         pos = end7
+                    elif n6 == 0:
+                        el5 = ''
+                    else:
+                        bad_length(n6, pos, 'DescribeConfigsRequest.DescribeConfigsResource', 'string', 'ConfigurationKeys')
                     app4(el5)
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('DescribeConfigsRequest.DescribeConfigsResource', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'DescribeConfigsRequest.DescribeConfigsResource')
             app(_DescribeConfigsRequest_DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsRequest.DescribeConfigsResource', pos) from None
     return out, pos
 
 def d_DescribeConfigsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[DescribeConfigsRequest, int]:
-    f_resources: list[DescribeConfigsRequest.DescribeConfigsResource]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -385,14 +356,7 @@ def d_DescribeConfigsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[Descri
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('DescribeConfigsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'DescribeConfigsRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsRequest', pos) from None
     return DescribeConfigsRequest(f_resources, f_include_synonyms, f_include_documentation), pos
@@ -400,7 +364,6 @@ def d_DescribeConfigsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[Descri
 def ea_DescribeConfigsRequest_DescribeConfigsResource_v4(xs: list[DescribeConfigsRequest.DescribeConfigsResource], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_b_pack(o.resource_type))
             x_resource_name = o.resource_name
             b1 = x_resource_name.encode()
@@ -424,7 +387,6 @@ def ea_DescribeConfigsRequest_DescribeConfigsResource_v4(xs: list[DescribeConfig
 
 def e_DescribeConfigsRequest_v4(o: DescribeConfigsRequest, w: Append) -> None:
     try:
-        pass
         x_resources = o.resources
         ln = len(x_resources) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -436,35 +398,31 @@ def e_DescribeConfigsRequest_v4(o: DescribeConfigsRequest, w: Append) -> None:
 def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeConfigsResponse.DescribeConfigsResourceResult], int]:
     out: list[DescribeConfigsResponse.DescribeConfigsResourceResult] = []
     app = out.append
-    f_name: str
     f_value: str | None
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Name')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_value = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Value length {n3} exceeds remaining bytes')
-                f_value = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Value')
             (f_read_only, f_is_default, f_is_sensitive,) = _F_ooo_unpack(buf, pos)
             pos += 3
             app(_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_is_default, -1, f_is_sensitive, [], 0, ''))
@@ -476,39 +434,34 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v0(buf: bytes, pos: int, bl
     out: list[DescribeConfigsResponse.DescribeConfigsResult] = []
     app = out.append
     f_error_message: str | None
-    f_resource_name: str
-    f_configs: list[DescribeConfigsResponse.DescribeConfigsResourceResult]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_error_message = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_error_message = None
             elif n1 == 0:
                 f_error_message = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ErrorMessage')
             (f_resource_type,) = _F_b_unpack(buf, pos)
             pos += 1
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'null string for non-nullable ResourceName')
-                f_resource_name = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'string ResourceName length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_resource_name = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_resource_name = ''
+            else:
+                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ResourceName')
             (n5,) = I32_unpack(buf, pos)
             pos += 4
             if n5 < 0:
@@ -523,9 +476,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v0(buf: bytes, pos: int, bl
     return out, pos
 
 def d_DescribeConfigsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DescribeConfigsResponse, int]:
-    f_results: list[DescribeConfigsResponse.DescribeConfigsResult]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -543,7 +494,6 @@ def d_DescribeConfigsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Descr
 def ea_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(xs: list[DescribeConfigsResponse.DescribeConfigsResourceResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -562,7 +512,6 @@ def ea_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(xs: list[Describ
 def ea_DescribeConfigsResponse_DescribeConfigsResult_v0(xs: list[DescribeConfigsResponse.DescribeConfigsResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_error_message = o.error_message
             if x_error_message is None:
@@ -584,7 +533,6 @@ def ea_DescribeConfigsResponse_DescribeConfigsResult_v0(xs: list[DescribeConfigs
 
 def e_DescribeConfigsResponse_v0(o: DescribeConfigsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_results = o.results
         w(I32_pack(len(x_results)))
@@ -595,35 +543,31 @@ def e_DescribeConfigsResponse_v0(o: DescribeConfigsResponse, w: Append) -> None:
 def da_DescribeConfigsResponse_DescribeConfigsSynonym_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeConfigsResponse.DescribeConfigsSynonym], int]:
     out: list[DescribeConfigsResponse.DescribeConfigsSynonym] = []
     app = out.append
-    f_name: str
     f_value: str | None
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsSynonym', 'string', 'Name')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_value = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, f'string Value length {n3} exceeds remaining bytes')
-                f_value = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsSynonym', 'string', 'Value')
             (f_source,) = _F_b_unpack(buf, pos)
             pos += 1
             app(_DescribeConfigsResponse_DescribeConfigsSynonym(f_name, f_value, f_source))
@@ -634,36 +578,31 @@ def da_DescribeConfigsResponse_DescribeConfigsSynonym_v1(buf: bytes, pos: int, b
 def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeConfigsResponse.DescribeConfigsResourceResult], int]:
     out: list[DescribeConfigsResponse.DescribeConfigsResourceResult] = []
     app = out.append
-    f_name: str
     f_value: str | None
-    f_synonyms: list[DescribeConfigsResponse.DescribeConfigsSynonym]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Name')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_value = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Value length {n3} exceeds remaining bytes')
-                f_value = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Value')
             (f_read_only, f_config_source, f_is_sensitive,) = _F_obo_unpack(buf, pos)
             pos += 3
             (n5,) = I32_unpack(buf, pos)
@@ -683,39 +622,34 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v1(buf: bytes, pos: int, bl
     out: list[DescribeConfigsResponse.DescribeConfigsResult] = []
     app = out.append
     f_error_message: str | None
-    f_resource_name: str
-    f_configs: list[DescribeConfigsResponse.DescribeConfigsResourceResult]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_error_message = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_error_message = None
             elif n1 == 0:
                 f_error_message = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ErrorMessage')
             (f_resource_type,) = _F_b_unpack(buf, pos)
             pos += 1
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'null string for non-nullable ResourceName')
-                f_resource_name = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'string ResourceName length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_resource_name = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_resource_name = ''
+            else:
+                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ResourceName')
             (n5,) = I32_unpack(buf, pos)
             pos += 4
             if n5 < 0:
@@ -730,9 +664,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v1(buf: bytes, pos: int, bl
     return out, pos
 
 def d_DescribeConfigsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[DescribeConfigsResponse, int]:
-    f_results: list[DescribeConfigsResponse.DescribeConfigsResult]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -750,7 +682,6 @@ def d_DescribeConfigsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Descr
 def ea_DescribeConfigsResponse_DescribeConfigsSynonym_v1(xs: list[DescribeConfigsResponse.DescribeConfigsSynonym], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -769,7 +700,6 @@ def ea_DescribeConfigsResponse_DescribeConfigsSynonym_v1(xs: list[DescribeConfig
 def ea_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(xs: list[DescribeConfigsResponse.DescribeConfigsResourceResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -791,7 +721,6 @@ def ea_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(xs: list[Describ
 def ea_DescribeConfigsResponse_DescribeConfigsResult_v1(xs: list[DescribeConfigsResponse.DescribeConfigsResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_error_message = o.error_message
             if x_error_message is None:
@@ -813,7 +742,6 @@ def ea_DescribeConfigsResponse_DescribeConfigsResult_v1(xs: list[DescribeConfigs
 
 def e_DescribeConfigsResponse_v1(o: DescribeConfigsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_results = o.results
         w(I32_pack(len(x_results)))
@@ -824,37 +752,32 @@ def e_DescribeConfigsResponse_v1(o: DescribeConfigsResponse, w: Append) -> None:
 def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeConfigsResponse.DescribeConfigsResourceResult], int]:
     out: list[DescribeConfigsResponse.DescribeConfigsResourceResult] = []
     app = out.append
-    f_name: str
     f_value: str | None
-    f_synonyms: list[DescribeConfigsResponse.DescribeConfigsSynonym]
     f_documentation: str | None
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Name')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_value = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Value length {n3} exceeds remaining bytes')
-                f_value = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Value')
             (f_read_only, f_config_source, f_is_sensitive,) = _F_obo_unpack(buf, pos)
             pos += 3
             (n5,) = I32_unpack(buf, pos)
@@ -869,16 +792,16 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf: bytes, pos:
             pos += 1
             (n6,) = I16_unpack(buf, pos)
             pos += 2
-            if n6 < 0:
+            end7 = pos + n6
+            if 0 < n6 and end7 <= blen:
+                f_documentation = buf[pos:end7].decode()
+                pos = end7
+            elif n6 < 0:
                 f_documentation = None
             elif n6 == 0:
                 f_documentation = ''
             else:
-                end7 = pos + n6
-                if end7 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Documentation length {n6} exceeds remaining bytes')
-                f_documentation = buf[pos:end7].decode()
-                pos = end7
+                bad_length(n6, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Documentation')
             app(_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse.DescribeConfigsResourceResult', pos) from None
@@ -888,39 +811,34 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v3(buf: bytes, pos: int, bl
     out: list[DescribeConfigsResponse.DescribeConfigsResult] = []
     app = out.append
     f_error_message: str | None
-    f_resource_name: str
-    f_configs: list[DescribeConfigsResponse.DescribeConfigsResourceResult]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_error_message = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_error_message = None
             elif n1 == 0:
                 f_error_message = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ErrorMessage')
             (f_resource_type,) = _F_b_unpack(buf, pos)
             pos += 1
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'null string for non-nullable ResourceName')
-                f_resource_name = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'string ResourceName length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_resource_name = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_resource_name = ''
+            else:
+                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ResourceName')
             (n5,) = I32_unpack(buf, pos)
             pos += 4
             if n5 < 0:
@@ -935,9 +853,7 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v3(buf: bytes, pos: int, bl
     return out, pos
 
 def d_DescribeConfigsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[DescribeConfigsResponse, int]:
-    f_results: list[DescribeConfigsResponse.DescribeConfigsResult]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -955,7 +871,6 @@ def d_DescribeConfigsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[Descr
 def ea_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(xs: list[DescribeConfigsResponse.DescribeConfigsResourceResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -985,7 +900,6 @@ def ea_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(xs: list[Describ
 def ea_DescribeConfigsResponse_DescribeConfigsResult_v3(xs: list[DescribeConfigsResponse.DescribeConfigsResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_error_message = o.error_message
             if x_error_message is None:
@@ -1007,7 +921,6 @@ def ea_DescribeConfigsResponse_DescribeConfigsResult_v3(xs: list[DescribeConfigs
 
 def e_DescribeConfigsResponse_v3(o: DescribeConfigsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_results = o.results
         w(I32_pack(len(x_results)))
@@ -1018,11 +931,9 @@ def e_DescribeConfigsResponse_v3(o: DescribeConfigsResponse, w: Append) -> None:
 def da_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeConfigsResponse.DescribeConfigsSynonym], int]:
     out: list[DescribeConfigsResponse.DescribeConfigsSynonym] = []
     app = out.append
-    f_name: str
     f_value: str | None
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -1032,16 +943,14 @@ def da_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf: bytes, pos: int, b
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsSynonym', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1051,29 +960,22 @@ def da_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf: bytes, pos: int, b
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_value = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, f'string Value length {n3} exceeds remaining bytes')
-                f_value = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsSynonym', 'string', 'Value')
             (f_source,) = _F_b_unpack(buf, pos)
             pos += 1
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('DescribeConfigsResponse.DescribeConfigsSynonym', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'DescribeConfigsResponse.DescribeConfigsSynonym')
             app(_DescribeConfigsResponse_DescribeConfigsSynonym(f_name, f_value, f_source))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse.DescribeConfigsSynonym', pos) from None
@@ -1082,13 +984,10 @@ def da_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf: bytes, pos: int, b
 def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeConfigsResponse.DescribeConfigsResourceResult], int]:
     out: list[DescribeConfigsResponse.DescribeConfigsResourceResult] = []
     app = out.append
-    f_name: str
     f_value: str | None
-    f_synonyms: list[DescribeConfigsResponse.DescribeConfigsSynonym]
     f_documentation: str | None
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -1098,16 +997,14 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: bytes, pos:
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1117,16 +1014,16 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: bytes, pos:
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_value = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Value length {n3} exceeds remaining bytes')
-                f_value = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Value')
             (f_read_only, f_config_source, f_is_sensitive,) = _F_obo_unpack(buf, pos)
             pos += 3
             n5 = buf[pos]
@@ -1155,27 +1052,20 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: bytes, pos:
             else:
                 n6, pos = read_uvarint(buf, pos)
             n6 -= 1
-            if n6 < 0:
+            end7 = pos + n6
+            if 0 < n6 and end7 <= blen:
+                f_documentation = buf[pos:end7].decode()
+                pos = end7
+            elif n6 < 0:
                 f_documentation = None
             elif n6 == 0:
                 f_documentation = ''
             else:
-                end7 = pos + n6
-                if end7 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'string Documentation length {n6} exceeds remaining bytes')
-                f_documentation = buf[pos:end7].decode()
-                pos = end7
+                bad_length(n6, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Documentation')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'DescribeConfigsResponse.DescribeConfigsResourceResult')
             app(_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse.DescribeConfigsResourceResult', pos) from None
@@ -1185,11 +1075,8 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: bytes, pos: int, bl
     out: list[DescribeConfigsResponse.DescribeConfigsResult] = []
     app = out.append
     f_error_message: str | None
-    f_resource_name: str
-    f_configs: list[DescribeConfigsResponse.DescribeConfigsResourceResult]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             n1 = buf[pos]
@@ -1201,16 +1088,16 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: bytes, pos: int, bl
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_error_message = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_error_message = None
             elif n1 == 0:
                 f_error_message = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ErrorMessage')
             (f_resource_type,) = _F_b_unpack(buf, pos)
             pos += 1
             n3 = buf[pos]
@@ -1222,16 +1109,14 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: bytes, pos: int, bl
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, 'null string for non-nullable ResourceName')
-                f_resource_name = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'string ResourceName length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_resource_name = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_resource_name = ''
+            else:
+                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ResourceName')
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -1250,23 +1135,14 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: bytes, pos: int, bl
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'DescribeConfigsResponse.DescribeConfigsResult')
             app(_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse.DescribeConfigsResult', pos) from None
     return out, pos
 
 def d_DescribeConfigsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[DescribeConfigsResponse, int]:
-    f_results: list[DescribeConfigsResponse.DescribeConfigsResult]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -1287,14 +1163,7 @@ def d_DescribeConfigsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[Descr
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('DescribeConfigsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'DescribeConfigsResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse', pos) from None
     return DescribeConfigsResponse(f_throttle_time_ms, f_results), pos
@@ -1302,7 +1171,6 @@ def d_DescribeConfigsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[Descr
 def ea_DescribeConfigsResponse_DescribeConfigsSynonym_v4(xs: list[DescribeConfigsResponse.DescribeConfigsSynonym], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -1323,7 +1191,6 @@ def ea_DescribeConfigsResponse_DescribeConfigsSynonym_v4(xs: list[DescribeConfig
 def ea_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(xs: list[DescribeConfigsResponse.DescribeConfigsResourceResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -1358,7 +1225,6 @@ def ea_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(xs: list[Describ
 def ea_DescribeConfigsResponse_DescribeConfigsResult_v4(xs: list[DescribeConfigsResponse.DescribeConfigsResult], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_error_message = o.error_message
             if x_error_message is None:
@@ -1384,7 +1250,6 @@ def ea_DescribeConfigsResponse_DescribeConfigsResult_v4(xs: list[DescribeConfigs
 
 def e_DescribeConfigsResponse_v4(o: DescribeConfigsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_results = o.results
         ln = len(x_results) + 1

@@ -18,9 +18,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -100,7 +102,6 @@ _DescribeGroupsResponse_DescribedGroupMember = DescribeGroupsResponse.DescribedG
 def d_DescribeGroupsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DescribeGroupsRequest, int]:
     f_groups: list[str]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -113,16 +114,14 @@ def d_DescribeGroupsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[Describ
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                if n4 <= 0:
-                    if n4 < 0:
-                        raise ProtocolError('DescribeGroupsRequest', None, pos, 'null string for non-nullable Groups')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        raise ProtocolError('DescribeGroupsRequest', None, pos, f'string Groups length {n4} exceeds remaining bytes')
+                end5 = pos + n4
+                if 0 < n4 and end5 <= blen:
                     el3 = buf[pos:end5].decode()
                     pos = end5
+                elif n4 == 0:
+                    el3 = ''
+                else:
+                    bad_length(n4, pos, 'DescribeGroupsRequest', 'string', 'Groups')
                 app2(el3)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsRequest', pos) from None
@@ -130,7 +129,6 @@ def d_DescribeGroupsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[Describ
 
 def e_DescribeGroupsRequest_v0(o: DescribeGroupsRequest, w: Append) -> None:
     try:
-        pass
         x_groups = o.groups
         w(I32_pack(len(x_groups)))
         for el1 in x_groups:
@@ -143,7 +141,6 @@ def e_DescribeGroupsRequest_v0(o: DescribeGroupsRequest, w: Append) -> None:
 def d_DescribeGroupsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[DescribeGroupsRequest, int]:
     f_groups: list[str]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -156,16 +153,14 @@ def d_DescribeGroupsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[Describ
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                if n4 <= 0:
-                    if n4 < 0:
-                        raise ProtocolError('DescribeGroupsRequest', None, pos, 'null string for non-nullable Groups')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        raise ProtocolError('DescribeGroupsRequest', None, pos, f'string Groups length {n4} exceeds remaining bytes')
+                end5 = pos + n4
+                if 0 < n4 and end5 <= blen:
                     el3 = buf[pos:end5].decode()
                     pos = end5
+                elif n4 == 0:
+                    el3 = ''
+                else:
+                    bad_length(n4, pos, 'DescribeGroupsRequest', 'string', 'Groups')
                 app2(el3)
         (f_include_authorized_operations,) = _F_o_unpack(buf, pos)
         pos += 1
@@ -175,7 +170,6 @@ def d_DescribeGroupsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[Describ
 
 def e_DescribeGroupsRequest_v3(o: DescribeGroupsRequest, w: Append) -> None:
     try:
-        pass
         x_groups = o.groups
         w(I32_pack(len(x_groups)))
         for el1 in x_groups:
@@ -189,7 +183,6 @@ def e_DescribeGroupsRequest_v3(o: DescribeGroupsRequest, w: Append) -> None:
 def d_DescribeGroupsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[DescribeGroupsRequest, int]:
     f_groups: list[str]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -216,37 +209,27 @@ def d_DescribeGroupsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[Describ
                 else:
                     n4, pos = read_uvarint(buf, pos)
                 n4 -= 1
-                if n4 <= 0:
-                    if n4 < 0:
-                        raise ProtocolError('DescribeGroupsRequest', None, pos, 'null string for non-nullable Groups')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        raise ProtocolError('DescribeGroupsRequest', None, pos, f'string Groups length {n4} exceeds remaining bytes')
+                end5 = pos + n4
+                if 0 < n4 and end5 <= blen:
                     el3 = buf[pos:end5].decode()
                     pos = end5
+                elif n4 == 0:
+                    el3 = ''
+                else:
+                    bad_length(n4, pos, 'DescribeGroupsRequest', 'string', 'Groups')
                 app2(el3)
         (f_include_authorized_operations,) = _F_o_unpack(buf, pos)
         pos += 1
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('DescribeGroupsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'DescribeGroupsRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsRequest', pos) from None
     return DescribeGroupsRequest(f_groups, f_include_authorized_operations), pos
 
 def e_DescribeGroupsRequest_v5(o: DescribeGroupsRequest, w: Append) -> None:
     try:
-        pass
         x_groups = o.groups
         ln = len(x_groups) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -262,70 +245,54 @@ def e_DescribeGroupsRequest_v5(o: DescribeGroupsRequest, w: Append) -> None:
 def da_DescribeGroupsResponse_DescribedGroupMember_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeGroupsResponse.DescribedGroupMember], int]:
     out: list[DescribeGroupsResponse.DescribedGroupMember] = []
     app = out.append
-    f_member_id: str
-    f_client_id: str
-    f_client_host: str
-    f_member_metadata: bytes
-    f_member_assignment: bytes
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'null string for non-nullable MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'MemberId')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'null string for non-nullable ClientId')
-                f_client_id = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string ClientId length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_client_id = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_client_id = ''
+            else:
+                bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientId')
             (n5,) = I16_unpack(buf, pos)
             pos += 2
-            if n5 <= 0:
-                if n5 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'null string for non-nullable ClientHost')
-                f_client_host = ''
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string ClientHost length {n5} exceeds remaining bytes')
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
                 f_client_host = buf[pos:end6].decode()
                 pos = end6
+            elif n5 == 0:
+                f_client_host = ''
+            else:
+                bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientHost')
             (n7,) = I32_unpack(buf, pos)
             pos += 4
-            if n7 < 0:
-                raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'null bytes for non-nullable MemberMetadata')
-            else:
-                end8 = pos + n7
-                if end8 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'bytes MemberMetadata length {n7} exceeds remaining bytes')
+            end8 = pos + n7
+            if 0 <= n7 and end8 <= blen:
                 f_member_metadata = buf[pos:end8]
                 pos = end8
+            else:
+                bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'bytes', 'MemberMetadata')
             (n9,) = I32_unpack(buf, pos)
             pos += 4
-            if n9 < 0:
-                raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'null bytes for non-nullable MemberAssignment')
-            else:
-                end10 = pos + n9
-                if end10 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'bytes MemberAssignment length {n9} exceeds remaining bytes')
+            end10 = pos + n9
+            if 0 <= n9 and end10 <= blen:
                 f_member_assignment = buf[pos:end10]
                 pos = end10
+            else:
+                bad_length(n9, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'bytes', 'MemberAssignment')
             app(_DescribeGroupsResponse_DescribedGroupMember(f_member_id, None, f_client_id, f_client_host, f_member_metadata, f_member_assignment))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroupMember', pos) from None
@@ -334,64 +301,50 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v0(buf: bytes, pos: int, blen
 def da_DescribeGroupsResponse_DescribedGroup_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeGroupsResponse.DescribedGroup], int]:
     out: list[DescribeGroupsResponse.DescribedGroup] = []
     app = out.append
-    f_group_id: str
-    f_group_state: str
-    f_protocol_type: str
-    f_protocol_data: str
-    f_members: list[DescribeGroupsResponse.DescribedGroupMember]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null string for non-nullable GroupId')
-                f_group_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_group_id = ''
+            else:
+                bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null string for non-nullable GroupState')
-                f_group_state = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string GroupState length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_group_state = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_group_state = ''
+            else:
+                bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
             (n5,) = I16_unpack(buf, pos)
             pos += 2
-            if n5 <= 0:
-                if n5 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null string for non-nullable ProtocolType')
-                f_protocol_type = ''
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string ProtocolType length {n5} exceeds remaining bytes')
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
                 f_protocol_type = buf[pos:end6].decode()
                 pos = end6
+            elif n5 == 0:
+                f_protocol_type = ''
+            else:
+                bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
             (n7,) = I16_unpack(buf, pos)
             pos += 2
-            if n7 <= 0:
-                if n7 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null string for non-nullable ProtocolData')
-                f_protocol_data = ''
-            else:
-                end8 = pos + n7
-                if end8 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string ProtocolData length {n7} exceeds remaining bytes')
+            end8 = pos + n7
+            if 0 < n7 and end8 <= blen:
                 f_protocol_data = buf[pos:end8].decode()
                 pos = end8
+            elif n7 == 0:
+                f_protocol_data = ''
+            else:
+                bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
             (n9,) = I32_unpack(buf, pos)
             pos += 4
             if n9 < 0:
@@ -406,9 +359,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v0(buf: bytes, pos: int, blen: int,
     return out, pos
 
 def d_DescribeGroupsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DescribeGroupsResponse, int]:
-    f_groups: list[DescribeGroupsResponse.DescribedGroup]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -424,7 +375,6 @@ def d_DescribeGroupsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Descri
 def ea_DescribeGroupsResponse_DescribedGroupMember_v0(xs: list[DescribeGroupsResponse.DescribedGroupMember], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             w(I16_pack(len(b1)))
@@ -449,7 +399,6 @@ def ea_DescribeGroupsResponse_DescribedGroupMember_v0(xs: list[DescribeGroupsRes
 def ea_DescribeGroupsResponse_DescribedGroup_v0(xs: list[DescribeGroupsResponse.DescribedGroup], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_group_id = o.group_id
             b1 = x_group_id.encode()
@@ -475,7 +424,6 @@ def ea_DescribeGroupsResponse_DescribedGroup_v0(xs: list[DescribeGroupsResponse.
 
 def e_DescribeGroupsResponse_v0(o: DescribeGroupsResponse, w: Append) -> None:
     try:
-        pass
         x_groups = o.groups
         w(I32_pack(len(x_groups)))
         ea_DescribeGroupsResponse_DescribedGroup_v0(x_groups, w)
@@ -483,9 +431,7 @@ def e_DescribeGroupsResponse_v0(o: DescribeGroupsResponse, w: Append) -> None:
         raise encode_error(exc, 'DescribeGroupsResponse') from None
 
 def d_DescribeGroupsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[DescribeGroupsResponse, int]:
-    f_groups: list[DescribeGroupsResponse.DescribedGroup]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -502,7 +448,6 @@ def d_DescribeGroupsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Descri
 
 def e_DescribeGroupsResponse_v1(o: DescribeGroupsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_groups = o.groups
         w(I32_pack(len(x_groups)))
@@ -513,64 +458,50 @@ def e_DescribeGroupsResponse_v1(o: DescribeGroupsResponse, w: Append) -> None:
 def da_DescribeGroupsResponse_DescribedGroup_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeGroupsResponse.DescribedGroup], int]:
     out: list[DescribeGroupsResponse.DescribedGroup] = []
     app = out.append
-    f_group_id: str
-    f_group_state: str
-    f_protocol_type: str
-    f_protocol_data: str
-    f_members: list[DescribeGroupsResponse.DescribedGroupMember]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null string for non-nullable GroupId')
-                f_group_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_group_id = ''
+            else:
+                bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null string for non-nullable GroupState')
-                f_group_state = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string GroupState length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_group_state = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_group_state = ''
+            else:
+                bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
             (n5,) = I16_unpack(buf, pos)
             pos += 2
-            if n5 <= 0:
-                if n5 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null string for non-nullable ProtocolType')
-                f_protocol_type = ''
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string ProtocolType length {n5} exceeds remaining bytes')
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
                 f_protocol_type = buf[pos:end6].decode()
                 pos = end6
+            elif n5 == 0:
+                f_protocol_type = ''
+            else:
+                bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
             (n7,) = I16_unpack(buf, pos)
             pos += 2
-            if n7 <= 0:
-                if n7 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null string for non-nullable ProtocolData')
-                f_protocol_data = ''
-            else:
-                end8 = pos + n7
-                if end8 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string ProtocolData length {n7} exceeds remaining bytes')
+            end8 = pos + n7
+            if 0 < n7 and end8 <= blen:
                 f_protocol_data = buf[pos:end8].decode()
                 pos = end8
+            elif n7 == 0:
+                f_protocol_data = ''
+            else:
+                bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
             (n9,) = I32_unpack(buf, pos)
             pos += 4
             if n9 < 0:
@@ -587,9 +518,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v3(buf: bytes, pos: int, blen: int,
     return out, pos
 
 def d_DescribeGroupsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[DescribeGroupsResponse, int]:
-    f_groups: list[DescribeGroupsResponse.DescribedGroup]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -607,7 +536,6 @@ def d_DescribeGroupsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[Descri
 def ea_DescribeGroupsResponse_DescribedGroup_v3(xs: list[DescribeGroupsResponse.DescribedGroup], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_group_id = o.group_id
             b1 = x_group_id.encode()
@@ -634,7 +562,6 @@ def ea_DescribeGroupsResponse_DescribedGroup_v3(xs: list[DescribeGroupsResponse.
 
 def e_DescribeGroupsResponse_v3(o: DescribeGroupsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_groups = o.groups
         w(I32_pack(len(x_groups)))
@@ -645,83 +572,67 @@ def e_DescribeGroupsResponse_v3(o: DescribeGroupsResponse, w: Append) -> None:
 def da_DescribeGroupsResponse_DescribedGroupMember_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeGroupsResponse.DescribedGroupMember], int]:
     out: list[DescribeGroupsResponse.DescribedGroupMember] = []
     app = out.append
-    f_member_id: str
     f_group_instance_id: str | None
-    f_client_id: str
-    f_client_host: str
-    f_member_metadata: bytes
-    f_member_assignment: bytes
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'null string for non-nullable MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'MemberId')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'GroupInstanceId')
             (n5,) = I16_unpack(buf, pos)
             pos += 2
-            if n5 <= 0:
-                if n5 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'null string for non-nullable ClientId')
-                f_client_id = ''
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string ClientId length {n5} exceeds remaining bytes')
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
                 f_client_id = buf[pos:end6].decode()
                 pos = end6
+            elif n5 == 0:
+                f_client_id = ''
+            else:
+                bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientId')
             (n7,) = I16_unpack(buf, pos)
             pos += 2
-            if n7 <= 0:
-                if n7 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'null string for non-nullable ClientHost')
-                f_client_host = ''
-            else:
-                end8 = pos + n7
-                if end8 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string ClientHost length {n7} exceeds remaining bytes')
+            end8 = pos + n7
+            if 0 < n7 and end8 <= blen:
                 f_client_host = buf[pos:end8].decode()
                 pos = end8
+            elif n7 == 0:
+                f_client_host = ''
+            else:
+                bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientHost')
             (n9,) = I32_unpack(buf, pos)
             pos += 4
-            if n9 < 0:
-                raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'null bytes for non-nullable MemberMetadata')
-            else:
-                end10 = pos + n9
-                if end10 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'bytes MemberMetadata length {n9} exceeds remaining bytes')
+            end10 = pos + n9
+            if 0 <= n9 and end10 <= blen:
                 f_member_metadata = buf[pos:end10]
                 pos = end10
+            else:
+                bad_length(n9, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'bytes', 'MemberMetadata')
             (n11,) = I32_unpack(buf, pos)
             pos += 4
-            if n11 < 0:
-                raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'null bytes for non-nullable MemberAssignment')
-            else:
-                end12 = pos + n11
-                if end12 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'bytes MemberAssignment length {n11} exceeds remaining bytes')
+            end12 = pos + n11
+            if 0 <= n11 and end12 <= blen:
                 f_member_assignment = buf[pos:end12]
                 pos = end12
+            else:
+                bad_length(n11, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'bytes', 'MemberAssignment')
             app(_DescribeGroupsResponse_DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroupMember', pos) from None
@@ -730,64 +641,50 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v4(buf: bytes, pos: int, blen
 def da_DescribeGroupsResponse_DescribedGroup_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeGroupsResponse.DescribedGroup], int]:
     out: list[DescribeGroupsResponse.DescribedGroup] = []
     app = out.append
-    f_group_id: str
-    f_group_state: str
-    f_protocol_type: str
-    f_protocol_data: str
-    f_members: list[DescribeGroupsResponse.DescribedGroupMember]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null string for non-nullable GroupId')
-                f_group_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_group_id = ''
+            else:
+                bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null string for non-nullable GroupState')
-                f_group_state = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string GroupState length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_group_state = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_group_state = ''
+            else:
+                bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
             (n5,) = I16_unpack(buf, pos)
             pos += 2
-            if n5 <= 0:
-                if n5 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null string for non-nullable ProtocolType')
-                f_protocol_type = ''
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string ProtocolType length {n5} exceeds remaining bytes')
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
                 f_protocol_type = buf[pos:end6].decode()
                 pos = end6
+            elif n5 == 0:
+                f_protocol_type = ''
+            else:
+                bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
             (n7,) = I16_unpack(buf, pos)
             pos += 2
-            if n7 <= 0:
-                if n7 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null string for non-nullable ProtocolData')
-                f_protocol_data = ''
-            else:
-                end8 = pos + n7
-                if end8 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string ProtocolData length {n7} exceeds remaining bytes')
+            end8 = pos + n7
+            if 0 < n7 and end8 <= blen:
                 f_protocol_data = buf[pos:end8].decode()
                 pos = end8
+            elif n7 == 0:
+                f_protocol_data = ''
+            else:
+                bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
             (n9,) = I32_unpack(buf, pos)
             pos += 4
             if n9 < 0:
@@ -804,9 +701,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v4(buf: bytes, pos: int, blen: int,
     return out, pos
 
 def d_DescribeGroupsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[DescribeGroupsResponse, int]:
-    f_groups: list[DescribeGroupsResponse.DescribedGroup]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -824,7 +719,6 @@ def d_DescribeGroupsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[Descri
 def ea_DescribeGroupsResponse_DescribedGroupMember_v4(xs: list[DescribeGroupsResponse.DescribedGroupMember], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             w(I16_pack(len(b1)))
@@ -856,7 +750,6 @@ def ea_DescribeGroupsResponse_DescribedGroupMember_v4(xs: list[DescribeGroupsRes
 def ea_DescribeGroupsResponse_DescribedGroup_v4(xs: list[DescribeGroupsResponse.DescribedGroup], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_group_id = o.group_id
             b1 = x_group_id.encode()
@@ -883,7 +776,6 @@ def ea_DescribeGroupsResponse_DescribedGroup_v4(xs: list[DescribeGroupsResponse.
 
 def e_DescribeGroupsResponse_v4(o: DescribeGroupsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_groups = o.groups
         w(I32_pack(len(x_groups)))
@@ -894,15 +786,9 @@ def e_DescribeGroupsResponse_v4(o: DescribeGroupsResponse, w: Append) -> None:
 def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeGroupsResponse.DescribedGroupMember], int]:
     out: list[DescribeGroupsResponse.DescribedGroupMember] = []
     app = out.append
-    f_member_id: str
     f_group_instance_id: str | None
-    f_client_id: str
-    f_client_host: str
-    f_member_metadata: bytes
-    f_member_assignment: bytes
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -912,16 +798,14 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'null string for non-nullable MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'MemberId')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -931,16 +815,16 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'GroupInstanceId')
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -950,16 +834,14 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            if n5 <= 0:
-                if n5 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'null string for non-nullable ClientId')
-                f_client_id = ''
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string ClientId length {n5} exceeds remaining bytes')
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
                 f_client_id = buf[pos:end6].decode()
                 pos = end6
+            elif n5 == 0:
+                f_client_id = ''
+            else:
+                bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientId')
             n7 = buf[pos]
             if n7 < 128:
                 pos += 1
@@ -969,16 +851,14 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
             else:
                 n7, pos = read_uvarint(buf, pos)
             n7 -= 1
-            if n7 <= 0:
-                if n7 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'null string for non-nullable ClientHost')
-                f_client_host = ''
-            else:
-                end8 = pos + n7
-                if end8 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'string ClientHost length {n7} exceeds remaining bytes')
+            end8 = pos + n7
+            if 0 < n7 and end8 <= blen:
                 f_client_host = buf[pos:end8].decode()
                 pos = end8
+            elif n7 == 0:
+                f_client_host = ''
+            else:
+                bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientHost')
             n9 = buf[pos]
             if n9 < 128:
                 pos += 1
@@ -988,14 +868,12 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
             else:
                 n9, pos = read_uvarint(buf, pos)
             n9 -= 1
-            if n9 < 0:
-                raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'null bytes for non-nullable MemberMetadata')
-            else:
-                end10 = pos + n9
-                if end10 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'bytes MemberMetadata length {n9} exceeds remaining bytes')
+            end10 = pos + n9
+            if 0 <= n9 and end10 <= blen:
                 f_member_metadata = buf[pos:end10]
                 pos = end10
+            else:
+                bad_length(n9, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'bytes', 'MemberMetadata')
             n11 = buf[pos]
             if n11 < 128:
                 pos += 1
@@ -1005,25 +883,16 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
             else:
                 n11, pos = read_uvarint(buf, pos)
             n11 -= 1
-            if n11 < 0:
-                raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, 'null bytes for non-nullable MemberAssignment')
-            else:
-                end12 = pos + n11
-                if end12 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'bytes MemberAssignment length {n11} exceeds remaining bytes')
+            end12 = pos + n11
+            if 0 <= n11 and end12 <= blen:
                 f_member_assignment = buf[pos:end12]
                 pos = end12
+            else:
+                bad_length(n11, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'bytes', 'MemberAssignment')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('DescribeGroupsResponse.DescribedGroupMember', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'DescribeGroupsResponse.DescribedGroupMember')
             app(_DescribeGroupsResponse_DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroupMember', pos) from None
@@ -1032,14 +901,8 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
 def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeGroupsResponse.DescribedGroup], int]:
     out: list[DescribeGroupsResponse.DescribedGroup] = []
     app = out.append
-    f_group_id: str
-    f_group_state: str
-    f_protocol_type: str
-    f_protocol_data: str
-    f_members: list[DescribeGroupsResponse.DescribedGroupMember]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             n1 = buf[pos]
@@ -1051,16 +914,14 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null string for non-nullable GroupId')
-                f_group_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_group_id = ''
+            else:
+                bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1070,16 +931,14 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null string for non-nullable GroupState')
-                f_group_state = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string GroupState length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_group_state = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_group_state = ''
+            else:
+                bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -1089,16 +948,14 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            if n5 <= 0:
-                if n5 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null string for non-nullable ProtocolType')
-                f_protocol_type = ''
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string ProtocolType length {n5} exceeds remaining bytes')
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
                 f_protocol_type = buf[pos:end6].decode()
                 pos = end6
+            elif n5 == 0:
+                f_protocol_type = ''
+            else:
+                bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
             n7 = buf[pos]
             if n7 < 128:
                 pos += 1
@@ -1108,16 +965,14 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
             else:
                 n7, pos = read_uvarint(buf, pos)
             n7 -= 1
-            if n7 <= 0:
-                if n7 < 0:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null string for non-nullable ProtocolData')
-                f_protocol_data = ''
-            else:
-                end8 = pos + n7
-                if end8 > blen:
-                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'string ProtocolData length {n7} exceeds remaining bytes')
+            end8 = pos + n7
+            if 0 < n7 and end8 <= blen:
                 f_protocol_data = buf[pos:end8].decode()
                 pos = end8
+            elif n7 == 0:
+                f_protocol_data = ''
+            else:
+                bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
             n9 = buf[pos]
             if n9 < 128:
                 pos += 1
@@ -1138,23 +993,14 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'DescribeGroupsResponse.DescribedGroup')
             app(_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroup', pos) from None
     return out, pos
 
 def d_DescribeGroupsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[DescribeGroupsResponse, int]:
-    f_groups: list[DescribeGroupsResponse.DescribedGroup]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -1175,14 +1021,7 @@ def d_DescribeGroupsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[Descri
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('DescribeGroupsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'DescribeGroupsResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse', pos) from None
     return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
@@ -1190,7 +1029,6 @@ def d_DescribeGroupsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[Descri
 def ea_DescribeGroupsResponse_DescribedGroupMember_v5(xs: list[DescribeGroupsResponse.DescribedGroupMember], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             ln = len(b1) + 1
@@ -1229,7 +1067,6 @@ def ea_DescribeGroupsResponse_DescribedGroupMember_v5(xs: list[DescribeGroupsRes
 def ea_DescribeGroupsResponse_DescribedGroup_v5(xs: list[DescribeGroupsResponse.DescribedGroup], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_group_id = o.group_id
             b1 = x_group_id.encode()
@@ -1261,7 +1098,6 @@ def ea_DescribeGroupsResponse_DescribedGroup_v5(xs: list[DescribeGroupsResponse.
 
 def e_DescribeGroupsResponse_v5(o: DescribeGroupsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_groups = o.groups
         ln = len(x_groups) + 1

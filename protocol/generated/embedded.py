@@ -18,6 +18,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
 )
@@ -84,23 +85,18 @@ _ConsumerProtocolSubscription_TopicPartition = ConsumerProtocolSubscription.Topi
 def da_ConsumerProtocolAssignment_TopicPartition_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ConsumerProtocolAssignment.TopicPartition], int]:
     out: list[ConsumerProtocolAssignment.TopicPartition] = []
     app = out.append
-    f_topic: str
-    f_partitions: list[int]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ConsumerProtocolAssignment.TopicPartition', None, pos, 'null string for non-nullable Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ConsumerProtocolAssignment.TopicPartition', None, pos, f'string Topic length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_topic = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_topic = ''
+            else:
+                bad_length(n1, pos, 'ConsumerProtocolAssignment.TopicPartition', 'string', 'Topic')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -116,10 +112,8 @@ def da_ConsumerProtocolAssignment_TopicPartition_v0(buf: bytes, pos: int, blen: 
     return out, pos
 
 def d_ConsumerProtocolAssignment_v0(buf: bytes, pos: int, blen: int) -> tuple[ConsumerProtocolAssignment, int]:
-    f_assigned_partitions: list[ConsumerProtocolAssignment.TopicPartition]
     f_user_data: bytes | None
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -130,14 +124,14 @@ def d_ConsumerProtocolAssignment_v0(buf: bytes, pos: int, blen: int) -> tuple[Co
             f_assigned_partitions, pos = da_ConsumerProtocolAssignment_TopicPartition_v0(buf, pos, blen, n1)
         (n2,) = I32_unpack(buf, pos)
         pos += 4
-        if n2 < 0:
-            f_user_data = None
-        else:
-            end3 = pos + n2
-            if end3 > blen:
-                raise ProtocolError('ConsumerProtocolAssignment', None, pos, f'bytes UserData length {n2} exceeds remaining bytes')
+        end3 = pos + n2
+        if 0 <= n2 and end3 <= blen:
             f_user_data = buf[pos:end3]
             pos = end3
+        elif n2 < 0:
+            f_user_data = None
+        else:
+            bad_length(n2, pos, 'ConsumerProtocolAssignment', 'bytes', 'UserData')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerProtocolAssignment', pos) from None
     return ConsumerProtocolAssignment(f_assigned_partitions, f_user_data), pos
@@ -145,7 +139,6 @@ def d_ConsumerProtocolAssignment_v0(buf: bytes, pos: int, blen: int) -> tuple[Co
 def ea_ConsumerProtocolAssignment_TopicPartition_v0(xs: list[ConsumerProtocolAssignment.TopicPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic = o.topic
             b1 = x_topic.encode()
             w(I16_pack(len(b1)))
@@ -158,7 +151,6 @@ def ea_ConsumerProtocolAssignment_TopicPartition_v0(xs: list[ConsumerProtocolAss
 
 def e_ConsumerProtocolAssignment_v0(o: ConsumerProtocolAssignment, w: Append) -> None:
     try:
-        pass
         x_assigned_partitions = o.assigned_partitions
         w(I32_pack(len(x_assigned_partitions)))
         ea_ConsumerProtocolAssignment_TopicPartition_v0(x_assigned_partitions, w)
@@ -175,7 +167,6 @@ def d_ConsumerProtocolSubscription_v0(buf: bytes, pos: int, blen: int) -> tuple[
     f_topics: list[str]
     f_user_data: bytes | None
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -188,34 +179,31 @@ def d_ConsumerProtocolSubscription_v0(buf: bytes, pos: int, blen: int) -> tuple[
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                if n4 <= 0:
-                    if n4 < 0:
-                        raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'null string for non-nullable Topics')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'string Topics length {n4} exceeds remaining bytes')
+                end5 = pos + n4
+                if 0 < n4 and end5 <= blen:
                     el3 = buf[pos:end5].decode()
                     pos = end5
+                elif n4 == 0:
+                    el3 = ''
+                else:
+                    bad_length(n4, pos, 'ConsumerProtocolSubscription', 'string', 'Topics')
                 app2(el3)
         (n6,) = I32_unpack(buf, pos)
         pos += 4
-        if n6 < 0:
-            f_user_data = None
-        else:
-            end7 = pos + n6
-            if end7 > blen:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'bytes UserData length {n6} exceeds remaining bytes')
+        end7 = pos + n6
+        if 0 <= n6 and end7 <= blen:
             f_user_data = buf[pos:end7]
             pos = end7
+        elif n6 < 0:
+            f_user_data = None
+        else:
+            bad_length(n6, pos, 'ConsumerProtocolSubscription', 'bytes', 'UserData')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerProtocolSubscription', pos) from None
     return ConsumerProtocolSubscription(f_topics, f_user_data, [], -1, None), pos
 
 def e_ConsumerProtocolSubscription_v0(o: ConsumerProtocolSubscription, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
         for el1 in x_topics:
@@ -234,23 +222,18 @@ def e_ConsumerProtocolSubscription_v0(o: ConsumerProtocolSubscription, w: Append
 def da_ConsumerProtocolSubscription_TopicPartition_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ConsumerProtocolSubscription.TopicPartition], int]:
     out: list[ConsumerProtocolSubscription.TopicPartition] = []
     app = out.append
-    f_topic: str
-    f_partitions: list[int]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ConsumerProtocolSubscription.TopicPartition', None, pos, 'null string for non-nullable Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ConsumerProtocolSubscription.TopicPartition', None, pos, f'string Topic length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_topic = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_topic = ''
+            else:
+                bad_length(n1, pos, 'ConsumerProtocolSubscription.TopicPartition', 'string', 'Topic')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -268,9 +251,7 @@ def da_ConsumerProtocolSubscription_TopicPartition_v1(buf: bytes, pos: int, blen
 def d_ConsumerProtocolSubscription_v1(buf: bytes, pos: int, blen: int) -> tuple[ConsumerProtocolSubscription, int]:
     f_topics: list[str]
     f_user_data: bytes | None
-    f_owned_partitions: list[ConsumerProtocolSubscription.TopicPartition]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -283,27 +264,25 @@ def d_ConsumerProtocolSubscription_v1(buf: bytes, pos: int, blen: int) -> tuple[
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                if n4 <= 0:
-                    if n4 < 0:
-                        raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'null string for non-nullable Topics')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'string Topics length {n4} exceeds remaining bytes')
+                end5 = pos + n4
+                if 0 < n4 and end5 <= blen:
                     el3 = buf[pos:end5].decode()
                     pos = end5
+                elif n4 == 0:
+                    el3 = ''
+                else:
+                    bad_length(n4, pos, 'ConsumerProtocolSubscription', 'string', 'Topics')
                 app2(el3)
         (n6,) = I32_unpack(buf, pos)
         pos += 4
-        if n6 < 0:
-            f_user_data = None
-        else:
-            end7 = pos + n6
-            if end7 > blen:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'bytes UserData length {n6} exceeds remaining bytes')
+        end7 = pos + n6
+        if 0 <= n6 and end7 <= blen:
             f_user_data = buf[pos:end7]
             pos = end7
+        elif n6 < 0:
+            f_user_data = None
+        else:
+            bad_length(n6, pos, 'ConsumerProtocolSubscription', 'bytes', 'UserData')
         (n8,) = I32_unpack(buf, pos)
         pos += 4
         if n8 < 0:
@@ -319,7 +298,6 @@ def d_ConsumerProtocolSubscription_v1(buf: bytes, pos: int, blen: int) -> tuple[
 def ea_ConsumerProtocolSubscription_TopicPartition_v1(xs: list[ConsumerProtocolSubscription.TopicPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic = o.topic
             b1 = x_topic.encode()
             w(I16_pack(len(b1)))
@@ -332,7 +310,6 @@ def ea_ConsumerProtocolSubscription_TopicPartition_v1(xs: list[ConsumerProtocolS
 
 def e_ConsumerProtocolSubscription_v1(o: ConsumerProtocolSubscription, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
         for el1 in x_topics:
@@ -354,9 +331,7 @@ def e_ConsumerProtocolSubscription_v1(o: ConsumerProtocolSubscription, w: Append
 def d_ConsumerProtocolSubscription_v2(buf: bytes, pos: int, blen: int) -> tuple[ConsumerProtocolSubscription, int]:
     f_topics: list[str]
     f_user_data: bytes | None
-    f_owned_partitions: list[ConsumerProtocolSubscription.TopicPartition]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -369,27 +344,25 @@ def d_ConsumerProtocolSubscription_v2(buf: bytes, pos: int, blen: int) -> tuple[
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                if n4 <= 0:
-                    if n4 < 0:
-                        raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'null string for non-nullable Topics')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'string Topics length {n4} exceeds remaining bytes')
+                end5 = pos + n4
+                if 0 < n4 and end5 <= blen:
                     el3 = buf[pos:end5].decode()
                     pos = end5
+                elif n4 == 0:
+                    el3 = ''
+                else:
+                    bad_length(n4, pos, 'ConsumerProtocolSubscription', 'string', 'Topics')
                 app2(el3)
         (n6,) = I32_unpack(buf, pos)
         pos += 4
-        if n6 < 0:
-            f_user_data = None
-        else:
-            end7 = pos + n6
-            if end7 > blen:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'bytes UserData length {n6} exceeds remaining bytes')
+        end7 = pos + n6
+        if 0 <= n6 and end7 <= blen:
             f_user_data = buf[pos:end7]
             pos = end7
+        elif n6 < 0:
+            f_user_data = None
+        else:
+            bad_length(n6, pos, 'ConsumerProtocolSubscription', 'bytes', 'UserData')
         (n8,) = I32_unpack(buf, pos)
         pos += 4
         if n8 < 0:
@@ -406,7 +379,6 @@ def d_ConsumerProtocolSubscription_v2(buf: bytes, pos: int, blen: int) -> tuple[
 
 def e_ConsumerProtocolSubscription_v2(o: ConsumerProtocolSubscription, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
         for el1 in x_topics:
@@ -429,10 +401,8 @@ def e_ConsumerProtocolSubscription_v2(o: ConsumerProtocolSubscription, w: Append
 def d_ConsumerProtocolSubscription_v3(buf: bytes, pos: int, blen: int) -> tuple[ConsumerProtocolSubscription, int]:
     f_topics: list[str]
     f_user_data: bytes | None
-    f_owned_partitions: list[ConsumerProtocolSubscription.TopicPartition]
     f_rack_id: str | None
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -445,27 +415,25 @@ def d_ConsumerProtocolSubscription_v3(buf: bytes, pos: int, blen: int) -> tuple[
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                if n4 <= 0:
-                    if n4 < 0:
-                        raise ProtocolError('ConsumerProtocolSubscription', None, pos, 'null string for non-nullable Topics')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'string Topics length {n4} exceeds remaining bytes')
+                end5 = pos + n4
+                if 0 < n4 and end5 <= blen:
                     el3 = buf[pos:end5].decode()
                     pos = end5
+                elif n4 == 0:
+                    el3 = ''
+                else:
+                    bad_length(n4, pos, 'ConsumerProtocolSubscription', 'string', 'Topics')
                 app2(el3)
         (n6,) = I32_unpack(buf, pos)
         pos += 4
-        if n6 < 0:
-            f_user_data = None
-        else:
-            end7 = pos + n6
-            if end7 > blen:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'bytes UserData length {n6} exceeds remaining bytes')
+        end7 = pos + n6
+        if 0 <= n6 and end7 <= blen:
             f_user_data = buf[pos:end7]
             pos = end7
+        elif n6 < 0:
+            f_user_data = None
+        else:
+            bad_length(n6, pos, 'ConsumerProtocolSubscription', 'bytes', 'UserData')
         (n8,) = I32_unpack(buf, pos)
         pos += 4
         if n8 < 0:
@@ -478,23 +446,22 @@ def d_ConsumerProtocolSubscription_v3(buf: bytes, pos: int, blen: int) -> tuple[
         pos += 4
         (n9,) = I16_unpack(buf, pos)
         pos += 2
-        if n9 < 0:
+        end10 = pos + n9
+        if 0 < n9 and end10 <= blen:
+            f_rack_id = buf[pos:end10].decode()
+            pos = end10
+        elif n9 < 0:
             f_rack_id = None
         elif n9 == 0:
             f_rack_id = ''
         else:
-            end10 = pos + n9
-            if end10 > blen:
-                raise ProtocolError('ConsumerProtocolSubscription', None, pos, f'string RackId length {n9} exceeds remaining bytes')
-            f_rack_id = buf[pos:end10].decode()
-            pos = end10
+            bad_length(n9, pos, 'ConsumerProtocolSubscription', 'string', 'RackId')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerProtocolSubscription', pos) from None
     return ConsumerProtocolSubscription(f_topics, f_user_data, f_owned_partitions, f_generation_id, f_rack_id), pos
 
 def e_ConsumerProtocolSubscription_v3(o: ConsumerProtocolSubscription, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
         for el1 in x_topics:

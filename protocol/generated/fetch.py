@@ -22,9 +22,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -246,7 +248,6 @@ def da_FetchRequest_FetchPartition_v0(buf: bytes, pos: int, blen: int, n: int) -
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_partition, f_fetch_offset, f_partition_max_bytes,) = _F_iqi_unpack(buf, pos)
             pos += 16
             app(_FetchRequest_FetchPartition(f_partition, -1, f_fetch_offset, -1, -1, f_partition_max_bytes, ZERO_UUID))
@@ -257,23 +258,18 @@ def da_FetchRequest_FetchPartition_v0(buf: bytes, pos: int, blen: int, n: int) -
 def da_FetchRequest_FetchTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchRequest.FetchTopic], int]:
     out: list[FetchRequest.FetchTopic] = []
     app = out.append
-    f_topic: str
-    f_partitions: list[FetchRequest.FetchPartition]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'null string for non-nullable Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'string Topic length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_topic = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_topic = ''
+            else:
+                bad_length(n1, pos, 'FetchRequest.FetchTopic', 'string', 'Topic')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -288,9 +284,7 @@ def da_FetchRequest_FetchTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tu
     return out, pos
 
 def d_FetchRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, int]:
-    f_topics: list[FetchRequest.FetchTopic]
     try:
-        pass
         (f_replica_id, f_max_wait_ms, f_min_bytes,) = _F_iii_unpack(buf, pos)
         pos += 12
         (n1,) = I32_unpack(buf, pos)
@@ -308,7 +302,6 @@ def d_FetchRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
 def ea_FetchRequest_FetchPartition_v0(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iqi_pack(o.partition, o.fetch_offset, o.partition_max_bytes))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchRequest.FetchPartition') from None
@@ -316,7 +309,6 @@ def ea_FetchRequest_FetchPartition_v0(xs: list[FetchRequest.FetchPartition], w: 
 def ea_FetchRequest_FetchTopic_v0(xs: list[FetchRequest.FetchTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic = o.topic
             b1 = x_topic.encode()
             w(I16_pack(len(b1)))
@@ -329,7 +321,6 @@ def ea_FetchRequest_FetchTopic_v0(xs: list[FetchRequest.FetchTopic], w: Append) 
 
 def e_FetchRequest_v0(o: FetchRequest, w: Append) -> None:
     try:
-        pass
         w(_F_iii_pack(o.replica_id, o.max_wait_ms, o.min_bytes))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -338,9 +329,7 @@ def e_FetchRequest_v0(o: FetchRequest, w: Append) -> None:
         raise encode_error(exc, 'FetchRequest') from None
 
 def d_FetchRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, int]:
-    f_topics: list[FetchRequest.FetchTopic]
     try:
-        pass
         (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes,) = _F_iiii_unpack(buf, pos)
         pos += 16
         (n1,) = I32_unpack(buf, pos)
@@ -357,7 +346,6 @@ def d_FetchRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
 
 def e_FetchRequest_v3(o: FetchRequest, w: Append) -> None:
     try:
-        pass
         w(_F_iiii_pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -366,9 +354,7 @@ def e_FetchRequest_v3(o: FetchRequest, w: Append) -> None:
         raise encode_error(exc, 'FetchRequest') from None
 
 def d_FetchRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, int]:
-    f_topics: list[FetchRequest.FetchTopic]
     try:
-        pass
         (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level,) = _F_iiiib_unpack(buf, pos)
         pos += 17
         (n1,) = I32_unpack(buf, pos)
@@ -385,7 +371,6 @@ def d_FetchRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
 
 def e_FetchRequest_v4(o: FetchRequest, w: Append) -> None:
     try:
-        pass
         w(_F_iiiib_pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -398,7 +383,6 @@ def da_FetchRequest_FetchPartition_v5(buf: bytes, pos: int, blen: int, n: int) -
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _F_iqqi_unpack(buf, pos)
             pos += 24
             app(_FetchRequest_FetchPartition(f_partition, -1, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID))
@@ -409,23 +393,18 @@ def da_FetchRequest_FetchPartition_v5(buf: bytes, pos: int, blen: int, n: int) -
 def da_FetchRequest_FetchTopic_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchRequest.FetchTopic], int]:
     out: list[FetchRequest.FetchTopic] = []
     app = out.append
-    f_topic: str
-    f_partitions: list[FetchRequest.FetchPartition]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'null string for non-nullable Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'string Topic length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_topic = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_topic = ''
+            else:
+                bad_length(n1, pos, 'FetchRequest.FetchTopic', 'string', 'Topic')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -440,9 +419,7 @@ def da_FetchRequest_FetchTopic_v5(buf: bytes, pos: int, blen: int, n: int) -> tu
     return out, pos
 
 def d_FetchRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, int]:
-    f_topics: list[FetchRequest.FetchTopic]
     try:
-        pass
         (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level,) = _F_iiiib_unpack(buf, pos)
         pos += 17
         (n1,) = I32_unpack(buf, pos)
@@ -460,7 +437,6 @@ def d_FetchRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
 def ea_FetchRequest_FetchPartition_v5(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iqqi_pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchRequest.FetchPartition') from None
@@ -468,7 +444,6 @@ def ea_FetchRequest_FetchPartition_v5(xs: list[FetchRequest.FetchPartition], w: 
 def ea_FetchRequest_FetchTopic_v5(xs: list[FetchRequest.FetchTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic = o.topic
             b1 = x_topic.encode()
             w(I16_pack(len(b1)))
@@ -481,7 +456,6 @@ def ea_FetchRequest_FetchTopic_v5(xs: list[FetchRequest.FetchTopic], w: Append) 
 
 def e_FetchRequest_v5(o: FetchRequest, w: Append) -> None:
     try:
-        pass
         w(_F_iiiib_pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -492,23 +466,18 @@ def e_FetchRequest_v5(o: FetchRequest, w: Append) -> None:
 def da_FetchRequest_ForgottenTopic_v7(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchRequest.ForgottenTopic], int]:
     out: list[FetchRequest.ForgottenTopic] = []
     app = out.append
-    f_topic: str
-    f_partitions: list[int]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, 'null string for non-nullable Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, f'string Topic length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_topic = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_topic = ''
+            else:
+                bad_length(n1, pos, 'FetchRequest.ForgottenTopic', 'string', 'Topic')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -524,10 +493,7 @@ def da_FetchRequest_ForgottenTopic_v7(buf: bytes, pos: int, blen: int, n: int) -
     return out, pos
 
 def d_FetchRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, int]:
-    f_topics: list[FetchRequest.FetchTopic]
-    f_forgotten_topics_data: list[FetchRequest.ForgottenTopic]
     try:
-        pass
         (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _F_iiiibii_unpack(buf, pos)
         pos += 25
         (n1,) = I32_unpack(buf, pos)
@@ -553,7 +519,6 @@ def d_FetchRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
 def ea_FetchRequest_ForgottenTopic_v7(xs: list[FetchRequest.ForgottenTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic = o.topic
             b1 = x_topic.encode()
             w(I16_pack(len(b1)))
@@ -566,7 +531,6 @@ def ea_FetchRequest_ForgottenTopic_v7(xs: list[FetchRequest.ForgottenTopic], w: 
 
 def e_FetchRequest_v7(o: FetchRequest, w: Append) -> None:
     try:
-        pass
         w(_F_iiiibii_pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -582,7 +546,6 @@ def da_FetchRequest_FetchPartition_v9(buf: bytes, pos: int, blen: int, n: int) -
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_partition, f_current_leader_epoch, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _F_iiqqi_unpack(buf, pos)
             pos += 28
             app(_FetchRequest_FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID))
@@ -593,23 +556,18 @@ def da_FetchRequest_FetchPartition_v9(buf: bytes, pos: int, blen: int, n: int) -
 def da_FetchRequest_FetchTopic_v9(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchRequest.FetchTopic], int]:
     out: list[FetchRequest.FetchTopic] = []
     app = out.append
-    f_topic: str
-    f_partitions: list[FetchRequest.FetchPartition]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'null string for non-nullable Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'string Topic length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_topic = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_topic = ''
+            else:
+                bad_length(n1, pos, 'FetchRequest.FetchTopic', 'string', 'Topic')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -624,10 +582,7 @@ def da_FetchRequest_FetchTopic_v9(buf: bytes, pos: int, blen: int, n: int) -> tu
     return out, pos
 
 def d_FetchRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, int]:
-    f_topics: list[FetchRequest.FetchTopic]
-    f_forgotten_topics_data: list[FetchRequest.ForgottenTopic]
     try:
-        pass
         (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _F_iiiibii_unpack(buf, pos)
         pos += 25
         (n1,) = I32_unpack(buf, pos)
@@ -653,7 +608,6 @@ def d_FetchRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
 def ea_FetchRequest_FetchPartition_v9(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iiqqi_pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchRequest.FetchPartition') from None
@@ -661,7 +615,6 @@ def ea_FetchRequest_FetchPartition_v9(xs: list[FetchRequest.FetchPartition], w: 
 def ea_FetchRequest_FetchTopic_v9(xs: list[FetchRequest.FetchTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic = o.topic
             b1 = x_topic.encode()
             w(I16_pack(len(b1)))
@@ -674,7 +627,6 @@ def ea_FetchRequest_FetchTopic_v9(xs: list[FetchRequest.FetchTopic], w: Append) 
 
 def e_FetchRequest_v9(o: FetchRequest, w: Append) -> None:
     try:
-        pass
         w(_F_iiiibii_pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -686,11 +638,7 @@ def e_FetchRequest_v9(o: FetchRequest, w: Append) -> None:
         raise encode_error(exc, 'FetchRequest') from None
 
 def d_FetchRequest_v11(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, int]:
-    f_topics: list[FetchRequest.FetchTopic]
-    f_forgotten_topics_data: list[FetchRequest.ForgottenTopic]
-    f_rack_id: str
     try:
-        pass
         (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _F_iiiibii_unpack(buf, pos)
         pos += 25
         (n1,) = I32_unpack(buf, pos)
@@ -711,23 +659,20 @@ def d_FetchRequest_v11(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
             f_forgotten_topics_data, pos = da_FetchRequest_ForgottenTopic_v7(buf, pos, blen, n2)
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('FetchRequest', None, pos, 'null string for non-nullable RackId')
-            f_rack_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('FetchRequest', None, pos, f'string RackId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_rack_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_rack_id = ''
+        else:
+            bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest', pos) from None
     return FetchRequest(None, f_replica_id, _FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 
 def e_FetchRequest_v11(o: FetchRequest, w: Append) -> None:
     try:
-        pass
         w(_F_iiiibii_pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -747,20 +692,12 @@ def da_FetchRequest_FetchPartition_v12(buf: bytes, pos: int, blen: int, n: int) 
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes,) = _F_iiqiqi_unpack(buf, pos)
             pos += 32
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('FetchRequest.FetchPartition', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'FetchRequest.FetchPartition')
             app(_FetchRequest_FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.FetchPartition', pos) from None
@@ -769,11 +706,8 @@ def da_FetchRequest_FetchPartition_v12(buf: bytes, pos: int, blen: int, n: int) 
 def da_FetchRequest_FetchTopic_v12(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchRequest.FetchTopic], int]:
     out: list[FetchRequest.FetchTopic] = []
     app = out.append
-    f_topic: str
-    f_partitions: list[FetchRequest.FetchPartition]
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -783,16 +717,14 @@ def da_FetchRequest_FetchTopic_v12(buf: bytes, pos: int, blen: int, n: int) -> t
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'null string for non-nullable Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'string Topic length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_topic = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_topic = ''
+            else:
+                bad_length(n1, pos, 'FetchRequest.FetchTopic', 'string', 'Topic')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -811,14 +743,7 @@ def da_FetchRequest_FetchTopic_v12(buf: bytes, pos: int, blen: int, n: int) -> t
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'FetchRequest.FetchTopic')
             app(_FetchRequest_FetchTopic(f_topic, ZERO_UUID, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.FetchTopic', pos) from None
@@ -827,11 +752,8 @@ def da_FetchRequest_FetchTopic_v12(buf: bytes, pos: int, blen: int, n: int) -> t
 def da_FetchRequest_ForgottenTopic_v12(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchRequest.ForgottenTopic], int]:
     out: list[FetchRequest.ForgottenTopic] = []
     app = out.append
-    f_topic: str
-    f_partitions: list[int]
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -841,16 +763,14 @@ def da_FetchRequest_ForgottenTopic_v12(buf: bytes, pos: int, blen: int, n: int) 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, 'null string for non-nullable Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, f'string Topic length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_topic = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_topic = ''
+            else:
+                bad_length(n1, pos, 'FetchRequest.ForgottenTopic', 'string', 'Topic')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -870,14 +790,7 @@ def da_FetchRequest_ForgottenTopic_v12(buf: bytes, pos: int, blen: int, n: int) 
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'FetchRequest.ForgottenTopic')
             app(_FetchRequest_ForgottenTopic(f_topic, ZERO_UUID, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.ForgottenTopic', pos) from None
@@ -885,11 +798,7 @@ def da_FetchRequest_ForgottenTopic_v12(buf: bytes, pos: int, blen: int, n: int) 
 
 def d_FetchRequest_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, int]:
     f_cluster_id: str | None
-    f_topics: list[FetchRequest.FetchTopic]
-    f_forgotten_topics_data: list[FetchRequest.ForgottenTopic]
-    f_rack_id: str
     try:
-        pass
         (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _F_iiiibii_unpack(buf, pos)
         pos += 25
         n1 = buf[pos]
@@ -931,16 +840,14 @@ def d_FetchRequest_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('FetchRequest', None, pos, 'null string for non-nullable RackId')
-            f_rack_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('FetchRequest', None, pos, f'string RackId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_rack_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_rack_id = ''
+        else:
+            bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
         f_cluster_id = None
         if buf[pos] == 0:
             pos += 1
@@ -962,16 +869,16 @@ def d_FetchRequest_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
                     else:
                         n5, pos = read_uvarint(buf, pos)
                     n5 -= 1
-                    if n5 < 0:
+                    end6 = pos + n5
+                    if 0 < n5 and end6 <= blen:
+                        f_cluster_id = buf[pos:end6].decode()
+                        pos = end6
+                    elif n5 < 0:
                         f_cluster_id = None
                     elif n5 == 0:
                         f_cluster_id = ''
                     else:
-                        end6 = pos + n5
-                        if end6 > blen:
-                            raise ProtocolError('FetchRequest', None, pos, f'string ClusterId length {n5} exceeds remaining bytes')
-                        f_cluster_id = buf[pos:end6].decode()
-                        pos = end6
+                        bad_length(n5, pos, 'FetchRequest', 'string', 'ClusterId')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest', pos) from None
@@ -980,7 +887,6 @@ def d_FetchRequest_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
 def ea_FetchRequest_FetchPartition_v12(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iiqiqix_pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchRequest.FetchPartition') from None
@@ -988,7 +894,6 @@ def ea_FetchRequest_FetchPartition_v12(xs: list[FetchRequest.FetchPartition], w:
 def ea_FetchRequest_FetchTopic_v12(xs: list[FetchRequest.FetchTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic = o.topic
             b1 = x_topic.encode()
             ln = len(b1) + 1
@@ -1005,7 +910,6 @@ def ea_FetchRequest_FetchTopic_v12(xs: list[FetchRequest.FetchTopic], w: Append)
 def ea_FetchRequest_ForgottenTopic_v12(xs: list[FetchRequest.ForgottenTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic = o.topic
             b1 = x_topic.encode()
             ln = len(b1) + 1
@@ -1021,7 +925,6 @@ def ea_FetchRequest_ForgottenTopic_v12(xs: list[FetchRequest.ForgottenTopic], w:
 
 def e_FetchRequest_v12(o: FetchRequest, w: Append) -> None:
     try:
-        pass
         w(_F_iiiibii_pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
         x_topics = o.topics
         ln = len(x_topics) + 1
@@ -1062,11 +965,8 @@ def e_FetchRequest_v12(o: FetchRequest, w: Append) -> None:
 def da_FetchRequest_FetchTopic_v13(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchRequest.FetchTopic], int]:
     out: list[FetchRequest.FetchTopic] = []
     app = out.append
-    f_topic_id: uuid.UUID
-    f_partitions: list[FetchRequest.FetchPartition]
     try:
         for _ in range(n):
-            pass
             if pos + 16 > blen:
                 raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -1089,14 +989,7 @@ def da_FetchRequest_FetchTopic_v13(buf: bytes, pos: int, blen: int, n: int) -> t
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'FetchRequest.FetchTopic')
             app(_FetchRequest_FetchTopic('', f_topic_id, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.FetchTopic', pos) from None
@@ -1105,11 +998,8 @@ def da_FetchRequest_FetchTopic_v13(buf: bytes, pos: int, blen: int, n: int) -> t
 def da_FetchRequest_ForgottenTopic_v13(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchRequest.ForgottenTopic], int]:
     out: list[FetchRequest.ForgottenTopic] = []
     app = out.append
-    f_topic_id: uuid.UUID
-    f_partitions: list[int]
     try:
         for _ in range(n):
-            pass
             if pos + 16 > blen:
                 raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -1133,14 +1023,7 @@ def da_FetchRequest_ForgottenTopic_v13(buf: bytes, pos: int, blen: int, n: int) 
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'FetchRequest.ForgottenTopic')
             app(_FetchRequest_ForgottenTopic('', f_topic_id, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.ForgottenTopic', pos) from None
@@ -1148,11 +1031,7 @@ def da_FetchRequest_ForgottenTopic_v13(buf: bytes, pos: int, blen: int, n: int) 
 
 def d_FetchRequest_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, int]:
     f_cluster_id: str | None
-    f_topics: list[FetchRequest.FetchTopic]
-    f_forgotten_topics_data: list[FetchRequest.ForgottenTopic]
-    f_rack_id: str
     try:
-        pass
         (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _F_iiiibii_unpack(buf, pos)
         pos += 25
         n1 = buf[pos]
@@ -1194,16 +1073,14 @@ def d_FetchRequest_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('FetchRequest', None, pos, 'null string for non-nullable RackId')
-            f_rack_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('FetchRequest', None, pos, f'string RackId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_rack_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_rack_id = ''
+        else:
+            bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
         f_cluster_id = None
         if buf[pos] == 0:
             pos += 1
@@ -1225,16 +1102,16 @@ def d_FetchRequest_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
                     else:
                         n5, pos = read_uvarint(buf, pos)
                     n5 -= 1
-                    if n5 < 0:
+                    end6 = pos + n5
+                    if 0 < n5 and end6 <= blen:
+                        f_cluster_id = buf[pos:end6].decode()
+                        pos = end6
+                    elif n5 < 0:
                         f_cluster_id = None
                     elif n5 == 0:
                         f_cluster_id = ''
                     else:
-                        end6 = pos + n5
-                        if end6 > blen:
-                            raise ProtocolError('FetchRequest', None, pos, f'string ClusterId length {n5} exceeds remaining bytes')
-                        f_cluster_id = buf[pos:end6].decode()
-                        pos = end6
+                        bad_length(n5, pos, 'FetchRequest', 'string', 'ClusterId')
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest', pos) from None
@@ -1243,7 +1120,6 @@ def d_FetchRequest_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
 def ea_FetchRequest_FetchTopic_v13(xs: list[FetchRequest.FetchTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic_id = o.topic_id
             w(x_topic_id.bytes)
             x_partitions = o.partitions
@@ -1257,7 +1133,6 @@ def ea_FetchRequest_FetchTopic_v13(xs: list[FetchRequest.FetchTopic], w: Append)
 def ea_FetchRequest_ForgottenTopic_v13(xs: list[FetchRequest.ForgottenTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic_id = o.topic_id
             w(x_topic_id.bytes)
             x_partitions = o.partitions
@@ -1270,7 +1145,6 @@ def ea_FetchRequest_ForgottenTopic_v13(xs: list[FetchRequest.ForgottenTopic], w:
 
 def e_FetchRequest_v13(o: FetchRequest, w: Append) -> None:
     try:
-        pass
         w(_F_iiiibii_pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
         x_topics = o.topics
         ln = len(x_topics) + 1
@@ -1310,20 +1184,12 @@ def e_FetchRequest_v13(o: FetchRequest, w: Append) -> None:
 
 def d_FetchRequest_ReplicaState_v15(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest.ReplicaState, int]:
     try:
-        pass
         (f_replica_id, f_replica_epoch,) = _F_iq_unpack(buf, pos)
         pos += 12
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('FetchRequest.ReplicaState', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'FetchRequest.ReplicaState')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.ReplicaState', pos) from None
     return _FetchRequest_ReplicaState(f_replica_id, f_replica_epoch), pos
@@ -1331,11 +1197,7 @@ def d_FetchRequest_ReplicaState_v15(buf: bytes, pos: int, blen: int) -> tuple[Fe
 def d_FetchRequest_v15(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, int]:
     f_cluster_id: str | None
     f_replica_state: FetchRequest.ReplicaState
-    f_topics: list[FetchRequest.FetchTopic]
-    f_forgotten_topics_data: list[FetchRequest.ForgottenTopic]
-    f_rack_id: str
     try:
-        pass
         (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _F_iiibii_unpack(buf, pos)
         pos += 21
         n1 = buf[pos]
@@ -1377,16 +1239,14 @@ def d_FetchRequest_v15(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('FetchRequest', None, pos, 'null string for non-nullable RackId')
-            f_rack_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('FetchRequest', None, pos, f'string RackId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_rack_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_rack_id = ''
+        else:
+            bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
         f_cluster_id = None
         f_replica_state = _FetchRequest_ReplicaState()
         if buf[pos] == 0:
@@ -1409,16 +1269,16 @@ def d_FetchRequest_v15(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
                     else:
                         n5, pos = read_uvarint(buf, pos)
                     n5 -= 1
-                    if n5 < 0:
+                    end6 = pos + n5
+                    if 0 < n5 and end6 <= blen:
+                        f_cluster_id = buf[pos:end6].decode()
+                        pos = end6
+                    elif n5 < 0:
                         f_cluster_id = None
                     elif n5 == 0:
                         f_cluster_id = ''
                     else:
-                        end6 = pos + n5
-                        if end6 > blen:
-                            raise ProtocolError('FetchRequest', None, pos, f'string ClusterId length {n5} exceeds remaining bytes')
-                        f_cluster_id = buf[pos:end6].decode()
-                        pos = end6
+                        bad_length(n5, pos, 'FetchRequest', 'string', 'ClusterId')
                 elif tag == 1:
                     f_replica_state, pos = d_FetchRequest_ReplicaState_v15(buf, pos, blen)
                 pos = tag_end  # unknown tags are skipped
@@ -1428,14 +1288,12 @@ def d_FetchRequest_v15(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
 
 def e_FetchRequest_ReplicaState_v15(o: FetchRequest.ReplicaState, w: Append) -> None:
     try:
-        pass
         w(_F_iqx_pack(o.replica_id, o.replica_epoch))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchRequest.ReplicaState') from None
 
 def e_FetchRequest_v15(o: FetchRequest, w: Append) -> None:
     try:
-        pass
         w(_F_iiibii_pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
         x_topics = o.topics
         ln = len(x_topics) + 1
@@ -1484,7 +1342,6 @@ def da_FetchRequest_FetchPartition_v17(buf: bytes, pos: int, blen: int, n: int) 
     f_replica_directory_id: uuid.UUID
     try:
         for _ in range(n):
-            pass
             (f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes,) = _F_iiqiqi_unpack(buf, pos)
             pos += 32
             f_replica_directory_id = ZERO_UUID
@@ -1512,11 +1369,8 @@ def da_FetchRequest_FetchPartition_v17(buf: bytes, pos: int, blen: int, n: int) 
 def da_FetchRequest_FetchTopic_v17(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchRequest.FetchTopic], int]:
     out: list[FetchRequest.FetchTopic] = []
     app = out.append
-    f_topic_id: uuid.UUID
-    f_partitions: list[FetchRequest.FetchPartition]
     try:
         for _ in range(n):
-            pass
             if pos + 16 > blen:
                 raise ProtocolError('FetchRequest.FetchTopic', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -1539,14 +1393,7 @@ def da_FetchRequest_FetchTopic_v17(buf: bytes, pos: int, blen: int, n: int) -> t
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'FetchRequest.FetchTopic')
             app(_FetchRequest_FetchTopic('', f_topic_id, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.FetchTopic', pos) from None
@@ -1555,11 +1402,7 @@ def da_FetchRequest_FetchTopic_v17(buf: bytes, pos: int, blen: int, n: int) -> t
 def d_FetchRequest_v17(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, int]:
     f_cluster_id: str | None
     f_replica_state: FetchRequest.ReplicaState
-    f_topics: list[FetchRequest.FetchTopic]
-    f_forgotten_topics_data: list[FetchRequest.ForgottenTopic]
-    f_rack_id: str
     try:
-        pass
         (f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _F_iiibii_unpack(buf, pos)
         pos += 21
         n1 = buf[pos]
@@ -1601,16 +1444,14 @@ def d_FetchRequest_v17(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('FetchRequest', None, pos, 'null string for non-nullable RackId')
-            f_rack_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('FetchRequest', None, pos, f'string RackId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_rack_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_rack_id = ''
+        else:
+            bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
         f_cluster_id = None
         f_replica_state = _FetchRequest_ReplicaState()
         if buf[pos] == 0:
@@ -1633,16 +1474,16 @@ def d_FetchRequest_v17(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
                     else:
                         n5, pos = read_uvarint(buf, pos)
                     n5 -= 1
-                    if n5 < 0:
+                    end6 = pos + n5
+                    if 0 < n5 and end6 <= blen:
+                        f_cluster_id = buf[pos:end6].decode()
+                        pos = end6
+                    elif n5 < 0:
                         f_cluster_id = None
                     elif n5 == 0:
                         f_cluster_id = ''
                     else:
-                        end6 = pos + n5
-                        if end6 > blen:
-                            raise ProtocolError('FetchRequest', None, pos, f'string ClusterId length {n5} exceeds remaining bytes')
-                        f_cluster_id = buf[pos:end6].decode()
-                        pos = end6
+                        bad_length(n5, pos, 'FetchRequest', 'string', 'ClusterId')
                 elif tag == 1:
                     f_replica_state, pos = d_FetchRequest_ReplicaState_v15(buf, pos, blen)
                 pos = tag_end  # unknown tags are skipped
@@ -1653,7 +1494,6 @@ def d_FetchRequest_v17(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
 def ea_FetchRequest_FetchPartition_v17(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iiqiqi_pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes))
             tags: list[tuple[int, bytes]] = []
             x_replica_directory_id = o.replica_directory_id
@@ -1675,7 +1515,6 @@ def ea_FetchRequest_FetchPartition_v17(xs: list[FetchRequest.FetchPartition], w:
 def ea_FetchRequest_FetchTopic_v17(xs: list[FetchRequest.FetchTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic_id = o.topic_id
             w(x_topic_id.bytes)
             x_partitions = o.partitions
@@ -1688,7 +1527,6 @@ def ea_FetchRequest_FetchTopic_v17(xs: list[FetchRequest.FetchTopic], w: Append)
 
 def e_FetchRequest_v17(o: FetchRequest, w: Append) -> None:
     try:
-        pass
         w(_F_iiibii_pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
         x_topics = o.topics
         ln = len(x_topics) + 1
@@ -1737,19 +1575,18 @@ def da_FetchResponse_PartitionData_v0(buf: bytes, pos: int, blen: int, n: int) -
     f_records: bytes | None
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_error_code, f_high_watermark,) = _F_ihq_unpack(buf, pos)
             pos += 14
             (n1,) = I32_unpack(buf, pos)
             pos += 4
-            if n1 < 0:
-                f_records = None
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'records Records length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 <= n1 and end2 <= blen:
                 f_records = buf[pos:end2]
                 pos = end2
+            elif n1 < 0:
+                f_records = None
+            else:
+                bad_length(n1, pos, 'FetchResponse.PartitionData', 'records', 'Records')
             app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, -1, -1, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), [], -1, f_records))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
@@ -1758,23 +1595,18 @@ def da_FetchResponse_PartitionData_v0(buf: bytes, pos: int, blen: int, n: int) -
 def da_FetchResponse_FetchableTopicResponse_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.FetchableTopicResponse], int]:
     out: list[FetchResponse.FetchableTopicResponse] = []
     app = out.append
-    f_topic: str
-    f_partitions: list[FetchResponse.PartitionData]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null string for non-nullable Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'string Topic length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_topic = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_topic = ''
+            else:
+                bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -1789,9 +1621,7 @@ def da_FetchResponse_FetchableTopicResponse_v0(buf: bytes, pos: int, blen: int, 
     return out, pos
 
 def d_FetchResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    f_responses: list[FetchResponse.FetchableTopicResponse]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -1807,7 +1637,6 @@ def d_FetchResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, 
 def ea_FetchResponse_PartitionData_v0(xs: list[FetchResponse.PartitionData], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ihq_pack(o.partition_index, o.error_code, o.high_watermark))
             x_records = o.records
             if x_records is None:
@@ -1821,7 +1650,6 @@ def ea_FetchResponse_PartitionData_v0(xs: list[FetchResponse.PartitionData], w: 
 def ea_FetchResponse_FetchableTopicResponse_v0(xs: list[FetchResponse.FetchableTopicResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic = o.topic
             b1 = x_topic.encode()
             w(I16_pack(len(b1)))
@@ -1834,7 +1662,6 @@ def ea_FetchResponse_FetchableTopicResponse_v0(xs: list[FetchResponse.FetchableT
 
 def e_FetchResponse_v0(o: FetchResponse, w: Append) -> None:
     try:
-        pass
         x_responses = o.responses
         w(I32_pack(len(x_responses)))
         ea_FetchResponse_FetchableTopicResponse_v0(x_responses, w)
@@ -1842,9 +1669,7 @@ def e_FetchResponse_v0(o: FetchResponse, w: Append) -> None:
         raise encode_error(exc, 'FetchResponse') from None
 
 def d_FetchResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    f_responses: list[FetchResponse.FetchableTopicResponse]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -1861,7 +1686,6 @@ def d_FetchResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, 
 
 def e_FetchResponse_v1(o: FetchResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_responses = o.responses
         w(I32_pack(len(x_responses)))
@@ -1874,7 +1698,6 @@ def da_FetchResponse_AbortedTransaction_v4(buf: bytes, pos: int, blen: int, n: i
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_producer_id, f_first_offset,) = _F_qq_unpack(buf, pos)
             pos += 16
             app(_FetchResponse_AbortedTransaction(f_producer_id, f_first_offset))
@@ -1889,7 +1712,6 @@ def da_FetchResponse_PartitionData_v4(buf: bytes, pos: int, blen: int, n: int) -
     f_records: bytes | None
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset,) = _F_ihqq_unpack(buf, pos)
             pos += 22
             (n1,) = I32_unpack(buf, pos)
@@ -1902,14 +1724,14 @@ def da_FetchResponse_PartitionData_v4(buf: bytes, pos: int, blen: int, n: int) -
                 f_aborted_transactions, pos = da_FetchResponse_AbortedTransaction_v4(buf, pos, blen, n1)
             (n2,) = I32_unpack(buf, pos)
             pos += 4
-            if n2 < 0:
-                f_records = None
-            else:
-                end3 = pos + n2
-                if end3 > blen:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'records Records length {n2} exceeds remaining bytes')
+            end3 = pos + n2
+            if 0 <= n2 and end3 <= blen:
                 f_records = buf[pos:end3]
                 pos = end3
+            elif n2 < 0:
+                f_records = None
+            else:
+                bad_length(n2, pos, 'FetchResponse.PartitionData', 'records', 'Records')
             app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, -1, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), f_aborted_transactions, -1, f_records))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
@@ -1918,23 +1740,18 @@ def da_FetchResponse_PartitionData_v4(buf: bytes, pos: int, blen: int, n: int) -
 def da_FetchResponse_FetchableTopicResponse_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.FetchableTopicResponse], int]:
     out: list[FetchResponse.FetchableTopicResponse] = []
     app = out.append
-    f_topic: str
-    f_partitions: list[FetchResponse.PartitionData]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null string for non-nullable Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'string Topic length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_topic = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_topic = ''
+            else:
+                bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -1949,9 +1766,7 @@ def da_FetchResponse_FetchableTopicResponse_v4(buf: bytes, pos: int, blen: int, 
     return out, pos
 
 def d_FetchResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    f_responses: list[FetchResponse.FetchableTopicResponse]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -1969,7 +1784,6 @@ def d_FetchResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, 
 def ea_FetchResponse_AbortedTransaction_v4(xs: list[FetchResponse.AbortedTransaction], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_qq_pack(o.producer_id, o.first_offset))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchResponse.AbortedTransaction') from None
@@ -1977,7 +1791,6 @@ def ea_FetchResponse_AbortedTransaction_v4(xs: list[FetchResponse.AbortedTransac
 def ea_FetchResponse_PartitionData_v4(xs: list[FetchResponse.PartitionData], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ihqq_pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset))
             x_aborted_transactions = o.aborted_transactions
             if x_aborted_transactions is None:
@@ -1997,7 +1810,6 @@ def ea_FetchResponse_PartitionData_v4(xs: list[FetchResponse.PartitionData], w: 
 def ea_FetchResponse_FetchableTopicResponse_v4(xs: list[FetchResponse.FetchableTopicResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic = o.topic
             b1 = x_topic.encode()
             w(I16_pack(len(b1)))
@@ -2010,7 +1822,6 @@ def ea_FetchResponse_FetchableTopicResponse_v4(xs: list[FetchResponse.FetchableT
 
 def e_FetchResponse_v4(o: FetchResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_responses = o.responses
         w(I32_pack(len(x_responses)))
@@ -2025,7 +1836,6 @@ def da_FetchResponse_PartitionData_v5(buf: bytes, pos: int, blen: int, n: int) -
     f_records: bytes | None
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _F_ihqqq_unpack(buf, pos)
             pos += 30
             (n1,) = I32_unpack(buf, pos)
@@ -2038,14 +1848,14 @@ def da_FetchResponse_PartitionData_v5(buf: bytes, pos: int, blen: int, n: int) -
                 f_aborted_transactions, pos = da_FetchResponse_AbortedTransaction_v4(buf, pos, blen, n1)
             (n2,) = I32_unpack(buf, pos)
             pos += 4
-            if n2 < 0:
-                f_records = None
-            else:
-                end3 = pos + n2
-                if end3 > blen:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'records Records length {n2} exceeds remaining bytes')
+            end3 = pos + n2
+            if 0 <= n2 and end3 <= blen:
                 f_records = buf[pos:end3]
                 pos = end3
+            elif n2 < 0:
+                f_records = None
+            else:
+                bad_length(n2, pos, 'FetchResponse.PartitionData', 'records', 'Records')
             app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), f_aborted_transactions, -1, f_records))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
@@ -2054,23 +1864,18 @@ def da_FetchResponse_PartitionData_v5(buf: bytes, pos: int, blen: int, n: int) -
 def da_FetchResponse_FetchableTopicResponse_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.FetchableTopicResponse], int]:
     out: list[FetchResponse.FetchableTopicResponse] = []
     app = out.append
-    f_topic: str
-    f_partitions: list[FetchResponse.PartitionData]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null string for non-nullable Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'string Topic length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_topic = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_topic = ''
+            else:
+                bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -2085,9 +1890,7 @@ def da_FetchResponse_FetchableTopicResponse_v5(buf: bytes, pos: int, blen: int, 
     return out, pos
 
 def d_FetchResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    f_responses: list[FetchResponse.FetchableTopicResponse]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -2105,7 +1908,6 @@ def d_FetchResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, 
 def ea_FetchResponse_PartitionData_v5(xs: list[FetchResponse.PartitionData], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ihqqq_pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
             x_aborted_transactions = o.aborted_transactions
             if x_aborted_transactions is None:
@@ -2125,7 +1927,6 @@ def ea_FetchResponse_PartitionData_v5(xs: list[FetchResponse.PartitionData], w: 
 def ea_FetchResponse_FetchableTopicResponse_v5(xs: list[FetchResponse.FetchableTopicResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic = o.topic
             b1 = x_topic.encode()
             w(I16_pack(len(b1)))
@@ -2138,7 +1939,6 @@ def ea_FetchResponse_FetchableTopicResponse_v5(xs: list[FetchResponse.FetchableT
 
 def e_FetchResponse_v5(o: FetchResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_responses = o.responses
         w(I32_pack(len(x_responses)))
@@ -2147,9 +1947,7 @@ def e_FetchResponse_v5(o: FetchResponse, w: Append) -> None:
         raise encode_error(exc, 'FetchResponse') from None
 
 def d_FetchResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    f_responses: list[FetchResponse.FetchableTopicResponse]
     try:
-        pass
         (f_throttle_time_ms, f_error_code, f_session_id,) = _F_ihi_unpack(buf, pos)
         pos += 10
         (n1,) = I32_unpack(buf, pos)
@@ -2166,7 +1964,6 @@ def d_FetchResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, 
 
 def e_FetchResponse_v7(o: FetchResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ihi_pack(o.throttle_time_ms, o.error_code, o.session_id))
         x_responses = o.responses
         w(I32_pack(len(x_responses)))
@@ -2181,7 +1978,6 @@ def da_FetchResponse_PartitionData_v11(buf: bytes, pos: int, blen: int, n: int) 
     f_records: bytes | None
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _F_ihqqq_unpack(buf, pos)
             pos += 30
             (n1,) = I32_unpack(buf, pos)
@@ -2196,14 +1992,14 @@ def da_FetchResponse_PartitionData_v11(buf: bytes, pos: int, blen: int, n: int) 
             pos += 4
             (n2,) = I32_unpack(buf, pos)
             pos += 4
-            if n2 < 0:
-                f_records = None
-            else:
-                end3 = pos + n2
-                if end3 > blen:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'records Records length {n2} exceeds remaining bytes')
+            end3 = pos + n2
+            if 0 <= n2 and end3 <= blen:
                 f_records = buf[pos:end3]
                 pos = end3
+            elif n2 < 0:
+                f_records = None
+            else:
+                bad_length(n2, pos, 'FetchResponse.PartitionData', 'records', 'Records')
             app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), f_aborted_transactions, f_preferred_read_replica, f_records))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
@@ -2212,23 +2008,18 @@ def da_FetchResponse_PartitionData_v11(buf: bytes, pos: int, blen: int, n: int) 
 def da_FetchResponse_FetchableTopicResponse_v11(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.FetchableTopicResponse], int]:
     out: list[FetchResponse.FetchableTopicResponse] = []
     app = out.append
-    f_topic: str
-    f_partitions: list[FetchResponse.PartitionData]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null string for non-nullable Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'string Topic length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_topic = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_topic = ''
+            else:
+                bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -2243,9 +2034,7 @@ def da_FetchResponse_FetchableTopicResponse_v11(buf: bytes, pos: int, blen: int,
     return out, pos
 
 def d_FetchResponse_v11(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    f_responses: list[FetchResponse.FetchableTopicResponse]
     try:
-        pass
         (f_throttle_time_ms, f_error_code, f_session_id,) = _F_ihi_unpack(buf, pos)
         pos += 10
         (n1,) = I32_unpack(buf, pos)
@@ -2263,7 +2052,6 @@ def d_FetchResponse_v11(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse,
 def ea_FetchResponse_PartitionData_v11(xs: list[FetchResponse.PartitionData], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ihqqq_pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
             x_aborted_transactions = o.aborted_transactions
             if x_aborted_transactions is None:
@@ -2284,7 +2072,6 @@ def ea_FetchResponse_PartitionData_v11(xs: list[FetchResponse.PartitionData], w:
 def ea_FetchResponse_FetchableTopicResponse_v11(xs: list[FetchResponse.FetchableTopicResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic = o.topic
             b1 = x_topic.encode()
             w(I16_pack(len(b1)))
@@ -2297,7 +2084,6 @@ def ea_FetchResponse_FetchableTopicResponse_v11(xs: list[FetchResponse.Fetchable
 
 def e_FetchResponse_v11(o: FetchResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ihi_pack(o.throttle_time_ms, o.error_code, o.session_id))
         x_responses = o.responses
         w(I32_pack(len(x_responses)))
@@ -2310,20 +2096,12 @@ def da_FetchResponse_AbortedTransaction_v12(buf: bytes, pos: int, blen: int, n: 
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_producer_id, f_first_offset,) = _F_qq_unpack(buf, pos)
             pos += 16
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('FetchResponse.AbortedTransaction', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.AbortedTransaction')
             app(_FetchResponse_AbortedTransaction(f_producer_id, f_first_offset))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.AbortedTransaction', pos) from None
@@ -2331,60 +2109,36 @@ def da_FetchResponse_AbortedTransaction_v12(buf: bytes, pos: int, blen: int, n: 
 
 def d_FetchResponse_EpochEndOffset_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse.EpochEndOffset, int]:
     try:
-        pass
         (f_epoch, f_end_offset,) = _F_iq_unpack(buf, pos)
         pos += 12
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('FetchResponse.EpochEndOffset', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.EpochEndOffset')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.EpochEndOffset', pos) from None
     return _FetchResponse_EpochEndOffset(f_epoch, f_end_offset), pos
 
 def d_FetchResponse_LeaderIdAndEpoch_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse.LeaderIdAndEpoch, int]:
     try:
-        pass
         (f_leader_id, f_leader_epoch,) = _F_ii_unpack(buf, pos)
         pos += 8
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('FetchResponse.LeaderIdAndEpoch', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.LeaderIdAndEpoch')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.LeaderIdAndEpoch', pos) from None
     return _FetchResponse_LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
 
 def d_FetchResponse_SnapshotId_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse.SnapshotId, int]:
     try:
-        pass
         (f_end_offset, f_epoch,) = _F_qi_unpack(buf, pos)
         pos += 12
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('FetchResponse.SnapshotId', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.SnapshotId')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.SnapshotId', pos) from None
     return _FetchResponse_SnapshotId(f_end_offset, f_epoch), pos
@@ -2399,7 +2153,6 @@ def da_FetchResponse_PartitionData_v12(buf: bytes, pos: int, blen: int, n: int) 
     f_records: bytes | None
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _F_ihqqq_unpack(buf, pos)
             pos += 30
             n1 = buf[pos]
@@ -2428,14 +2181,14 @@ def da_FetchResponse_PartitionData_v12(buf: bytes, pos: int, blen: int, n: int) 
             else:
                 n2, pos = read_uvarint(buf, pos)
             n2 -= 1
-            if n2 < 0:
-                f_records = None
-            else:
-                end3 = pos + n2
-                if end3 > blen:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'records Records length {n2} exceeds remaining bytes')
+            end3 = pos + n2
+            if 0 <= n2 and end3 <= blen:
                 f_records = buf[pos:end3]
                 pos = end3
+            elif n2 < 0:
+                f_records = None
+            else:
+                bad_length(n2, pos, 'FetchResponse.PartitionData', 'records', 'Records')
             f_diverging_epoch = _FetchResponse_EpochEndOffset()
             f_current_leader = _FetchResponse_LeaderIdAndEpoch()
             f_snapshot_id = _FetchResponse_SnapshotId()
@@ -2464,11 +2217,8 @@ def da_FetchResponse_PartitionData_v12(buf: bytes, pos: int, blen: int, n: int) 
 def da_FetchResponse_FetchableTopicResponse_v12(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.FetchableTopicResponse], int]:
     out: list[FetchResponse.FetchableTopicResponse] = []
     app = out.append
-    f_topic: str
-    f_partitions: list[FetchResponse.PartitionData]
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -2478,16 +2228,14 @@ def da_FetchResponse_FetchableTopicResponse_v12(buf: bytes, pos: int, blen: int,
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null string for non-nullable Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'string Topic length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_topic = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_topic = ''
+            else:
+                bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -2506,23 +2254,14 @@ def da_FetchResponse_FetchableTopicResponse_v12(buf: bytes, pos: int, blen: int,
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.FetchableTopicResponse')
             app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
     return out, pos
 
 def d_FetchResponse_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    f_responses: list[FetchResponse.FetchableTopicResponse]
     try:
-        pass
         (f_throttle_time_ms, f_error_code, f_session_id,) = _F_ihi_unpack(buf, pos)
         pos += 10
         n1 = buf[pos]
@@ -2543,14 +2282,7 @@ def d_FetchResponse_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse,
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('FetchResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse', pos) from None
     return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
@@ -2558,28 +2290,24 @@ def d_FetchResponse_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse,
 def ea_FetchResponse_AbortedTransaction_v12(xs: list[FetchResponse.AbortedTransaction], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_qqx_pack(o.producer_id, o.first_offset))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchResponse.AbortedTransaction') from None
 
 def e_FetchResponse_EpochEndOffset_v12(o: FetchResponse.EpochEndOffset, w: Append) -> None:
     try:
-        pass
         w(_F_iqx_pack(o.epoch, o.end_offset))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchResponse.EpochEndOffset') from None
 
 def e_FetchResponse_LeaderIdAndEpoch_v12(o: FetchResponse.LeaderIdAndEpoch, w: Append) -> None:
     try:
-        pass
         w(_F_iix_pack(o.leader_id, o.leader_epoch))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchResponse.LeaderIdAndEpoch') from None
 
 def e_FetchResponse_SnapshotId_v12(o: FetchResponse.SnapshotId, w: Append) -> None:
     try:
-        pass
         w(_F_qix_pack(o.end_offset, o.epoch))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchResponse.SnapshotId') from None
@@ -2587,7 +2315,6 @@ def e_FetchResponse_SnapshotId_v12(o: FetchResponse.SnapshotId, w: Append) -> No
 def ea_FetchResponse_PartitionData_v12(xs: list[FetchResponse.PartitionData], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ihqqq_pack(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset))
             x_aborted_transactions = o.aborted_transactions
             if x_aborted_transactions is None:
@@ -2634,7 +2361,6 @@ def ea_FetchResponse_PartitionData_v12(xs: list[FetchResponse.PartitionData], w:
 def ea_FetchResponse_FetchableTopicResponse_v12(xs: list[FetchResponse.FetchableTopicResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic = o.topic
             b1 = x_topic.encode()
             ln = len(b1) + 1
@@ -2650,7 +2376,6 @@ def ea_FetchResponse_FetchableTopicResponse_v12(xs: list[FetchResponse.Fetchable
 
 def e_FetchResponse_v12(o: FetchResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ihi_pack(o.throttle_time_ms, o.error_code, o.session_id))
         x_responses = o.responses
         ln = len(x_responses) + 1
@@ -2663,11 +2388,8 @@ def e_FetchResponse_v12(o: FetchResponse, w: Append) -> None:
 def da_FetchResponse_FetchableTopicResponse_v13(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.FetchableTopicResponse], int]:
     out: list[FetchResponse.FetchableTopicResponse] = []
     app = out.append
-    f_topic_id: uuid.UUID
-    f_partitions: list[FetchResponse.PartitionData]
     try:
         for _ in range(n):
-            pass
             if pos + 16 > blen:
                 raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -2690,23 +2412,14 @@ def da_FetchResponse_FetchableTopicResponse_v13(buf: bytes, pos: int, blen: int,
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.FetchableTopicResponse')
             app(_FetchResponse_FetchableTopicResponse('', f_topic_id, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
     return out, pos
 
 def d_FetchResponse_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    f_responses: list[FetchResponse.FetchableTopicResponse]
     try:
-        pass
         (f_throttle_time_ms, f_error_code, f_session_id,) = _F_ihi_unpack(buf, pos)
         pos += 10
         n1 = buf[pos]
@@ -2727,14 +2440,7 @@ def d_FetchResponse_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse,
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('FetchResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse', pos) from None
     return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
@@ -2742,7 +2448,6 @@ def d_FetchResponse_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse,
 def ea_FetchResponse_FetchableTopicResponse_v13(xs: list[FetchResponse.FetchableTopicResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic_id = o.topic_id
             w(x_topic_id.bytes)
             x_partitions = o.partitions
@@ -2755,7 +2460,6 @@ def ea_FetchResponse_FetchableTopicResponse_v13(xs: list[FetchResponse.Fetchable
 
 def e_FetchResponse_v13(o: FetchResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ihi_pack(o.throttle_time_ms, o.error_code, o.session_id))
         x_responses = o.responses
         ln = len(x_responses) + 1
@@ -2768,11 +2472,9 @@ def e_FetchResponse_v13(o: FetchResponse, w: Append) -> None:
 def da_FetchResponse_NodeEndpoint_v16(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.NodeEndpoint], int]:
     out: list[FetchResponse.NodeEndpoint] = []
     app = out.append
-    f_host: str
     f_rack: str | None
     try:
         for _ in range(n):
-            pass
             (f_node_id,) = _F_i_unpack(buf, pos)
             pos += 4
             n1 = buf[pos]
@@ -2784,16 +2486,14 @@ def da_FetchResponse_NodeEndpoint_v16(buf: bytes, pos: int, blen: int, n: int) -
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('FetchResponse.NodeEndpoint', None, pos, 'null string for non-nullable Host')
-                f_host = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('FetchResponse.NodeEndpoint', None, pos, f'string Host length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_host = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_host = ''
+            else:
+                bad_length(n1, pos, 'FetchResponse.NodeEndpoint', 'string', 'Host')
             (f_port,) = _F_i_unpack(buf, pos)
             pos += 4
             n3 = buf[pos]
@@ -2805,37 +2505,28 @@ def da_FetchResponse_NodeEndpoint_v16(buf: bytes, pos: int, blen: int, n: int) -
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_rack = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_rack = None
             elif n3 == 0:
                 f_rack = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('FetchResponse.NodeEndpoint', None, pos, f'string Rack length {n3} exceeds remaining bytes')
-                f_rack = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'FetchResponse.NodeEndpoint', 'string', 'Rack')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('FetchResponse.NodeEndpoint', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.NodeEndpoint')
             app(_FetchResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.NodeEndpoint', pos) from None
     return out, pos
 
 def d_FetchResponse_v16(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    f_responses: list[FetchResponse.FetchableTopicResponse]
     f_node_endpoints: list[FetchResponse.NodeEndpoint]
     try:
-        pass
         (f_throttle_time_ms, f_error_code, f_session_id,) = _F_ihi_unpack(buf, pos)
         pos += 10
         n1 = buf[pos]
@@ -2888,7 +2579,6 @@ def d_FetchResponse_v16(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse,
 def ea_FetchResponse_NodeEndpoint_v16(xs: list[FetchResponse.NodeEndpoint], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_i_pack(o.node_id))
             x_host = o.host
             b1 = x_host.encode()
@@ -2910,7 +2600,6 @@ def ea_FetchResponse_NodeEndpoint_v16(xs: list[FetchResponse.NodeEndpoint], w: A
 
 def e_FetchResponse_v16(o: FetchResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ihi_pack(o.throttle_time_ms, o.error_code, o.session_id))
         x_responses = o.responses
         ln = len(x_responses) + 1

@@ -16,9 +16,11 @@ from protocol.primitives import (
     I16_pack,
     I16_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -90,28 +92,23 @@ class FindCoordinatorResponse(Message):
 _FindCoordinatorResponse_Coordinator = FindCoordinatorResponse.Coordinator
 
 def d_FindCoordinatorRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[FindCoordinatorRequest, int]:
-    f_key: str
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('FindCoordinatorRequest', None, pos, 'null string for non-nullable Key')
-            f_key = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('FindCoordinatorRequest', None, pos, f'string Key length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_key = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_key = ''
+        else:
+            bad_length(n1, pos, 'FindCoordinatorRequest', 'string', 'Key')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FindCoordinatorRequest', pos) from None
     return FindCoordinatorRequest(f_key, 0, []), pos
 
 def e_FindCoordinatorRequest_v0(o: FindCoordinatorRequest, w: Append) -> None:
     try:
-        pass
         x_key = o.key
         b1 = x_key.encode()
         w(I16_pack(len(b1)))
@@ -120,21 +117,17 @@ def e_FindCoordinatorRequest_v0(o: FindCoordinatorRequest, w: Append) -> None:
         raise encode_error(exc, 'FindCoordinatorRequest') from None
 
 def d_FindCoordinatorRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[FindCoordinatorRequest, int]:
-    f_key: str
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('FindCoordinatorRequest', None, pos, 'null string for non-nullable Key')
-            f_key = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('FindCoordinatorRequest', None, pos, f'string Key length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_key = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_key = ''
+        else:
+            bad_length(n1, pos, 'FindCoordinatorRequest', 'string', 'Key')
         (f_key_type,) = _F_b_unpack(buf, pos)
         pos += 1
     except DECODE_FAILURES as exc:
@@ -143,7 +136,6 @@ def d_FindCoordinatorRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[FindCo
 
 def e_FindCoordinatorRequest_v1(o: FindCoordinatorRequest, w: Append) -> None:
     try:
-        pass
         x_key = o.key
         b1 = x_key.encode()
         w(I16_pack(len(b1)))
@@ -153,9 +145,7 @@ def e_FindCoordinatorRequest_v1(o: FindCoordinatorRequest, w: Append) -> None:
         raise encode_error(exc, 'FindCoordinatorRequest') from None
 
 def d_FindCoordinatorRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[FindCoordinatorRequest, int]:
-    f_key: str
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -165,36 +155,26 @@ def d_FindCoordinatorRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[FindCo
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('FindCoordinatorRequest', None, pos, 'null string for non-nullable Key')
-            f_key = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('FindCoordinatorRequest', None, pos, f'string Key length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_key = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_key = ''
+        else:
+            bad_length(n1, pos, 'FindCoordinatorRequest', 'string', 'Key')
         (f_key_type,) = _F_b_unpack(buf, pos)
         pos += 1
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('FindCoordinatorRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'FindCoordinatorRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FindCoordinatorRequest', pos) from None
     return FindCoordinatorRequest(f_key, f_key_type, []), pos
 
 def e_FindCoordinatorRequest_v3(o: FindCoordinatorRequest, w: Append) -> None:
     try:
-        pass
         x_key = o.key
         b1 = x_key.encode()
         ln = len(b1) + 1
@@ -207,7 +187,6 @@ def e_FindCoordinatorRequest_v3(o: FindCoordinatorRequest, w: Append) -> None:
 def d_FindCoordinatorRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[FindCoordinatorRequest, int]:
     f_coordinator_keys: list[str]
     try:
-        pass
         (f_key_type,) = _F_b_unpack(buf, pos)
         pos += 1
         n1 = buf[pos]
@@ -236,35 +215,25 @@ def d_FindCoordinatorRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[FindCo
                 else:
                     n4, pos = read_uvarint(buf, pos)
                 n4 -= 1
-                if n4 <= 0:
-                    if n4 < 0:
-                        raise ProtocolError('FindCoordinatorRequest', None, pos, 'null string for non-nullable CoordinatorKeys')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        raise ProtocolError('FindCoordinatorRequest', None, pos, f'string CoordinatorKeys length {n4} exceeds remaining bytes')
+                end5 = pos + n4
+                if 0 < n4 and end5 <= blen:
                     el3 = buf[pos:end5].decode()
                     pos = end5
+                elif n4 == 0:
+                    el3 = ''
+                else:
+                    bad_length(n4, pos, 'FindCoordinatorRequest', 'string', 'CoordinatorKeys')
                 app2(el3)
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('FindCoordinatorRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'FindCoordinatorRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FindCoordinatorRequest', pos) from None
     return FindCoordinatorRequest('', f_key_type, f_coordinator_keys), pos
 
 def e_FindCoordinatorRequest_v4(o: FindCoordinatorRequest, w: Append) -> None:
     try:
-        pass
         w(_F_b_pack(o.key_type))
         x_coordinator_keys = o.coordinator_keys
         ln = len(x_coordinator_keys) + 1
@@ -279,23 +248,19 @@ def e_FindCoordinatorRequest_v4(o: FindCoordinatorRequest, w: Append) -> None:
         raise encode_error(exc, 'FindCoordinatorRequest') from None
 
 def d_FindCoordinatorResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[FindCoordinatorResponse, int]:
-    f_host: str
     try:
-        pass
         (f_error_code, f_node_id,) = _F_hi_unpack(buf, pos)
         pos += 6
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('FindCoordinatorResponse', None, pos, 'null string for non-nullable Host')
-            f_host = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('FindCoordinatorResponse', None, pos, f'string Host length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_host = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_host = ''
+        else:
+            bad_length(n1, pos, 'FindCoordinatorResponse', 'string', 'Host')
         (f_port,) = _F_i_unpack(buf, pos)
         pos += 4
     except DECODE_FAILURES as exc:
@@ -304,7 +269,6 @@ def d_FindCoordinatorResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[FindC
 
 def e_FindCoordinatorResponse_v0(o: FindCoordinatorResponse, w: Append) -> None:
     try:
-        pass
         w(_F_hi_pack(o.error_code, o.node_id))
         x_host = o.host
         b1 = x_host.encode()
@@ -316,37 +280,33 @@ def e_FindCoordinatorResponse_v0(o: FindCoordinatorResponse, w: Append) -> None:
 
 def d_FindCoordinatorResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[FindCoordinatorResponse, int]:
     f_error_message: str | None
-    f_host: str
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_error_message = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_error_message = None
         elif n1 == 0:
             f_error_message = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('FindCoordinatorResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'FindCoordinatorResponse', 'string', 'ErrorMessage')
         (f_node_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('FindCoordinatorResponse', None, pos, 'null string for non-nullable Host')
-            f_host = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('FindCoordinatorResponse', None, pos, f'string Host length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_host = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_host = ''
+        else:
+            bad_length(n3, pos, 'FindCoordinatorResponse', 'string', 'Host')
         (f_port,) = _F_i_unpack(buf, pos)
         pos += 4
     except DECODE_FAILURES as exc:
@@ -355,7 +315,6 @@ def d_FindCoordinatorResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[FindC
 
 def e_FindCoordinatorResponse_v1(o: FindCoordinatorResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
         x_error_message = o.error_message
         if x_error_message is None:
@@ -375,9 +334,7 @@ def e_FindCoordinatorResponse_v1(o: FindCoordinatorResponse, w: Append) -> None:
 
 def d_FindCoordinatorResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[FindCoordinatorResponse, int]:
     f_error_message: str | None
-    f_host: str
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
         n1 = buf[pos]
@@ -389,16 +346,16 @@ def d_FindCoordinatorResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[FindC
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_error_message = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_error_message = None
         elif n1 == 0:
             f_error_message = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('FindCoordinatorResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'FindCoordinatorResponse', 'string', 'ErrorMessage')
         (f_node_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n3 = buf[pos]
@@ -410,36 +367,26 @@ def d_FindCoordinatorResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[FindC
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('FindCoordinatorResponse', None, pos, 'null string for non-nullable Host')
-            f_host = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('FindCoordinatorResponse', None, pos, f'string Host length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_host = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_host = ''
+        else:
+            bad_length(n3, pos, 'FindCoordinatorResponse', 'string', 'Host')
         (f_port,) = _F_i_unpack(buf, pos)
         pos += 4
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('FindCoordinatorResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'FindCoordinatorResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FindCoordinatorResponse', pos) from None
     return FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, []), pos
 
 def e_FindCoordinatorResponse_v3(o: FindCoordinatorResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
         x_error_message = o.error_message
         if x_error_message is None:
@@ -462,12 +409,9 @@ def e_FindCoordinatorResponse_v3(o: FindCoordinatorResponse, w: Append) -> None:
 def da_FindCoordinatorResponse_Coordinator_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FindCoordinatorResponse.Coordinator], int]:
     out: list[FindCoordinatorResponse.Coordinator] = []
     app = out.append
-    f_key: str
-    f_host: str
     f_error_message: str | None
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -477,16 +421,14 @@ def da_FindCoordinatorResponse_Coordinator_v4(buf: bytes, pos: int, blen: int, n
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('FindCoordinatorResponse.Coordinator', None, pos, 'null string for non-nullable Key')
-                f_key = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('FindCoordinatorResponse.Coordinator', None, pos, f'string Key length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_key = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_key = ''
+            else:
+                bad_length(n1, pos, 'FindCoordinatorResponse.Coordinator', 'string', 'Key')
             (f_node_id,) = _F_i_unpack(buf, pos)
             pos += 4
             n3 = buf[pos]
@@ -498,16 +440,14 @@ def da_FindCoordinatorResponse_Coordinator_v4(buf: bytes, pos: int, blen: int, n
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('FindCoordinatorResponse.Coordinator', None, pos, 'null string for non-nullable Host')
-                f_host = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('FindCoordinatorResponse.Coordinator', None, pos, f'string Host length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_host = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_host = ''
+            else:
+                bad_length(n3, pos, 'FindCoordinatorResponse.Coordinator', 'string', 'Host')
             (f_port, f_error_code,) = _F_ih_unpack(buf, pos)
             pos += 6
             n5 = buf[pos]
@@ -519,36 +459,27 @@ def da_FindCoordinatorResponse_Coordinator_v4(buf: bytes, pos: int, blen: int, n
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            if n5 < 0:
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
+                f_error_message = buf[pos:end6].decode()
+                pos = end6
+            elif n5 < 0:
                 f_error_message = None
             elif n5 == 0:
                 f_error_message = ''
             else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('FindCoordinatorResponse.Coordinator', None, pos, f'string ErrorMessage length {n5} exceeds remaining bytes')
-                f_error_message = buf[pos:end6].decode()
-                pos = end6
+                bad_length(n5, pos, 'FindCoordinatorResponse.Coordinator', 'string', 'ErrorMessage')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('FindCoordinatorResponse.Coordinator', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'FindCoordinatorResponse.Coordinator')
             app(_FindCoordinatorResponse_Coordinator(f_key, f_node_id, f_host, f_port, f_error_code, f_error_message))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FindCoordinatorResponse.Coordinator', pos) from None
     return out, pos
 
 def d_FindCoordinatorResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[FindCoordinatorResponse, int]:
-    f_coordinators: list[FindCoordinatorResponse.Coordinator]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -569,14 +500,7 @@ def d_FindCoordinatorResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[FindC
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('FindCoordinatorResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'FindCoordinatorResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FindCoordinatorResponse', pos) from None
     return FindCoordinatorResponse(f_throttle_time_ms, 0, '', 0, '', 0, f_coordinators), pos
@@ -584,7 +508,6 @@ def d_FindCoordinatorResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[FindC
 def ea_FindCoordinatorResponse_Coordinator_v4(xs: list[FindCoordinatorResponse.Coordinator], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_key = o.key
             b1 = x_key.encode()
             ln = len(b1) + 1
@@ -611,7 +534,6 @@ def ea_FindCoordinatorResponse_Coordinator_v4(xs: list[FindCoordinatorResponse.C
 
 def e_FindCoordinatorResponse_v4(o: FindCoordinatorResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_coordinators = o.coordinators
         ln = len(x_coordinators) + 1

@@ -13,10 +13,10 @@ from protocol.primitives import (
     ENCODE_FAILURES,
     I16_pack,
     I16_unpack,
-    ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
-    read_uvarint,
+    skip_tagged_fields,
 )
 from protocol.schema import VersionRange
 
@@ -63,7 +63,6 @@ class ResponseHeader(Message):
 
 def d_RequestHeader_v0(buf: bytes, pos: int, blen: int) -> tuple[RequestHeader, int]:
     try:
-        pass
         (f_request_api_key, f_request_api_version, f_correlation_id,) = _F_hhi_unpack(buf, pos)
         pos += 8
     except DECODE_FAILURES as exc:
@@ -72,7 +71,6 @@ def d_RequestHeader_v0(buf: bytes, pos: int, blen: int) -> tuple[RequestHeader, 
 
 def e_RequestHeader_v0(o: RequestHeader, w: Append) -> None:
     try:
-        pass
         w(_F_hhi_pack(o.request_api_key, o.request_api_version, o.correlation_id))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'RequestHeader') from None
@@ -80,28 +78,26 @@ def e_RequestHeader_v0(o: RequestHeader, w: Append) -> None:
 def d_RequestHeader_v1(buf: bytes, pos: int, blen: int) -> tuple[RequestHeader, int]:
     f_client_id: str | None
     try:
-        pass
         (f_request_api_key, f_request_api_version, f_correlation_id,) = _F_hhi_unpack(buf, pos)
         pos += 8
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_client_id = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_client_id = None
         elif n1 == 0:
             f_client_id = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('RequestHeader', None, pos, f'string ClientId length {n1} exceeds remaining bytes')
-            f_client_id = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'RequestHeader', 'string', 'ClientId')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'RequestHeader', pos) from None
     return RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id), pos
 
 def e_RequestHeader_v1(o: RequestHeader, w: Append) -> None:
     try:
-        pass
         w(_F_hhi_pack(o.request_api_key, o.request_api_version, o.correlation_id))
         x_client_id = o.client_id
         if x_client_id is None:
@@ -116,39 +112,30 @@ def e_RequestHeader_v1(o: RequestHeader, w: Append) -> None:
 def d_RequestHeader_v2(buf: bytes, pos: int, blen: int) -> tuple[RequestHeader, int]:
     f_client_id: str | None
     try:
-        pass
         (f_request_api_key, f_request_api_version, f_correlation_id,) = _F_hhi_unpack(buf, pos)
         pos += 8
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_client_id = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_client_id = None
         elif n1 == 0:
             f_client_id = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('RequestHeader', None, pos, f'string ClientId length {n1} exceeds remaining bytes')
-            f_client_id = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'RequestHeader', 'string', 'ClientId')
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('RequestHeader', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'RequestHeader')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'RequestHeader', pos) from None
     return RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id), pos
 
 def e_RequestHeader_v2(o: RequestHeader, w: Append) -> None:
     try:
-        pass
         w(_F_hhi_pack(o.request_api_key, o.request_api_version, o.correlation_id))
         x_client_id = o.client_id
         if x_client_id is None:
@@ -163,7 +150,6 @@ def e_RequestHeader_v2(o: RequestHeader, w: Append) -> None:
 
 def d_ResponseHeader_v0(buf: bytes, pos: int, blen: int) -> tuple[ResponseHeader, int]:
     try:
-        pass
         (f_correlation_id,) = _F_i_unpack(buf, pos)
         pos += 4
     except DECODE_FAILURES as exc:
@@ -172,34 +158,24 @@ def d_ResponseHeader_v0(buf: bytes, pos: int, blen: int) -> tuple[ResponseHeader
 
 def e_ResponseHeader_v0(o: ResponseHeader, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.correlation_id))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ResponseHeader') from None
 
 def d_ResponseHeader_v1(buf: bytes, pos: int, blen: int) -> tuple[ResponseHeader, int]:
     try:
-        pass
         (f_correlation_id,) = _F_i_unpack(buf, pos)
         pos += 4
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ResponseHeader', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ResponseHeader')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ResponseHeader', pos) from None
     return ResponseHeader(f_correlation_id), pos
 
 def e_ResponseHeader_v1(o: ResponseHeader, w: Append) -> None:
     try:
-        pass
         w(_F_ix_pack(o.correlation_id))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ResponseHeader') from None

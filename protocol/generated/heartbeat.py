@@ -14,10 +14,11 @@ from protocol.primitives import (
     UVARINT_SMALL,
     I16_pack,
     I16_unpack,
-    ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -67,43 +68,35 @@ class HeartbeatResponse(Message):
 
 
 def d_HeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatRequest, int]:
-    f_group_id: str
-    f_member_id: str
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('HeartbeatRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('HeartbeatRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'HeartbeatRequest', 'string', 'GroupId')
         (f_generation_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('HeartbeatRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('HeartbeatRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'HeartbeatRequest', 'string', 'MemberId')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'HeartbeatRequest', pos) from None
     return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, None), pos
 
 def e_HeartbeatRequest_v0(o: HeartbeatRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -117,56 +110,48 @@ def e_HeartbeatRequest_v0(o: HeartbeatRequest, w: Append) -> None:
         raise encode_error(exc, 'HeartbeatRequest') from None
 
 def d_HeartbeatRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatRequest, int]:
-    f_group_id: str
-    f_member_id: str
     f_group_instance_id: str | None
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('HeartbeatRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('HeartbeatRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'HeartbeatRequest', 'string', 'GroupId')
         (f_generation_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('HeartbeatRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('HeartbeatRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'HeartbeatRequest', 'string', 'MemberId')
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('HeartbeatRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'HeartbeatRequest', 'string', 'GroupInstanceId')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'HeartbeatRequest', pos) from None
     return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id), pos
 
 def e_HeartbeatRequest_v3(o: HeartbeatRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -187,11 +172,8 @@ def e_HeartbeatRequest_v3(o: HeartbeatRequest, w: Append) -> None:
         raise encode_error(exc, 'HeartbeatRequest') from None
 
 def d_HeartbeatRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatRequest, int]:
-    f_group_id: str
-    f_member_id: str
     f_group_instance_id: str | None
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -201,16 +183,14 @@ def d_HeartbeatRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatReq
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('HeartbeatRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('HeartbeatRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'HeartbeatRequest', 'string', 'GroupId')
         (f_generation_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n3 = buf[pos]
@@ -222,16 +202,14 @@ def d_HeartbeatRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatReq
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('HeartbeatRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('HeartbeatRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'HeartbeatRequest', 'string', 'MemberId')
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -241,34 +219,26 @@ def d_HeartbeatRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatReq
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('HeartbeatRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'HeartbeatRequest', 'string', 'GroupInstanceId')
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('HeartbeatRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'HeartbeatRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'HeartbeatRequest', pos) from None
     return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id), pos
 
 def e_HeartbeatRequest_v4(o: HeartbeatRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         ln = len(b1) + 1
@@ -294,7 +264,6 @@ def e_HeartbeatRequest_v4(o: HeartbeatRequest, w: Append) -> None:
 
 def d_HeartbeatResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatResponse, int]:
     try:
-        pass
         (f_error_code,) = _F_h_unpack(buf, pos)
         pos += 2
     except DECODE_FAILURES as exc:
@@ -303,14 +272,12 @@ def d_HeartbeatResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatRe
 
 def e_HeartbeatResponse_v0(o: HeartbeatResponse, w: Append) -> None:
     try:
-        pass
         w(_F_h_pack(o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'HeartbeatResponse') from None
 
 def d_HeartbeatResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatResponse, int]:
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
     except DECODE_FAILURES as exc:
@@ -319,34 +286,24 @@ def d_HeartbeatResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatRe
 
 def e_HeartbeatResponse_v1(o: HeartbeatResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'HeartbeatResponse') from None
 
 def d_HeartbeatResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatResponse, int]:
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('HeartbeatResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'HeartbeatResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'HeartbeatResponse', pos) from None
     return HeartbeatResponse(f_throttle_time_ms, f_error_code), pos
 
 def e_HeartbeatResponse_v4(o: HeartbeatResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ihx_pack(o.throttle_time_ms, o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'HeartbeatResponse') from None

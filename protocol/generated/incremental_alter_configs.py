@@ -18,9 +18,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -104,37 +106,33 @@ _IncrementalAlterConfigsResponse_AlterConfigsResourceResponse = IncrementalAlter
 def da_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[IncrementalAlterConfigsRequest.AlterableConfig], int]:
     out: list[IncrementalAlterConfigsRequest.AlterableConfig] = []
     app = out.append
-    f_name: str
     f_value: str | None
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'IncrementalAlterConfigsRequest.AlterableConfig', 'string', 'Name')
             (f_config_operation,) = _F_b_unpack(buf, pos)
             pos += 1
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_value = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, f'string Value length {n3} exceeds remaining bytes')
-                f_value = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'IncrementalAlterConfigsRequest.AlterableConfig', 'string', 'Value')
             app(_IncrementalAlterConfigsRequest_AlterableConfig(f_name, f_config_operation, f_value))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsRequest.AlterableConfig', pos) from None
@@ -143,25 +141,20 @@ def da_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf: bytes, pos: int, b
 def da_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[IncrementalAlterConfigsRequest.AlterConfigsResource], int]:
     out: list[IncrementalAlterConfigsRequest.AlterConfigsResource] = []
     app = out.append
-    f_resource_name: str
-    f_configs: list[IncrementalAlterConfigsRequest.AlterableConfig]
     try:
         for _ in range(n):
-            pass
             (f_resource_type,) = _F_b_unpack(buf, pos)
             pos += 1
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, 'null string for non-nullable ResourceName')
-                f_resource_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, f'string ResourceName length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_resource_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_resource_name = ''
+            else:
+                bad_length(n1, pos, 'IncrementalAlterConfigsRequest.AlterConfigsResource', 'string', 'ResourceName')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -176,9 +169,7 @@ def da_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(buf: bytes, pos: i
     return out, pos
 
 def d_IncrementalAlterConfigsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[IncrementalAlterConfigsRequest, int]:
-    f_resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -196,7 +187,6 @@ def d_IncrementalAlterConfigsRequest_v0(buf: bytes, pos: int, blen: int) -> tupl
 def ea_IncrementalAlterConfigsRequest_AlterableConfig_v0(xs: list[IncrementalAlterConfigsRequest.AlterableConfig], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -215,7 +205,6 @@ def ea_IncrementalAlterConfigsRequest_AlterableConfig_v0(xs: list[IncrementalAlt
 def ea_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(xs: list[IncrementalAlterConfigsRequest.AlterConfigsResource], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_b_pack(o.resource_type))
             x_resource_name = o.resource_name
             b1 = x_resource_name.encode()
@@ -229,7 +218,6 @@ def ea_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(xs: list[Increment
 
 def e_IncrementalAlterConfigsRequest_v0(o: IncrementalAlterConfigsRequest, w: Append) -> None:
     try:
-        pass
         x_resources = o.resources
         w(I32_pack(len(x_resources)))
         ea_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(x_resources, w)
@@ -240,11 +228,9 @@ def e_IncrementalAlterConfigsRequest_v0(o: IncrementalAlterConfigsRequest, w: Ap
 def da_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[IncrementalAlterConfigsRequest.AlterableConfig], int]:
     out: list[IncrementalAlterConfigsRequest.AlterableConfig] = []
     app = out.append
-    f_name: str
     f_value: str | None
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -254,16 +240,14 @@ def da_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf: bytes, pos: int, b
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'IncrementalAlterConfigsRequest.AlterableConfig', 'string', 'Name')
             (f_config_operation,) = _F_b_unpack(buf, pos)
             pos += 1
             n3 = buf[pos]
@@ -275,27 +259,20 @@ def da_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf: bytes, pos: int, b
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_value = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, f'string Value length {n3} exceeds remaining bytes')
-                f_value = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'IncrementalAlterConfigsRequest.AlterableConfig', 'string', 'Value')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('IncrementalAlterConfigsRequest.AlterableConfig', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'IncrementalAlterConfigsRequest.AlterableConfig')
             app(_IncrementalAlterConfigsRequest_AlterableConfig(f_name, f_config_operation, f_value))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsRequest.AlterableConfig', pos) from None
@@ -304,11 +281,8 @@ def da_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf: bytes, pos: int, b
 def da_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[IncrementalAlterConfigsRequest.AlterConfigsResource], int]:
     out: list[IncrementalAlterConfigsRequest.AlterConfigsResource] = []
     app = out.append
-    f_resource_name: str
-    f_configs: list[IncrementalAlterConfigsRequest.AlterableConfig]
     try:
         for _ in range(n):
-            pass
             (f_resource_type,) = _F_b_unpack(buf, pos)
             pos += 1
             n1 = buf[pos]
@@ -320,16 +294,14 @@ def da_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf: bytes, pos: i
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, 'null string for non-nullable ResourceName')
-                f_resource_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, f'string ResourceName length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_resource_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_resource_name = ''
+            else:
+                bad_length(n1, pos, 'IncrementalAlterConfigsRequest.AlterConfigsResource', 'string', 'ResourceName')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -348,23 +320,14 @@ def da_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf: bytes, pos: i
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'IncrementalAlterConfigsRequest.AlterConfigsResource')
             app(_IncrementalAlterConfigsRequest_AlterConfigsResource(f_resource_type, f_resource_name, f_configs))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsRequest.AlterConfigsResource', pos) from None
     return out, pos
 
 def d_IncrementalAlterConfigsRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[IncrementalAlterConfigsRequest, int]:
-    f_resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -385,14 +348,7 @@ def d_IncrementalAlterConfigsRequest_v1(buf: bytes, pos: int, blen: int) -> tupl
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('IncrementalAlterConfigsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'IncrementalAlterConfigsRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsRequest', pos) from None
     return IncrementalAlterConfigsRequest(f_resources, f_validate_only), pos
@@ -400,7 +356,6 @@ def d_IncrementalAlterConfigsRequest_v1(buf: bytes, pos: int, blen: int) -> tupl
 def ea_IncrementalAlterConfigsRequest_AlterableConfig_v1(xs: list[IncrementalAlterConfigsRequest.AlterableConfig], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -422,7 +377,6 @@ def ea_IncrementalAlterConfigsRequest_AlterableConfig_v1(xs: list[IncrementalAlt
 def ea_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(xs: list[IncrementalAlterConfigsRequest.AlterConfigsResource], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_b_pack(o.resource_type))
             x_resource_name = o.resource_name
             b1 = x_resource_name.encode()
@@ -439,7 +393,6 @@ def ea_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(xs: list[Increment
 
 def e_IncrementalAlterConfigsRequest_v1(o: IncrementalAlterConfigsRequest, w: Append) -> None:
     try:
-        pass
         x_resources = o.resources
         ln = len(x_resources) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -452,47 +405,41 @@ def da_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf: byte
     out: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = []
     app = out.append
     f_error_message: str | None
-    f_resource_name: str
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_error_message = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_error_message = None
             elif n1 == 0:
                 f_error_message = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ErrorMessage')
             (f_resource_type,) = _F_b_unpack(buf, pos)
             pos += 1
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, 'null string for non-nullable ResourceName')
-                f_resource_name = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, f'string ResourceName length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_resource_name = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_resource_name = ''
+            else:
+                bad_length(n3, pos, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ResourceName')
             app(_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', pos) from None
     return out, pos
 
 def d_IncrementalAlterConfigsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[IncrementalAlterConfigsResponse, int]:
-    f_responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -510,7 +457,6 @@ def d_IncrementalAlterConfigsResponse_v0(buf: bytes, pos: int, blen: int) -> tup
 def ea_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(xs: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_error_message = o.error_message
             if x_error_message is None:
@@ -529,7 +475,6 @@ def ea_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(xs: list[
 
 def e_IncrementalAlterConfigsResponse_v0(o: IncrementalAlterConfigsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_responses = o.responses
         w(I32_pack(len(x_responses)))
@@ -541,10 +486,8 @@ def da_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf: byte
     out: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = []
     app = out.append
     f_error_message: str | None
-    f_resource_name: str
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             n1 = buf[pos]
@@ -556,16 +499,16 @@ def da_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf: byte
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_error_message = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_error_message = None
             elif n1 == 0:
                 f_error_message = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ErrorMessage')
             (f_resource_type,) = _F_b_unpack(buf, pos)
             pos += 1
             n3 = buf[pos]
@@ -577,36 +520,25 @@ def da_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf: byte
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, 'null string for non-nullable ResourceName')
-                f_resource_name = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, f'string ResourceName length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_resource_name = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_resource_name = ''
+            else:
+                bad_length(n3, pos, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ResourceName')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse')
             app(_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', pos) from None
     return out, pos
 
 def d_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[IncrementalAlterConfigsResponse, int]:
-    f_responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -627,14 +559,7 @@ def d_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: int, blen: int) -> tup
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('IncrementalAlterConfigsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'IncrementalAlterConfigsResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsResponse', pos) from None
     return IncrementalAlterConfigsResponse(f_throttle_time_ms, f_responses), pos
@@ -642,7 +567,6 @@ def d_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: int, blen: int) -> tup
 def ea_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(xs: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_error_message = o.error_message
             if x_error_message is None:
@@ -664,7 +588,6 @@ def ea_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(xs: list[
 
 def e_IncrementalAlterConfigsResponse_v1(o: IncrementalAlterConfigsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_responses = o.responses
         ln = len(x_responses) + 1

@@ -14,10 +14,11 @@ from protocol.primitives import (
     UVARINT_SMALL,
     I16_pack,
     I16_unpack,
-    ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -75,19 +76,18 @@ class InitProducerIdResponse(Message):
 def d_InitProducerIdRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id: str | None
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_transactional_id = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_transactional_id = None
         elif n1 == 0:
             f_transactional_id = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('InitProducerIdRequest', None, pos, f'string TransactionalId length {n1} exceeds remaining bytes')
-            f_transactional_id = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'InitProducerIdRequest', 'string', 'TransactionalId')
         (f_transaction_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
     except DECODE_FAILURES as exc:
@@ -96,7 +96,6 @@ def d_InitProducerIdRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[InitPro
 
 def e_InitProducerIdRequest_v0(o: InitProducerIdRequest, w: Append) -> None:
     try:
-        pass
         x_transactional_id = o.transactional_id
         if x_transactional_id is None:
             w(b'\xff\xff')
@@ -111,7 +110,6 @@ def e_InitProducerIdRequest_v0(o: InitProducerIdRequest, w: Append) -> None:
 def d_InitProducerIdRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id: str | None
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -121,36 +119,28 @@ def d_InitProducerIdRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[InitPro
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_transactional_id = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_transactional_id = None
         elif n1 == 0:
             f_transactional_id = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('InitProducerIdRequest', None, pos, f'string TransactionalId length {n1} exceeds remaining bytes')
-            f_transactional_id = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'InitProducerIdRequest', 'string', 'TransactionalId')
         (f_transaction_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('InitProducerIdRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'InitProducerIdRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'InitProducerIdRequest', pos) from None
     return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1), pos
 
 def e_InitProducerIdRequest_v2(o: InitProducerIdRequest, w: Append) -> None:
     try:
-        pass
         x_transactional_id = o.transactional_id
         if x_transactional_id is None:
             w(b'\x00')
@@ -166,7 +156,6 @@ def e_InitProducerIdRequest_v2(o: InitProducerIdRequest, w: Append) -> None:
 def d_InitProducerIdRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id: str | None
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -176,36 +165,28 @@ def d_InitProducerIdRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[InitPro
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_transactional_id = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_transactional_id = None
         elif n1 == 0:
             f_transactional_id = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('InitProducerIdRequest', None, pos, f'string TransactionalId length {n1} exceeds remaining bytes')
-            f_transactional_id = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'InitProducerIdRequest', 'string', 'TransactionalId')
         (f_transaction_timeout_ms, f_producer_id, f_producer_epoch,) = _F_iqh_unpack(buf, pos)
         pos += 14
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('InitProducerIdRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'InitProducerIdRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'InitProducerIdRequest', pos) from None
     return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch), pos
 
 def e_InitProducerIdRequest_v3(o: InitProducerIdRequest, w: Append) -> None:
     try:
-        pass
         x_transactional_id = o.transactional_id
         if x_transactional_id is None:
             w(b'\x00')
@@ -220,7 +201,6 @@ def e_InitProducerIdRequest_v3(o: InitProducerIdRequest, w: Append) -> None:
 
 def d_InitProducerIdResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[InitProducerIdResponse, int]:
     try:
-        pass
         (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _F_ihqh_unpack(buf, pos)
         pos += 16
     except DECODE_FAILURES as exc:
@@ -229,34 +209,24 @@ def d_InitProducerIdResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[InitPr
 
 def e_InitProducerIdResponse_v0(o: InitProducerIdResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ihqh_pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'InitProducerIdResponse') from None
 
 def d_InitProducerIdResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[InitProducerIdResponse, int]:
     try:
-        pass
         (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _F_ihqh_unpack(buf, pos)
         pos += 16
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('InitProducerIdResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'InitProducerIdResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'InitProducerIdResponse', pos) from None
     return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
 
 def e_InitProducerIdResponse_v2(o: InitProducerIdResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ihqhx_pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'InitProducerIdResponse') from None

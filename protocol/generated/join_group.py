@@ -18,9 +18,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -105,83 +107,65 @@ _JoinGroupResponse_JoinGroupResponseMember = JoinGroupResponse.JoinGroupResponse
 def da_JoinGroupRequest_JoinGroupRequestProtocol_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[JoinGroupRequest.JoinGroupRequestProtocol], int]:
     out: list[JoinGroupRequest.JoinGroupRequestProtocol] = []
     app = out.append
-    f_name: str
-    f_metadata: bytes
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'JoinGroupRequest.JoinGroupRequestProtocol', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
-            if n3 < 0:
-                raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, 'null bytes for non-nullable Metadata')
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, f'bytes Metadata length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 <= n3 and end4 <= blen:
                 f_metadata = buf[pos:end4]
                 pos = end4
+            else:
+                bad_length(n3, pos, 'JoinGroupRequest.JoinGroupRequestProtocol', 'bytes', 'Metadata')
             app(_JoinGroupRequest_JoinGroupRequestProtocol(f_name, f_metadata))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupRequest.JoinGroupRequestProtocol', pos) from None
     return out, pos
 
 def d_JoinGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRequest, int]:
-    f_group_id: str
-    f_member_id: str
-    f_protocol_type: str
-    f_protocols: list[JoinGroupRequest.JoinGroupRequestProtocol]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
         (f_session_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        if n5 <= 0:
-            if n5 < 0:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'null string for non-nullable ProtocolType')
-            f_protocol_type = ''
-        else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string ProtocolType length {n5} exceeds remaining bytes')
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
             f_protocol_type = buf[pos:end6].decode()
             pos = end6
+        elif n5 == 0:
+            f_protocol_type = ''
+        else:
+            bad_length(n5, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -197,7 +181,6 @@ def d_JoinGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
 def ea_JoinGroupRequest_JoinGroupRequestProtocol_v0(xs: list[JoinGroupRequest.JoinGroupRequestProtocol], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -210,7 +193,6 @@ def ea_JoinGroupRequest_JoinGroupRequestProtocol_v0(xs: list[JoinGroupRequest.Jo
 
 def e_JoinGroupRequest_v0(o: JoinGroupRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -231,50 +213,39 @@ def e_JoinGroupRequest_v0(o: JoinGroupRequest, w: Append) -> None:
         raise encode_error(exc, 'JoinGroupRequest') from None
 
 def d_JoinGroupRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRequest, int]:
-    f_group_id: str
-    f_member_id: str
-    f_protocol_type: str
-    f_protocols: list[JoinGroupRequest.JoinGroupRequestProtocol]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
         (f_session_timeout_ms, f_rebalance_timeout_ms,) = _F_ii_unpack(buf, pos)
         pos += 8
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        if n5 <= 0:
-            if n5 < 0:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'null string for non-nullable ProtocolType')
-            f_protocol_type = ''
-        else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string ProtocolType length {n5} exceeds remaining bytes')
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
             f_protocol_type = buf[pos:end6].decode()
             pos = end6
+        elif n5 == 0:
+            f_protocol_type = ''
+        else:
+            bad_length(n5, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -289,7 +260,6 @@ def d_JoinGroupRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
 
 def e_JoinGroupRequest_v1(o: JoinGroupRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -310,63 +280,52 @@ def e_JoinGroupRequest_v1(o: JoinGroupRequest, w: Append) -> None:
         raise encode_error(exc, 'JoinGroupRequest') from None
 
 def d_JoinGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRequest, int]:
-    f_group_id: str
-    f_member_id: str
     f_group_instance_id: str | None
-    f_protocol_type: str
-    f_protocols: list[JoinGroupRequest.JoinGroupRequestProtocol]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
         (f_session_timeout_ms, f_rebalance_timeout_ms,) = _F_ii_unpack(buf, pos)
         pos += 8
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'JoinGroupRequest', 'string', 'GroupInstanceId')
         (n7,) = I16_unpack(buf, pos)
         pos += 2
-        if n7 <= 0:
-            if n7 < 0:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'null string for non-nullable ProtocolType')
-            f_protocol_type = ''
-        else:
-            end8 = pos + n7
-            if end8 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string ProtocolType length {n7} exceeds remaining bytes')
+        end8 = pos + n7
+        if 0 < n7 and end8 <= blen:
             f_protocol_type = buf[pos:end8].decode()
             pos = end8
+        elif n7 == 0:
+            f_protocol_type = ''
+        else:
+            bad_length(n7, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
         (n9,) = I32_unpack(buf, pos)
         pos += 4
         if n9 < 0:
@@ -381,7 +340,6 @@ def d_JoinGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
 
 def e_JoinGroupRequest_v5(o: JoinGroupRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -411,11 +369,8 @@ def e_JoinGroupRequest_v5(o: JoinGroupRequest, w: Append) -> None:
 def da_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[JoinGroupRequest.JoinGroupRequestProtocol], int]:
     out: list[JoinGroupRequest.JoinGroupRequestProtocol] = []
     app = out.append
-    f_name: str
-    f_metadata: bytes
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -425,16 +380,14 @@ def da_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'JoinGroupRequest.JoinGroupRequestProtocol', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -444,38 +397,24 @@ def da_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf: bytes, pos: int, blen: 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, 'null bytes for non-nullable Metadata')
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, f'bytes Metadata length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 <= n3 and end4 <= blen:
                 f_metadata = buf[pos:end4]
                 pos = end4
+            else:
+                bad_length(n3, pos, 'JoinGroupRequest.JoinGroupRequestProtocol', 'bytes', 'Metadata')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('JoinGroupRequest.JoinGroupRequestProtocol', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'JoinGroupRequest.JoinGroupRequestProtocol')
             app(_JoinGroupRequest_JoinGroupRequestProtocol(f_name, f_metadata))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupRequest.JoinGroupRequestProtocol', pos) from None
     return out, pos
 
 def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRequest, int]:
-    f_group_id: str
-    f_member_id: str
     f_group_instance_id: str | None
-    f_protocol_type: str
-    f_protocols: list[JoinGroupRequest.JoinGroupRequestProtocol]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -485,16 +424,14 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
         (f_session_timeout_ms, f_rebalance_timeout_ms,) = _F_ii_unpack(buf, pos)
         pos += 8
         n3 = buf[pos]
@@ -506,16 +443,14 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -525,16 +460,16 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'JoinGroupRequest', 'string', 'GroupInstanceId')
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -544,16 +479,14 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        if n7 <= 0:
-            if n7 < 0:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'null string for non-nullable ProtocolType')
-            f_protocol_type = ''
-        else:
-            end8 = pos + n7
-            if end8 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string ProtocolType length {n7} exceeds remaining bytes')
+        end8 = pos + n7
+        if 0 < n7 and end8 <= blen:
             f_protocol_type = buf[pos:end8].decode()
             pos = end8
+        elif n7 == 0:
+            f_protocol_type = ''
+        else:
+            bad_length(n7, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
         n9 = buf[pos]
         if n9 < 128:
             pos += 1
@@ -572,14 +505,7 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('JoinGroupRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'JoinGroupRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupRequest', pos) from None
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None), pos
@@ -587,7 +513,6 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
 def ea_JoinGroupRequest_JoinGroupRequestProtocol_v6(xs: list[JoinGroupRequest.JoinGroupRequestProtocol], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -603,7 +528,6 @@ def ea_JoinGroupRequest_JoinGroupRequestProtocol_v6(xs: list[JoinGroupRequest.Jo
 
 def e_JoinGroupRequest_v6(o: JoinGroupRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         ln = len(b1) + 1
@@ -637,14 +561,9 @@ def e_JoinGroupRequest_v6(o: JoinGroupRequest, w: Append) -> None:
         raise encode_error(exc, 'JoinGroupRequest') from None
 
 def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRequest, int]:
-    f_group_id: str
-    f_member_id: str
     f_group_instance_id: str | None
-    f_protocol_type: str
-    f_protocols: list[JoinGroupRequest.JoinGroupRequestProtocol]
     f_reason: str | None
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -654,16 +573,14 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
         (f_session_timeout_ms, f_rebalance_timeout_ms,) = _F_ii_unpack(buf, pos)
         pos += 8
         n3 = buf[pos]
@@ -675,16 +592,14 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -694,16 +609,16 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'JoinGroupRequest', 'string', 'GroupInstanceId')
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -713,16 +628,14 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        if n7 <= 0:
-            if n7 < 0:
-                raise ProtocolError('JoinGroupRequest', None, pos, 'null string for non-nullable ProtocolType')
-            f_protocol_type = ''
-        else:
-            end8 = pos + n7
-            if end8 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string ProtocolType length {n7} exceeds remaining bytes')
+        end8 = pos + n7
+        if 0 < n7 and end8 <= blen:
             f_protocol_type = buf[pos:end8].decode()
             pos = end8
+        elif n7 == 0:
+            f_protocol_type = ''
+        else:
+            bad_length(n7, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
         n9 = buf[pos]
         if n9 < 128:
             pos += 1
@@ -747,34 +660,26 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n10, pos = read_uvarint(buf, pos)
         n10 -= 1
-        if n10 < 0:
+        end11 = pos + n10
+        if 0 < n10 and end11 <= blen:
+            f_reason = buf[pos:end11].decode()
+            pos = end11
+        elif n10 < 0:
             f_reason = None
         elif n10 == 0:
             f_reason = ''
         else:
-            end11 = pos + n10
-            if end11 > blen:
-                raise ProtocolError('JoinGroupRequest', None, pos, f'string Reason length {n10} exceeds remaining bytes')
-            f_reason = buf[pos:end11].decode()
-            pos = end11
+            bad_length(n10, pos, 'JoinGroupRequest', 'string', 'Reason')
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('JoinGroupRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'JoinGroupRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupRequest', pos) from None
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason), pos
 
 def e_JoinGroupRequest_v8(o: JoinGroupRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         ln = len(b1) + 1
@@ -818,83 +723,65 @@ def e_JoinGroupRequest_v8(o: JoinGroupRequest, w: Append) -> None:
 def da_JoinGroupResponse_JoinGroupResponseMember_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[JoinGroupResponse.JoinGroupResponseMember], int]:
     out: list[JoinGroupResponse.JoinGroupResponseMember] = []
     app = out.append
-    f_member_id: str
-    f_metadata: bytes
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, 'null string for non-nullable MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
-            if n3 < 0:
-                raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, 'null bytes for non-nullable Metadata')
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'bytes Metadata length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 <= n3 and end4 <= blen:
                 f_metadata = buf[pos:end4]
                 pos = end4
+            else:
+                bad_length(n3, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'bytes', 'Metadata')
             app(_JoinGroupResponse_JoinGroupResponseMember(f_member_id, None, f_metadata))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupResponse.JoinGroupResponseMember', pos) from None
     return out, pos
 
 def d_JoinGroupResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupResponse, int]:
-    f_protocol_name: str
-    f_leader: str
-    f_member_id: str
-    f_members: list[JoinGroupResponse.JoinGroupResponseMember]
     try:
-        pass
         (f_error_code, f_generation_id,) = _F_hi_unpack(buf, pos)
         pos += 6
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'null string for non-nullable ProtocolName')
-            f_protocol_name = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string ProtocolName length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_protocol_name = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_protocol_name = ''
+        else:
+            bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'null string for non-nullable Leader')
-            f_leader = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string Leader length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_leader = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_leader = ''
+        else:
+            bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        if n5 <= 0:
-            if n5 < 0:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string MemberId length {n5} exceeds remaining bytes')
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
             f_member_id = buf[pos:end6].decode()
             pos = end6
+        elif n5 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -910,7 +797,6 @@ def d_JoinGroupResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
 def ea_JoinGroupResponse_JoinGroupResponseMember_v0(xs: list[JoinGroupResponse.JoinGroupResponseMember], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             w(I16_pack(len(b1)))
@@ -923,7 +809,6 @@ def ea_JoinGroupResponse_JoinGroupResponseMember_v0(xs: list[JoinGroupResponse.J
 
 def e_JoinGroupResponse_v0(o: JoinGroupResponse, w: Append) -> None:
     try:
-        pass
         w(_F_hi_pack(o.error_code, o.generation_id))
         x_protocol_name: str = o.protocol_name  # type: ignore[assignment]
         b1 = x_protocol_name.encode()
@@ -944,50 +829,39 @@ def e_JoinGroupResponse_v0(o: JoinGroupResponse, w: Append) -> None:
         raise encode_error(exc, 'JoinGroupResponse') from None
 
 def d_JoinGroupResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupResponse, int]:
-    f_protocol_name: str
-    f_leader: str
-    f_member_id: str
-    f_members: list[JoinGroupResponse.JoinGroupResponseMember]
     try:
-        pass
         (f_throttle_time_ms, f_error_code, f_generation_id,) = _F_ihi_unpack(buf, pos)
         pos += 10
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'null string for non-nullable ProtocolName')
-            f_protocol_name = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string ProtocolName length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_protocol_name = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_protocol_name = ''
+        else:
+            bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'null string for non-nullable Leader')
-            f_leader = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string Leader length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_leader = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_leader = ''
+        else:
+            bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        if n5 <= 0:
-            if n5 < 0:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string MemberId length {n5} exceeds remaining bytes')
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
             f_member_id = buf[pos:end6].decode()
             pos = end6
+        elif n5 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -1002,7 +876,6 @@ def d_JoinGroupResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
 
 def e_JoinGroupResponse_v2(o: JoinGroupResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ihi_pack(o.throttle_time_ms, o.error_code, o.generation_id))
         x_protocol_name: str = o.protocol_name  # type: ignore[assignment]
         b1 = x_protocol_name.encode()
@@ -1025,96 +898,78 @@ def e_JoinGroupResponse_v2(o: JoinGroupResponse, w: Append) -> None:
 def da_JoinGroupResponse_JoinGroupResponseMember_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[JoinGroupResponse.JoinGroupResponseMember], int]:
     out: list[JoinGroupResponse.JoinGroupResponseMember] = []
     app = out.append
-    f_member_id: str
     f_group_instance_id: str | None
-    f_metadata: bytes
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, 'null string for non-nullable MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'GroupInstanceId')
             (n5,) = I32_unpack(buf, pos)
             pos += 4
-            if n5 < 0:
-                raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, 'null bytes for non-nullable Metadata')
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'bytes Metadata length {n5} exceeds remaining bytes')
+            end6 = pos + n5
+            if 0 <= n5 and end6 <= blen:
                 f_metadata = buf[pos:end6]
                 pos = end6
+            else:
+                bad_length(n5, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'bytes', 'Metadata')
             app(_JoinGroupResponse_JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupResponse.JoinGroupResponseMember', pos) from None
     return out, pos
 
 def d_JoinGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupResponse, int]:
-    f_protocol_name: str
-    f_leader: str
-    f_member_id: str
-    f_members: list[JoinGroupResponse.JoinGroupResponseMember]
     try:
-        pass
         (f_throttle_time_ms, f_error_code, f_generation_id,) = _F_ihi_unpack(buf, pos)
         pos += 10
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'null string for non-nullable ProtocolName')
-            f_protocol_name = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string ProtocolName length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_protocol_name = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_protocol_name = ''
+        else:
+            bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'null string for non-nullable Leader')
-            f_leader = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string Leader length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_leader = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_leader = ''
+        else:
+            bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        if n5 <= 0:
-            if n5 < 0:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string MemberId length {n5} exceeds remaining bytes')
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
             f_member_id = buf[pos:end6].decode()
             pos = end6
+        elif n5 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -1130,7 +985,6 @@ def d_JoinGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
 def ea_JoinGroupResponse_JoinGroupResponseMember_v5(xs: list[JoinGroupResponse.JoinGroupResponseMember], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             w(I16_pack(len(b1)))
@@ -1150,7 +1004,6 @@ def ea_JoinGroupResponse_JoinGroupResponseMember_v5(xs: list[JoinGroupResponse.J
 
 def e_JoinGroupResponse_v5(o: JoinGroupResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ihi_pack(o.throttle_time_ms, o.error_code, o.generation_id))
         x_protocol_name: str = o.protocol_name  # type: ignore[assignment]
         b1 = x_protocol_name.encode()
@@ -1173,12 +1026,9 @@ def e_JoinGroupResponse_v5(o: JoinGroupResponse, w: Append) -> None:
 def da_JoinGroupResponse_JoinGroupResponseMember_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[JoinGroupResponse.JoinGroupResponseMember], int]:
     out: list[JoinGroupResponse.JoinGroupResponseMember] = []
     app = out.append
-    f_member_id: str
     f_group_instance_id: str | None
-    f_metadata: bytes
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -1188,16 +1038,14 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v6(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, 'null string for non-nullable MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1207,16 +1055,16 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v6(buf: bytes, pos: int, blen: 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'GroupInstanceId')
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -1226,37 +1074,23 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v6(buf: bytes, pos: int, blen: 
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            if n5 < 0:
-                raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, 'null bytes for non-nullable Metadata')
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'bytes Metadata length {n5} exceeds remaining bytes')
+            end6 = pos + n5
+            if 0 <= n5 and end6 <= blen:
                 f_metadata = buf[pos:end6]
                 pos = end6
+            else:
+                bad_length(n5, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'bytes', 'Metadata')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('JoinGroupResponse.JoinGroupResponseMember', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'JoinGroupResponse.JoinGroupResponseMember')
             app(_JoinGroupResponse_JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupResponse.JoinGroupResponseMember', pos) from None
     return out, pos
 
 def d_JoinGroupResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupResponse, int]:
-    f_protocol_name: str
-    f_leader: str
-    f_member_id: str
-    f_members: list[JoinGroupResponse.JoinGroupResponseMember]
     try:
-        pass
         (f_throttle_time_ms, f_error_code, f_generation_id,) = _F_ihi_unpack(buf, pos)
         pos += 10
         n1 = buf[pos]
@@ -1268,16 +1102,14 @@ def d_JoinGroupResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'null string for non-nullable ProtocolName')
-            f_protocol_name = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string ProtocolName length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_protocol_name = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_protocol_name = ''
+        else:
+            bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -1287,16 +1119,14 @@ def d_JoinGroupResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'null string for non-nullable Leader')
-            f_leader = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string Leader length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_leader = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_leader = ''
+        else:
+            bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -1306,16 +1136,14 @@ def d_JoinGroupResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        if n5 <= 0:
-            if n5 < 0:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string MemberId length {n5} exceeds remaining bytes')
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
             f_member_id = buf[pos:end6].decode()
             pos = end6
+        elif n5 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -1334,14 +1162,7 @@ def d_JoinGroupResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('JoinGroupResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'JoinGroupResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupResponse', pos) from None
     return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
@@ -1349,7 +1170,6 @@ def d_JoinGroupResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
 def ea_JoinGroupResponse_JoinGroupResponseMember_v6(xs: list[JoinGroupResponse.JoinGroupResponseMember], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             ln = len(b1) + 1
@@ -1373,7 +1193,6 @@ def ea_JoinGroupResponse_JoinGroupResponseMember_v6(xs: list[JoinGroupResponse.J
 
 def e_JoinGroupResponse_v6(o: JoinGroupResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ihi_pack(o.throttle_time_ms, o.error_code, o.generation_id))
         x_protocol_name: str = o.protocol_name  # type: ignore[assignment]
         b1 = x_protocol_name.encode()
@@ -1401,11 +1220,7 @@ def e_JoinGroupResponse_v6(o: JoinGroupResponse, w: Append) -> None:
 def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupResponse, int]:
     f_protocol_type: str | None
     f_protocol_name: str | None
-    f_leader: str
-    f_member_id: str
-    f_members: list[JoinGroupResponse.JoinGroupResponseMember]
     try:
-        pass
         (f_throttle_time_ms, f_error_code, f_generation_id,) = _F_ihi_unpack(buf, pos)
         pos += 10
         n1 = buf[pos]
@@ -1417,16 +1232,16 @@ def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_protocol_type = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_protocol_type = None
         elif n1 == 0:
             f_protocol_type = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string ProtocolType length {n1} exceeds remaining bytes')
-            f_protocol_type = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolType')
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -1436,16 +1251,16 @@ def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 < 0:
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
+            f_protocol_name = buf[pos:end4].decode()
+            pos = end4
+        elif n3 < 0:
             f_protocol_name = None
         elif n3 == 0:
             f_protocol_name = ''
         else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string ProtocolName length {n3} exceeds remaining bytes')
-            f_protocol_name = buf[pos:end4].decode()
-            pos = end4
+            bad_length(n3, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -1455,16 +1270,14 @@ def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        if n5 <= 0:
-            if n5 < 0:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'null string for non-nullable Leader')
-            f_leader = ''
-        else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string Leader length {n5} exceeds remaining bytes')
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
             f_leader = buf[pos:end6].decode()
             pos = end6
+        elif n5 == 0:
+            f_leader = ''
+        else:
+            bad_length(n5, pos, 'JoinGroupResponse', 'string', 'Leader')
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -1474,16 +1287,14 @@ def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        if n7 <= 0:
-            if n7 < 0:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end8 = pos + n7
-            if end8 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string MemberId length {n7} exceeds remaining bytes')
+        end8 = pos + n7
+        if 0 < n7 and end8 <= blen:
             f_member_id = buf[pos:end8].decode()
             pos = end8
+        elif n7 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n7, pos, 'JoinGroupResponse', 'string', 'MemberId')
         n9 = buf[pos]
         if n9 < 128:
             pos += 1
@@ -1502,21 +1313,13 @@ def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('JoinGroupResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'JoinGroupResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupResponse', pos) from None
     return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, False, f_member_id, f_members), pos
 
 def e_JoinGroupResponse_v7(o: JoinGroupResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ihi_pack(o.throttle_time_ms, o.error_code, o.generation_id))
         x_protocol_type = o.protocol_type
         if x_protocol_type is None:
@@ -1555,11 +1358,7 @@ def e_JoinGroupResponse_v7(o: JoinGroupResponse, w: Append) -> None:
 def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupResponse, int]:
     f_protocol_type: str | None
     f_protocol_name: str | None
-    f_leader: str
-    f_member_id: str
-    f_members: list[JoinGroupResponse.JoinGroupResponseMember]
     try:
-        pass
         (f_throttle_time_ms, f_error_code, f_generation_id,) = _F_ihi_unpack(buf, pos)
         pos += 10
         n1 = buf[pos]
@@ -1571,16 +1370,16 @@ def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_protocol_type = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_protocol_type = None
         elif n1 == 0:
             f_protocol_type = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string ProtocolType length {n1} exceeds remaining bytes')
-            f_protocol_type = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolType')
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -1590,16 +1389,16 @@ def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 < 0:
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
+            f_protocol_name = buf[pos:end4].decode()
+            pos = end4
+        elif n3 < 0:
             f_protocol_name = None
         elif n3 == 0:
             f_protocol_name = ''
         else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string ProtocolName length {n3} exceeds remaining bytes')
-            f_protocol_name = buf[pos:end4].decode()
-            pos = end4
+            bad_length(n3, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -1609,16 +1408,14 @@ def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        if n5 <= 0:
-            if n5 < 0:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'null string for non-nullable Leader')
-            f_leader = ''
-        else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string Leader length {n5} exceeds remaining bytes')
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
             f_leader = buf[pos:end6].decode()
             pos = end6
+        elif n5 == 0:
+            f_leader = ''
+        else:
+            bad_length(n5, pos, 'JoinGroupResponse', 'string', 'Leader')
         (f_skip_assignment,) = _F_o_unpack(buf, pos)
         pos += 1
         n7 = buf[pos]
@@ -1630,16 +1427,14 @@ def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        if n7 <= 0:
-            if n7 < 0:
-                raise ProtocolError('JoinGroupResponse', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end8 = pos + n7
-            if end8 > blen:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'string MemberId length {n7} exceeds remaining bytes')
+        end8 = pos + n7
+        if 0 < n7 and end8 <= blen:
             f_member_id = buf[pos:end8].decode()
             pos = end8
+        elif n7 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n7, pos, 'JoinGroupResponse', 'string', 'MemberId')
         n9 = buf[pos]
         if n9 < 128:
             pos += 1
@@ -1658,21 +1453,13 @@ def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('JoinGroupResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'JoinGroupResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupResponse', pos) from None
     return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members), pos
 
 def e_JoinGroupResponse_v9(o: JoinGroupResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ihi_pack(o.throttle_time_ms, o.error_code, o.generation_id))
         x_protocol_type = o.protocol_type
         if x_protocol_type is None:

@@ -18,9 +18,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -89,41 +91,33 @@ _LeaveGroupRequest_MemberIdentity = LeaveGroupRequest.MemberIdentity
 _LeaveGroupResponse_MemberResponse = LeaveGroupResponse.MemberResponse
 
 def d_LeaveGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupRequest, int]:
-    f_group_id: str
-    f_member_id: str
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('LeaveGroupRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('LeaveGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'LeaveGroupRequest', 'string', 'GroupId')
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('LeaveGroupRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('LeaveGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'LeaveGroupRequest', 'string', 'MemberId')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupRequest', pos) from None
     return LeaveGroupRequest(f_group_id, f_member_id, []), pos
 
 def e_LeaveGroupRequest_v0(o: LeaveGroupRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -138,57 +132,48 @@ def e_LeaveGroupRequest_v0(o: LeaveGroupRequest, w: Append) -> None:
 def da_LeaveGroupRequest_MemberIdentity_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[LeaveGroupRequest.MemberIdentity], int]:
     out: list[LeaveGroupRequest.MemberIdentity] = []
     app = out.append
-    f_member_id: str
     f_group_instance_id: str | None
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, 'null string for non-nullable MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'MemberId')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'GroupInstanceId')
             app(_LeaveGroupRequest_MemberIdentity(f_member_id, f_group_instance_id, None))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupRequest.MemberIdentity', pos) from None
     return out, pos
 
 def d_LeaveGroupRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupRequest, int]:
-    f_group_id: str
-    f_members: list[LeaveGroupRequest.MemberIdentity]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('LeaveGroupRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('LeaveGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'LeaveGroupRequest', 'string', 'GroupId')
         (n3,) = I32_unpack(buf, pos)
         pos += 4
         if n3 < 0:
@@ -204,7 +189,6 @@ def d_LeaveGroupRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
 def ea_LeaveGroupRequest_MemberIdentity_v3(xs: list[LeaveGroupRequest.MemberIdentity], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             w(I16_pack(len(b1)))
@@ -221,7 +205,6 @@ def ea_LeaveGroupRequest_MemberIdentity_v3(xs: list[LeaveGroupRequest.MemberIden
 
 def e_LeaveGroupRequest_v3(o: LeaveGroupRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -235,11 +218,9 @@ def e_LeaveGroupRequest_v3(o: LeaveGroupRequest, w: Append) -> None:
 def da_LeaveGroupRequest_MemberIdentity_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[LeaveGroupRequest.MemberIdentity], int]:
     out: list[LeaveGroupRequest.MemberIdentity] = []
     app = out.append
-    f_member_id: str
     f_group_instance_id: str | None
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -249,16 +230,14 @@ def da_LeaveGroupRequest_MemberIdentity_v4(buf: bytes, pos: int, blen: int, n: i
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, 'null string for non-nullable MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'MemberId')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -268,37 +247,27 @@ def da_LeaveGroupRequest_MemberIdentity_v4(buf: bytes, pos: int, blen: int, n: i
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'GroupInstanceId')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'LeaveGroupRequest.MemberIdentity')
             app(_LeaveGroupRequest_MemberIdentity(f_member_id, f_group_instance_id, None))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupRequest.MemberIdentity', pos) from None
     return out, pos
 
 def d_LeaveGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupRequest, int]:
-    f_group_id: str
-    f_members: list[LeaveGroupRequest.MemberIdentity]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -308,16 +277,14 @@ def d_LeaveGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('LeaveGroupRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('LeaveGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'LeaveGroupRequest', 'string', 'GroupId')
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -336,14 +303,7 @@ def d_LeaveGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('LeaveGroupRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'LeaveGroupRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupRequest', pos) from None
     return LeaveGroupRequest(f_group_id, '', f_members), pos
@@ -351,7 +311,6 @@ def d_LeaveGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
 def ea_LeaveGroupRequest_MemberIdentity_v4(xs: list[LeaveGroupRequest.MemberIdentity], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             ln = len(b1) + 1
@@ -371,7 +330,6 @@ def ea_LeaveGroupRequest_MemberIdentity_v4(xs: list[LeaveGroupRequest.MemberIden
 
 def e_LeaveGroupRequest_v4(o: LeaveGroupRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         ln = len(b1) + 1
@@ -388,12 +346,10 @@ def e_LeaveGroupRequest_v4(o: LeaveGroupRequest, w: Append) -> None:
 def da_LeaveGroupRequest_MemberIdentity_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[LeaveGroupRequest.MemberIdentity], int]:
     out: list[LeaveGroupRequest.MemberIdentity] = []
     app = out.append
-    f_member_id: str
     f_group_instance_id: str | None
     f_reason: str | None
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -403,16 +359,14 @@ def da_LeaveGroupRequest_MemberIdentity_v5(buf: bytes, pos: int, blen: int, n: i
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, 'null string for non-nullable MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'MemberId')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -422,16 +376,16 @@ def da_LeaveGroupRequest_MemberIdentity_v5(buf: bytes, pos: int, blen: int, n: i
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'GroupInstanceId')
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -441,37 +395,27 @@ def da_LeaveGroupRequest_MemberIdentity_v5(buf: bytes, pos: int, blen: int, n: i
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            if n5 < 0:
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
+                f_reason = buf[pos:end6].decode()
+                pos = end6
+            elif n5 < 0:
                 f_reason = None
             elif n5 == 0:
                 f_reason = ''
             else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'string Reason length {n5} exceeds remaining bytes')
-                f_reason = buf[pos:end6].decode()
-                pos = end6
+                bad_length(n5, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'Reason')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('LeaveGroupRequest.MemberIdentity', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'LeaveGroupRequest.MemberIdentity')
             app(_LeaveGroupRequest_MemberIdentity(f_member_id, f_group_instance_id, f_reason))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupRequest.MemberIdentity', pos) from None
     return out, pos
 
 def d_LeaveGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupRequest, int]:
-    f_group_id: str
-    f_members: list[LeaveGroupRequest.MemberIdentity]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -481,16 +425,14 @@ def d_LeaveGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('LeaveGroupRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('LeaveGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'LeaveGroupRequest', 'string', 'GroupId')
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -509,14 +451,7 @@ def d_LeaveGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('LeaveGroupRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'LeaveGroupRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupRequest', pos) from None
     return LeaveGroupRequest(f_group_id, '', f_members), pos
@@ -524,7 +459,6 @@ def d_LeaveGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
 def ea_LeaveGroupRequest_MemberIdentity_v5(xs: list[LeaveGroupRequest.MemberIdentity], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             ln = len(b1) + 1
@@ -552,7 +486,6 @@ def ea_LeaveGroupRequest_MemberIdentity_v5(xs: list[LeaveGroupRequest.MemberIden
 
 def e_LeaveGroupRequest_v5(o: LeaveGroupRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         ln = len(b1) + 1
@@ -568,7 +501,6 @@ def e_LeaveGroupRequest_v5(o: LeaveGroupRequest, w: Append) -> None:
 
 def d_LeaveGroupResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupResponse, int]:
     try:
-        pass
         (f_error_code,) = _F_h_unpack(buf, pos)
         pos += 2
     except DECODE_FAILURES as exc:
@@ -577,14 +509,12 @@ def d_LeaveGroupResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroup
 
 def e_LeaveGroupResponse_v0(o: LeaveGroupResponse, w: Append) -> None:
     try:
-        pass
         w(_F_h_pack(o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'LeaveGroupResponse') from None
 
 def d_LeaveGroupResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupResponse, int]:
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
     except DECODE_FAILURES as exc:
@@ -593,7 +523,6 @@ def d_LeaveGroupResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroup
 
 def e_LeaveGroupResponse_v1(o: LeaveGroupResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'LeaveGroupResponse') from None
@@ -601,35 +530,31 @@ def e_LeaveGroupResponse_v1(o: LeaveGroupResponse, w: Append) -> None:
 def da_LeaveGroupResponse_MemberResponse_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[LeaveGroupResponse.MemberResponse], int]:
     out: list[LeaveGroupResponse.MemberResponse] = []
     app = out.append
-    f_member_id: str
     f_group_instance_id: str | None
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, 'null string for non-nullable MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'MemberId')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'GroupInstanceId')
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             app(_LeaveGroupResponse_MemberResponse(f_member_id, f_group_instance_id, f_error_code))
@@ -638,9 +563,7 @@ def da_LeaveGroupResponse_MemberResponse_v3(buf: bytes, pos: int, blen: int, n: 
     return out, pos
 
 def d_LeaveGroupResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupResponse, int]:
-    f_members: list[LeaveGroupResponse.MemberResponse]
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
         (n1,) = I32_unpack(buf, pos)
@@ -658,7 +581,6 @@ def d_LeaveGroupResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroup
 def ea_LeaveGroupResponse_MemberResponse_v3(xs: list[LeaveGroupResponse.MemberResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             w(I16_pack(len(b1)))
@@ -676,7 +598,6 @@ def ea_LeaveGroupResponse_MemberResponse_v3(xs: list[LeaveGroupResponse.MemberRe
 
 def e_LeaveGroupResponse_v3(o: LeaveGroupResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
         x_members = o.members
         w(I32_pack(len(x_members)))
@@ -687,11 +608,9 @@ def e_LeaveGroupResponse_v3(o: LeaveGroupResponse, w: Append) -> None:
 def da_LeaveGroupResponse_MemberResponse_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[LeaveGroupResponse.MemberResponse], int]:
     out: list[LeaveGroupResponse.MemberResponse] = []
     app = out.append
-    f_member_id: str
     f_group_instance_id: str | None
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -701,16 +620,14 @@ def da_LeaveGroupResponse_MemberResponse_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, 'null string for non-nullable MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'MemberId')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -720,38 +637,29 @@ def da_LeaveGroupResponse_MemberResponse_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, f'string GroupInstanceId length {n3} exceeds remaining bytes')
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'GroupInstanceId')
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('LeaveGroupResponse.MemberResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'LeaveGroupResponse.MemberResponse')
             app(_LeaveGroupResponse_MemberResponse(f_member_id, f_group_instance_id, f_error_code))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupResponse.MemberResponse', pos) from None
     return out, pos
 
 def d_LeaveGroupResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupResponse, int]:
-    f_members: list[LeaveGroupResponse.MemberResponse]
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
         n1 = buf[pos]
@@ -772,14 +680,7 @@ def d_LeaveGroupResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroup
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('LeaveGroupResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'LeaveGroupResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupResponse', pos) from None
     return LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members), pos
@@ -787,7 +688,6 @@ def d_LeaveGroupResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroup
 def ea_LeaveGroupResponse_MemberResponse_v4(xs: list[LeaveGroupResponse.MemberResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             ln = len(b1) + 1
@@ -807,7 +707,6 @@ def ea_LeaveGroupResponse_MemberResponse_v4(xs: list[LeaveGroupResponse.MemberRe
 
 def e_LeaveGroupResponse_v4(o: LeaveGroupResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
         x_members = o.members
         ln = len(x_members) + 1

@@ -18,9 +18,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -95,14 +97,7 @@ def d_ListGroupsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ListGroupsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ListGroupsRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsRequest', pos) from None
     return ListGroupsRequest([], []), pos
@@ -117,7 +112,6 @@ def e_ListGroupsRequest_v3(o: ListGroupsRequest, w: Append) -> None:
 def d_ListGroupsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsRequest, int]:
     f_states_filter: list[str]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -144,35 +138,25 @@ def d_ListGroupsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
                 else:
                     n4, pos = read_uvarint(buf, pos)
                 n4 -= 1
-                if n4 <= 0:
-                    if n4 < 0:
-                        raise ProtocolError('ListGroupsRequest', None, pos, 'null string for non-nullable StatesFilter')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        raise ProtocolError('ListGroupsRequest', None, pos, f'string StatesFilter length {n4} exceeds remaining bytes')
+                end5 = pos + n4
+                if 0 < n4 and end5 <= blen:
                     el3 = buf[pos:end5].decode()
                     pos = end5
+                elif n4 == 0:
+                    el3 = ''
+                else:
+                    bad_length(n4, pos, 'ListGroupsRequest', 'string', 'StatesFilter')
                 app2(el3)
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ListGroupsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ListGroupsRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsRequest', pos) from None
     return ListGroupsRequest(f_states_filter, []), pos
 
 def e_ListGroupsRequest_v4(o: ListGroupsRequest, w: Append) -> None:
     try:
-        pass
         x_states_filter = o.states_filter
         ln = len(x_states_filter) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -189,7 +173,6 @@ def d_ListGroupsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
     f_states_filter: list[str]
     f_types_filter: list[str]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -216,16 +199,14 @@ def d_ListGroupsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
                 else:
                     n4, pos = read_uvarint(buf, pos)
                 n4 -= 1
-                if n4 <= 0:
-                    if n4 < 0:
-                        raise ProtocolError('ListGroupsRequest', None, pos, 'null string for non-nullable StatesFilter')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        raise ProtocolError('ListGroupsRequest', None, pos, f'string StatesFilter length {n4} exceeds remaining bytes')
+                end5 = pos + n4
+                if 0 < n4 and end5 <= blen:
                     el3 = buf[pos:end5].decode()
                     pos = end5
+                elif n4 == 0:
+                    el3 = ''
+                else:
+                    bad_length(n4, pos, 'ListGroupsRequest', 'string', 'StatesFilter')
                 app2(el3)
         n6 = buf[pos]
         if n6 < 128:
@@ -253,35 +234,25 @@ def d_ListGroupsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
                 else:
                     n9, pos = read_uvarint(buf, pos)
                 n9 -= 1
-                if n9 <= 0:
-                    if n9 < 0:
-                        raise ProtocolError('ListGroupsRequest', None, pos, 'null string for non-nullable TypesFilter')
-                    el8 = ''
-                else:
-                    end10 = pos + n9
-                    if end10 > blen:
-                        raise ProtocolError('ListGroupsRequest', None, pos, f'string TypesFilter length {n9} exceeds remaining bytes')
+                end10 = pos + n9
+                if 0 < n9 and end10 <= blen:
                     el8 = buf[pos:end10].decode()
                     pos = end10
+                elif n9 == 0:
+                    el8 = ''
+                else:
+                    bad_length(n9, pos, 'ListGroupsRequest', 'string', 'TypesFilter')
                 app7(el8)
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ListGroupsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ListGroupsRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsRequest', pos) from None
     return ListGroupsRequest(f_states_filter, f_types_filter), pos
 
 def e_ListGroupsRequest_v5(o: ListGroupsRequest, w: Append) -> None:
     try:
-        pass
         x_states_filter = o.states_filter
         ln = len(x_states_filter) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -305,44 +276,35 @@ def e_ListGroupsRequest_v5(o: ListGroupsRequest, w: Append) -> None:
 def da_ListGroupsResponse_ListedGroup_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListGroupsResponse.ListedGroup], int]:
     out: list[ListGroupsResponse.ListedGroup] = []
     app = out.append
-    f_group_id: str
-    f_protocol_type: str
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'null string for non-nullable GroupId')
-                f_group_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_group_id = ''
+            else:
+                bad_length(n1, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupId')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'null string for non-nullable ProtocolType')
-                f_protocol_type = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string ProtocolType length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_protocol_type = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_protocol_type = ''
+            else:
+                bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
             app(_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, '', ''))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse.ListedGroup', pos) from None
     return out, pos
 
 def d_ListGroupsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsResponse, int]:
-    f_groups: list[ListGroupsResponse.ListedGroup]
     try:
-        pass
         (f_error_code,) = _F_h_unpack(buf, pos)
         pos += 2
         (n1,) = I32_unpack(buf, pos)
@@ -360,7 +322,6 @@ def d_ListGroupsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ListGroups
 def ea_ListGroupsResponse_ListedGroup_v0(xs: list[ListGroupsResponse.ListedGroup], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_group_id = o.group_id
             b1 = x_group_id.encode()
             w(I16_pack(len(b1)))
@@ -374,7 +335,6 @@ def ea_ListGroupsResponse_ListedGroup_v0(xs: list[ListGroupsResponse.ListedGroup
 
 def e_ListGroupsResponse_v0(o: ListGroupsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_h_pack(o.error_code))
         x_groups = o.groups
         w(I32_pack(len(x_groups)))
@@ -383,9 +343,7 @@ def e_ListGroupsResponse_v0(o: ListGroupsResponse, w: Append) -> None:
         raise encode_error(exc, 'ListGroupsResponse') from None
 
 def d_ListGroupsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsResponse, int]:
-    f_groups: list[ListGroupsResponse.ListedGroup]
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
         (n1,) = I32_unpack(buf, pos)
@@ -402,7 +360,6 @@ def d_ListGroupsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[ListGroups
 
 def e_ListGroupsResponse_v1(o: ListGroupsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
         x_groups = o.groups
         w(I32_pack(len(x_groups)))
@@ -413,11 +370,8 @@ def e_ListGroupsResponse_v1(o: ListGroupsResponse, w: Append) -> None:
 def da_ListGroupsResponse_ListedGroup_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListGroupsResponse.ListedGroup], int]:
     out: list[ListGroupsResponse.ListedGroup] = []
     app = out.append
-    f_group_id: str
-    f_protocol_type: str
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -427,16 +381,14 @@ def da_ListGroupsResponse_ListedGroup_v3(buf: bytes, pos: int, blen: int, n: int
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'null string for non-nullable GroupId')
-                f_group_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_group_id = ''
+            else:
+                bad_length(n1, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupId')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -446,36 +398,25 @@ def da_ListGroupsResponse_ListedGroup_v3(buf: bytes, pos: int, blen: int, n: int
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'null string for non-nullable ProtocolType')
-                f_protocol_type = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string ProtocolType length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_protocol_type = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_protocol_type = ''
+            else:
+                bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ListGroupsResponse.ListedGroup')
             app(_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, '', ''))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse.ListedGroup', pos) from None
     return out, pos
 
 def d_ListGroupsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsResponse, int]:
-    f_groups: list[ListGroupsResponse.ListedGroup]
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
         n1 = buf[pos]
@@ -496,14 +437,7 @@ def d_ListGroupsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[ListGroups
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ListGroupsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ListGroupsResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse', pos) from None
     return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
@@ -511,7 +445,6 @@ def d_ListGroupsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[ListGroups
 def ea_ListGroupsResponse_ListedGroup_v3(xs: list[ListGroupsResponse.ListedGroup], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_group_id = o.group_id
             b1 = x_group_id.encode()
             ln = len(b1) + 1
@@ -528,7 +461,6 @@ def ea_ListGroupsResponse_ListedGroup_v3(xs: list[ListGroupsResponse.ListedGroup
 
 def e_ListGroupsResponse_v3(o: ListGroupsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
         x_groups = o.groups
         ln = len(x_groups) + 1
@@ -541,12 +473,8 @@ def e_ListGroupsResponse_v3(o: ListGroupsResponse, w: Append) -> None:
 def da_ListGroupsResponse_ListedGroup_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListGroupsResponse.ListedGroup], int]:
     out: list[ListGroupsResponse.ListedGroup] = []
     app = out.append
-    f_group_id: str
-    f_protocol_type: str
-    f_group_state: str
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -556,16 +484,14 @@ def da_ListGroupsResponse_ListedGroup_v4(buf: bytes, pos: int, blen: int, n: int
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'null string for non-nullable GroupId')
-                f_group_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_group_id = ''
+            else:
+                bad_length(n1, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupId')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -575,16 +501,14 @@ def da_ListGroupsResponse_ListedGroup_v4(buf: bytes, pos: int, blen: int, n: int
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'null string for non-nullable ProtocolType')
-                f_protocol_type = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string ProtocolType length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_protocol_type = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_protocol_type = ''
+            else:
+                bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -594,36 +518,25 @@ def da_ListGroupsResponse_ListedGroup_v4(buf: bytes, pos: int, blen: int, n: int
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            if n5 <= 0:
-                if n5 < 0:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'null string for non-nullable GroupState')
-                f_group_state = ''
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string GroupState length {n5} exceeds remaining bytes')
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
                 f_group_state = buf[pos:end6].decode()
                 pos = end6
+            elif n5 == 0:
+                f_group_state = ''
+            else:
+                bad_length(n5, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupState')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ListGroupsResponse.ListedGroup')
             app(_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, f_group_state, ''))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse.ListedGroup', pos) from None
     return out, pos
 
 def d_ListGroupsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsResponse, int]:
-    f_groups: list[ListGroupsResponse.ListedGroup]
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
         n1 = buf[pos]
@@ -644,14 +557,7 @@ def d_ListGroupsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[ListGroups
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ListGroupsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ListGroupsResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse', pos) from None
     return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
@@ -659,7 +565,6 @@ def d_ListGroupsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[ListGroups
 def ea_ListGroupsResponse_ListedGroup_v4(xs: list[ListGroupsResponse.ListedGroup], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_group_id = o.group_id
             b1 = x_group_id.encode()
             ln = len(b1) + 1
@@ -681,7 +586,6 @@ def ea_ListGroupsResponse_ListedGroup_v4(xs: list[ListGroupsResponse.ListedGroup
 
 def e_ListGroupsResponse_v4(o: ListGroupsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
         x_groups = o.groups
         ln = len(x_groups) + 1
@@ -694,13 +598,8 @@ def e_ListGroupsResponse_v4(o: ListGroupsResponse, w: Append) -> None:
 def da_ListGroupsResponse_ListedGroup_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListGroupsResponse.ListedGroup], int]:
     out: list[ListGroupsResponse.ListedGroup] = []
     app = out.append
-    f_group_id: str
-    f_protocol_type: str
-    f_group_state: str
-    f_group_type: str
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -710,16 +609,14 @@ def da_ListGroupsResponse_ListedGroup_v5(buf: bytes, pos: int, blen: int, n: int
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'null string for non-nullable GroupId')
-                f_group_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_group_id = ''
+            else:
+                bad_length(n1, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupId')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -729,16 +626,14 @@ def da_ListGroupsResponse_ListedGroup_v5(buf: bytes, pos: int, blen: int, n: int
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'null string for non-nullable ProtocolType')
-                f_protocol_type = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string ProtocolType length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_protocol_type = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_protocol_type = ''
+            else:
+                bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -748,16 +643,14 @@ def da_ListGroupsResponse_ListedGroup_v5(buf: bytes, pos: int, blen: int, n: int
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            if n5 <= 0:
-                if n5 < 0:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'null string for non-nullable GroupState')
-                f_group_state = ''
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string GroupState length {n5} exceeds remaining bytes')
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
                 f_group_state = buf[pos:end6].decode()
                 pos = end6
+            elif n5 == 0:
+                f_group_state = ''
+            else:
+                bad_length(n5, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupState')
             n7 = buf[pos]
             if n7 < 128:
                 pos += 1
@@ -767,36 +660,25 @@ def da_ListGroupsResponse_ListedGroup_v5(buf: bytes, pos: int, blen: int, n: int
             else:
                 n7, pos = read_uvarint(buf, pos)
             n7 -= 1
-            if n7 <= 0:
-                if n7 < 0:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, 'null string for non-nullable GroupType')
-                f_group_type = ''
-            else:
-                end8 = pos + n7
-                if end8 > blen:
-                    raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'string GroupType length {n7} exceeds remaining bytes')
+            end8 = pos + n7
+            if 0 < n7 and end8 <= blen:
                 f_group_type = buf[pos:end8].decode()
                 pos = end8
+            elif n7 == 0:
+                f_group_type = ''
+            else:
+                bad_length(n7, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupType')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ListGroupsResponse.ListedGroup', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ListGroupsResponse.ListedGroup')
             app(_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, f_group_state, f_group_type))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse.ListedGroup', pos) from None
     return out, pos
 
 def d_ListGroupsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsResponse, int]:
-    f_groups: list[ListGroupsResponse.ListedGroup]
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
         n1 = buf[pos]
@@ -817,14 +699,7 @@ def d_ListGroupsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[ListGroups
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ListGroupsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ListGroupsResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse', pos) from None
     return ListGroupsResponse(f_throttle_time_ms, f_error_code, f_groups), pos
@@ -832,7 +707,6 @@ def d_ListGroupsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[ListGroups
 def ea_ListGroupsResponse_ListedGroup_v5(xs: list[ListGroupsResponse.ListedGroup], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_group_id = o.group_id
             b1 = x_group_id.encode()
             ln = len(b1) + 1
@@ -859,7 +733,6 @@ def ea_ListGroupsResponse_ListedGroup_v5(xs: list[ListGroupsResponse.ListedGroup
 
 def e_ListGroupsResponse_v5(o: ListGroupsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
         x_groups = o.groups
         ln = len(x_groups) + 1

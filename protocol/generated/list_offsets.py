@@ -19,9 +19,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -132,7 +134,6 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v0(buf: bytes, pos: int, blen: in
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_timestamp, f_max_num_offsets,) = _F_iqi_unpack(buf, pos)
             pos += 16
             app(_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, -1, f_timestamp, f_max_num_offsets))
@@ -143,23 +144,18 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v0(buf: bytes, pos: int, blen: in
 def da_ListOffsetsRequest_ListOffsetsTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsRequest.ListOffsetsTopic], int]:
     out: list[ListOffsetsRequest.ListOffsetsTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[ListOffsetsRequest.ListOffsetsPartition]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ListOffsetsRequest.ListOffsetsTopic', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -174,9 +170,7 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v0(buf: bytes, pos: int, blen: int, n
     return out, pos
 
 def d_ListOffsetsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsRequest, int]:
-    f_topics: list[ListOffsetsRequest.ListOffsetsTopic]
     try:
-        pass
         (f_replica_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -194,7 +188,6 @@ def d_ListOffsetsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
 def ea_ListOffsetsRequest_ListOffsetsPartition_v0(xs: list[ListOffsetsRequest.ListOffsetsPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iqi_pack(o.partition_index, o.timestamp, o.max_num_offsets))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition') from None
@@ -202,7 +195,6 @@ def ea_ListOffsetsRequest_ListOffsetsPartition_v0(xs: list[ListOffsetsRequest.Li
 def ea_ListOffsetsRequest_ListOffsetsTopic_v0(xs: list[ListOffsetsRequest.ListOffsetsTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -215,7 +207,6 @@ def ea_ListOffsetsRequest_ListOffsetsTopic_v0(xs: list[ListOffsetsRequest.ListOf
 
 def e_ListOffsetsRequest_v0(o: ListOffsetsRequest, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.replica_id))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -228,7 +219,6 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v1(buf: bytes, pos: int, blen: in
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_timestamp,) = _F_iq_unpack(buf, pos)
             pos += 12
             app(_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, -1, f_timestamp, 1))
@@ -239,23 +229,18 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v1(buf: bytes, pos: int, blen: in
 def da_ListOffsetsRequest_ListOffsetsTopic_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsRequest.ListOffsetsTopic], int]:
     out: list[ListOffsetsRequest.ListOffsetsTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[ListOffsetsRequest.ListOffsetsPartition]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ListOffsetsRequest.ListOffsetsTopic', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -270,9 +255,7 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v1(buf: bytes, pos: int, blen: int, n
     return out, pos
 
 def d_ListOffsetsRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsRequest, int]:
-    f_topics: list[ListOffsetsRequest.ListOffsetsTopic]
     try:
-        pass
         (f_replica_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -290,7 +273,6 @@ def d_ListOffsetsRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
 def ea_ListOffsetsRequest_ListOffsetsPartition_v1(xs: list[ListOffsetsRequest.ListOffsetsPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iq_pack(o.partition_index, o.timestamp))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition') from None
@@ -298,7 +280,6 @@ def ea_ListOffsetsRequest_ListOffsetsPartition_v1(xs: list[ListOffsetsRequest.Li
 def ea_ListOffsetsRequest_ListOffsetsTopic_v1(xs: list[ListOffsetsRequest.ListOffsetsTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -311,7 +292,6 @@ def ea_ListOffsetsRequest_ListOffsetsTopic_v1(xs: list[ListOffsetsRequest.ListOf
 
 def e_ListOffsetsRequest_v1(o: ListOffsetsRequest, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.replica_id))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -320,9 +300,7 @@ def e_ListOffsetsRequest_v1(o: ListOffsetsRequest, w: Append) -> None:
         raise encode_error(exc, 'ListOffsetsRequest') from None
 
 def d_ListOffsetsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsRequest, int]:
-    f_topics: list[ListOffsetsRequest.ListOffsetsTopic]
     try:
-        pass
         (f_replica_id, f_isolation_level,) = _F_ib_unpack(buf, pos)
         pos += 5
         (n1,) = I32_unpack(buf, pos)
@@ -339,7 +317,6 @@ def d_ListOffsetsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
 
 def e_ListOffsetsRequest_v2(o: ListOffsetsRequest, w: Append) -> None:
     try:
-        pass
         w(_F_ib_pack(o.replica_id, o.isolation_level))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -352,7 +329,6 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v4(buf: bytes, pos: int, blen: in
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_current_leader_epoch, f_timestamp,) = _F_iiq_unpack(buf, pos)
             pos += 16
             app(_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1))
@@ -363,23 +339,18 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v4(buf: bytes, pos: int, blen: in
 def da_ListOffsetsRequest_ListOffsetsTopic_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsRequest.ListOffsetsTopic], int]:
     out: list[ListOffsetsRequest.ListOffsetsTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[ListOffsetsRequest.ListOffsetsPartition]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ListOffsetsRequest.ListOffsetsTopic', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -394,9 +365,7 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v4(buf: bytes, pos: int, blen: int, n
     return out, pos
 
 def d_ListOffsetsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsRequest, int]:
-    f_topics: list[ListOffsetsRequest.ListOffsetsTopic]
     try:
-        pass
         (f_replica_id, f_isolation_level,) = _F_ib_unpack(buf, pos)
         pos += 5
         (n1,) = I32_unpack(buf, pos)
@@ -414,7 +383,6 @@ def d_ListOffsetsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
 def ea_ListOffsetsRequest_ListOffsetsPartition_v4(xs: list[ListOffsetsRequest.ListOffsetsPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iiq_pack(o.partition_index, o.current_leader_epoch, o.timestamp))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition') from None
@@ -422,7 +390,6 @@ def ea_ListOffsetsRequest_ListOffsetsPartition_v4(xs: list[ListOffsetsRequest.Li
 def ea_ListOffsetsRequest_ListOffsetsTopic_v4(xs: list[ListOffsetsRequest.ListOffsetsTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -435,7 +402,6 @@ def ea_ListOffsetsRequest_ListOffsetsTopic_v4(xs: list[ListOffsetsRequest.ListOf
 
 def e_ListOffsetsRequest_v4(o: ListOffsetsRequest, w: Append) -> None:
     try:
-        pass
         w(_F_ib_pack(o.replica_id, o.isolation_level))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -448,20 +414,12 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v6(buf: bytes, pos: int, blen: in
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_current_leader_epoch, f_timestamp,) = _F_iiq_unpack(buf, pos)
             pos += 16
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ListOffsetsRequest.ListOffsetsPartition', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsRequest.ListOffsetsPartition')
             app(_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition', pos) from None
@@ -470,11 +428,8 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v6(buf: bytes, pos: int, blen: in
 def da_ListOffsetsRequest_ListOffsetsTopic_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsRequest.ListOffsetsTopic], int]:
     out: list[ListOffsetsRequest.ListOffsetsTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[ListOffsetsRequest.ListOffsetsPartition]
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -484,16 +439,14 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v6(buf: bytes, pos: int, blen: int, n
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ListOffsetsRequest.ListOffsetsTopic', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -512,23 +465,14 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v6(buf: bytes, pos: int, blen: int, n
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsRequest.ListOffsetsTopic')
             app(_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsTopic', pos) from None
     return out, pos
 
 def d_ListOffsetsRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsRequest, int]:
-    f_topics: list[ListOffsetsRequest.ListOffsetsTopic]
     try:
-        pass
         (f_replica_id, f_isolation_level,) = _F_ib_unpack(buf, pos)
         pos += 5
         n1 = buf[pos]
@@ -549,14 +493,7 @@ def d_ListOffsetsRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ListOffsetsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest', pos) from None
     return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
@@ -564,7 +501,6 @@ def d_ListOffsetsRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
 def ea_ListOffsetsRequest_ListOffsetsPartition_v6(xs: list[ListOffsetsRequest.ListOffsetsPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iiqx_pack(o.partition_index, o.current_leader_epoch, o.timestamp))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition') from None
@@ -572,7 +508,6 @@ def ea_ListOffsetsRequest_ListOffsetsPartition_v6(xs: list[ListOffsetsRequest.Li
 def ea_ListOffsetsRequest_ListOffsetsTopic_v6(xs: list[ListOffsetsRequest.ListOffsetsTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -588,7 +523,6 @@ def ea_ListOffsetsRequest_ListOffsetsTopic_v6(xs: list[ListOffsetsRequest.ListOf
 
 def e_ListOffsetsRequest_v6(o: ListOffsetsRequest, w: Append) -> None:
     try:
-        pass
         w(_F_ib_pack(o.replica_id, o.isolation_level))
         x_topics = o.topics
         ln = len(x_topics) + 1
@@ -599,9 +533,7 @@ def e_ListOffsetsRequest_v6(o: ListOffsetsRequest, w: Append) -> None:
         raise encode_error(exc, 'ListOffsetsRequest') from None
 
 def d_ListOffsetsRequest_v10(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsRequest, int]:
-    f_topics: list[ListOffsetsRequest.ListOffsetsTopic]
     try:
-        pass
         (f_replica_id, f_isolation_level,) = _F_ib_unpack(buf, pos)
         pos += 5
         n1 = buf[pos]
@@ -624,21 +556,13 @@ def d_ListOffsetsRequest_v10(buf: bytes, pos: int, blen: int) -> tuple[ListOffse
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ListOffsetsRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest', pos) from None
     return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms), pos
 
 def e_ListOffsetsRequest_v10(o: ListOffsetsRequest, w: Append) -> None:
     try:
-        pass
         w(_F_ib_pack(o.replica_id, o.isolation_level))
         x_topics = o.topics
         ln = len(x_topics) + 1
@@ -651,10 +575,8 @@ def e_ListOffsetsRequest_v10(o: ListOffsetsRequest, w: Append) -> None:
 def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsResponse.ListOffsetsPartitionResponse], int]:
     out: list[ListOffsetsResponse.ListOffsetsPartitionResponse] = []
     app = out.append
-    f_old_style_offsets: list[int]
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_error_code,) = _F_ih_unpack(buf, pos)
             pos += 6
             (n1,) = I32_unpack(buf, pos)
@@ -674,23 +596,18 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf: bytes, pos: int,
 def da_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsResponse.ListOffsetsTopicResponse], int]:
     out: list[ListOffsetsResponse.ListOffsetsTopicResponse] = []
     app = out.append
-    f_name: str
-    f_partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -705,9 +622,7 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf: bytes, pos: int, ble
     return out, pos
 
 def d_ListOffsetsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsResponse, int]:
-    f_topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -723,7 +638,6 @@ def d_ListOffsetsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ListOffse
 def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(xs: list[ListOffsetsResponse.ListOffsetsPartitionResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ih_pack(o.partition_index, o.error_code))
             x_old_style_offsets = o.old_style_offsets
             w(I32_pack(len(x_old_style_offsets)))
@@ -734,7 +648,6 @@ def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(xs: list[ListOffsetsR
 def ea_ListOffsetsResponse_ListOffsetsTopicResponse_v0(xs: list[ListOffsetsResponse.ListOffsetsTopicResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -747,7 +660,6 @@ def ea_ListOffsetsResponse_ListOffsetsTopicResponse_v0(xs: list[ListOffsetsRespo
 
 def e_ListOffsetsResponse_v0(o: ListOffsetsResponse, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
         ea_ListOffsetsResponse_ListOffsetsTopicResponse_v0(x_topics, w)
@@ -759,7 +671,6 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(buf: bytes, pos: int,
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_error_code, f_timestamp, f_offset,) = _F_ihqq_unpack(buf, pos)
             pos += 22
             app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, -1))
@@ -770,23 +681,18 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(buf: bytes, pos: int,
 def da_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsResponse.ListOffsetsTopicResponse], int]:
     out: list[ListOffsetsResponse.ListOffsetsTopicResponse] = []
     app = out.append
-    f_name: str
-    f_partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -801,9 +707,7 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf: bytes, pos: int, ble
     return out, pos
 
 def d_ListOffsetsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsResponse, int]:
-    f_topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -819,7 +723,6 @@ def d_ListOffsetsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[ListOffse
 def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(xs: list[ListOffsetsResponse.ListOffsetsPartitionResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ihqq_pack(o.partition_index, o.error_code, o.timestamp, o.offset))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse') from None
@@ -827,7 +730,6 @@ def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(xs: list[ListOffsetsR
 def ea_ListOffsetsResponse_ListOffsetsTopicResponse_v1(xs: list[ListOffsetsResponse.ListOffsetsTopicResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -840,7 +742,6 @@ def ea_ListOffsetsResponse_ListOffsetsTopicResponse_v1(xs: list[ListOffsetsRespo
 
 def e_ListOffsetsResponse_v1(o: ListOffsetsResponse, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
         ea_ListOffsetsResponse_ListOffsetsTopicResponse_v1(x_topics, w)
@@ -848,9 +749,7 @@ def e_ListOffsetsResponse_v1(o: ListOffsetsResponse, w: Append) -> None:
         raise encode_error(exc, 'ListOffsetsResponse') from None
 
 def d_ListOffsetsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsResponse, int]:
-    f_topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -867,7 +766,6 @@ def d_ListOffsetsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[ListOffse
 
 def e_ListOffsetsResponse_v2(o: ListOffsetsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -880,7 +778,6 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(buf: bytes, pos: int,
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _F_ihqqi_unpack(buf, pos)
             pos += 26
             app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch))
@@ -891,23 +788,18 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(buf: bytes, pos: int,
 def da_ListOffsetsResponse_ListOffsetsTopicResponse_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsResponse.ListOffsetsTopicResponse], int]:
     out: list[ListOffsetsResponse.ListOffsetsTopicResponse] = []
     app = out.append
-    f_name: str
-    f_partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -922,9 +814,7 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v4(buf: bytes, pos: int, ble
     return out, pos
 
 def d_ListOffsetsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsResponse, int]:
-    f_topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -942,7 +832,6 @@ def d_ListOffsetsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[ListOffse
 def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(xs: list[ListOffsetsResponse.ListOffsetsPartitionResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ihqqi_pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse') from None
@@ -950,7 +839,6 @@ def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(xs: list[ListOffsetsR
 def ea_ListOffsetsResponse_ListOffsetsTopicResponse_v4(xs: list[ListOffsetsResponse.ListOffsetsTopicResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -963,7 +851,6 @@ def ea_ListOffsetsResponse_ListOffsetsTopicResponse_v4(xs: list[ListOffsetsRespo
 
 def e_ListOffsetsResponse_v4(o: ListOffsetsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -976,20 +863,12 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(buf: bytes, pos: int,
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _F_ihqqi_unpack(buf, pos)
             pos += 26
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ListOffsetsResponse.ListOffsetsPartitionResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsResponse.ListOffsetsPartitionResponse')
             app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse', pos) from None
@@ -998,11 +877,8 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(buf: bytes, pos: int,
 def da_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsResponse.ListOffsetsTopicResponse], int]:
     out: list[ListOffsetsResponse.ListOffsetsTopicResponse] = []
     app = out.append
-    f_name: str
-    f_partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse]
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -1012,16 +888,14 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf: bytes, pos: int, ble
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1040,23 +914,14 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf: bytes, pos: int, ble
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsResponse.ListOffsetsTopicResponse')
             app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsTopicResponse', pos) from None
     return out, pos
 
 def d_ListOffsetsResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsResponse, int]:
-    f_topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -1077,14 +942,7 @@ def d_ListOffsetsResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[ListOffse
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ListOffsetsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse', pos) from None
     return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
@@ -1092,7 +950,6 @@ def d_ListOffsetsResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[ListOffse
 def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(xs: list[ListOffsetsResponse.ListOffsetsPartitionResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ihqqix_pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse') from None
@@ -1100,7 +957,6 @@ def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(xs: list[ListOffsetsR
 def ea_ListOffsetsResponse_ListOffsetsTopicResponse_v6(xs: list[ListOffsetsResponse.ListOffsetsTopicResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -1116,7 +972,6 @@ def ea_ListOffsetsResponse_ListOffsetsTopicResponse_v6(xs: list[ListOffsetsRespo
 
 def e_ListOffsetsResponse_v6(o: ListOffsetsResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_topics = o.topics
         ln = len(x_topics) + 1

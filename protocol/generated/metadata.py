@@ -22,9 +22,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -140,31 +142,25 @@ _MetadataResponse_MetadataResponsePartition = MetadataResponse.MetadataResponseP
 def da_MetadataRequest_MetadataRequestTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataRequest.MetadataRequestTopic], int]:
     out: list[MetadataRequest.MetadataRequestTopic] = []
     app = out.append
-    f_name: str
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'MetadataRequest.MetadataRequestTopic', 'string', 'Name')
             app(_MetadataRequest_MetadataRequestTopic(ZERO_UUID, f_name))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest.MetadataRequestTopic', pos) from None
     return out, pos
 
 def d_MetadataRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequest, int]:
-    f_topics: list[MetadataRequest.MetadataRequestTopic]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -180,7 +176,6 @@ def d_MetadataRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
 def ea_MetadataRequest_MetadataRequestTopic_v0(xs: list[MetadataRequest.MetadataRequestTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -190,7 +185,6 @@ def ea_MetadataRequest_MetadataRequestTopic_v0(xs: list[MetadataRequest.Metadata
 
 def e_MetadataRequest_v0(o: MetadataRequest, w: Append) -> None:
     try:
-        pass
         x_topics: list[MetadataRequest.MetadataRequestTopic] = o.topics  # type: ignore[assignment]
         w(I32_pack(len(x_topics)))
         ea_MetadataRequest_MetadataRequestTopic_v0(x_topics, w)
@@ -200,7 +194,6 @@ def e_MetadataRequest_v0(o: MetadataRequest, w: Append) -> None:
 def d_MetadataRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequest, int]:
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -215,7 +208,6 @@ def d_MetadataRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
 
 def e_MetadataRequest_v1(o: MetadataRequest, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         if x_topics is None:
             w(b'\xff\xff\xff\xff')
@@ -228,7 +220,6 @@ def e_MetadataRequest_v1(o: MetadataRequest, w: Append) -> None:
 def d_MetadataRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequest, int]:
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -245,7 +236,6 @@ def d_MetadataRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
 
 def e_MetadataRequest_v4(o: MetadataRequest, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         if x_topics is None:
             w(b'\xff\xff\xff\xff')
@@ -259,7 +249,6 @@ def e_MetadataRequest_v4(o: MetadataRequest, w: Append) -> None:
 def d_MetadataRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequest, int]:
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -276,7 +265,6 @@ def d_MetadataRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
 
 def e_MetadataRequest_v8(o: MetadataRequest, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         if x_topics is None:
             w(b'\xff\xff\xff\xff')
@@ -290,10 +278,8 @@ def e_MetadataRequest_v8(o: MetadataRequest, w: Append) -> None:
 def da_MetadataRequest_MetadataRequestTopic_v9(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataRequest.MetadataRequestTopic], int]:
     out: list[MetadataRequest.MetadataRequestTopic] = []
     app = out.append
-    f_name: str
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -303,27 +289,18 @@ def da_MetadataRequest_MetadataRequestTopic_v9(buf: bytes, pos: int, blen: int, 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'MetadataRequest.MetadataRequestTopic', 'string', 'Name')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'MetadataRequest.MetadataRequestTopic')
             app(_MetadataRequest_MetadataRequestTopic(ZERO_UUID, f_name))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest.MetadataRequestTopic', pos) from None
@@ -332,7 +309,6 @@ def da_MetadataRequest_MetadataRequestTopic_v9(buf: bytes, pos: int, blen: int, 
 def d_MetadataRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequest, int]:
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -353,14 +329,7 @@ def d_MetadataRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('MetadataRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'MetadataRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest', pos) from None
     return MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations), pos
@@ -368,7 +337,6 @@ def d_MetadataRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
 def ea_MetadataRequest_MetadataRequestTopic_v9(xs: list[MetadataRequest.MetadataRequestTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -380,7 +348,6 @@ def ea_MetadataRequest_MetadataRequestTopic_v9(xs: list[MetadataRequest.Metadata
 
 def e_MetadataRequest_v9(o: MetadataRequest, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         if x_topics is None:
             w(b'\x00')
@@ -395,11 +362,9 @@ def e_MetadataRequest_v9(o: MetadataRequest, w: Append) -> None:
 def da_MetadataRequest_MetadataRequestTopic_v10(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataRequest.MetadataRequestTopic], int]:
     out: list[MetadataRequest.MetadataRequestTopic] = []
     app = out.append
-    f_topic_id: uuid.UUID
     f_name: str | None
     try:
         for _ in range(n):
-            pass
             if pos + 16 > blen:
                 raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -413,27 +378,20 @@ def da_MetadataRequest_MetadataRequestTopic_v10(buf: bytes, pos: int, blen: int,
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_name = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_name = None
             elif n1 == 0:
                 f_name = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
-                f_name = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'MetadataRequest.MetadataRequestTopic', 'string', 'Name')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('MetadataRequest.MetadataRequestTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'MetadataRequest.MetadataRequestTopic')
             app(_MetadataRequest_MetadataRequestTopic(f_topic_id, f_name))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest.MetadataRequestTopic', pos) from None
@@ -442,7 +400,6 @@ def da_MetadataRequest_MetadataRequestTopic_v10(buf: bytes, pos: int, blen: int,
 def d_MetadataRequest_v10(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequest, int]:
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -463,14 +420,7 @@ def d_MetadataRequest_v10(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequ
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('MetadataRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'MetadataRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest', pos) from None
     return MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations), pos
@@ -478,7 +428,6 @@ def d_MetadataRequest_v10(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequ
 def ea_MetadataRequest_MetadataRequestTopic_v10(xs: list[MetadataRequest.MetadataRequestTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic_id = o.topic_id
             w(x_topic_id.bytes)
             x_name = o.name
@@ -495,7 +444,6 @@ def ea_MetadataRequest_MetadataRequestTopic_v10(xs: list[MetadataRequest.Metadat
 
 def e_MetadataRequest_v10(o: MetadataRequest, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         if x_topics is None:
             w(b'\x00')
@@ -510,7 +458,6 @@ def e_MetadataRequest_v10(o: MetadataRequest, w: Append) -> None:
 def d_MetadataRequest_v11(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequest, int]:
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -531,21 +478,13 @@ def d_MetadataRequest_v11(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequ
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('MetadataRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'MetadataRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest', pos) from None
     return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, f_include_topic_authorized_operations), pos
 
 def e_MetadataRequest_v11(o: MetadataRequest, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         if x_topics is None:
             w(b'\x00')
@@ -560,24 +499,20 @@ def e_MetadataRequest_v11(o: MetadataRequest, w: Append) -> None:
 def da_MetadataResponse_MetadataResponseBroker_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseBroker], int]:
     out: list[MetadataResponse.MetadataResponseBroker] = []
     app = out.append
-    f_host: str
     try:
         for _ in range(n):
-            pass
             (f_node_id,) = _F_i_unpack(buf, pos)
             pos += 4
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, 'null string for non-nullable Host')
-                f_host = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, f'string Host length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_host = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_host = ''
+            else:
+                bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
             (f_port,) = _F_i_unpack(buf, pos)
             pos += 4
             app(_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, None))
@@ -588,11 +523,8 @@ def da_MetadataResponse_MetadataResponseBroker_v0(buf: bytes, pos: int, blen: in
 def da_MetadataResponse_MetadataResponsePartition_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponsePartition], int]:
     out: list[MetadataResponse.MetadataResponsePartition] = []
     app = out.append
-    f_replica_nodes: list[int]
-    f_isr_nodes: list[int]
     try:
         for _ in range(n):
-            pass
             (f_error_code, f_partition_index, f_leader_id,) = _F_hii_unpack(buf, pos)
             pos += 10
             (n1,) = I32_unpack(buf, pos)
@@ -621,25 +553,20 @@ def da_MetadataResponse_MetadataResponsePartition_v0(buf: bytes, pos: int, blen:
 def da_MetadataResponse_MetadataResponseTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseTopic], int]:
     out: list[MetadataResponse.MetadataResponseTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[MetadataResponse.MetadataResponsePartition]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -654,10 +581,7 @@ def da_MetadataResponse_MetadataResponseTopic_v0(buf: bytes, pos: int, blen: int
     return out, pos
 
 def d_MetadataResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_brokers: list[MetadataResponse.MetadataResponseBroker]
-    f_topics: list[MetadataResponse.MetadataResponseTopic]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -681,7 +605,6 @@ def d_MetadataResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
 def ea_MetadataResponse_MetadataResponseBroker_v0(xs: list[MetadataResponse.MetadataResponseBroker], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_i_pack(o.node_id))
             x_host = o.host
             b1 = x_host.encode()
@@ -694,7 +617,6 @@ def ea_MetadataResponse_MetadataResponseBroker_v0(xs: list[MetadataResponse.Meta
 def ea_MetadataResponse_MetadataResponsePartition_v0(xs: list[MetadataResponse.MetadataResponsePartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_hii_pack(o.error_code, o.partition_index, o.leader_id))
             x_replica_nodes = o.replica_nodes
             w(I32_pack(len(x_replica_nodes)))
@@ -708,7 +630,6 @@ def ea_MetadataResponse_MetadataResponsePartition_v0(xs: list[MetadataResponse.M
 def ea_MetadataResponse_MetadataResponseTopic_v0(xs: list[MetadataResponse.MetadataResponseTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
@@ -722,7 +643,6 @@ def ea_MetadataResponse_MetadataResponseTopic_v0(xs: list[MetadataResponse.Metad
 
 def e_MetadataResponse_v0(o: MetadataResponse, w: Append) -> None:
     try:
-        pass
         x_brokers = o.brokers
         w(I32_pack(len(x_brokers)))
         ea_MetadataResponse_MetadataResponseBroker_v0(x_brokers, w)
@@ -735,39 +655,35 @@ def e_MetadataResponse_v0(o: MetadataResponse, w: Append) -> None:
 def da_MetadataResponse_MetadataResponseBroker_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseBroker], int]:
     out: list[MetadataResponse.MetadataResponseBroker] = []
     app = out.append
-    f_host: str
     f_rack: str | None
     try:
         for _ in range(n):
-            pass
             (f_node_id,) = _F_i_unpack(buf, pos)
             pos += 4
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, 'null string for non-nullable Host')
-                f_host = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, f'string Host length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_host = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_host = ''
+            else:
+                bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
             (f_port,) = _F_i_unpack(buf, pos)
             pos += 4
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_rack = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_rack = None
             elif n3 == 0:
                 f_rack = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, f'string Rack length {n3} exceeds remaining bytes')
-                f_rack = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Rack')
             app(_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, f_rack))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseBroker', pos) from None
@@ -776,25 +692,20 @@ def da_MetadataResponse_MetadataResponseBroker_v1(buf: bytes, pos: int, blen: in
 def da_MetadataResponse_MetadataResponseTopic_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseTopic], int]:
     out: list[MetadataResponse.MetadataResponseTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[MetadataResponse.MetadataResponsePartition]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
             (f_is_internal,) = _F_o_unpack(buf, pos)
             pos += 1
             (n3,) = I32_unpack(buf, pos)
@@ -811,10 +722,7 @@ def da_MetadataResponse_MetadataResponseTopic_v1(buf: bytes, pos: int, blen: int
     return out, pos
 
 def d_MetadataResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_brokers: list[MetadataResponse.MetadataResponseBroker]
-    f_topics: list[MetadataResponse.MetadataResponseTopic]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -840,7 +748,6 @@ def d_MetadataResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
 def ea_MetadataResponse_MetadataResponseBroker_v1(xs: list[MetadataResponse.MetadataResponseBroker], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_i_pack(o.node_id))
             x_host = o.host
             b1 = x_host.encode()
@@ -860,7 +767,6 @@ def ea_MetadataResponse_MetadataResponseBroker_v1(xs: list[MetadataResponse.Meta
 def ea_MetadataResponse_MetadataResponseTopic_v1(xs: list[MetadataResponse.MetadataResponseTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
@@ -875,7 +781,6 @@ def ea_MetadataResponse_MetadataResponseTopic_v1(xs: list[MetadataResponse.Metad
 
 def e_MetadataResponse_v1(o: MetadataResponse, w: Append) -> None:
     try:
-        pass
         x_brokers = o.brokers
         w(I32_pack(len(x_brokers)))
         ea_MetadataResponse_MetadataResponseBroker_v1(x_brokers, w)
@@ -887,11 +792,8 @@ def e_MetadataResponse_v1(o: MetadataResponse, w: Append) -> None:
         raise encode_error(exc, 'MetadataResponse') from None
 
 def d_MetadataResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_brokers: list[MetadataResponse.MetadataResponseBroker]
     f_cluster_id: str | None
-    f_topics: list[MetadataResponse.MetadataResponseTopic]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -902,16 +804,16 @@ def d_MetadataResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
         (n2,) = I16_unpack(buf, pos)
         pos += 2
-        if n2 < 0:
+        end3 = pos + n2
+        if 0 < n2 and end3 <= blen:
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
+        elif n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            end3 = pos + n2
-            if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
+            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n4,) = I32_unpack(buf, pos)
@@ -928,7 +830,6 @@ def d_MetadataResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
 
 def e_MetadataResponse_v2(o: MetadataResponse, w: Append) -> None:
     try:
-        pass
         x_brokers = o.brokers
         w(I32_pack(len(x_brokers)))
         ea_MetadataResponse_MetadataResponseBroker_v1(x_brokers, w)
@@ -947,11 +848,8 @@ def e_MetadataResponse_v2(o: MetadataResponse, w: Append) -> None:
         raise encode_error(exc, 'MetadataResponse') from None
 
 def d_MetadataResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_brokers: list[MetadataResponse.MetadataResponseBroker]
     f_cluster_id: str | None
-    f_topics: list[MetadataResponse.MetadataResponseTopic]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -964,16 +862,16 @@ def d_MetadataResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
         (n2,) = I16_unpack(buf, pos)
         pos += 2
-        if n2 < 0:
+        end3 = pos + n2
+        if 0 < n2 and end3 <= blen:
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
+        elif n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            end3 = pos + n2
-            if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
+            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n4,) = I32_unpack(buf, pos)
@@ -990,7 +888,6 @@ def d_MetadataResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
 
 def e_MetadataResponse_v3(o: MetadataResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_brokers = o.brokers
         w(I32_pack(len(x_brokers)))
@@ -1012,12 +909,8 @@ def e_MetadataResponse_v3(o: MetadataResponse, w: Append) -> None:
 def da_MetadataResponse_MetadataResponsePartition_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponsePartition], int]:
     out: list[MetadataResponse.MetadataResponsePartition] = []
     app = out.append
-    f_replica_nodes: list[int]
-    f_isr_nodes: list[int]
-    f_offline_replicas: list[int]
     try:
         for _ in range(n):
-            pass
             (f_error_code, f_partition_index, f_leader_id,) = _F_hii_unpack(buf, pos)
             pos += 10
             (n1,) = I32_unpack(buf, pos)
@@ -1055,25 +948,20 @@ def da_MetadataResponse_MetadataResponsePartition_v5(buf: bytes, pos: int, blen:
 def da_MetadataResponse_MetadataResponseTopic_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseTopic], int]:
     out: list[MetadataResponse.MetadataResponseTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[MetadataResponse.MetadataResponsePartition]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
             (f_is_internal,) = _F_o_unpack(buf, pos)
             pos += 1
             (n3,) = I32_unpack(buf, pos)
@@ -1090,11 +978,8 @@ def da_MetadataResponse_MetadataResponseTopic_v5(buf: bytes, pos: int, blen: int
     return out, pos
 
 def d_MetadataResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_brokers: list[MetadataResponse.MetadataResponseBroker]
     f_cluster_id: str | None
-    f_topics: list[MetadataResponse.MetadataResponseTopic]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -1107,16 +992,16 @@ def d_MetadataResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
         (n2,) = I16_unpack(buf, pos)
         pos += 2
-        if n2 < 0:
+        end3 = pos + n2
+        if 0 < n2 and end3 <= blen:
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
+        elif n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            end3 = pos + n2
-            if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
+            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n4,) = I32_unpack(buf, pos)
@@ -1134,7 +1019,6 @@ def d_MetadataResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
 def ea_MetadataResponse_MetadataResponsePartition_v5(xs: list[MetadataResponse.MetadataResponsePartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_hii_pack(o.error_code, o.partition_index, o.leader_id))
             x_replica_nodes = o.replica_nodes
             w(I32_pack(len(x_replica_nodes)))
@@ -1151,7 +1035,6 @@ def ea_MetadataResponse_MetadataResponsePartition_v5(xs: list[MetadataResponse.M
 def ea_MetadataResponse_MetadataResponseTopic_v5(xs: list[MetadataResponse.MetadataResponseTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
@@ -1166,7 +1049,6 @@ def ea_MetadataResponse_MetadataResponseTopic_v5(xs: list[MetadataResponse.Metad
 
 def e_MetadataResponse_v5(o: MetadataResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_brokers = o.brokers
         w(I32_pack(len(x_brokers)))
@@ -1188,12 +1070,8 @@ def e_MetadataResponse_v5(o: MetadataResponse, w: Append) -> None:
 def da_MetadataResponse_MetadataResponsePartition_v7(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponsePartition], int]:
     out: list[MetadataResponse.MetadataResponsePartition] = []
     app = out.append
-    f_replica_nodes: list[int]
-    f_isr_nodes: list[int]
-    f_offline_replicas: list[int]
     try:
         for _ in range(n):
-            pass
             (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _F_hiii_unpack(buf, pos)
             pos += 14
             (n1,) = I32_unpack(buf, pos)
@@ -1231,25 +1109,20 @@ def da_MetadataResponse_MetadataResponsePartition_v7(buf: bytes, pos: int, blen:
 def da_MetadataResponse_MetadataResponseTopic_v7(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseTopic], int]:
     out: list[MetadataResponse.MetadataResponseTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[MetadataResponse.MetadataResponsePartition]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
             (f_is_internal,) = _F_o_unpack(buf, pos)
             pos += 1
             (n3,) = I32_unpack(buf, pos)
@@ -1266,11 +1139,8 @@ def da_MetadataResponse_MetadataResponseTopic_v7(buf: bytes, pos: int, blen: int
     return out, pos
 
 def d_MetadataResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_brokers: list[MetadataResponse.MetadataResponseBroker]
     f_cluster_id: str | None
-    f_topics: list[MetadataResponse.MetadataResponseTopic]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -1283,16 +1153,16 @@ def d_MetadataResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
         (n2,) = I16_unpack(buf, pos)
         pos += 2
-        if n2 < 0:
+        end3 = pos + n2
+        if 0 < n2 and end3 <= blen:
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
+        elif n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            end3 = pos + n2
-            if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
+            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n4,) = I32_unpack(buf, pos)
@@ -1310,7 +1180,6 @@ def d_MetadataResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
 def ea_MetadataResponse_MetadataResponsePartition_v7(xs: list[MetadataResponse.MetadataResponsePartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_hiii_pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch))
             x_replica_nodes = o.replica_nodes
             w(I32_pack(len(x_replica_nodes)))
@@ -1327,7 +1196,6 @@ def ea_MetadataResponse_MetadataResponsePartition_v7(xs: list[MetadataResponse.M
 def ea_MetadataResponse_MetadataResponseTopic_v7(xs: list[MetadataResponse.MetadataResponseTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
@@ -1342,7 +1210,6 @@ def ea_MetadataResponse_MetadataResponseTopic_v7(xs: list[MetadataResponse.Metad
 
 def e_MetadataResponse_v7(o: MetadataResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_brokers = o.brokers
         w(I32_pack(len(x_brokers)))
@@ -1364,25 +1231,20 @@ def e_MetadataResponse_v7(o: MetadataResponse, w: Append) -> None:
 def da_MetadataResponse_MetadataResponseTopic_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseTopic], int]:
     out: list[MetadataResponse.MetadataResponseTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[MetadataResponse.MetadataResponsePartition]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
             (f_is_internal,) = _F_o_unpack(buf, pos)
             pos += 1
             (n3,) = I32_unpack(buf, pos)
@@ -1401,11 +1263,8 @@ def da_MetadataResponse_MetadataResponseTopic_v8(buf: bytes, pos: int, blen: int
     return out, pos
 
 def d_MetadataResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_brokers: list[MetadataResponse.MetadataResponseBroker]
     f_cluster_id: str | None
-    f_topics: list[MetadataResponse.MetadataResponseTopic]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -1418,16 +1277,16 @@ def d_MetadataResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
         (n2,) = I16_unpack(buf, pos)
         pos += 2
-        if n2 < 0:
+        end3 = pos + n2
+        if 0 < n2 and end3 <= blen:
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
+        elif n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            end3 = pos + n2
-            if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
+            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n4,) = I32_unpack(buf, pos)
@@ -1447,7 +1306,6 @@ def d_MetadataResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
 def ea_MetadataResponse_MetadataResponseTopic_v8(xs: list[MetadataResponse.MetadataResponseTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
@@ -1463,7 +1321,6 @@ def ea_MetadataResponse_MetadataResponseTopic_v8(xs: list[MetadataResponse.Metad
 
 def e_MetadataResponse_v8(o: MetadataResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_brokers = o.brokers
         w(I32_pack(len(x_brokers)))
@@ -1486,11 +1343,9 @@ def e_MetadataResponse_v8(o: MetadataResponse, w: Append) -> None:
 def da_MetadataResponse_MetadataResponseBroker_v9(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseBroker], int]:
     out: list[MetadataResponse.MetadataResponseBroker] = []
     app = out.append
-    f_host: str
     f_rack: str | None
     try:
         for _ in range(n):
-            pass
             (f_node_id,) = _F_i_unpack(buf, pos)
             pos += 4
             n1 = buf[pos]
@@ -1502,16 +1357,14 @@ def da_MetadataResponse_MetadataResponseBroker_v9(buf: bytes, pos: int, blen: in
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, 'null string for non-nullable Host')
-                f_host = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, f'string Host length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_host = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_host = ''
+            else:
+                bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
             (f_port,) = _F_i_unpack(buf, pos)
             pos += 4
             n3 = buf[pos]
@@ -1523,27 +1376,20 @@ def da_MetadataResponse_MetadataResponseBroker_v9(buf: bytes, pos: int, blen: in
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_rack = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_rack = None
             elif n3 == 0:
                 f_rack = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, f'string Rack length {n3} exceeds remaining bytes')
-                f_rack = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Rack')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('MetadataResponse.MetadataResponseBroker', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse.MetadataResponseBroker')
             app(_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, f_rack))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseBroker', pos) from None
@@ -1552,12 +1398,8 @@ def da_MetadataResponse_MetadataResponseBroker_v9(buf: bytes, pos: int, blen: in
 def da_MetadataResponse_MetadataResponsePartition_v9(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponsePartition], int]:
     out: list[MetadataResponse.MetadataResponsePartition] = []
     app = out.append
-    f_replica_nodes: list[int]
-    f_isr_nodes: list[int]
-    f_offline_replicas: list[int]
     try:
         for _ in range(n):
-            pass
             (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _F_hiii_unpack(buf, pos)
             pos += 14
             n1 = buf[pos]
@@ -1611,14 +1453,7 @@ def da_MetadataResponse_MetadataResponsePartition_v9(buf: bytes, pos: int, blen:
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse.MetadataResponsePartition')
             app(_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponsePartition', pos) from None
@@ -1627,11 +1462,8 @@ def da_MetadataResponse_MetadataResponsePartition_v9(buf: bytes, pos: int, blen:
 def da_MetadataResponse_MetadataResponseTopic_v9(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseTopic], int]:
     out: list[MetadataResponse.MetadataResponseTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[MetadataResponse.MetadataResponsePartition]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             n1 = buf[pos]
@@ -1643,16 +1475,14 @@ def da_MetadataResponse_MetadataResponseTopic_v9(buf: bytes, pos: int, blen: int
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
             (f_is_internal,) = _F_o_unpack(buf, pos)
             pos += 1
             n3 = buf[pos]
@@ -1675,25 +1505,15 @@ def da_MetadataResponse_MetadataResponseTopic_v9(buf: bytes, pos: int, blen: int
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse.MetadataResponseTopic')
             app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
     return out, pos
 
 def d_MetadataResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_brokers: list[MetadataResponse.MetadataResponseBroker]
     f_cluster_id: str | None
-    f_topics: list[MetadataResponse.MetadataResponseTopic]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -1720,16 +1540,16 @@ def d_MetadataResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
         else:
             n2, pos = read_uvarint(buf, pos)
         n2 -= 1
-        if n2 < 0:
+        end3 = pos + n2
+        if 0 < n2 and end3 <= blen:
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
+        elif n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            end3 = pos + n2
-            if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
+            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n4 = buf[pos]
@@ -1752,14 +1572,7 @@ def d_MetadataResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('MetadataResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse', pos) from None
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations), pos
@@ -1767,7 +1580,6 @@ def d_MetadataResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
 def ea_MetadataResponse_MetadataResponseBroker_v9(xs: list[MetadataResponse.MetadataResponseBroker], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_i_pack(o.node_id))
             x_host = o.host
             b1 = x_host.encode()
@@ -1790,7 +1602,6 @@ def ea_MetadataResponse_MetadataResponseBroker_v9(xs: list[MetadataResponse.Meta
 def ea_MetadataResponse_MetadataResponsePartition_v9(xs: list[MetadataResponse.MetadataResponsePartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_hiii_pack(o.error_code, o.partition_index, o.leader_id, o.leader_epoch))
             x_replica_nodes = o.replica_nodes
             ln = len(x_replica_nodes) + 1
@@ -1811,7 +1622,6 @@ def ea_MetadataResponse_MetadataResponsePartition_v9(xs: list[MetadataResponse.M
 def ea_MetadataResponse_MetadataResponseTopic_v9(xs: list[MetadataResponse.MetadataResponseTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
@@ -1829,7 +1639,6 @@ def ea_MetadataResponse_MetadataResponseTopic_v9(xs: list[MetadataResponse.Metad
 
 def e_MetadataResponse_v9(o: MetadataResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_brokers = o.brokers
         ln = len(x_brokers) + 1
@@ -1855,12 +1664,8 @@ def e_MetadataResponse_v9(o: MetadataResponse, w: Append) -> None:
 def da_MetadataResponse_MetadataResponseTopic_v10(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseTopic], int]:
     out: list[MetadataResponse.MetadataResponseTopic] = []
     app = out.append
-    f_name: str
-    f_topic_id: uuid.UUID
-    f_partitions: list[MetadataResponse.MetadataResponsePartition]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             n1 = buf[pos]
@@ -1872,16 +1677,14 @@ def da_MetadataResponse_MetadataResponseTopic_v10(buf: bytes, pos: int, blen: in
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
             if pos + 16 > blen:
                 raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -1908,25 +1711,15 @@ def da_MetadataResponse_MetadataResponseTopic_v10(buf: bytes, pos: int, blen: in
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse.MetadataResponseTopic')
             app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
     return out, pos
 
 def d_MetadataResponse_v10(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_brokers: list[MetadataResponse.MetadataResponseBroker]
     f_cluster_id: str | None
-    f_topics: list[MetadataResponse.MetadataResponseTopic]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -1953,16 +1746,16 @@ def d_MetadataResponse_v10(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
         else:
             n2, pos = read_uvarint(buf, pos)
         n2 -= 1
-        if n2 < 0:
+        end3 = pos + n2
+        if 0 < n2 and end3 <= blen:
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
+        elif n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            end3 = pos + n2
-            if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
+            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n4 = buf[pos]
@@ -1985,14 +1778,7 @@ def d_MetadataResponse_v10(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('MetadataResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse', pos) from None
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations), pos
@@ -2000,7 +1786,6 @@ def d_MetadataResponse_v10(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
 def ea_MetadataResponse_MetadataResponseTopic_v10(xs: list[MetadataResponse.MetadataResponseTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_name: str = o.name  # type: ignore[assignment]
             b1 = x_name.encode()
@@ -2020,7 +1805,6 @@ def ea_MetadataResponse_MetadataResponseTopic_v10(xs: list[MetadataResponse.Meta
 
 def e_MetadataResponse_v10(o: MetadataResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_brokers = o.brokers
         ln = len(x_brokers) + 1
@@ -2044,11 +1828,8 @@ def e_MetadataResponse_v10(o: MetadataResponse, w: Append) -> None:
         raise encode_error(exc, 'MetadataResponse') from None
 
 def d_MetadataResponse_v11(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_brokers: list[MetadataResponse.MetadataResponseBroker]
     f_cluster_id: str | None
-    f_topics: list[MetadataResponse.MetadataResponseTopic]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -2075,16 +1856,16 @@ def d_MetadataResponse_v11(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
         else:
             n2, pos = read_uvarint(buf, pos)
         n2 -= 1
-        if n2 < 0:
+        end3 = pos + n2
+        if 0 < n2 and end3 <= blen:
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
+        elif n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            end3 = pos + n2
-            if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
+            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n4 = buf[pos]
@@ -2105,21 +1886,13 @@ def d_MetadataResponse_v11(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('MetadataResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse', pos) from None
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648), pos
 
 def e_MetadataResponse_v11(o: MetadataResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_brokers = o.brokers
         ln = len(x_brokers) + 1
@@ -2146,11 +1919,8 @@ def da_MetadataResponse_MetadataResponseTopic_v12(buf: bytes, pos: int, blen: in
     out: list[MetadataResponse.MetadataResponseTopic] = []
     app = out.append
     f_name: str | None
-    f_topic_id: uuid.UUID
-    f_partitions: list[MetadataResponse.MetadataResponsePartition]
     try:
         for _ in range(n):
-            pass
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             n1 = buf[pos]
@@ -2162,16 +1932,16 @@ def da_MetadataResponse_MetadataResponseTopic_v12(buf: bytes, pos: int, blen: in
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_name = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_name = None
             elif n1 == 0:
                 f_name = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
-                f_name = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
             if pos + 16 > blen:
                 raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -2198,25 +1968,15 @@ def da_MetadataResponse_MetadataResponseTopic_v12(buf: bytes, pos: int, blen: in
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse.MetadataResponseTopic')
             app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
     return out, pos
 
 def d_MetadataResponse_v12(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_brokers: list[MetadataResponse.MetadataResponseBroker]
     f_cluster_id: str | None
-    f_topics: list[MetadataResponse.MetadataResponseTopic]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -2243,16 +2003,16 @@ def d_MetadataResponse_v12(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
         else:
             n2, pos = read_uvarint(buf, pos)
         n2 -= 1
-        if n2 < 0:
+        end3 = pos + n2
+        if 0 < n2 and end3 <= blen:
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
+        elif n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            end3 = pos + n2
-            if end3 > blen:
-                raise ProtocolError('MetadataResponse', None, pos, f'string ClusterId length {n2} exceeds remaining bytes')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
+            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n4 = buf[pos]
@@ -2273,14 +2033,7 @@ def d_MetadataResponse_v12(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('MetadataResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse', pos) from None
     return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648), pos
@@ -2288,7 +2041,6 @@ def d_MetadataResponse_v12(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
 def ea_MetadataResponse_MetadataResponseTopic_v12(xs: list[MetadataResponse.MetadataResponseTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_h_pack(o.error_code))
             x_name = o.name
             if x_name is None:
@@ -2311,7 +2063,6 @@ def ea_MetadataResponse_MetadataResponseTopic_v12(xs: list[MetadataResponse.Meta
 
 def e_MetadataResponse_v12(o: MetadataResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_brokers = o.brokers
         ln = len(x_brokers) + 1

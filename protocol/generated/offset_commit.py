@@ -18,9 +18,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -123,21 +125,20 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf: bytes, pos: int,
     f_committed_metadata: str | None
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_committed_offset,) = _F_iq_unpack(buf, pos)
             pos += 12
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_committed_metadata = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_committed_metadata = None
             elif n1 == 0:
                 f_committed_metadata = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestPartition', None, pos, f'string CommittedMetadata length {n1} exceeds remaining bytes')
-                f_committed_metadata = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestPartition', 'string', 'CommittedMetadata')
             app(_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, -1, f_committed_metadata))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestPartition', pos) from None
@@ -146,23 +147,18 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf: bytes, pos: int,
 def da_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetCommitRequest.OffsetCommitRequestTopic], int]:
     out: list[OffsetCommitRequest.OffsetCommitRequestTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestTopic', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -177,22 +173,17 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf: bytes, pos: int, ble
     return out, pos
 
 def d_OffsetCommitRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitRequest, int]:
-    f_group_id: str
-    f_topics: list[OffsetCommitRequest.OffsetCommitRequestTopic]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
         (n3,) = I32_unpack(buf, pos)
         pos += 4
         if n3 < 0:
@@ -208,7 +199,6 @@ def d_OffsetCommitRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
 def ea_OffsetCommitRequest_OffsetCommitRequestPartition_v0(xs: list[OffsetCommitRequest.OffsetCommitRequestPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iq_pack(o.partition_index, o.committed_offset))
             x_committed_metadata = o.committed_metadata
             if x_committed_metadata is None:
@@ -223,7 +213,6 @@ def ea_OffsetCommitRequest_OffsetCommitRequestPartition_v0(xs: list[OffsetCommit
 def ea_OffsetCommitRequest_OffsetCommitRequestTopic_v0(xs: list[OffsetCommitRequest.OffsetCommitRequestTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -236,7 +225,6 @@ def ea_OffsetCommitRequest_OffsetCommitRequestTopic_v0(xs: list[OffsetCommitRequ
 
 def e_OffsetCommitRequest_v0(o: OffsetCommitRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -253,21 +241,20 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf: bytes, pos: int,
     f_committed_metadata: str | None
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_committed_offset, f_commit_timestamp,) = _F_iqq_unpack(buf, pos)
             pos += 20
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_committed_metadata = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_committed_metadata = None
             elif n1 == 0:
                 f_committed_metadata = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestPartition', None, pos, f'string CommittedMetadata length {n1} exceeds remaining bytes')
-                f_committed_metadata = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestPartition', 'string', 'CommittedMetadata')
             app(_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, f_commit_timestamp, f_committed_metadata))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestPartition', pos) from None
@@ -276,23 +263,18 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf: bytes, pos: int,
 def da_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetCommitRequest.OffsetCommitRequestTopic], int]:
     out: list[OffsetCommitRequest.OffsetCommitRequestTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestTopic', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -307,37 +289,29 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf: bytes, pos: int, ble
     return out, pos
 
 def d_OffsetCommitRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitRequest, int]:
-    f_group_id: str
-    f_member_id: str
-    f_topics: list[OffsetCommitRequest.OffsetCommitRequestTopic]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
         (n5,) = I32_unpack(buf, pos)
         pos += 4
         if n5 < 0:
@@ -353,7 +327,6 @@ def d_OffsetCommitRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
 def ea_OffsetCommitRequest_OffsetCommitRequestPartition_v1(xs: list[OffsetCommitRequest.OffsetCommitRequestPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iqq_pack(o.partition_index, o.committed_offset, o.commit_timestamp))
             x_committed_metadata = o.committed_metadata
             if x_committed_metadata is None:
@@ -368,7 +341,6 @@ def ea_OffsetCommitRequest_OffsetCommitRequestPartition_v1(xs: list[OffsetCommit
 def ea_OffsetCommitRequest_OffsetCommitRequestTopic_v1(xs: list[OffsetCommitRequest.OffsetCommitRequestTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -381,7 +353,6 @@ def ea_OffsetCommitRequest_OffsetCommitRequestTopic_v1(xs: list[OffsetCommitRequ
 
 def e_OffsetCommitRequest_v1(o: OffsetCommitRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -398,37 +369,29 @@ def e_OffsetCommitRequest_v1(o: OffsetCommitRequest, w: Append) -> None:
         raise encode_error(exc, 'OffsetCommitRequest') from None
 
 def d_OffsetCommitRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitRequest, int]:
-    f_group_id: str
-    f_member_id: str
-    f_topics: list[OffsetCommitRequest.OffsetCommitRequestTopic]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
         (f_retention_time_ms,) = _F_q_unpack(buf, pos)
         pos += 8
         (n5,) = I32_unpack(buf, pos)
@@ -445,7 +408,6 @@ def d_OffsetCommitRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
 
 def e_OffsetCommitRequest_v2(o: OffsetCommitRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -463,37 +425,29 @@ def e_OffsetCommitRequest_v2(o: OffsetCommitRequest, w: Append) -> None:
         raise encode_error(exc, 'OffsetCommitRequest') from None
 
 def d_OffsetCommitRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitRequest, int]:
-    f_group_id: str
-    f_member_id: str
-    f_topics: list[OffsetCommitRequest.OffsetCommitRequestTopic]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
         (n5,) = I32_unpack(buf, pos)
         pos += 4
         if n5 < 0:
@@ -508,7 +462,6 @@ def d_OffsetCommitRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
 
 def e_OffsetCommitRequest_v5(o: OffsetCommitRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -530,21 +483,20 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v6(buf: bytes, pos: int,
     f_committed_metadata: str | None
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_committed_offset, f_committed_leader_epoch,) = _F_iqi_unpack(buf, pos)
             pos += 16
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_committed_metadata = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_committed_metadata = None
             elif n1 == 0:
                 f_committed_metadata = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestPartition', None, pos, f'string CommittedMetadata length {n1} exceeds remaining bytes')
-                f_committed_metadata = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestPartition', 'string', 'CommittedMetadata')
             app(_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestPartition', pos) from None
@@ -553,23 +505,18 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v6(buf: bytes, pos: int,
 def da_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetCommitRequest.OffsetCommitRequestTopic], int]:
     out: list[OffsetCommitRequest.OffsetCommitRequestTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestTopic', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -584,37 +531,29 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf: bytes, pos: int, ble
     return out, pos
 
 def d_OffsetCommitRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitRequest, int]:
-    f_group_id: str
-    f_member_id: str
-    f_topics: list[OffsetCommitRequest.OffsetCommitRequestTopic]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
         (n5,) = I32_unpack(buf, pos)
         pos += 4
         if n5 < 0:
@@ -630,7 +569,6 @@ def d_OffsetCommitRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
 def ea_OffsetCommitRequest_OffsetCommitRequestPartition_v6(xs: list[OffsetCommitRequest.OffsetCommitRequestPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iqi_pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
             x_committed_metadata = o.committed_metadata
             if x_committed_metadata is None:
@@ -645,7 +583,6 @@ def ea_OffsetCommitRequest_OffsetCommitRequestPartition_v6(xs: list[OffsetCommit
 def ea_OffsetCommitRequest_OffsetCommitRequestTopic_v6(xs: list[OffsetCommitRequest.OffsetCommitRequestTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -658,7 +595,6 @@ def ea_OffsetCommitRequest_OffsetCommitRequestTopic_v6(xs: list[OffsetCommitRequ
 
 def e_OffsetCommitRequest_v6(o: OffsetCommitRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -675,50 +611,42 @@ def e_OffsetCommitRequest_v6(o: OffsetCommitRequest, w: Append) -> None:
         raise encode_error(exc, 'OffsetCommitRequest') from None
 
 def d_OffsetCommitRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitRequest, int]:
-    f_group_id: str
-    f_member_id: str
     f_group_instance_id: str | None
-    f_topics: list[OffsetCommitRequest.OffsetCommitRequestTopic]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'OffsetCommitRequest', 'string', 'GroupInstanceId')
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -733,7 +661,6 @@ def d_OffsetCommitRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
 
 def e_OffsetCommitRequest_v7(o: OffsetCommitRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -762,7 +689,6 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf: bytes, pos: int,
     f_committed_metadata: str | None
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_committed_offset, f_committed_leader_epoch,) = _F_iqi_unpack(buf, pos)
             pos += 16
             n1 = buf[pos]
@@ -774,27 +700,20 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf: bytes, pos: int,
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_committed_metadata = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_committed_metadata = None
             elif n1 == 0:
                 f_committed_metadata = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestPartition', None, pos, f'string CommittedMetadata length {n1} exceeds remaining bytes')
-                f_committed_metadata = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestPartition', 'string', 'CommittedMetadata')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestPartition', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'OffsetCommitRequest.OffsetCommitRequestPartition')
             app(_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestPartition', pos) from None
@@ -803,11 +722,8 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf: bytes, pos: int,
 def da_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetCommitRequest.OffsetCommitRequestTopic], int]:
     out: list[OffsetCommitRequest.OffsetCommitRequestTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition]
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -817,16 +733,14 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf: bytes, pos: int, ble
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestTopic', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -845,26 +759,15 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf: bytes, pos: int, ble
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'OffsetCommitRequest.OffsetCommitRequestTopic')
             app(_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestTopic', pos) from None
     return out, pos
 
 def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitRequest, int]:
-    f_group_id: str
-    f_member_id: str
     f_group_instance_id: str | None
-    f_topics: list[OffsetCommitRequest.OffsetCommitRequestTopic]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -874,16 +777,14 @@ def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         n3 = buf[pos]
@@ -895,16 +796,14 @@ def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('OffsetCommitRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -914,16 +813,16 @@ def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('OffsetCommitRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'OffsetCommitRequest', 'string', 'GroupInstanceId')
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -942,14 +841,7 @@ def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('OffsetCommitRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'OffsetCommitRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest', pos) from None
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics), pos
@@ -957,7 +849,6 @@ def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
 def ea_OffsetCommitRequest_OffsetCommitRequestPartition_v8(xs: list[OffsetCommitRequest.OffsetCommitRequestPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iqi_pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
             x_committed_metadata = o.committed_metadata
             if x_committed_metadata is None:
@@ -974,7 +865,6 @@ def ea_OffsetCommitRequest_OffsetCommitRequestPartition_v8(xs: list[OffsetCommit
 def ea_OffsetCommitRequest_OffsetCommitRequestTopic_v8(xs: list[OffsetCommitRequest.OffsetCommitRequestTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -990,7 +880,6 @@ def ea_OffsetCommitRequest_OffsetCommitRequestTopic_v8(xs: list[OffsetCommitRequ
 
 def e_OffsetCommitRequest_v8(o: OffsetCommitRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         ln = len(b1) + 1
@@ -1023,7 +912,6 @@ def da_OffsetCommitResponse_OffsetCommitResponsePartition_v0(buf: bytes, pos: in
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_error_code,) = _F_ih_unpack(buf, pos)
             pos += 6
             app(_OffsetCommitResponse_OffsetCommitResponsePartition(f_partition_index, f_error_code))
@@ -1034,23 +922,18 @@ def da_OffsetCommitResponse_OffsetCommitResponsePartition_v0(buf: bytes, pos: in
 def da_OffsetCommitResponse_OffsetCommitResponseTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetCommitResponse.OffsetCommitResponseTopic], int]:
     out: list[OffsetCommitResponse.OffsetCommitResponseTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'OffsetCommitResponse.OffsetCommitResponseTopic', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -1065,9 +948,7 @@ def da_OffsetCommitResponse_OffsetCommitResponseTopic_v0(buf: bytes, pos: int, b
     return out, pos
 
 def d_OffsetCommitResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitResponse, int]:
-    f_topics: list[OffsetCommitResponse.OffsetCommitResponseTopic]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -1083,7 +964,6 @@ def d_OffsetCommitResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCo
 def ea_OffsetCommitResponse_OffsetCommitResponsePartition_v0(xs: list[OffsetCommitResponse.OffsetCommitResponsePartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ih_pack(o.partition_index, o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'OffsetCommitResponse.OffsetCommitResponsePartition') from None
@@ -1091,7 +971,6 @@ def ea_OffsetCommitResponse_OffsetCommitResponsePartition_v0(xs: list[OffsetComm
 def ea_OffsetCommitResponse_OffsetCommitResponseTopic_v0(xs: list[OffsetCommitResponse.OffsetCommitResponseTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -1104,7 +983,6 @@ def ea_OffsetCommitResponse_OffsetCommitResponseTopic_v0(xs: list[OffsetCommitRe
 
 def e_OffsetCommitResponse_v0(o: OffsetCommitResponse, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
         ea_OffsetCommitResponse_OffsetCommitResponseTopic_v0(x_topics, w)
@@ -1112,9 +990,7 @@ def e_OffsetCommitResponse_v0(o: OffsetCommitResponse, w: Append) -> None:
         raise encode_error(exc, 'OffsetCommitResponse') from None
 
 def d_OffsetCommitResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitResponse, int]:
-    f_topics: list[OffsetCommitResponse.OffsetCommitResponseTopic]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -1131,7 +1007,6 @@ def d_OffsetCommitResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[OffsetCo
 
 def e_OffsetCommitResponse_v3(o: OffsetCommitResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -1144,20 +1019,12 @@ def da_OffsetCommitResponse_OffsetCommitResponsePartition_v8(buf: bytes, pos: in
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_error_code,) = _F_ih_unpack(buf, pos)
             pos += 6
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('OffsetCommitResponse.OffsetCommitResponsePartition', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'OffsetCommitResponse.OffsetCommitResponsePartition')
             app(_OffsetCommitResponse_OffsetCommitResponsePartition(f_partition_index, f_error_code))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitResponse.OffsetCommitResponsePartition', pos) from None
@@ -1166,11 +1033,8 @@ def da_OffsetCommitResponse_OffsetCommitResponsePartition_v8(buf: bytes, pos: in
 def da_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetCommitResponse.OffsetCommitResponseTopic], int]:
     out: list[OffsetCommitResponse.OffsetCommitResponseTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[OffsetCommitResponse.OffsetCommitResponsePartition]
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -1180,16 +1044,14 @@ def da_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf: bytes, pos: int, b
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'OffsetCommitResponse.OffsetCommitResponseTopic', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1208,23 +1070,14 @@ def da_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf: bytes, pos: int, b
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'OffsetCommitResponse.OffsetCommitResponseTopic')
             app(_OffsetCommitResponse_OffsetCommitResponseTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitResponse.OffsetCommitResponseTopic', pos) from None
     return out, pos
 
 def d_OffsetCommitResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitResponse, int]:
-    f_topics: list[OffsetCommitResponse.OffsetCommitResponseTopic]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -1245,14 +1098,7 @@ def d_OffsetCommitResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCo
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('OffsetCommitResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'OffsetCommitResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitResponse', pos) from None
     return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
@@ -1260,7 +1106,6 @@ def d_OffsetCommitResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCo
 def ea_OffsetCommitResponse_OffsetCommitResponsePartition_v8(xs: list[OffsetCommitResponse.OffsetCommitResponsePartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ihx_pack(o.partition_index, o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'OffsetCommitResponse.OffsetCommitResponsePartition') from None
@@ -1268,7 +1113,6 @@ def ea_OffsetCommitResponse_OffsetCommitResponsePartition_v8(xs: list[OffsetComm
 def ea_OffsetCommitResponse_OffsetCommitResponseTopic_v8(xs: list[OffsetCommitResponse.OffsetCommitResponseTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -1284,7 +1128,6 @@ def ea_OffsetCommitResponse_OffsetCommitResponseTopic_v8(xs: list[OffsetCommitRe
 
 def e_OffsetCommitResponse_v8(o: OffsetCommitResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_topics = o.topics
         ln = len(x_topics) + 1

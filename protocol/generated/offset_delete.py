@@ -17,6 +17,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
 )
@@ -104,7 +105,6 @@ def da_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(buf: bytes, pos: int,
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_partition_index,) = _F_i_unpack(buf, pos)
             pos += 4
             app(_OffsetDeleteRequest_OffsetDeleteRequestPartition(f_partition_index))
@@ -115,23 +115,18 @@ def da_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(buf: bytes, pos: int,
 def da_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetDeleteRequest.OffsetDeleteRequestTopic], int]:
     out: list[OffsetDeleteRequest.OffsetDeleteRequestTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[OffsetDeleteRequest.OffsetDeleteRequestPartition]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetDeleteRequest.OffsetDeleteRequestTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetDeleteRequest.OffsetDeleteRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'OffsetDeleteRequest.OffsetDeleteRequestTopic', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -146,22 +141,17 @@ def da_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf: bytes, pos: int, ble
     return out, pos
 
 def d_OffsetDeleteRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetDeleteRequest, int]:
-    f_group_id: str
-    f_topics: list[OffsetDeleteRequest.OffsetDeleteRequestTopic]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetDeleteRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetDeleteRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'OffsetDeleteRequest', 'string', 'GroupId')
         (n3,) = I32_unpack(buf, pos)
         pos += 4
         if n3 < 0:
@@ -177,7 +167,6 @@ def d_OffsetDeleteRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetDel
 def ea_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(xs: list[OffsetDeleteRequest.OffsetDeleteRequestPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_i_pack(o.partition_index))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'OffsetDeleteRequest.OffsetDeleteRequestPartition') from None
@@ -185,7 +174,6 @@ def ea_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(xs: list[OffsetDelete
 def ea_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(xs: list[OffsetDeleteRequest.OffsetDeleteRequestTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -198,7 +186,6 @@ def ea_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(xs: list[OffsetDeleteRequ
 
 def e_OffsetDeleteRequest_v0(o: OffsetDeleteRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -214,7 +201,6 @@ def da_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf: bytes, pos: in
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_error_code,) = _F_ih_unpack(buf, pos)
             pos += 6
             app(_OffsetDeleteResponse_OffsetDeleteResponsePartition(f_partition_index, f_error_code))
@@ -225,23 +211,18 @@ def da_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf: bytes, pos: in
 def da_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetDeleteResponse.OffsetDeleteResponseTopic], int]:
     out: list[OffsetDeleteResponse.OffsetDeleteResponseTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[OffsetDeleteResponse.OffsetDeleteResponsePartition]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetDeleteResponse.OffsetDeleteResponseTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetDeleteResponse.OffsetDeleteResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'OffsetDeleteResponse.OffsetDeleteResponseTopic', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -256,9 +237,7 @@ def da_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf: bytes, pos: int, b
     return out, pos
 
 def d_OffsetDeleteResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetDeleteResponse, int]:
-    f_topics: list[OffsetDeleteResponse.OffsetDeleteResponseTopic]
     try:
-        pass
         (f_error_code, f_throttle_time_ms,) = _F_hi_unpack(buf, pos)
         pos += 6
         (n1,) = I32_unpack(buf, pos)
@@ -276,7 +255,6 @@ def d_OffsetDeleteResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetDe
 def ea_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(xs: list[OffsetDeleteResponse.OffsetDeleteResponsePartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ih_pack(o.partition_index, o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'OffsetDeleteResponse.OffsetDeleteResponsePartition') from None
@@ -284,7 +262,6 @@ def ea_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(xs: list[OffsetDele
 def ea_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(xs: list[OffsetDeleteResponse.OffsetDeleteResponseTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -297,7 +274,6 @@ def ea_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(xs: list[OffsetDeleteRe
 
 def e_OffsetDeleteResponse_v0(o: OffsetDeleteResponse, w: Append) -> None:
     try:
-        pass
         w(_F_hi_pack(o.error_code, o.throttle_time_ms))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))

@@ -19,9 +19,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -163,23 +165,18 @@ _OffsetFetchResponse_OffsetFetchResponsePartitions = OffsetFetchResponse.OffsetF
 def da_OffsetFetchRequest_OffsetFetchRequestTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchRequest.OffsetFetchRequestTopic], int]:
     out: list[OffsetFetchRequest.OffsetFetchRequestTopic] = []
     app = out.append
-    f_name: str
-    f_partition_indexes: list[int]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestTopic', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -195,22 +192,17 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopic_v0(buf: bytes, pos: int, blen:
     return out, pos
 
 def d_OffsetFetchRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchRequest, int]:
-    f_group_id: str
-    f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopic]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetFetchRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetFetchRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'OffsetFetchRequest', 'string', 'GroupId')
         (n3,) = I32_unpack(buf, pos)
         pos += 4
         if n3 < 0:
@@ -226,7 +218,6 @@ def d_OffsetFetchRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
 def ea_OffsetFetchRequest_OffsetFetchRequestTopic_v0(xs: list[OffsetFetchRequest.OffsetFetchRequestTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -239,7 +230,6 @@ def ea_OffsetFetchRequest_OffsetFetchRequestTopic_v0(xs: list[OffsetFetchRequest
 
 def e_OffsetFetchRequest_v0(o: OffsetFetchRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -251,22 +241,18 @@ def e_OffsetFetchRequest_v0(o: OffsetFetchRequest, w: Append) -> None:
         raise encode_error(exc, 'OffsetFetchRequest') from None
 
 def d_OffsetFetchRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchRequest, int]:
-    f_group_id: str
     f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetFetchRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetFetchRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'OffsetFetchRequest', 'string', 'GroupId')
         (n3,) = I32_unpack(buf, pos)
         pos += 4
         if n3 < 0:
@@ -281,7 +267,6 @@ def d_OffsetFetchRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
 
 def e_OffsetFetchRequest_v2(o: OffsetFetchRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -298,11 +283,8 @@ def e_OffsetFetchRequest_v2(o: OffsetFetchRequest, w: Append) -> None:
 def da_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchRequest.OffsetFetchRequestTopic], int]:
     out: list[OffsetFetchRequest.OffsetFetchRequestTopic] = []
     app = out.append
-    f_name: str
-    f_partition_indexes: list[int]
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -312,16 +294,14 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf: bytes, pos: int, blen:
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestTopic', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -341,24 +321,15 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf: bytes, pos: int, blen:
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchRequest.OffsetFetchRequestTopic')
             app(_OffsetFetchRequest_OffsetFetchRequestTopic(f_name, f_partition_indexes))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestTopic', pos) from None
     return out, pos
 
 def d_OffsetFetchRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchRequest, int]:
-    f_group_id: str
     f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -368,16 +339,14 @@ def d_OffsetFetchRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetFetchRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetFetchRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'OffsetFetchRequest', 'string', 'GroupId')
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -396,14 +365,7 @@ def d_OffsetFetchRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('OffsetFetchRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest', pos) from None
     return OffsetFetchRequest(f_group_id, f_topics, [], False), pos
@@ -411,7 +373,6 @@ def d_OffsetFetchRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
 def ea_OffsetFetchRequest_OffsetFetchRequestTopic_v6(xs: list[OffsetFetchRequest.OffsetFetchRequestTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -427,7 +388,6 @@ def ea_OffsetFetchRequest_OffsetFetchRequestTopic_v6(xs: list[OffsetFetchRequest
 
 def e_OffsetFetchRequest_v6(o: OffsetFetchRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         ln = len(b1) + 1
@@ -445,10 +405,8 @@ def e_OffsetFetchRequest_v6(o: OffsetFetchRequest, w: Append) -> None:
         raise encode_error(exc, 'OffsetFetchRequest') from None
 
 def d_OffsetFetchRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchRequest, int]:
-    f_group_id: str
     f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -458,16 +416,14 @@ def d_OffsetFetchRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetFetchRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetFetchRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'OffsetFetchRequest', 'string', 'GroupId')
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -488,21 +444,13 @@ def d_OffsetFetchRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('OffsetFetchRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest', pos) from None
     return OffsetFetchRequest(f_group_id, f_topics, [], f_require_stable), pos
 
 def e_OffsetFetchRequest_v7(o: OffsetFetchRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         ln = len(b1) + 1
@@ -522,11 +470,8 @@ def e_OffsetFetchRequest_v7(o: OffsetFetchRequest, w: Append) -> None:
 def da_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchRequest.OffsetFetchRequestTopics], int]:
     out: list[OffsetFetchRequest.OffsetFetchRequestTopics] = []
     app = out.append
-    f_name: str
-    f_partition_indexes: list[int]
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -536,16 +481,14 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf: bytes, pos: int, blen
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopics', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopics', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestTopics', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -565,14 +508,7 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf: bytes, pos: int, blen
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopics', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchRequest.OffsetFetchRequestTopics')
             app(_OffsetFetchRequest_OffsetFetchRequestTopics(f_name, f_partition_indexes))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestTopics', pos) from None
@@ -581,11 +517,9 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf: bytes, pos: int, blen
 def da_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchRequest.OffsetFetchRequestGroup], int]:
     out: list[OffsetFetchRequest.OffsetFetchRequestGroup] = []
     app = out.append
-    f_group_id: str
     f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -595,16 +529,14 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf: bytes, pos: int, blen:
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, 'null string for non-nullable GroupId')
-                f_group_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_group_id = ''
+            else:
+                bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestGroup', 'string', 'GroupId')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -623,23 +555,14 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf: bytes, pos: int, blen:
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchRequest.OffsetFetchRequestGroup')
             app(_OffsetFetchRequest_OffsetFetchRequestGroup(f_group_id, None, -1, f_topics))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestGroup', pos) from None
     return out, pos
 
 def d_OffsetFetchRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchRequest, int]:
-    f_groups: list[OffsetFetchRequest.OffsetFetchRequestGroup]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -660,14 +583,7 @@ def d_OffsetFetchRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('OffsetFetchRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest', pos) from None
     return OffsetFetchRequest('', [], f_groups, f_require_stable), pos
@@ -675,7 +591,6 @@ def d_OffsetFetchRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
 def ea_OffsetFetchRequest_OffsetFetchRequestTopics_v8(xs: list[OffsetFetchRequest.OffsetFetchRequestTopics], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -692,7 +607,6 @@ def ea_OffsetFetchRequest_OffsetFetchRequestTopics_v8(xs: list[OffsetFetchReques
 def ea_OffsetFetchRequest_OffsetFetchRequestGroup_v8(xs: list[OffsetFetchRequest.OffsetFetchRequestGroup], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_group_id = o.group_id
             b1 = x_group_id.encode()
             ln = len(b1) + 1
@@ -711,7 +625,6 @@ def ea_OffsetFetchRequest_OffsetFetchRequestGroup_v8(xs: list[OffsetFetchRequest
 
 def e_OffsetFetchRequest_v8(o: OffsetFetchRequest, w: Append) -> None:
     try:
-        pass
         x_groups = o.groups
         ln = len(x_groups) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -723,12 +636,10 @@ def e_OffsetFetchRequest_v8(o: OffsetFetchRequest, w: Append) -> None:
 def da_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchRequest.OffsetFetchRequestGroup], int]:
     out: list[OffsetFetchRequest.OffsetFetchRequestGroup] = []
     app = out.append
-    f_group_id: str
     f_member_id: str | None
     f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -738,16 +649,14 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: bytes, pos: int, blen:
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, 'null string for non-nullable GroupId')
-                f_group_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_group_id = ''
+            else:
+                bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestGroup', 'string', 'GroupId')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -757,16 +666,16 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: bytes, pos: int, blen:
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_member_id = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_member_id = None
             elif n3 == 0:
                 f_member_id = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
-                f_member_id = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'OffsetFetchRequest.OffsetFetchRequestGroup', 'string', 'MemberId')
             (f_member_epoch,) = _F_i_unpack(buf, pos)
             pos += 4
             n5 = buf[pos]
@@ -787,23 +696,14 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: bytes, pos: int, blen:
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestGroup', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchRequest.OffsetFetchRequestGroup')
             app(_OffsetFetchRequest_OffsetFetchRequestGroup(f_group_id, f_member_id, f_member_epoch, f_topics))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestGroup', pos) from None
     return out, pos
 
 def d_OffsetFetchRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchRequest, int]:
-    f_groups: list[OffsetFetchRequest.OffsetFetchRequestGroup]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -824,14 +724,7 @@ def d_OffsetFetchRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('OffsetFetchRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest', pos) from None
     return OffsetFetchRequest('', [], f_groups, f_require_stable), pos
@@ -839,7 +732,6 @@ def d_OffsetFetchRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
 def ea_OffsetFetchRequest_OffsetFetchRequestGroup_v9(xs: list[OffsetFetchRequest.OffsetFetchRequestGroup], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_group_id = o.group_id
             b1 = x_group_id.encode()
             ln = len(b1) + 1
@@ -867,7 +759,6 @@ def ea_OffsetFetchRequest_OffsetFetchRequestGroup_v9(xs: list[OffsetFetchRequest
 
 def e_OffsetFetchRequest_v9(o: OffsetFetchRequest, w: Append) -> None:
     try:
-        pass
         x_groups = o.groups
         ln = len(x_groups) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -882,21 +773,20 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v0(buf: bytes, pos: int,
     f_metadata: str | None
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_committed_offset,) = _F_iq_unpack(buf, pos)
             pos += 12
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_metadata = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_metadata = None
             elif n1 == 0:
                 f_metadata = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartition', None, pos, f'string Metadata length {n1} exceeds remaining bytes')
-                f_metadata = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponsePartition', 'string', 'Metadata')
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             app(_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, -1, f_metadata, f_error_code))
@@ -907,23 +797,18 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v0(buf: bytes, pos: int,
 def da_OffsetFetchResponse_OffsetFetchResponseTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchResponse.OffsetFetchResponseTopic], int]:
     out: list[OffsetFetchResponse.OffsetFetchResponseTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -938,9 +823,7 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v0(buf: bytes, pos: int, ble
     return out, pos
 
 def d_OffsetFetchResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchResponse, int]:
-    f_topics: list[OffsetFetchResponse.OffsetFetchResponseTopic]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -956,7 +839,6 @@ def d_OffsetFetchResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetFet
 def ea_OffsetFetchResponse_OffsetFetchResponsePartition_v0(xs: list[OffsetFetchResponse.OffsetFetchResponsePartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iq_pack(o.partition_index, o.committed_offset))
             x_metadata = o.metadata
             if x_metadata is None:
@@ -972,7 +854,6 @@ def ea_OffsetFetchResponse_OffsetFetchResponsePartition_v0(xs: list[OffsetFetchR
 def ea_OffsetFetchResponse_OffsetFetchResponseTopic_v0(xs: list[OffsetFetchResponse.OffsetFetchResponseTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -985,7 +866,6 @@ def ea_OffsetFetchResponse_OffsetFetchResponseTopic_v0(xs: list[OffsetFetchRespo
 
 def e_OffsetFetchResponse_v0(o: OffsetFetchResponse, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
         ea_OffsetFetchResponse_OffsetFetchResponseTopic_v0(x_topics, w)
@@ -993,9 +873,7 @@ def e_OffsetFetchResponse_v0(o: OffsetFetchResponse, w: Append) -> None:
         raise encode_error(exc, 'OffsetFetchResponse') from None
 
 def d_OffsetFetchResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchResponse, int]:
-    f_topics: list[OffsetFetchResponse.OffsetFetchResponseTopic]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -1012,7 +890,6 @@ def d_OffsetFetchResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetFet
 
 def e_OffsetFetchResponse_v2(o: OffsetFetchResponse, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
         ea_OffsetFetchResponse_OffsetFetchResponseTopic_v0(x_topics, w)
@@ -1021,9 +898,7 @@ def e_OffsetFetchResponse_v2(o: OffsetFetchResponse, w: Append) -> None:
         raise encode_error(exc, 'OffsetFetchResponse') from None
 
 def d_OffsetFetchResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchResponse, int]:
-    f_topics: list[OffsetFetchResponse.OffsetFetchResponseTopic]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -1042,7 +917,6 @@ def d_OffsetFetchResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[OffsetFet
 
 def e_OffsetFetchResponse_v3(o: OffsetFetchResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -1057,21 +931,20 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf: bytes, pos: int,
     f_metadata: str | None
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_committed_offset, f_committed_leader_epoch,) = _F_iqi_unpack(buf, pos)
             pos += 16
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_metadata = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_metadata = None
             elif n1 == 0:
                 f_metadata = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartition', None, pos, f'string Metadata length {n1} exceeds remaining bytes')
-                f_metadata = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponsePartition', 'string', 'Metadata')
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             app(_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code))
@@ -1082,23 +955,18 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf: bytes, pos: int,
 def da_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchResponse.OffsetFetchResponseTopic], int]:
     out: list[OffsetFetchResponse.OffsetFetchResponseTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -1113,9 +981,7 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf: bytes, pos: int, ble
     return out, pos
 
 def d_OffsetFetchResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchResponse, int]:
-    f_topics: list[OffsetFetchResponse.OffsetFetchResponseTopic]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n1,) = I32_unpack(buf, pos)
@@ -1135,7 +1001,6 @@ def d_OffsetFetchResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[OffsetFet
 def ea_OffsetFetchResponse_OffsetFetchResponsePartition_v5(xs: list[OffsetFetchResponse.OffsetFetchResponsePartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iqi_pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
             x_metadata = o.metadata
             if x_metadata is None:
@@ -1151,7 +1016,6 @@ def ea_OffsetFetchResponse_OffsetFetchResponsePartition_v5(xs: list[OffsetFetchR
 def ea_OffsetFetchResponse_OffsetFetchResponseTopic_v5(xs: list[OffsetFetchResponse.OffsetFetchResponseTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -1164,7 +1028,6 @@ def ea_OffsetFetchResponse_OffsetFetchResponseTopic_v5(xs: list[OffsetFetchRespo
 
 def e_OffsetFetchResponse_v5(o: OffsetFetchResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_topics = o.topics
         w(I32_pack(len(x_topics)))
@@ -1179,7 +1042,6 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf: bytes, pos: int,
     f_metadata: str | None
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_committed_offset, f_committed_leader_epoch,) = _F_iqi_unpack(buf, pos)
             pos += 16
             n1 = buf[pos]
@@ -1191,29 +1053,22 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf: bytes, pos: int,
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_metadata = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_metadata = None
             elif n1 == 0:
                 f_metadata = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartition', None, pos, f'string Metadata length {n1} exceeds remaining bytes')
-                f_metadata = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponsePartition', 'string', 'Metadata')
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartition', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse.OffsetFetchResponsePartition')
             app(_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponsePartition', pos) from None
@@ -1222,11 +1077,8 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf: bytes, pos: int,
 def da_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchResponse.OffsetFetchResponseTopic], int]:
     out: list[OffsetFetchResponse.OffsetFetchResponseTopic] = []
     app = out.append
-    f_name: str
-    f_partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition]
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -1236,16 +1088,14 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf: bytes, pos: int, ble
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1264,23 +1114,14 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf: bytes, pos: int, ble
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse.OffsetFetchResponseTopic')
             app(_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponseTopic', pos) from None
     return out, pos
 
 def d_OffsetFetchResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchResponse, int]:
-    f_topics: list[OffsetFetchResponse.OffsetFetchResponseTopic]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -1303,14 +1144,7 @@ def d_OffsetFetchResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetFet
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('OffsetFetchResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse', pos) from None
     return OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, []), pos
@@ -1318,7 +1152,6 @@ def d_OffsetFetchResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetFet
 def ea_OffsetFetchResponse_OffsetFetchResponsePartition_v6(xs: list[OffsetFetchResponse.OffsetFetchResponsePartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iqi_pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
             x_metadata = o.metadata
             if x_metadata is None:
@@ -1335,7 +1168,6 @@ def ea_OffsetFetchResponse_OffsetFetchResponsePartition_v6(xs: list[OffsetFetchR
 def ea_OffsetFetchResponse_OffsetFetchResponseTopic_v6(xs: list[OffsetFetchResponse.OffsetFetchResponseTopic], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -1351,7 +1183,6 @@ def ea_OffsetFetchResponse_OffsetFetchResponseTopic_v6(xs: list[OffsetFetchRespo
 
 def e_OffsetFetchResponse_v6(o: OffsetFetchResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_topics = o.topics
         ln = len(x_topics) + 1
@@ -1367,7 +1198,6 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf: bytes, pos: int
     f_metadata: str | None
     try:
         for _ in range(n):
-            pass
             (f_partition_index, f_committed_offset, f_committed_leader_epoch,) = _F_iqi_unpack(buf, pos)
             pos += 16
             n1 = buf[pos]
@@ -1379,29 +1209,22 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf: bytes, pos: int
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_metadata = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_metadata = None
             elif n1 == 0:
                 f_metadata = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartitions', None, pos, f'string Metadata length {n1} exceeds remaining bytes')
-                f_metadata = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponsePartitions', 'string', 'Metadata')
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('OffsetFetchResponse.OffsetFetchResponsePartitions', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse.OffsetFetchResponsePartitions')
             app(_OffsetFetchResponse_OffsetFetchResponsePartitions(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponsePartitions', pos) from None
@@ -1410,11 +1233,8 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf: bytes, pos: int
 def da_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchResponse.OffsetFetchResponseTopics], int]:
     out: list[OffsetFetchResponse.OffsetFetchResponseTopics] = []
     app = out.append
-    f_name: str
-    f_partitions: list[OffsetFetchResponse.OffsetFetchResponsePartitions]
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -1424,16 +1244,14 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf: bytes, pos: int, bl
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopics', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopics', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopics', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1452,14 +1270,7 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf: bytes, pos: int, bl
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopics', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse.OffsetFetchResponseTopics')
             app(_OffsetFetchResponse_OffsetFetchResponseTopics(f_name, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponseTopics', pos) from None
@@ -1468,11 +1279,8 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf: bytes, pos: int, bl
 def da_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchResponse.OffsetFetchResponseGroup], int]:
     out: list[OffsetFetchResponse.OffsetFetchResponseGroup] = []
     app = out.append
-    f_group_id: str
-    f_topics: list[OffsetFetchResponse.OffsetFetchResponseTopics]
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -1482,16 +1290,14 @@ def da_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf: bytes, pos: int, ble
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseGroup', None, pos, 'null string for non-nullable GroupId')
-                f_group_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseGroup', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_group_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_group_id = ''
+            else:
+                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseGroup', 'string', 'GroupId')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1512,23 +1318,14 @@ def da_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf: bytes, pos: int, ble
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseGroup', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse.OffsetFetchResponseGroup')
             app(_OffsetFetchResponse_OffsetFetchResponseGroup(f_group_id, f_topics, f_error_code))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponseGroup', pos) from None
     return out, pos
 
 def d_OffsetFetchResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchResponse, int]:
-    f_groups: list[OffsetFetchResponse.OffsetFetchResponseGroup]
     try:
-        pass
         (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -1549,14 +1346,7 @@ def d_OffsetFetchResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetFet
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('OffsetFetchResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse', pos) from None
     return OffsetFetchResponse(f_throttle_time_ms, [], 0, f_groups), pos
@@ -1564,7 +1354,6 @@ def d_OffsetFetchResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetFet
 def ea_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(xs: list[OffsetFetchResponse.OffsetFetchResponsePartitions], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_iqi_pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
             x_metadata = o.metadata
             if x_metadata is None:
@@ -1581,7 +1370,6 @@ def ea_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(xs: list[OffsetFetch
 def ea_OffsetFetchResponse_OffsetFetchResponseTopics_v8(xs: list[OffsetFetchResponse.OffsetFetchResponseTopics], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -1598,7 +1386,6 @@ def ea_OffsetFetchResponse_OffsetFetchResponseTopics_v8(xs: list[OffsetFetchResp
 def ea_OffsetFetchResponse_OffsetFetchResponseGroup_v8(xs: list[OffsetFetchResponse.OffsetFetchResponseGroup], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_group_id = o.group_id
             b1 = x_group_id.encode()
             ln = len(b1) + 1
@@ -1614,7 +1401,6 @@ def ea_OffsetFetchResponse_OffsetFetchResponseGroup_v8(xs: list[OffsetFetchRespo
 
 def e_OffsetFetchResponse_v8(o: OffsetFetchResponse, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.throttle_time_ms))
         x_groups = o.groups
         ln = len(x_groups) + 1

@@ -18,9 +18,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -156,19 +158,18 @@ def da_ProduceRequest_PartitionProduceData_v0(buf: bytes, pos: int, blen: int, n
     f_records: bytes | None
     try:
         for _ in range(n):
-            pass
             (f_index,) = _F_i_unpack(buf, pos)
             pos += 4
             (n1,) = I32_unpack(buf, pos)
             pos += 4
-            if n1 < 0:
-                f_records = None
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ProduceRequest.PartitionProduceData', None, pos, f'records Records length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 <= n1 and end2 <= blen:
                 f_records = buf[pos:end2]
                 pos = end2
+            elif n1 < 0:
+                f_records = None
+            else:
+                bad_length(n1, pos, 'ProduceRequest.PartitionProduceData', 'records', 'Records')
             app(_ProduceRequest_PartitionProduceData(f_index, f_records))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceRequest.PartitionProduceData', pos) from None
@@ -177,23 +178,18 @@ def da_ProduceRequest_PartitionProduceData_v0(buf: bytes, pos: int, blen: int, n
 def da_ProduceRequest_TopicProduceData_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ProduceRequest.TopicProduceData], int]:
     out: list[ProduceRequest.TopicProduceData] = []
     app = out.append
-    f_name: str
-    f_partition_data: list[ProduceRequest.PartitionProduceData]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ProduceRequest.TopicProduceData', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -208,9 +204,7 @@ def da_ProduceRequest_TopicProduceData_v0(buf: bytes, pos: int, blen: int, n: in
     return out, pos
 
 def d_ProduceRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest, int]:
-    f_topic_data: list[ProduceRequest.TopicProduceData]
     try:
-        pass
         (f_acks, f_timeout_ms,) = _F_hi_unpack(buf, pos)
         pos += 6
         (n1,) = I32_unpack(buf, pos)
@@ -228,7 +222,6 @@ def d_ProduceRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest
 def ea_ProduceRequest_PartitionProduceData_v0(xs: list[ProduceRequest.PartitionProduceData], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_i_pack(o.index))
             x_records = o.records
             if x_records is None:
@@ -242,7 +235,6 @@ def ea_ProduceRequest_PartitionProduceData_v0(xs: list[ProduceRequest.PartitionP
 def ea_ProduceRequest_TopicProduceData_v0(xs: list[ProduceRequest.TopicProduceData], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -255,7 +247,6 @@ def ea_ProduceRequest_TopicProduceData_v0(xs: list[ProduceRequest.TopicProduceDa
 
 def e_ProduceRequest_v0(o: ProduceRequest, w: Append) -> None:
     try:
-        pass
         w(_F_hi_pack(o.acks, o.timeout_ms))
         x_topic_data = o.topic_data
         w(I32_pack(len(x_topic_data)))
@@ -265,21 +256,19 @@ def e_ProduceRequest_v0(o: ProduceRequest, w: Append) -> None:
 
 def d_ProduceRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest, int]:
     f_transactional_id: str | None
-    f_topic_data: list[ProduceRequest.TopicProduceData]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_transactional_id = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_transactional_id = None
         elif n1 == 0:
             f_transactional_id = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('ProduceRequest', None, pos, f'string TransactionalId length {n1} exceeds remaining bytes')
-            f_transactional_id = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'ProduceRequest', 'string', 'TransactionalId')
         (f_acks, f_timeout_ms,) = _F_hi_unpack(buf, pos)
         pos += 6
         (n3,) = I32_unpack(buf, pos)
@@ -296,7 +285,6 @@ def d_ProduceRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest
 
 def e_ProduceRequest_v3(o: ProduceRequest, w: Append) -> None:
     try:
-        pass
         x_transactional_id = o.transactional_id
         if x_transactional_id is None:
             w(b'\xff\xff')
@@ -317,7 +305,6 @@ def da_ProduceRequest_PartitionProduceData_v9(buf: bytes, pos: int, blen: int, n
     f_records: bytes | None
     try:
         for _ in range(n):
-            pass
             (f_index,) = _F_i_unpack(buf, pos)
             pos += 4
             n1 = buf[pos]
@@ -329,25 +316,18 @@ def da_ProduceRequest_PartitionProduceData_v9(buf: bytes, pos: int, blen: int, n
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 < 0:
-                f_records = None
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ProduceRequest.PartitionProduceData', None, pos, f'records Records length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 <= n1 and end2 <= blen:
                 f_records = buf[pos:end2]
                 pos = end2
+            elif n1 < 0:
+                f_records = None
+            else:
+                bad_length(n1, pos, 'ProduceRequest.PartitionProduceData', 'records', 'Records')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ProduceRequest.PartitionProduceData', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ProduceRequest.PartitionProduceData')
             app(_ProduceRequest_PartitionProduceData(f_index, f_records))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceRequest.PartitionProduceData', pos) from None
@@ -356,11 +336,8 @@ def da_ProduceRequest_PartitionProduceData_v9(buf: bytes, pos: int, blen: int, n
 def da_ProduceRequest_TopicProduceData_v9(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ProduceRequest.TopicProduceData], int]:
     out: list[ProduceRequest.TopicProduceData] = []
     app = out.append
-    f_name: str
-    f_partition_data: list[ProduceRequest.PartitionProduceData]
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -370,16 +347,14 @@ def da_ProduceRequest_TopicProduceData_v9(buf: bytes, pos: int, blen: int, n: in
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ProduceRequest.TopicProduceData', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -398,14 +373,7 @@ def da_ProduceRequest_TopicProduceData_v9(buf: bytes, pos: int, blen: int, n: in
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ProduceRequest.TopicProduceData')
             app(_ProduceRequest_TopicProduceData(f_name, f_partition_data))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceRequest.TopicProduceData', pos) from None
@@ -413,9 +381,7 @@ def da_ProduceRequest_TopicProduceData_v9(buf: bytes, pos: int, blen: int, n: in
 
 def d_ProduceRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest, int]:
     f_transactional_id: str | None
-    f_topic_data: list[ProduceRequest.TopicProduceData]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -425,16 +391,16 @@ def d_ProduceRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_transactional_id = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_transactional_id = None
         elif n1 == 0:
             f_transactional_id = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('ProduceRequest', None, pos, f'string TransactionalId length {n1} exceeds remaining bytes')
-            f_transactional_id = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'ProduceRequest', 'string', 'TransactionalId')
         (f_acks, f_timeout_ms,) = _F_hi_unpack(buf, pos)
         pos += 6
         n3 = buf[pos]
@@ -455,14 +421,7 @@ def d_ProduceRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ProduceRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ProduceRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceRequest', pos) from None
     return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
@@ -470,7 +429,6 @@ def d_ProduceRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest
 def ea_ProduceRequest_PartitionProduceData_v9(xs: list[ProduceRequest.PartitionProduceData], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_i_pack(o.index))
             x_records = o.records
             if x_records is None:
@@ -486,7 +444,6 @@ def ea_ProduceRequest_PartitionProduceData_v9(xs: list[ProduceRequest.PartitionP
 def ea_ProduceRequest_TopicProduceData_v9(xs: list[ProduceRequest.TopicProduceData], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -502,7 +459,6 @@ def ea_ProduceRequest_TopicProduceData_v9(xs: list[ProduceRequest.TopicProduceDa
 
 def e_ProduceRequest_v9(o: ProduceRequest, w: Append) -> None:
     try:
-        pass
         x_transactional_id = o.transactional_id
         if x_transactional_id is None:
             w(b'\x00')
@@ -525,7 +481,6 @@ def da_ProduceResponse_PartitionProduceResponse_v0(buf: bytes, pos: int, blen: i
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_index, f_error_code, f_base_offset,) = _F_ihq_unpack(buf, pos)
             pos += 14
             app(_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, -1, -1, [], None, _ProduceResponse_LeaderIdAndEpoch()))
@@ -536,23 +491,18 @@ def da_ProduceResponse_PartitionProduceResponse_v0(buf: bytes, pos: int, blen: i
 def da_ProduceResponse_TopicProduceResponse_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ProduceResponse.TopicProduceResponse], int]:
     out: list[ProduceResponse.TopicProduceResponse] = []
     app = out.append
-    f_name: str
-    f_partition_responses: list[ProduceResponse.PartitionProduceResponse]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -567,9 +517,7 @@ def da_ProduceResponse_TopicProduceResponse_v0(buf: bytes, pos: int, blen: int, 
     return out, pos
 
 def d_ProduceResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ProduceResponse, int]:
-    f_responses: list[ProduceResponse.TopicProduceResponse]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -585,7 +533,6 @@ def d_ProduceResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespon
 def ea_ProduceResponse_PartitionProduceResponse_v0(xs: list[ProduceResponse.PartitionProduceResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ihq_pack(o.index, o.error_code, o.base_offset))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ProduceResponse.PartitionProduceResponse') from None
@@ -593,7 +540,6 @@ def ea_ProduceResponse_PartitionProduceResponse_v0(xs: list[ProduceResponse.Part
 def ea_ProduceResponse_TopicProduceResponse_v0(xs: list[ProduceResponse.TopicProduceResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -606,7 +552,6 @@ def ea_ProduceResponse_TopicProduceResponse_v0(xs: list[ProduceResponse.TopicPro
 
 def e_ProduceResponse_v0(o: ProduceResponse, w: Append) -> None:
     try:
-        pass
         x_responses = o.responses
         w(I32_pack(len(x_responses)))
         ea_ProduceResponse_TopicProduceResponse_v0(x_responses, w)
@@ -614,9 +559,7 @@ def e_ProduceResponse_v0(o: ProduceResponse, w: Append) -> None:
         raise encode_error(exc, 'ProduceResponse') from None
 
 def d_ProduceResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[ProduceResponse, int]:
-    f_responses: list[ProduceResponse.TopicProduceResponse]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -633,7 +576,6 @@ def d_ProduceResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespon
 
 def e_ProduceResponse_v1(o: ProduceResponse, w: Append) -> None:
     try:
-        pass
         x_responses = o.responses
         w(I32_pack(len(x_responses)))
         ea_ProduceResponse_TopicProduceResponse_v0(x_responses, w)
@@ -646,7 +588,6 @@ def da_ProduceResponse_PartitionProduceResponse_v2(buf: bytes, pos: int, blen: i
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_index, f_error_code, f_base_offset, f_log_append_time_ms,) = _F_ihqq_unpack(buf, pos)
             pos += 22
             app(_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, -1, [], None, _ProduceResponse_LeaderIdAndEpoch()))
@@ -657,23 +598,18 @@ def da_ProduceResponse_PartitionProduceResponse_v2(buf: bytes, pos: int, blen: i
 def da_ProduceResponse_TopicProduceResponse_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ProduceResponse.TopicProduceResponse], int]:
     out: list[ProduceResponse.TopicProduceResponse] = []
     app = out.append
-    f_name: str
-    f_partition_responses: list[ProduceResponse.PartitionProduceResponse]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -688,9 +624,7 @@ def da_ProduceResponse_TopicProduceResponse_v2(buf: bytes, pos: int, blen: int, 
     return out, pos
 
 def d_ProduceResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[ProduceResponse, int]:
-    f_responses: list[ProduceResponse.TopicProduceResponse]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -708,7 +642,6 @@ def d_ProduceResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespon
 def ea_ProduceResponse_PartitionProduceResponse_v2(xs: list[ProduceResponse.PartitionProduceResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ihqq_pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ProduceResponse.PartitionProduceResponse') from None
@@ -716,7 +649,6 @@ def ea_ProduceResponse_PartitionProduceResponse_v2(xs: list[ProduceResponse.Part
 def ea_ProduceResponse_TopicProduceResponse_v2(xs: list[ProduceResponse.TopicProduceResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -729,7 +661,6 @@ def ea_ProduceResponse_TopicProduceResponse_v2(xs: list[ProduceResponse.TopicPro
 
 def e_ProduceResponse_v2(o: ProduceResponse, w: Append) -> None:
     try:
-        pass
         x_responses = o.responses
         w(I32_pack(len(x_responses)))
         ea_ProduceResponse_TopicProduceResponse_v2(x_responses, w)
@@ -742,7 +673,6 @@ def da_ProduceResponse_PartitionProduceResponse_v5(buf: bytes, pos: int, blen: i
     app = out.append
     try:
         for _ in range(n):
-            pass
             (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _F_ihqqq_unpack(buf, pos)
             pos += 30
             app(_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, [], None, _ProduceResponse_LeaderIdAndEpoch()))
@@ -753,23 +683,18 @@ def da_ProduceResponse_PartitionProduceResponse_v5(buf: bytes, pos: int, blen: i
 def da_ProduceResponse_TopicProduceResponse_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ProduceResponse.TopicProduceResponse], int]:
     out: list[ProduceResponse.TopicProduceResponse] = []
     app = out.append
-    f_name: str
-    f_partition_responses: list[ProduceResponse.PartitionProduceResponse]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -784,9 +709,7 @@ def da_ProduceResponse_TopicProduceResponse_v5(buf: bytes, pos: int, blen: int, 
     return out, pos
 
 def d_ProduceResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[ProduceResponse, int]:
-    f_responses: list[ProduceResponse.TopicProduceResponse]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -804,7 +727,6 @@ def d_ProduceResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespon
 def ea_ProduceResponse_PartitionProduceResponse_v5(xs: list[ProduceResponse.PartitionProduceResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ihqqq_pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ProduceResponse.PartitionProduceResponse') from None
@@ -812,7 +734,6 @@ def ea_ProduceResponse_PartitionProduceResponse_v5(xs: list[ProduceResponse.Part
 def ea_ProduceResponse_TopicProduceResponse_v5(xs: list[ProduceResponse.TopicProduceResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -825,7 +746,6 @@ def ea_ProduceResponse_TopicProduceResponse_v5(xs: list[ProduceResponse.TopicPro
 
 def e_ProduceResponse_v5(o: ProduceResponse, w: Append) -> None:
     try:
-        pass
         x_responses = o.responses
         w(I32_pack(len(x_responses)))
         ea_ProduceResponse_TopicProduceResponse_v5(x_responses, w)
@@ -839,21 +759,20 @@ def da_ProduceResponse_BatchIndexAndErrorMessage_v8(buf: bytes, pos: int, blen: 
     f_batch_index_error_message: str | None
     try:
         for _ in range(n):
-            pass
             (f_batch_index,) = _F_i_unpack(buf, pos)
             pos += 4
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_batch_index_error_message = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_batch_index_error_message = None
             elif n1 == 0:
                 f_batch_index_error_message = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ProduceResponse.BatchIndexAndErrorMessage', None, pos, f'string BatchIndexErrorMessage length {n1} exceeds remaining bytes')
-                f_batch_index_error_message = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'ProduceResponse.BatchIndexAndErrorMessage', 'string', 'BatchIndexErrorMessage')
             app(_ProduceResponse_BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.BatchIndexAndErrorMessage', pos) from None
@@ -862,11 +781,9 @@ def da_ProduceResponse_BatchIndexAndErrorMessage_v8(buf: bytes, pos: int, blen: 
 def da_ProduceResponse_PartitionProduceResponse_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ProduceResponse.PartitionProduceResponse], int]:
     out: list[ProduceResponse.PartitionProduceResponse] = []
     app = out.append
-    f_record_errors: list[ProduceResponse.BatchIndexAndErrorMessage]
     f_error_message: str | None
     try:
         for _ in range(n):
-            pass
             (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _F_ihqqq_unpack(buf, pos)
             pos += 30
             (n1,) = I32_unpack(buf, pos)
@@ -879,16 +796,16 @@ def da_ProduceResponse_PartitionProduceResponse_v8(buf: bytes, pos: int, blen: i
                 f_record_errors, pos = da_ProduceResponse_BatchIndexAndErrorMessage_v8(buf, pos, blen, n1)
             (n2,) = I16_unpack(buf, pos)
             pos += 2
-            if n2 < 0:
+            end3 = pos + n2
+            if 0 < n2 and end3 <= blen:
+                f_error_message = buf[pos:end3].decode()
+                pos = end3
+            elif n2 < 0:
                 f_error_message = None
             elif n2 == 0:
                 f_error_message = ''
             else:
-                end3 = pos + n2
-                if end3 > blen:
-                    raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, f'string ErrorMessage length {n2} exceeds remaining bytes')
-                f_error_message = buf[pos:end3].decode()
-                pos = end3
+                bad_length(n2, pos, 'ProduceResponse.PartitionProduceResponse', 'string', 'ErrorMessage')
             app(_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, _ProduceResponse_LeaderIdAndEpoch()))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.PartitionProduceResponse', pos) from None
@@ -897,23 +814,18 @@ def da_ProduceResponse_PartitionProduceResponse_v8(buf: bytes, pos: int, blen: i
 def da_ProduceResponse_TopicProduceResponse_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ProduceResponse.TopicProduceResponse], int]:
     out: list[ProduceResponse.TopicProduceResponse] = []
     app = out.append
-    f_name: str
-    f_partition_responses: list[ProduceResponse.PartitionProduceResponse]
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -928,9 +840,7 @@ def da_ProduceResponse_TopicProduceResponse_v8(buf: bytes, pos: int, blen: int, 
     return out, pos
 
 def d_ProduceResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[ProduceResponse, int]:
-    f_responses: list[ProduceResponse.TopicProduceResponse]
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
         if n1 < 0:
@@ -948,7 +858,6 @@ def d_ProduceResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespon
 def ea_ProduceResponse_BatchIndexAndErrorMessage_v8(xs: list[ProduceResponse.BatchIndexAndErrorMessage], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_i_pack(o.batch_index))
             x_batch_index_error_message = o.batch_index_error_message
             if x_batch_index_error_message is None:
@@ -963,7 +872,6 @@ def ea_ProduceResponse_BatchIndexAndErrorMessage_v8(xs: list[ProduceResponse.Bat
 def ea_ProduceResponse_PartitionProduceResponse_v8(xs: list[ProduceResponse.PartitionProduceResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ihqqq_pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset))
             x_record_errors = o.record_errors
             w(I32_pack(len(x_record_errors)))
@@ -981,7 +889,6 @@ def ea_ProduceResponse_PartitionProduceResponse_v8(xs: list[ProduceResponse.Part
 def ea_ProduceResponse_TopicProduceResponse_v8(xs: list[ProduceResponse.TopicProduceResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             w(I16_pack(len(b1)))
@@ -994,7 +901,6 @@ def ea_ProduceResponse_TopicProduceResponse_v8(xs: list[ProduceResponse.TopicPro
 
 def e_ProduceResponse_v8(o: ProduceResponse, w: Append) -> None:
     try:
-        pass
         x_responses = o.responses
         w(I32_pack(len(x_responses)))
         ea_ProduceResponse_TopicProduceResponse_v8(x_responses, w)
@@ -1008,7 +914,6 @@ def da_ProduceResponse_BatchIndexAndErrorMessage_v9(buf: bytes, pos: int, blen: 
     f_batch_index_error_message: str | None
     try:
         for _ in range(n):
-            pass
             (f_batch_index,) = _F_i_unpack(buf, pos)
             pos += 4
             n1 = buf[pos]
@@ -1020,27 +925,20 @@ def da_ProduceResponse_BatchIndexAndErrorMessage_v9(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 < 0:
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
+                f_batch_index_error_message = buf[pos:end2].decode()
+                pos = end2
+            elif n1 < 0:
                 f_batch_index_error_message = None
             elif n1 == 0:
                 f_batch_index_error_message = ''
             else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ProduceResponse.BatchIndexAndErrorMessage', None, pos, f'string BatchIndexErrorMessage length {n1} exceeds remaining bytes')
-                f_batch_index_error_message = buf[pos:end2].decode()
-                pos = end2
+                bad_length(n1, pos, 'ProduceResponse.BatchIndexAndErrorMessage', 'string', 'BatchIndexErrorMessage')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ProduceResponse.BatchIndexAndErrorMessage', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ProduceResponse.BatchIndexAndErrorMessage')
             app(_ProduceResponse_BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.BatchIndexAndErrorMessage', pos) from None
@@ -1049,11 +947,9 @@ def da_ProduceResponse_BatchIndexAndErrorMessage_v9(buf: bytes, pos: int, blen: 
 def da_ProduceResponse_PartitionProduceResponse_v9(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ProduceResponse.PartitionProduceResponse], int]:
     out: list[ProduceResponse.PartitionProduceResponse] = []
     app = out.append
-    f_record_errors: list[ProduceResponse.BatchIndexAndErrorMessage]
     f_error_message: str | None
     try:
         for _ in range(n):
-            pass
             (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _F_ihqqq_unpack(buf, pos)
             pos += 30
             n1 = buf[pos]
@@ -1080,27 +976,20 @@ def da_ProduceResponse_PartitionProduceResponse_v9(buf: bytes, pos: int, blen: i
             else:
                 n2, pos = read_uvarint(buf, pos)
             n2 -= 1
-            if n2 < 0:
+            end3 = pos + n2
+            if 0 < n2 and end3 <= blen:
+                f_error_message = buf[pos:end3].decode()
+                pos = end3
+            elif n2 < 0:
                 f_error_message = None
             elif n2 == 0:
                 f_error_message = ''
             else:
-                end3 = pos + n2
-                if end3 > blen:
-                    raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, f'string ErrorMessage length {n2} exceeds remaining bytes')
-                f_error_message = buf[pos:end3].decode()
-                pos = end3
+                bad_length(n2, pos, 'ProduceResponse.PartitionProduceResponse', 'string', 'ErrorMessage')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ProduceResponse.PartitionProduceResponse')
             app(_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, _ProduceResponse_LeaderIdAndEpoch()))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.PartitionProduceResponse', pos) from None
@@ -1109,11 +998,8 @@ def da_ProduceResponse_PartitionProduceResponse_v9(buf: bytes, pos: int, blen: i
 def da_ProduceResponse_TopicProduceResponse_v9(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ProduceResponse.TopicProduceResponse], int]:
     out: list[ProduceResponse.TopicProduceResponse] = []
     app = out.append
-    f_name: str
-    f_partition_responses: list[ProduceResponse.PartitionProduceResponse]
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -1123,16 +1009,14 @@ def da_ProduceResponse_TopicProduceResponse_v9(buf: bytes, pos: int, blen: int, 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1151,23 +1035,14 @@ def da_ProduceResponse_TopicProduceResponse_v9(buf: bytes, pos: int, blen: int, 
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ProduceResponse.TopicProduceResponse')
             app(_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.TopicProduceResponse', pos) from None
     return out, pos
 
 def d_ProduceResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[ProduceResponse, int]:
-    f_responses: list[ProduceResponse.TopicProduceResponse]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -1188,14 +1063,7 @@ def d_ProduceResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespon
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ProduceResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ProduceResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse', pos) from None
     return ProduceResponse(f_responses, f_throttle_time_ms, []), pos
@@ -1203,7 +1071,6 @@ def d_ProduceResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespon
 def ea_ProduceResponse_BatchIndexAndErrorMessage_v9(xs: list[ProduceResponse.BatchIndexAndErrorMessage], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_i_pack(o.batch_index))
             x_batch_index_error_message = o.batch_index_error_message
             if x_batch_index_error_message is None:
@@ -1220,7 +1087,6 @@ def ea_ProduceResponse_BatchIndexAndErrorMessage_v9(xs: list[ProduceResponse.Bat
 def ea_ProduceResponse_PartitionProduceResponse_v9(xs: list[ProduceResponse.PartitionProduceResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ihqqq_pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset))
             x_record_errors = o.record_errors
             ln = len(x_record_errors) + 1
@@ -1241,7 +1107,6 @@ def ea_ProduceResponse_PartitionProduceResponse_v9(xs: list[ProduceResponse.Part
 def ea_ProduceResponse_TopicProduceResponse_v9(xs: list[ProduceResponse.TopicProduceResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -1257,7 +1122,6 @@ def ea_ProduceResponse_TopicProduceResponse_v9(xs: list[ProduceResponse.TopicPro
 
 def e_ProduceResponse_v9(o: ProduceResponse, w: Append) -> None:
     try:
-        pass
         x_responses = o.responses
         ln = len(x_responses) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -1268,20 +1132,12 @@ def e_ProduceResponse_v9(o: ProduceResponse, w: Append) -> None:
 
 def d_ProduceResponse_LeaderIdAndEpoch_v10(buf: bytes, pos: int, blen: int) -> tuple[ProduceResponse.LeaderIdAndEpoch, int]:
     try:
-        pass
         (f_leader_id, f_leader_epoch,) = _F_ii_unpack(buf, pos)
         pos += 8
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ProduceResponse.LeaderIdAndEpoch', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ProduceResponse.LeaderIdAndEpoch')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.LeaderIdAndEpoch', pos) from None
     return _ProduceResponse_LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
@@ -1289,12 +1145,10 @@ def d_ProduceResponse_LeaderIdAndEpoch_v10(buf: bytes, pos: int, blen: int) -> t
 def da_ProduceResponse_PartitionProduceResponse_v10(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ProduceResponse.PartitionProduceResponse], int]:
     out: list[ProduceResponse.PartitionProduceResponse] = []
     app = out.append
-    f_record_errors: list[ProduceResponse.BatchIndexAndErrorMessage]
     f_error_message: str | None
     f_current_leader: ProduceResponse.LeaderIdAndEpoch
     try:
         for _ in range(n):
-            pass
             (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _F_ihqqq_unpack(buf, pos)
             pos += 30
             n1 = buf[pos]
@@ -1321,16 +1175,16 @@ def da_ProduceResponse_PartitionProduceResponse_v10(buf: bytes, pos: int, blen: 
             else:
                 n2, pos = read_uvarint(buf, pos)
             n2 -= 1
-            if n2 < 0:
+            end3 = pos + n2
+            if 0 < n2 and end3 <= blen:
+                f_error_message = buf[pos:end3].decode()
+                pos = end3
+            elif n2 < 0:
                 f_error_message = None
             elif n2 == 0:
                 f_error_message = ''
             else:
-                end3 = pos + n2
-                if end3 > blen:
-                    raise ProtocolError('ProduceResponse.PartitionProduceResponse', None, pos, f'string ErrorMessage length {n2} exceeds remaining bytes')
-                f_error_message = buf[pos:end3].decode()
-                pos = end3
+                bad_length(n2, pos, 'ProduceResponse.PartitionProduceResponse', 'string', 'ErrorMessage')
             f_current_leader = _ProduceResponse_LeaderIdAndEpoch()
             if buf[pos] == 0:
                 pos += 1
@@ -1353,11 +1207,8 @@ def da_ProduceResponse_PartitionProduceResponse_v10(buf: bytes, pos: int, blen: 
 def da_ProduceResponse_TopicProduceResponse_v10(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ProduceResponse.TopicProduceResponse], int]:
     out: list[ProduceResponse.TopicProduceResponse] = []
     app = out.append
-    f_name: str
-    f_partition_responses: list[ProduceResponse.PartitionProduceResponse]
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -1367,16 +1218,14 @@ def da_ProduceResponse_TopicProduceResponse_v10(buf: bytes, pos: int, blen: int,
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1395,14 +1244,7 @@ def da_ProduceResponse_TopicProduceResponse_v10(buf: bytes, pos: int, blen: int,
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ProduceResponse.TopicProduceResponse')
             app(_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.TopicProduceResponse', pos) from None
@@ -1411,11 +1253,9 @@ def da_ProduceResponse_TopicProduceResponse_v10(buf: bytes, pos: int, blen: int,
 def da_ProduceResponse_NodeEndpoint_v10(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ProduceResponse.NodeEndpoint], int]:
     out: list[ProduceResponse.NodeEndpoint] = []
     app = out.append
-    f_host: str
     f_rack: str | None
     try:
         for _ in range(n):
-            pass
             (f_node_id,) = _F_i_unpack(buf, pos)
             pos += 4
             n1 = buf[pos]
@@ -1427,16 +1267,14 @@ def da_ProduceResponse_NodeEndpoint_v10(buf: bytes, pos: int, blen: int, n: int)
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ProduceResponse.NodeEndpoint', None, pos, 'null string for non-nullable Host')
-                f_host = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ProduceResponse.NodeEndpoint', None, pos, f'string Host length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_host = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_host = ''
+            else:
+                bad_length(n1, pos, 'ProduceResponse.NodeEndpoint', 'string', 'Host')
             (f_port,) = _F_i_unpack(buf, pos)
             pos += 4
             n3 = buf[pos]
@@ -1448,37 +1286,28 @@ def da_ProduceResponse_NodeEndpoint_v10(buf: bytes, pos: int, blen: int, n: int)
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_rack = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_rack = None
             elif n3 == 0:
                 f_rack = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('ProduceResponse.NodeEndpoint', None, pos, f'string Rack length {n3} exceeds remaining bytes')
-                f_rack = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'ProduceResponse.NodeEndpoint', 'string', 'Rack')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ProduceResponse.NodeEndpoint', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ProduceResponse.NodeEndpoint')
             app(_ProduceResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.NodeEndpoint', pos) from None
     return out, pos
 
 def d_ProduceResponse_v10(buf: bytes, pos: int, blen: int) -> tuple[ProduceResponse, int]:
-    f_responses: list[ProduceResponse.TopicProduceResponse]
     f_node_endpoints: list[ProduceResponse.NodeEndpoint]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -1530,7 +1359,6 @@ def d_ProduceResponse_v10(buf: bytes, pos: int, blen: int) -> tuple[ProduceRespo
 
 def e_ProduceResponse_LeaderIdAndEpoch_v10(o: ProduceResponse.LeaderIdAndEpoch, w: Append) -> None:
     try:
-        pass
         w(_F_iix_pack(o.leader_id, o.leader_epoch))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ProduceResponse.LeaderIdAndEpoch') from None
@@ -1538,7 +1366,6 @@ def e_ProduceResponse_LeaderIdAndEpoch_v10(o: ProduceResponse.LeaderIdAndEpoch, 
 def ea_ProduceResponse_PartitionProduceResponse_v10(xs: list[ProduceResponse.PartitionProduceResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_ihqqq_pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset))
             x_record_errors = o.record_errors
             ln = len(x_record_errors) + 1
@@ -1572,7 +1399,6 @@ def ea_ProduceResponse_PartitionProduceResponse_v10(xs: list[ProduceResponse.Par
 def ea_ProduceResponse_TopicProduceResponse_v10(xs: list[ProduceResponse.TopicProduceResponse], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -1589,7 +1415,6 @@ def ea_ProduceResponse_TopicProduceResponse_v10(xs: list[ProduceResponse.TopicPr
 def ea_ProduceResponse_NodeEndpoint_v10(xs: list[ProduceResponse.NodeEndpoint], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_i_pack(o.node_id))
             x_host = o.host
             b1 = x_host.encode()
@@ -1611,7 +1436,6 @@ def ea_ProduceResponse_NodeEndpoint_v10(xs: list[ProduceResponse.NodeEndpoint], 
 
 def e_ProduceResponse_v10(o: ProduceResponse, w: Append) -> None:
     try:
-        pass
         x_responses = o.responses
         ln = len(x_responses) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))

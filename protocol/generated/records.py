@@ -22,9 +22,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -421,28 +423,23 @@ _ConsumerGroupTargetAssignmentMemberValue_TopicPartition = ConsumerGroupTargetAs
 _GroupMetadataValue_MemberMetadata = GroupMetadataValue.MemberMetadata
 
 def d_ClassicGroupReasonKey_v30000(buf: bytes, pos: int, blen: int) -> tuple[ClassicGroupReasonKey, int]:
-    f_group: str
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('ClassicGroupReasonKey', None, pos, 'null string for non-nullable group')
-            f_group = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('ClassicGroupReasonKey', None, pos, f'string group length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group = ''
+        else:
+            bad_length(n1, pos, 'ClassicGroupReasonKey', 'string', 'group')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ClassicGroupReasonKey', pos) from None
     return ClassicGroupReasonKey(f_group), pos
 
 def e_ClassicGroupReasonKey_v30000(o: ClassicGroupReasonKey, w: Append) -> None:
     try:
-        pass
         x_group = o.group
         b1 = x_group.encode()
         w(I16_pack(len(b1)))
@@ -451,12 +448,8 @@ def e_ClassicGroupReasonKey_v30000(o: ClassicGroupReasonKey, w: Append) -> None:
         raise encode_error(exc, 'ClassicGroupReasonKey') from None
 
 def d_ClassicGroupReasonValue_v0(buf: bytes, pos: int, blen: int) -> tuple[ClassicGroupReasonValue, int]:
-    f_api: str
-    f_member_id: str
     f_group_instance_id: str | None
-    f_reason: str
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -466,16 +459,14 @@ def d_ClassicGroupReasonValue_v0(buf: bytes, pos: int, blen: int) -> tuple[Class
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('ClassicGroupReasonValue', None, pos, 'null string for non-nullable api')
-            f_api = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('ClassicGroupReasonValue', None, pos, f'string api length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_api = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_api = ''
+        else:
+            bad_length(n1, pos, 'ClassicGroupReasonValue', 'string', 'api')
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -485,16 +476,14 @@ def d_ClassicGroupReasonValue_v0(buf: bytes, pos: int, blen: int) -> tuple[Class
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('ClassicGroupReasonValue', None, pos, 'null string for non-nullable memberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('ClassicGroupReasonValue', None, pos, f'string memberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'ClassicGroupReasonValue', 'string', 'memberId')
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -504,16 +493,16 @@ def d_ClassicGroupReasonValue_v0(buf: bytes, pos: int, blen: int) -> tuple[Class
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('ClassicGroupReasonValue', None, pos, f'string groupInstanceId length {n5} exceeds remaining bytes')
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'ClassicGroupReasonValue', 'string', 'groupInstanceId')
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -523,36 +512,26 @@ def d_ClassicGroupReasonValue_v0(buf: bytes, pos: int, blen: int) -> tuple[Class
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        if n7 <= 0:
-            if n7 < 0:
-                raise ProtocolError('ClassicGroupReasonValue', None, pos, 'null string for non-nullable reason')
-            f_reason = ''
-        else:
-            end8 = pos + n7
-            if end8 > blen:
-                raise ProtocolError('ClassicGroupReasonValue', None, pos, f'string reason length {n7} exceeds remaining bytes')
+        end8 = pos + n7
+        if 0 < n7 and end8 <= blen:
             f_reason = buf[pos:end8].decode()
             pos = end8
+        elif n7 == 0:
+            f_reason = ''
+        else:
+            bad_length(n7, pos, 'ClassicGroupReasonValue', 'string', 'reason')
         (f_timestamp,) = _F_q_unpack(buf, pos)
         pos += 8
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ClassicGroupReasonValue', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ClassicGroupReasonValue')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ClassicGroupReasonValue', pos) from None
     return ClassicGroupReasonValue(f_api, f_member_id, f_group_instance_id, f_reason, f_timestamp), pos
 
 def e_ClassicGroupReasonValue_v0(o: ClassicGroupReasonValue, w: Append) -> None:
     try:
-        pass
         x_api = o.api
         b1 = x_api.encode()
         ln = len(b1) + 1
@@ -581,41 +560,33 @@ def e_ClassicGroupReasonValue_v0(o: ClassicGroupReasonValue, w: Append) -> None:
         raise encode_error(exc, 'ClassicGroupReasonValue') from None
 
 def d_ConsumerGroupCurrentMemberAssignmentKey_v8(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupCurrentMemberAssignmentKey, int]:
-    f_group_id: str
-    f_member_id: str
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('ConsumerGroupCurrentMemberAssignmentKey', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('ConsumerGroupCurrentMemberAssignmentKey', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'ConsumerGroupCurrentMemberAssignmentKey', 'string', 'GroupId')
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('ConsumerGroupCurrentMemberAssignmentKey', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('ConsumerGroupCurrentMemberAssignmentKey', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'ConsumerGroupCurrentMemberAssignmentKey', 'string', 'MemberId')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupCurrentMemberAssignmentKey', pos) from None
     return ConsumerGroupCurrentMemberAssignmentKey(f_group_id, f_member_id), pos
 
 def e_ConsumerGroupCurrentMemberAssignmentKey_v8(o: ConsumerGroupCurrentMemberAssignmentKey, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -630,11 +601,8 @@ def e_ConsumerGroupCurrentMemberAssignmentKey_v8(o: ConsumerGroupCurrentMemberAs
 def da_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions], int]:
     out: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions] = []
     app = out.append
-    f_topic_id: uuid.UUID
-    f_partitions: list[int]
     try:
         for _ in range(n):
-            pass
             if pos + 16 > blen:
                 raise ProtocolError('ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -658,24 +626,14 @@ def da_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(buf: bytes, 
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions')
             app(_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions(f_topic_id, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions', pos) from None
     return out, pos
 
 def d_ConsumerGroupCurrentMemberAssignmentValue_v0(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupCurrentMemberAssignmentValue, int]:
-    f_assigned_partitions: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions]
-    f_partitions_pending_revocation: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions]
     try:
-        pass
         (f_member_epoch, f_previous_member_epoch, f_state,) = _F_iib_unpack(buf, pos)
         pos += 9
         n1 = buf[pos]
@@ -711,14 +669,7 @@ def d_ConsumerGroupCurrentMemberAssignmentValue_v0(buf: bytes, pos: int, blen: i
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupCurrentMemberAssignmentValue', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupCurrentMemberAssignmentValue')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupCurrentMemberAssignmentValue', pos) from None
     return ConsumerGroupCurrentMemberAssignmentValue(f_member_epoch, f_previous_member_epoch, f_state, f_assigned_partitions, f_partitions_pending_revocation), pos
@@ -726,7 +677,6 @@ def d_ConsumerGroupCurrentMemberAssignmentValue_v0(buf: bytes, pos: int, blen: i
 def ea_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(xs: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic_id = o.topic_id
             w(x_topic_id.bytes)
             x_partitions = o.partitions
@@ -739,7 +689,6 @@ def ea_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(xs: list[Con
 
 def e_ConsumerGroupCurrentMemberAssignmentValue_v0(o: ConsumerGroupCurrentMemberAssignmentValue, w: Append) -> None:
     try:
-        pass
         w(_F_iib_pack(o.member_epoch, o.previous_member_epoch, o.state))
         x_assigned_partitions = o.assigned_partitions
         ln = len(x_assigned_partitions) + 1
@@ -754,41 +703,33 @@ def e_ConsumerGroupCurrentMemberAssignmentValue_v0(o: ConsumerGroupCurrentMember
         raise encode_error(exc, 'ConsumerGroupCurrentMemberAssignmentValue') from None
 
 def d_ConsumerGroupMemberMetadataKey_v5(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupMemberMetadataKey, int]:
-    f_group_id: str
-    f_member_id: str
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('ConsumerGroupMemberMetadataKey', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('ConsumerGroupMemberMetadataKey', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'ConsumerGroupMemberMetadataKey', 'string', 'GroupId')
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('ConsumerGroupMemberMetadataKey', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('ConsumerGroupMemberMetadataKey', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'ConsumerGroupMemberMetadataKey', 'string', 'MemberId')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupMemberMetadataKey', pos) from None
     return ConsumerGroupMemberMetadataKey(f_group_id, f_member_id), pos
 
 def e_ConsumerGroupMemberMetadataKey_v5(o: ConsumerGroupMemberMetadataKey, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -803,11 +744,8 @@ def e_ConsumerGroupMemberMetadataKey_v5(o: ConsumerGroupMemberMetadataKey, w: Ap
 def da_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ConsumerGroupMemberMetadataValue.ClassicProtocol], int]:
     out: list[ConsumerGroupMemberMetadataValue.ClassicProtocol] = []
     app = out.append
-    f_name: str
-    f_metadata: bytes
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -817,16 +755,14 @@ def da_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(buf: bytes, pos: int,
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicProtocol', None, pos, 'null string for non-nullable Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicProtocol', None, pos, f'string Name length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_name = ''
+            else:
+                bad_length(n1, pos, 'ConsumerGroupMemberMetadataValue.ClassicProtocol', 'string', 'Name')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -836,34 +772,23 @@ def da_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(buf: bytes, pos: int,
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicProtocol', None, pos, 'null bytes for non-nullable Metadata')
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicProtocol', None, pos, f'bytes Metadata length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 <= n3 and end4 <= blen:
                 f_metadata = buf[pos:end4]
                 pos = end4
+            else:
+                bad_length(n3, pos, 'ConsumerGroupMemberMetadataValue.ClassicProtocol', 'bytes', 'Metadata')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicProtocol', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupMemberMetadataValue.ClassicProtocol')
             app(_ConsumerGroupMemberMetadataValue_ClassicProtocol(f_name, f_metadata))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupMemberMetadataValue.ClassicProtocol', pos) from None
     return out, pos
 
 def d_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupMemberMetadataValue.ClassicMemberMetadata, int]:
-    f_supported_protocols: list[ConsumerGroupMemberMetadataValue.ClassicProtocol]
     try:
-        pass
         (f_session_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n1 = buf[pos]
@@ -884,14 +809,7 @@ def d_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(buf: bytes, pos:
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupMemberMetadataValue.ClassicMemberMetadata', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupMemberMetadataValue.ClassicMemberMetadata')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupMemberMetadataValue.ClassicMemberMetadata', pos) from None
     return _ConsumerGroupMemberMetadataValue_ClassicMemberMetadata(f_session_timeout_ms, f_supported_protocols), pos
@@ -899,14 +817,11 @@ def d_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(buf: bytes, pos:
 def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupMemberMetadataValue, int]:
     f_instance_id: str | None
     f_rack_id: str | None
-    f_client_id: str
-    f_client_host: str
     f_subscribed_topic_names: list[str]
     f_subscribed_topic_regex: str | None
     f_server_assignor: str | None
     f_classic_member_metadata: ConsumerGroupMemberMetadataValue.ClassicMemberMetadata | None
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -916,16 +831,16 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_instance_id = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_instance_id = None
         elif n1 == 0:
             f_instance_id = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, f'string InstanceId length {n1} exceeds remaining bytes')
-            f_instance_id = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'InstanceId')
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -935,16 +850,16 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 < 0:
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
+            f_rack_id = buf[pos:end4].decode()
+            pos = end4
+        elif n3 < 0:
             f_rack_id = None
         elif n3 == 0:
             f_rack_id = ''
         else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, f'string RackId length {n3} exceeds remaining bytes')
-            f_rack_id = buf[pos:end4].decode()
-            pos = end4
+            bad_length(n3, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'RackId')
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -954,16 +869,14 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        if n5 <= 0:
-            if n5 < 0:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, 'null string for non-nullable ClientId')
-            f_client_id = ''
-        else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, f'string ClientId length {n5} exceeds remaining bytes')
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
             f_client_id = buf[pos:end6].decode()
             pos = end6
+        elif n5 == 0:
+            f_client_id = ''
+        else:
+            bad_length(n5, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'ClientId')
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -973,16 +886,14 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        if n7 <= 0:
-            if n7 < 0:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, 'null string for non-nullable ClientHost')
-            f_client_host = ''
-        else:
-            end8 = pos + n7
-            if end8 > blen:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, f'string ClientHost length {n7} exceeds remaining bytes')
+        end8 = pos + n7
+        if 0 < n7 and end8 <= blen:
             f_client_host = buf[pos:end8].decode()
             pos = end8
+        elif n7 == 0:
+            f_client_host = ''
+        else:
+            bad_length(n7, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'ClientHost')
         n9 = buf[pos]
         if n9 < 128:
             pos += 1
@@ -1009,16 +920,14 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
                 else:
                     n12, pos = read_uvarint(buf, pos)
                 n12 -= 1
-                if n12 <= 0:
-                    if n12 < 0:
-                        raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, 'null string for non-nullable SubscribedTopicNames')
-                    el11 = ''
-                else:
-                    end13 = pos + n12
-                    if end13 > blen:
-                        raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, f'string SubscribedTopicNames length {n12} exceeds remaining bytes')
+                end13 = pos + n12
+                if 0 < n12 and end13 <= blen:
                     el11 = buf[pos:end13].decode()
                     pos = end13
+                elif n12 == 0:
+                    el11 = ''
+                else:
+                    bad_length(n12, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'SubscribedTopicNames')
                 app10(el11)
         n14 = buf[pos]
         if n14 < 128:
@@ -1029,16 +938,16 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             n14, pos = read_uvarint(buf, pos)
         n14 -= 1
-        if n14 < 0:
+        end15 = pos + n14
+        if 0 < n14 and end15 <= blen:
+            f_subscribed_topic_regex = buf[pos:end15].decode()
+            pos = end15
+        elif n14 < 0:
             f_subscribed_topic_regex = None
         elif n14 == 0:
             f_subscribed_topic_regex = ''
         else:
-            end15 = pos + n14
-            if end15 > blen:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, f'string SubscribedTopicRegex length {n14} exceeds remaining bytes')
-            f_subscribed_topic_regex = buf[pos:end15].decode()
-            pos = end15
+            bad_length(n14, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'SubscribedTopicRegex')
         (f_rebalance_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n16 = buf[pos]
@@ -1050,16 +959,16 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             n16, pos = read_uvarint(buf, pos)
         n16 -= 1
-        if n16 < 0:
+        end17 = pos + n16
+        if 0 < n16 and end17 <= blen:
+            f_server_assignor = buf[pos:end17].decode()
+            pos = end17
+        elif n16 < 0:
             f_server_assignor = None
         elif n16 == 0:
             f_server_assignor = ''
         else:
-            end17 = pos + n16
-            if end17 > blen:
-                raise ProtocolError('ConsumerGroupMemberMetadataValue', None, pos, f'string ServerAssignor length {n16} exceeds remaining bytes')
-            f_server_assignor = buf[pos:end17].decode()
-            pos = end17
+            bad_length(n16, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'ServerAssignor')
         f_classic_member_metadata = None
         if buf[pos] == 0:
             pos += 1
@@ -1086,7 +995,6 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
 def ea_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(xs: list[ConsumerGroupMemberMetadataValue.ClassicProtocol], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_name = o.name
             b1 = x_name.encode()
             ln = len(b1) + 1
@@ -1102,7 +1010,6 @@ def ea_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(xs: list[ConsumerGrou
 
 def e_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(o: ConsumerGroupMemberMetadataValue.ClassicMemberMetadata, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.session_timeout_ms))
         x_supported_protocols = o.supported_protocols
         ln = len(x_supported_protocols) + 1
@@ -1114,7 +1021,6 @@ def e_ConsumerGroupMemberMetadataValue_ClassicMemberMetadata_v0(o: ConsumerGroup
 
 def e_ConsumerGroupMemberMetadataValue_v0(o: ConsumerGroupMemberMetadataValue, w: Append) -> None:
     try:
-        pass
         x_instance_id = o.instance_id
         if x_instance_id is None:
             w(b'\x00')
@@ -1188,28 +1094,23 @@ def e_ConsumerGroupMemberMetadataValue_v0(o: ConsumerGroupMemberMetadataValue, w
         raise encode_error(exc, 'ConsumerGroupMemberMetadataValue') from None
 
 def d_ConsumerGroupMetadataKey_v3(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupMetadataKey, int]:
-    f_group_id: str
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('ConsumerGroupMetadataKey', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('ConsumerGroupMetadataKey', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'ConsumerGroupMetadataKey', 'string', 'GroupId')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupMetadataKey', pos) from None
     return ConsumerGroupMetadataKey(f_group_id), pos
 
 def e_ConsumerGroupMetadataKey_v3(o: ConsumerGroupMetadataKey, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -1219,54 +1120,40 @@ def e_ConsumerGroupMetadataKey_v3(o: ConsumerGroupMetadataKey, w: Append) -> Non
 
 def d_ConsumerGroupMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupMetadataValue, int]:
     try:
-        pass
         (f_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupMetadataValue', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupMetadataValue')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupMetadataValue', pos) from None
     return ConsumerGroupMetadataValue(f_epoch), pos
 
 def e_ConsumerGroupMetadataValue_v0(o: ConsumerGroupMetadataValue, w: Append) -> None:
     try:
-        pass
         w(_F_ix_pack(o.epoch))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ConsumerGroupMetadataValue') from None
 
 def d_ConsumerGroupPartitionMetadataKey_v4(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupPartitionMetadataKey, int]:
-    f_group_id: str
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('ConsumerGroupPartitionMetadataKey', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('ConsumerGroupPartitionMetadataKey', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'ConsumerGroupPartitionMetadataKey', 'string', 'GroupId')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupPartitionMetadataKey', pos) from None
     return ConsumerGroupPartitionMetadataKey(f_group_id), pos
 
 def e_ConsumerGroupPartitionMetadataKey_v4(o: ConsumerGroupPartitionMetadataKey, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -1280,7 +1167,6 @@ def da_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(buf: bytes, pos:
     f_racks: list[str]
     try:
         for _ in range(n):
-            pass
             (f_partition,) = _F_i_unpack(buf, pos)
             pos += 4
             n1 = buf[pos]
@@ -1309,28 +1195,19 @@ def da_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(buf: bytes, pos:
                     else:
                         n4, pos = read_uvarint(buf, pos)
                     n4 -= 1
-                    if n4 <= 0:
-                        if n4 < 0:
-                            raise ProtocolError('ConsumerGroupPartitionMetadataValue.PartitionMetadata', None, pos, 'null string for non-nullable Racks')
-                        el3 = ''
-                    else:
-                        end5 = pos + n4
-                        if end5 > blen:
-                            raise ProtocolError('ConsumerGroupPartitionMetadataValue.PartitionMetadata', None, pos, f'string Racks length {n4} exceeds remaining bytes')
+                    end5 = pos + n4
+                    if 0 < n4 and end5 <= blen:
                         el3 = buf[pos:end5].decode()
                         pos = end5
+                    elif n4 == 0:
+                        el3 = ''
+                    else:
+                        bad_length(n4, pos, 'ConsumerGroupPartitionMetadataValue.PartitionMetadata', 'string', 'Racks')
                     app2(el3)
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupPartitionMetadataValue.PartitionMetadata', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupPartitionMetadataValue.PartitionMetadata')
             app(_ConsumerGroupPartitionMetadataValue_PartitionMetadata(f_partition, f_racks))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupPartitionMetadataValue.PartitionMetadata', pos) from None
@@ -1339,12 +1216,8 @@ def da_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(buf: bytes, pos:
 def da_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ConsumerGroupPartitionMetadataValue.TopicMetadata], int]:
     out: list[ConsumerGroupPartitionMetadataValue.TopicMetadata] = []
     app = out.append
-    f_topic_id: uuid.UUID
-    f_topic_name: str
-    f_partition_metadata: list[ConsumerGroupPartitionMetadataValue.PartitionMetadata]
     try:
         for _ in range(n):
-            pass
             if pos + 16 > blen:
                 raise ProtocolError('ConsumerGroupPartitionMetadataValue.TopicMetadata', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -1358,16 +1231,14 @@ def da_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(buf: bytes, pos: int
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('ConsumerGroupPartitionMetadataValue.TopicMetadata', None, pos, 'null string for non-nullable TopicName')
-                f_topic_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('ConsumerGroupPartitionMetadataValue.TopicMetadata', None, pos, f'string TopicName length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_topic_name = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_topic_name = ''
+            else:
+                bad_length(n1, pos, 'ConsumerGroupPartitionMetadataValue.TopicMetadata', 'string', 'TopicName')
             (f_num_partitions,) = _F_i_unpack(buf, pos)
             pos += 4
             n3 = buf[pos]
@@ -1388,23 +1259,14 @@ def da_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(buf: bytes, pos: int
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupPartitionMetadataValue.TopicMetadata', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupPartitionMetadataValue.TopicMetadata')
             app(_ConsumerGroupPartitionMetadataValue_TopicMetadata(f_topic_id, f_topic_name, f_num_partitions, f_partition_metadata))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupPartitionMetadataValue.TopicMetadata', pos) from None
     return out, pos
 
 def d_ConsumerGroupPartitionMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupPartitionMetadataValue, int]:
-    f_topics: list[ConsumerGroupPartitionMetadataValue.TopicMetadata]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -1423,14 +1285,7 @@ def d_ConsumerGroupPartitionMetadataValue_v0(buf: bytes, pos: int, blen: int) ->
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupPartitionMetadataValue', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupPartitionMetadataValue')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupPartitionMetadataValue', pos) from None
     return ConsumerGroupPartitionMetadataValue(f_topics), pos
@@ -1438,7 +1293,6 @@ def d_ConsumerGroupPartitionMetadataValue_v0(buf: bytes, pos: int, blen: int) ->
 def ea_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(xs: list[ConsumerGroupPartitionMetadataValue.PartitionMetadata], w: Append) -> None:
     try:
         for o in xs:
-            pass
             w(_F_i_pack(o.partition))
             x_racks = o.racks
             ln = len(x_racks) + 1
@@ -1455,7 +1309,6 @@ def ea_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(xs: list[Consume
 def ea_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(xs: list[ConsumerGroupPartitionMetadataValue.TopicMetadata], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic_id = o.topic_id
             w(x_topic_id.bytes)
             x_topic_name = o.topic_name
@@ -1474,7 +1327,6 @@ def ea_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(xs: list[ConsumerGro
 
 def e_ConsumerGroupPartitionMetadataValue_v0(o: ConsumerGroupPartitionMetadataValue, w: Append) -> None:
     try:
-        pass
         x_topics = o.topics
         ln = len(x_topics) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -1484,41 +1336,33 @@ def e_ConsumerGroupPartitionMetadataValue_v0(o: ConsumerGroupPartitionMetadataVa
         raise encode_error(exc, 'ConsumerGroupPartitionMetadataValue') from None
 
 def d_ConsumerGroupTargetAssignmentMemberKey_v7(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupTargetAssignmentMemberKey, int]:
-    f_group_id: str
-    f_member_id: str
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('ConsumerGroupTargetAssignmentMemberKey', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('ConsumerGroupTargetAssignmentMemberKey', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'ConsumerGroupTargetAssignmentMemberKey', 'string', 'GroupId')
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('ConsumerGroupTargetAssignmentMemberKey', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('ConsumerGroupTargetAssignmentMemberKey', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'ConsumerGroupTargetAssignmentMemberKey', 'string', 'MemberId')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupTargetAssignmentMemberKey', pos) from None
     return ConsumerGroupTargetAssignmentMemberKey(f_group_id, f_member_id), pos
 
 def e_ConsumerGroupTargetAssignmentMemberKey_v7(o: ConsumerGroupTargetAssignmentMemberKey, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -1533,11 +1377,8 @@ def e_ConsumerGroupTargetAssignmentMemberKey_v7(o: ConsumerGroupTargetAssignment
 def da_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ConsumerGroupTargetAssignmentMemberValue.TopicPartition], int]:
     out: list[ConsumerGroupTargetAssignmentMemberValue.TopicPartition] = []
     app = out.append
-    f_topic_id: uuid.UUID
-    f_partitions: list[int]
     try:
         for _ in range(n):
-            pass
             if pos + 16 > blen:
                 raise ProtocolError('ConsumerGroupTargetAssignmentMemberValue.TopicPartition', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -1561,23 +1402,14 @@ def da_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_v0(buf: bytes, po
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('ConsumerGroupTargetAssignmentMemberValue.TopicPartition', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupTargetAssignmentMemberValue.TopicPartition')
             app(_ConsumerGroupTargetAssignmentMemberValue_TopicPartition(f_topic_id, f_partitions))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupTargetAssignmentMemberValue.TopicPartition', pos) from None
     return out, pos
 
 def d_ConsumerGroupTargetAssignmentMemberValue_v0(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupTargetAssignmentMemberValue, int]:
-    f_topic_partitions: list[ConsumerGroupTargetAssignmentMemberValue.TopicPartition]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -1596,14 +1428,7 @@ def d_ConsumerGroupTargetAssignmentMemberValue_v0(buf: bytes, pos: int, blen: in
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ConsumerGroupTargetAssignmentMemberValue', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupTargetAssignmentMemberValue')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupTargetAssignmentMemberValue', pos) from None
     return ConsumerGroupTargetAssignmentMemberValue(f_topic_partitions), pos
@@ -1611,7 +1436,6 @@ def d_ConsumerGroupTargetAssignmentMemberValue_v0(buf: bytes, pos: int, blen: in
 def ea_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_v0(xs: list[ConsumerGroupTargetAssignmentMemberValue.TopicPartition], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_topic_id = o.topic_id
             w(x_topic_id.bytes)
             x_partitions = o.partitions
@@ -1624,7 +1448,6 @@ def ea_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_v0(xs: list[Consu
 
 def e_ConsumerGroupTargetAssignmentMemberValue_v0(o: ConsumerGroupTargetAssignmentMemberValue, w: Append) -> None:
     try:
-        pass
         x_topic_partitions = o.topic_partitions
         ln = len(x_topic_partitions) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -1634,28 +1457,23 @@ def e_ConsumerGroupTargetAssignmentMemberValue_v0(o: ConsumerGroupTargetAssignme
         raise encode_error(exc, 'ConsumerGroupTargetAssignmentMemberValue') from None
 
 def d_ConsumerGroupTargetAssignmentMetadataKey_v6(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupTargetAssignmentMetadataKey, int]:
-    f_group_id: str
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('ConsumerGroupTargetAssignmentMetadataKey', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('ConsumerGroupTargetAssignmentMetadataKey', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'ConsumerGroupTargetAssignmentMetadataKey', 'string', 'GroupId')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupTargetAssignmentMetadataKey', pos) from None
     return ConsumerGroupTargetAssignmentMetadataKey(f_group_id), pos
 
 def e_ConsumerGroupTargetAssignmentMetadataKey_v6(o: ConsumerGroupTargetAssignmentMetadataKey, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -1666,7 +1484,6 @@ def e_ConsumerGroupTargetAssignmentMetadataKey_v6(o: ConsumerGroupTargetAssignme
 def d_ConsumerGroupTargetAssignmentMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupTargetAssignmentMetadataValue, int]:
     f_assignment_timestamp: int
     try:
-        pass
         (f_assignment_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         f_assignment_timestamp = 0
@@ -1690,7 +1507,6 @@ def d_ConsumerGroupTargetAssignmentMetadataValue_v0(buf: bytes, pos: int, blen: 
 
 def e_ConsumerGroupTargetAssignmentMetadataValue_v0(o: ConsumerGroupTargetAssignmentMetadataValue, w: Append) -> None:
     try:
-        pass
         w(_F_i_pack(o.assignment_epoch))
         tags: list[tuple[int, bytes]] = []
         x_assignment_timestamp = o.assignment_timestamp
@@ -1710,28 +1526,23 @@ def e_ConsumerGroupTargetAssignmentMetadataValue_v0(o: ConsumerGroupTargetAssign
         raise encode_error(exc, 'ConsumerGroupTargetAssignmentMetadataValue') from None
 
 def d_GroupMetadataKey_v2(buf: bytes, pos: int, blen: int) -> tuple[GroupMetadataKey, int]:
-    f_group: str
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('GroupMetadataKey', None, pos, 'null string for non-nullable group')
-            f_group = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('GroupMetadataKey', None, pos, f'string group length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group = ''
+        else:
+            bad_length(n1, pos, 'GroupMetadataKey', 'string', 'group')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'GroupMetadataKey', pos) from None
     return GroupMetadataKey(f_group), pos
 
 def e_GroupMetadataKey_v2(o: GroupMetadataKey, w: Append) -> None:
     try:
-        pass
         x_group = o.group
         b1 = x_group.encode()
         w(I16_pack(len(b1)))
@@ -1742,122 +1553,101 @@ def e_GroupMetadataKey_v2(o: GroupMetadataKey, w: Append) -> None:
 def da_GroupMetadataValue_MemberMetadata_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[GroupMetadataValue.MemberMetadata], int]:
     out: list[GroupMetadataValue.MemberMetadata] = []
     app = out.append
-    f_member_id: str
-    f_client_id: str
-    f_client_host: str
-    f_subscription: bytes
-    f_assignment: bytes
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null string for non-nullable memberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string memberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'memberId')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null string for non-nullable clientId')
-                f_client_id = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string clientId length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_client_id = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_client_id = ''
+            else:
+                bad_length(n3, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientId')
             (n5,) = I16_unpack(buf, pos)
             pos += 2
-            if n5 <= 0:
-                if n5 < 0:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null string for non-nullable clientHost')
-                f_client_host = ''
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string clientHost length {n5} exceeds remaining bytes')
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
                 f_client_host = buf[pos:end6].decode()
                 pos = end6
+            elif n5 == 0:
+                f_client_host = ''
+            else:
+                bad_length(n5, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientHost')
             (f_session_timeout,) = _F_i_unpack(buf, pos)
             pos += 4
             (n7,) = I32_unpack(buf, pos)
             pos += 4
-            if n7 < 0:
-                raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null bytes for non-nullable subscription')
-            else:
-                end8 = pos + n7
-                if end8 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'bytes subscription length {n7} exceeds remaining bytes')
+            end8 = pos + n7
+            if 0 <= n7 and end8 <= blen:
                 f_subscription = buf[pos:end8]
                 pos = end8
+            else:
+                bad_length(n7, pos, 'GroupMetadataValue.MemberMetadata', 'bytes', 'subscription')
             (n9,) = I32_unpack(buf, pos)
             pos += 4
-            if n9 < 0:
-                raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null bytes for non-nullable assignment')
-            else:
-                end10 = pos + n9
-                if end10 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'bytes assignment length {n9} exceeds remaining bytes')
+            end10 = pos + n9
+            if 0 <= n9 and end10 <= blen:
                 f_assignment = buf[pos:end10]
                 pos = end10
+            else:
+                bad_length(n9, pos, 'GroupMetadataValue.MemberMetadata', 'bytes', 'assignment')
             app(_GroupMetadataValue_MemberMetadata(f_member_id, None, f_client_id, f_client_host, -1, f_session_timeout, f_subscription, f_assignment))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'GroupMetadataValue.MemberMetadata', pos) from None
     return out, pos
 
 def d_GroupMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tuple[GroupMetadataValue, int]:
-    f_protocol_type: str
     f_protocol: str | None
     f_leader: str | None
-    f_members: list[GroupMetadataValue.MemberMetadata]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'null string for non-nullable protocolType')
-            f_protocol_type = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocolType length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_protocol_type = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_protocol_type = ''
+        else:
+            bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
         (f_generation,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 < 0:
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
+            f_protocol = buf[pos:end4].decode()
+            pos = end4
+        elif n3 < 0:
             f_protocol = None
         elif n3 == 0:
             f_protocol = ''
         else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocol length {n3} exceeds remaining bytes')
-            f_protocol = buf[pos:end4].decode()
-            pos = end4
+            bad_length(n3, pos, 'GroupMetadataValue', 'string', 'protocol')
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_leader = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_leader = None
         elif n5 == 0:
             f_leader = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, f'string leader length {n5} exceeds remaining bytes')
-            f_leader = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'GroupMetadataValue', 'string', 'leader')
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -1873,7 +1663,6 @@ def d_GroupMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
 def ea_GroupMetadataValue_MemberMetadata_v0(xs: list[GroupMetadataValue.MemberMetadata], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             w(I16_pack(len(b1)))
@@ -1898,7 +1687,6 @@ def ea_GroupMetadataValue_MemberMetadata_v0(xs: list[GroupMetadataValue.MemberMe
 
 def e_GroupMetadataValue_v0(o: GroupMetadataValue, w: Append) -> None:
     try:
-        pass
         x_protocol_type = o.protocol_type
         b1 = x_protocol_type.encode()
         w(I16_pack(len(b1)))
@@ -1927,122 +1715,101 @@ def e_GroupMetadataValue_v0(o: GroupMetadataValue, w: Append) -> None:
 def da_GroupMetadataValue_MemberMetadata_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[GroupMetadataValue.MemberMetadata], int]:
     out: list[GroupMetadataValue.MemberMetadata] = []
     app = out.append
-    f_member_id: str
-    f_client_id: str
-    f_client_host: str
-    f_subscription: bytes
-    f_assignment: bytes
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null string for non-nullable memberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string memberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'memberId')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 <= 0:
-                if n3 < 0:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null string for non-nullable clientId')
-                f_client_id = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string clientId length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
                 f_client_id = buf[pos:end4].decode()
                 pos = end4
+            elif n3 == 0:
+                f_client_id = ''
+            else:
+                bad_length(n3, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientId')
             (n5,) = I16_unpack(buf, pos)
             pos += 2
-            if n5 <= 0:
-                if n5 < 0:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null string for non-nullable clientHost')
-                f_client_host = ''
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string clientHost length {n5} exceeds remaining bytes')
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
                 f_client_host = buf[pos:end6].decode()
                 pos = end6
+            elif n5 == 0:
+                f_client_host = ''
+            else:
+                bad_length(n5, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientHost')
             (f_rebalance_timeout, f_session_timeout,) = _F_ii_unpack(buf, pos)
             pos += 8
             (n7,) = I32_unpack(buf, pos)
             pos += 4
-            if n7 < 0:
-                raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null bytes for non-nullable subscription')
-            else:
-                end8 = pos + n7
-                if end8 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'bytes subscription length {n7} exceeds remaining bytes')
+            end8 = pos + n7
+            if 0 <= n7 and end8 <= blen:
                 f_subscription = buf[pos:end8]
                 pos = end8
+            else:
+                bad_length(n7, pos, 'GroupMetadataValue.MemberMetadata', 'bytes', 'subscription')
             (n9,) = I32_unpack(buf, pos)
             pos += 4
-            if n9 < 0:
-                raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null bytes for non-nullable assignment')
-            else:
-                end10 = pos + n9
-                if end10 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'bytes assignment length {n9} exceeds remaining bytes')
+            end10 = pos + n9
+            if 0 <= n9 and end10 <= blen:
                 f_assignment = buf[pos:end10]
                 pos = end10
+            else:
+                bad_length(n9, pos, 'GroupMetadataValue.MemberMetadata', 'bytes', 'assignment')
             app(_GroupMetadataValue_MemberMetadata(f_member_id, None, f_client_id, f_client_host, f_rebalance_timeout, f_session_timeout, f_subscription, f_assignment))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'GroupMetadataValue.MemberMetadata', pos) from None
     return out, pos
 
 def d_GroupMetadataValue_v1(buf: bytes, pos: int, blen: int) -> tuple[GroupMetadataValue, int]:
-    f_protocol_type: str
     f_protocol: str | None
     f_leader: str | None
-    f_members: list[GroupMetadataValue.MemberMetadata]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'null string for non-nullable protocolType')
-            f_protocol_type = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocolType length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_protocol_type = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_protocol_type = ''
+        else:
+            bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
         (f_generation,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 < 0:
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
+            f_protocol = buf[pos:end4].decode()
+            pos = end4
+        elif n3 < 0:
             f_protocol = None
         elif n3 == 0:
             f_protocol = ''
         else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocol length {n3} exceeds remaining bytes')
-            f_protocol = buf[pos:end4].decode()
-            pos = end4
+            bad_length(n3, pos, 'GroupMetadataValue', 'string', 'protocol')
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_leader = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_leader = None
         elif n5 == 0:
             f_leader = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, f'string leader length {n5} exceeds remaining bytes')
-            f_leader = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'GroupMetadataValue', 'string', 'leader')
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -2058,7 +1825,6 @@ def d_GroupMetadataValue_v1(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
 def ea_GroupMetadataValue_MemberMetadata_v1(xs: list[GroupMetadataValue.MemberMetadata], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             w(I16_pack(len(b1)))
@@ -2083,7 +1849,6 @@ def ea_GroupMetadataValue_MemberMetadata_v1(xs: list[GroupMetadataValue.MemberMe
 
 def e_GroupMetadataValue_v1(o: GroupMetadataValue, w: Append) -> None:
     try:
-        pass
         x_protocol_type = o.protocol_type
         b1 = x_protocol_type.encode()
         w(I16_pack(len(b1)))
@@ -2110,50 +1875,45 @@ def e_GroupMetadataValue_v1(o: GroupMetadataValue, w: Append) -> None:
         raise encode_error(exc, 'GroupMetadataValue') from None
 
 def d_GroupMetadataValue_v2(buf: bytes, pos: int, blen: int) -> tuple[GroupMetadataValue, int]:
-    f_protocol_type: str
     f_protocol: str | None
     f_leader: str | None
-    f_members: list[GroupMetadataValue.MemberMetadata]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'null string for non-nullable protocolType')
-            f_protocol_type = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocolType length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_protocol_type = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_protocol_type = ''
+        else:
+            bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
         (f_generation,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 < 0:
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
+            f_protocol = buf[pos:end4].decode()
+            pos = end4
+        elif n3 < 0:
             f_protocol = None
         elif n3 == 0:
             f_protocol = ''
         else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocol length {n3} exceeds remaining bytes')
-            f_protocol = buf[pos:end4].decode()
-            pos = end4
+            bad_length(n3, pos, 'GroupMetadataValue', 'string', 'protocol')
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_leader = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_leader = None
         elif n5 == 0:
             f_leader = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, f'string leader length {n5} exceeds remaining bytes')
-            f_leader = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'GroupMetadataValue', 'string', 'leader')
         (f_current_state_timestamp,) = _F_q_unpack(buf, pos)
         pos += 8
         (n7,) = I32_unpack(buf, pos)
@@ -2170,7 +1930,6 @@ def d_GroupMetadataValue_v2(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
 
 def e_GroupMetadataValue_v2(o: GroupMetadataValue, w: Append) -> None:
     try:
-        pass
         x_protocol_type = o.protocol_type
         b1 = x_protocol_type.encode()
         w(I16_pack(len(b1)))
@@ -2200,135 +1959,114 @@ def e_GroupMetadataValue_v2(o: GroupMetadataValue, w: Append) -> None:
 def da_GroupMetadataValue_MemberMetadata_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[GroupMetadataValue.MemberMetadata], int]:
     out: list[GroupMetadataValue.MemberMetadata] = []
     app = out.append
-    f_member_id: str
     f_group_instance_id: str | None
-    f_client_id: str
-    f_client_host: str
-    f_subscription: bytes
-    f_assignment: bytes
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null string for non-nullable memberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string memberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'memberId')
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string groupInstanceId length {n3} exceeds remaining bytes')
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'groupInstanceId')
             (n5,) = I16_unpack(buf, pos)
             pos += 2
-            if n5 <= 0:
-                if n5 < 0:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null string for non-nullable clientId')
-                f_client_id = ''
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string clientId length {n5} exceeds remaining bytes')
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
                 f_client_id = buf[pos:end6].decode()
                 pos = end6
+            elif n5 == 0:
+                f_client_id = ''
+            else:
+                bad_length(n5, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientId')
             (n7,) = I16_unpack(buf, pos)
             pos += 2
-            if n7 <= 0:
-                if n7 < 0:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null string for non-nullable clientHost')
-                f_client_host = ''
-            else:
-                end8 = pos + n7
-                if end8 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string clientHost length {n7} exceeds remaining bytes')
+            end8 = pos + n7
+            if 0 < n7 and end8 <= blen:
                 f_client_host = buf[pos:end8].decode()
                 pos = end8
+            elif n7 == 0:
+                f_client_host = ''
+            else:
+                bad_length(n7, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientHost')
             (f_rebalance_timeout, f_session_timeout,) = _F_ii_unpack(buf, pos)
             pos += 8
             (n9,) = I32_unpack(buf, pos)
             pos += 4
-            if n9 < 0:
-                raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null bytes for non-nullable subscription')
-            else:
-                end10 = pos + n9
-                if end10 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'bytes subscription length {n9} exceeds remaining bytes')
+            end10 = pos + n9
+            if 0 <= n9 and end10 <= blen:
                 f_subscription = buf[pos:end10]
                 pos = end10
+            else:
+                bad_length(n9, pos, 'GroupMetadataValue.MemberMetadata', 'bytes', 'subscription')
             (n11,) = I32_unpack(buf, pos)
             pos += 4
-            if n11 < 0:
-                raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null bytes for non-nullable assignment')
-            else:
-                end12 = pos + n11
-                if end12 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'bytes assignment length {n11} exceeds remaining bytes')
+            end12 = pos + n11
+            if 0 <= n11 and end12 <= blen:
                 f_assignment = buf[pos:end12]
                 pos = end12
+            else:
+                bad_length(n11, pos, 'GroupMetadataValue.MemberMetadata', 'bytes', 'assignment')
             app(_GroupMetadataValue_MemberMetadata(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_rebalance_timeout, f_session_timeout, f_subscription, f_assignment))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'GroupMetadataValue.MemberMetadata', pos) from None
     return out, pos
 
 def d_GroupMetadataValue_v3(buf: bytes, pos: int, blen: int) -> tuple[GroupMetadataValue, int]:
-    f_protocol_type: str
     f_protocol: str | None
     f_leader: str | None
-    f_members: list[GroupMetadataValue.MemberMetadata]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'null string for non-nullable protocolType')
-            f_protocol_type = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocolType length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_protocol_type = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_protocol_type = ''
+        else:
+            bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
         (f_generation,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 < 0:
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
+            f_protocol = buf[pos:end4].decode()
+            pos = end4
+        elif n3 < 0:
             f_protocol = None
         elif n3 == 0:
             f_protocol = ''
         else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocol length {n3} exceeds remaining bytes')
-            f_protocol = buf[pos:end4].decode()
-            pos = end4
+            bad_length(n3, pos, 'GroupMetadataValue', 'string', 'protocol')
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_leader = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_leader = None
         elif n5 == 0:
             f_leader = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, f'string leader length {n5} exceeds remaining bytes')
-            f_leader = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'GroupMetadataValue', 'string', 'leader')
         (f_current_state_timestamp,) = _F_q_unpack(buf, pos)
         pos += 8
         (n7,) = I32_unpack(buf, pos)
@@ -2346,7 +2084,6 @@ def d_GroupMetadataValue_v3(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
 def ea_GroupMetadataValue_MemberMetadata_v3(xs: list[GroupMetadataValue.MemberMetadata], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             w(I16_pack(len(b1)))
@@ -2378,7 +2115,6 @@ def ea_GroupMetadataValue_MemberMetadata_v3(xs: list[GroupMetadataValue.MemberMe
 
 def e_GroupMetadataValue_v3(o: GroupMetadataValue, w: Append) -> None:
     try:
-        pass
         x_protocol_type = o.protocol_type
         b1 = x_protocol_type.encode()
         w(I16_pack(len(b1)))
@@ -2408,15 +2144,9 @@ def e_GroupMetadataValue_v3(o: GroupMetadataValue, w: Append) -> None:
 def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[GroupMetadataValue.MemberMetadata], int]:
     out: list[GroupMetadataValue.MemberMetadata] = []
     app = out.append
-    f_member_id: str
     f_group_instance_id: str | None
-    f_client_id: str
-    f_client_host: str
-    f_subscription: bytes
-    f_assignment: bytes
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -2426,16 +2156,14 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null string for non-nullable memberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string memberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'memberId')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -2445,16 +2173,16 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
+            end4 = pos + n3
+            if 0 < n3 and end4 <= blen:
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
+            elif n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string groupInstanceId length {n3} exceeds remaining bytes')
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
+                bad_length(n3, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'groupInstanceId')
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -2464,16 +2192,14 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            if n5 <= 0:
-                if n5 < 0:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null string for non-nullable clientId')
-                f_client_id = ''
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string clientId length {n5} exceeds remaining bytes')
+            end6 = pos + n5
+            if 0 < n5 and end6 <= blen:
                 f_client_id = buf[pos:end6].decode()
                 pos = end6
+            elif n5 == 0:
+                f_client_id = ''
+            else:
+                bad_length(n5, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientId')
             n7 = buf[pos]
             if n7 < 128:
                 pos += 1
@@ -2483,16 +2209,14 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 n7, pos = read_uvarint(buf, pos)
             n7 -= 1
-            if n7 <= 0:
-                if n7 < 0:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null string for non-nullable clientHost')
-                f_client_host = ''
-            else:
-                end8 = pos + n7
-                if end8 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'string clientHost length {n7} exceeds remaining bytes')
+            end8 = pos + n7
+            if 0 < n7 and end8 <= blen:
                 f_client_host = buf[pos:end8].decode()
                 pos = end8
+            elif n7 == 0:
+                f_client_host = ''
+            else:
+                bad_length(n7, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientHost')
             (f_rebalance_timeout, f_session_timeout,) = _F_ii_unpack(buf, pos)
             pos += 8
             n9 = buf[pos]
@@ -2504,14 +2228,12 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 n9, pos = read_uvarint(buf, pos)
             n9 -= 1
-            if n9 < 0:
-                raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null bytes for non-nullable subscription')
-            else:
-                end10 = pos + n9
-                if end10 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'bytes subscription length {n9} exceeds remaining bytes')
+            end10 = pos + n9
+            if 0 <= n9 and end10 <= blen:
                 f_subscription = buf[pos:end10]
                 pos = end10
+            else:
+                bad_length(n9, pos, 'GroupMetadataValue.MemberMetadata', 'bytes', 'subscription')
             n11 = buf[pos]
             if n11 < 128:
                 pos += 1
@@ -2521,37 +2243,25 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 n11, pos = read_uvarint(buf, pos)
             n11 -= 1
-            if n11 < 0:
-                raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, 'null bytes for non-nullable assignment')
-            else:
-                end12 = pos + n11
-                if end12 > blen:
-                    raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'bytes assignment length {n11} exceeds remaining bytes')
+            end12 = pos + n11
+            if 0 <= n11 and end12 <= blen:
                 f_assignment = buf[pos:end12]
                 pos = end12
+            else:
+                bad_length(n11, pos, 'GroupMetadataValue.MemberMetadata', 'bytes', 'assignment')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('GroupMetadataValue.MemberMetadata', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'GroupMetadataValue.MemberMetadata')
             app(_GroupMetadataValue_MemberMetadata(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_rebalance_timeout, f_session_timeout, f_subscription, f_assignment))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'GroupMetadataValue.MemberMetadata', pos) from None
     return out, pos
 
 def d_GroupMetadataValue_v4(buf: bytes, pos: int, blen: int) -> tuple[GroupMetadataValue, int]:
-    f_protocol_type: str
     f_protocol: str | None
     f_leader: str | None
-    f_members: list[GroupMetadataValue.MemberMetadata]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -2561,16 +2271,14 @@ def d_GroupMetadataValue_v4(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('GroupMetadataValue', None, pos, 'null string for non-nullable protocolType')
-            f_protocol_type = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocolType length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_protocol_type = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_protocol_type = ''
+        else:
+            bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
         (f_generation,) = _F_i_unpack(buf, pos)
         pos += 4
         n3 = buf[pos]
@@ -2582,16 +2290,16 @@ def d_GroupMetadataValue_v4(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 < 0:
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
+            f_protocol = buf[pos:end4].decode()
+            pos = end4
+        elif n3 < 0:
             f_protocol = None
         elif n3 == 0:
             f_protocol = ''
         else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, f'string protocol length {n3} exceeds remaining bytes')
-            f_protocol = buf[pos:end4].decode()
-            pos = end4
+            bad_length(n3, pos, 'GroupMetadataValue', 'string', 'protocol')
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -2601,16 +2309,16 @@ def d_GroupMetadataValue_v4(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_leader = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_leader = None
         elif n5 == 0:
             f_leader = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('GroupMetadataValue', None, pos, f'string leader length {n5} exceeds remaining bytes')
-            f_leader = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'GroupMetadataValue', 'string', 'leader')
         (f_current_state_timestamp,) = _F_q_unpack(buf, pos)
         pos += 8
         n7 = buf[pos]
@@ -2631,14 +2339,7 @@ def d_GroupMetadataValue_v4(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('GroupMetadataValue', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'GroupMetadataValue')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'GroupMetadataValue', pos) from None
     return GroupMetadataValue(f_protocol_type, f_generation, f_protocol, f_leader, f_current_state_timestamp, f_members), pos
@@ -2646,7 +2347,6 @@ def d_GroupMetadataValue_v4(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
 def ea_GroupMetadataValue_MemberMetadata_v4(xs: list[GroupMetadataValue.MemberMetadata], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             ln = len(b1) + 1
@@ -2685,7 +2385,6 @@ def ea_GroupMetadataValue_MemberMetadata_v4(xs: list[GroupMetadataValue.MemberMe
 
 def e_GroupMetadataValue_v4(o: GroupMetadataValue, w: Append) -> None:
     try:
-        pass
         x_protocol_type = o.protocol_type
         b1 = x_protocol_type.encode()
         ln = len(b1) + 1
@@ -2718,34 +2417,27 @@ def e_GroupMetadataValue_v4(o: GroupMetadataValue, w: Append) -> None:
         raise encode_error(exc, 'GroupMetadataValue') from None
 
 def d_OffsetCommitKey_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitKey, int]:
-    f_group: str
-    f_topic: str
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetCommitKey', None, pos, 'null string for non-nullable group')
-            f_group = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetCommitKey', None, pos, f'string group length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group = ''
+        else:
+            bad_length(n1, pos, 'OffsetCommitKey', 'string', 'group')
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('OffsetCommitKey', None, pos, 'null string for non-nullable topic')
-            f_topic = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('OffsetCommitKey', None, pos, f'string topic length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_topic = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_topic = ''
+        else:
+            bad_length(n3, pos, 'OffsetCommitKey', 'string', 'topic')
         (f_partition,) = _F_i_unpack(buf, pos)
         pos += 4
     except DECODE_FAILURES as exc:
@@ -2754,7 +2446,6 @@ def d_OffsetCommitKey_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitK
 
 def e_OffsetCommitKey_v0(o: OffsetCommitKey, w: Append) -> None:
     try:
-        pass
         x_group = o.group
         b1 = x_group.encode()
         w(I16_pack(len(b1)))
@@ -2768,23 +2459,19 @@ def e_OffsetCommitKey_v0(o: OffsetCommitKey, w: Append) -> None:
         raise encode_error(exc, 'OffsetCommitKey') from None
 
 def d_OffsetCommitValue_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitValue, int]:
-    f_metadata: str
     try:
-        pass
         (f_offset,) = _F_q_unpack(buf, pos)
         pos += 8
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetCommitValue', None, pos, 'null string for non-nullable metadata')
-            f_metadata = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetCommitValue', None, pos, f'string metadata length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_metadata = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_metadata = ''
+        else:
+            bad_length(n1, pos, 'OffsetCommitValue', 'string', 'metadata')
         (f_commit_timestamp,) = _F_q_unpack(buf, pos)
         pos += 8
     except DECODE_FAILURES as exc:
@@ -2793,7 +2480,6 @@ def d_OffsetCommitValue_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommi
 
 def e_OffsetCommitValue_v0(o: OffsetCommitValue, w: Append) -> None:
     try:
-        pass
         w(_F_q_pack(o.offset))
         x_metadata = o.metadata
         b1 = x_metadata.encode()
@@ -2804,23 +2490,19 @@ def e_OffsetCommitValue_v0(o: OffsetCommitValue, w: Append) -> None:
         raise encode_error(exc, 'OffsetCommitValue') from None
 
 def d_OffsetCommitValue_v1(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitValue, int]:
-    f_metadata: str
     try:
-        pass
         (f_offset,) = _F_q_unpack(buf, pos)
         pos += 8
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetCommitValue', None, pos, 'null string for non-nullable metadata')
-            f_metadata = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetCommitValue', None, pos, f'string metadata length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_metadata = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_metadata = ''
+        else:
+            bad_length(n1, pos, 'OffsetCommitValue', 'string', 'metadata')
         (f_commit_timestamp, f_expire_timestamp,) = _F_qq_unpack(buf, pos)
         pos += 16
     except DECODE_FAILURES as exc:
@@ -2829,7 +2511,6 @@ def d_OffsetCommitValue_v1(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommi
 
 def e_OffsetCommitValue_v1(o: OffsetCommitValue, w: Append) -> None:
     try:
-        pass
         w(_F_q_pack(o.offset))
         x_metadata = o.metadata
         b1 = x_metadata.encode()
@@ -2840,23 +2521,19 @@ def e_OffsetCommitValue_v1(o: OffsetCommitValue, w: Append) -> None:
         raise encode_error(exc, 'OffsetCommitValue') from None
 
 def d_OffsetCommitValue_v3(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitValue, int]:
-    f_metadata: str
     try:
-        pass
         (f_offset, f_leader_epoch,) = _F_qi_unpack(buf, pos)
         pos += 12
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetCommitValue', None, pos, 'null string for non-nullable metadata')
-            f_metadata = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetCommitValue', None, pos, f'string metadata length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_metadata = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_metadata = ''
+        else:
+            bad_length(n1, pos, 'OffsetCommitValue', 'string', 'metadata')
         (f_commit_timestamp,) = _F_q_unpack(buf, pos)
         pos += 8
     except DECODE_FAILURES as exc:
@@ -2865,7 +2542,6 @@ def d_OffsetCommitValue_v3(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommi
 
 def e_OffsetCommitValue_v3(o: OffsetCommitValue, w: Append) -> None:
     try:
-        pass
         w(_F_qi_pack(o.offset, o.leader_epoch))
         x_metadata = o.metadata
         b1 = x_metadata.encode()
@@ -2876,9 +2552,7 @@ def e_OffsetCommitValue_v3(o: OffsetCommitValue, w: Append) -> None:
         raise encode_error(exc, 'OffsetCommitValue') from None
 
 def d_OffsetCommitValue_v4(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitValue, int]:
-    f_metadata: str
     try:
-        pass
         (f_offset, f_leader_epoch,) = _F_qi_unpack(buf, pos)
         pos += 12
         n1 = buf[pos]
@@ -2890,36 +2564,26 @@ def d_OffsetCommitValue_v4(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommi
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('OffsetCommitValue', None, pos, 'null string for non-nullable metadata')
-            f_metadata = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('OffsetCommitValue', None, pos, f'string metadata length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_metadata = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_metadata = ''
+        else:
+            bad_length(n1, pos, 'OffsetCommitValue', 'string', 'metadata')
         (f_commit_timestamp,) = _F_q_unpack(buf, pos)
         pos += 8
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('OffsetCommitValue', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'OffsetCommitValue')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitValue', pos) from None
     return OffsetCommitValue(f_offset, f_leader_epoch, f_metadata, f_commit_timestamp, -1), pos
 
 def e_OffsetCommitValue_v4(o: OffsetCommitValue, w: Append) -> None:
     try:
-        pass
         w(_F_qi_pack(o.offset, o.leader_epoch))
         x_metadata = o.metadata
         b1 = x_metadata.encode()

@@ -16,10 +16,11 @@ from protocol.primitives import (
     I16_unpack,
     I32_pack,
     I32_unpack,
-    ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -66,26 +67,21 @@ class SaslAuthenticateResponse(Message):
 
 
 def d_SaslAuthenticateRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[SaslAuthenticateRequest, int]:
-    f_auth_bytes: bytes
     try:
-        pass
         (n1,) = I32_unpack(buf, pos)
         pos += 4
-        if n1 < 0:
-            raise ProtocolError('SaslAuthenticateRequest', None, pos, 'null bytes for non-nullable AuthBytes')
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('SaslAuthenticateRequest', None, pos, f'bytes AuthBytes length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 <= n1 and end2 <= blen:
             f_auth_bytes = buf[pos:end2]
             pos = end2
+        else:
+            bad_length(n1, pos, 'SaslAuthenticateRequest', 'bytes', 'AuthBytes')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SaslAuthenticateRequest', pos) from None
     return SaslAuthenticateRequest(f_auth_bytes), pos
 
 def e_SaslAuthenticateRequest_v0(o: SaslAuthenticateRequest, w: Append) -> None:
     try:
-        pass
         x_auth_bytes = o.auth_bytes
         w(I32_pack(len(x_auth_bytes)))
         w(x_auth_bytes)
@@ -93,9 +89,7 @@ def e_SaslAuthenticateRequest_v0(o: SaslAuthenticateRequest, w: Append) -> None:
         raise encode_error(exc, 'SaslAuthenticateRequest') from None
 
 def d_SaslAuthenticateRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[SaslAuthenticateRequest, int]:
-    f_auth_bytes: bytes
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -105,32 +99,22 @@ def d_SaslAuthenticateRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[SaslA
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('SaslAuthenticateRequest', None, pos, 'null bytes for non-nullable AuthBytes')
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('SaslAuthenticateRequest', None, pos, f'bytes AuthBytes length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 <= n1 and end2 <= blen:
             f_auth_bytes = buf[pos:end2]
             pos = end2
+        else:
+            bad_length(n1, pos, 'SaslAuthenticateRequest', 'bytes', 'AuthBytes')
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('SaslAuthenticateRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'SaslAuthenticateRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SaslAuthenticateRequest', pos) from None
     return SaslAuthenticateRequest(f_auth_bytes), pos
 
 def e_SaslAuthenticateRequest_v2(o: SaslAuthenticateRequest, w: Append) -> None:
     try:
-        pass
         x_auth_bytes = o.auth_bytes
         ln = len(x_auth_bytes) + 1
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
@@ -141,40 +125,35 @@ def e_SaslAuthenticateRequest_v2(o: SaslAuthenticateRequest, w: Append) -> None:
 
 def d_SaslAuthenticateResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[SaslAuthenticateResponse, int]:
     f_error_message: str | None
-    f_auth_bytes: bytes
     try:
-        pass
         (f_error_code,) = _F_h_unpack(buf, pos)
         pos += 2
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_error_message = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_error_message = None
         elif n1 == 0:
             f_error_message = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('SaslAuthenticateResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'SaslAuthenticateResponse', 'string', 'ErrorMessage')
         (n3,) = I32_unpack(buf, pos)
         pos += 4
-        if n3 < 0:
-            raise ProtocolError('SaslAuthenticateResponse', None, pos, 'null bytes for non-nullable AuthBytes')
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('SaslAuthenticateResponse', None, pos, f'bytes AuthBytes length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 <= n3 and end4 <= blen:
             f_auth_bytes = buf[pos:end4]
             pos = end4
+        else:
+            bad_length(n3, pos, 'SaslAuthenticateResponse', 'bytes', 'AuthBytes')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SaslAuthenticateResponse', pos) from None
     return SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, 0), pos
 
 def e_SaslAuthenticateResponse_v0(o: SaslAuthenticateResponse, w: Append) -> None:
     try:
-        pass
         w(_F_h_pack(o.error_code))
         x_error_message = o.error_message
         if x_error_message is None:
@@ -191,33 +170,29 @@ def e_SaslAuthenticateResponse_v0(o: SaslAuthenticateResponse, w: Append) -> Non
 
 def d_SaslAuthenticateResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[SaslAuthenticateResponse, int]:
     f_error_message: str | None
-    f_auth_bytes: bytes
     try:
-        pass
         (f_error_code,) = _F_h_unpack(buf, pos)
         pos += 2
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_error_message = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_error_message = None
         elif n1 == 0:
             f_error_message = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('SaslAuthenticateResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'SaslAuthenticateResponse', 'string', 'ErrorMessage')
         (n3,) = I32_unpack(buf, pos)
         pos += 4
-        if n3 < 0:
-            raise ProtocolError('SaslAuthenticateResponse', None, pos, 'null bytes for non-nullable AuthBytes')
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('SaslAuthenticateResponse', None, pos, f'bytes AuthBytes length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 <= n3 and end4 <= blen:
             f_auth_bytes = buf[pos:end4]
             pos = end4
+        else:
+            bad_length(n3, pos, 'SaslAuthenticateResponse', 'bytes', 'AuthBytes')
         (f_session_lifetime_ms,) = _F_q_unpack(buf, pos)
         pos += 8
     except DECODE_FAILURES as exc:
@@ -226,7 +201,6 @@ def d_SaslAuthenticateResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Sasl
 
 def e_SaslAuthenticateResponse_v1(o: SaslAuthenticateResponse, w: Append) -> None:
     try:
-        pass
         w(_F_h_pack(o.error_code))
         x_error_message = o.error_message
         if x_error_message is None:
@@ -244,9 +218,7 @@ def e_SaslAuthenticateResponse_v1(o: SaslAuthenticateResponse, w: Append) -> Non
 
 def d_SaslAuthenticateResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[SaslAuthenticateResponse, int]:
     f_error_message: str | None
-    f_auth_bytes: bytes
     try:
-        pass
         (f_error_code,) = _F_h_unpack(buf, pos)
         pos += 2
         n1 = buf[pos]
@@ -258,16 +230,16 @@ def d_SaslAuthenticateResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[Sasl
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_error_message = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_error_message = None
         elif n1 == 0:
             f_error_message = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('SaslAuthenticateResponse', None, pos, f'string ErrorMessage length {n1} exceeds remaining bytes')
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'SaslAuthenticateResponse', 'string', 'ErrorMessage')
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -277,34 +249,24 @@ def d_SaslAuthenticateResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[Sasl
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 < 0:
-            raise ProtocolError('SaslAuthenticateResponse', None, pos, 'null bytes for non-nullable AuthBytes')
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('SaslAuthenticateResponse', None, pos, f'bytes AuthBytes length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 <= n3 and end4 <= blen:
             f_auth_bytes = buf[pos:end4]
             pos = end4
+        else:
+            bad_length(n3, pos, 'SaslAuthenticateResponse', 'bytes', 'AuthBytes')
         (f_session_lifetime_ms,) = _F_q_unpack(buf, pos)
         pos += 8
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('SaslAuthenticateResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'SaslAuthenticateResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SaslAuthenticateResponse', pos) from None
     return SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms), pos
 
 def e_SaslAuthenticateResponse_v2(o: SaslAuthenticateResponse, w: Append) -> None:
     try:
-        pass
         w(_F_h_pack(o.error_code))
         x_error_message = o.error_message
         if x_error_message is None:

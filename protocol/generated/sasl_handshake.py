@@ -17,6 +17,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
 )
@@ -58,28 +59,23 @@ class SaslHandshakeResponse(Message):
 
 
 def d_SaslHandshakeRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[SaslHandshakeRequest, int]:
-    f_mechanism: str
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('SaslHandshakeRequest', None, pos, 'null string for non-nullable Mechanism')
-            f_mechanism = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('SaslHandshakeRequest', None, pos, f'string Mechanism length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_mechanism = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_mechanism = ''
+        else:
+            bad_length(n1, pos, 'SaslHandshakeRequest', 'string', 'Mechanism')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SaslHandshakeRequest', pos) from None
     return SaslHandshakeRequest(f_mechanism), pos
 
 def e_SaslHandshakeRequest_v0(o: SaslHandshakeRequest, w: Append) -> None:
     try:
-        pass
         x_mechanism = o.mechanism
         b1 = x_mechanism.encode()
         w(I16_pack(len(b1)))
@@ -90,7 +86,6 @@ def e_SaslHandshakeRequest_v0(o: SaslHandshakeRequest, w: Append) -> None:
 def d_SaslHandshakeResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[SaslHandshakeResponse, int]:
     f_mechanisms: list[str]
     try:
-        pass
         (f_error_code,) = _F_h_unpack(buf, pos)
         pos += 2
         (n1,) = I32_unpack(buf, pos)
@@ -105,16 +100,14 @@ def d_SaslHandshakeResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[SaslHan
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                if n4 <= 0:
-                    if n4 < 0:
-                        raise ProtocolError('SaslHandshakeResponse', None, pos, 'null string for non-nullable Mechanisms')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        raise ProtocolError('SaslHandshakeResponse', None, pos, f'string Mechanisms length {n4} exceeds remaining bytes')
+                end5 = pos + n4
+                if 0 < n4 and end5 <= blen:
                     el3 = buf[pos:end5].decode()
                     pos = end5
+                elif n4 == 0:
+                    el3 = ''
+                else:
+                    bad_length(n4, pos, 'SaslHandshakeResponse', 'string', 'Mechanisms')
                 app2(el3)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SaslHandshakeResponse', pos) from None
@@ -122,7 +115,6 @@ def d_SaslHandshakeResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[SaslHan
 
 def e_SaslHandshakeResponse_v0(o: SaslHandshakeResponse, w: Append) -> None:
     try:
-        pass
         w(_F_h_pack(o.error_code))
         x_mechanisms = o.mechanisms
         w(I32_pack(len(x_mechanisms)))

@@ -18,9 +18,11 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    bad_length,
     decode_error,
     encode_error,
     read_uvarint,
+    skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
@@ -86,70 +88,55 @@ _SyncGroupRequest_SyncGroupRequestAssignment = SyncGroupRequest.SyncGroupRequest
 def da_SyncGroupRequest_SyncGroupRequestAssignment_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[SyncGroupRequest.SyncGroupRequestAssignment], int]:
     out: list[SyncGroupRequest.SyncGroupRequestAssignment] = []
     app = out.append
-    f_member_id: str
-    f_assignment: bytes
     try:
         for _ in range(n):
-            pass
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, 'null string for non-nullable MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'SyncGroupRequest.SyncGroupRequestAssignment', 'string', 'MemberId')
             (n3,) = I32_unpack(buf, pos)
             pos += 4
-            if n3 < 0:
-                raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, 'null bytes for non-nullable Assignment')
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, f'bytes Assignment length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 <= n3 and end4 <= blen:
                 f_assignment = buf[pos:end4]
                 pos = end4
+            else:
+                bad_length(n3, pos, 'SyncGroupRequest.SyncGroupRequestAssignment', 'bytes', 'Assignment')
             app(_SyncGroupRequest_SyncGroupRequestAssignment(f_member_id, f_assignment))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupRequest.SyncGroupRequestAssignment', pos) from None
     return out, pos
 
 def d_SyncGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRequest, int]:
-    f_group_id: str
-    f_member_id: str
-    f_assignments: list[SyncGroupRequest.SyncGroupRequestAssignment]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'SyncGroupRequest', 'string', 'GroupId')
         (f_generation_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'SyncGroupRequest', 'string', 'MemberId')
         (n5,) = I32_unpack(buf, pos)
         pos += 4
         if n5 < 0:
@@ -165,7 +152,6 @@ def d_SyncGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
 def ea_SyncGroupRequest_SyncGroupRequestAssignment_v0(xs: list[SyncGroupRequest.SyncGroupRequestAssignment], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             w(I16_pack(len(b1)))
@@ -178,7 +164,6 @@ def ea_SyncGroupRequest_SyncGroupRequestAssignment_v0(xs: list[SyncGroupRequest.
 
 def e_SyncGroupRequest_v0(o: SyncGroupRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -195,50 +180,42 @@ def e_SyncGroupRequest_v0(o: SyncGroupRequest, w: Append) -> None:
         raise encode_error(exc, 'SyncGroupRequest') from None
 
 def d_SyncGroupRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRequest, int]:
-    f_group_id: str
-    f_member_id: str
     f_group_instance_id: str | None
-    f_assignments: list[SyncGroupRequest.SyncGroupRequestAssignment]
     try:
-        pass
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'SyncGroupRequest', 'string', 'GroupId')
         (f_generation_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'SyncGroupRequest', 'string', 'MemberId')
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'SyncGroupRequest', 'string', 'GroupInstanceId')
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -253,7 +230,6 @@ def d_SyncGroupRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
 
 def e_SyncGroupRequest_v3(o: SyncGroupRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         w(I16_pack(len(b1)))
@@ -279,11 +255,8 @@ def e_SyncGroupRequest_v3(o: SyncGroupRequest, w: Append) -> None:
 def da_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[SyncGroupRequest.SyncGroupRequestAssignment], int]:
     out: list[SyncGroupRequest.SyncGroupRequestAssignment] = []
     app = out.append
-    f_member_id: str
-    f_assignment: bytes
     try:
         for _ in range(n):
-            pass
             n1 = buf[pos]
             if n1 < 128:
                 pos += 1
@@ -293,16 +266,14 @@ def da_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf: bytes, pos: int, blen
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, 'null string for non-nullable MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, f'string MemberId length {n1} exceeds remaining bytes')
+            end2 = pos + n1
+            if 0 < n1 and end2 <= blen:
                 f_member_id = buf[pos:end2].decode()
                 pos = end2
+            elif n1 == 0:
+                f_member_id = ''
+            else:
+                bad_length(n1, pos, 'SyncGroupRequest.SyncGroupRequestAssignment', 'string', 'MemberId')
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -312,37 +283,24 @@ def da_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf: bytes, pos: int, blen
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, 'null bytes for non-nullable Assignment')
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, f'bytes Assignment length {n3} exceeds remaining bytes')
+            end4 = pos + n3
+            if 0 <= n3 and end4 <= blen:
                 f_assignment = buf[pos:end4]
                 pos = end4
+            else:
+                bad_length(n3, pos, 'SyncGroupRequest.SyncGroupRequestAssignment', 'bytes', 'Assignment')
             if buf[pos] == 0:
                 pos += 1
             else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('SyncGroupRequest.SyncGroupRequestAssignment', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    pos = tag_end  # unknown tags are skipped
+                pos = skip_tagged_fields(buf, pos, blen, 'SyncGroupRequest.SyncGroupRequestAssignment')
             app(_SyncGroupRequest_SyncGroupRequestAssignment(f_member_id, f_assignment))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupRequest.SyncGroupRequestAssignment', pos) from None
     return out, pos
 
 def d_SyncGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRequest, int]:
-    f_group_id: str
-    f_member_id: str
     f_group_instance_id: str | None
-    f_assignments: list[SyncGroupRequest.SyncGroupRequestAssignment]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -352,16 +310,14 @@ def d_SyncGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'SyncGroupRequest', 'string', 'GroupId')
         (f_generation_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n3 = buf[pos]
@@ -373,16 +329,14 @@ def d_SyncGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'SyncGroupRequest', 'string', 'MemberId')
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -392,16 +346,16 @@ def d_SyncGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'SyncGroupRequest', 'string', 'GroupInstanceId')
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -420,14 +374,7 @@ def d_SyncGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('SyncGroupRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'SyncGroupRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupRequest', pos) from None
     return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments), pos
@@ -435,7 +382,6 @@ def d_SyncGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
 def ea_SyncGroupRequest_SyncGroupRequestAssignment_v4(xs: list[SyncGroupRequest.SyncGroupRequestAssignment], w: Append) -> None:
     try:
         for o in xs:
-            pass
             x_member_id = o.member_id
             b1 = x_member_id.encode()
             ln = len(b1) + 1
@@ -451,7 +397,6 @@ def ea_SyncGroupRequest_SyncGroupRequestAssignment_v4(xs: list[SyncGroupRequest.
 
 def e_SyncGroupRequest_v4(o: SyncGroupRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         ln = len(b1) + 1
@@ -480,14 +425,10 @@ def e_SyncGroupRequest_v4(o: SyncGroupRequest, w: Append) -> None:
         raise encode_error(exc, 'SyncGroupRequest') from None
 
 def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRequest, int]:
-    f_group_id: str
-    f_member_id: str
     f_group_instance_id: str | None
     f_protocol_type: str | None
     f_protocol_name: str | None
-    f_assignments: list[SyncGroupRequest.SyncGroupRequestAssignment]
     try:
-        pass
         n1 = buf[pos]
         if n1 < 128:
             pos += 1
@@ -497,16 +438,14 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'null string for non-nullable GroupId')
-            f_group_id = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, f'string GroupId length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
             f_group_id = buf[pos:end2].decode()
             pos = end2
+        elif n1 == 0:
+            f_group_id = ''
+        else:
+            bad_length(n1, pos, 'SyncGroupRequest', 'string', 'GroupId')
         (f_generation_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n3 = buf[pos]
@@ -518,16 +457,14 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                raise ProtocolError('SyncGroupRequest', None, pos, 'null string for non-nullable MemberId')
-            f_member_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, f'string MemberId length {n3} exceeds remaining bytes')
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
             f_member_id = buf[pos:end4].decode()
             pos = end4
+        elif n3 == 0:
+            f_member_id = ''
+        else:
+            bad_length(n3, pos, 'SyncGroupRequest', 'string', 'MemberId')
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -537,16 +474,16 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        if n5 < 0:
+        end6 = pos + n5
+        if 0 < n5 and end6 <= blen:
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
+        elif n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, f'string GroupInstanceId length {n5} exceeds remaining bytes')
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
+            bad_length(n5, pos, 'SyncGroupRequest', 'string', 'GroupInstanceId')
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -556,16 +493,16 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        if n7 < 0:
+        end8 = pos + n7
+        if 0 < n7 and end8 <= blen:
+            f_protocol_type = buf[pos:end8].decode()
+            pos = end8
+        elif n7 < 0:
             f_protocol_type = None
         elif n7 == 0:
             f_protocol_type = ''
         else:
-            end8 = pos + n7
-            if end8 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, f'string ProtocolType length {n7} exceeds remaining bytes')
-            f_protocol_type = buf[pos:end8].decode()
-            pos = end8
+            bad_length(n7, pos, 'SyncGroupRequest', 'string', 'ProtocolType')
         n9 = buf[pos]
         if n9 < 128:
             pos += 1
@@ -575,16 +512,16 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             n9, pos = read_uvarint(buf, pos)
         n9 -= 1
-        if n9 < 0:
+        end10 = pos + n9
+        if 0 < n9 and end10 <= blen:
+            f_protocol_name = buf[pos:end10].decode()
+            pos = end10
+        elif n9 < 0:
             f_protocol_name = None
         elif n9 == 0:
             f_protocol_name = ''
         else:
-            end10 = pos + n9
-            if end10 > blen:
-                raise ProtocolError('SyncGroupRequest', None, pos, f'string ProtocolName length {n9} exceeds remaining bytes')
-            f_protocol_name = buf[pos:end10].decode()
-            pos = end10
+            bad_length(n9, pos, 'SyncGroupRequest', 'string', 'ProtocolName')
         n11 = buf[pos]
         if n11 < 128:
             pos += 1
@@ -603,21 +540,13 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('SyncGroupRequest', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'SyncGroupRequest')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupRequest', pos) from None
     return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, f_protocol_type, f_protocol_name, f_assignments), pos
 
 def e_SyncGroupRequest_v5(o: SyncGroupRequest, w: Append) -> None:
     try:
-        pass
         x_group_id = o.group_id
         b1 = x_group_id.encode()
         ln = len(b1) + 1
@@ -662,28 +591,23 @@ def e_SyncGroupRequest_v5(o: SyncGroupRequest, w: Append) -> None:
         raise encode_error(exc, 'SyncGroupRequest') from None
 
 def d_SyncGroupResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupResponse, int]:
-    f_assignment: bytes
     try:
-        pass
         (f_error_code,) = _F_h_unpack(buf, pos)
         pos += 2
         (n1,) = I32_unpack(buf, pos)
         pos += 4
-        if n1 < 0:
-            raise ProtocolError('SyncGroupResponse', None, pos, 'null bytes for non-nullable Assignment')
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('SyncGroupResponse', None, pos, f'bytes Assignment length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 <= n1 and end2 <= blen:
             f_assignment = buf[pos:end2]
             pos = end2
+        else:
+            bad_length(n1, pos, 'SyncGroupResponse', 'bytes', 'Assignment')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupResponse', pos) from None
     return SyncGroupResponse(0, f_error_code, None, None, f_assignment), pos
 
 def e_SyncGroupResponse_v0(o: SyncGroupResponse, w: Append) -> None:
     try:
-        pass
         w(_F_h_pack(o.error_code))
         x_assignment = o.assignment
         w(I32_pack(len(x_assignment)))
@@ -692,28 +616,23 @@ def e_SyncGroupResponse_v0(o: SyncGroupResponse, w: Append) -> None:
         raise encode_error(exc, 'SyncGroupResponse') from None
 
 def d_SyncGroupResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupResponse, int]:
-    f_assignment: bytes
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
         (n1,) = I32_unpack(buf, pos)
         pos += 4
-        if n1 < 0:
-            raise ProtocolError('SyncGroupResponse', None, pos, 'null bytes for non-nullable Assignment')
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('SyncGroupResponse', None, pos, f'bytes Assignment length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 <= n1 and end2 <= blen:
             f_assignment = buf[pos:end2]
             pos = end2
+        else:
+            bad_length(n1, pos, 'SyncGroupResponse', 'bytes', 'Assignment')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupResponse', pos) from None
     return SyncGroupResponse(f_throttle_time_ms, f_error_code, None, None, f_assignment), pos
 
 def e_SyncGroupResponse_v1(o: SyncGroupResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
         x_assignment = o.assignment
         w(I32_pack(len(x_assignment)))
@@ -722,9 +641,7 @@ def e_SyncGroupResponse_v1(o: SyncGroupResponse, w: Append) -> None:
         raise encode_error(exc, 'SyncGroupResponse') from None
 
 def d_SyncGroupResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupResponse, int]:
-    f_assignment: bytes
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
         n1 = buf[pos]
@@ -736,32 +653,22 @@ def d_SyncGroupResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRe
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('SyncGroupResponse', None, pos, 'null bytes for non-nullable Assignment')
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('SyncGroupResponse', None, pos, f'bytes Assignment length {n1} exceeds remaining bytes')
+        end2 = pos + n1
+        if 0 <= n1 and end2 <= blen:
             f_assignment = buf[pos:end2]
             pos = end2
+        else:
+            bad_length(n1, pos, 'SyncGroupResponse', 'bytes', 'Assignment')
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('SyncGroupResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'SyncGroupResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupResponse', pos) from None
     return SyncGroupResponse(f_throttle_time_ms, f_error_code, None, None, f_assignment), pos
 
 def e_SyncGroupResponse_v4(o: SyncGroupResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
         x_assignment = o.assignment
         ln = len(x_assignment) + 1
@@ -774,9 +681,7 @@ def e_SyncGroupResponse_v4(o: SyncGroupResponse, w: Append) -> None:
 def d_SyncGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupResponse, int]:
     f_protocol_type: str | None
     f_protocol_name: str | None
-    f_assignment: bytes
     try:
-        pass
         (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
         pos += 6
         n1 = buf[pos]
@@ -788,16 +693,16 @@ def d_SyncGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRe
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        if n1 < 0:
+        end2 = pos + n1
+        if 0 < n1 and end2 <= blen:
+            f_protocol_type = buf[pos:end2].decode()
+            pos = end2
+        elif n1 < 0:
             f_protocol_type = None
         elif n1 == 0:
             f_protocol_type = ''
         else:
-            end2 = pos + n1
-            if end2 > blen:
-                raise ProtocolError('SyncGroupResponse', None, pos, f'string ProtocolType length {n1} exceeds remaining bytes')
-            f_protocol_type = buf[pos:end2].decode()
-            pos = end2
+            bad_length(n1, pos, 'SyncGroupResponse', 'string', 'ProtocolType')
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -807,16 +712,16 @@ def d_SyncGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRe
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        if n3 < 0:
+        end4 = pos + n3
+        if 0 < n3 and end4 <= blen:
+            f_protocol_name = buf[pos:end4].decode()
+            pos = end4
+        elif n3 < 0:
             f_protocol_name = None
         elif n3 == 0:
             f_protocol_name = ''
         else:
-            end4 = pos + n3
-            if end4 > blen:
-                raise ProtocolError('SyncGroupResponse', None, pos, f'string ProtocolName length {n3} exceeds remaining bytes')
-            f_protocol_name = buf[pos:end4].decode()
-            pos = end4
+            bad_length(n3, pos, 'SyncGroupResponse', 'string', 'ProtocolName')
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -826,32 +731,22 @@ def d_SyncGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRe
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        if n5 < 0:
-            raise ProtocolError('SyncGroupResponse', None, pos, 'null bytes for non-nullable Assignment')
-        else:
-            end6 = pos + n5
-            if end6 > blen:
-                raise ProtocolError('SyncGroupResponse', None, pos, f'bytes Assignment length {n5} exceeds remaining bytes')
+        end6 = pos + n5
+        if 0 <= n5 and end6 <= blen:
             f_assignment = buf[pos:end6]
             pos = end6
+        else:
+            bad_length(n5, pos, 'SyncGroupResponse', 'bytes', 'Assignment')
         if buf[pos] == 0:
             pos += 1
         else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('SyncGroupResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                pos = tag_end  # unknown tags are skipped
+            pos = skip_tagged_fields(buf, pos, blen, 'SyncGroupResponse')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupResponse', pos) from None
     return SyncGroupResponse(f_throttle_time_ms, f_error_code, f_protocol_type, f_protocol_name, f_assignment), pos
 
 def e_SyncGroupResponse_v5(o: SyncGroupResponse, w: Append) -> None:
     try:
-        pass
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
         x_protocol_type = o.protocol_type
         if x_protocol_type is None:
