@@ -397,24 +397,37 @@ class _MessageCoders:
             n = s.fresh("n")
             self.read_length(n, compact, wide=type_ != "string")
             end = s.fresh("end")
-            s.emit(f"{end} = pos + {n}")
-            # The common case first: present and within the buffer. Null, empty and bad lengths
-            # follow; bad_length raises the error naming the field.
+            bad = f"bad_length({n}, pos, {self.label(struct)!r}, {type_!r}, {what!r})"  # raises
             if type_ == "string":
-                s.emit(f"if 0 < {n} and {end} <= blen:")
+                # The order of tests is the cheapest for the common values: a nullable string is
+                # most often null (group instance ids) or empty (offset metadata), a non-nullable
+                # one present.
+                if nullable:
+                    s.emit(f"if {n} < 0:")
+                    s.emit(f"    {target} = None")
+                    s.emit(f"elif {n} == 0:")
+                    s.emit(f"    {target} = ''")
+                else:
+                    s.emit(f"if {n} <= 0:")
+                    s.emit(f"    if {n} < 0:")
+                    s.emit(f"        {bad}")
+                    s.emit(f"    {target} = ''")
+                s.emit("else:")
+                s.emit(f"    {end} = pos + {n}")
+                s.emit(f"    if {end} > blen:")
+                s.emit(f"        {bad}")
                 s.emit(f"    {target} = buf[pos:{end}].decode()")
+                s.emit(f"    pos = {end}")
             else:
+                s.emit(f"{end} = pos + {n}")
                 s.emit(f"if 0 <= {n} and {end} <= blen:")
                 s.emit(f"    {target} = buf[pos:{end}]")
-            s.emit(f"    pos = {end}")
-            if nullable:
-                s.emit(f"elif {n} < 0:")
-                s.emit(f"    {target} = None")
-            if type_ == "string":
-                s.emit(f"elif {n} == 0:")
-                s.emit(f"    {target} = ''")
-            s.emit("else:")
-            s.emit(f"    bad_length({n}, pos, {self.label(struct)!r}, {type_!r}, {what!r})")
+                s.emit(f"    pos = {end}")
+                if nullable:
+                    s.emit(f"elif {n} < 0:")
+                    s.emit(f"    {target} = None")
+                s.emit("else:")
+                s.emit(f"    {bad}")
         else:
             raise ValueError(f"unknown type {type_}")
 

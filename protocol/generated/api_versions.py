@@ -135,14 +135,16 @@ def d_ApiVersionsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersion
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_client_software_name = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'ApiVersionsRequest', 'string', 'ClientSoftwareName')
             f_client_software_name = ''
         else:
-            bad_length(n1, pos, 'ApiVersionsRequest', 'string', 'ClientSoftwareName')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'ApiVersionsRequest', 'string', 'ClientSoftwareName')
+            f_client_software_name = buf[pos:end2].decode()
+            pos = end2
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -152,14 +154,16 @@ def d_ApiVersionsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersion
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_client_software_version = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'ApiVersionsRequest', 'string', 'ClientSoftwareVersion')
             f_client_software_version = ''
         else:
-            bad_length(n3, pos, 'ApiVersionsRequest', 'string', 'ClientSoftwareVersion')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'ApiVersionsRequest', 'string', 'ClientSoftwareVersion')
+            f_client_software_version = buf[pos:end4].decode()
+            pos = end4
         if buf[pos] == 0:
             pos += 1
         else:
@@ -286,14 +290,16 @@ def da_ApiVersionsResponse_SupportedFeatureKey_v3(buf: bytes, pos: int, blen: in
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ApiVersionsResponse.SupportedFeatureKey', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ApiVersionsResponse.SupportedFeatureKey', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ApiVersionsResponse.SupportedFeatureKey', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_min_version, f_max_version,) = _F_hh_unpack(buf, pos)
             pos += 4
             if buf[pos] == 0:
@@ -319,14 +325,16 @@ def da_ApiVersionsResponse_FinalizedFeatureKey_v3(buf: bytes, pos: int, blen: in
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ApiVersionsResponse.FinalizedFeatureKey', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ApiVersionsResponse.FinalizedFeatureKey', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ApiVersionsResponse.FinalizedFeatureKey', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_max_version_level, f_min_version_level,) = _F_hh_unpack(buf, pos)
             pos += 4
             if buf[pos] == 0:

@@ -154,14 +154,16 @@ def d_ConsumerGroupDescribeRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[
                 else:
                     n4, pos = read_uvarint(buf, pos)
                 n4 -= 1
-                end5 = pos + n4
-                if 0 < n4 and end5 <= blen:
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                elif n4 == 0:
+                if n4 <= 0:
+                    if n4 < 0:
+                        bad_length(n4, pos, 'ConsumerGroupDescribeRequest', 'string', 'GroupIds')
                     el3 = ''
                 else:
-                    bad_length(n4, pos, 'ConsumerGroupDescribeRequest', 'string', 'GroupIds')
+                    end5 = pos + n4
+                    if end5 > blen:
+                        bad_length(n4, pos, 'ConsumerGroupDescribeRequest', 'string', 'GroupIds')
+                    el3 = buf[pos:end5].decode()
+                    pos = end5
                 app2(el3)
         (f_include_authorized_operations,) = _F_o_unpack(buf, pos)
         pos += 1
@@ -205,14 +207,16 @@ def da_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf: bytes, pos: int, bl
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_topic_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ConsumerGroupDescribeResponse.TopicPartitions', 'string', 'TopicName')
                 f_topic_name = ''
             else:
-                bad_length(n1, pos, 'ConsumerGroupDescribeResponse.TopicPartitions', 'string', 'TopicName')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ConsumerGroupDescribeResponse.TopicPartitions', 'string', 'TopicName')
+                f_topic_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -281,14 +285,16 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'MemberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'MemberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'MemberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -298,16 +304,16 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_instance_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_instance_id = None
             elif n3 == 0:
                 f_instance_id = ''
             else:
-                bad_length(n3, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'InstanceId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'InstanceId')
+                f_instance_id = buf[pos:end4].decode()
+                pos = end4
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -317,16 +323,16 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_rack_id = buf[pos:end6].decode()
-                pos = end6
-            elif n5 < 0:
+            if n5 < 0:
                 f_rack_id = None
             elif n5 == 0:
                 f_rack_id = ''
             else:
-                bad_length(n5, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'RackId')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'RackId')
+                f_rack_id = buf[pos:end6].decode()
+                pos = end6
             (f_member_epoch,) = _F_i_unpack(buf, pos)
             pos += 4
             n7 = buf[pos]
@@ -338,14 +344,16 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 n7, pos = read_uvarint(buf, pos)
             n7 -= 1
-            end8 = pos + n7
-            if 0 < n7 and end8 <= blen:
-                f_client_id = buf[pos:end8].decode()
-                pos = end8
-            elif n7 == 0:
+            if n7 <= 0:
+                if n7 < 0:
+                    bad_length(n7, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'ClientId')
                 f_client_id = ''
             else:
-                bad_length(n7, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'ClientId')
+                end8 = pos + n7
+                if end8 > blen:
+                    bad_length(n7, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'ClientId')
+                f_client_id = buf[pos:end8].decode()
+                pos = end8
             n9 = buf[pos]
             if n9 < 128:
                 pos += 1
@@ -355,14 +363,16 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 n9, pos = read_uvarint(buf, pos)
             n9 -= 1
-            end10 = pos + n9
-            if 0 < n9 and end10 <= blen:
-                f_client_host = buf[pos:end10].decode()
-                pos = end10
-            elif n9 == 0:
+            if n9 <= 0:
+                if n9 < 0:
+                    bad_length(n9, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'ClientHost')
                 f_client_host = ''
             else:
-                bad_length(n9, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'ClientHost')
+                end10 = pos + n9
+                if end10 > blen:
+                    bad_length(n9, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'ClientHost')
+                f_client_host = buf[pos:end10].decode()
+                pos = end10
             n11 = buf[pos]
             if n11 < 128:
                 pos += 1
@@ -389,14 +399,16 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
                     else:
                         n14, pos = read_uvarint(buf, pos)
                     n14 -= 1
-                    end15 = pos + n14
-                    if 0 < n14 and end15 <= blen:
-                        el13 = buf[pos:end15].decode()
-                        pos = end15
-                    elif n14 == 0:
+                    if n14 <= 0:
+                        if n14 < 0:
+                            bad_length(n14, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'SubscribedTopicNames')
                         el13 = ''
                     else:
-                        bad_length(n14, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'SubscribedTopicNames')
+                        end15 = pos + n14
+                        if end15 > blen:
+                            bad_length(n14, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'SubscribedTopicNames')
+                        el13 = buf[pos:end15].decode()
+                        pos = end15
                     app12(el13)
             n16 = buf[pos]
             if n16 < 128:
@@ -407,16 +419,16 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
             else:
                 n16, pos = read_uvarint(buf, pos)
             n16 -= 1
-            end17 = pos + n16
-            if 0 < n16 and end17 <= blen:
-                f_subscribed_topic_regex = buf[pos:end17].decode()
-                pos = end17
-            elif n16 < 0:
+            if n16 < 0:
                 f_subscribed_topic_regex = None
             elif n16 == 0:
                 f_subscribed_topic_regex = ''
             else:
-                bad_length(n16, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'SubscribedTopicRegex')
+                end17 = pos + n16
+                if end17 > blen:
+                    bad_length(n16, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'SubscribedTopicRegex')
+                f_subscribed_topic_regex = buf[pos:end17].decode()
+                pos = end17
             f_assignment, pos = d_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos, blen)
             f_target_assignment, pos = d_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos, blen)
             if buf[pos] == 0:
@@ -445,16 +457,16 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_error_message = None
             elif n1 == 0:
                 f_error_message = ''
             else:
-                bad_length(n1, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'ErrorMessage')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -464,14 +476,16 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_group_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'GroupId')
                 f_group_id = ''
             else:
-                bad_length(n3, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'GroupId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'GroupId')
+                f_group_id = buf[pos:end4].decode()
+                pos = end4
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -481,14 +495,16 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_group_state = buf[pos:end6].decode()
-                pos = end6
-            elif n5 == 0:
+            if n5 <= 0:
+                if n5 < 0:
+                    bad_length(n5, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'GroupState')
                 f_group_state = ''
             else:
-                bad_length(n5, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'GroupState')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'GroupState')
+                f_group_state = buf[pos:end6].decode()
+                pos = end6
             (f_group_epoch, f_assignment_epoch,) = _F_ii_unpack(buf, pos)
             pos += 8
             n7 = buf[pos]
@@ -500,14 +516,16 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
             else:
                 n7, pos = read_uvarint(buf, pos)
             n7 -= 1
-            end8 = pos + n7
-            if 0 < n7 and end8 <= blen:
-                f_assignor_name = buf[pos:end8].decode()
-                pos = end8
-            elif n7 == 0:
+            if n7 <= 0:
+                if n7 < 0:
+                    bad_length(n7, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'AssignorName')
                 f_assignor_name = ''
             else:
-                bad_length(n7, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'AssignorName')
+                end8 = pos + n7
+                if end8 > blen:
+                    bad_length(n7, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'AssignorName')
+                f_assignor_name = buf[pos:end8].decode()
+                pos = end8
             n9 = buf[pos]
             if n9 < 128:
                 pos += 1

@@ -157,14 +157,16 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -174,14 +176,16 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         (f_member_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         n5 = buf[pos]
@@ -193,16 +197,16 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_instance_id = buf[pos:end6].decode()
-            pos = end6
-        elif n5 < 0:
+        if n5 < 0:
             f_instance_id = None
         elif n5 == 0:
             f_instance_id = ''
         else:
-            bad_length(n5, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'InstanceId')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'InstanceId')
+            f_instance_id = buf[pos:end6].decode()
+            pos = end6
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -212,16 +216,16 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        end8 = pos + n7
-        if 0 < n7 and end8 <= blen:
-            f_rack_id = buf[pos:end8].decode()
-            pos = end8
-        elif n7 < 0:
+        if n7 < 0:
             f_rack_id = None
         elif n7 == 0:
             f_rack_id = ''
         else:
-            bad_length(n7, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'RackId')
+            end8 = pos + n7
+            if end8 > blen:
+                bad_length(n7, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'RackId')
+            f_rack_id = buf[pos:end8].decode()
+            pos = end8
         (f_rebalance_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n9 = buf[pos]
@@ -250,14 +254,16 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
                 else:
                     n12, pos = read_uvarint(buf, pos)
                 n12 -= 1
-                end13 = pos + n12
-                if 0 < n12 and end13 <= blen:
-                    el11 = buf[pos:end13].decode()
-                    pos = end13
-                elif n12 == 0:
+                if n12 <= 0:
+                    if n12 < 0:
+                        bad_length(n12, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'SubscribedTopicNames')
                     el11 = ''
                 else:
-                    bad_length(n12, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'SubscribedTopicNames')
+                    end13 = pos + n12
+                    if end13 > blen:
+                        bad_length(n12, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'SubscribedTopicNames')
+                    el11 = buf[pos:end13].decode()
+                    pos = end13
                 app10(el11)
         n14 = buf[pos]
         if n14 < 128:
@@ -268,16 +274,16 @@ def d_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n14, pos = read_uvarint(buf, pos)
         n14 -= 1
-        end15 = pos + n14
-        if 0 < n14 and end15 <= blen:
-            f_server_assignor = buf[pos:end15].decode()
-            pos = end15
-        elif n14 < 0:
+        if n14 < 0:
             f_server_assignor = None
         elif n14 == 0:
             f_server_assignor = ''
         else:
-            bad_length(n14, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'ServerAssignor')
+            end15 = pos + n14
+            if end15 > blen:
+                bad_length(n14, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'ServerAssignor')
+            f_server_assignor = buf[pos:end15].decode()
+            pos = end15
         n16 = buf[pos]
         if n16 < 128:
             pos += 1
@@ -391,14 +397,16 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -408,14 +416,16 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         (f_member_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         n5 = buf[pos]
@@ -427,16 +437,16 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_instance_id = buf[pos:end6].decode()
-            pos = end6
-        elif n5 < 0:
+        if n5 < 0:
             f_instance_id = None
         elif n5 == 0:
             f_instance_id = ''
         else:
-            bad_length(n5, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'InstanceId')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'InstanceId')
+            f_instance_id = buf[pos:end6].decode()
+            pos = end6
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -446,16 +456,16 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        end8 = pos + n7
-        if 0 < n7 and end8 <= blen:
-            f_rack_id = buf[pos:end8].decode()
-            pos = end8
-        elif n7 < 0:
+        if n7 < 0:
             f_rack_id = None
         elif n7 == 0:
             f_rack_id = ''
         else:
-            bad_length(n7, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'RackId')
+            end8 = pos + n7
+            if end8 > blen:
+                bad_length(n7, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'RackId')
+            f_rack_id = buf[pos:end8].decode()
+            pos = end8
         (f_rebalance_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n9 = buf[pos]
@@ -484,14 +494,16 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
                 else:
                     n12, pos = read_uvarint(buf, pos)
                 n12 -= 1
-                end13 = pos + n12
-                if 0 < n12 and end13 <= blen:
-                    el11 = buf[pos:end13].decode()
-                    pos = end13
-                elif n12 == 0:
+                if n12 <= 0:
+                    if n12 < 0:
+                        bad_length(n12, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'SubscribedTopicNames')
                     el11 = ''
                 else:
-                    bad_length(n12, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'SubscribedTopicNames')
+                    end13 = pos + n12
+                    if end13 > blen:
+                        bad_length(n12, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'SubscribedTopicNames')
+                    el11 = buf[pos:end13].decode()
+                    pos = end13
                 app10(el11)
         n14 = buf[pos]
         if n14 < 128:
@@ -502,16 +514,16 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n14, pos = read_uvarint(buf, pos)
         n14 -= 1
-        end15 = pos + n14
-        if 0 < n14 and end15 <= blen:
-            f_subscribed_topic_regex = buf[pos:end15].decode()
-            pos = end15
-        elif n14 < 0:
+        if n14 < 0:
             f_subscribed_topic_regex = None
         elif n14 == 0:
             f_subscribed_topic_regex = ''
         else:
-            bad_length(n14, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'SubscribedTopicRegex')
+            end15 = pos + n14
+            if end15 > blen:
+                bad_length(n14, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'SubscribedTopicRegex')
+            f_subscribed_topic_regex = buf[pos:end15].decode()
+            pos = end15
         n16 = buf[pos]
         if n16 < 128:
             pos += 1
@@ -521,16 +533,16 @@ def d_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int, blen: int) -> tuple
         else:
             n16, pos = read_uvarint(buf, pos)
         n16 -= 1
-        end17 = pos + n16
-        if 0 < n16 and end17 <= blen:
-            f_server_assignor = buf[pos:end17].decode()
-            pos = end17
-        elif n16 < 0:
+        if n16 < 0:
             f_server_assignor = None
         elif n16 == 0:
             f_server_assignor = ''
         else:
-            bad_length(n16, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'ServerAssignor')
+            end17 = pos + n16
+            if end17 > blen:
+                bad_length(n16, pos, 'ConsumerGroupHeartbeatRequest', 'string', 'ServerAssignor')
+            f_server_assignor = buf[pos:end17].decode()
+            pos = end17
         n18 = buf[pos]
         if n18 < 128:
             pos += 1
@@ -697,16 +709,16 @@ def d_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: int, blen: int) -> tupl
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_error_message = None
         elif n1 == 0:
             f_error_message = ''
         else:
-            bad_length(n1, pos, 'ConsumerGroupHeartbeatResponse', 'string', 'ErrorMessage')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'ConsumerGroupHeartbeatResponse', 'string', 'ErrorMessage')
+            f_error_message = buf[pos:end2].decode()
+            pos = end2
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -716,16 +728,16 @@ def d_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: int, blen: int) -> tupl
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 < 0:
+        if n3 < 0:
             f_member_id = None
         elif n3 == 0:
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'ConsumerGroupHeartbeatResponse', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'ConsumerGroupHeartbeatResponse', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         (f_member_epoch, f_heartbeat_interval_ms,) = _F_ii_unpack(buf, pos)
         pos += 8
         if buf[pos] == 0xFF:

@@ -167,26 +167,28 @@ def da_CreateTopicsRequest_CreatableTopicConfig_v0(buf: bytes, pos: int, blen: i
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'CreateTopicsRequest.CreatableTopicConfig', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'CreateTopicsRequest.CreatableTopicConfig', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'CreateTopicsRequest.CreatableTopicConfig', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_value = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                bad_length(n3, pos, 'CreateTopicsRequest.CreatableTopicConfig', 'string', 'Value')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'CreateTopicsRequest.CreatableTopicConfig', 'string', 'Value')
+                f_value = buf[pos:end4].decode()
+                pos = end4
             app(_CreateTopicsRequest_CreatableTopicConfig(f_name, f_value))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsRequest.CreatableTopicConfig', pos) from None
@@ -199,14 +201,16 @@ def da_CreateTopicsRequest_CreatableTopic_v0(buf: bytes, pos: int, blen: int, n:
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'CreateTopicsRequest.CreatableTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'CreateTopicsRequest.CreatableTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'CreateTopicsRequest.CreatableTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_num_partitions, f_replication_factor,) = _F_ih_unpack(buf, pos)
             pos += 6
             (n3,) = I32_unpack(buf, pos)
@@ -371,14 +375,16 @@ def da_CreateTopicsRequest_CreatableTopicConfig_v5(buf: bytes, pos: int, blen: i
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'CreateTopicsRequest.CreatableTopicConfig', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'CreateTopicsRequest.CreatableTopicConfig', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'CreateTopicsRequest.CreatableTopicConfig', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -388,16 +394,16 @@ def da_CreateTopicsRequest_CreatableTopicConfig_v5(buf: bytes, pos: int, blen: i
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_value = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                bad_length(n3, pos, 'CreateTopicsRequest.CreatableTopicConfig', 'string', 'Value')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'CreateTopicsRequest.CreatableTopicConfig', 'string', 'Value')
+                f_value = buf[pos:end4].decode()
+                pos = end4
             if buf[pos] == 0:
                 pos += 1
             else:
@@ -421,14 +427,16 @@ def da_CreateTopicsRequest_CreatableTopic_v5(buf: bytes, pos: int, blen: int, n:
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'CreateTopicsRequest.CreatableTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'CreateTopicsRequest.CreatableTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'CreateTopicsRequest.CreatableTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_num_partitions, f_replication_factor,) = _F_ih_unpack(buf, pos)
             pos += 6
             n3 = buf[pos]
@@ -567,14 +575,16 @@ def da_CreateTopicsResponse_CreatableTopicResult_v0(buf: bytes, pos: int, blen: 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             app(_CreateTopicsResponse_CreatableTopicResult(f_name, ZERO_UUID, f_error_code, '', 0, -1, -1, []))
@@ -623,28 +633,30 @@ def da_CreateTopicsResponse_CreatableTopicResult_v1(buf: bytes, pos: int, blen: 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_error_message = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_error_message = None
             elif n3 == 0:
                 f_error_message = ''
             else:
-                bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'ErrorMessage')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end4].decode()
+                pos = end4
             app(_CreateTopicsResponse_CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, 0, -1, -1, []))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsResponse.CreatableTopicResult', pos) from None
@@ -730,14 +742,16 @@ def da_CreateTopicsResponse_CreatableTopicConfigs_v5(buf: bytes, pos: int, blen:
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicConfigs', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicConfigs', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicConfigs', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -747,16 +761,16 @@ def da_CreateTopicsResponse_CreatableTopicConfigs_v5(buf: bytes, pos: int, blen:
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_value = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicConfigs', 'string', 'Value')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicConfigs', 'string', 'Value')
+                f_value = buf[pos:end4].decode()
+                pos = end4
             (f_read_only, f_config_source, f_is_sensitive,) = _F_obo_unpack(buf, pos)
             pos += 3
             if buf[pos] == 0:
@@ -785,14 +799,16 @@ def da_CreateTopicsResponse_CreatableTopicResult_v5(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             n3 = buf[pos]
@@ -804,16 +820,16 @@ def da_CreateTopicsResponse_CreatableTopicResult_v5(buf: bytes, pos: int, blen: 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_error_message = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_error_message = None
             elif n3 == 0:
                 f_error_message = ''
             else:
-                bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'ErrorMessage')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end4].decode()
+                pos = end4
             (f_num_partitions, f_replication_factor,) = _F_ih_unpack(buf, pos)
             pos += 6
             n5 = buf[pos]
@@ -968,14 +984,16 @@ def da_CreateTopicsResponse_CreatableTopicResult_v7(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             if pos + 16 > blen:
                 raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -991,16 +1009,16 @@ def da_CreateTopicsResponse_CreatableTopicResult_v7(buf: bytes, pos: int, blen: 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_error_message = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_error_message = None
             elif n3 == 0:
                 f_error_message = ''
             else:
-                bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'ErrorMessage')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end4].decode()
+                pos = end4
             (f_num_partitions, f_replication_factor,) = _F_ih_unpack(buf, pos)
             pos += 6
             n5 = buf[pos]

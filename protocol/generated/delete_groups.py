@@ -91,14 +91,16 @@ def d_DeleteGroupsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteGro
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                end5 = pos + n4
-                if 0 < n4 and end5 <= blen:
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                elif n4 == 0:
+                if n4 <= 0:
+                    if n4 < 0:
+                        bad_length(n4, pos, 'DeleteGroupsRequest', 'string', 'GroupsNames')
                     el3 = ''
                 else:
-                    bad_length(n4, pos, 'DeleteGroupsRequest', 'string', 'GroupsNames')
+                    end5 = pos + n4
+                    if end5 > blen:
+                        bad_length(n4, pos, 'DeleteGroupsRequest', 'string', 'GroupsNames')
+                    el3 = buf[pos:end5].decode()
+                    pos = end5
                 app2(el3)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteGroupsRequest', pos) from None
@@ -144,14 +146,16 @@ def d_DeleteGroupsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteGro
                 else:
                     n4, pos = read_uvarint(buf, pos)
                 n4 -= 1
-                end5 = pos + n4
-                if 0 < n4 and end5 <= blen:
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                elif n4 == 0:
+                if n4 <= 0:
+                    if n4 < 0:
+                        bad_length(n4, pos, 'DeleteGroupsRequest', 'string', 'GroupsNames')
                     el3 = ''
                 else:
-                    bad_length(n4, pos, 'DeleteGroupsRequest', 'string', 'GroupsNames')
+                    end5 = pos + n4
+                    if end5 > blen:
+                        bad_length(n4, pos, 'DeleteGroupsRequest', 'string', 'GroupsNames')
+                    el3 = buf[pos:end5].decode()
+                    pos = end5
                 app2(el3)
         if buf[pos] == 0:
             pos += 1
@@ -182,14 +186,16 @@ def da_DeleteGroupsResponse_DeletableGroupResult_v0(buf: bytes, pos: int, blen: 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_group_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DeleteGroupsResponse.DeletableGroupResult', 'string', 'GroupId')
                 f_group_id = ''
             else:
-                bad_length(n1, pos, 'DeleteGroupsResponse.DeletableGroupResult', 'string', 'GroupId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DeleteGroupsResponse.DeletableGroupResult', 'string', 'GroupId')
+                f_group_id = buf[pos:end2].decode()
+                pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             app(_DeleteGroupsResponse_DeletableGroupResult(f_group_id, f_error_code))
@@ -247,14 +253,16 @@ def da_DeleteGroupsResponse_DeletableGroupResult_v2(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_group_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DeleteGroupsResponse.DeletableGroupResult', 'string', 'GroupId')
                 f_group_id = ''
             else:
-                bad_length(n1, pos, 'DeleteGroupsResponse.DeletableGroupResult', 'string', 'GroupId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DeleteGroupsResponse.DeletableGroupResult', 'string', 'GroupId')
+                f_group_id = buf[pos:end2].decode()
+                pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             if buf[pos] == 0:

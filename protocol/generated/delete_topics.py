@@ -109,14 +109,16 @@ def d_DeleteTopicsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                end5 = pos + n4
-                if 0 < n4 and end5 <= blen:
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                elif n4 == 0:
+                if n4 <= 0:
+                    if n4 < 0:
+                        bad_length(n4, pos, 'DeleteTopicsRequest', 'string', 'TopicNames')
                     el3 = ''
                 else:
-                    bad_length(n4, pos, 'DeleteTopicsRequest', 'string', 'TopicNames')
+                    end5 = pos + n4
+                    if end5 > blen:
+                        bad_length(n4, pos, 'DeleteTopicsRequest', 'string', 'TopicNames')
+                    el3 = buf[pos:end5].decode()
+                    pos = end5
                 app2(el3)
         (f_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -165,14 +167,16 @@ def d_DeleteTopicsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
                 else:
                     n4, pos = read_uvarint(buf, pos)
                 n4 -= 1
-                end5 = pos + n4
-                if 0 < n4 and end5 <= blen:
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                elif n4 == 0:
+                if n4 <= 0:
+                    if n4 < 0:
+                        bad_length(n4, pos, 'DeleteTopicsRequest', 'string', 'TopicNames')
                     el3 = ''
                 else:
-                    bad_length(n4, pos, 'DeleteTopicsRequest', 'string', 'TopicNames')
+                    end5 = pos + n4
+                    if end5 > blen:
+                        bad_length(n4, pos, 'DeleteTopicsRequest', 'string', 'TopicNames')
+                    el3 = buf[pos:end5].decode()
+                    pos = end5
                 app2(el3)
         (f_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
@@ -213,16 +217,16 @@ def da_DeleteTopicsRequest_DeleteTopicState_v6(buf: bytes, pos: int, blen: int, 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_name = None
             elif n1 == 0:
                 f_name = ''
             else:
-                bad_length(n1, pos, 'DeleteTopicsRequest.DeleteTopicState', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DeleteTopicsRequest.DeleteTopicState', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             if pos + 16 > blen:
                 raise ProtocolError('DeleteTopicsRequest.DeleteTopicState', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -297,14 +301,16 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v0(buf: bytes, pos: int, blen: 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             app(_DeleteTopicsResponse_DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None))
@@ -384,14 +390,16 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v4(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             if buf[pos] == 0:
@@ -468,14 +476,16 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v5(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             n3 = buf[pos]
@@ -487,16 +497,16 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v5(buf: bytes, pos: int, blen: 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_error_message = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_error_message = None
             elif n3 == 0:
                 f_error_message = ''
             else:
-                bad_length(n3, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'ErrorMessage')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end4].decode()
+                pos = end4
             if buf[pos] == 0:
                 pos += 1
             else:
@@ -581,16 +591,16 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v6(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_name = None
             elif n1 == 0:
                 f_name = ''
             else:
-                bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             if pos + 16 > blen:
                 raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -606,16 +616,16 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v6(buf: bytes, pos: int, blen: 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_error_message = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_error_message = None
             elif n3 == 0:
                 f_error_message = ''
             else:
-                bad_length(n3, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'ErrorMessage')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end4].decode()
+                pos = end4
             if buf[pos] == 0:
                 pos += 1
             else:

@@ -144,14 +144,16 @@ def da_DescribeClusterResponse_DescribeClusterBroker_v0(buf: bytes, pos: int, bl
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_host = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DescribeClusterResponse.DescribeClusterBroker', 'string', 'Host')
                 f_host = ''
             else:
-                bad_length(n1, pos, 'DescribeClusterResponse.DescribeClusterBroker', 'string', 'Host')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeClusterResponse.DescribeClusterBroker', 'string', 'Host')
+                f_host = buf[pos:end2].decode()
+                pos = end2
             (f_port,) = _F_i_unpack(buf, pos)
             pos += 4
             n3 = buf[pos]
@@ -163,16 +165,16 @@ def da_DescribeClusterResponse_DescribeClusterBroker_v0(buf: bytes, pos: int, bl
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_rack = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_rack = None
             elif n3 == 0:
                 f_rack = ''
             else:
-                bad_length(n3, pos, 'DescribeClusterResponse.DescribeClusterBroker', 'string', 'Rack')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeClusterResponse.DescribeClusterBroker', 'string', 'Rack')
+                f_rack = buf[pos:end4].decode()
+                pos = end4
             if buf[pos] == 0:
                 pos += 1
             else:
@@ -196,16 +198,16 @@ def d_DescribeClusterResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Descr
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_error_message = None
         elif n1 == 0:
             f_error_message = ''
         else:
-            bad_length(n1, pos, 'DescribeClusterResponse', 'string', 'ErrorMessage')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'DescribeClusterResponse', 'string', 'ErrorMessage')
+            f_error_message = buf[pos:end2].decode()
+            pos = end2
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -215,14 +217,16 @@ def d_DescribeClusterResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Descr
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_cluster_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'DescribeClusterResponse', 'string', 'ClusterId')
             f_cluster_id = ''
         else:
-            bad_length(n3, pos, 'DescribeClusterResponse', 'string', 'ClusterId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'DescribeClusterResponse', 'string', 'ClusterId')
+            f_cluster_id = buf[pos:end4].decode()
+            pos = end4
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n5 = buf[pos]
@@ -311,16 +315,16 @@ def d_DescribeClusterResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Descr
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_error_message = None
         elif n1 == 0:
             f_error_message = ''
         else:
-            bad_length(n1, pos, 'DescribeClusterResponse', 'string', 'ErrorMessage')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'DescribeClusterResponse', 'string', 'ErrorMessage')
+            f_error_message = buf[pos:end2].decode()
+            pos = end2
         (f_endpoint_type,) = _F_b_unpack(buf, pos)
         pos += 1
         n3 = buf[pos]
@@ -332,14 +336,16 @@ def d_DescribeClusterResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Descr
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_cluster_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'DescribeClusterResponse', 'string', 'ClusterId')
             f_cluster_id = ''
         else:
-            bad_length(n3, pos, 'DescribeClusterResponse', 'string', 'ClusterId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'DescribeClusterResponse', 'string', 'ClusterId')
+            f_cluster_id = buf[pos:end4].decode()
+            pos = end4
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n5 = buf[pos]

@@ -139,14 +139,16 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v0(buf: bytes, pos: int, b
             pos += 1
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_resource_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DescribeConfigsRequest.DescribeConfigsResource', 'string', 'ResourceName')
                 f_resource_name = ''
             else:
-                bad_length(n1, pos, 'DescribeConfigsRequest.DescribeConfigsResource', 'string', 'ResourceName')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeConfigsRequest.DescribeConfigsResource', 'string', 'ResourceName')
+                f_resource_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -159,14 +161,16 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v0(buf: bytes, pos: int, b
                 for _ in range(n3):
                     (n6,) = I16_unpack(buf, pos)
                     pos += 2
-                    end7 = pos + n6
-                    if 0 < n6 and end7 <= blen:
-                        el5 = buf[pos:end7].decode()
-                        pos = end7
-                    elif n6 == 0:
+                    if n6 <= 0:
+                        if n6 < 0:
+                            bad_length(n6, pos, 'DescribeConfigsRequest.DescribeConfigsResource', 'string', 'ConfigurationKeys')
                         el5 = ''
                     else:
-                        bad_length(n6, pos, 'DescribeConfigsRequest.DescribeConfigsResource', 'string', 'ConfigurationKeys')
+                        end7 = pos + n6
+                        if end7 > blen:
+                            bad_length(n6, pos, 'DescribeConfigsRequest.DescribeConfigsResource', 'string', 'ConfigurationKeys')
+                        el5 = buf[pos:end7].decode()
+                        pos = end7
                     app4(el5)
             app(_DescribeConfigsRequest_DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys))
     except DECODE_FAILURES as exc:
@@ -282,14 +286,16 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v4(buf: bytes, pos: int, b
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_resource_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DescribeConfigsRequest.DescribeConfigsResource', 'string', 'ResourceName')
                 f_resource_name = ''
             else:
-                bad_length(n1, pos, 'DescribeConfigsRequest.DescribeConfigsResource', 'string', 'ResourceName')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeConfigsRequest.DescribeConfigsResource', 'string', 'ResourceName')
+                f_resource_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -316,14 +322,16 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v4(buf: bytes, pos: int, b
                     else:
                         n6, pos = read_uvarint(buf, pos)
                     n6 -= 1
-                    end7 = pos + n6
-                    if 0 < n6 and end7 <= blen:
-                        el5 = buf[pos:end7].decode()
-                        pos = end7
-                    elif n6 == 0:
+                    if n6 <= 0:
+                        if n6 < 0:
+                            bad_length(n6, pos, 'DescribeConfigsRequest.DescribeConfigsResource', 'string', 'ConfigurationKeys')
                         el5 = ''
                     else:
-                        bad_length(n6, pos, 'DescribeConfigsRequest.DescribeConfigsResource', 'string', 'ConfigurationKeys')
+                        end7 = pos + n6
+                        if end7 > blen:
+                            bad_length(n6, pos, 'DescribeConfigsRequest.DescribeConfigsResource', 'string', 'ConfigurationKeys')
+                        el5 = buf[pos:end7].decode()
+                        pos = end7
                     app4(el5)
             if buf[pos] == 0:
                 pos += 1
@@ -403,26 +411,28 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf: bytes, pos:
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_value = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Value')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Value')
+                f_value = buf[pos:end4].decode()
+                pos = end4
             (f_read_only, f_is_default, f_is_sensitive,) = _F_ooo_unpack(buf, pos)
             pos += 3
             app(_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_is_default, -1, f_is_sensitive, [], 0, ''))
@@ -440,28 +450,30 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v0(buf: bytes, pos: int, bl
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_error_message = None
             elif n1 == 0:
                 f_error_message = ''
             else:
-                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ErrorMessage')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end2].decode()
+                pos = end2
             (f_resource_type,) = _F_b_unpack(buf, pos)
             pos += 1
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_resource_name = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ResourceName')
                 f_resource_name = ''
             else:
-                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ResourceName')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ResourceName')
+                f_resource_name = buf[pos:end4].decode()
+                pos = end4
             (n5,) = I32_unpack(buf, pos)
             pos += 4
             if n5 < 0:
@@ -548,26 +560,28 @@ def da_DescribeConfigsResponse_DescribeConfigsSynonym_v1(buf: bytes, pos: int, b
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsSynonym', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsSynonym', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsSynonym', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_value = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsSynonym', 'string', 'Value')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsSynonym', 'string', 'Value')
+                f_value = buf[pos:end4].decode()
+                pos = end4
             (f_source,) = _F_b_unpack(buf, pos)
             pos += 1
             app(_DescribeConfigsResponse_DescribeConfigsSynonym(f_name, f_value, f_source))
@@ -583,26 +597,28 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(buf: bytes, pos:
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_value = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Value')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Value')
+                f_value = buf[pos:end4].decode()
+                pos = end4
             (f_read_only, f_config_source, f_is_sensitive,) = _F_obo_unpack(buf, pos)
             pos += 3
             (n5,) = I32_unpack(buf, pos)
@@ -628,28 +644,30 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v1(buf: bytes, pos: int, bl
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_error_message = None
             elif n1 == 0:
                 f_error_message = ''
             else:
-                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ErrorMessage')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end2].decode()
+                pos = end2
             (f_resource_type,) = _F_b_unpack(buf, pos)
             pos += 1
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_resource_name = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ResourceName')
                 f_resource_name = ''
             else:
-                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ResourceName')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ResourceName')
+                f_resource_name = buf[pos:end4].decode()
+                pos = end4
             (n5,) = I32_unpack(buf, pos)
             pos += 4
             if n5 < 0:
@@ -758,26 +776,28 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf: bytes, pos:
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_value = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Value')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Value')
+                f_value = buf[pos:end4].decode()
+                pos = end4
             (f_read_only, f_config_source, f_is_sensitive,) = _F_obo_unpack(buf, pos)
             pos += 3
             (n5,) = I32_unpack(buf, pos)
@@ -792,16 +812,16 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf: bytes, pos:
             pos += 1
             (n6,) = I16_unpack(buf, pos)
             pos += 2
-            end7 = pos + n6
-            if 0 < n6 and end7 <= blen:
-                f_documentation = buf[pos:end7].decode()
-                pos = end7
-            elif n6 < 0:
+            if n6 < 0:
                 f_documentation = None
             elif n6 == 0:
                 f_documentation = ''
             else:
-                bad_length(n6, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Documentation')
+                end7 = pos + n6
+                if end7 > blen:
+                    bad_length(n6, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Documentation')
+                f_documentation = buf[pos:end7].decode()
+                pos = end7
             app(_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse.DescribeConfigsResourceResult', pos) from None
@@ -817,28 +837,30 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v3(buf: bytes, pos: int, bl
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_error_message = None
             elif n1 == 0:
                 f_error_message = ''
             else:
-                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ErrorMessage')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end2].decode()
+                pos = end2
             (f_resource_type,) = _F_b_unpack(buf, pos)
             pos += 1
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_resource_name = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ResourceName')
                 f_resource_name = ''
             else:
-                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ResourceName')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ResourceName')
+                f_resource_name = buf[pos:end4].decode()
+                pos = end4
             (n5,) = I32_unpack(buf, pos)
             pos += 4
             if n5 < 0:
@@ -943,14 +965,16 @@ def da_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf: bytes, pos: int, b
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsSynonym', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsSynonym', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsSynonym', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -960,16 +984,16 @@ def da_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf: bytes, pos: int, b
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_value = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsSynonym', 'string', 'Value')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsSynonym', 'string', 'Value')
+                f_value = buf[pos:end4].decode()
+                pos = end4
             (f_source,) = _F_b_unpack(buf, pos)
             pos += 1
             if buf[pos] == 0:
@@ -997,14 +1021,16 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: bytes, pos:
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1014,16 +1040,16 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: bytes, pos:
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_value = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Value')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Value')
+                f_value = buf[pos:end4].decode()
+                pos = end4
             (f_read_only, f_config_source, f_is_sensitive,) = _F_obo_unpack(buf, pos)
             pos += 3
             n5 = buf[pos]
@@ -1052,16 +1078,16 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: bytes, pos:
             else:
                 n6, pos = read_uvarint(buf, pos)
             n6 -= 1
-            end7 = pos + n6
-            if 0 < n6 and end7 <= blen:
-                f_documentation = buf[pos:end7].decode()
-                pos = end7
-            elif n6 < 0:
+            if n6 < 0:
                 f_documentation = None
             elif n6 == 0:
                 f_documentation = ''
             else:
-                bad_length(n6, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Documentation')
+                end7 = pos + n6
+                if end7 > blen:
+                    bad_length(n6, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Documentation')
+                f_documentation = buf[pos:end7].decode()
+                pos = end7
             if buf[pos] == 0:
                 pos += 1
             else:
@@ -1088,16 +1114,16 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: bytes, pos: int, bl
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_error_message = None
             elif n1 == 0:
                 f_error_message = ''
             else:
-                bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ErrorMessage')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end2].decode()
+                pos = end2
             (f_resource_type,) = _F_b_unpack(buf, pos)
             pos += 1
             n3 = buf[pos]
@@ -1109,14 +1135,16 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: bytes, pos: int, bl
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_resource_name = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ResourceName')
                 f_resource_name = ''
             else:
-                bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ResourceName')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeConfigsResponse.DescribeConfigsResult', 'string', 'ResourceName')
+                f_resource_name = buf[pos:end4].decode()
+                pos = end4
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1

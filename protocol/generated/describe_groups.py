@@ -114,14 +114,16 @@ def d_DescribeGroupsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[Describ
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                end5 = pos + n4
-                if 0 < n4 and end5 <= blen:
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                elif n4 == 0:
+                if n4 <= 0:
+                    if n4 < 0:
+                        bad_length(n4, pos, 'DescribeGroupsRequest', 'string', 'Groups')
                     el3 = ''
                 else:
-                    bad_length(n4, pos, 'DescribeGroupsRequest', 'string', 'Groups')
+                    end5 = pos + n4
+                    if end5 > blen:
+                        bad_length(n4, pos, 'DescribeGroupsRequest', 'string', 'Groups')
+                    el3 = buf[pos:end5].decode()
+                    pos = end5
                 app2(el3)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsRequest', pos) from None
@@ -153,14 +155,16 @@ def d_DescribeGroupsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[Describ
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                end5 = pos + n4
-                if 0 < n4 and end5 <= blen:
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                elif n4 == 0:
+                if n4 <= 0:
+                    if n4 < 0:
+                        bad_length(n4, pos, 'DescribeGroupsRequest', 'string', 'Groups')
                     el3 = ''
                 else:
-                    bad_length(n4, pos, 'DescribeGroupsRequest', 'string', 'Groups')
+                    end5 = pos + n4
+                    if end5 > blen:
+                        bad_length(n4, pos, 'DescribeGroupsRequest', 'string', 'Groups')
+                    el3 = buf[pos:end5].decode()
+                    pos = end5
                 app2(el3)
         (f_include_authorized_operations,) = _F_o_unpack(buf, pos)
         pos += 1
@@ -209,14 +213,16 @@ def d_DescribeGroupsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[Describ
                 else:
                     n4, pos = read_uvarint(buf, pos)
                 n4 -= 1
-                end5 = pos + n4
-                if 0 < n4 and end5 <= blen:
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                elif n4 == 0:
+                if n4 <= 0:
+                    if n4 < 0:
+                        bad_length(n4, pos, 'DescribeGroupsRequest', 'string', 'Groups')
                     el3 = ''
                 else:
-                    bad_length(n4, pos, 'DescribeGroupsRequest', 'string', 'Groups')
+                    end5 = pos + n4
+                    if end5 > blen:
+                        bad_length(n4, pos, 'DescribeGroupsRequest', 'string', 'Groups')
+                    el3 = buf[pos:end5].decode()
+                    pos = end5
                 app2(el3)
         (f_include_authorized_operations,) = _F_o_unpack(buf, pos)
         pos += 1
@@ -249,34 +255,40 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v0(buf: bytes, pos: int, blen
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'MemberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'MemberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'MemberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_client_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientId')
                 f_client_id = ''
             else:
-                bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientId')
+                f_client_id = buf[pos:end4].decode()
+                pos = end4
             (n5,) = I16_unpack(buf, pos)
             pos += 2
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_client_host = buf[pos:end6].decode()
-                pos = end6
-            elif n5 == 0:
+            if n5 <= 0:
+                if n5 < 0:
+                    bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientHost')
                 f_client_host = ''
             else:
-                bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientHost')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientHost')
+                f_client_host = buf[pos:end6].decode()
+                pos = end6
             (n7,) = I32_unpack(buf, pos)
             pos += 4
             end8 = pos + n7
@@ -307,44 +319,52 @@ def da_DescribeGroupsResponse_DescribedGroup_v0(buf: bytes, pos: int, blen: int,
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_group_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
                 f_group_id = ''
             else:
-                bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
+                f_group_id = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_group_state = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
                 f_group_state = ''
             else:
-                bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
+                f_group_state = buf[pos:end4].decode()
+                pos = end4
             (n5,) = I16_unpack(buf, pos)
             pos += 2
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_protocol_type = buf[pos:end6].decode()
-                pos = end6
-            elif n5 == 0:
+            if n5 <= 0:
+                if n5 < 0:
+                    bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
                 f_protocol_type = ''
             else:
-                bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
+                f_protocol_type = buf[pos:end6].decode()
+                pos = end6
             (n7,) = I16_unpack(buf, pos)
             pos += 2
-            end8 = pos + n7
-            if 0 < n7 and end8 <= blen:
-                f_protocol_data = buf[pos:end8].decode()
-                pos = end8
-            elif n7 == 0:
+            if n7 <= 0:
+                if n7 < 0:
+                    bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
                 f_protocol_data = ''
             else:
-                bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
+                end8 = pos + n7
+                if end8 > blen:
+                    bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
+                f_protocol_data = buf[pos:end8].decode()
+                pos = end8
             (n9,) = I32_unpack(buf, pos)
             pos += 4
             if n9 < 0:
@@ -464,44 +484,52 @@ def da_DescribeGroupsResponse_DescribedGroup_v3(buf: bytes, pos: int, blen: int,
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_group_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
                 f_group_id = ''
             else:
-                bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
+                f_group_id = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_group_state = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
                 f_group_state = ''
             else:
-                bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
+                f_group_state = buf[pos:end4].decode()
+                pos = end4
             (n5,) = I16_unpack(buf, pos)
             pos += 2
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_protocol_type = buf[pos:end6].decode()
-                pos = end6
-            elif n5 == 0:
+            if n5 <= 0:
+                if n5 < 0:
+                    bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
                 f_protocol_type = ''
             else:
-                bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
+                f_protocol_type = buf[pos:end6].decode()
+                pos = end6
             (n7,) = I16_unpack(buf, pos)
             pos += 2
-            end8 = pos + n7
-            if 0 < n7 and end8 <= blen:
-                f_protocol_data = buf[pos:end8].decode()
-                pos = end8
-            elif n7 == 0:
+            if n7 <= 0:
+                if n7 < 0:
+                    bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
                 f_protocol_data = ''
             else:
-                bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
+                end8 = pos + n7
+                if end8 > blen:
+                    bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
+                f_protocol_data = buf[pos:end8].decode()
+                pos = end8
             (n9,) = I32_unpack(buf, pos)
             pos += 4
             if n9 < 0:
@@ -577,46 +605,52 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v4(buf: bytes, pos: int, blen
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'MemberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'MemberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'MemberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'GroupInstanceId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'GroupInstanceId')
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
             (n5,) = I16_unpack(buf, pos)
             pos += 2
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_client_id = buf[pos:end6].decode()
-                pos = end6
-            elif n5 == 0:
+            if n5 <= 0:
+                if n5 < 0:
+                    bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientId')
                 f_client_id = ''
             else:
-                bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientId')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientId')
+                f_client_id = buf[pos:end6].decode()
+                pos = end6
             (n7,) = I16_unpack(buf, pos)
             pos += 2
-            end8 = pos + n7
-            if 0 < n7 and end8 <= blen:
-                f_client_host = buf[pos:end8].decode()
-                pos = end8
-            elif n7 == 0:
+            if n7 <= 0:
+                if n7 < 0:
+                    bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientHost')
                 f_client_host = ''
             else:
-                bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientHost')
+                end8 = pos + n7
+                if end8 > blen:
+                    bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientHost')
+                f_client_host = buf[pos:end8].decode()
+                pos = end8
             (n9,) = I32_unpack(buf, pos)
             pos += 4
             end10 = pos + n9
@@ -647,44 +681,52 @@ def da_DescribeGroupsResponse_DescribedGroup_v4(buf: bytes, pos: int, blen: int,
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_group_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
                 f_group_id = ''
             else:
-                bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
+                f_group_id = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_group_state = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
                 f_group_state = ''
             else:
-                bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
+                f_group_state = buf[pos:end4].decode()
+                pos = end4
             (n5,) = I16_unpack(buf, pos)
             pos += 2
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_protocol_type = buf[pos:end6].decode()
-                pos = end6
-            elif n5 == 0:
+            if n5 <= 0:
+                if n5 < 0:
+                    bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
                 f_protocol_type = ''
             else:
-                bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
+                f_protocol_type = buf[pos:end6].decode()
+                pos = end6
             (n7,) = I16_unpack(buf, pos)
             pos += 2
-            end8 = pos + n7
-            if 0 < n7 and end8 <= blen:
-                f_protocol_data = buf[pos:end8].decode()
-                pos = end8
-            elif n7 == 0:
+            if n7 <= 0:
+                if n7 < 0:
+                    bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
                 f_protocol_data = ''
             else:
-                bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
+                end8 = pos + n7
+                if end8 > blen:
+                    bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
+                f_protocol_data = buf[pos:end8].decode()
+                pos = end8
             (n9,) = I32_unpack(buf, pos)
             pos += 4
             if n9 < 0:
@@ -798,14 +840,16 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'MemberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'MemberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'MemberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -815,16 +859,16 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'GroupInstanceId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'GroupInstanceId')
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -834,14 +878,16 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_client_id = buf[pos:end6].decode()
-                pos = end6
-            elif n5 == 0:
+            if n5 <= 0:
+                if n5 < 0:
+                    bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientId')
                 f_client_id = ''
             else:
-                bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientId')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientId')
+                f_client_id = buf[pos:end6].decode()
+                pos = end6
             n7 = buf[pos]
             if n7 < 128:
                 pos += 1
@@ -851,14 +897,16 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
             else:
                 n7, pos = read_uvarint(buf, pos)
             n7 -= 1
-            end8 = pos + n7
-            if 0 < n7 and end8 <= blen:
-                f_client_host = buf[pos:end8].decode()
-                pos = end8
-            elif n7 == 0:
+            if n7 <= 0:
+                if n7 < 0:
+                    bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientHost')
                 f_client_host = ''
             else:
-                bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientHost')
+                end8 = pos + n7
+                if end8 > blen:
+                    bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'string', 'ClientHost')
+                f_client_host = buf[pos:end8].decode()
+                pos = end8
             n9 = buf[pos]
             if n9 < 128:
                 pos += 1
@@ -914,14 +962,16 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_group_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
                 f_group_id = ''
             else:
-                bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
+                f_group_id = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -931,14 +981,16 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_group_state = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
                 f_group_state = ''
             else:
-                bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
+                f_group_state = buf[pos:end4].decode()
+                pos = end4
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -948,14 +1000,16 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_protocol_type = buf[pos:end6].decode()
-                pos = end6
-            elif n5 == 0:
+            if n5 <= 0:
+                if n5 < 0:
+                    bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
                 f_protocol_type = ''
             else:
-                bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
+                f_protocol_type = buf[pos:end6].decode()
+                pos = end6
             n7 = buf[pos]
             if n7 < 128:
                 pos += 1
@@ -965,14 +1019,16 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
             else:
                 n7, pos = read_uvarint(buf, pos)
             n7 -= 1
-            end8 = pos + n7
-            if 0 < n7 and end8 <= blen:
-                f_protocol_data = buf[pos:end8].decode()
-                pos = end8
-            elif n7 == 0:
+            if n7 <= 0:
+                if n7 < 0:
+                    bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
                 f_protocol_data = ''
             else:
-                bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
+                end8 = pos + n7
+                if end8 > blen:
+                    bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
+                f_protocol_data = buf[pos:end8].decode()
+                pos = end8
             n9 = buf[pos]
             if n9 < 128:
                 pos += 1

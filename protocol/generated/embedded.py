@@ -89,14 +89,16 @@ def da_ConsumerProtocolAssignment_TopicPartition_v0(buf: bytes, pos: int, blen: 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ConsumerProtocolAssignment.TopicPartition', 'string', 'Topic')
                 f_topic = ''
             else:
-                bad_length(n1, pos, 'ConsumerProtocolAssignment.TopicPartition', 'string', 'Topic')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ConsumerProtocolAssignment.TopicPartition', 'string', 'Topic')
+                f_topic = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -179,14 +181,16 @@ def d_ConsumerProtocolSubscription_v0(buf: bytes, pos: int, blen: int) -> tuple[
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                end5 = pos + n4
-                if 0 < n4 and end5 <= blen:
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                elif n4 == 0:
+                if n4 <= 0:
+                    if n4 < 0:
+                        bad_length(n4, pos, 'ConsumerProtocolSubscription', 'string', 'Topics')
                     el3 = ''
                 else:
-                    bad_length(n4, pos, 'ConsumerProtocolSubscription', 'string', 'Topics')
+                    end5 = pos + n4
+                    if end5 > blen:
+                        bad_length(n4, pos, 'ConsumerProtocolSubscription', 'string', 'Topics')
+                    el3 = buf[pos:end5].decode()
+                    pos = end5
                 app2(el3)
         (n6,) = I32_unpack(buf, pos)
         pos += 4
@@ -226,14 +230,16 @@ def da_ConsumerProtocolSubscription_TopicPartition_v1(buf: bytes, pos: int, blen
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ConsumerProtocolSubscription.TopicPartition', 'string', 'Topic')
                 f_topic = ''
             else:
-                bad_length(n1, pos, 'ConsumerProtocolSubscription.TopicPartition', 'string', 'Topic')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ConsumerProtocolSubscription.TopicPartition', 'string', 'Topic')
+                f_topic = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -264,14 +270,16 @@ def d_ConsumerProtocolSubscription_v1(buf: bytes, pos: int, blen: int) -> tuple[
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                end5 = pos + n4
-                if 0 < n4 and end5 <= blen:
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                elif n4 == 0:
+                if n4 <= 0:
+                    if n4 < 0:
+                        bad_length(n4, pos, 'ConsumerProtocolSubscription', 'string', 'Topics')
                     el3 = ''
                 else:
-                    bad_length(n4, pos, 'ConsumerProtocolSubscription', 'string', 'Topics')
+                    end5 = pos + n4
+                    if end5 > blen:
+                        bad_length(n4, pos, 'ConsumerProtocolSubscription', 'string', 'Topics')
+                    el3 = buf[pos:end5].decode()
+                    pos = end5
                 app2(el3)
         (n6,) = I32_unpack(buf, pos)
         pos += 4
@@ -344,14 +352,16 @@ def d_ConsumerProtocolSubscription_v2(buf: bytes, pos: int, blen: int) -> tuple[
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                end5 = pos + n4
-                if 0 < n4 and end5 <= blen:
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                elif n4 == 0:
+                if n4 <= 0:
+                    if n4 < 0:
+                        bad_length(n4, pos, 'ConsumerProtocolSubscription', 'string', 'Topics')
                     el3 = ''
                 else:
-                    bad_length(n4, pos, 'ConsumerProtocolSubscription', 'string', 'Topics')
+                    end5 = pos + n4
+                    if end5 > blen:
+                        bad_length(n4, pos, 'ConsumerProtocolSubscription', 'string', 'Topics')
+                    el3 = buf[pos:end5].decode()
+                    pos = end5
                 app2(el3)
         (n6,) = I32_unpack(buf, pos)
         pos += 4
@@ -415,14 +425,16 @@ def d_ConsumerProtocolSubscription_v3(buf: bytes, pos: int, blen: int) -> tuple[
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                end5 = pos + n4
-                if 0 < n4 and end5 <= blen:
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                elif n4 == 0:
+                if n4 <= 0:
+                    if n4 < 0:
+                        bad_length(n4, pos, 'ConsumerProtocolSubscription', 'string', 'Topics')
                     el3 = ''
                 else:
-                    bad_length(n4, pos, 'ConsumerProtocolSubscription', 'string', 'Topics')
+                    end5 = pos + n4
+                    if end5 > blen:
+                        bad_length(n4, pos, 'ConsumerProtocolSubscription', 'string', 'Topics')
+                    el3 = buf[pos:end5].decode()
+                    pos = end5
                 app2(el3)
         (n6,) = I32_unpack(buf, pos)
         pos += 4
@@ -446,16 +458,16 @@ def d_ConsumerProtocolSubscription_v3(buf: bytes, pos: int, blen: int) -> tuple[
         pos += 4
         (n9,) = I16_unpack(buf, pos)
         pos += 2
-        end10 = pos + n9
-        if 0 < n9 and end10 <= blen:
-            f_rack_id = buf[pos:end10].decode()
-            pos = end10
-        elif n9 < 0:
+        if n9 < 0:
             f_rack_id = None
         elif n9 == 0:
             f_rack_id = ''
         else:
-            bad_length(n9, pos, 'ConsumerProtocolSubscription', 'string', 'RackId')
+            end10 = pos + n9
+            if end10 > blen:
+                bad_length(n9, pos, 'ConsumerProtocolSubscription', 'string', 'RackId')
+            f_rack_id = buf[pos:end10].decode()
+            pos = end10
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerProtocolSubscription', pos) from None
     return ConsumerProtocolSubscription(f_topics, f_user_data, f_owned_partitions, f_generation_id, f_rack_id), pos

@@ -262,14 +262,16 @@ def da_FetchRequest_FetchTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tu
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'FetchRequest.FetchTopic', 'string', 'Topic')
                 f_topic = ''
             else:
-                bad_length(n1, pos, 'FetchRequest.FetchTopic', 'string', 'Topic')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'FetchRequest.FetchTopic', 'string', 'Topic')
+                f_topic = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -397,14 +399,16 @@ def da_FetchRequest_FetchTopic_v5(buf: bytes, pos: int, blen: int, n: int) -> tu
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'FetchRequest.FetchTopic', 'string', 'Topic')
                 f_topic = ''
             else:
-                bad_length(n1, pos, 'FetchRequest.FetchTopic', 'string', 'Topic')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'FetchRequest.FetchTopic', 'string', 'Topic')
+                f_topic = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -470,14 +474,16 @@ def da_FetchRequest_ForgottenTopic_v7(buf: bytes, pos: int, blen: int, n: int) -
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'FetchRequest.ForgottenTopic', 'string', 'Topic')
                 f_topic = ''
             else:
-                bad_length(n1, pos, 'FetchRequest.ForgottenTopic', 'string', 'Topic')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'FetchRequest.ForgottenTopic', 'string', 'Topic')
+                f_topic = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -560,14 +566,16 @@ def da_FetchRequest_FetchTopic_v9(buf: bytes, pos: int, blen: int, n: int) -> tu
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'FetchRequest.FetchTopic', 'string', 'Topic')
                 f_topic = ''
             else:
-                bad_length(n1, pos, 'FetchRequest.FetchTopic', 'string', 'Topic')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'FetchRequest.FetchTopic', 'string', 'Topic')
+                f_topic = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -659,14 +667,16 @@ def d_FetchRequest_v11(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
             f_forgotten_topics_data, pos = da_FetchRequest_ForgottenTopic_v7(buf, pos, blen, n2)
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_rack_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
             f_rack_id = ''
         else:
-            bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
+            f_rack_id = buf[pos:end4].decode()
+            pos = end4
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest', pos) from None
     return FetchRequest(None, f_replica_id, _FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
@@ -717,14 +727,16 @@ def da_FetchRequest_FetchTopic_v12(buf: bytes, pos: int, blen: int, n: int) -> t
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'FetchRequest.FetchTopic', 'string', 'Topic')
                 f_topic = ''
             else:
-                bad_length(n1, pos, 'FetchRequest.FetchTopic', 'string', 'Topic')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'FetchRequest.FetchTopic', 'string', 'Topic')
+                f_topic = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -763,14 +775,16 @@ def da_FetchRequest_ForgottenTopic_v12(buf: bytes, pos: int, blen: int, n: int) 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'FetchRequest.ForgottenTopic', 'string', 'Topic')
                 f_topic = ''
             else:
-                bad_length(n1, pos, 'FetchRequest.ForgottenTopic', 'string', 'Topic')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'FetchRequest.ForgottenTopic', 'string', 'Topic')
+                f_topic = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -840,14 +854,16 @@ def d_FetchRequest_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_rack_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
             f_rack_id = ''
         else:
-            bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
+            f_rack_id = buf[pos:end4].decode()
+            pos = end4
         f_cluster_id = None
         if buf[pos] == 0:
             pos += 1
@@ -869,16 +885,16 @@ def d_FetchRequest_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
                     else:
                         n5, pos = read_uvarint(buf, pos)
                     n5 -= 1
-                    end6 = pos + n5
-                    if 0 < n5 and end6 <= blen:
-                        f_cluster_id = buf[pos:end6].decode()
-                        pos = end6
-                    elif n5 < 0:
+                    if n5 < 0:
                         f_cluster_id = None
                     elif n5 == 0:
                         f_cluster_id = ''
                     else:
-                        bad_length(n5, pos, 'FetchRequest', 'string', 'ClusterId')
+                        end6 = pos + n5
+                        if end6 > blen:
+                            bad_length(n5, pos, 'FetchRequest', 'string', 'ClusterId')
+                        f_cluster_id = buf[pos:end6].decode()
+                        pos = end6
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest', pos) from None
@@ -1073,14 +1089,16 @@ def d_FetchRequest_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_rack_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
             f_rack_id = ''
         else:
-            bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
+            f_rack_id = buf[pos:end4].decode()
+            pos = end4
         f_cluster_id = None
         if buf[pos] == 0:
             pos += 1
@@ -1102,16 +1120,16 @@ def d_FetchRequest_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
                     else:
                         n5, pos = read_uvarint(buf, pos)
                     n5 -= 1
-                    end6 = pos + n5
-                    if 0 < n5 and end6 <= blen:
-                        f_cluster_id = buf[pos:end6].decode()
-                        pos = end6
-                    elif n5 < 0:
+                    if n5 < 0:
                         f_cluster_id = None
                     elif n5 == 0:
                         f_cluster_id = ''
                     else:
-                        bad_length(n5, pos, 'FetchRequest', 'string', 'ClusterId')
+                        end6 = pos + n5
+                        if end6 > blen:
+                            bad_length(n5, pos, 'FetchRequest', 'string', 'ClusterId')
+                        f_cluster_id = buf[pos:end6].decode()
+                        pos = end6
                 pos = tag_end  # unknown tags are skipped
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest', pos) from None
@@ -1239,14 +1257,16 @@ def d_FetchRequest_v15(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_rack_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
             f_rack_id = ''
         else:
-            bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
+            f_rack_id = buf[pos:end4].decode()
+            pos = end4
         f_cluster_id = None
         f_replica_state = _FetchRequest_ReplicaState()
         if buf[pos] == 0:
@@ -1269,16 +1289,16 @@ def d_FetchRequest_v15(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
                     else:
                         n5, pos = read_uvarint(buf, pos)
                     n5 -= 1
-                    end6 = pos + n5
-                    if 0 < n5 and end6 <= blen:
-                        f_cluster_id = buf[pos:end6].decode()
-                        pos = end6
-                    elif n5 < 0:
+                    if n5 < 0:
                         f_cluster_id = None
                     elif n5 == 0:
                         f_cluster_id = ''
                     else:
-                        bad_length(n5, pos, 'FetchRequest', 'string', 'ClusterId')
+                        end6 = pos + n5
+                        if end6 > blen:
+                            bad_length(n5, pos, 'FetchRequest', 'string', 'ClusterId')
+                        f_cluster_id = buf[pos:end6].decode()
+                        pos = end6
                 elif tag == 1:
                     f_replica_state, pos = d_FetchRequest_ReplicaState_v15(buf, pos, blen)
                 pos = tag_end  # unknown tags are skipped
@@ -1444,14 +1464,16 @@ def d_FetchRequest_v17(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_rack_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
             f_rack_id = ''
         else:
-            bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'FetchRequest', 'string', 'RackId')
+            f_rack_id = buf[pos:end4].decode()
+            pos = end4
         f_cluster_id = None
         f_replica_state = _FetchRequest_ReplicaState()
         if buf[pos] == 0:
@@ -1474,16 +1496,16 @@ def d_FetchRequest_v17(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
                     else:
                         n5, pos = read_uvarint(buf, pos)
                     n5 -= 1
-                    end6 = pos + n5
-                    if 0 < n5 and end6 <= blen:
-                        f_cluster_id = buf[pos:end6].decode()
-                        pos = end6
-                    elif n5 < 0:
+                    if n5 < 0:
                         f_cluster_id = None
                     elif n5 == 0:
                         f_cluster_id = ''
                     else:
-                        bad_length(n5, pos, 'FetchRequest', 'string', 'ClusterId')
+                        end6 = pos + n5
+                        if end6 > blen:
+                            bad_length(n5, pos, 'FetchRequest', 'string', 'ClusterId')
+                        f_cluster_id = buf[pos:end6].decode()
+                        pos = end6
                 elif tag == 1:
                     f_replica_state, pos = d_FetchRequest_ReplicaState_v15(buf, pos, blen)
                 pos = tag_end  # unknown tags are skipped
@@ -1599,14 +1621,16 @@ def da_FetchResponse_FetchableTopicResponse_v0(buf: bytes, pos: int, blen: int, 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
                 f_topic = ''
             else:
-                bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
+                f_topic = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -1744,14 +1768,16 @@ def da_FetchResponse_FetchableTopicResponse_v4(buf: bytes, pos: int, blen: int, 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
                 f_topic = ''
             else:
-                bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
+                f_topic = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -1868,14 +1894,16 @@ def da_FetchResponse_FetchableTopicResponse_v5(buf: bytes, pos: int, blen: int, 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
                 f_topic = ''
             else:
-                bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
+                f_topic = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -2012,14 +2040,16 @@ def da_FetchResponse_FetchableTopicResponse_v11(buf: bytes, pos: int, blen: int,
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
                 f_topic = ''
             else:
-                bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
+                f_topic = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -2228,14 +2258,16 @@ def da_FetchResponse_FetchableTopicResponse_v12(buf: bytes, pos: int, blen: int,
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
                 f_topic = ''
             else:
-                bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
+                f_topic = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -2486,14 +2518,16 @@ def da_FetchResponse_NodeEndpoint_v16(buf: bytes, pos: int, blen: int, n: int) -
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_host = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'FetchResponse.NodeEndpoint', 'string', 'Host')
                 f_host = ''
             else:
-                bad_length(n1, pos, 'FetchResponse.NodeEndpoint', 'string', 'Host')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'FetchResponse.NodeEndpoint', 'string', 'Host')
+                f_host = buf[pos:end2].decode()
+                pos = end2
             (f_port,) = _F_i_unpack(buf, pos)
             pos += 4
             n3 = buf[pos]
@@ -2505,16 +2539,16 @@ def da_FetchResponse_NodeEndpoint_v16(buf: bytes, pos: int, blen: int, n: int) -
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_rack = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_rack = None
             elif n3 == 0:
                 f_rack = ''
             else:
-                bad_length(n3, pos, 'FetchResponse.NodeEndpoint', 'string', 'Rack')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'FetchResponse.NodeEndpoint', 'string', 'Rack')
+                f_rack = buf[pos:end4].decode()
+                pos = end4
             if buf[pos] == 0:
                 pos += 1
             else:

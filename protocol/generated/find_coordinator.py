@@ -95,14 +95,16 @@ def d_FindCoordinatorRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[FindCo
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_key = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'FindCoordinatorRequest', 'string', 'Key')
             f_key = ''
         else:
-            bad_length(n1, pos, 'FindCoordinatorRequest', 'string', 'Key')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'FindCoordinatorRequest', 'string', 'Key')
+            f_key = buf[pos:end2].decode()
+            pos = end2
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FindCoordinatorRequest', pos) from None
     return FindCoordinatorRequest(f_key, 0, []), pos
@@ -120,14 +122,16 @@ def d_FindCoordinatorRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[FindCo
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_key = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'FindCoordinatorRequest', 'string', 'Key')
             f_key = ''
         else:
-            bad_length(n1, pos, 'FindCoordinatorRequest', 'string', 'Key')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'FindCoordinatorRequest', 'string', 'Key')
+            f_key = buf[pos:end2].decode()
+            pos = end2
         (f_key_type,) = _F_b_unpack(buf, pos)
         pos += 1
     except DECODE_FAILURES as exc:
@@ -155,14 +159,16 @@ def d_FindCoordinatorRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[FindCo
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_key = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'FindCoordinatorRequest', 'string', 'Key')
             f_key = ''
         else:
-            bad_length(n1, pos, 'FindCoordinatorRequest', 'string', 'Key')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'FindCoordinatorRequest', 'string', 'Key')
+            f_key = buf[pos:end2].decode()
+            pos = end2
         (f_key_type,) = _F_b_unpack(buf, pos)
         pos += 1
         if buf[pos] == 0:
@@ -215,14 +221,16 @@ def d_FindCoordinatorRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[FindCo
                 else:
                     n4, pos = read_uvarint(buf, pos)
                 n4 -= 1
-                end5 = pos + n4
-                if 0 < n4 and end5 <= blen:
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                elif n4 == 0:
+                if n4 <= 0:
+                    if n4 < 0:
+                        bad_length(n4, pos, 'FindCoordinatorRequest', 'string', 'CoordinatorKeys')
                     el3 = ''
                 else:
-                    bad_length(n4, pos, 'FindCoordinatorRequest', 'string', 'CoordinatorKeys')
+                    end5 = pos + n4
+                    if end5 > blen:
+                        bad_length(n4, pos, 'FindCoordinatorRequest', 'string', 'CoordinatorKeys')
+                    el3 = buf[pos:end5].decode()
+                    pos = end5
                 app2(el3)
         if buf[pos] == 0:
             pos += 1
@@ -253,14 +261,16 @@ def d_FindCoordinatorResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[FindC
         pos += 6
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_host = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'FindCoordinatorResponse', 'string', 'Host')
             f_host = ''
         else:
-            bad_length(n1, pos, 'FindCoordinatorResponse', 'string', 'Host')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'FindCoordinatorResponse', 'string', 'Host')
+            f_host = buf[pos:end2].decode()
+            pos = end2
         (f_port,) = _F_i_unpack(buf, pos)
         pos += 4
     except DECODE_FAILURES as exc:
@@ -285,28 +295,30 @@ def d_FindCoordinatorResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[FindC
         pos += 6
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_error_message = None
         elif n1 == 0:
             f_error_message = ''
         else:
-            bad_length(n1, pos, 'FindCoordinatorResponse', 'string', 'ErrorMessage')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'FindCoordinatorResponse', 'string', 'ErrorMessage')
+            f_error_message = buf[pos:end2].decode()
+            pos = end2
         (f_node_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_host = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'FindCoordinatorResponse', 'string', 'Host')
             f_host = ''
         else:
-            bad_length(n3, pos, 'FindCoordinatorResponse', 'string', 'Host')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'FindCoordinatorResponse', 'string', 'Host')
+            f_host = buf[pos:end4].decode()
+            pos = end4
         (f_port,) = _F_i_unpack(buf, pos)
         pos += 4
     except DECODE_FAILURES as exc:
@@ -346,16 +358,16 @@ def d_FindCoordinatorResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[FindC
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_error_message = None
         elif n1 == 0:
             f_error_message = ''
         else:
-            bad_length(n1, pos, 'FindCoordinatorResponse', 'string', 'ErrorMessage')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'FindCoordinatorResponse', 'string', 'ErrorMessage')
+            f_error_message = buf[pos:end2].decode()
+            pos = end2
         (f_node_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n3 = buf[pos]
@@ -367,14 +379,16 @@ def d_FindCoordinatorResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[FindC
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_host = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'FindCoordinatorResponse', 'string', 'Host')
             f_host = ''
         else:
-            bad_length(n3, pos, 'FindCoordinatorResponse', 'string', 'Host')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'FindCoordinatorResponse', 'string', 'Host')
+            f_host = buf[pos:end4].decode()
+            pos = end4
         (f_port,) = _F_i_unpack(buf, pos)
         pos += 4
         if buf[pos] == 0:
@@ -421,14 +435,16 @@ def da_FindCoordinatorResponse_Coordinator_v4(buf: bytes, pos: int, blen: int, n
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_key = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'FindCoordinatorResponse.Coordinator', 'string', 'Key')
                 f_key = ''
             else:
-                bad_length(n1, pos, 'FindCoordinatorResponse.Coordinator', 'string', 'Key')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'FindCoordinatorResponse.Coordinator', 'string', 'Key')
+                f_key = buf[pos:end2].decode()
+                pos = end2
             (f_node_id,) = _F_i_unpack(buf, pos)
             pos += 4
             n3 = buf[pos]
@@ -440,14 +456,16 @@ def da_FindCoordinatorResponse_Coordinator_v4(buf: bytes, pos: int, blen: int, n
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_host = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'FindCoordinatorResponse.Coordinator', 'string', 'Host')
                 f_host = ''
             else:
-                bad_length(n3, pos, 'FindCoordinatorResponse.Coordinator', 'string', 'Host')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'FindCoordinatorResponse.Coordinator', 'string', 'Host')
+                f_host = buf[pos:end4].decode()
+                pos = end4
             (f_port, f_error_code,) = _F_ih_unpack(buf, pos)
             pos += 6
             n5 = buf[pos]
@@ -459,16 +477,16 @@ def da_FindCoordinatorResponse_Coordinator_v4(buf: bytes, pos: int, blen: int, n
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_error_message = buf[pos:end6].decode()
-                pos = end6
-            elif n5 < 0:
+            if n5 < 0:
                 f_error_message = None
             elif n5 == 0:
                 f_error_message = ''
             else:
-                bad_length(n5, pos, 'FindCoordinatorResponse.Coordinator', 'string', 'ErrorMessage')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'FindCoordinatorResponse.Coordinator', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end6].decode()
+                pos = end6
             if buf[pos] == 0:
                 pos += 1
             else:

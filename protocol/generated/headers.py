@@ -82,16 +82,16 @@ def d_RequestHeader_v1(buf: bytes, pos: int, blen: int) -> tuple[RequestHeader, 
         pos += 8
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_client_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_client_id = None
         elif n1 == 0:
             f_client_id = ''
         else:
-            bad_length(n1, pos, 'RequestHeader', 'string', 'ClientId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'RequestHeader', 'string', 'ClientId')
+            f_client_id = buf[pos:end2].decode()
+            pos = end2
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'RequestHeader', pos) from None
     return RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id), pos
@@ -116,16 +116,16 @@ def d_RequestHeader_v2(buf: bytes, pos: int, blen: int) -> tuple[RequestHeader, 
         pos += 8
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_client_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_client_id = None
         elif n1 == 0:
             f_client_id = ''
         else:
-            bad_length(n1, pos, 'RequestHeader', 'string', 'ClientId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'RequestHeader', 'string', 'ClientId')
+            f_client_id = buf[pos:end2].decode()
+            pos = end2
         if buf[pos] == 0:
             pos += 1
         else:

@@ -111,28 +111,30 @@ def da_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf: bytes, pos: int, b
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'IncrementalAlterConfigsRequest.AlterableConfig', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'IncrementalAlterConfigsRequest.AlterableConfig', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'IncrementalAlterConfigsRequest.AlterableConfig', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_config_operation,) = _F_b_unpack(buf, pos)
             pos += 1
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_value = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                bad_length(n3, pos, 'IncrementalAlterConfigsRequest.AlterableConfig', 'string', 'Value')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'IncrementalAlterConfigsRequest.AlterableConfig', 'string', 'Value')
+                f_value = buf[pos:end4].decode()
+                pos = end4
             app(_IncrementalAlterConfigsRequest_AlterableConfig(f_name, f_config_operation, f_value))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsRequest.AlterableConfig', pos) from None
@@ -147,14 +149,16 @@ def da_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(buf: bytes, pos: i
             pos += 1
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_resource_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'IncrementalAlterConfigsRequest.AlterConfigsResource', 'string', 'ResourceName')
                 f_resource_name = ''
             else:
-                bad_length(n1, pos, 'IncrementalAlterConfigsRequest.AlterConfigsResource', 'string', 'ResourceName')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'IncrementalAlterConfigsRequest.AlterConfigsResource', 'string', 'ResourceName')
+                f_resource_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -240,14 +244,16 @@ def da_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf: bytes, pos: int, b
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'IncrementalAlterConfigsRequest.AlterableConfig', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'IncrementalAlterConfigsRequest.AlterableConfig', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'IncrementalAlterConfigsRequest.AlterableConfig', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_config_operation,) = _F_b_unpack(buf, pos)
             pos += 1
             n3 = buf[pos]
@@ -259,16 +265,16 @@ def da_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf: bytes, pos: int, b
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_value = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_value = None
             elif n3 == 0:
                 f_value = ''
             else:
-                bad_length(n3, pos, 'IncrementalAlterConfigsRequest.AlterableConfig', 'string', 'Value')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'IncrementalAlterConfigsRequest.AlterableConfig', 'string', 'Value')
+                f_value = buf[pos:end4].decode()
+                pos = end4
             if buf[pos] == 0:
                 pos += 1
             else:
@@ -294,14 +300,16 @@ def da_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf: bytes, pos: i
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_resource_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'IncrementalAlterConfigsRequest.AlterConfigsResource', 'string', 'ResourceName')
                 f_resource_name = ''
             else:
-                bad_length(n1, pos, 'IncrementalAlterConfigsRequest.AlterConfigsResource', 'string', 'ResourceName')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'IncrementalAlterConfigsRequest.AlterConfigsResource', 'string', 'ResourceName')
+                f_resource_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -411,28 +419,30 @@ def da_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf: byte
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_error_message = None
             elif n1 == 0:
                 f_error_message = ''
             else:
-                bad_length(n1, pos, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ErrorMessage')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end2].decode()
+                pos = end2
             (f_resource_type,) = _F_b_unpack(buf, pos)
             pos += 1
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_resource_name = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ResourceName')
                 f_resource_name = ''
             else:
-                bad_length(n3, pos, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ResourceName')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ResourceName')
+                f_resource_name = buf[pos:end4].decode()
+                pos = end4
             app(_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', pos) from None
@@ -499,16 +509,16 @@ def da_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf: byte
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_error_message = None
             elif n1 == 0:
                 f_error_message = ''
             else:
-                bad_length(n1, pos, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ErrorMessage')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end2].decode()
+                pos = end2
             (f_resource_type,) = _F_b_unpack(buf, pos)
             pos += 1
             n3 = buf[pos]
@@ -520,14 +530,16 @@ def da_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf: byte
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_resource_name = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ResourceName')
                 f_resource_name = ''
             else:
-                bad_length(n3, pos, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ResourceName')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ResourceName')
+                f_resource_name = buf[pos:end4].decode()
+                pos = end4
             if buf[pos] == 0:
                 pos += 1
             else:

@@ -78,16 +78,16 @@ def d_InitProducerIdRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[InitPro
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_transactional_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_transactional_id = None
         elif n1 == 0:
             f_transactional_id = ''
         else:
-            bad_length(n1, pos, 'InitProducerIdRequest', 'string', 'TransactionalId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'InitProducerIdRequest', 'string', 'TransactionalId')
+            f_transactional_id = buf[pos:end2].decode()
+            pos = end2
         (f_transaction_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
     except DECODE_FAILURES as exc:
@@ -119,16 +119,16 @@ def d_InitProducerIdRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[InitPro
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_transactional_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_transactional_id = None
         elif n1 == 0:
             f_transactional_id = ''
         else:
-            bad_length(n1, pos, 'InitProducerIdRequest', 'string', 'TransactionalId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'InitProducerIdRequest', 'string', 'TransactionalId')
+            f_transactional_id = buf[pos:end2].decode()
+            pos = end2
         (f_transaction_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         if buf[pos] == 0:
@@ -165,16 +165,16 @@ def d_InitProducerIdRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[InitPro
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_transactional_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_transactional_id = None
         elif n1 == 0:
             f_transactional_id = ''
         else:
-            bad_length(n1, pos, 'InitProducerIdRequest', 'string', 'TransactionalId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'InitProducerIdRequest', 'string', 'TransactionalId')
+            f_transactional_id = buf[pos:end2].decode()
+            pos = end2
         (f_transaction_timeout_ms, f_producer_id, f_producer_epoch,) = _F_iqh_unpack(buf, pos)
         pos += 14
         if buf[pos] == 0:

@@ -111,14 +111,16 @@ def da_JoinGroupRequest_JoinGroupRequestProtocol_v0(buf: bytes, pos: int, blen: 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'JoinGroupRequest.JoinGroupRequestProtocol', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'JoinGroupRequest.JoinGroupRequestProtocol', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'JoinGroupRequest.JoinGroupRequestProtocol', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             end4 = pos + n3
@@ -136,36 +138,42 @@ def d_JoinGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (f_session_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_protocol_type = buf[pos:end6].decode()
-            pos = end6
-        elif n5 == 0:
+        if n5 <= 0:
+            if n5 < 0:
+                bad_length(n5, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
             f_protocol_type = ''
         else:
-            bad_length(n5, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
+            f_protocol_type = buf[pos:end6].decode()
+            pos = end6
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -216,36 +224,42 @@ def d_JoinGroupRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (f_session_timeout_ms, f_rebalance_timeout_ms,) = _F_ii_unpack(buf, pos)
         pos += 8
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_protocol_type = buf[pos:end6].decode()
-            pos = end6
-        elif n5 == 0:
+        if n5 <= 0:
+            if n5 < 0:
+                bad_length(n5, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
             f_protocol_type = ''
         else:
-            bad_length(n5, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
+            f_protocol_type = buf[pos:end6].decode()
+            pos = end6
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -284,48 +298,54 @@ def d_JoinGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (f_session_timeout_ms, f_rebalance_timeout_ms,) = _F_ii_unpack(buf, pos)
         pos += 8
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
-        elif n5 < 0:
+        if n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            bad_length(n5, pos, 'JoinGroupRequest', 'string', 'GroupInstanceId')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'JoinGroupRequest', 'string', 'GroupInstanceId')
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
         (n7,) = I16_unpack(buf, pos)
         pos += 2
-        end8 = pos + n7
-        if 0 < n7 and end8 <= blen:
-            f_protocol_type = buf[pos:end8].decode()
-            pos = end8
-        elif n7 == 0:
+        if n7 <= 0:
+            if n7 < 0:
+                bad_length(n7, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
             f_protocol_type = ''
         else:
-            bad_length(n7, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
+            end8 = pos + n7
+            if end8 > blen:
+                bad_length(n7, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
+            f_protocol_type = buf[pos:end8].decode()
+            pos = end8
         (n9,) = I32_unpack(buf, pos)
         pos += 4
         if n9 < 0:
@@ -380,14 +400,16 @@ def da_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'JoinGroupRequest.JoinGroupRequestProtocol', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'JoinGroupRequest.JoinGroupRequestProtocol', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'JoinGroupRequest.JoinGroupRequestProtocol', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -424,14 +446,16 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (f_session_timeout_ms, f_rebalance_timeout_ms,) = _F_ii_unpack(buf, pos)
         pos += 8
         n3 = buf[pos]
@@ -443,14 +467,16 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -460,16 +486,16 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
-        elif n5 < 0:
+        if n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            bad_length(n5, pos, 'JoinGroupRequest', 'string', 'GroupInstanceId')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'JoinGroupRequest', 'string', 'GroupInstanceId')
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -479,14 +505,16 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        end8 = pos + n7
-        if 0 < n7 and end8 <= blen:
-            f_protocol_type = buf[pos:end8].decode()
-            pos = end8
-        elif n7 == 0:
+        if n7 <= 0:
+            if n7 < 0:
+                bad_length(n7, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
             f_protocol_type = ''
         else:
-            bad_length(n7, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
+            end8 = pos + n7
+            if end8 > blen:
+                bad_length(n7, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
+            f_protocol_type = buf[pos:end8].decode()
+            pos = end8
         n9 = buf[pos]
         if n9 < 128:
             pos += 1
@@ -573,14 +601,16 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'JoinGroupRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (f_session_timeout_ms, f_rebalance_timeout_ms,) = _F_ii_unpack(buf, pos)
         pos += 8
         n3 = buf[pos]
@@ -592,14 +622,16 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'JoinGroupRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -609,16 +641,16 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
-        elif n5 < 0:
+        if n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            bad_length(n5, pos, 'JoinGroupRequest', 'string', 'GroupInstanceId')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'JoinGroupRequest', 'string', 'GroupInstanceId')
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -628,14 +660,16 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        end8 = pos + n7
-        if 0 < n7 and end8 <= blen:
-            f_protocol_type = buf[pos:end8].decode()
-            pos = end8
-        elif n7 == 0:
+        if n7 <= 0:
+            if n7 < 0:
+                bad_length(n7, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
             f_protocol_type = ''
         else:
-            bad_length(n7, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
+            end8 = pos + n7
+            if end8 > blen:
+                bad_length(n7, pos, 'JoinGroupRequest', 'string', 'ProtocolType')
+            f_protocol_type = buf[pos:end8].decode()
+            pos = end8
         n9 = buf[pos]
         if n9 < 128:
             pos += 1
@@ -660,16 +694,16 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         else:
             n10, pos = read_uvarint(buf, pos)
         n10 -= 1
-        end11 = pos + n10
-        if 0 < n10 and end11 <= blen:
-            f_reason = buf[pos:end11].decode()
-            pos = end11
-        elif n10 < 0:
+        if n10 < 0:
             f_reason = None
         elif n10 == 0:
             f_reason = ''
         else:
-            bad_length(n10, pos, 'JoinGroupRequest', 'string', 'Reason')
+            end11 = pos + n10
+            if end11 > blen:
+                bad_length(n10, pos, 'JoinGroupRequest', 'string', 'Reason')
+            f_reason = buf[pos:end11].decode()
+            pos = end11
         if buf[pos] == 0:
             pos += 1
         else:
@@ -727,14 +761,16 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v0(buf: bytes, pos: int, blen: 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             end4 = pos + n3
@@ -754,34 +790,40 @@ def d_JoinGroupResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         pos += 6
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_protocol_name = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
             f_protocol_name = ''
         else:
-            bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
+            f_protocol_name = buf[pos:end2].decode()
+            pos = end2
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_leader = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
             f_leader = ''
         else:
-            bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
+            f_leader = buf[pos:end4].decode()
+            pos = end4
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_member_id = buf[pos:end6].decode()
-            pos = end6
-        elif n5 == 0:
+        if n5 <= 0:
+            if n5 < 0:
+                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
+            f_member_id = buf[pos:end6].decode()
+            pos = end6
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -834,34 +876,40 @@ def d_JoinGroupResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         pos += 10
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_protocol_name = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
             f_protocol_name = ''
         else:
-            bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
+            f_protocol_name = buf[pos:end2].decode()
+            pos = end2
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_leader = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
             f_leader = ''
         else:
-            bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
+            f_leader = buf[pos:end4].decode()
+            pos = end4
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_member_id = buf[pos:end6].decode()
-            pos = end6
-        elif n5 == 0:
+        if n5 <= 0:
+            if n5 < 0:
+                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
+            f_member_id = buf[pos:end6].decode()
+            pos = end6
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -903,26 +951,28 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v5(buf: bytes, pos: int, blen: 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                bad_length(n3, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'GroupInstanceId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'GroupInstanceId')
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
             (n5,) = I32_unpack(buf, pos)
             pos += 4
             end6 = pos + n5
@@ -942,34 +992,40 @@ def d_JoinGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         pos += 10
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_protocol_name = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
             f_protocol_name = ''
         else:
-            bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
+            f_protocol_name = buf[pos:end2].decode()
+            pos = end2
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_leader = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
             f_leader = ''
         else:
-            bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
+            f_leader = buf[pos:end4].decode()
+            pos = end4
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_member_id = buf[pos:end6].decode()
-            pos = end6
-        elif n5 == 0:
+        if n5 <= 0:
+            if n5 < 0:
+                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
+            f_member_id = buf[pos:end6].decode()
+            pos = end6
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -1038,14 +1094,16 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v6(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1055,16 +1113,16 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v6(buf: bytes, pos: int, blen: 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                bad_length(n3, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'GroupInstanceId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'GroupInstanceId')
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -1102,14 +1160,16 @@ def d_JoinGroupResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_protocol_name = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
             f_protocol_name = ''
         else:
-            bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
+            f_protocol_name = buf[pos:end2].decode()
+            pos = end2
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -1119,14 +1179,16 @@ def d_JoinGroupResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_leader = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
             f_leader = ''
         else:
-            bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
+            f_leader = buf[pos:end4].decode()
+            pos = end4
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -1136,14 +1198,16 @@ def d_JoinGroupResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_member_id = buf[pos:end6].decode()
-            pos = end6
-        elif n5 == 0:
+        if n5 <= 0:
+            if n5 < 0:
+                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
+            f_member_id = buf[pos:end6].decode()
+            pos = end6
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -1232,16 +1296,16 @@ def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_protocol_type = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_protocol_type = None
         elif n1 == 0:
             f_protocol_type = ''
         else:
-            bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolType')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolType')
+            f_protocol_type = buf[pos:end2].decode()
+            pos = end2
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -1251,16 +1315,16 @@ def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_protocol_name = buf[pos:end4].decode()
-            pos = end4
-        elif n3 < 0:
+        if n3 < 0:
             f_protocol_name = None
         elif n3 == 0:
             f_protocol_name = ''
         else:
-            bad_length(n3, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
+            f_protocol_name = buf[pos:end4].decode()
+            pos = end4
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -1270,14 +1334,16 @@ def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_leader = buf[pos:end6].decode()
-            pos = end6
-        elif n5 == 0:
+        if n5 <= 0:
+            if n5 < 0:
+                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'Leader')
             f_leader = ''
         else:
-            bad_length(n5, pos, 'JoinGroupResponse', 'string', 'Leader')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'Leader')
+            f_leader = buf[pos:end6].decode()
+            pos = end6
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -1287,14 +1353,16 @@ def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        end8 = pos + n7
-        if 0 < n7 and end8 <= blen:
-            f_member_id = buf[pos:end8].decode()
-            pos = end8
-        elif n7 == 0:
+        if n7 <= 0:
+            if n7 < 0:
+                bad_length(n7, pos, 'JoinGroupResponse', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n7, pos, 'JoinGroupResponse', 'string', 'MemberId')
+            end8 = pos + n7
+            if end8 > blen:
+                bad_length(n7, pos, 'JoinGroupResponse', 'string', 'MemberId')
+            f_member_id = buf[pos:end8].decode()
+            pos = end8
         n9 = buf[pos]
         if n9 < 128:
             pos += 1
@@ -1370,16 +1438,16 @@ def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_protocol_type = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_protocol_type = None
         elif n1 == 0:
             f_protocol_type = ''
         else:
-            bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolType')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolType')
+            f_protocol_type = buf[pos:end2].decode()
+            pos = end2
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -1389,16 +1457,16 @@ def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_protocol_name = buf[pos:end4].decode()
-            pos = end4
-        elif n3 < 0:
+        if n3 < 0:
             f_protocol_name = None
         elif n3 == 0:
             f_protocol_name = ''
         else:
-            bad_length(n3, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
+            f_protocol_name = buf[pos:end4].decode()
+            pos = end4
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -1408,14 +1476,16 @@ def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_leader = buf[pos:end6].decode()
-            pos = end6
-        elif n5 == 0:
+        if n5 <= 0:
+            if n5 < 0:
+                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'Leader')
             f_leader = ''
         else:
-            bad_length(n5, pos, 'JoinGroupResponse', 'string', 'Leader')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'Leader')
+            f_leader = buf[pos:end6].decode()
+            pos = end6
         (f_skip_assignment,) = _F_o_unpack(buf, pos)
         pos += 1
         n7 = buf[pos]
@@ -1427,14 +1497,16 @@ def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRe
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        end8 = pos + n7
-        if 0 < n7 and end8 <= blen:
-            f_member_id = buf[pos:end8].decode()
-            pos = end8
-        elif n7 == 0:
+        if n7 <= 0:
+            if n7 < 0:
+                bad_length(n7, pos, 'JoinGroupResponse', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n7, pos, 'JoinGroupResponse', 'string', 'MemberId')
+            end8 = pos + n7
+            if end8 > blen:
+                bad_length(n7, pos, 'JoinGroupResponse', 'string', 'MemberId')
+            f_member_id = buf[pos:end8].decode()
+            pos = end8
         n9 = buf[pos]
         if n9 < 128:
             pos += 1

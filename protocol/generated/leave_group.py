@@ -94,24 +94,28 @@ def d_LeaveGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'LeaveGroupRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'LeaveGroupRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'LeaveGroupRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'LeaveGroupRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'LeaveGroupRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'LeaveGroupRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupRequest', pos) from None
     return LeaveGroupRequest(f_group_id, f_member_id, []), pos
@@ -137,26 +141,28 @@ def da_LeaveGroupRequest_MemberIdentity_v3(buf: bytes, pos: int, blen: int, n: i
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'MemberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'MemberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'MemberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                bad_length(n3, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'GroupInstanceId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'GroupInstanceId')
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
             app(_LeaveGroupRequest_MemberIdentity(f_member_id, f_group_instance_id, None))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupRequest.MemberIdentity', pos) from None
@@ -166,14 +172,16 @@ def d_LeaveGroupRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'LeaveGroupRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'LeaveGroupRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'LeaveGroupRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (n3,) = I32_unpack(buf, pos)
         pos += 4
         if n3 < 0:
@@ -230,14 +238,16 @@ def da_LeaveGroupRequest_MemberIdentity_v4(buf: bytes, pos: int, blen: int, n: i
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'MemberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'MemberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'MemberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -247,16 +257,16 @@ def da_LeaveGroupRequest_MemberIdentity_v4(buf: bytes, pos: int, blen: int, n: i
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                bad_length(n3, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'GroupInstanceId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'GroupInstanceId')
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
             if buf[pos] == 0:
                 pos += 1
             else:
@@ -277,14 +287,16 @@ def d_LeaveGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'LeaveGroupRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'LeaveGroupRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'LeaveGroupRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -359,14 +371,16 @@ def da_LeaveGroupRequest_MemberIdentity_v5(buf: bytes, pos: int, blen: int, n: i
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'MemberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'MemberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'MemberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -376,16 +390,16 @@ def da_LeaveGroupRequest_MemberIdentity_v5(buf: bytes, pos: int, blen: int, n: i
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                bad_length(n3, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'GroupInstanceId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'GroupInstanceId')
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -395,16 +409,16 @@ def da_LeaveGroupRequest_MemberIdentity_v5(buf: bytes, pos: int, blen: int, n: i
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_reason = buf[pos:end6].decode()
-                pos = end6
-            elif n5 < 0:
+            if n5 < 0:
                 f_reason = None
             elif n5 == 0:
                 f_reason = ''
             else:
-                bad_length(n5, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'Reason')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'Reason')
+                f_reason = buf[pos:end6].decode()
+                pos = end6
             if buf[pos] == 0:
                 pos += 1
             else:
@@ -425,14 +439,16 @@ def d_LeaveGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'LeaveGroupRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'LeaveGroupRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'LeaveGroupRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -535,26 +551,28 @@ def da_LeaveGroupResponse_MemberResponse_v3(buf: bytes, pos: int, blen: int, n: 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'MemberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'MemberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'MemberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                bad_length(n3, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'GroupInstanceId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'GroupInstanceId')
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             app(_LeaveGroupResponse_MemberResponse(f_member_id, f_group_instance_id, f_error_code))
@@ -620,14 +638,16 @@ def da_LeaveGroupResponse_MemberResponse_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'MemberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'MemberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'MemberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -637,16 +657,16 @@ def da_LeaveGroupResponse_MemberResponse_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                bad_length(n3, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'GroupInstanceId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'GroupInstanceId')
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             if buf[pos] == 0:

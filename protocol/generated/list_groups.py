@@ -138,14 +138,16 @@ def d_ListGroupsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
                 else:
                     n4, pos = read_uvarint(buf, pos)
                 n4 -= 1
-                end5 = pos + n4
-                if 0 < n4 and end5 <= blen:
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                elif n4 == 0:
+                if n4 <= 0:
+                    if n4 < 0:
+                        bad_length(n4, pos, 'ListGroupsRequest', 'string', 'StatesFilter')
                     el3 = ''
                 else:
-                    bad_length(n4, pos, 'ListGroupsRequest', 'string', 'StatesFilter')
+                    end5 = pos + n4
+                    if end5 > blen:
+                        bad_length(n4, pos, 'ListGroupsRequest', 'string', 'StatesFilter')
+                    el3 = buf[pos:end5].decode()
+                    pos = end5
                 app2(el3)
         if buf[pos] == 0:
             pos += 1
@@ -199,14 +201,16 @@ def d_ListGroupsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
                 else:
                     n4, pos = read_uvarint(buf, pos)
                 n4 -= 1
-                end5 = pos + n4
-                if 0 < n4 and end5 <= blen:
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                elif n4 == 0:
+                if n4 <= 0:
+                    if n4 < 0:
+                        bad_length(n4, pos, 'ListGroupsRequest', 'string', 'StatesFilter')
                     el3 = ''
                 else:
-                    bad_length(n4, pos, 'ListGroupsRequest', 'string', 'StatesFilter')
+                    end5 = pos + n4
+                    if end5 > blen:
+                        bad_length(n4, pos, 'ListGroupsRequest', 'string', 'StatesFilter')
+                    el3 = buf[pos:end5].decode()
+                    pos = end5
                 app2(el3)
         n6 = buf[pos]
         if n6 < 128:
@@ -234,14 +238,16 @@ def d_ListGroupsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[ListGroupsR
                 else:
                     n9, pos = read_uvarint(buf, pos)
                 n9 -= 1
-                end10 = pos + n9
-                if 0 < n9 and end10 <= blen:
-                    el8 = buf[pos:end10].decode()
-                    pos = end10
-                elif n9 == 0:
+                if n9 <= 0:
+                    if n9 < 0:
+                        bad_length(n9, pos, 'ListGroupsRequest', 'string', 'TypesFilter')
                     el8 = ''
                 else:
-                    bad_length(n9, pos, 'ListGroupsRequest', 'string', 'TypesFilter')
+                    end10 = pos + n9
+                    if end10 > blen:
+                        bad_length(n9, pos, 'ListGroupsRequest', 'string', 'TypesFilter')
+                    el8 = buf[pos:end10].decode()
+                    pos = end10
                 app7(el8)
         if buf[pos] == 0:
             pos += 1
@@ -280,24 +286,28 @@ def da_ListGroupsResponse_ListedGroup_v0(buf: bytes, pos: int, blen: int, n: int
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_group_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupId')
                 f_group_id = ''
             else:
-                bad_length(n1, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupId')
+                f_group_id = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_protocol_type = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
                 f_protocol_type = ''
             else:
-                bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
+                f_protocol_type = buf[pos:end4].decode()
+                pos = end4
             app(_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, '', ''))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse.ListedGroup', pos) from None
@@ -381,14 +391,16 @@ def da_ListGroupsResponse_ListedGroup_v3(buf: bytes, pos: int, blen: int, n: int
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_group_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupId')
                 f_group_id = ''
             else:
-                bad_length(n1, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupId')
+                f_group_id = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -398,14 +410,16 @@ def da_ListGroupsResponse_ListedGroup_v3(buf: bytes, pos: int, blen: int, n: int
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_protocol_type = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
                 f_protocol_type = ''
             else:
-                bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
+                f_protocol_type = buf[pos:end4].decode()
+                pos = end4
             if buf[pos] == 0:
                 pos += 1
             else:
@@ -484,14 +498,16 @@ def da_ListGroupsResponse_ListedGroup_v4(buf: bytes, pos: int, blen: int, n: int
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_group_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupId')
                 f_group_id = ''
             else:
-                bad_length(n1, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupId')
+                f_group_id = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -501,14 +517,16 @@ def da_ListGroupsResponse_ListedGroup_v4(buf: bytes, pos: int, blen: int, n: int
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_protocol_type = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
                 f_protocol_type = ''
             else:
-                bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
+                f_protocol_type = buf[pos:end4].decode()
+                pos = end4
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -518,14 +536,16 @@ def da_ListGroupsResponse_ListedGroup_v4(buf: bytes, pos: int, blen: int, n: int
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_group_state = buf[pos:end6].decode()
-                pos = end6
-            elif n5 == 0:
+            if n5 <= 0:
+                if n5 < 0:
+                    bad_length(n5, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupState')
                 f_group_state = ''
             else:
-                bad_length(n5, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupState')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupState')
+                f_group_state = buf[pos:end6].decode()
+                pos = end6
             if buf[pos] == 0:
                 pos += 1
             else:
@@ -609,14 +629,16 @@ def da_ListGroupsResponse_ListedGroup_v5(buf: bytes, pos: int, blen: int, n: int
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_group_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupId')
                 f_group_id = ''
             else:
-                bad_length(n1, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupId')
+                f_group_id = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -626,14 +648,16 @@ def da_ListGroupsResponse_ListedGroup_v5(buf: bytes, pos: int, blen: int, n: int
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_protocol_type = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
                 f_protocol_type = ''
             else:
-                bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
+                f_protocol_type = buf[pos:end4].decode()
+                pos = end4
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -643,14 +667,16 @@ def da_ListGroupsResponse_ListedGroup_v5(buf: bytes, pos: int, blen: int, n: int
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_group_state = buf[pos:end6].decode()
-                pos = end6
-            elif n5 == 0:
+            if n5 <= 0:
+                if n5 < 0:
+                    bad_length(n5, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupState')
                 f_group_state = ''
             else:
-                bad_length(n5, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupState')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupState')
+                f_group_state = buf[pos:end6].decode()
+                pos = end6
             n7 = buf[pos]
             if n7 < 128:
                 pos += 1
@@ -660,14 +686,16 @@ def da_ListGroupsResponse_ListedGroup_v5(buf: bytes, pos: int, blen: int, n: int
             else:
                 n7, pos = read_uvarint(buf, pos)
             n7 -= 1
-            end8 = pos + n7
-            if 0 < n7 and end8 <= blen:
-                f_group_type = buf[pos:end8].decode()
-                pos = end8
-            elif n7 == 0:
+            if n7 <= 0:
+                if n7 < 0:
+                    bad_length(n7, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupType')
                 f_group_type = ''
             else:
-                bad_length(n7, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupType')
+                end8 = pos + n7
+                if end8 > blen:
+                    bad_length(n7, pos, 'ListGroupsResponse.ListedGroup', 'string', 'GroupType')
+                f_group_type = buf[pos:end8].decode()
+                pos = end8
             if buf[pos] == 0:
                 pos += 1
             else:

@@ -148,14 +148,16 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v0(buf: bytes, pos: int, blen: int, n
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ListOffsetsRequest.ListOffsetsTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ListOffsetsRequest.ListOffsetsTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ListOffsetsRequest.ListOffsetsTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -233,14 +235,16 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v1(buf: bytes, pos: int, blen: int, n
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ListOffsetsRequest.ListOffsetsTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ListOffsetsRequest.ListOffsetsTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ListOffsetsRequest.ListOffsetsTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -343,14 +347,16 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v4(buf: bytes, pos: int, blen: int, n
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ListOffsetsRequest.ListOffsetsTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ListOffsetsRequest.ListOffsetsTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ListOffsetsRequest.ListOffsetsTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -439,14 +445,16 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v6(buf: bytes, pos: int, blen: int, n
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ListOffsetsRequest.ListOffsetsTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ListOffsetsRequest.ListOffsetsTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ListOffsetsRequest.ListOffsetsTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -600,14 +608,16 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf: bytes, pos: int, ble
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -685,14 +695,16 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf: bytes, pos: int, ble
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -792,14 +804,16 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v4(buf: bytes, pos: int, ble
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -888,14 +902,16 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf: bytes, pos: int, ble
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1

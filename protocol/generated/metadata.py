@@ -146,14 +146,16 @@ def da_MetadataRequest_MetadataRequestTopic_v0(buf: bytes, pos: int, blen: int, 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'MetadataRequest.MetadataRequestTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'MetadataRequest.MetadataRequestTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'MetadataRequest.MetadataRequestTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             app(_MetadataRequest_MetadataRequestTopic(ZERO_UUID, f_name))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest.MetadataRequestTopic', pos) from None
@@ -289,14 +291,16 @@ def da_MetadataRequest_MetadataRequestTopic_v9(buf: bytes, pos: int, blen: int, 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'MetadataRequest.MetadataRequestTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'MetadataRequest.MetadataRequestTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'MetadataRequest.MetadataRequestTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             if buf[pos] == 0:
                 pos += 1
             else:
@@ -378,16 +382,16 @@ def da_MetadataRequest_MetadataRequestTopic_v10(buf: bytes, pos: int, blen: int,
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_name = None
             elif n1 == 0:
                 f_name = ''
             else:
-                bad_length(n1, pos, 'MetadataRequest.MetadataRequestTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'MetadataRequest.MetadataRequestTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             if buf[pos] == 0:
                 pos += 1
             else:
@@ -505,14 +509,16 @@ def da_MetadataResponse_MetadataResponseBroker_v0(buf: bytes, pos: int, blen: in
             pos += 4
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_host = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
                 f_host = ''
             else:
-                bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
+                f_host = buf[pos:end2].decode()
+                pos = end2
             (f_port,) = _F_i_unpack(buf, pos)
             pos += 4
             app(_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, None))
@@ -559,14 +565,16 @@ def da_MetadataResponse_MetadataResponseTopic_v0(buf: bytes, pos: int, blen: int
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -662,28 +670,30 @@ def da_MetadataResponse_MetadataResponseBroker_v1(buf: bytes, pos: int, blen: in
             pos += 4
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_host = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
                 f_host = ''
             else:
-                bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
+                f_host = buf[pos:end2].decode()
+                pos = end2
             (f_port,) = _F_i_unpack(buf, pos)
             pos += 4
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_rack = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_rack = None
             elif n3 == 0:
                 f_rack = ''
             else:
-                bad_length(n3, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Rack')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Rack')
+                f_rack = buf[pos:end4].decode()
+                pos = end4
             app(_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, f_rack))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseBroker', pos) from None
@@ -698,14 +708,16 @@ def da_MetadataResponse_MetadataResponseTopic_v1(buf: bytes, pos: int, blen: int
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_is_internal,) = _F_o_unpack(buf, pos)
             pos += 1
             (n3,) = I32_unpack(buf, pos)
@@ -804,16 +816,16 @@ def d_MetadataResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
         (n2,) = I16_unpack(buf, pos)
         pos += 2
-        end3 = pos + n2
-        if 0 < n2 and end3 <= blen:
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        elif n2 < 0:
+        if n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            end3 = pos + n2
+            if end3 > blen:
+                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n4,) = I32_unpack(buf, pos)
@@ -862,16 +874,16 @@ def d_MetadataResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
         (n2,) = I16_unpack(buf, pos)
         pos += 2
-        end3 = pos + n2
-        if 0 < n2 and end3 <= blen:
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        elif n2 < 0:
+        if n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            end3 = pos + n2
+            if end3 > blen:
+                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n4,) = I32_unpack(buf, pos)
@@ -954,14 +966,16 @@ def da_MetadataResponse_MetadataResponseTopic_v5(buf: bytes, pos: int, blen: int
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_is_internal,) = _F_o_unpack(buf, pos)
             pos += 1
             (n3,) = I32_unpack(buf, pos)
@@ -992,16 +1006,16 @@ def d_MetadataResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
         (n2,) = I16_unpack(buf, pos)
         pos += 2
-        end3 = pos + n2
-        if 0 < n2 and end3 <= blen:
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        elif n2 < 0:
+        if n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            end3 = pos + n2
+            if end3 > blen:
+                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n4,) = I32_unpack(buf, pos)
@@ -1115,14 +1129,16 @@ def da_MetadataResponse_MetadataResponseTopic_v7(buf: bytes, pos: int, blen: int
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_is_internal,) = _F_o_unpack(buf, pos)
             pos += 1
             (n3,) = I32_unpack(buf, pos)
@@ -1153,16 +1169,16 @@ def d_MetadataResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
         (n2,) = I16_unpack(buf, pos)
         pos += 2
-        end3 = pos + n2
-        if 0 < n2 and end3 <= blen:
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        elif n2 < 0:
+        if n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            end3 = pos + n2
+            if end3 > blen:
+                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n4,) = I32_unpack(buf, pos)
@@ -1237,14 +1253,16 @@ def da_MetadataResponse_MetadataResponseTopic_v8(buf: bytes, pos: int, blen: int
             pos += 2
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_is_internal,) = _F_o_unpack(buf, pos)
             pos += 1
             (n3,) = I32_unpack(buf, pos)
@@ -1277,16 +1295,16 @@ def d_MetadataResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
             f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
         (n2,) = I16_unpack(buf, pos)
         pos += 2
-        end3 = pos + n2
-        if 0 < n2 and end3 <= blen:
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        elif n2 < 0:
+        if n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            end3 = pos + n2
+            if end3 > blen:
+                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n4,) = I32_unpack(buf, pos)
@@ -1357,14 +1375,16 @@ def da_MetadataResponse_MetadataResponseBroker_v9(buf: bytes, pos: int, blen: in
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_host = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
                 f_host = ''
             else:
-                bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
+                f_host = buf[pos:end2].decode()
+                pos = end2
             (f_port,) = _F_i_unpack(buf, pos)
             pos += 4
             n3 = buf[pos]
@@ -1376,16 +1396,16 @@ def da_MetadataResponse_MetadataResponseBroker_v9(buf: bytes, pos: int, blen: in
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_rack = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_rack = None
             elif n3 == 0:
                 f_rack = ''
             else:
-                bad_length(n3, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Rack')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Rack')
+                f_rack = buf[pos:end4].decode()
+                pos = end4
             if buf[pos] == 0:
                 pos += 1
             else:
@@ -1475,14 +1495,16 @@ def da_MetadataResponse_MetadataResponseTopic_v9(buf: bytes, pos: int, blen: int
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (f_is_internal,) = _F_o_unpack(buf, pos)
             pos += 1
             n3 = buf[pos]
@@ -1540,16 +1562,16 @@ def d_MetadataResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[MetadataResp
         else:
             n2, pos = read_uvarint(buf, pos)
         n2 -= 1
-        end3 = pos + n2
-        if 0 < n2 and end3 <= blen:
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        elif n2 < 0:
+        if n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            end3 = pos + n2
+            if end3 > blen:
+                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n4 = buf[pos]
@@ -1677,14 +1699,16 @@ def da_MetadataResponse_MetadataResponseTopic_v10(buf: bytes, pos: int, blen: in
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             if pos + 16 > blen:
                 raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -1746,16 +1770,16 @@ def d_MetadataResponse_v10(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
         else:
             n2, pos = read_uvarint(buf, pos)
         n2 -= 1
-        end3 = pos + n2
-        if 0 < n2 and end3 <= blen:
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        elif n2 < 0:
+        if n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            end3 = pos + n2
+            if end3 > blen:
+                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n4 = buf[pos]
@@ -1856,16 +1880,16 @@ def d_MetadataResponse_v11(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
         else:
             n2, pos = read_uvarint(buf, pos)
         n2 -= 1
-        end3 = pos + n2
-        if 0 < n2 and end3 <= blen:
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        elif n2 < 0:
+        if n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            end3 = pos + n2
+            if end3 > blen:
+                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n4 = buf[pos]
@@ -1932,16 +1956,16 @@ def da_MetadataResponse_MetadataResponseTopic_v12(buf: bytes, pos: int, blen: in
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_name = None
             elif n1 == 0:
                 f_name = ''
             else:
-                bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             if pos + 16 > blen:
                 raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'truncated uuid TopicId')
             f_topic_id = UUID(bytes=buf[pos:pos + 16])
@@ -2003,16 +2027,16 @@ def d_MetadataResponse_v12(buf: bytes, pos: int, blen: int) -> tuple[MetadataRes
         else:
             n2, pos = read_uvarint(buf, pos)
         n2 -= 1
-        end3 = pos + n2
-        if 0 < n2 and end3 <= blen:
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        elif n2 < 0:
+        if n2 < 0:
             f_cluster_id = None
         elif n2 == 0:
             f_cluster_id = ''
         else:
-            bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            end3 = pos + n2
+            if end3 > blen:
+                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
+            f_cluster_id = buf[pos:end3].decode()
+            pos = end3
         (f_controller_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n4 = buf[pos]

@@ -129,16 +129,16 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf: bytes, pos: int,
             pos += 12
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_committed_metadata = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_committed_metadata = None
             elif n1 == 0:
                 f_committed_metadata = ''
             else:
-                bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestPartition', 'string', 'CommittedMetadata')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestPartition', 'string', 'CommittedMetadata')
+                f_committed_metadata = buf[pos:end2].decode()
+                pos = end2
             app(_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, -1, f_committed_metadata))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestPartition', pos) from None
@@ -151,14 +151,16 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf: bytes, pos: int, ble
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -176,14 +178,16 @@ def d_OffsetCommitRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (n3,) = I32_unpack(buf, pos)
         pos += 4
         if n3 < 0:
@@ -245,16 +249,16 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf: bytes, pos: int,
             pos += 20
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_committed_metadata = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_committed_metadata = None
             elif n1 == 0:
                 f_committed_metadata = ''
             else:
-                bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestPartition', 'string', 'CommittedMetadata')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestPartition', 'string', 'CommittedMetadata')
+                f_committed_metadata = buf[pos:end2].decode()
+                pos = end2
             app(_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, f_commit_timestamp, f_committed_metadata))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestPartition', pos) from None
@@ -267,14 +271,16 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf: bytes, pos: int, ble
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -292,26 +298,30 @@ def d_OffsetCommitRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         (n5,) = I32_unpack(buf, pos)
         pos += 4
         if n5 < 0:
@@ -372,26 +382,30 @@ def d_OffsetCommitRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         (f_retention_time_ms,) = _F_q_unpack(buf, pos)
         pos += 8
         (n5,) = I32_unpack(buf, pos)
@@ -428,26 +442,30 @@ def d_OffsetCommitRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         (n5,) = I32_unpack(buf, pos)
         pos += 4
         if n5 < 0:
@@ -487,16 +505,16 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v6(buf: bytes, pos: int,
             pos += 16
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_committed_metadata = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_committed_metadata = None
             elif n1 == 0:
                 f_committed_metadata = ''
             else:
-                bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestPartition', 'string', 'CommittedMetadata')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestPartition', 'string', 'CommittedMetadata')
+                f_committed_metadata = buf[pos:end2].decode()
+                pos = end2
             app(_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestPartition', pos) from None
@@ -509,14 +527,16 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf: bytes, pos: int, ble
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -534,26 +554,30 @@ def d_OffsetCommitRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         (n5,) = I32_unpack(buf, pos)
         pos += 4
         if n5 < 0:
@@ -615,38 +639,42 @@ def d_OffsetCommitRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
-        elif n5 < 0:
+        if n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            bad_length(n5, pos, 'OffsetCommitRequest', 'string', 'GroupInstanceId')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'OffsetCommitRequest', 'string', 'GroupInstanceId')
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -700,16 +728,16 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf: bytes, pos: int,
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_committed_metadata = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_committed_metadata = None
             elif n1 == 0:
                 f_committed_metadata = ''
             else:
-                bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestPartition', 'string', 'CommittedMetadata')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestPartition', 'string', 'CommittedMetadata')
+                f_committed_metadata = buf[pos:end2].decode()
+                pos = end2
             if buf[pos] == 0:
                 pos += 1
             else:
@@ -733,14 +761,16 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf: bytes, pos: int, ble
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -777,14 +807,16 @@ def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetCommitRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (f_generation_id_or_member_epoch,) = _F_i_unpack(buf, pos)
         pos += 4
         n3 = buf[pos]
@@ -796,14 +828,16 @@ def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'OffsetCommitRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -813,16 +847,16 @@ def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
-        elif n5 < 0:
+        if n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            bad_length(n5, pos, 'OffsetCommitRequest', 'string', 'GroupInstanceId')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'OffsetCommitRequest', 'string', 'GroupInstanceId')
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -926,14 +960,16 @@ def da_OffsetCommitResponse_OffsetCommitResponseTopic_v0(buf: bytes, pos: int, b
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetCommitResponse.OffsetCommitResponseTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'OffsetCommitResponse.OffsetCommitResponseTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetCommitResponse.OffsetCommitResponseTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -1044,14 +1080,16 @@ def da_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf: bytes, pos: int, b
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetCommitResponse.OffsetCommitResponseTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'OffsetCommitResponse.OffsetCommitResponseTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetCommitResponse.OffsetCommitResponseTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1

@@ -119,14 +119,16 @@ def da_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf: bytes, pos: int, ble
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetDeleteRequest.OffsetDeleteRequestTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'OffsetDeleteRequest.OffsetDeleteRequestTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetDeleteRequest.OffsetDeleteRequestTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -144,14 +146,16 @@ def d_OffsetDeleteRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetDel
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetDeleteRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'OffsetDeleteRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetDeleteRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (n3,) = I32_unpack(buf, pos)
         pos += 4
         if n3 < 0:
@@ -215,14 +219,16 @@ def da_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf: bytes, pos: int, b
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetDeleteResponse.OffsetDeleteResponseTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'OffsetDeleteResponse.OffsetDeleteResponseTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetDeleteResponse.OffsetDeleteResponseTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:

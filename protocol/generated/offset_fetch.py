@@ -169,14 +169,16 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopic_v0(buf: bytes, pos: int, blen:
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -195,14 +197,16 @@ def d_OffsetFetchRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetFetchRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'OffsetFetchRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetFetchRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (n3,) = I32_unpack(buf, pos)
         pos += 4
         if n3 < 0:
@@ -245,14 +249,16 @@ def d_OffsetFetchRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetFetchRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'OffsetFetchRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetFetchRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (n3,) = I32_unpack(buf, pos)
         pos += 4
         if n3 < 0:
@@ -294,14 +300,16 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf: bytes, pos: int, blen:
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -339,14 +347,16 @@ def d_OffsetFetchRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetFetchRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'OffsetFetchRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetFetchRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -416,14 +426,16 @@ def d_OffsetFetchRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetFetchRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'OffsetFetchRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetFetchRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -481,14 +493,16 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf: bytes, pos: int, blen
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestTopics', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestTopics', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestTopics', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -529,14 +543,16 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf: bytes, pos: int, blen:
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_group_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestGroup', 'string', 'GroupId')
                 f_group_id = ''
             else:
-                bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestGroup', 'string', 'GroupId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestGroup', 'string', 'GroupId')
+                f_group_id = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -649,14 +665,16 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: bytes, pos: int, blen:
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_group_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestGroup', 'string', 'GroupId')
                 f_group_id = ''
             else:
-                bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestGroup', 'string', 'GroupId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetFetchRequest.OffsetFetchRequestGroup', 'string', 'GroupId')
+                f_group_id = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -666,16 +684,16 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: bytes, pos: int, blen:
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_member_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_member_id = None
             elif n3 == 0:
                 f_member_id = ''
             else:
-                bad_length(n3, pos, 'OffsetFetchRequest.OffsetFetchRequestGroup', 'string', 'MemberId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'OffsetFetchRequest.OffsetFetchRequestGroup', 'string', 'MemberId')
+                f_member_id = buf[pos:end4].decode()
+                pos = end4
             (f_member_epoch,) = _F_i_unpack(buf, pos)
             pos += 4
             n5 = buf[pos]
@@ -777,16 +795,16 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v0(buf: bytes, pos: int,
             pos += 12
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_metadata = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_metadata = None
             elif n1 == 0:
                 f_metadata = ''
             else:
-                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponsePartition', 'string', 'Metadata')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponsePartition', 'string', 'Metadata')
+                f_metadata = buf[pos:end2].decode()
+                pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             app(_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, -1, f_metadata, f_error_code))
@@ -801,14 +819,16 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v0(buf: bytes, pos: int, ble
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -935,16 +955,16 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf: bytes, pos: int,
             pos += 16
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_metadata = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_metadata = None
             elif n1 == 0:
                 f_metadata = ''
             else:
-                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponsePartition', 'string', 'Metadata')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponsePartition', 'string', 'Metadata')
+                f_metadata = buf[pos:end2].decode()
+                pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             app(_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code))
@@ -959,14 +979,16 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf: bytes, pos: int, ble
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -1053,16 +1075,16 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf: bytes, pos: int,
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_metadata = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_metadata = None
             elif n1 == 0:
                 f_metadata = ''
             else:
-                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponsePartition', 'string', 'Metadata')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponsePartition', 'string', 'Metadata')
+                f_metadata = buf[pos:end2].decode()
+                pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             if buf[pos] == 0:
@@ -1088,14 +1110,16 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf: bytes, pos: int, ble
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1209,16 +1233,16 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf: bytes, pos: int
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_metadata = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_metadata = None
             elif n1 == 0:
                 f_metadata = ''
             else:
-                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponsePartitions', 'string', 'Metadata')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponsePartitions', 'string', 'Metadata')
+                f_metadata = buf[pos:end2].decode()
+                pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
             if buf[pos] == 0:
@@ -1244,14 +1268,16 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf: bytes, pos: int, bl
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopics', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopics', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopics', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1290,14 +1316,16 @@ def da_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf: bytes, pos: int, ble
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_group_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseGroup', 'string', 'GroupId')
                 f_group_id = ''
             else:
-                bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseGroup', 'string', 'GroupId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseGroup', 'string', 'GroupId')
+                f_group_id = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1

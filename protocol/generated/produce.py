@@ -182,14 +182,16 @@ def da_ProduceRequest_TopicProduceData_v0(buf: bytes, pos: int, blen: int, n: in
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ProduceRequest.TopicProduceData', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ProduceRequest.TopicProduceData', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ProduceRequest.TopicProduceData', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -259,16 +261,16 @@ def d_ProduceRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_transactional_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_transactional_id = None
         elif n1 == 0:
             f_transactional_id = ''
         else:
-            bad_length(n1, pos, 'ProduceRequest', 'string', 'TransactionalId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'ProduceRequest', 'string', 'TransactionalId')
+            f_transactional_id = buf[pos:end2].decode()
+            pos = end2
         (f_acks, f_timeout_ms,) = _F_hi_unpack(buf, pos)
         pos += 6
         (n3,) = I32_unpack(buf, pos)
@@ -347,14 +349,16 @@ def da_ProduceRequest_TopicProduceData_v9(buf: bytes, pos: int, blen: int, n: in
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ProduceRequest.TopicProduceData', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ProduceRequest.TopicProduceData', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ProduceRequest.TopicProduceData', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -391,16 +395,16 @@ def d_ProduceRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_transactional_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_transactional_id = None
         elif n1 == 0:
             f_transactional_id = ''
         else:
-            bad_length(n1, pos, 'ProduceRequest', 'string', 'TransactionalId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'ProduceRequest', 'string', 'TransactionalId')
+            f_transactional_id = buf[pos:end2].decode()
+            pos = end2
         (f_acks, f_timeout_ms,) = _F_hi_unpack(buf, pos)
         pos += 6
         n3 = buf[pos]
@@ -495,14 +499,16 @@ def da_ProduceResponse_TopicProduceResponse_v0(buf: bytes, pos: int, blen: int, 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -602,14 +608,16 @@ def da_ProduceResponse_TopicProduceResponse_v2(buf: bytes, pos: int, blen: int, 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -687,14 +695,16 @@ def da_ProduceResponse_TopicProduceResponse_v5(buf: bytes, pos: int, blen: int, 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -763,16 +773,16 @@ def da_ProduceResponse_BatchIndexAndErrorMessage_v8(buf: bytes, pos: int, blen: 
             pos += 4
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_batch_index_error_message = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_batch_index_error_message = None
             elif n1 == 0:
                 f_batch_index_error_message = ''
             else:
-                bad_length(n1, pos, 'ProduceResponse.BatchIndexAndErrorMessage', 'string', 'BatchIndexErrorMessage')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ProduceResponse.BatchIndexAndErrorMessage', 'string', 'BatchIndexErrorMessage')
+                f_batch_index_error_message = buf[pos:end2].decode()
+                pos = end2
             app(_ProduceResponse_BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.BatchIndexAndErrorMessage', pos) from None
@@ -796,16 +806,16 @@ def da_ProduceResponse_PartitionProduceResponse_v8(buf: bytes, pos: int, blen: i
                 f_record_errors, pos = da_ProduceResponse_BatchIndexAndErrorMessage_v8(buf, pos, blen, n1)
             (n2,) = I16_unpack(buf, pos)
             pos += 2
-            end3 = pos + n2
-            if 0 < n2 and end3 <= blen:
-                f_error_message = buf[pos:end3].decode()
-                pos = end3
-            elif n2 < 0:
+            if n2 < 0:
                 f_error_message = None
             elif n2 == 0:
                 f_error_message = ''
             else:
-                bad_length(n2, pos, 'ProduceResponse.PartitionProduceResponse', 'string', 'ErrorMessage')
+                end3 = pos + n2
+                if end3 > blen:
+                    bad_length(n2, pos, 'ProduceResponse.PartitionProduceResponse', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end3].decode()
+                pos = end3
             app(_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, _ProduceResponse_LeaderIdAndEpoch()))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.PartitionProduceResponse', pos) from None
@@ -818,14 +828,16 @@ def da_ProduceResponse_TopicProduceResponse_v8(buf: bytes, pos: int, blen: int, 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             if n3 < 0:
@@ -925,16 +937,16 @@ def da_ProduceResponse_BatchIndexAndErrorMessage_v9(buf: bytes, pos: int, blen: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_batch_index_error_message = buf[pos:end2].decode()
-                pos = end2
-            elif n1 < 0:
+            if n1 < 0:
                 f_batch_index_error_message = None
             elif n1 == 0:
                 f_batch_index_error_message = ''
             else:
-                bad_length(n1, pos, 'ProduceResponse.BatchIndexAndErrorMessage', 'string', 'BatchIndexErrorMessage')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ProduceResponse.BatchIndexAndErrorMessage', 'string', 'BatchIndexErrorMessage')
+                f_batch_index_error_message = buf[pos:end2].decode()
+                pos = end2
             if buf[pos] == 0:
                 pos += 1
             else:
@@ -976,16 +988,16 @@ def da_ProduceResponse_PartitionProduceResponse_v9(buf: bytes, pos: int, blen: i
             else:
                 n2, pos = read_uvarint(buf, pos)
             n2 -= 1
-            end3 = pos + n2
-            if 0 < n2 and end3 <= blen:
-                f_error_message = buf[pos:end3].decode()
-                pos = end3
-            elif n2 < 0:
+            if n2 < 0:
                 f_error_message = None
             elif n2 == 0:
                 f_error_message = ''
             else:
-                bad_length(n2, pos, 'ProduceResponse.PartitionProduceResponse', 'string', 'ErrorMessage')
+                end3 = pos + n2
+                if end3 > blen:
+                    bad_length(n2, pos, 'ProduceResponse.PartitionProduceResponse', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end3].decode()
+                pos = end3
             if buf[pos] == 0:
                 pos += 1
             else:
@@ -1009,14 +1021,16 @@ def da_ProduceResponse_TopicProduceResponse_v9(buf: bytes, pos: int, blen: int, 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1175,16 +1189,16 @@ def da_ProduceResponse_PartitionProduceResponse_v10(buf: bytes, pos: int, blen: 
             else:
                 n2, pos = read_uvarint(buf, pos)
             n2 -= 1
-            end3 = pos + n2
-            if 0 < n2 and end3 <= blen:
-                f_error_message = buf[pos:end3].decode()
-                pos = end3
-            elif n2 < 0:
+            if n2 < 0:
                 f_error_message = None
             elif n2 == 0:
                 f_error_message = ''
             else:
-                bad_length(n2, pos, 'ProduceResponse.PartitionProduceResponse', 'string', 'ErrorMessage')
+                end3 = pos + n2
+                if end3 > blen:
+                    bad_length(n2, pos, 'ProduceResponse.PartitionProduceResponse', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end3].decode()
+                pos = end3
             f_current_leader = _ProduceResponse_LeaderIdAndEpoch()
             if buf[pos] == 0:
                 pos += 1
@@ -1218,14 +1232,16 @@ def da_ProduceResponse_TopicProduceResponse_v10(buf: bytes, pos: int, blen: int,
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ProduceResponse.TopicProduceResponse', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -1267,14 +1283,16 @@ def da_ProduceResponse_NodeEndpoint_v10(buf: bytes, pos: int, blen: int, n: int)
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_host = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ProduceResponse.NodeEndpoint', 'string', 'Host')
                 f_host = ''
             else:
-                bad_length(n1, pos, 'ProduceResponse.NodeEndpoint', 'string', 'Host')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ProduceResponse.NodeEndpoint', 'string', 'Host')
+                f_host = buf[pos:end2].decode()
+                pos = end2
             (f_port,) = _F_i_unpack(buf, pos)
             pos += 4
             n3 = buf[pos]
@@ -1286,16 +1304,16 @@ def da_ProduceResponse_NodeEndpoint_v10(buf: bytes, pos: int, blen: int, n: int)
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_rack = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_rack = None
             elif n3 == 0:
                 f_rack = ''
             else:
-                bad_length(n3, pos, 'ProduceResponse.NodeEndpoint', 'string', 'Rack')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'ProduceResponse.NodeEndpoint', 'string', 'Rack')
+                f_rack = buf[pos:end4].decode()
+                pos = end4
             if buf[pos] == 0:
                 pos += 1
             else:

@@ -426,14 +426,16 @@ def d_ClassicGroupReasonKey_v30000(buf: bytes, pos: int, blen: int) -> tuple[Cla
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'ClassicGroupReasonKey', 'string', 'group')
             f_group = ''
         else:
-            bad_length(n1, pos, 'ClassicGroupReasonKey', 'string', 'group')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'ClassicGroupReasonKey', 'string', 'group')
+            f_group = buf[pos:end2].decode()
+            pos = end2
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ClassicGroupReasonKey', pos) from None
     return ClassicGroupReasonKey(f_group), pos
@@ -459,14 +461,16 @@ def d_ClassicGroupReasonValue_v0(buf: bytes, pos: int, blen: int) -> tuple[Class
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_api = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'ClassicGroupReasonValue', 'string', 'api')
             f_api = ''
         else:
-            bad_length(n1, pos, 'ClassicGroupReasonValue', 'string', 'api')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'ClassicGroupReasonValue', 'string', 'api')
+            f_api = buf[pos:end2].decode()
+            pos = end2
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -476,14 +480,16 @@ def d_ClassicGroupReasonValue_v0(buf: bytes, pos: int, blen: int) -> tuple[Class
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'ClassicGroupReasonValue', 'string', 'memberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'ClassicGroupReasonValue', 'string', 'memberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'ClassicGroupReasonValue', 'string', 'memberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -493,16 +499,16 @@ def d_ClassicGroupReasonValue_v0(buf: bytes, pos: int, blen: int) -> tuple[Class
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
-        elif n5 < 0:
+        if n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            bad_length(n5, pos, 'ClassicGroupReasonValue', 'string', 'groupInstanceId')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'ClassicGroupReasonValue', 'string', 'groupInstanceId')
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -512,14 +518,16 @@ def d_ClassicGroupReasonValue_v0(buf: bytes, pos: int, blen: int) -> tuple[Class
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        end8 = pos + n7
-        if 0 < n7 and end8 <= blen:
-            f_reason = buf[pos:end8].decode()
-            pos = end8
-        elif n7 == 0:
+        if n7 <= 0:
+            if n7 < 0:
+                bad_length(n7, pos, 'ClassicGroupReasonValue', 'string', 'reason')
             f_reason = ''
         else:
-            bad_length(n7, pos, 'ClassicGroupReasonValue', 'string', 'reason')
+            end8 = pos + n7
+            if end8 > blen:
+                bad_length(n7, pos, 'ClassicGroupReasonValue', 'string', 'reason')
+            f_reason = buf[pos:end8].decode()
+            pos = end8
         (f_timestamp,) = _F_q_unpack(buf, pos)
         pos += 8
         if buf[pos] == 0:
@@ -563,24 +571,28 @@ def d_ConsumerGroupCurrentMemberAssignmentKey_v8(buf: bytes, pos: int, blen: int
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'ConsumerGroupCurrentMemberAssignmentKey', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'ConsumerGroupCurrentMemberAssignmentKey', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'ConsumerGroupCurrentMemberAssignmentKey', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'ConsumerGroupCurrentMemberAssignmentKey', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'ConsumerGroupCurrentMemberAssignmentKey', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'ConsumerGroupCurrentMemberAssignmentKey', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupCurrentMemberAssignmentKey', pos) from None
     return ConsumerGroupCurrentMemberAssignmentKey(f_group_id, f_member_id), pos
@@ -706,24 +718,28 @@ def d_ConsumerGroupMemberMetadataKey_v5(buf: bytes, pos: int, blen: int) -> tupl
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'ConsumerGroupMemberMetadataKey', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'ConsumerGroupMemberMetadataKey', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'ConsumerGroupMemberMetadataKey', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'ConsumerGroupMemberMetadataKey', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'ConsumerGroupMemberMetadataKey', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'ConsumerGroupMemberMetadataKey', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupMemberMetadataKey', pos) from None
     return ConsumerGroupMemberMetadataKey(f_group_id, f_member_id), pos
@@ -755,14 +771,16 @@ def da_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(buf: bytes, pos: int,
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ConsumerGroupMemberMetadataValue.ClassicProtocol', 'string', 'Name')
                 f_name = ''
             else:
-                bad_length(n1, pos, 'ConsumerGroupMemberMetadataValue.ClassicProtocol', 'string', 'Name')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ConsumerGroupMemberMetadataValue.ClassicProtocol', 'string', 'Name')
+                f_name = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -831,16 +849,16 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_instance_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_instance_id = None
         elif n1 == 0:
             f_instance_id = ''
         else:
-            bad_length(n1, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'InstanceId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'InstanceId')
+            f_instance_id = buf[pos:end2].decode()
+            pos = end2
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -850,16 +868,16 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_rack_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 < 0:
+        if n3 < 0:
             f_rack_id = None
         elif n3 == 0:
             f_rack_id = ''
         else:
-            bad_length(n3, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'RackId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'RackId')
+            f_rack_id = buf[pos:end4].decode()
+            pos = end4
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -869,14 +887,16 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_client_id = buf[pos:end6].decode()
-            pos = end6
-        elif n5 == 0:
+        if n5 <= 0:
+            if n5 < 0:
+                bad_length(n5, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'ClientId')
             f_client_id = ''
         else:
-            bad_length(n5, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'ClientId')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'ClientId')
+            f_client_id = buf[pos:end6].decode()
+            pos = end6
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -886,14 +906,16 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        end8 = pos + n7
-        if 0 < n7 and end8 <= blen:
-            f_client_host = buf[pos:end8].decode()
-            pos = end8
-        elif n7 == 0:
+        if n7 <= 0:
+            if n7 < 0:
+                bad_length(n7, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'ClientHost')
             f_client_host = ''
         else:
-            bad_length(n7, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'ClientHost')
+            end8 = pos + n7
+            if end8 > blen:
+                bad_length(n7, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'ClientHost')
+            f_client_host = buf[pos:end8].decode()
+            pos = end8
         n9 = buf[pos]
         if n9 < 128:
             pos += 1
@@ -920,14 +942,16 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
                 else:
                     n12, pos = read_uvarint(buf, pos)
                 n12 -= 1
-                end13 = pos + n12
-                if 0 < n12 and end13 <= blen:
-                    el11 = buf[pos:end13].decode()
-                    pos = end13
-                elif n12 == 0:
+                if n12 <= 0:
+                    if n12 < 0:
+                        bad_length(n12, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'SubscribedTopicNames')
                     el11 = ''
                 else:
-                    bad_length(n12, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'SubscribedTopicNames')
+                    end13 = pos + n12
+                    if end13 > blen:
+                        bad_length(n12, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'SubscribedTopicNames')
+                    el11 = buf[pos:end13].decode()
+                    pos = end13
                 app10(el11)
         n14 = buf[pos]
         if n14 < 128:
@@ -938,16 +962,16 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             n14, pos = read_uvarint(buf, pos)
         n14 -= 1
-        end15 = pos + n14
-        if 0 < n14 and end15 <= blen:
-            f_subscribed_topic_regex = buf[pos:end15].decode()
-            pos = end15
-        elif n14 < 0:
+        if n14 < 0:
             f_subscribed_topic_regex = None
         elif n14 == 0:
             f_subscribed_topic_regex = ''
         else:
-            bad_length(n14, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'SubscribedTopicRegex')
+            end15 = pos + n14
+            if end15 > blen:
+                bad_length(n14, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'SubscribedTopicRegex')
+            f_subscribed_topic_regex = buf[pos:end15].decode()
+            pos = end15
         (f_rebalance_timeout_ms,) = _F_i_unpack(buf, pos)
         pos += 4
         n16 = buf[pos]
@@ -959,16 +983,16 @@ def d_ConsumerGroupMemberMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tu
         else:
             n16, pos = read_uvarint(buf, pos)
         n16 -= 1
-        end17 = pos + n16
-        if 0 < n16 and end17 <= blen:
-            f_server_assignor = buf[pos:end17].decode()
-            pos = end17
-        elif n16 < 0:
+        if n16 < 0:
             f_server_assignor = None
         elif n16 == 0:
             f_server_assignor = ''
         else:
-            bad_length(n16, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'ServerAssignor')
+            end17 = pos + n16
+            if end17 > blen:
+                bad_length(n16, pos, 'ConsumerGroupMemberMetadataValue', 'string', 'ServerAssignor')
+            f_server_assignor = buf[pos:end17].decode()
+            pos = end17
         f_classic_member_metadata = None
         if buf[pos] == 0:
             pos += 1
@@ -1097,14 +1121,16 @@ def d_ConsumerGroupMetadataKey_v3(buf: bytes, pos: int, blen: int) -> tuple[Cons
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'ConsumerGroupMetadataKey', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'ConsumerGroupMetadataKey', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'ConsumerGroupMetadataKey', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupMetadataKey', pos) from None
     return ConsumerGroupMetadataKey(f_group_id), pos
@@ -1140,14 +1166,16 @@ def d_ConsumerGroupPartitionMetadataKey_v4(buf: bytes, pos: int, blen: int) -> t
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'ConsumerGroupPartitionMetadataKey', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'ConsumerGroupPartitionMetadataKey', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'ConsumerGroupPartitionMetadataKey', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupPartitionMetadataKey', pos) from None
     return ConsumerGroupPartitionMetadataKey(f_group_id), pos
@@ -1195,14 +1223,16 @@ def da_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(buf: bytes, pos:
                     else:
                         n4, pos = read_uvarint(buf, pos)
                     n4 -= 1
-                    end5 = pos + n4
-                    if 0 < n4 and end5 <= blen:
-                        el3 = buf[pos:end5].decode()
-                        pos = end5
-                    elif n4 == 0:
+                    if n4 <= 0:
+                        if n4 < 0:
+                            bad_length(n4, pos, 'ConsumerGroupPartitionMetadataValue.PartitionMetadata', 'string', 'Racks')
                         el3 = ''
                     else:
-                        bad_length(n4, pos, 'ConsumerGroupPartitionMetadataValue.PartitionMetadata', 'string', 'Racks')
+                        end5 = pos + n4
+                        if end5 > blen:
+                            bad_length(n4, pos, 'ConsumerGroupPartitionMetadataValue.PartitionMetadata', 'string', 'Racks')
+                        el3 = buf[pos:end5].decode()
+                        pos = end5
                     app2(el3)
             if buf[pos] == 0:
                 pos += 1
@@ -1231,14 +1261,16 @@ def da_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(buf: bytes, pos: int
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_topic_name = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ConsumerGroupPartitionMetadataValue.TopicMetadata', 'string', 'TopicName')
                 f_topic_name = ''
             else:
-                bad_length(n1, pos, 'ConsumerGroupPartitionMetadataValue.TopicMetadata', 'string', 'TopicName')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ConsumerGroupPartitionMetadataValue.TopicMetadata', 'string', 'TopicName')
+                f_topic_name = buf[pos:end2].decode()
+                pos = end2
             (f_num_partitions,) = _F_i_unpack(buf, pos)
             pos += 4
             n3 = buf[pos]
@@ -1339,24 +1371,28 @@ def d_ConsumerGroupTargetAssignmentMemberKey_v7(buf: bytes, pos: int, blen: int)
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'ConsumerGroupTargetAssignmentMemberKey', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'ConsumerGroupTargetAssignmentMemberKey', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'ConsumerGroupTargetAssignmentMemberKey', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'ConsumerGroupTargetAssignmentMemberKey', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'ConsumerGroupTargetAssignmentMemberKey', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'ConsumerGroupTargetAssignmentMemberKey', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupTargetAssignmentMemberKey', pos) from None
     return ConsumerGroupTargetAssignmentMemberKey(f_group_id, f_member_id), pos
@@ -1460,14 +1496,16 @@ def d_ConsumerGroupTargetAssignmentMetadataKey_v6(buf: bytes, pos: int, blen: in
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'ConsumerGroupTargetAssignmentMetadataKey', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'ConsumerGroupTargetAssignmentMetadataKey', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'ConsumerGroupTargetAssignmentMetadataKey', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupTargetAssignmentMetadataKey', pos) from None
     return ConsumerGroupTargetAssignmentMetadataKey(f_group_id), pos
@@ -1529,14 +1567,16 @@ def d_GroupMetadataKey_v2(buf: bytes, pos: int, blen: int) -> tuple[GroupMetadat
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'GroupMetadataKey', 'string', 'group')
             f_group = ''
         else:
-            bad_length(n1, pos, 'GroupMetadataKey', 'string', 'group')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'GroupMetadataKey', 'string', 'group')
+            f_group = buf[pos:end2].decode()
+            pos = end2
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'GroupMetadataKey', pos) from None
     return GroupMetadataKey(f_group), pos
@@ -1557,34 +1597,40 @@ def da_GroupMetadataValue_MemberMetadata_v0(buf: bytes, pos: int, blen: int, n: 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'memberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'memberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'memberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_client_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientId')
                 f_client_id = ''
             else:
-                bad_length(n3, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientId')
+                f_client_id = buf[pos:end4].decode()
+                pos = end4
             (n5,) = I16_unpack(buf, pos)
             pos += 2
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_client_host = buf[pos:end6].decode()
-                pos = end6
-            elif n5 == 0:
+            if n5 <= 0:
+                if n5 < 0:
+                    bad_length(n5, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientHost')
                 f_client_host = ''
             else:
-                bad_length(n5, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientHost')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientHost')
+                f_client_host = buf[pos:end6].decode()
+                pos = end6
             (f_session_timeout,) = _F_i_unpack(buf, pos)
             pos += 4
             (n7,) = I32_unpack(buf, pos)
@@ -1614,40 +1660,42 @@ def d_GroupMetadataValue_v0(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_protocol_type = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
             f_protocol_type = ''
         else:
-            bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
+            f_protocol_type = buf[pos:end2].decode()
+            pos = end2
         (f_generation,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_protocol = buf[pos:end4].decode()
-            pos = end4
-        elif n3 < 0:
+        if n3 < 0:
             f_protocol = None
         elif n3 == 0:
             f_protocol = ''
         else:
-            bad_length(n3, pos, 'GroupMetadataValue', 'string', 'protocol')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'GroupMetadataValue', 'string', 'protocol')
+            f_protocol = buf[pos:end4].decode()
+            pos = end4
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_leader = buf[pos:end6].decode()
-            pos = end6
-        elif n5 < 0:
+        if n5 < 0:
             f_leader = None
         elif n5 == 0:
             f_leader = ''
         else:
-            bad_length(n5, pos, 'GroupMetadataValue', 'string', 'leader')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'GroupMetadataValue', 'string', 'leader')
+            f_leader = buf[pos:end6].decode()
+            pos = end6
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -1719,34 +1767,40 @@ def da_GroupMetadataValue_MemberMetadata_v1(buf: bytes, pos: int, blen: int, n: 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'memberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'memberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'memberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_client_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 == 0:
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientId')
                 f_client_id = ''
             else:
-                bad_length(n3, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientId')
+                f_client_id = buf[pos:end4].decode()
+                pos = end4
             (n5,) = I16_unpack(buf, pos)
             pos += 2
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_client_host = buf[pos:end6].decode()
-                pos = end6
-            elif n5 == 0:
+            if n5 <= 0:
+                if n5 < 0:
+                    bad_length(n5, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientHost')
                 f_client_host = ''
             else:
-                bad_length(n5, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientHost')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientHost')
+                f_client_host = buf[pos:end6].decode()
+                pos = end6
             (f_rebalance_timeout, f_session_timeout,) = _F_ii_unpack(buf, pos)
             pos += 8
             (n7,) = I32_unpack(buf, pos)
@@ -1776,40 +1830,42 @@ def d_GroupMetadataValue_v1(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_protocol_type = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
             f_protocol_type = ''
         else:
-            bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
+            f_protocol_type = buf[pos:end2].decode()
+            pos = end2
         (f_generation,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_protocol = buf[pos:end4].decode()
-            pos = end4
-        elif n3 < 0:
+        if n3 < 0:
             f_protocol = None
         elif n3 == 0:
             f_protocol = ''
         else:
-            bad_length(n3, pos, 'GroupMetadataValue', 'string', 'protocol')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'GroupMetadataValue', 'string', 'protocol')
+            f_protocol = buf[pos:end4].decode()
+            pos = end4
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_leader = buf[pos:end6].decode()
-            pos = end6
-        elif n5 < 0:
+        if n5 < 0:
             f_leader = None
         elif n5 == 0:
             f_leader = ''
         else:
-            bad_length(n5, pos, 'GroupMetadataValue', 'string', 'leader')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'GroupMetadataValue', 'string', 'leader')
+            f_leader = buf[pos:end6].decode()
+            pos = end6
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -1880,40 +1936,42 @@ def d_GroupMetadataValue_v2(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_protocol_type = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
             f_protocol_type = ''
         else:
-            bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
+            f_protocol_type = buf[pos:end2].decode()
+            pos = end2
         (f_generation,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_protocol = buf[pos:end4].decode()
-            pos = end4
-        elif n3 < 0:
+        if n3 < 0:
             f_protocol = None
         elif n3 == 0:
             f_protocol = ''
         else:
-            bad_length(n3, pos, 'GroupMetadataValue', 'string', 'protocol')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'GroupMetadataValue', 'string', 'protocol')
+            f_protocol = buf[pos:end4].decode()
+            pos = end4
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_leader = buf[pos:end6].decode()
-            pos = end6
-        elif n5 < 0:
+        if n5 < 0:
             f_leader = None
         elif n5 == 0:
             f_leader = ''
         else:
-            bad_length(n5, pos, 'GroupMetadataValue', 'string', 'leader')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'GroupMetadataValue', 'string', 'leader')
+            f_leader = buf[pos:end6].decode()
+            pos = end6
         (f_current_state_timestamp,) = _F_q_unpack(buf, pos)
         pos += 8
         (n7,) = I32_unpack(buf, pos)
@@ -1964,46 +2022,52 @@ def da_GroupMetadataValue_MemberMetadata_v3(buf: bytes, pos: int, blen: int, n: 
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'memberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'memberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'memberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I16_unpack(buf, pos)
             pos += 2
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                bad_length(n3, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'groupInstanceId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'groupInstanceId')
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
             (n5,) = I16_unpack(buf, pos)
             pos += 2
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_client_id = buf[pos:end6].decode()
-                pos = end6
-            elif n5 == 0:
+            if n5 <= 0:
+                if n5 < 0:
+                    bad_length(n5, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientId')
                 f_client_id = ''
             else:
-                bad_length(n5, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientId')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientId')
+                f_client_id = buf[pos:end6].decode()
+                pos = end6
             (n7,) = I16_unpack(buf, pos)
             pos += 2
-            end8 = pos + n7
-            if 0 < n7 and end8 <= blen:
-                f_client_host = buf[pos:end8].decode()
-                pos = end8
-            elif n7 == 0:
+            if n7 <= 0:
+                if n7 < 0:
+                    bad_length(n7, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientHost')
                 f_client_host = ''
             else:
-                bad_length(n7, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientHost')
+                end8 = pos + n7
+                if end8 > blen:
+                    bad_length(n7, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientHost')
+                f_client_host = buf[pos:end8].decode()
+                pos = end8
             (f_rebalance_timeout, f_session_timeout,) = _F_ii_unpack(buf, pos)
             pos += 8
             (n9,) = I32_unpack(buf, pos)
@@ -2033,40 +2097,42 @@ def d_GroupMetadataValue_v3(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_protocol_type = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
             f_protocol_type = ''
         else:
-            bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
+            f_protocol_type = buf[pos:end2].decode()
+            pos = end2
         (f_generation,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_protocol = buf[pos:end4].decode()
-            pos = end4
-        elif n3 < 0:
+        if n3 < 0:
             f_protocol = None
         elif n3 == 0:
             f_protocol = ''
         else:
-            bad_length(n3, pos, 'GroupMetadataValue', 'string', 'protocol')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'GroupMetadataValue', 'string', 'protocol')
+            f_protocol = buf[pos:end4].decode()
+            pos = end4
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_leader = buf[pos:end6].decode()
-            pos = end6
-        elif n5 < 0:
+        if n5 < 0:
             f_leader = None
         elif n5 == 0:
             f_leader = ''
         else:
-            bad_length(n5, pos, 'GroupMetadataValue', 'string', 'leader')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'GroupMetadataValue', 'string', 'leader')
+            f_leader = buf[pos:end6].decode()
+            pos = end6
         (f_current_state_timestamp,) = _F_q_unpack(buf, pos)
         pos += 8
         (n7,) = I32_unpack(buf, pos)
@@ -2156,14 +2222,16 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'memberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'memberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'memberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -2173,16 +2241,16 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 n3, pos = read_uvarint(buf, pos)
             n3 -= 1
-            end4 = pos + n3
-            if 0 < n3 and end4 <= blen:
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
-            elif n3 < 0:
+            if n3 < 0:
                 f_group_instance_id = None
             elif n3 == 0:
                 f_group_instance_id = ''
             else:
-                bad_length(n3, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'groupInstanceId')
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'groupInstanceId')
+                f_group_instance_id = buf[pos:end4].decode()
+                pos = end4
             n5 = buf[pos]
             if n5 < 128:
                 pos += 1
@@ -2192,14 +2260,16 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 n5, pos = read_uvarint(buf, pos)
             n5 -= 1
-            end6 = pos + n5
-            if 0 < n5 and end6 <= blen:
-                f_client_id = buf[pos:end6].decode()
-                pos = end6
-            elif n5 == 0:
+            if n5 <= 0:
+                if n5 < 0:
+                    bad_length(n5, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientId')
                 f_client_id = ''
             else:
-                bad_length(n5, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientId')
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientId')
+                f_client_id = buf[pos:end6].decode()
+                pos = end6
             n7 = buf[pos]
             if n7 < 128:
                 pos += 1
@@ -2209,14 +2279,16 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
             else:
                 n7, pos = read_uvarint(buf, pos)
             n7 -= 1
-            end8 = pos + n7
-            if 0 < n7 and end8 <= blen:
-                f_client_host = buf[pos:end8].decode()
-                pos = end8
-            elif n7 == 0:
+            if n7 <= 0:
+                if n7 < 0:
+                    bad_length(n7, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientHost')
                 f_client_host = ''
             else:
-                bad_length(n7, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientHost')
+                end8 = pos + n7
+                if end8 > blen:
+                    bad_length(n7, pos, 'GroupMetadataValue.MemberMetadata', 'string', 'clientHost')
+                f_client_host = buf[pos:end8].decode()
+                pos = end8
             (f_rebalance_timeout, f_session_timeout,) = _F_ii_unpack(buf, pos)
             pos += 8
             n9 = buf[pos]
@@ -2271,14 +2343,16 @@ def d_GroupMetadataValue_v4(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_protocol_type = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
             f_protocol_type = ''
         else:
-            bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'GroupMetadataValue', 'string', 'protocolType')
+            f_protocol_type = buf[pos:end2].decode()
+            pos = end2
         (f_generation,) = _F_i_unpack(buf, pos)
         pos += 4
         n3 = buf[pos]
@@ -2290,16 +2364,16 @@ def d_GroupMetadataValue_v4(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_protocol = buf[pos:end4].decode()
-            pos = end4
-        elif n3 < 0:
+        if n3 < 0:
             f_protocol = None
         elif n3 == 0:
             f_protocol = ''
         else:
-            bad_length(n3, pos, 'GroupMetadataValue', 'string', 'protocol')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'GroupMetadataValue', 'string', 'protocol')
+            f_protocol = buf[pos:end4].decode()
+            pos = end4
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -2309,16 +2383,16 @@ def d_GroupMetadataValue_v4(buf: bytes, pos: int, blen: int) -> tuple[GroupMetad
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_leader = buf[pos:end6].decode()
-            pos = end6
-        elif n5 < 0:
+        if n5 < 0:
             f_leader = None
         elif n5 == 0:
             f_leader = ''
         else:
-            bad_length(n5, pos, 'GroupMetadataValue', 'string', 'leader')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'GroupMetadataValue', 'string', 'leader')
+            f_leader = buf[pos:end6].decode()
+            pos = end6
         (f_current_state_timestamp,) = _F_q_unpack(buf, pos)
         pos += 8
         n7 = buf[pos]
@@ -2420,24 +2494,28 @@ def d_OffsetCommitKey_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitK
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetCommitKey', 'string', 'group')
             f_group = ''
         else:
-            bad_length(n1, pos, 'OffsetCommitKey', 'string', 'group')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetCommitKey', 'string', 'group')
+            f_group = buf[pos:end2].decode()
+            pos = end2
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_topic = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'OffsetCommitKey', 'string', 'topic')
             f_topic = ''
         else:
-            bad_length(n3, pos, 'OffsetCommitKey', 'string', 'topic')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'OffsetCommitKey', 'string', 'topic')
+            f_topic = buf[pos:end4].decode()
+            pos = end4
         (f_partition,) = _F_i_unpack(buf, pos)
         pos += 4
     except DECODE_FAILURES as exc:
@@ -2464,14 +2542,16 @@ def d_OffsetCommitValue_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommi
         pos += 8
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_metadata = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetCommitValue', 'string', 'metadata')
             f_metadata = ''
         else:
-            bad_length(n1, pos, 'OffsetCommitValue', 'string', 'metadata')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetCommitValue', 'string', 'metadata')
+            f_metadata = buf[pos:end2].decode()
+            pos = end2
         (f_commit_timestamp,) = _F_q_unpack(buf, pos)
         pos += 8
     except DECODE_FAILURES as exc:
@@ -2495,14 +2575,16 @@ def d_OffsetCommitValue_v1(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommi
         pos += 8
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_metadata = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetCommitValue', 'string', 'metadata')
             f_metadata = ''
         else:
-            bad_length(n1, pos, 'OffsetCommitValue', 'string', 'metadata')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetCommitValue', 'string', 'metadata')
+            f_metadata = buf[pos:end2].decode()
+            pos = end2
         (f_commit_timestamp, f_expire_timestamp,) = _F_qq_unpack(buf, pos)
         pos += 16
     except DECODE_FAILURES as exc:
@@ -2526,14 +2608,16 @@ def d_OffsetCommitValue_v3(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommi
         pos += 12
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_metadata = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetCommitValue', 'string', 'metadata')
             f_metadata = ''
         else:
-            bad_length(n1, pos, 'OffsetCommitValue', 'string', 'metadata')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetCommitValue', 'string', 'metadata')
+            f_metadata = buf[pos:end2].decode()
+            pos = end2
         (f_commit_timestamp,) = _F_q_unpack(buf, pos)
         pos += 8
     except DECODE_FAILURES as exc:
@@ -2564,14 +2648,16 @@ def d_OffsetCommitValue_v4(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommi
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_metadata = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'OffsetCommitValue', 'string', 'metadata')
             f_metadata = ''
         else:
-            bad_length(n1, pos, 'OffsetCommitValue', 'string', 'metadata')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'OffsetCommitValue', 'string', 'metadata')
+            f_metadata = buf[pos:end2].decode()
+            pos = end2
         (f_commit_timestamp,) = _F_q_unpack(buf, pos)
         pos += 8
         if buf[pos] == 0:

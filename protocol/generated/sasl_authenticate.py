@@ -130,16 +130,16 @@ def d_SaslAuthenticateResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[Sasl
         pos += 2
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_error_message = None
         elif n1 == 0:
             f_error_message = ''
         else:
-            bad_length(n1, pos, 'SaslAuthenticateResponse', 'string', 'ErrorMessage')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'SaslAuthenticateResponse', 'string', 'ErrorMessage')
+            f_error_message = buf[pos:end2].decode()
+            pos = end2
         (n3,) = I32_unpack(buf, pos)
         pos += 4
         end4 = pos + n3
@@ -175,16 +175,16 @@ def d_SaslAuthenticateResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[Sasl
         pos += 2
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_error_message = None
         elif n1 == 0:
             f_error_message = ''
         else:
-            bad_length(n1, pos, 'SaslAuthenticateResponse', 'string', 'ErrorMessage')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'SaslAuthenticateResponse', 'string', 'ErrorMessage')
+            f_error_message = buf[pos:end2].decode()
+            pos = end2
         (n3,) = I32_unpack(buf, pos)
         pos += 4
         end4 = pos + n3
@@ -230,16 +230,16 @@ def d_SaslAuthenticateResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[Sasl
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_error_message = None
         elif n1 == 0:
             f_error_message = ''
         else:
-            bad_length(n1, pos, 'SaslAuthenticateResponse', 'string', 'ErrorMessage')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'SaslAuthenticateResponse', 'string', 'ErrorMessage')
+            f_error_message = buf[pos:end2].decode()
+            pos = end2
         n3 = buf[pos]
         if n3 < 128:
             pos += 1

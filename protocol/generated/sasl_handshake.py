@@ -62,14 +62,16 @@ def d_SaslHandshakeRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[SaslHand
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_mechanism = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'SaslHandshakeRequest', 'string', 'Mechanism')
             f_mechanism = ''
         else:
-            bad_length(n1, pos, 'SaslHandshakeRequest', 'string', 'Mechanism')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'SaslHandshakeRequest', 'string', 'Mechanism')
+            f_mechanism = buf[pos:end2].decode()
+            pos = end2
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SaslHandshakeRequest', pos) from None
     return SaslHandshakeRequest(f_mechanism), pos
@@ -100,14 +102,16 @@ def d_SaslHandshakeResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[SaslHan
             for _ in range(n1):
                 (n4,) = I16_unpack(buf, pos)
                 pos += 2
-                end5 = pos + n4
-                if 0 < n4 and end5 <= blen:
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                elif n4 == 0:
+                if n4 <= 0:
+                    if n4 < 0:
+                        bad_length(n4, pos, 'SaslHandshakeResponse', 'string', 'Mechanisms')
                     el3 = ''
                 else:
-                    bad_length(n4, pos, 'SaslHandshakeResponse', 'string', 'Mechanisms')
+                    end5 = pos + n4
+                    if end5 > blen:
+                        bad_length(n4, pos, 'SaslHandshakeResponse', 'string', 'Mechanisms')
+                    el3 = buf[pos:end5].decode()
+                    pos = end5
                 app2(el3)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SaslHandshakeResponse', pos) from None

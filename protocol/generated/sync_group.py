@@ -92,14 +92,16 @@ def da_SyncGroupRequest_SyncGroupRequestAssignment_v0(buf: bytes, pos: int, blen
         for _ in range(n):
             (n1,) = I16_unpack(buf, pos)
             pos += 2
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'SyncGroupRequest.SyncGroupRequestAssignment', 'string', 'MemberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'SyncGroupRequest.SyncGroupRequestAssignment', 'string', 'MemberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'SyncGroupRequest.SyncGroupRequestAssignment', 'string', 'MemberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             (n3,) = I32_unpack(buf, pos)
             pos += 4
             end4 = pos + n3
@@ -117,26 +119,30 @@ def d_SyncGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'SyncGroupRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'SyncGroupRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'SyncGroupRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (f_generation_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'SyncGroupRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'SyncGroupRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'SyncGroupRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         (n5,) = I32_unpack(buf, pos)
         pos += 4
         if n5 < 0:
@@ -184,38 +190,42 @@ def d_SyncGroupRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
     try:
         (n1,) = I16_unpack(buf, pos)
         pos += 2
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'SyncGroupRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'SyncGroupRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'SyncGroupRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (f_generation_id,) = _F_i_unpack(buf, pos)
         pos += 4
         (n3,) = I16_unpack(buf, pos)
         pos += 2
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'SyncGroupRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'SyncGroupRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'SyncGroupRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         (n5,) = I16_unpack(buf, pos)
         pos += 2
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
-        elif n5 < 0:
+        if n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            bad_length(n5, pos, 'SyncGroupRequest', 'string', 'GroupInstanceId')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'SyncGroupRequest', 'string', 'GroupInstanceId')
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
         (n7,) = I32_unpack(buf, pos)
         pos += 4
         if n7 < 0:
@@ -266,14 +276,16 @@ def da_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf: bytes, pos: int, blen
             else:
                 n1, pos = read_uvarint(buf, pos)
             n1 -= 1
-            end2 = pos + n1
-            if 0 < n1 and end2 <= blen:
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            elif n1 == 0:
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'SyncGroupRequest.SyncGroupRequestAssignment', 'string', 'MemberId')
                 f_member_id = ''
             else:
-                bad_length(n1, pos, 'SyncGroupRequest.SyncGroupRequestAssignment', 'string', 'MemberId')
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'SyncGroupRequest.SyncGroupRequestAssignment', 'string', 'MemberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
             n3 = buf[pos]
             if n3 < 128:
                 pos += 1
@@ -310,14 +322,16 @@ def d_SyncGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'SyncGroupRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'SyncGroupRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'SyncGroupRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (f_generation_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n3 = buf[pos]
@@ -329,14 +343,16 @@ def d_SyncGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'SyncGroupRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'SyncGroupRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'SyncGroupRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -346,16 +362,16 @@ def d_SyncGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
-        elif n5 < 0:
+        if n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            bad_length(n5, pos, 'SyncGroupRequest', 'string', 'GroupInstanceId')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'SyncGroupRequest', 'string', 'GroupInstanceId')
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -438,14 +454,16 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_group_id = buf[pos:end2].decode()
-            pos = end2
-        elif n1 == 0:
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'SyncGroupRequest', 'string', 'GroupId')
             f_group_id = ''
         else:
-            bad_length(n1, pos, 'SyncGroupRequest', 'string', 'GroupId')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'SyncGroupRequest', 'string', 'GroupId')
+            f_group_id = buf[pos:end2].decode()
+            pos = end2
         (f_generation_id,) = _F_i_unpack(buf, pos)
         pos += 4
         n3 = buf[pos]
@@ -457,14 +475,16 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_member_id = buf[pos:end4].decode()
-            pos = end4
-        elif n3 == 0:
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'SyncGroupRequest', 'string', 'MemberId')
             f_member_id = ''
         else:
-            bad_length(n3, pos, 'SyncGroupRequest', 'string', 'MemberId')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'SyncGroupRequest', 'string', 'MemberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
@@ -474,16 +494,16 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             n5, pos = read_uvarint(buf, pos)
         n5 -= 1
-        end6 = pos + n5
-        if 0 < n5 and end6 <= blen:
-            f_group_instance_id = buf[pos:end6].decode()
-            pos = end6
-        elif n5 < 0:
+        if n5 < 0:
             f_group_instance_id = None
         elif n5 == 0:
             f_group_instance_id = ''
         else:
-            bad_length(n5, pos, 'SyncGroupRequest', 'string', 'GroupInstanceId')
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'SyncGroupRequest', 'string', 'GroupInstanceId')
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
         n7 = buf[pos]
         if n7 < 128:
             pos += 1
@@ -493,16 +513,16 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             n7, pos = read_uvarint(buf, pos)
         n7 -= 1
-        end8 = pos + n7
-        if 0 < n7 and end8 <= blen:
-            f_protocol_type = buf[pos:end8].decode()
-            pos = end8
-        elif n7 < 0:
+        if n7 < 0:
             f_protocol_type = None
         elif n7 == 0:
             f_protocol_type = ''
         else:
-            bad_length(n7, pos, 'SyncGroupRequest', 'string', 'ProtocolType')
+            end8 = pos + n7
+            if end8 > blen:
+                bad_length(n7, pos, 'SyncGroupRequest', 'string', 'ProtocolType')
+            f_protocol_type = buf[pos:end8].decode()
+            pos = end8
         n9 = buf[pos]
         if n9 < 128:
             pos += 1
@@ -512,16 +532,16 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         else:
             n9, pos = read_uvarint(buf, pos)
         n9 -= 1
-        end10 = pos + n9
-        if 0 < n9 and end10 <= blen:
-            f_protocol_name = buf[pos:end10].decode()
-            pos = end10
-        elif n9 < 0:
+        if n9 < 0:
             f_protocol_name = None
         elif n9 == 0:
             f_protocol_name = ''
         else:
-            bad_length(n9, pos, 'SyncGroupRequest', 'string', 'ProtocolName')
+            end10 = pos + n9
+            if end10 > blen:
+                bad_length(n9, pos, 'SyncGroupRequest', 'string', 'ProtocolName')
+            f_protocol_name = buf[pos:end10].decode()
+            pos = end10
         n11 = buf[pos]
         if n11 < 128:
             pos += 1
@@ -693,16 +713,16 @@ def d_SyncGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRe
         else:
             n1, pos = read_uvarint(buf, pos)
         n1 -= 1
-        end2 = pos + n1
-        if 0 < n1 and end2 <= blen:
-            f_protocol_type = buf[pos:end2].decode()
-            pos = end2
-        elif n1 < 0:
+        if n1 < 0:
             f_protocol_type = None
         elif n1 == 0:
             f_protocol_type = ''
         else:
-            bad_length(n1, pos, 'SyncGroupResponse', 'string', 'ProtocolType')
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'SyncGroupResponse', 'string', 'ProtocolType')
+            f_protocol_type = buf[pos:end2].decode()
+            pos = end2
         n3 = buf[pos]
         if n3 < 128:
             pos += 1
@@ -712,16 +732,16 @@ def d_SyncGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRe
         else:
             n3, pos = read_uvarint(buf, pos)
         n3 -= 1
-        end4 = pos + n3
-        if 0 < n3 and end4 <= blen:
-            f_protocol_name = buf[pos:end4].decode()
-            pos = end4
-        elif n3 < 0:
+        if n3 < 0:
             f_protocol_name = None
         elif n3 == 0:
             f_protocol_name = ''
         else:
-            bad_length(n3, pos, 'SyncGroupResponse', 'string', 'ProtocolName')
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'SyncGroupResponse', 'string', 'ProtocolName')
+            f_protocol_name = buf[pos:end4].decode()
+            pos = end4
         n5 = buf[pos]
         if n5 < 128:
             pos += 1
