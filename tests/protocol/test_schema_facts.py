@@ -20,6 +20,8 @@ from schemas import SCHEMA_DIR
 FACTS_PATH = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "kafka-protocol-facts.json"
 FACT_SECTIONS = ("messages", "coordinatorRecords", "headers", "embeddedProtocols")
 
+_CHECKED_AGAINST_KAFKA_JAR = "API {}, not in the facts snapshot; held against Kafka 4.4's own file (test_schemas_against_kafka.py)"
+
 #: Schema files of ours that have no counterpart in the facts, each with the reason it exists.
 EXTRA_SCHEMAS_ALLOWED: dict[str, str] = {
     "ClassicGroupReasonKey": "groupcoord record type 30000: last KIP-800 reason of a classic group (not Kafka's)",
@@ -40,22 +42,22 @@ EXTRA_SCHEMAS_ALLOWED: dict[str, str] = {
                          "clients/src/main/resources/common/message/DeleteAclsRequest.json (v0-3, flexible 2+)",
     "DeleteAclsResponse": "API 31, not in the facts snapshot; every fact but 'about' equal to apache/kafka@1eb76443 "
                           "clients/src/main/resources/common/message/DeleteAclsResponse.json (v0-3, flexible 2+)",
-    "AlterConfigsRequest": "API 33, not in the facts snapshot; held against Kafka 4.4's own file by test_schemas_against_kafka.py",
-    "AlterConfigsResponse": "API 33, not in the facts snapshot; held against Kafka 4.4's own file by test_schemas_against_kafka.py",
-    "AlterPartitionReassignmentsRequest": "API 45, not in the facts snapshot; held against Kafka 4.4's own file by test_schemas_against_kafka.py",
-    "AlterPartitionReassignmentsResponse": "API 45, not in the facts snapshot; held against Kafka 4.4's own file by test_schemas_against_kafka.py",
-    "DeleteRecordsRequest": "API 21, not in the facts snapshot; held against Kafka 4.4's own file by test_schemas_against_kafka.py",
-    "DeleteRecordsResponse": "API 21, not in the facts snapshot; held against Kafka 4.4's own file by test_schemas_against_kafka.py",
-    "DescribeLogDirsRequest": "API 35, not in the facts snapshot; held against Kafka 4.4's own file by test_schemas_against_kafka.py",
-    "DescribeLogDirsResponse": "API 35, not in the facts snapshot; held against Kafka 4.4's own file by test_schemas_against_kafka.py",
-    "DescribeQuorumRequest": "API 55, not in the facts snapshot; held against Kafka 4.4's own file by test_schemas_against_kafka.py",
-    "DescribeQuorumResponse": "API 55, not in the facts snapshot; held against Kafka 4.4's own file by test_schemas_against_kafka.py",
-    "DescribeTopicPartitionsRequest": "API 75, not in the facts snapshot; held against Kafka 4.4's own file by test_schemas_against_kafka.py",
-    "DescribeTopicPartitionsResponse": "API 75, not in the facts snapshot; held against Kafka 4.4's own file by test_schemas_against_kafka.py",
-    "ElectLeadersRequest": "API 43, not in the facts snapshot; held against Kafka 4.4's own file by test_schemas_against_kafka.py",
-    "ElectLeadersResponse": "API 43, not in the facts snapshot; held against Kafka 4.4's own file by test_schemas_against_kafka.py",
-    "ListPartitionReassignmentsRequest": "API 46, not in the facts snapshot; held against Kafka 4.4's own file by test_schemas_against_kafka.py",
-    "ListPartitionReassignmentsResponse": "API 46, not in the facts snapshot; held against Kafka 4.4's own file by test_schemas_against_kafka.py",
+    "AlterConfigsRequest": _CHECKED_AGAINST_KAFKA_JAR.format(33),
+    "AlterConfigsResponse": _CHECKED_AGAINST_KAFKA_JAR.format(33),
+    "AlterPartitionReassignmentsRequest": _CHECKED_AGAINST_KAFKA_JAR.format(45),
+    "AlterPartitionReassignmentsResponse": _CHECKED_AGAINST_KAFKA_JAR.format(45),
+    "DeleteRecordsRequest": _CHECKED_AGAINST_KAFKA_JAR.format(21),
+    "DeleteRecordsResponse": _CHECKED_AGAINST_KAFKA_JAR.format(21),
+    "DescribeLogDirsRequest": _CHECKED_AGAINST_KAFKA_JAR.format(35),
+    "DescribeLogDirsResponse": _CHECKED_AGAINST_KAFKA_JAR.format(35),
+    "DescribeQuorumRequest": _CHECKED_AGAINST_KAFKA_JAR.format(55),
+    "DescribeQuorumResponse": _CHECKED_AGAINST_KAFKA_JAR.format(55),
+    "DescribeTopicPartitionsRequest": _CHECKED_AGAINST_KAFKA_JAR.format(75),
+    "DescribeTopicPartitionsResponse": _CHECKED_AGAINST_KAFKA_JAR.format(75),
+    "ElectLeadersRequest": _CHECKED_AGAINST_KAFKA_JAR.format(43),
+    "ElectLeadersResponse": _CHECKED_AGAINST_KAFKA_JAR.format(43),
+    "ListPartitionReassignmentsRequest": _CHECKED_AGAINST_KAFKA_JAR.format(46),
+    "ListPartitionReassignmentsResponse": _CHECKED_AGAINST_KAFKA_JAR.format(46),
 }
 
 #: Fields of ours newer than the facts (which come from the 2024-10 snapshot), by schema, each with
