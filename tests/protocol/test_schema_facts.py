@@ -20,7 +20,8 @@ from schemas import SCHEMA_DIR
 FACTS_PATH = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "kafka-protocol-facts.json"
 FACT_SECTIONS = ("messages", "coordinatorRecords", "headers", "embeddedProtocols")
 
-_CHECKED_AGAINST_KAFKA_JAR = "API {}, not in the facts snapshot; held against Kafka 4.4's own file (test_schemas_against_kafka.py)"
+_CHECKED_AGAINST_KAFKA_JAR = ("API {}, not in the facts snapshot; held against Kafka 4.4's own file "
+                              "(test_schemas_against_kafka.py)")
 
 #: Schema files of ours that have no counterpart in the facts, each with the reason it exists.
 EXTRA_SCHEMAS_ALLOWED: dict[str, str] = {

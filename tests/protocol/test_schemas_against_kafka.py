@@ -2,12 +2,12 @@
 (tests/clients/java/pom.xml, built by `make java`): kafka-clients holds the request, response and header
 schemas, the coordinator jars the record schemas.
 
-For each version both serve, the wire layout must be Kafka's: the same fields in the same order, with the
-same types, nullability, tags and defaults, and the same flexible versions. We may serve fewer new
-versions than Kafka, and we keep serving the old versions Kafka 4.0 removed (KIP-896) for older
-clients: those are held by test_schema_facts.py against the facts snapshot, which still has them. Schemas Kafka has no file for (our own record types)
-are skipped by name. This complements test_schema_facts.py, which holds the first-wave schemas against
-the facts snapshot in ../shared and cannot see schemas added after it.
+For each version both serve, the wire layout must be Kafka's: the same fields in the same order, with the same
+types, nullability, tags and defaults, and the same flexible versions. We may serve fewer new versions than
+Kafka, and we keep serving the old versions Kafka 4.0 removed (KIP-896) for older clients: those are held by
+test_schema_facts.py against the facts snapshot, which still has them. Schemas Kafka has no file for (our own
+record types) are skipped by name. This complements test_schema_facts.py, which holds the first-wave schemas
+against the facts snapshot in ../shared and cannot see schemas added after it.
 """
 
 from __future__ import annotations
