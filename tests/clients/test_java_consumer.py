@@ -106,3 +106,139 @@ def test_a_classic_java_group_of_three_assigns_every_partition_exactly_once(star
     assert members[2].stop() == 0
     _wait_stable_as_seen(admin, group, members[:2])
     assert sorted(len(m.assignment()) for m in members[:2]) == [3, 3]
+
+
+# ---------------------------------------------------------------- static membership (KIP-345, KIP-814)
+
+
+def _completed_joins(server, group: str) -> list[int]:
+    """Generations of the group's completed joins, from the server's JSON log (``join_completed``)."""
+    generations = []
+    for line in server.log_path.read_text("utf-8", "replace").splitlines():
+        if line.startswith("{"):
+            entry = json.loads(line)
+            if entry.get("event") == "join_completed" and entry.get("group_id") == group:
+                generations.append(entry["generation_id"])
+    return generations
+
+
+def test_static_java_members_rejoin_without_a_rebalance_follower_and_leader(started, topic_name, tmp_path):
+    server, processes = started
+    admin = _admin(processes, server, tmp_path, topic_name)
+    group = f"g-{topic_name}"
+    # A long session: a bounced JVM takes seconds to start under load, and the rejoin must come within it.
+    static = ("session.timeout.ms=30000", "heartbeat.interval.ms=500",
+              "partition.assignment.strategy=org.apache.kafka.clients.consumer.RangeAssignor")
+
+    def member(instance: str) -> JavaMember:
+        [m] = _members(processes, server, topic_name, group, tmp_path, 1, *static,
+                       f"group.instance.id={instance}", names=[instance])
+        return m
+
+    # static-0 joins alone first and leads; the coordinator keeps a static leader across its rejoins.
+    members = {"static-0": member("static-0")}
+    wait_until(lambda: members["static-0"].assignment() == list(range(PARTITIONS)), 45,
+               lambda: members["static-0"].events)
+    members.update({i: member(i) for i in ("static-1", "static-2")})
+    _wait_stable_as_seen(admin, group, list(members.values()))
+    before = {i: m.assignment() for i, m in members.items()}
+    generation = _completed_joins(server, group)[-1]
+    assert {m.generation() for m in members.values()} == {generation}
+    instances = {m["clientId"]: m["instanceId"] for m in _served(admin, group)["members"]}
+    assert instances == {i: i for i in members}
+
+    for bounced in ("static-2", "static-0"):  # a follower, then the leader
+        others = [m for i, m in members.items() if i != bounced]
+        assert members[bounced].stop() == 0  # a static member's close() sends no LeaveGroup
+        mark = time.monotonic()
+        members[bounced] = member(bounced)
+        wait_until(members[bounced].assignment, 45, lambda: members[bounced].events)
+        time.sleep(2)  # room for a rebalance that must not come
+        # The rejoined instance got its old partitions back in the same generation (a leader's rejoin is
+        # answered with SkipAssignment: it does not assign again), and nobody else noticed.
+        assert members[bounced].assignment() == before[bounced]
+        assert members[bounced].generation() == generation
+        for other in others:
+            other.check()
+            assert other.of("assigned", after=mark) == [] and other.of("revoked", after=mark) == [], \
+                f"{other.name} rebalanced when {bounced} rejoined: {other.events[-3:]}"
+        assert _completed_joins(server, group)[-1] == generation
+        description = _wait_stable_as_seen(admin, group, list(members.values()))
+        assert len(description["members"]) == 3
+
+
+# ---------------------------------------------------------------- group.protocol=consumer (KIP-848)
+
+
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+def test_a_consumer_protocol_java_group_with_a_server_assignor(started, topic_name, tmp_path, assignor):
+    server, processes = started
+    admin = _admin(processes, server, tmp_path, topic_name)
+    group = f"g-{topic_name}"
+    members = _members(processes, server, topic_name, group, tmp_path, 3, "group.protocol=consumer",
+                       f"group.remote.assignor={assignor}")
+    description = _wait_stable_as_seen(admin, group, members)
+    assert (description["type"], description["assignor"]) == ("Consumer", assignor)
+    assert description["groupEpoch"] == description["targetAssignmentEpoch"]
+    for m in description["members"]:
+        assert m["partitions"] == m["target"], f"{m['clientId']} not reconciled: {m}"
+        assert m["memberEpoch"] == description["groupEpoch"]
+        assert m["upgraded"] is True  # MemberType 1 (ConsumerGroupDescribe v1)
+    owned = sorted(m.assignment() for m in members)
+    assert [len(p) for p in owned] == [2, 2, 2]
+    if assignor == "range":
+        # The range assignor hands out contiguous partition ranges per topic.
+        assert owned == [[0, 1], [2, 3], [4, 5]]
+
+    listed = {g["groupId"]: g for g in admin("listGroups consumer")}
+    assert listed[group]["type"] == "Consumer" and listed[group]["state"] == "Stable"
+    assert admin("listGroups classic") == [] or group not in {g["groupId"] for g in admin("listGroups classic")}
+
+    # A member leaves: the others take its partitions, with the epochs moving on.
+    assert members[0].stop() == 0
+    after = _wait_stable_as_seen(admin, group, members[1:])
+    assert after["groupEpoch"] > description["groupEpoch"]
+    assert sorted(len(m.assignment()) for m in members[1:]) == [3, 3]
+
+
+# ---------------------------------------------------------------- 10,000 messages and a SIGKILL
+
+
+def test_10000_messages_survive_a_java_member_sigkill(started, topic_name, tmp_path, record_property):
+    server, processes = started
+    admin = _admin(processes, server, tmp_path, topic_name)
+    group = f"g-{topic_name}"
+    members = _members(processes, server, topic_name, group, tmp_path, 3, *CLASSIC, "max.poll.records=100",
+                       "test.batch.pause.ms=50",
+                       "partition.assignment.strategy=org.apache.kafka.clients.consumer.RangeAssignor")
+    _wait_every_partition_once(members)
+
+    counts = [10_000 // PARTITIONS + (1 if p < 10_000 % PARTITIONS else 0) for p in range(PARTITIONS)]
+    admin(f"produce {topic_name} {','.join(map(str, counts))}")
+    end = {str(p): n for p, n in enumerate(counts)}
+    assert admin(f"endOffsets {topic_name} {PARTITIONS}") == end
+    victim, survivors = members[0], members[1:]
+    victim_partitions = victim.assignment()
+    wait_until(lambda: len(victim.consumed()) >= 100, 30, lambda: victim.events[-3:])
+    victim.kill()
+    killed_at = time.monotonic()
+    victim_committed = {int(p): o for e in victim.of("committed") for p, o in e["offsets"].items()}
+    assert any(victim_committed.get(p, 0) < counts[p] for p in victim_partitions), victim_committed
+
+    expected_commits = {f"{topic_name}-{p}": n for p, n in enumerate(counts)}
+
+    def caught_up():
+        for m in survivors:
+            m.check()
+        return admin(f"listOffsets {group}") == expected_commits
+    wait_until(caught_up, 45, lambda: admin(f"listOffsets {group}"), interval_s=0.3)
+    takeover = min(t for m in survivors for t, e in list(m.events)
+                   if t > killed_at and e["event"] == "assigned" and set(e["changed"]) & set(victim_partitions))
+    record_property("takeover_seconds", round(takeover - killed_at, 3))
+    # The dead member is noticed by its session expiring (it sent no LeaveGroup), not earlier.
+    assert takeover - killed_at >= SESSION_TIMEOUT_MS / 1000 - 1.5
+
+    consumed = set(victim.consumed()) | {r for m in survivors for r in m.consumed()}
+    expected = {(p, o) for p, n in enumerate(counts) for o in range(n)}
+    assert len(expected) == 10_000
+    assert consumed == expected, f"missing {len(expected - consumed)}, unexpected {sorted(consumed - expected)[:10]}"

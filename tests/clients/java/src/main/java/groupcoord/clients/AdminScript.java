@@ -45,7 +45,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * then one command a line on stdin, answered by one JSON line on stdout: {"op": ..., "result": ...} or
  * {"op": ..., "error": "GroupNotEmptyException", "message": ...}. One JVM serves a whole scripted history.
  *
- * <p>Commands (whitespace separated): createTopic TOPIC PARTITIONS; produce TOPIC PARTITIONS PER_PARTITION;
+ * <p>Commands (whitespace separated): createTopic TOPIC PARTITIONS; produce TOPIC COUNT_OF_PARTITION_0,COUNT_OF_PARTITION_1,...;
  * endOffsets TOPIC PARTITIONS; listGroups [TYPE ...]; describeGroups GROUP ...; listOffsets GROUP;
  * alterOffsets GROUP TOPIC P:O[,P:O...]; deleteOffsets GROUP TOPIC P[,P...];
  * removeMembers GROUP [INSTANCE_ID ...] (none: every member); deleteGroups GROUP ...; describeCluster;
@@ -91,7 +91,7 @@ public final class AdminScript {
                 return a[0];
             }
             case "produce" -> {
-                return produce(bootstrap, a[0], Integer.parseInt(a[1]), Integer.parseInt(a[2]));
+                return produce(bootstrap, a[0], Arrays.stream(a[1].split(",")).mapToInt(Integer::parseInt).toArray());
             }
             case "endOffsets" -> {
                 Map<TopicPartition, OffsetSpec> latest = new LinkedHashMap<>();
@@ -238,8 +238,7 @@ public final class AdminScript {
         return out;
     }
 
-    private static Map<Integer, Integer> produce(String bootstrap, String topic, int partitions, int perPartition)
-            throws Exception {
+    private static Map<Integer, Integer> produce(String bootstrap, String topic, int[] counts) throws Exception {
         Properties config = new Properties();
         config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         config.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -249,11 +248,11 @@ public final class AdminScript {
         Map<Integer, Integer> sent = new TreeMap<>();
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(config)) {
             List<java.util.concurrent.Future<?>> acks = new ArrayList<>();
-            for (int p = 0; p < partitions; p++) {
-                for (int i = 0; i < perPartition; i++) {
+            for (int p = 0; p < counts.length; p++) {
+                for (int i = 0; i < counts[p]; i++) {
                     acks.add(producer.send(new ProducerRecord<>(topic, p, null, p + "-" + i)));
                 }
-                sent.put(p, perPartition);
+                sent.put(p, counts[p]);
             }
             for (java.util.concurrent.Future<?> ack : acks) ack.get(TIMEOUT_S, TimeUnit.SECONDS);
         }

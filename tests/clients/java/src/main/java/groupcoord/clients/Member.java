@@ -28,7 +28,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 /**
  * One Java consumer in a group, for pytest: {@code Member BOOTSTRAP TOPIC GROUP NAME [key=value ...]}
  * (the key=value pairs are consumer configs, e.g. group.instance.id, partition.assignment.strategy,
- * group.protocol, group.remote.assignor).
+ * group.protocol, group.remote.assignor; test.batch.pause.ms=N makes it pause after each batch, a slow consumer).
  *
  * <p>Prints JSON lines: {@code assigned}/{@code revoked}/{@code lost} with the partitions the member owns
  * afterwards and its generation, {@code consumed} with the [partition, offset] pairs of each batch, and
@@ -48,9 +48,14 @@ public final class Member {
         config.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        long batchPauseMs = 0;
         for (int i = 4; i < args.length; i++) {
             String[] pair = args[i].split("=", 2);
-            config.put(pair[0], pair[1]);
+            if (pair[0].equals("test.batch.pause.ms")) {
+                batchPauseMs = Long.parseLong(pair[1]);
+            } else {
+                config.put(pair[0], pair[1]);
+            }
         }
 
         AtomicBoolean stop = new AtomicBoolean(false);
@@ -129,6 +134,7 @@ public final class Member {
                 Map<Integer, Long> committed = new LinkedHashMap<>();
                 next.forEach((tp, offset) -> committed.put(tp.partition(), offset.offset()));
                 Json.emit(System.out, Map.of("event", "committed", "offsets", committed));
+                if (batchPauseMs > 0) Thread.sleep(batchPauseMs);
             }
         } catch (Exception failed) {
             Json.emit(System.out, Map.of("event", "error", "error", failed.getClass().getSimpleName(),
