@@ -12,8 +12,7 @@ import subprocess
 
 import pytest
 
-from .java_processes import JavaAdmin, JavaMember, wait_until
-from .support import java_command
+from .java_processes import JavaAdmin, JavaMember, quick_java_command, wait_until
 
 # About 20 tool JVMs, each a second or three on a loaded machine.
 pytestmark = [pytest.mark.clients, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -26,7 +25,7 @@ PER_PARTITION = 5
 
 def _run(server, tool: str, *args: str, ok: bool = True) -> str:
     """stdout and stderr of one tool run (its errors go to either); asserts the exit code."""
-    done = subprocess.run(java_command(tool, "--bootstrap-server", server.bootstrap, *args), capture_output=True,
+    done = subprocess.run(quick_java_command(tool, "--bootstrap-server", server.bootstrap, *args), capture_output=True,
                           text=True, timeout=90)
     output = done.stdout + "".join(line + "\n" for line in done.stderr.splitlines() if "SLF4J" not in line)
     assert (done.returncode == 0) == ok, f"{args} exited {done.returncode}:\n{output}"
@@ -115,9 +114,8 @@ def test_kafka_consumer_groups_and_kafka_configs_against_groupcoord(server_facto
         # Members gone (the static one removed by the admin, as it sends no LeaveGroup): both groups Empty.
         assert old.stop() == 0 and new.stop() == 0
         admin(f"removeMembers {classic} instance-1")
-        wait_until(lambda: {r["GROUP"]: r["STATE"] for r in _table(_run(server, GROUPS_TOOL, "--list", "--state"),
-                                                                   "GROUP")}.get(consumer) == "Empty", 30,
-                   lambda: _run(server, GROUPS_TOOL, "--list", "--state"))
+        wait_until(lambda: {g["groupId"]: g["state"] for g in admin("listGroups")}.get(consumer) == "Empty", 30,
+                   lambda: admin("listGroups"))
 
         rows = _table(_run(server, GROUPS_TOOL, "--reset-offsets", "--group", classic, "--topic", topic,
                            "--to-earliest", "--execute"), "GROUP")
