@@ -46,6 +46,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * {"op": ..., "error": "GroupNotEmptyException", "message": ...}. One JVM serves a whole scripted history.
  *
  * <p>Commands (whitespace separated): createTopic TOPIC PARTITIONS; produce TOPIC COUNT_OF_PARTITION_0,COUNT_OF_PARTITION_1,...;
+ * produceLine TOPIC TIMES WORDS... (the line of WORDS, TIMES times, spread over the partitions);
  * endOffsets TOPIC PARTITIONS; listGroups [TYPE ...]; describeGroups GROUP ...; listOffsets GROUP;
  * alterOffsets GROUP TOPIC P:O[,P:O...]; deleteOffsets GROUP TOPIC P[,P...];
  * removeMembers GROUP [INSTANCE_ID ...] (none: every member); deleteGroups GROUP ...; describeCluster;
@@ -92,6 +93,9 @@ public final class AdminScript {
             }
             case "produce" -> {
                 return produce(bootstrap, a[0], Arrays.stream(a[1].split(",")).mapToInt(Integer::parseInt).toArray());
+            }
+            case "produceLine" -> {
+                return produceLine(bootstrap, a[0], Integer.parseInt(a[1]), String.join(" ", Arrays.copyOfRange(a, 2, a.length)));
             }
             case "endOffsets" -> {
                 Map<TopicPartition, OffsetSpec> latest = new LinkedHashMap<>();
@@ -238,15 +242,28 @@ public final class AdminScript {
         return out;
     }
 
-    private static Map<Integer, Integer> produce(String bootstrap, String topic, int[] counts) throws Exception {
+    private static int produceLine(String bootstrap, String topic, int times, String line) throws Exception {
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerConfig(bootstrap))) {
+            List<java.util.concurrent.Future<?>> acks = new ArrayList<>();
+            for (int i = 0; i < times; i++) acks.add(producer.send(new ProducerRecord<>(topic, Integer.toString(i), line)));
+            for (java.util.concurrent.Future<?> ack : acks) ack.get(TIMEOUT_S, TimeUnit.SECONDS);
+        }
+        return times;
+    }
+
+    private static Properties producerConfig(String bootstrap) {
         Properties config = new Properties();
         config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         config.put(ProducerConfig.ACKS_CONFIG, "all");
         config.put(ProducerConfig.LINGER_MS_CONFIG, "5");
         config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        return config;
+    }
+
+    private static Map<Integer, Integer> produce(String bootstrap, String topic, int[] counts) throws Exception {
         Map<Integer, Integer> sent = new TreeMap<>();
-        try (KafkaProducer<String, String> producer = new KafkaProducer<>(config)) {
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerConfig(bootstrap))) {
             List<java.util.concurrent.Future<?>> acks = new ArrayList<>();
             for (int p = 0; p < counts.length; p++) {
                 for (int i = 0; i < counts[p]; i++) {
