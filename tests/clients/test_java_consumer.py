@@ -26,13 +26,18 @@ CLASSIC = (f"session.timeout.ms={SESSION_TIMEOUT_MS}", "heartbeat.interval.ms=50
 
 
 @pytest.fixture
-def started(server_factory):
-    """A server without the initial rebalance delay, and a list whose Java processes teardown stops."""
+def java_processes():
+    """A list whose Java processes teardown stops."""
     processes: list = []
-    server = server_factory("group.initial.rebalance.delay.ms=0")
-    yield server, processes
+    yield processes
     for process in reversed(processes):
         process.stop()
+
+
+@pytest.fixture
+def started(server_factory, java_processes):
+    """A server without the initial rebalance delay, and the test's list of Java processes."""
+    return server_factory("group.initial.rebalance.delay.ms=0"), java_processes
 
 
 def _admin(processes: list, server, log_dir: Path, topic: str) -> JavaAdmin:
@@ -171,8 +176,11 @@ def test_static_java_members_rejoin_without_a_rebalance_follower_and_leader(star
 
 
 @pytest.mark.parametrize("assignor", ["uniform", "range"])
-def test_a_consumer_protocol_java_group_with_a_server_assignor(started, topic_name, tmp_path, assignor):
-    server, processes = started
+def test_a_consumer_protocol_java_group_with_a_server_assignor(server_factory, java_processes, topic_name, tmp_path,
+                                                               assignor):
+    # One-second heartbeats (Kafka's default is 5 s): members learn of a new target assignment sooner.
+    server = server_factory("group.consumer.min.heartbeat.interval.ms=500", "group.consumer.heartbeat.interval.ms=1000")
+    processes = java_processes
     admin = _admin(processes, server, tmp_path, topic_name)
     group = f"g-{topic_name}"
     members = _members(processes, server, topic_name, group, tmp_path, 3, "group.protocol=consumer",
