@@ -50,7 +50,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * endOffsets TOPIC PARTITIONS; listGroups [TYPE ...]; describeGroups GROUP ...; listOffsets GROUP;
  * alterOffsets GROUP TOPIC P:O[,P:O...]; deleteOffsets GROUP TOPIC P[,P...];
  * removeMembers GROUP [INSTANCE_ID ...] (none: every member); deleteGroups GROUP ...; describeCluster;
- * setGroupConfig GROUP KEY=VALUE ...; deleteGroupConfig GROUP KEY ...; describeGroupConfig GROUP.
+ * describeTopicConfig TOPIC; setGroupConfig GROUP KEY=VALUE ...; deleteGroupConfig GROUP KEY ...; describeGroupConfig GROUP.
  */
 public final class AdminScript {
     private static final long TIMEOUT_S = 20;
@@ -182,6 +182,13 @@ public final class AdminScript {
                 }
                 admin.incrementalAlterConfigs(Map.of(group, ops)).all().get(TIMEOUT_S, TimeUnit.SECONDS);
                 return "ok";
+            }
+            case "describeTopicConfig" -> {
+                ConfigResource topic = new ConfigResource(ConfigResource.Type.TOPIC, a[0]);
+                Config described = admin.describeConfigs(List.of(topic)).all().get(TIMEOUT_S, TimeUnit.SECONDS).get(topic);
+                Map<String, Object> out = new TreeMap<>();
+                for (ConfigEntry entry : described.entries()) out.put(entry.name(), entry.value());
+                return out;
             }
             case "describeGroupConfig" -> {
                 ConfigResource group = new ConfigResource(ConfigResource.Type.GROUP, a[0]);
