@@ -176,3 +176,19 @@ def test_kafka_consumer_groups_and_kafka_configs_against_groupcoord(server_facto
     finally:
         for process in reversed(processes):
             process.stop()
+
+
+def test_kafka_topics_creates_lists_and_describes_topics(server, topic_name):
+    """kafka-topics (org.apache.kafka.tools.TopicCommand) --create, --list and --describe. (--alter
+    --partitions waits for CreatePartitions, which groupcoord does not serve yet.)"""
+    tool = "org.apache.kafka.tools.TopicCommand"
+    assert f"Created topic {topic_name}." in _run(server, tool, "--create", "--topic", topic_name, "--partitions", "3")
+    assert topic_name in _run(server, tool, "--list").split()
+    lines = [line.strip().split("\t") for line in _run(server, tool, "--describe", "--topic", topic_name).splitlines()
+             if line.strip().startswith("Topic:")]
+    summary = dict(field.split(": ", 1) for field in lines[0] if ": " in field)
+    assert (summary["Topic"], summary["PartitionCount"], summary["ReplicationFactor"]) == (topic_name, "3", "1")
+    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", summary["TopicId"])
+    partitions = [dict(field.split(": ", 1) for field in line) for line in lines[1:]]
+    assert [(p["Partition"], p["Leader"], p["Replicas"], p["Isr"]) for p in partitions] == \
+        [(str(p), "0", "0", "0") for p in range(3)]
