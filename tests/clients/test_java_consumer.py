@@ -250,3 +250,37 @@ def test_10000_messages_survive_a_java_member_sigkill(started, topic_name, tmp_p
     expected = {(p, o) for p, n in enumerate(counts) for o in range(n)}
     assert len(expected) == 10_000
     assert consumed == expected, f"missing {len(expected - consumed)}, unexpected {sorted(consumed - expected)[:10]}"
+
+
+def test_a_static_consumer_protocol_member_bounce_keeps_its_partitions(server_factory, java_processes, topic_name,
+                                                                      tmp_path):
+    """KIP-848 static membership: a static member's close leaves temporarily (epoch -2), its partitions wait
+    for it, and its return with the same instance id gets them back while the other member is untouched."""
+    server = server_factory("group.consumer.min.heartbeat.interval.ms=500", "group.consumer.heartbeat.interval.ms=1000")
+    processes = java_processes
+    admin = _admin(processes, server, tmp_path, topic_name)
+    group = f"g-{topic_name}"
+
+    def member(instance: str) -> JavaMember:
+        [m] = _members(processes, server, topic_name, group, tmp_path, 1, "group.protocol=consumer",
+                       "group.remote.assignor=range", f"group.instance.id={instance}", names=[instance])
+        return m
+
+    members = {i: member(i) for i in ("static-a", "static-b")}
+    description = _wait_stable_as_seen(admin, group, list(members.values()))
+    assert sorted(m["instanceId"] for m in description["members"]) == ["static-a", "static-b"]
+    before = {i: m.assignment() for i, m in members.items()}
+    epoch = description["groupEpoch"]
+
+    assert members["static-b"].stop() == 0
+    mark = time.monotonic()
+    members["static-b"] = member("static-b")
+    wait_until(lambda: members["static-b"].assignment(), 45, lambda: members["static-b"].events)
+    time.sleep(2)  # room for a reassignment that must not come
+    assert members["static-b"].assignment() == before["static-b"]
+    members["static-a"].check()
+    assert members["static-a"].of("assigned", after=mark) == [] and members["static-a"].of("revoked", after=mark) == []
+    after = _wait_stable_as_seen(admin, group, list(members.values()))
+    # The same instance replaced its old member: no new group epoch, same target.
+    assert after["groupEpoch"] == epoch
+    assert len(after["members"]) == 2
