@@ -284,3 +284,35 @@ def test_a_static_consumer_protocol_member_bounce_keeps_its_partitions(server_fa
     # The same instance replaced its old member: no new group epoch, same target.
     assert after["groupEpoch"] == epoch
     assert len(after["members"]) == 2
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="groupcoord refuses SubscribedTopicRegex (INVALID_REQUEST 'not supported yet'); "
+                          "Kafka 4.x resolves it on the server (KIP-848)")
+def test_a_consumer_protocol_group_subscribed_by_a_server_side_regex(server_factory, java_processes, topic_name,
+                                                                     tmp_path):
+    """KIP-848 regular expressions (SubscriptionPattern): the coordinator resolves the pattern to the matching
+    topics and assigns their partitions; a topic that does not match is left alone."""
+    server = server_factory("group.consumer.min.heartbeat.interval.ms=500", "group.consumer.heartbeat.interval.ms=1000")
+    processes = java_processes
+    admin = JavaAdmin(server.bootstrap, tmp_path)
+    processes.append(admin)
+    matching = [f"{topic_name}-a", f"{topic_name}-b"]
+    for topic in [*matching, f"other-{topic_name}"]:
+        admin(f"createTopic {topic} 2")
+    group = f"g-{topic_name}"
+    members = [JavaMember(server.bootstrap, "unused", group, f"regex-{i}", tmp_path, "group.protocol=consumer",
+                          f"test.subscription.pattern={topic_name}-.*") for i in range(2)]
+    processes += members
+    wanted = sorted(f"{t}-{p}" for t in matching for p in range(2))
+
+    def owned():
+        for m in members:
+            m.check()
+        views = [e["topicPartitions"] for m in members for e in m.of("assigned")[-1:]]
+        return views if len(views) == 2 and sorted(p for v in views for p in v) == wanted else None
+    wait_until(owned, 45, lambda: [m.events[-2:] for m in members])
+    wait_until(lambda: sorted(p for v in owned() or [] for p in v) == wanted
+               and all(len(v) == 2 for v in owned()), 30, lambda: [m.events[-2:] for m in members])
+    description = _served(admin, group)
+    assert sorted(p for m in description["members"] for p in m["partitions"]) == wanted

@@ -20,6 +20,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.WakeupException;
@@ -28,7 +29,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 /**
  * One Java consumer in a group, for pytest: {@code Member BOOTSTRAP TOPIC GROUP NAME [key=value ...]}
  * (the key=value pairs are consumer configs, e.g. group.instance.id, partition.assignment.strategy,
- * group.protocol, group.remote.assignor; test.batch.pause.ms=N makes it pause after each batch, a slow consumer).
+ * group.protocol, group.remote.assignor; test.batch.pause.ms=N makes it pause after each batch, a slow consumer;
+ * test.subscription.pattern=REGEX subscribes to a server-side pattern, KIP-848, instead of TOPIC).
  *
  * <p>Prints JSON lines: {@code assigned}/{@code revoked}/{@code lost} with the partitions the member owns
  * afterwards and its generation, {@code consumed} with the [partition, offset] pairs of each batch, and
@@ -49,10 +51,13 @@ public final class Member {
         config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         long batchPauseMs = 0;
+        String serverPattern = null;
         for (int i = 4; i < args.length; i++) {
             String[] pair = args[i].split("=", 2);
             if (pair[0].equals("test.batch.pause.ms")) {
                 batchPauseMs = Long.parseLong(pair[1]);
+            } else if (pair[0].equals("test.subscription.pattern")) {
+                serverPattern = pair[1];
             } else {
                 config.put(pair[0], pair[1]);
             }
@@ -75,7 +80,8 @@ public final class Member {
         stdin.start();
 
         TreeSet<Integer> owned = new TreeSet<>();
-        consumer.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+        TreeSet<String> ownedByTopic = new TreeSet<>();
+        ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
             @Override
             public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
                 change("revoked", partitions, false);
@@ -93,16 +99,24 @@ public final class Member {
 
             private void change(String event, Collection<TopicPartition> partitions, boolean add) {
                 List<Integer> changed = partitions.stream().map(TopicPartition::partition).sorted().toList();
+                List<String> named = partitions.stream().map(TopicPartition::toString).toList();
                 if (add) owned.addAll(changed); else owned.removeAll(changed);
+                if (add) ownedByTopic.addAll(named); else ownedByTopic.removeAll(named);
                 Map<String, Object> line = new LinkedHashMap<>();
                 line.put("event", event);
                 line.put("changed", changed);
                 line.put("partitions", new ArrayList<>(owned));
+                line.put("topicPartitions", new ArrayList<>(ownedByTopic));
                 line.put("generation", consumer.groupMetadata().generationId());
                 line.put("memberId", consumer.groupMetadata().memberId());
                 Json.emit(System.out, line);
             }
-        });
+        };
+        if (serverPattern != null) {
+            consumer.subscribe(new SubscriptionPattern(serverPattern), listener);  // KIP-848: matched by the server
+        } else {
+            consumer.subscribe(List.of(topic), listener);
+        }
 
         try {
             while (!stop.get()) {
