@@ -316,3 +316,33 @@ def test_a_consumer_protocol_group_subscribed_by_a_server_side_regex(server_fact
                and all(len(v) == 2 for v in owned()), 30, lambda: [m.events[-2:] for m in members])
     description = _served(admin, group)
     assert sorted(p for m in description["members"] for p in m["partitions"]) == wanted
+
+
+def test_a_classic_java_group_upgrades_online_to_the_consumer_protocol(server_factory, java_processes, topic_name,
+                                                                      tmp_path):
+    """KIP-848 online upgrade: members of a classic group restart one at a time with group.protocol=consumer;
+    the group converts to a consumer group at the first one, the classic member stays in it (MemberType 0,
+    `upgraded` false) until it restarts too, and every partition stays assigned exactly once."""
+    server = server_factory("group.initial.rebalance.delay.ms=0", "group.consumer.min.heartbeat.interval.ms=500",
+                            "group.consumer.heartbeat.interval.ms=1000")
+    processes = java_processes
+    admin = _admin(processes, server, tmp_path, topic_name)
+    group = f"g-{topic_name}"
+    classic = (*CLASSIC, "partition.assignment.strategy=org.apache.kafka.clients.consumer.CooperativeStickyAssignor")
+    members = _members(processes, server, topic_name, group, tmp_path, 2, *classic, names=["first", "second"])
+    assert _wait_stable_as_seen(admin, group, members)["type"] == "Classic"
+
+    def upgrade(index: int) -> None:
+        assert members[index].stop() == 0
+        [members[index]] = _members(processes, server, topic_name, group, tmp_path, 1, "group.protocol=consumer",
+                                    names=[members[index].name])
+
+    upgrade(1)
+    mixed = _wait_stable_as_seen(admin, group, members)
+    assert mixed["type"] == "Consumer"
+    assert {m["clientId"]: m["upgraded"] for m in mixed["members"]} == {"first": False, "second": True}
+    upgrade(0)
+    upgraded = _wait_stable_as_seen(admin, group, members)
+    assert upgraded["type"] == "Consumer"
+    assert {m["clientId"]: m["upgraded"] for m in upgraded["members"]} == {"first": True, "second": True}
+    assert sorted(len(m.assignment()) for m in members) == [3, 3]
