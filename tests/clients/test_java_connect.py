@@ -131,9 +131,12 @@ def test_a_connect_cluster_of_two_workers_survives_a_worker_sigkill(server_facto
         wait_until(lambda: len(_topic_lines(server.bootstrap, topic)) == 100, 30,
                    lambda: len(_topic_lines(server.bootstrap, topic)), interval_s=0.5)
 
-        # The group: protocol type `connect`, both workers in it.
-        [listed] = [g for g in admin("listGroups") if g["groupId"] == GROUP]
-        assert (listed["protocol"], listed["state"]) == ("connect", "Stable")
+        # The group: protocol type `connect`, Stable once the rebalances for the new connector and its task
+        # are over.
+        def listed():
+            return next(g for g in admin("listGroups") if g["groupId"] == GROUP)
+        wait_until(lambda: listed()["state"] == "Stable", 30, listed, interval_s=0.3)
+        assert listed()["protocol"] == "connect"
 
         # SIGKILL the worker running the task; more lines arrive meanwhile.
         victim = next(w for w in workers if runner.endswith(f":{w.port}"))

@@ -20,12 +20,12 @@ LINES = ["the quick brown fox", "jumps over the lazy dog", "the dog sleeps"]
 
 
 class WordCountInstance(JavaProcess):
-    def __init__(self, server, input_topic: str, output_topic: str, application: str, instance: str, tmp_path):
-        state_dir = tmp_path / f"state-{instance}"
+    def __init__(self, server, input_topic: str, output_topic: str, application: str, instance: str, tmp_path,
+                 incarnation: int = 0):
+        state_dir = tmp_path / f"state-{instance}"  # kept across a restart, as on a real host
         state_dir.mkdir(exist_ok=True)
         super().__init__("groupcoord.clients.WordCount", server.bootstrap, input_topic, output_topic, application,
-                         instance, str(state_dir), name=f"{instance}-{len(list(tmp_path.glob(f'{instance}*.stderr')))}",
-                         log_dir=tmp_path)
+                         instance, str(state_dir), name=f"{instance}-{incarnation}", log_dir=tmp_path)
 
     def running(self) -> dict | None:
         """The last state event if it is RUNNING (with this instance's tasks)."""
@@ -101,7 +101,8 @@ def test_streams_word_count_survives_an_instance_restart_with_exact_counts(serve
         # wc-b restarts; input keeps coming while it is away.
         assert instances["wc-b"].stop() == 0
         produce(5)
-        instances["wc-b"] = WordCountInstance(server, input_topic, output_topic, application, "wc-b", tmp_path)
+        instances["wc-b"] = WordCountInstance(server, input_topic, output_topic, application, "wc-b", tmp_path,
+                                              incarnation=1)
         processes.append(instances["wc-b"])
         wait_until(both_running_with_standbys, 90, lambda: {i: p.events[-2:] for i, p in instances.items()},
                    interval_s=0.2)
