@@ -346,3 +346,33 @@ def test_a_classic_java_group_upgrades_online_to_the_consumer_protocol(server_fa
     assert upgraded["type"] == "Consumer"
     assert {m["clientId"]: m["upgraded"] for m in upgraded["members"]} == {"first": True, "second": True}
     assert sorted(len(m.assignment()) for m in members) == [3, 3]
+
+
+def test_a_consumer_protocol_java_group_downgrades_online_to_classic(server_factory, java_processes, topic_name,
+                                                                    tmp_path):
+    """KIP-848 online downgrade: consumer-protocol members restart one at a time as classic members; the group
+    takes the classic member in, and when the last consumer-protocol member leaves it becomes a classic group
+    again, every partition still assigned exactly once."""
+    server = server_factory("group.initial.rebalance.delay.ms=0", "group.consumer.min.heartbeat.interval.ms=500",
+                            "group.consumer.heartbeat.interval.ms=1000")
+    processes = java_processes
+    admin = _admin(processes, server, tmp_path, topic_name)
+    group = f"g-{topic_name}"
+    members = _members(processes, server, topic_name, group, tmp_path, 2, "group.protocol=consumer",
+                       names=["first", "second"])
+    assert _wait_stable_as_seen(admin, group, members)["type"] == "Consumer"
+    classic = (*CLASSIC, "partition.assignment.strategy=org.apache.kafka.clients.consumer.CooperativeStickyAssignor")
+
+    def downgrade(index: int) -> None:
+        assert members[index].stop() == 0
+        [members[index]] = _members(processes, server, topic_name, group, tmp_path, 1, *classic,
+                                    names=[members[index].name])
+
+    downgrade(1)
+    mixed = _wait_stable_as_seen(admin, group, members)
+    assert mixed["type"] == "Consumer"
+    assert {m["clientId"]: m["upgraded"] for m in mixed["members"]} == {"first": True, "second": False}
+    downgrade(0)
+    downgraded = _wait_stable_as_seen(admin, group, members)
+    assert (downgraded["type"], downgraded["assignor"]) == ("Classic", "cooperative-sticky")
+    assert sorted(len(m.assignment()) for m in members) == [3, 3]
