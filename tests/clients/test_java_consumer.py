@@ -318,61 +318,43 @@ def test_a_consumer_protocol_group_subscribed_by_a_server_side_regex(server_fact
     assert sorted(p for m in description["members"] for p in m["partitions"]) == wanted
 
 
-def test_a_classic_java_group_upgrades_online_to_the_consumer_protocol(server_factory, java_processes, topic_name,
-                                                                      tmp_path):
-    """KIP-848 online upgrade: members of a classic group restart one at a time with group.protocol=consumer;
-    the group converts to a consumer group at the first one, the classic member stays in it (MemberType 0,
-    `upgraded` false) until it restarts too, and every partition stays assigned exactly once."""
+COOPERATIVE_CLASSIC = (*CLASSIC,
+                       "partition.assignment.strategy=org.apache.kafka.clients.consumer.CooperativeStickyAssignor")
+CONSUMER_PROTOCOL = ("group.protocol=consumer",)
+
+
+@pytest.mark.parametrize("direction", ["upgrade", "downgrade"])
+def test_a_java_group_migrates_online_between_the_protocols(server_factory, java_processes, topic_name, tmp_path,
+                                                            direction):
+    """KIP-848 online migration (Kafka's default bidirectional policy): members restart one at a time with the
+    other group.protocol. Upgrading, the classic group converts to a consumer group at the first
+    consumer-protocol member and keeps the classic one in it (MemberType 0: `upgraded` false) until it restarts
+    too; downgrading, the consumer group takes a classic member in and becomes a classic group again when its
+    last consumer-protocol member leaves. Every partition stays assigned exactly once."""
     server = server_factory("group.initial.rebalance.delay.ms=0", "group.consumer.min.heartbeat.interval.ms=500",
                             "group.consumer.heartbeat.interval.ms=1000")
     processes = java_processes
     admin = _admin(processes, server, tmp_path, topic_name)
     group = f"g-{topic_name}"
-    classic = (*CLASSIC, "partition.assignment.strategy=org.apache.kafka.clients.consumer.CooperativeStickyAssignor")
-    members = _members(processes, server, topic_name, group, tmp_path, 2, *classic, names=["first", "second"])
-    assert _wait_stable_as_seen(admin, group, members)["type"] == "Classic"
+    before, after = (COOPERATIVE_CLASSIC, CONSUMER_PROTOCOL) if direction == "upgrade" else \
+        (CONSUMER_PROTOCOL, COOPERATIVE_CLASSIC)
+    members = _members(processes, server, topic_name, group, tmp_path, 2, *before, names=["first", "second"])
+    assert _wait_stable_as_seen(admin, group, members)["type"] == ("Classic" if direction == "upgrade" else "Consumer")
 
-    def upgrade(index: int) -> None:
+    def restart(index: int) -> dict:
         assert members[index].stop() == 0
-        [members[index]] = _members(processes, server, topic_name, group, tmp_path, 1, "group.protocol=consumer",
+        [members[index]] = _members(processes, server, topic_name, group, tmp_path, 1, *after,
                                     names=[members[index].name])
+        return _wait_stable_as_seen(admin, group, members)
 
-    upgrade(1)
-    mixed = _wait_stable_as_seen(admin, group, members)
+    mixed = restart(1)
     assert mixed["type"] == "Consumer"
-    assert {m["clientId"]: m["upgraded"] for m in mixed["members"]} == {"first": False, "second": True}
-    upgrade(0)
-    upgraded = _wait_stable_as_seen(admin, group, members)
-    assert upgraded["type"] == "Consumer"
-    assert {m["clientId"]: m["upgraded"] for m in upgraded["members"]} == {"first": True, "second": True}
-    assert sorted(len(m.assignment()) for m in members) == [3, 3]
-
-
-def test_a_consumer_protocol_java_group_downgrades_online_to_classic(server_factory, java_processes, topic_name,
-                                                                    tmp_path):
-    """KIP-848 online downgrade: consumer-protocol members restart one at a time as classic members; the group
-    takes the classic member in, and when the last consumer-protocol member leaves it becomes a classic group
-    again, every partition still assigned exactly once."""
-    server = server_factory("group.initial.rebalance.delay.ms=0", "group.consumer.min.heartbeat.interval.ms=500",
-                            "group.consumer.heartbeat.interval.ms=1000")
-    processes = java_processes
-    admin = _admin(processes, server, tmp_path, topic_name)
-    group = f"g-{topic_name}"
-    members = _members(processes, server, topic_name, group, tmp_path, 2, "group.protocol=consumer",
-                       names=["first", "second"])
-    assert _wait_stable_as_seen(admin, group, members)["type"] == "Consumer"
-    classic = (*CLASSIC, "partition.assignment.strategy=org.apache.kafka.clients.consumer.CooperativeStickyAssignor")
-
-    def downgrade(index: int) -> None:
-        assert members[index].stop() == 0
-        [members[index]] = _members(processes, server, topic_name, group, tmp_path, 1, *classic,
-                                    names=[members[index].name])
-
-    downgrade(1)
-    mixed = _wait_stable_as_seen(admin, group, members)
-    assert mixed["type"] == "Consumer"
-    assert {m["clientId"]: m["upgraded"] for m in mixed["members"]} == {"first": True, "second": False}
-    downgrade(0)
-    downgraded = _wait_stable_as_seen(admin, group, members)
-    assert (downgraded["type"], downgraded["assignor"]) == ("Classic", "cooperative-sticky")
+    upgraded = direction == "upgrade"
+    assert {m["clientId"]: m["upgraded"] for m in mixed["members"]} == {"first": not upgraded, "second": upgraded}
+    final = restart(0)
+    if upgraded:
+        assert final["type"] == "Consumer"
+        assert {m["clientId"]: m["upgraded"] for m in final["members"]} == {"first": True, "second": True}
+    else:
+        assert (final["type"], final["assignor"]) == ("Classic", "cooperative-sticky")
     assert sorted(len(m.assignment()) for m in members) == [3, 3]
