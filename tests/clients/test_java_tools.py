@@ -124,6 +124,12 @@ def test_kafka_consumer_groups_and_kafka_configs_against_groupcoord(server_facto
         rows = _table(_run(server, GROUPS_TOOL, "--reset-offsets", "--group", consumer, "--topic", f"{topic}:1",
                            "--to-offset", "2", "--execute"), "GROUP")
         assert [(r["PARTITION"], r["NEW-OFFSET"]) for r in rows] == [("1", "2")]
+        # Dry runs of the relative and time-based resets (ListOffsets by timestamp for --to-datetime).
+        for how, expected_offsets in ((("--shift-by", "-1"), ["4", "1", "4"]),
+                                      (("--to-datetime", "2000-01-01T00:00:00.000"), ["0", "0", "0"])):
+            rows = _table(_run(server, GROUPS_TOOL, "--reset-offsets", "--group", consumer, "--topic", topic, *how,
+                               "--dry-run"), "GROUP")
+            assert [r["NEW-OFFSET"] for r in sorted(rows, key=lambda r: r["PARTITION"])] == expected_offsets, how
         output = _run(server, GROUPS_TOOL, "--describe", "--group", consumer, "--offsets")
         assert f"Consumer group '{consumer}' has no active members." in output
         assert sorted((r["PARTITION"], r["CURRENT-OFFSET"], r["LOG-END-OFFSET"], r["LAG"], r["CONSUMER-ID"])
