@@ -45,6 +45,10 @@ def describe_group(state: ConsumerGroupsState, group_id: str | None, topics: Top
         members=[_describe_member(group, m, topics) for _, m in sorted(group.members.items())])
 
 
+CLASSIC_MEMBER_TYPE = 0
+CONSUMER_MEMBER_TYPE = 1
+
+
 def _describe_member(group: ConsumerGroup, member: ConsumerMember, topics: TopicsView) -> object:
     return _Member(
         member_id=member.member_id, instance_id=member.instance_id, rack_id=member.rack_id,
@@ -52,7 +56,10 @@ def _describe_member(group: ConsumerGroup, member: ConsumerMember, topics: Topic
         subscribed_topic_names=list(member.subscribed_topic_names),
         subscribed_topic_regex=member.subscribed_topic_regex,
         assignment=_with_names(member.assigned_partitions, topics),
-        target_assignment=_with_names(group.target_assignment.get(member.member_id, {}), topics))
+        target_assignment=_with_names(group.target_assignment.get(member.member_id, {}), topics),
+        # v1 (KIP-1099): 0 for a member still on the classic protocol, 1 for a consumer-protocol one
+        # (Kafka's ConsumerGroupMember.asConsumerGroupDescribeMember); admin clients show 1 as `upgraded`.
+        member_type=CLASSIC_MEMBER_TYPE if member.uses_classic_protocol else CONSUMER_MEMBER_TYPE)
 
 
 def _with_names(assignment: Assignment, topics: TopicsView) -> object:
