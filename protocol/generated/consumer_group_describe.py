@@ -27,6 +27,10 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_F_b_unpack = struct.Struct(">b").unpack_from
+_F_b_pack = struct.Struct(">b").pack
+_F_bx_unpack = struct.Struct(">bx").unpack_from
+_F_bx_pack = struct.Struct(">bx").pack
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
@@ -42,14 +46,14 @@ _F_ox_pack = struct.Struct(">?x").pack
 
 
 class ConsumerGroupDescribeRequest(Message):
-    """ConsumerGroupDescribeRequest (request, api key 69): versions 0, flexible 0+."""
+    """ConsumerGroupDescribeRequest (request, api key 69): versions 0-1, flexible 0+."""
 
     __slots__ = ('group_ids', 'include_authorized_operations')
     _attrs = ('group_ids', 'include_authorized_operations')
     name = 'ConsumerGroupDescribeRequest'
     kind = 'request'
     api_key = 69
-    valid_versions = VersionRange(0, 0)
+    valid_versions = VersionRange(0, 1)
     flexible_versions = VersionRange(0, None)
 
     def __init__(self, group_ids: list[str] = UNSET, include_authorized_operations: bool = False) -> None:
@@ -58,7 +62,7 @@ class ConsumerGroupDescribeRequest(Message):
 
 
 class ConsumerGroupDescribeResponse(Message):
-    """ConsumerGroupDescribeResponse (response, api key 69): versions 0, flexible 0+."""
+    """ConsumerGroupDescribeResponse (response, api key 69): versions 0-1, flexible 0+."""
 
     class DescribedGroup(Struct):
         __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'group_epoch', 'assignment_epoch', 'assignor_name', 'members', 'authorized_operations')
@@ -76,10 +80,10 @@ class ConsumerGroupDescribeResponse(Message):
             self.authorized_operations = authorized_operations
 
     class Member(Struct):
-        __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment')
-        _attrs = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment')
+        __slots__ = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'member_type')
+        _attrs = ('member_id', 'instance_id', 'rack_id', 'member_epoch', 'client_id', 'client_host', 'subscribed_topic_names', 'subscribed_topic_regex', 'assignment', 'target_assignment', 'member_type')
 
-        def __init__(self, member_id: str = '', instance_id: str | None = None, rack_id: str | None = None, member_epoch: int = 0, client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] = UNSET, subscribed_topic_regex: str | None = None, assignment: ConsumerGroupDescribeResponse.Assignment = UNSET, target_assignment: ConsumerGroupDescribeResponse.Assignment = UNSET) -> None:
+        def __init__(self, member_id: str = '', instance_id: str | None = None, rack_id: str | None = None, member_epoch: int = 0, client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] = UNSET, subscribed_topic_regex: str | None = None, assignment: ConsumerGroupDescribeResponse.Assignment = UNSET, target_assignment: ConsumerGroupDescribeResponse.Assignment = UNSET, member_type: int = -1) -> None:
             self.member_id = member_id
             self.instance_id = instance_id
             self.rack_id = rack_id
@@ -90,6 +94,7 @@ class ConsumerGroupDescribeResponse(Message):
             self.subscribed_topic_regex = subscribed_topic_regex
             self.assignment = _ConsumerGroupDescribeResponse_Assignment() if assignment is UNSET else assignment
             self.target_assignment = _ConsumerGroupDescribeResponse_Assignment() if target_assignment is UNSET else target_assignment
+            self.member_type = member_type
 
     class Assignment(Struct):
         __slots__ = ('topic_partitions',)
@@ -112,7 +117,7 @@ class ConsumerGroupDescribeResponse(Message):
     name = 'ConsumerGroupDescribeResponse'
     kind = 'response'
     api_key = 69
-    valid_versions = VersionRange(0, 0)
+    valid_versions = VersionRange(0, 1)
     flexible_versions = VersionRange(0, None)
 
     def __init__(self, throttle_time_ms: int = 0, groups: list[ConsumerGroupDescribeResponse.DescribedGroup] = UNSET) -> None:
@@ -435,7 +440,7 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupDescribeResponse.Member')
-            app(_ConsumerGroupDescribeResponse_Member(f_member_id, f_instance_id, f_rack_id, f_member_epoch, f_client_id, f_client_host, f_subscribed_topic_names, f_subscribed_topic_regex, f_assignment, f_target_assignment))
+            app(_ConsumerGroupDescribeResponse_Member(f_member_id, f_instance_id, f_rack_id, f_member_epoch, f_client_id, f_client_host, f_subscribed_topic_names, f_subscribed_topic_regex, f_assignment, f_target_assignment, -1))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupDescribeResponse.Member', pos) from None
     return out, pos
@@ -713,7 +718,427 @@ def e_ConsumerGroupDescribeResponse_v0(o: ConsumerGroupDescribeResponse, w: Appe
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ConsumerGroupDescribeResponse') from None
 
-ConsumerGroupDescribeRequest.decoders = {0: d_ConsumerGroupDescribeRequest_v0}
-ConsumerGroupDescribeRequest.encoders = {0: e_ConsumerGroupDescribeRequest_v0}
-ConsumerGroupDescribeResponse.decoders = {0: d_ConsumerGroupDescribeResponse_v0}
-ConsumerGroupDescribeResponse.encoders = {0: e_ConsumerGroupDescribeResponse_v0}
+def da_ConsumerGroupDescribeResponse_Member_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ConsumerGroupDescribeResponse.Member], int]:
+    out: list[ConsumerGroupDescribeResponse.Member] = []
+    app = out.append
+    f_instance_id: str | None
+    f_rack_id: str | None
+    f_subscribed_topic_names: list[str]
+    f_subscribed_topic_regex: str | None
+    try:
+        for _ in range(n):
+            n1 = buf[pos]
+            if n1 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n1, pos = read_uvarint(buf, pos)
+            n1 -= 1
+            if n1 <= 0:
+                if n1 < 0:
+                    bad_length(n1, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'MemberId')
+                f_member_id = ''
+            else:
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'MemberId')
+                f_member_id = buf[pos:end2].decode()
+                pos = end2
+            n3 = buf[pos]
+            if n3 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n3, pos = read_uvarint(buf, pos)
+            n3 -= 1
+            if n3 < 0:
+                f_instance_id = None
+            elif n3 == 0:
+                f_instance_id = ''
+            else:
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'InstanceId')
+                f_instance_id = buf[pos:end4].decode()
+                pos = end4
+            n5 = buf[pos]
+            if n5 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n5 = (n5 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n5, pos = read_uvarint(buf, pos)
+            n5 -= 1
+            if n5 < 0:
+                f_rack_id = None
+            elif n5 == 0:
+                f_rack_id = ''
+            else:
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'RackId')
+                f_rack_id = buf[pos:end6].decode()
+                pos = end6
+            (f_member_epoch,) = _F_i_unpack(buf, pos)
+            pos += 4
+            n7 = buf[pos]
+            if n7 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n7 = (n7 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n7, pos = read_uvarint(buf, pos)
+            n7 -= 1
+            if n7 <= 0:
+                if n7 < 0:
+                    bad_length(n7, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'ClientId')
+                f_client_id = ''
+            else:
+                end8 = pos + n7
+                if end8 > blen:
+                    bad_length(n7, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'ClientId')
+                f_client_id = buf[pos:end8].decode()
+                pos = end8
+            n9 = buf[pos]
+            if n9 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n9 = (n9 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n9, pos = read_uvarint(buf, pos)
+            n9 -= 1
+            if n9 <= 0:
+                if n9 < 0:
+                    bad_length(n9, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'ClientHost')
+                f_client_host = ''
+            else:
+                end10 = pos + n9
+                if end10 > blen:
+                    bad_length(n9, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'ClientHost')
+                f_client_host = buf[pos:end10].decode()
+                pos = end10
+            n11 = buf[pos]
+            if n11 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n11 = (n11 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n11, pos = read_uvarint(buf, pos)
+            n11 -= 1
+            if n11 < 0:
+                raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, 'null or negative count for non-nullable array SubscribedTopicNames')
+            else:
+                if n11 * 1 > blen - pos:
+                    raise ProtocolError('ConsumerGroupDescribeResponse.Member', None, pos, f'array SubscribedTopicNames count {n11} exceeds remaining bytes')
+                f_subscribed_topic_names = []
+                app12 = f_subscribed_topic_names.append
+                for _ in range(n11):
+                    n14 = buf[pos]
+                    if n14 < 128:
+                        pos += 1
+                    elif buf[pos + 1] < 128:
+                        n14 = (n14 & 0x7F) | (buf[pos + 1] << 7)
+                        pos += 2
+                    else:
+                        n14, pos = read_uvarint(buf, pos)
+                    n14 -= 1
+                    if n14 <= 0:
+                        if n14 < 0:
+                            bad_length(n14, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'SubscribedTopicNames')
+                        el13 = ''
+                    else:
+                        end15 = pos + n14
+                        if end15 > blen:
+                            bad_length(n14, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'SubscribedTopicNames')
+                        el13 = buf[pos:end15].decode()
+                        pos = end15
+                    app12(el13)
+            n16 = buf[pos]
+            if n16 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n16 = (n16 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n16, pos = read_uvarint(buf, pos)
+            n16 -= 1
+            if n16 < 0:
+                f_subscribed_topic_regex = None
+            elif n16 == 0:
+                f_subscribed_topic_regex = ''
+            else:
+                end17 = pos + n16
+                if end17 > blen:
+                    bad_length(n16, pos, 'ConsumerGroupDescribeResponse.Member', 'string', 'SubscribedTopicRegex')
+                f_subscribed_topic_regex = buf[pos:end17].decode()
+                pos = end17
+            f_assignment, pos = d_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos, blen)
+            f_target_assignment, pos = d_ConsumerGroupDescribeResponse_Assignment_v0(buf, pos, blen)
+            (f_member_type,) = _F_b_unpack(buf, pos)
+            pos += 1
+            if buf[pos] == 0:
+                pos += 1
+            else:
+                pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupDescribeResponse.Member')
+            app(_ConsumerGroupDescribeResponse_Member(f_member_id, f_instance_id, f_rack_id, f_member_epoch, f_client_id, f_client_host, f_subscribed_topic_names, f_subscribed_topic_regex, f_assignment, f_target_assignment, f_member_type))
+    except DECODE_FAILURES as exc:
+        raise decode_error(exc, 'ConsumerGroupDescribeResponse.Member', pos) from None
+    return out, pos
+
+def da_ConsumerGroupDescribeResponse_DescribedGroup_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ConsumerGroupDescribeResponse.DescribedGroup], int]:
+    out: list[ConsumerGroupDescribeResponse.DescribedGroup] = []
+    app = out.append
+    f_error_message: str | None
+    try:
+        for _ in range(n):
+            (f_error_code,) = _F_h_unpack(buf, pos)
+            pos += 2
+            n1 = buf[pos]
+            if n1 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n1, pos = read_uvarint(buf, pos)
+            n1 -= 1
+            if n1 < 0:
+                f_error_message = None
+            elif n1 == 0:
+                f_error_message = ''
+            else:
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end2].decode()
+                pos = end2
+            n3 = buf[pos]
+            if n3 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n3, pos = read_uvarint(buf, pos)
+            n3 -= 1
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'GroupId')
+                f_group_id = ''
+            else:
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'GroupId')
+                f_group_id = buf[pos:end4].decode()
+                pos = end4
+            n5 = buf[pos]
+            if n5 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n5 = (n5 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n5, pos = read_uvarint(buf, pos)
+            n5 -= 1
+            if n5 <= 0:
+                if n5 < 0:
+                    bad_length(n5, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'GroupState')
+                f_group_state = ''
+            else:
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'GroupState')
+                f_group_state = buf[pos:end6].decode()
+                pos = end6
+            (f_group_epoch, f_assignment_epoch,) = _F_ii_unpack(buf, pos)
+            pos += 8
+            n7 = buf[pos]
+            if n7 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n7 = (n7 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n7, pos = read_uvarint(buf, pos)
+            n7 -= 1
+            if n7 <= 0:
+                if n7 < 0:
+                    bad_length(n7, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'AssignorName')
+                f_assignor_name = ''
+            else:
+                end8 = pos + n7
+                if end8 > blen:
+                    bad_length(n7, pos, 'ConsumerGroupDescribeResponse.DescribedGroup', 'string', 'AssignorName')
+                f_assignor_name = buf[pos:end8].decode()
+                pos = end8
+            n9 = buf[pos]
+            if n9 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n9 = (n9 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n9, pos = read_uvarint(buf, pos)
+            n9 -= 1
+            if n9 < 0:
+                raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, 'null or negative count for non-nullable array Members')
+            else:
+                if n9 * 1 > blen - pos:
+                    raise ProtocolError('ConsumerGroupDescribeResponse.DescribedGroup', None, pos, f'array Members count {n9} exceeds remaining bytes')
+                f_members, pos = da_ConsumerGroupDescribeResponse_Member_v1(buf, pos, blen, n9)
+            (f_authorized_operations,) = _F_i_unpack(buf, pos)
+            pos += 4
+            if buf[pos] == 0:
+                pos += 1
+            else:
+                pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupDescribeResponse.DescribedGroup')
+            app(_ConsumerGroupDescribeResponse_DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_group_epoch, f_assignment_epoch, f_assignor_name, f_members, f_authorized_operations))
+    except DECODE_FAILURES as exc:
+        raise decode_error(exc, 'ConsumerGroupDescribeResponse.DescribedGroup', pos) from None
+    return out, pos
+
+def d_ConsumerGroupDescribeResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[ConsumerGroupDescribeResponse, int]:
+    try:
+        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
+        pos += 4
+        n1 = buf[pos]
+        if n1 < 128:
+            pos += 1
+        elif buf[pos + 1] < 128:
+            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
+            pos += 2
+        else:
+            n1, pos = read_uvarint(buf, pos)
+        n1 -= 1
+        if n1 < 0:
+            raise ProtocolError('ConsumerGroupDescribeResponse', None, pos, 'null or negative count for non-nullable array Groups')
+        else:
+            if n1 * 1 > blen - pos:
+                raise ProtocolError('ConsumerGroupDescribeResponse', None, pos, f'array Groups count {n1} exceeds remaining bytes')
+            f_groups, pos = da_ConsumerGroupDescribeResponse_DescribedGroup_v1(buf, pos, blen, n1)
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupDescribeResponse')
+    except DECODE_FAILURES as exc:
+        raise decode_error(exc, 'ConsumerGroupDescribeResponse', pos) from None
+    return ConsumerGroupDescribeResponse(f_throttle_time_ms, f_groups), pos
+
+def ea_ConsumerGroupDescribeResponse_Member_v1(xs: list[ConsumerGroupDescribeResponse.Member], w: Append) -> None:
+    try:
+        for o in xs:
+            x_member_id = o.member_id
+            b1 = x_member_id.encode()
+            ln = len(b1) + 1
+            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+            w(b1)
+            x_instance_id = o.instance_id
+            if x_instance_id is None:
+                w(b'\x00')
+            else:
+                b2 = x_instance_id.encode()
+                ln = len(b2) + 1
+                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+                w(b2)
+            x_rack_id = o.rack_id
+            if x_rack_id is None:
+                w(b'\x00')
+            else:
+                b3 = x_rack_id.encode()
+                ln = len(b3) + 1
+                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+                w(b3)
+            w(_F_i_pack(o.member_epoch))
+            x_client_id = o.client_id
+            b4 = x_client_id.encode()
+            ln = len(b4) + 1
+            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+            w(b4)
+            x_client_host = o.client_host
+            b5 = x_client_host.encode()
+            ln = len(b5) + 1
+            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+            w(b5)
+            x_subscribed_topic_names = o.subscribed_topic_names
+            ln = len(x_subscribed_topic_names) + 1
+            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+            for el6 in x_subscribed_topic_names:
+                b7 = el6.encode()
+                ln = len(b7) + 1
+                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+                w(b7)
+            x_subscribed_topic_regex = o.subscribed_topic_regex
+            if x_subscribed_topic_regex is None:
+                w(b'\x00')
+            else:
+                b8 = x_subscribed_topic_regex.encode()
+                ln = len(b8) + 1
+                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+                w(b8)
+            x_assignment = o.assignment
+            e_ConsumerGroupDescribeResponse_Assignment_v0(x_assignment, w)
+            x_target_assignment = o.target_assignment
+            e_ConsumerGroupDescribeResponse_Assignment_v0(x_target_assignment, w)
+            w(_F_bx_pack(o.member_type))
+    except ENCODE_FAILURES as exc:
+        raise encode_error(exc, 'ConsumerGroupDescribeResponse.Member') from None
+
+def ea_ConsumerGroupDescribeResponse_DescribedGroup_v1(xs: list[ConsumerGroupDescribeResponse.DescribedGroup], w: Append) -> None:
+    try:
+        for o in xs:
+            w(_F_h_pack(o.error_code))
+            x_error_message = o.error_message
+            if x_error_message is None:
+                w(b'\x00')
+            else:
+                b1 = x_error_message.encode()
+                ln = len(b1) + 1
+                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+                w(b1)
+            x_group_id = o.group_id
+            b2 = x_group_id.encode()
+            ln = len(b2) + 1
+            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+            w(b2)
+            x_group_state = o.group_state
+            b3 = x_group_state.encode()
+            ln = len(b3) + 1
+            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+            w(b3)
+            w(_F_ii_pack(o.group_epoch, o.assignment_epoch))
+            x_assignor_name = o.assignor_name
+            b4 = x_assignor_name.encode()
+            ln = len(b4) + 1
+            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+            w(b4)
+            x_members = o.members
+            ln = len(x_members) + 1
+            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+            ea_ConsumerGroupDescribeResponse_Member_v1(x_members, w)
+            w(_F_ix_pack(o.authorized_operations))
+    except ENCODE_FAILURES as exc:
+        raise encode_error(exc, 'ConsumerGroupDescribeResponse.DescribedGroup') from None
+
+def e_ConsumerGroupDescribeResponse_v1(o: ConsumerGroupDescribeResponse, w: Append) -> None:
+    try:
+        w(_F_i_pack(o.throttle_time_ms))
+        x_groups = o.groups
+        ln = len(x_groups) + 1
+        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+        ea_ConsumerGroupDescribeResponse_DescribedGroup_v1(x_groups, w)
+        w(b'\x00')
+    except ENCODE_FAILURES as exc:
+        raise encode_error(exc, 'ConsumerGroupDescribeResponse') from None
+
+ConsumerGroupDescribeRequest.decoders = {0: d_ConsumerGroupDescribeRequest_v0, 1: d_ConsumerGroupDescribeRequest_v0}
+ConsumerGroupDescribeRequest.encoders = {0: e_ConsumerGroupDescribeRequest_v0, 1: e_ConsumerGroupDescribeRequest_v0}
+ConsumerGroupDescribeResponse.decoders = {0: d_ConsumerGroupDescribeResponse_v0, 1: d_ConsumerGroupDescribeResponse_v1}
+ConsumerGroupDescribeResponse.encoders = {0: e_ConsumerGroupDescribeResponse_v0, 1: e_ConsumerGroupDescribeResponse_v1}
