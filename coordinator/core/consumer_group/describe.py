@@ -50,7 +50,8 @@ def _describe_member(group: ConsumerGroup, member: ConsumerMember, topics: Topic
         member_id=member.member_id, instance_id=member.instance_id, rack_id=member.rack_id,
         member_epoch=member.member_epoch, client_id=member.client_id, client_host=member.client_host,
         subscribed_topic_names=list(member.subscribed_topic_names),
-        subscribed_topic_regex=member.subscribed_topic_regex,
+        # Kafka 4.4 describes a member subscribed by names with "", not null (seen by tests/differential).
+        subscribed_topic_regex=member.subscribed_topic_regex or "",
         assignment=_with_names(member.assigned_partitions, topics),
         target_assignment=_with_names(group.target_assignment.get(member.member_id, {}), topics))
 
