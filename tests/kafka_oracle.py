@@ -47,6 +47,9 @@ QUICK_SETTINGS = {
     "auto.create.topics.enable": "false",
     # The consumer protocol (KIP-848) is on by default in 4.x; spelt out so a changed default shows.
     "group.coordinator.rebalance.protocols": "classic,consumer",
+    # KIP-1263 folds changes within this interval into one target assignment run: answers would
+    # depend on timing. 0 computes at once, so a scripted conversation has one right answer.
+    "group.consumer.assignment.interval.ms": "0",
 }
 
 

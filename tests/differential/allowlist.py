@@ -21,6 +21,7 @@ class Allowed:
     path: str  # regular expression, matched in full
     reason: str
     conversation: str = "*"
+    kafka_value: object = "*"  # when set, only a difference where Kafka answered this value
 
     @property
     def is_bug(self) -> bool:
@@ -29,12 +30,22 @@ class Allowed:
     def matches(self, difference: Difference) -> bool:
         return ((self.api in ("*", difference.api))
                 and (self.conversation in ("*", difference.conversation))
+                and (self.kafka_value == "*" or self.kafka_value == difference.kafka)
                 and re.fullmatch(self.path, difference.path) is not None)
 
 
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
 ALLOWLIST: tuple[Allowed, ...] = (
-    Allowed("*", r"(.*\.)?error_message",
-            "Free text: Kafka's messages quote its own exception texts; only the error code is the contract."),
+    Allowed("CreateTopics", r"topics\[\d+\]\.(configs.*|topic_config_error_code)",
+            "Setup step only: groupcoord keeps topics as names and partition counts for the group APIs, it "
+            "stores no topic logs, so it reports none of the ~37 log configs a broker returns."),
+    Allowed("OffsetCommit", r"topics\[\d+\]\.partitions\[\d+\]\.error_code",
+            "BUG, to fix: OffsetCommit takes offsets for topics and partitions the metadata does not have; Kafka "
+            "answers UNKNOWN_TOPIC_OR_PARTITION for them before the group is consulted "
+            "(KafkaApis.handleOffsetCommitRequest checks its metadata cache), so also before FENCED_INSTANCE_ID. "
+            "Not fixed here: many tests and tools commit to topics they never created.",
+            kafka_value=UNKNOWN_TOPIC_OR_PARTITION),
 )
 
 

@@ -12,7 +12,10 @@ from tests.conftest import ServerProcess, free_port, server_command
 
 # The settings tests/kafka_oracle.py gives Kafka, for groupcoord.
 GROUPCOORD_SETTINGS = ("group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=1",
-                       "num.partitions=1", "auto.create.topics.enable=false")
+                       "num.partitions=1", "auto.create.topics.enable=false",
+                       "group.consumer.assignment.interval.ms=0",
+                       # Kafka runs assignors inline; offloaded, an answer would depend on a race.
+                       "group.consumer.assignor.offload.enable=false")
 REPORT_NAME = "differential-report.txt"
 
 

@@ -7,6 +7,7 @@ so both servers get the same conversation. Numbers in comments are the test case
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from protocol import messages as m
@@ -37,6 +38,7 @@ def create_topics(s: Side, *stems: str, partitions: int = TOPIC_PARTITIONS) -> l
     Topic = m.CreateTopicsRequest.CreatableTopic
     s.call("admin", K.CREATE_TOPICS, 5, m.CreateTopicsRequest(
         topics=[Topic(name=n, num_partitions=partitions, replication_factor=1) for n in names], timeout_ms=10_000))
+    s.await_topics(names, partitions)
     return names
 
 
@@ -137,6 +139,7 @@ def two_members_sync(s: Side) -> None:
     s.call("a", K.SYNC_GROUP, 5, sync(group, 1, a.member_id, {a.member_id: b"all"}))
     b_first = s.call("b", K.JOIN_GROUP, 9, join(group, protocols=[("range", b"b-meta")]))
     b_join = s.send("b", K.JOIN_GROUP, 9, join(group, member_id=b_first.member_id, protocols=[("range", b"b-meta")]))
+    s.await_state(group, "PreparingRebalance")
     s.call("a", K.HEARTBEAT, 4, heartbeat(group, 1, a.member_id))  # C41: REBALANCE_IN_PROGRESS
     s.call("a", K.SYNC_GROUP, 5, sync(group, 1, a.member_id, {}))  # C37
     a2 = s.call("a", K.JOIN_GROUP, 9, join(group, member_id=a.member_id))
@@ -153,7 +156,10 @@ def two_members_sync(s: Side) -> None:
     s.call("b", K.SYNC_GROUP, 5, sync(group, 2, follower, protocol_type="connect"))  # C36
     s.call("b", K.SYNC_GROUP, 5, sync(group, 2, follower, protocol_name="roundrobin"))
     s.call("b", K.SYNC_GROUP, 4, sync(group, 2, follower, protocol_type=None, protocol_name=None))
-    s.call("a", K.JOIN_GROUP, 9, join(group, member_id=a2.member_id))  # C28? leader rejoin: rebalance (C19)
+    a3 = s.send("a", K.JOIN_GROUP, 9, join(group, member_id=a2.member_id))  # C19: the leader's rejoin rebalances
+    s.await_state(group, "PreparingRebalance")
+    s.call("b", K.JOIN_GROUP, 9, join(group, member_id=follower, protocols=[("range", b"b-meta")]))
+    s.receive(a3)
     s.call("a", K.DESCRIBE_GROUPS, 5, m.DescribeGroupsRequest(groups=[group]))
     s.call("b", K.LEAVE_GROUP, 5, m.LeaveGroupRequest(group_id=group, members=[Identity(member_id=follower)]))
     s.call("a", K.DESCRIBE_GROUPS, 5, m.DescribeGroupsRequest(groups=[group]))
@@ -184,6 +190,7 @@ def static_membership(s: Side) -> None:
     leader = s.call("a", K.JOIN_GROUP, 9, join(group, instance="inst-a"))  # C48: admitted directly
     s.call("a", K.SYNC_GROUP, 5, sync(group, 1, leader.member_id, {leader.member_id: b"a0"}, instance="inst-a"))
     b = s.send("b", K.JOIN_GROUP, 9, join(group, instance="inst-b", protocols=[("range", b"b")]))
+    s.await_state(group, "PreparingRebalance")
     a_again = s.call("a", K.JOIN_GROUP, 9, join(group, member_id=leader.member_id, instance="inst-a"))
     b_joined = s.receive(b)
     s.call("a", K.SYNC_GROUP, 5, sync(group, 2, a_again.member_id,
@@ -209,17 +216,28 @@ def static_membership(s: Side) -> None:
 
 
 def duplicate_instance_fencing(s: Side) -> None:
-    """A second JoinGroup with a parked static member's instance id fences the first (C49)."""
+    """A restarted static member replaces the old id in Stable (C50, C54); a second JoinGroup with a
+    parked static member's instance id fences the parked one (C49)."""
     group = s.name_of("dup")
     a = s.call("a", K.JOIN_GROUP, 9, join(group, instance="inst-a"))
     s.call("a", K.SYNC_GROUP, 5, sync(group, 1, a.member_id, {a.member_id: b"a"}, instance="inst-a"))
     b = s.send("b", K.JOIN_GROUP, 9, join(group, instance="inst-b"))  # parks: a must rejoin
+    s.await_state(group, "PreparingRebalance")
     s.call("a", K.HEARTBEAT, 4, heartbeat(group, 1, a.member_id, "inst-a"))
     a2 = s.send("a", K.JOIN_GROUP, 9, join(group, member_id=a.member_id, instance="inst-a"))
-    s.receive(b)
-    s.receive(a2)
-    # Now a duplicate of inst-b (member id "") while inst-b is known and stable-ish.
-    s.call("c", K.JOIN_GROUP, 9, join(group, instance="inst-b"))
+    b = s.receive(b)
+    a2 = s.receive(a2)
+    s.call("a", K.SYNC_GROUP, 5, sync(group, 2, a2.member_id, {a2.member_id: b"a2", b.member_id: b"b2"}, "inst-a"))
+    s.call("b", K.SYNC_GROUP, 5, sync(group, 2, b.member_id, instance="inst-b"))
+    c = s.call("c", K.JOIN_GROUP, 9, join(group, instance="inst-b"))  # C50: replaces b in Stable
+    s.call("b", K.HEARTBEAT, 4, heartbeat(group, 2, b.member_id, "inst-b"))  # C54: FENCED_INSTANCE_ID
+    parked = s.send("a", K.JOIN_GROUP, 9, join(group, member_id=a2.member_id, instance="inst-a"))
+    s.await_state(group, "PreparingRebalance")
+    d = s.send("d", K.JOIN_GROUP, 9, join(group, instance="inst-a"))  # C49: fences the parked join
+    s.receive(parked)
+    c_rejoin = s.send("c", K.JOIN_GROUP, 9, join(group, member_id=c.member_id, instance="inst-b"))
+    s.receive(d)
+    s.receive(c_rejoin)
     s.call("a", K.DESCRIBE_GROUPS, 5, m.DescribeGroupsRequest(groups=[group]))
 
 
@@ -229,6 +247,7 @@ def leave_batches(s: Side) -> None:
     a = s.call("a", K.JOIN_GROUP, 9, join(group, instance="inst-a"))
     s.call("a", K.SYNC_GROUP, 5, sync(group, 1, a.member_id, {a.member_id: b"a"}, instance="inst-a"))
     b = s.send("b", K.JOIN_GROUP, 9, join(group, instance="inst-b"))
+    s.await_state(group, "PreparingRebalance")
     s.call("a", K.JOIN_GROUP, 9, join(group, member_id=a.member_id, instance="inst-a"))
     b_joined = s.receive(b)
     s.call("a", K.LEAVE_GROUP, 5, m.LeaveGroupRequest(group_id=group, members=[
@@ -259,8 +278,9 @@ def offsets_across_versions(s: Side) -> None:
         s.call("a", K.OFFSET_COMMIT, version, commit(group, topic, {0: 10 * version, 1: version},
                                                      metadata=f"v{version}"))
     s.call("a", K.OFFSET_COMMIT, 9, commit(group, topic, {2: 7}, metadata="m" * 4097))  # C76
-    s.call("a", K.OFFSET_COMMIT, 9, commit(group, s.name_of("missing-topic"), {0: 1}))
-    s.call("a", K.OFFSET_COMMIT, 9, commit(group, topic, {7: 1}))  # no such partition
+    unknown_topics = s.name_of("offsets-unknown-topics")  # its own group: the answers differ (allowlist)
+    s.call("a", K.OFFSET_COMMIT, 9, commit(unknown_topics, s.name_of("missing-topic"), {0: 1}))
+    s.call("a", K.OFFSET_COMMIT, 9, commit(unknown_topics, topic, {7: 1}))  # no such partition
     s.call("a", K.OFFSET_COMMIT, 9, commit(group, other, {0: 3}, metadata=None))
     for version in range(1, 10):
         s.call("a", K.OFFSET_FETCH, version, fetch(version, group, topic, [0, 1, 2]))
@@ -308,29 +328,60 @@ def describe_list_delete(s: Side) -> None:
     s.call("a", K.OFFSET_FETCH, 9, fetch(9, empty, None, []))
 
 
+def await_assignable(s: Side, topic: str, timeout: float = 10.0) -> None:
+    """Wait (unrecorded) until a throwaway consumer group gets ``topic``'s partitions assigned: Kafka's
+    group coordinator reads its own metadata image, which can trail the broker's Metadata answers."""
+    Hb = m.ConsumerGroupHeartbeatRequest
+    wire, probe, member = s.wire("_await"), s.name_of("cg-probe"), "probe-member-0000000000"
+    deadline = time.monotonic() + timeout
+    epoch = 0
+    while True:
+        response = wire.request(K.CONSUMER_GROUP_HEARTBEAT, 1, Hb(
+            group_id=probe, member_id=member, member_epoch=epoch, rebalance_timeout_ms=30_000,
+            subscribed_topic_names=[topic], topic_partitions=[]))
+        assert response.error_code == E.NONE, response
+        epoch = response.member_epoch
+        if response.assignment is not None and response.assignment.topic_partitions:
+            wire.request(K.CONSUMER_GROUP_HEARTBEAT, 1, Hb(group_id=probe, member_id=member, member_epoch=-1))
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{s.name}: {topic} never assigned to a consumer group")
+        time.sleep(0.05)  # poll interval
+
+
 def consumer_group_lifecycle(s: Side) -> None:
     """ConsumerGroupHeartbeat join -> reconcile -> leave, two members, and ConsumerGroupDescribe."""
     (topic,) = create_topics(s, "cg", partitions=4)
     group = s.name_of("cg")
     Hb = m.ConsumerGroupHeartbeatRequest
+    await_assignable(s, topic)
 
     def hb(connection: str, member_id: str, epoch: int, **kw: Any) -> m.ConsumerGroupHeartbeatResponse:
         return s.call(connection, K.CONSUMER_GROUP_HEARTBEAT, 1,
                       Hb(group_id=group, member_id=member_id, member_epoch=epoch, **kw))
 
+    def owned(response: m.ConsumerGroupHeartbeatResponse, before: list[Any]) -> list[Any]:
+        """What the member owns after applying the answer (None: unchanged)."""
+        if response.assignment is None:
+            return before
+        return [Hb.TopicPartitions(topic_id=tp.topic_id, partitions=tp.partitions)
+                for tp in response.assignment.topic_partitions]
+
     a_id, b_id = "member-a-0000000000000", "member-b-0000000000000"
-    a = hb("a", a_id, 0, rebalance_timeout_ms=30_000, subscribed_topic_names=[topic], server_assignor="uniform")
-    owned_a = [Hb.TopicPartitions(topic_id=tp.topic_id, partitions=tp.partitions)
-               for tp in (a.assignment.topic_partitions if a.assignment else [])]
+    join_fields = dict(rebalance_timeout_ms=30_000, subscribed_topic_names=[topic], server_assignor="uniform",
+                       topic_partitions=[])
+    a = hb("a", a_id, 0, **join_fields)
+    owned_a = owned(a, [])
     a = hb("a", a_id, a.member_epoch, topic_partitions=owned_a)
-    b = hb("b", b_id, 0, rebalance_timeout_ms=30_000, subscribed_topic_names=[topic], server_assignor="uniform")
-    a = hb("a", a_id, a.member_epoch, topic_partitions=owned_a)  # told to revoke
-    if a.assignment is not None:
-        owned_a = [Hb.TopicPartitions(topic_id=tp.topic_id, partitions=tp.partitions)
-                   for tp in a.assignment.topic_partitions]
+    b = hb("b", b_id, 0, **join_fields)
+    owned_b = owned(b, [])
+    a = hb("a", a_id, a.member_epoch, topic_partitions=owned_a)  # told to revoke half
+    owned_a = owned(a, owned_a)
     a = hb("a", a_id, a.member_epoch, topic_partitions=owned_a)  # revocation acknowledged
-    b = hb("b", b_id, b.member_epoch, topic_partitions=[])
-    s.call("a", K.CONSUMER_GROUP_DESCRIBE, 1, m.ConsumerGroupDescribeRequest(
+    b = hb("b", b_id, b.member_epoch, topic_partitions=owned_b)  # the freed partitions
+    owned_b = owned(b, owned_b)
+    b = hb("b", b_id, b.member_epoch, topic_partitions=owned_b)
+    s.call("a", K.CONSUMER_GROUP_DESCRIBE, 0, m.ConsumerGroupDescribeRequest(
         group_ids=[group, s.name_of("cg-none"), s.name_of("join-v9")], include_authorized_operations=True))
     hb("a", a_id, a.member_epoch + 5)  # FENCED_MEMBER_EPOCH
     hb("a", "unknown-member-00000000", 3)  # UNKNOWN_MEMBER_ID

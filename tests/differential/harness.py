@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from protocol.apis import API_SPECS
-from protocol.messages import ListGroupsResponse, Struct
+from protocol.messages import DescribeGroupsRequest, ListGroupsResponse, MetadataRequest, Struct
 from tests.server.conftest import KafkaWire
 
 UUID_TEXT = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+KAFKA_UUID_TEXT = re.compile(r"[A-Za-z0-9_-]{22}")  # Kafka's Uuid.toString(): url-safe base64, no padding
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 MEMBER_ID_FIELDS = frozenset({"member_id", "leader", "leader_id"})
 ID_FIELDS = frozenset({"topic_id"})
@@ -79,7 +81,7 @@ class Side:
         self.transcript.append(exchange)
         return Pending(exchange, self.wire(connection).send(api_key, version, request))
 
-    def receive(self, pending: Pending, timeout: float = 15.0) -> Any:
+    def receive(self, pending: Pending, timeout: float = 8.0) -> Any:
         wire = self.wire(pending.exchange.connection)
         wire.sock.settimeout(timeout)
         try:
@@ -106,6 +108,35 @@ class Side:
             return True
         finally:
             wire.sock.settimeout(5.0)
+
+    def await_state(self, group: str, state: str, timeout: float = 10.0) -> None:
+        """Wait (unrecorded, on a private connection) until DescribeGroups shows ``group`` in ``state``:
+        a request sent on one connection must reach the coordinator before the next one on another
+        connection, or the conversation would depend on a race between the two sockets."""
+        wire = self.wire("_await")
+        deadline = time.monotonic() + timeout
+        while True:
+            (described,) = wire.request(DescribeGroupsRequest.api_key, 5, DescribeGroupsRequest(groups=[group])).groups
+            if described.group_state == state:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.name}: {group} still {described.group_state}, not {state}")
+            time.sleep(0.02)  # poll interval
+
+    def await_topics(self, names: list[str], partitions: int, timeout: float = 10.0) -> None:
+        """Wait (unrecorded) until Metadata shows every topic with its partitions: Kafka's controller
+        creates a topic before the broker's metadata image (which the group coordinator reads) has it."""
+        wire = self.wire("_await")
+        Topic = MetadataRequest.MetadataRequestTopic
+        deadline = time.monotonic() + timeout
+        while True:
+            response = wire.request(MetadataRequest.api_key, 9, MetadataRequest(
+                topics=[Topic(name=n) for n in names], allow_auto_topic_creation=False))
+            if all(t.error_code == 0 and len(t.partitions) == partitions for t in response.topics):
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.name}: topics {names} not in the metadata after {timeout}s")
+            time.sleep(0.02)  # poll interval
 
     def close(self) -> None:
         for wire in self._wires.values():
@@ -141,6 +172,7 @@ class Normaliser:
     def _placeholder(self, value: str, kind: str) -> str:
         if value not in self.placeholders:
             shape = UUID_TEXT.sub("<uuid>", value.replace(self.token, "T"))
+            shape = "<uuid>" if KAFKA_UUID_TEXT.fullmatch(shape) else shape
             self.placeholders[value] = f"{kind}:{shape}#{sum(1 for p in self.placeholders.values() if p.startswith(kind)) + 1}"
         return self.placeholders[value]
 

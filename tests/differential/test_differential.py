@@ -22,7 +22,9 @@ def play(conversation: Conversation, name: str, host: str, port: int, token: str
         conversation(side)
         return side, None
     except Exception as e:  # noqa: BLE001 - reported as a divergence, not hidden
-        return side, f"{type(e).__name__}: {e}"
+        last = side.transcript[-1] if side.transcript else None
+        where = f" (last request: step {last.step} {last.api_name} v{last.version})" if last else ""
+        return side, f"{type(e).__name__}: {e}{where}"
     finally:
         side.close()
 
