@@ -151,6 +151,7 @@ class KafkaOracle:
             try:
                 api_versions_round_trip(self.host, self.port, timeout=2.0)
                 if find_coordinator_error(self.host, self.port, "kafka-oracle-probe") == 0:
+                    self._wait_for_durable_writes(deadline)
                     return
                 last_error = ValueError("FindCoordinator not NONE yet")
             except (OSError, ValueError) as e:
@@ -158,6 +159,44 @@ class KafkaOracle:
             time.sleep(0.2)  # readiness poll interval, not a synchronisation sleep
         raise TimeoutError(f"kafka on {self.bootstrap} not ready after {timeout:.0f}s (last: {last_error!r})\n"
                            f"--- kafka log ---\n{self.log_tail()}")
+
+    def _wait_for_durable_writes(self, deadline: float) -> None:
+        """Until a probe group's record reaches the __consumer_offsets segment and stays there.
+
+        Seen with Kafka 4.4 just after start: the first group writes were acknowledged (NONE) yet
+        never reached the partition's log (its segment began with later records). Scripted
+        histories and the log read-back would then depend on that start-up window, so readiness
+        includes one write that is visibly in the log a moment later."""
+        from protocol import messages  # the project's codec, imported late: tests.conftest must not need it
+        from protocol.api_keys import ApiKey
+        from tests.server.conftest import KafkaWire
+
+        attempt = 0
+        while time.monotonic() < deadline:
+            attempt += 1
+            group = f"kafka-oracle-probe-{attempt}"
+            wire = KafkaWire(self.host, self.port, client_id="kafka-oracle")
+            try:  # v4 and member id "": MEMBER_ID_REQUIRED, and an empty GroupMetadata record written
+                wire.request(ApiKey.JOIN_GROUP, 4, messages.JoinGroupRequest(
+                    group_id=group, session_timeout_ms=10_000, rebalance_timeout_ms=10_000, member_id="",
+                    protocol_type="consumer", protocols=[]))
+            finally:
+                wire.close()
+            if self._offsets_log_holds(group.encode(), wait_s=1.0):
+                time.sleep(1.0)  # and still there a second later
+                if self._offsets_log_holds(group.encode(), wait_s=0.0):
+                    return
+        raise TimeoutError(f"kafka on {self.bootstrap}: no probe write reached __consumer_offsets\n{self.log_tail()}")
+
+    def _offsets_log_holds(self, needle: bytes, wait_s: float) -> bool:
+        until = time.monotonic() + wait_s
+        while True:
+            if any(needle in segment.read_bytes()
+                   for d in self.offsets_partition_dirs() for segment in d.glob("*.log")):
+                return True
+            if time.monotonic() >= until:
+                return False
+            time.sleep(0.05)  # poll interval
 
     def stop(self, timeout: float = STOP_TIMEOUT_S * 3) -> int | None:
         """SIGTERM the broker's process group (a controlled shutdown takes a few seconds), then SIGKILL."""
