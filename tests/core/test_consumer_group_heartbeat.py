@@ -51,7 +51,7 @@ def test_2_a_join_needs_rebalance_timeout_empty_owned_partitions_and_topics() ->
     assert error_of(ctx.heartbeat("g", "", 0, rebalance_timeout_ms=5000, subscribed_topic_names=["foo"],
                                   topic_partitions=owned({"foo": [0]})))[0] == ErrorCode.INVALID_REQUEST
     assert error_of(ctx.heartbeat("g", "", 0, rebalance_timeout_ms=5000, topic_partitions=[])) == (
-        ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+        ErrorCode.INVALID_REQUEST, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
     assert error_of(ctx.heartbeat("g", "", 0, rebalance_timeout_ms=5000, topic_partitions=[],
                                   subscribed_topic_names=[]))[0] == ErrorCode.INVALID_REQUEST
 

@@ -31,8 +31,8 @@ def consumer_group_describe(state: ConsumerGroupsState, req: ConsumerGroupDescri
 
 def describe_group(state: ConsumerGroupsState, group_id: str | None, topics: TopicsView) -> object:
     if not group_id:
-        return _Group(error_code=ErrorCode.INVALID_GROUP_ID, error_message="Group id cannot be null or empty.",
-                      group_id="")  # not nullable on the wire
+        # Kafka 4.4 answers it without a message; GroupId is not nullable on the wire.
+        return _Group(error_code=ErrorCode.INVALID_GROUP_ID, group_id="")
     group = state.groups.get(group_id)
     if group is None:
         kind = "is not a consumer group" if group_id in state.classic_groups else "not found"
