@@ -394,10 +394,59 @@ def consumer_group_lifecycle(s: Side) -> None:
     hb("a", a_id, -1)
 
 
+def consumer_group_errors(s: Side) -> None:
+    """ConsumerGroupHeartbeat validation and fencing (consumer-protocol spec 2, 4.1, 4.3, 6), static
+    members (UNRELEASED_INSTANCE_ID, -2 leave and replacement), and the group-type namespace."""
+    (topic,) = create_topics(s, "cge", partitions=2)
+    await_assignable(s, topic)
+    group = s.name_of("cge")
+    Hb = m.ConsumerGroupHeartbeatRequest
+    full = dict(rebalance_timeout_ms=30_000, subscribed_topic_names=[topic], topic_partitions=[])
+
+    def hb(connection: str, **kw: Any) -> m.ConsumerGroupHeartbeatResponse:
+        return s.call(connection, K.CONSUMER_GROUP_HEARTBEAT, kw.pop("version", 1), Hb(**kw))
+
+    bad_requests = (dict(group_id=""), dict(group_id=" "), dict(instance_id=""), dict(rack_id=""),
+                    dict(member_epoch=-3), dict(member_epoch=5, member_id=""), dict(rebalance_timeout_ms=-1),
+                    dict(subscribed_topic_names=None), dict(topic_partitions=None), dict(server_assignor="nope"),
+                    dict(member_epoch=-2, instance_id=None), dict(member_epoch=-1, member_id=""),
+                    dict(subscribed_topic_names=[]), dict(subscribed_topic_regex="cge.*"))
+    for i, bad in enumerate(bad_requests):  # each in a group of its own: Kafka may accept some
+        request = dict(group_id=s.name_of(f"cge-bad{i}"), member_id="m-bad-000000000000000", member_epoch=0, **full)
+        request.update(bad)
+        hb("a", **request)
+    hb("a", group_id=s.name_of("cge-none"), member_id="m-none-00000000000000", member_epoch=3)  # no group
+    a = hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=0, instance_id="inst-a", **full)
+    hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=a.member_epoch,
+       topic_partitions=[Hb.TopicPartitions(topic_id=tp.topic_id, partitions=tp.partitions)
+                         for tp in (a.assignment.topic_partitions if a.assignment else [])])
+    # Another member id with a held instance id: UNRELEASED_INSTANCE_ID; the holder with another id: fenced.
+    hb("b", group_id=group, member_id="m-b-00000000000000000", member_epoch=0, instance_id="inst-a", **full)
+    hb("b", group_id=group, member_id="m-b-00000000000000000", member_epoch=1, instance_id="inst-a")
+    hb("b", group_id=group, member_id="m-zz-0000000000000000", member_epoch=1)  # unknown member
+    # The static member leaves temporarily (-2) and a new process takes its instance id over.
+    hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=-2, instance_id="inst-a")
+    hb("b", group_id=group, member_id="m-b-00000000000000000", member_epoch=0, instance_id="inst-a", **full)
+    s.call("a", K.CONSUMER_GROUP_DESCRIBE, 0, m.ConsumerGroupDescribeRequest(group_ids=[group, ""]))
+    # Classic APIs against a consumer group, and a consumer join into a non-empty classic group.
+    s.call("a", K.HEARTBEAT, 4, heartbeat(group, 1, "m-b-00000000000000000"))
+    s.call("a", K.SYNC_GROUP, 5, sync(group, 1, "m-b-00000000000000000"))
+    s.call("a", K.LEAVE_GROUP, 5, m.LeaveGroupRequest(group_id=group, members=[
+        m.LeaveGroupRequest.MemberIdentity(member_id="m-b-00000000000000000")]))
+    s.call("a", K.DELETE_GROUPS, 2, m.DeleteGroupsRequest(groups_names=[group]))
+    classic = s.name_of("cge-classic")
+    joined = join_one(s, classic, "c")
+    s.call("c", K.SYNC_GROUP, 5, sync(classic, 1, joined.member_id, {joined.member_id: b""}))
+    hb("a", group_id=classic, member_id="m-c-00000000000000000", member_epoch=0, **full)
+    hb("b", group_id=group, member_id="m-b-00000000000000000", member_epoch=-1)
+    s.call("a", K.LIST_GROUPS, 5, m.ListGroupsRequest())
+    s.call("a", K.DELETE_GROUPS, 2, m.DeleteGroupsRequest(groups_names=[group]))
+
+
 CONVERSATIONS: dict[str, Conversation] = {
     f.__name__: f for f in (
         join_every_version, join_errors, two_members_sync, stale_generation_and_unknown_member,
         static_membership, duplicate_instance_fencing, leave_batches, offsets_across_versions,
-        describe_list_delete, consumer_group_lifecycle,
+        describe_list_delete, consumer_group_lifecycle, consumer_group_errors,
     )
 }
