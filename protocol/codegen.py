@@ -329,7 +329,7 @@ class _MessageCoders:
             s.emit(f"({var},) = I16_unpack(buf, pos)")
             s.emit("pos += 2")
 
-    def decode_one(self, f: FieldSpec, target: str, struct: StructSpec) -> None:
+    def decode_one(self, f: FieldSpec, target: str, struct: StructSpec, tagged: bool = False) -> None:
         s = self.src
         nullable = self.version in f.nullable
         compact = self.field_flexible(f)
@@ -366,7 +366,16 @@ class _MessageCoders:
             s.depth -= 1
             return
         if f.struct is not None:
-            if nullable:
+            if nullable and tagged:
+                # In a tagged field Kafka's generated code marks presence with an unsigned varint, 0 for
+                # null (it writes a null ClassicMemberMetadata that way), 1 for a struct; elsewhere int8 -1/1.
+                marker = s.fresh("marker")
+                s.emit(f"{marker}, pos = read_uvarint(buf, pos)")
+                s.emit(f"if {marker} == 0:")
+                s.emit(f"    {target} = None")
+                s.emit("else:")
+                s.emit(f"    {target}, pos = {decoder_name(f.struct, v)}(buf, pos, blen)")
+            elif nullable:
                 s.emit("if buf[pos] == 0xFF:")  # int8 -1 marks a null struct
                 s.emit("    pos += 1")
                 s.emit(f"    {target} = None")
@@ -455,7 +464,7 @@ class _MessageCoders:
         for f in tagged:
             s.emit(f"{keyword} tag == {f.tag}:")
             s.depth += 1
-            self.decode_one(f, f"f_{f.attr}", struct)
+            self.decode_one(f, f"f_{f.attr}", struct, tagged=True)
             s.depth -= 1
             keyword = "elif"
         s.emit("pos = tag_end  # unknown tags are skipped")

@@ -27,6 +27,10 @@ _CHECKED_AGAINST_KAFKA_JAR = ("API {}, not in the facts snapshot; held against K
 EXTRA_SCHEMAS_ALLOWED: dict[str, str] = {
     "ClassicGroupReasonKey": "groupcoord record type 30000: last KIP-800 reason of a classic group (not Kafka's)",
     "ClassicGroupReasonValue": "groupcoord record type 30000: last KIP-800 reason of a classic group (not Kafka's)",
+    "ConsumerGroupRegularExpressionKey": "record type 16 (KIP-848 regex subscriptions, Kafka 4.0), newer than the "
+                                         "facts snapshot; from apache/kafka group-coordinator/src/main/resources/"
+                                         "common/message. Kafka 4.4 writes it; log dump must name it",
+    "ConsumerGroupRegularExpressionValue": "record type 16's value (v0, flexible 0+), as its key",
     "IncrementalAlterConfigsRequest": "API 44, not in the facts snapshot; from apache/kafka "
                                       "clients/src/main/resources/common/message (v0-1, flexible 1+)",
     "IncrementalAlterConfigsResponse": "API 44, not in the facts snapshot; from apache/kafka "

@@ -1,4 +1,4 @@
-"""DescribeCluster and DescribeConfigs over the wire."""
+"""DescribeCluster, DescribeGroups' authorized operations and DescribeConfigs over the wire."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages import CreateTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest
+from protocol.messages import CreateTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest
 
 TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
@@ -42,6 +42,18 @@ def test_describe_cluster_authorized_operations_when_asked(wire):
     response = wire.request(ApiKey.DESCRIBE_CLUSTER, 1,
                             DescribeClusterRequest(include_cluster_authorized_operations=True))
     assert response.cluster_authorized_operations == 8096
+
+
+@pytest.mark.parametrize("version", [3, 5])
+def test_describe_groups_authorized_operations_when_asked(wire, version):
+    """As Kafka 4.4 answers (found by tests/differential): without an authorizer every group operation
+    (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS = 3400), also for an unknown (Dead) group."""
+    group = f"ops-{uuid.uuid4().hex[:8]}"
+    asked = wire.request(ApiKey.DESCRIBE_GROUPS, version,
+                         DescribeGroupsRequest(groups=[group], include_authorized_operations=True))
+    assert [(g.group_state, g.authorized_operations) for g in asked.groups] == [("Dead", 3400)]
+    not_asked = wire.request(ApiKey.DESCRIBE_GROUPS, version, DescribeGroupsRequest(groups=[group]))
+    assert not_asked.groups[0].authorized_operations == -(2**31)
 
 
 def describe(wire, version, *resources, synonyms=False, docs=False):

@@ -43,8 +43,7 @@ def consumer_group_describe_error(request: Any, code: ErrorCode, version: int) -
 def consumer_group_describe(broker: Broker, request: Any, ctx: RequestContext) -> Any:
     # GroupId is not nullable on the wire (Kafka's Java side would fail to write its null): the empty id
     # asked for is echoed.
-    invalid = [_Group(group_id="", error_code=ErrorCode.INVALID_GROUP_ID,
-                      error_message="Group id cannot be null or empty.") for g in request.group_ids if not g]
+    invalid = [_Group(group_id="", error_code=ErrorCode.INVALID_GROUP_ID) for g in request.group_ids if not g]
     valid = [g for g in request.group_ids if g]
     if not valid:
         return ConsumerGroupDescribeResponse(groups=invalid)
