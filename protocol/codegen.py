@@ -374,7 +374,7 @@ class _MessageCoders:
                 s.emit(f"if {marker} == 0:")
                 s.emit(f"    {target} = None")
                 s.emit("else:")
-                s.emit(f"    {target}, pos = {decoder_name(f.struct, v)}(buf, pos, blen)")
+                s.emit(f"    {target}, pos = {self.coder('d', f.struct)}(buf, pos, blen)")
             elif nullable:
                 s.emit("if buf[pos] == 0xFF:")  # int8 -1 marks a null struct
                 s.emit("    pos += 1")
