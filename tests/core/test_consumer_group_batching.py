@@ -11,8 +11,8 @@ from typing import Any
 from coordinator.core import Outcome
 from coordinator.core.assignors import ASSIGNORS, PartitionAssignor, PartitionAssignorError
 from coordinator.core.consumer_group.jobs import AssignmentJob, execute_assignment_job
-from coordinator.core.consumer_group.records import (
-    TARGET_ASSIGNMENT_MEMBER,
+from coordinator.records import RecordType
+from coordinator.records.consumer import (
     assignment_epoch_record,
     consumer_group_epoch_record,
     current_assignment_record,
@@ -45,12 +45,12 @@ def land(ctx: ConsumerGroupContext, job: AssignmentJob) -> Outcome:
 
 
 def target_member_ids(out: Outcome) -> list[str]:
-    return [ConsumerGroupTargetAssignmentMemberKey.decode(r.key[2:], TARGET_ASSIGNMENT_MEMBER).member_id
-            for r in out.records if int.from_bytes(r.key[:2], "big") == TARGET_ASSIGNMENT_MEMBER and r.value]
+    return [ConsumerGroupTargetAssignmentMemberKey.decode(r.key[2:], RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER).member_id
+            for r in out.records if int.from_bytes(r.key[:2], "big") == RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER and r.value]
 
 
 def target_records_in(out: Outcome) -> int:
-    return sum(1 for r in out.records if int.from_bytes(r.key[:2], "big") == TARGET_ASSIGNMENT_MEMBER)
+    return sum(1 for r in out.records if int.from_bytes(r.key[:2], "big") == RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER)
 
 
 def stored_timestamp(ctx: ConsumerGroupContext) -> int:
