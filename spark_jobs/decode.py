@@ -36,24 +36,21 @@ from coordinator.log.batch import CorruptBatchError
 from coordinator.log.chunk_columns import ChunkColumns, scan_columns
 from coordinator.log.partition import parse_partition_dir
 from coordinator.log.segment import SUFFIX, base_offset_of, scan_batches
-from coordinator.records import RecordType, UnknownRecordType, decode_record_versions
-from protocol.messages import MESSAGES, GroupMetadataValue
+from coordinator.records import REGISTRY, UnknownRecordType, decode_record_versions
+from coordinator.records.describe import value_json
+from protocol.messages import GroupMetadataValue
 
 log = structlog.get_logger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
-KIND = {
-    RecordType.OFFSET_COMMIT_V0: "offset_commit",
-    RecordType.OFFSET_COMMIT: "offset_commit",
-    RecordType.GROUP_METADATA: "group_metadata",
-    RecordType.CLASSIC_GROUP_REASON: "group_reason",
-}
+#: record type -> the `kind` column: every type of the registry ("unknown" only for other writers' types)
+KIND = {record_type: schema.kind for record_type, schema in REGISTRY.items()}
 
 #: Column names in order; `reader.py` gives each its Spark type. One row per record.
 COLUMNS: tuple[str, ...] = (
     "partition", "offset", "timestamp", "segment", "record_type", "kind", "value_version", "tombstone",
-    "group_id",
+    "group_id", "member_id",
     # GroupMetadata
     "protocol_type", "generation", "protocol", "leader", "current_state_timestamp", "members",
     # OffsetCommit
@@ -61,6 +58,8 @@ COLUMNS: tuple[str, ...] = (
     "expire_timestamp",
     # ClassicGroupReason (KIP-800)
     "reason_api", "reason_member_id", "reason_instance_id", "reason", "reason_timestamp",
+    # KIP-848 consumer group records (types 3-8): the decoded value as JSON, fields under the schema's names
+    "value_json",
 )
 
 GROUP_METADATA_COLUMNS = COLUMNS[COLUMNS.index("protocol_type"):COLUMNS.index("members") + 1]
@@ -114,7 +113,8 @@ def find_segments(path: Path | str) -> list[Path]:
 #: The commit fields (`commit_fields`) of a row that has no OffsetCommitValue: nulls.
 _NO_COMMIT = (None, None, None, None, None)
 _VALUE_VERSION = struct.Struct(">h").unpack_from  # the value's int16 prefix (coordinator.records' format)
-COMMIT, GROUP_METADATA, GROUP_REASON, UNKNOWN = 0, 1, 2, 3
+COMMIT, GROUP_METADATA, GROUP_REASON, AS_JSON, UNKNOWN = 0, 1, 2, 3, 4
+#: kind -> how its value is laid out in columns; a kind without columns of its own goes to `value_json`
 _KIND_CODE = {"offset_commit": COMMIT, "group_metadata": GROUP_METADATA, "group_reason": GROUP_REASON,
               "unknown": UNKNOWN}
 
@@ -134,32 +134,40 @@ class _KeyTable:
         self.kind: list[str] = []
         self.kind_code: list[int] = []
         self.group: list[str | None] = []
+        self.member: list[str | None] = []
         self.topic: list[str | None] = []
         self.topic_partition: list[int | None] = []
         self.value_decoders: list[dict] = []  # value version -> the codec's generated decoder
+        self.value_class: list[object] = []  # the value message class (for `value_json`)
 
     def add(self, key: bytes) -> int:
         try:
             decoded = decode_record_versions(key, None)  # the key alone (as for a tombstone)
         except UnknownRecordType as e:
             # Kept as a row (type and position only), as Kafka's loader skips but keeps them.
-            record_type, kind, message, decoders = e.record_type, "unknown", None, {}
+            record_type, kind, message, decoders, value_class, group, member = (
+                e.record_type, "unknown", None, {}, None, None, None)
         else:
             record_type, kind, message = decoded.record_type, KIND[decoded.record_type], decoded.key
-            decoders = MESSAGES[type(message).name.removesuffix("Key") + "Value"].decoders
+            schema = REGISTRY[record_type]
+            decoders, value_class = schema.value_class.decoders, schema.value_class
+            group = decoded.group_id
+            member = None if schema.member_attr is None else getattr(message, schema.member_attr)
         kid = len(self.kind)
         self.index[key] = kid
         self.keys.append(key)
         self.record_type.append(record_type)
         self.kind.append(kind)
-        self.kind_code.append(_KIND_CODE[kind])
-        self.group.append(None if message is None else message.group)
+        self.kind_code.append(_KIND_CODE.get(kind, AS_JSON))
+        self.group.append(group)
+        self.member.append(member)
         commit = kind == "offset_commit"
         if commit:
             self.commit_index[key] = kid
         self.topic.append(message.topic if commit else None)
         self.topic_partition.append(message.partition if commit else None)
         self.value_decoders.append(decoders)
+        self.value_class.append(value_class)
         return kid
 
 
@@ -170,7 +178,8 @@ class _Chunk:
     in the CPU cache: reading them later, one column at a time over a chunk of scattered messages,
     cost a cache miss per field (six passes over the group metadata took longer than decoding it)."""
 
-    __slots__ = ("offsets", "timestamps", "kids", "versions", "commits", "tombstones", "metadata", "reasons")
+    __slots__ = ("offsets", "timestamps", "kids", "versions", "commits", "tombstones", "metadata", "reasons",
+                 "json_values")
 
     def __init__(self) -> None:
         self.offsets: list[int] = []
@@ -181,6 +190,7 @@ class _Chunk:
         self.tombstones: list[int] = []  # row numbers: rare, so sparse
         self.metadata: list[tuple] = []  # (row, *group_metadata_fields(value)): a few % of rows
         self.reasons: list[tuple] = []  # (row, *reason_fields(value))
+        self.json_values: list[tuple] = []  # (row, value_json(value)): the KIP-848 records
 
 
 def commit_fields(value: object) -> tuple:
@@ -246,8 +256,10 @@ def _append_value(chunk: _Chunk, keys: _KeyTable, kid: int, row: int, value: byt
         chunk.commits.append(_NO_COMMIT)
         if code == GROUP_METADATA:
             chunk.metadata.append(_group_metadata_fields(row, message))  # type: ignore[arg-type]
-        else:
+        elif code == GROUP_REASON:
             chunk.reasons.append(_reason_fields(row, message))
+        else:
+            chunk.json_values.append((row, value_json(keys.value_class[kid], message, version)))
 
 
 def batch_columns(segment: Path, stats: DecodeStats) -> Iterator[ChunkColumns]:
@@ -367,6 +379,7 @@ def _to_batch(chunk: _Chunk, keys: _KeyTable, partition: int, seg_name: str) -> 
         "value_version": pa.array(chunk.versions, pa.int16()),
         "tombstone": flags(n, chunk.tombstones),
         "group_id": by_key(keys.group, "group_id"),
+        "member_id": by_key(keys.member, "member_id"),
         "topic": by_key(keys.topic, "topic"),
         "topic_partition": by_key(keys.topic_partition, "topic_partition"),
         "committed_offset": pa.array(committed_offset, pa.int64()),
@@ -377,6 +390,7 @@ def _to_batch(chunk: _Chunk, keys: _KeyTable, partition: int, seg_name: str) -> 
         "expire_timestamp": pc.if_else(pc.equal(expire, -1), pa.scalar(None, pa.int64()), expire),
         **_sparse_columns(n, chunk.metadata, GROUP_METADATA_COLUMNS),
         **_sparse_columns(n, chunk.reasons, REASON_COLUMNS),
+        **_sparse_columns(n, chunk.json_values, ("value_json",)),
     }
     return pa.RecordBatch.from_arrays([columns[name] for name in COLUMNS], schema=schema)
 
@@ -390,13 +404,13 @@ def arrow_schema() -> pa.Schema:
                         ("assignment_bytes", pa.int32())])
     types = {"partition": pa.int32(), "offset": pa.int64(), "timestamp": pa.int64(), "segment": pa.string(),
              "record_type": pa.int32(), "kind": pa.string(), "value_version": pa.int16(), "tombstone": pa.bool_(),
-             "group_id": pa.string(), "protocol_type": pa.string(), "generation": pa.int32(),
+             "group_id": pa.string(), "member_id": pa.string(), "protocol_type": pa.string(), "generation": pa.int32(),
              "protocol": pa.string(), "leader": pa.string(), "current_state_timestamp": pa.int64(),
              "members": pa.list_(member), "topic": pa.string(), "topic_partition": pa.int32(),
              "committed_offset": pa.int64(), "leader_epoch": pa.int32(), "metadata": pa.string(),
              "commit_timestamp": pa.int64(), "expire_timestamp": pa.int64(), "reason_api": pa.string(),
              "reason_member_id": pa.string(), "reason_instance_id": pa.string(), "reason": pa.string(),
-             "reason_timestamp": pa.int64()}
+             "reason_timestamp": pa.int64(), "value_json": pa.string()}
     return pa.schema([(name, types[name]) for name in COLUMNS])
 
 

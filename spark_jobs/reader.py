@@ -48,7 +48,7 @@ MEMBER_TYPE = StructType([
 _TYPES = {
     "partition": IntegerType(), "offset": LongType(), "timestamp": LongType(), "segment": StringType(),
     "record_type": IntegerType(), "kind": StringType(), "value_version": ShortType(), "tombstone": BooleanType(),
-    "group_id": StringType(),
+    "group_id": StringType(), "member_id": StringType(),
     "protocol_type": StringType(), "generation": IntegerType(), "protocol": StringType(), "leader": StringType(),
     "current_state_timestamp": LongType(), "members": ArrayType(MEMBER_TYPE),
     "topic": StringType(), "topic_partition": IntegerType(), "committed_offset": LongType(),
@@ -56,6 +56,7 @@ _TYPES = {
     "expire_timestamp": LongType(),
     "reason_api": StringType(), "reason_member_id": StringType(), "reason_instance_id": StringType(),
     "reason": StringType(), "reason_timestamp": LongType(),
+    "value_json": StringType(),
 }
 SCHEMA = StructType([StructField(name, typ) for name, typ in _TYPES.items()])  # decode.COLUMNS, in order
 _SUMMARY_TYPES = {

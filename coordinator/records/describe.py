@@ -77,6 +77,11 @@ def _consumer_assignment(data: Any) -> Any:
     return {tp.topic: sorted(tp.partitions) for tp in assignment.assigned_partitions}
 
 
+def value_json(value_class: Any, message: Any, version: int) -> str:
+    """A decoded value message as one line of JSON under the schema's field names (as the dump shows it)."""
+    return _json(_fields(value_class.spec.root, message, version))
+
+
 def _json(fields: dict[str, Any]) -> str:
     def fallback(v: Any) -> str:
         if isinstance(v, (bytes, bytearray, memoryview)):
