@@ -58,7 +58,7 @@ _TYPES = {
     "reason": StringType(), "reason_timestamp": LongType(),
     "value_json": StringType(),
 }
-SCHEMA = StructType([StructField(name, typ) for name, typ in _TYPES.items()])  # decode.COLUMNS, in order
+SCHEMA = StructType([StructField(name, typ) for name, typ in _TYPES.items()])  # rows.COLUMNS, in order
 _SUMMARY_TYPES = {
     "record_count": LongType(), "tombstone_count": LongType(), "commit_count": LongType(), "first_ms": LongType(),
     "last_ms": LongType(), "first_commit_ms": LongType(), "last_commit_ms": LongType(),
@@ -131,7 +131,8 @@ class ConsumerOffsetsReader(DataSourceReader):
         return [SegmentPartition(str(p), self.partition) for p in segments]
 
     def read(self, partition: InputPartition) -> Iterator:  # type: ignore[override]
-        from spark_jobs.decode import arrow_schema, decode_segment
+        from spark_jobs.decode import decode_segment
+        from spark_jobs.rows import arrow_schema
         from spark_jobs.sequence import read_history
         from spark_jobs.summarize import summarize_segment, summary_schema
 

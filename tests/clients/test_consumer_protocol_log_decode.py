@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition

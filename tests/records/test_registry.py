@@ -144,7 +144,8 @@ def test_the_log_dump_of_a_log_with_every_type_has_no_unknown_record(tmp_path: P
 
 def test_the_spark_decoder_decodes_every_record_type(tmp_path: Path) -> None:
     pytest.importorskip("pyarrow", reason="the spark extra")
-    from spark_jobs.decode import DecodeStats, decode_segment, find_segments
+    from spark_jobs.decode import decode_segment, find_segments
+    from spark_jobs.rows import DecodeStats
 
     samples = sample_records()
     stats = DecodeStats()
