@@ -163,3 +163,17 @@ def test_the_spark_decoder_decodes_every_record_type(tmp_path: Path) -> None:
         assert (row["value_json"] is not None) == has_json, row
     epoch = next(r for r in rows if r["kind"] == "consumer_group_metadata" and not r["tombstone"])
     assert epoch["value_json"] == '{"Epoch":3}'
+
+
+def test_the_record_package_imports_only_the_protocol() -> None:
+    """Imports point one way: core, store, CLI and spark_jobs import records; records import only protocol."""
+    import ast
+
+    package = Path(__file__).resolve().parents[2] / "coordinator" / "records"
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                       else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for module in modules:
+                ours = module.split(".")[0] in ("coordinator", "protocol", "spark_jobs")
+                assert not ours or module.startswith(("coordinator.records", "protocol")), f"{path.name}: {module}"
