@@ -32,7 +32,7 @@ from coordinator.records.codec import (
     encode_message,
     latest_per_key,
 )
-from coordinator.records.describe import describe_record, record_type_name
+from coordinator.records.describe import describe_record
 from coordinator.records.offsets import (
     OFFSET_KEY_CACHE_SIZE,
     CommittedPartition,
@@ -63,7 +63,6 @@ from coordinator.records.registry import (
     RecordSchema,
     RecordType,
     register,
-    schema_of,
 )
 
 __all__ = [
@@ -75,6 +74,5 @@ __all__ = [
     "encode_message", "group_metadata_key", "group_metadata_record", "group_metadata_tombstone",
     "group_metadata_value", "group_reason_key", "group_reason_record", "group_reason_tombstone",
     "java_string_hash", "latest_per_key", "offset_commit_key", "offset_commit_record", "offset_commit_run",
-    "offset_commit_tombstone", "offset_from_value", "partition_for", "reason_from_value", "record_type_name",
-    "register", "schema_of",
+    "offset_commit_tombstone", "offset_from_value", "partition_for", "reason_from_value", "register",
 ]

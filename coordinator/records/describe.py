@@ -13,12 +13,6 @@ from protocol.messages import ConsumerProtocolAssignment, ConsumerProtocolSubscr
 from protocol.primitives import ProtocolError
 
 
-def record_type_name(record_type: int) -> str | None:
-    """`OffsetCommit`, `GroupMetadata`, `ConsumerGroupMetadata`, ...: the key schema's name less `Key`."""
-    schema = REGISTRY.get(record_type)
-    return None if schema is None else schema.name
-
-
 def describe_record(key: bytes, value: bytes | None) -> str:
     """One line for a coordinator record, fields under the schema's JSON names:
 

@@ -74,12 +74,6 @@ class RecordSchema:
     def value_versions(self) -> tuple[int, ...]:
         return tuple(self.value_class.spec.versions)
 
-    def value_class_for(self, version: int) -> Any:
-        """The value message class of `version` (the same class for every version the schema has)."""
-        if version not in self.value_class.spec.versions:
-            raise ValueError(f"{self.name} has no value version {version}")
-        return self.value_class
-
 
 REGISTRY: dict[int, RecordSchema] = {}
 
@@ -95,10 +89,6 @@ def register(record_type: int, kind: str, key_class: Any, value_class: Any, writ
                           written_value_version, group_attr, member_attr)
     REGISTRY[record_type] = schema
     return schema
-
-
-def schema_of(record_type: int) -> RecordSchema | None:
-    return REGISTRY.get(record_type)
 
 
 # Versions written are the ones Kafka writes today: GroupMetadataValue 3, OffsetCommitValue 3 (1
