@@ -104,15 +104,11 @@ def uvarint_bytes(value: int) -> bytes:
         return UVARINT_SMALL[value]
     if value < 0 or value > 0xFFFFFFFF:
         raise ProtocolError("varint", None, None, f"unsigned varint out of range: {value}", located=False)
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return _unsigned_bytes(value)
 
 
 def _unsigned_bytes(value: int) -> bytes:
+    """The one varint encoder: 7 bits a byte, low first, the high bit set on all but the last."""
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)

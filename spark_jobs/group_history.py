@@ -36,8 +36,7 @@ import functools
 import json
 import sys
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +50,7 @@ from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.decode import find_segments, log_end_offsets
+from spark_jobs.figures import group_sums, top_counts
 from spark_jobs.reader import local_session, read_log
 from spark_jobs.summarize import KEY_KIND, MINUTE_KIND
 
@@ -324,20 +324,6 @@ def in_parallel(tasks: dict[str, Callable[[], Any]], threads: int = 2) -> dict[s
     with ThreadPoolExecutor(max_workers=threads) as pool:
         futures = {name: pool.submit(task) for name, task in tasks.items()}
         return {name: future.result() for name, future in futures.items()}
-
-
-def top_counts(values: Iterable[Any], limit: int = 20) -> dict[str, int]:
-    """The ``limit`` most frequent values (free-text reasons can be unique per member id), most
-    frequent first, ties by value with null first: Spark's `orderBy(desc(count), value)`."""
-    counts = Counter(values)
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0] is not None, "" if kv[0] is None else kv[0]))
-    return {str(value): n for value, n in ranked[:limit]}
-
-
-def group_sums(table: pa.Table, key: str, value: str) -> list[tuple[Any, int]]:
-    """(key, sum of value) per key, largest sum first, ties by key (Spark's `orderBy(desc, key)`)."""
-    sums = table.group_by(key, use_threads=False).aggregate([(value, "sum")]).to_pylist()
-    return sorted(((r[key], r[f"{value}_sum"] or 0) for r in sums), key=lambda kv: (-kv[1], kv[0]))
 
 
 def summarize(data: ViewData, facts: dict, log_dir: Path, segments: int) -> dict[str, Any]:

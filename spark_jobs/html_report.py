@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spark_jobs.group_history import group_sums
+from spark_jobs.figures import group_sums
 
 if TYPE_CHECKING:
     from spark_jobs.group_history import ViewData

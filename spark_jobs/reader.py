@@ -48,7 +48,7 @@ MEMBER_TYPE = StructType([
 _TYPES = {
     "partition": IntegerType(), "offset": LongType(), "timestamp": LongType(), "segment": StringType(),
     "record_type": IntegerType(), "kind": StringType(), "value_version": ShortType(), "tombstone": BooleanType(),
-    "group_id": StringType(),
+    "group_id": StringType(), "member_id": StringType(),
     "protocol_type": StringType(), "generation": IntegerType(), "protocol": StringType(), "leader": StringType(),
     "current_state_timestamp": LongType(), "members": ArrayType(MEMBER_TYPE),
     "topic": StringType(), "topic_partition": IntegerType(), "committed_offset": LongType(),
@@ -56,8 +56,9 @@ _TYPES = {
     "expire_timestamp": LongType(),
     "reason_api": StringType(), "reason_member_id": StringType(), "reason_instance_id": StringType(),
     "reason": StringType(), "reason_timestamp": LongType(),
+    "value_json": StringType(),
 }
-SCHEMA = StructType([StructField(name, typ) for name, typ in _TYPES.items()])  # decode.COLUMNS, in order
+SCHEMA = StructType([StructField(name, typ) for name, typ in _TYPES.items()])  # rows.COLUMNS, in order
 _SUMMARY_TYPES = {
     "record_count": LongType(), "tombstone_count": LongType(), "commit_count": LongType(), "first_ms": LongType(),
     "last_ms": LongType(), "first_commit_ms": LongType(), "last_commit_ms": LongType(),
@@ -130,7 +131,8 @@ class ConsumerOffsetsReader(DataSourceReader):
         return [SegmentPartition(str(p), self.partition) for p in segments]
 
     def read(self, partition: InputPartition) -> Iterator:  # type: ignore[override]
-        from spark_jobs.decode import arrow_schema, decode_segment
+        from spark_jobs.decode import decode_segment
+        from spark_jobs.rows import arrow_schema
         from spark_jobs.sequence import read_history
         from spark_jobs.summarize import summarize_segment, summary_schema
 

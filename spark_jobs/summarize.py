@@ -6,9 +6,9 @@ them: counts, first/last times, the first and last committed offset, and the new
 key (replay's compaction). So a commit record costs its framing plus a few appends here; only the
 values those figures need are decoded (at most three per key and segment), and Spark receives a few
 rows per key instead of one per commit. Every other record (group metadata, reasons, unknown types)
-is a row as in `decode.decode_segment`.
+is a row as in `decode.decode_segment` (both built by `spark_jobs.rows`).
 
-Rows by `kind` (the columns of `decode.arrow_schema()`, then `SUMMARY_FIELDS`):
+Rows by `kind` (the columns of `rows.arrow_schema()`, then `SUMMARY_FIELDS`):
 
 - `offset_commit_key`, one per (segment, commit key): the record columns hold the key's newest record
   in the segment (a tombstone as in row mode); `record_count`, `tombstone_count`, `commit_count`
@@ -32,13 +32,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from coordinator.log.chunk_columns import ChunkColumns
-from spark_jobs.decode import (COMMIT, COLUMNS, DecodeStats, _Chunk, _KeyTable, _NO_COMMIT, _to_batch, append_record,
-                               arrow_schema, batch_columns, commit_fields, decode_value, flags, partition_of)
+from spark_jobs.decode import batch_columns, begin_segment
+from spark_jobs.rows import (COLUMNS, COMMIT, NO_COMMIT, Chunk, DecodeStats, KeyTable, append_record, arrow_schema,
+                             commit_fields, decode_value, flags, to_batch)
 
 KEY_KIND = "offset_commit_key"
 MINUTE_KIND = "offset_commit_minute"
 
-#: Columns after `decode.COLUMNS` in summary mode (null in rows they do not apply to).
+#: Columns after `rows.COLUMNS` in summary mode (null in rows they do not apply to).
 SUMMARY_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("record_count", pa.int64()), ("tombstone_count", pa.int64()), ("commit_count", pa.int64()),
     ("first_ms", pa.int64()), ("last_ms", pa.int64()), ("first_commit_ms", pa.int64()),
@@ -72,27 +73,24 @@ class _Records:
 def summarize_segment(segment: Path, partition: int | None = None, chunk_rows: int = 131072,
                       stats: DecodeStats | None = None) -> Iterator[pa.RecordBatch]:
     """Yield Arrow record batches (`summary_schema()`) for one file: see the module docstring."""
-    if partition is None:
-        partition = partition_of(segment)
-    stats = stats if stats is not None else DecodeStats()
-    stats.files += 1
+    partition, stats = begin_segment(segment, partition, stats)
     seg_name = str(segment)
-    keys = _KeyTable()
+    keys = KeyTable()
     records = _Records()
-    others = _Chunk()
+    others = Chunk()
     # Per record only C-level maps and extends (`_split`): a read chunk of batches at a time.
     for columns in batch_columns(segment, stats):
         _split(columns, keys, records, others, stats)
         if len(others.offsets) >= chunk_rows:
-            yield _with_summary_columns(_to_batch(others, keys, partition, seg_name))
-            others = _Chunk()
+            yield _with_summary_columns(to_batch(others, keys, partition, seg_name))
+            others = Chunk()
     if others.offsets:
-        yield _with_summary_columns(_to_batch(others, keys, partition, seg_name))
+        yield _with_summary_columns(to_batch(others, keys, partition, seg_name))
     if keys.commit_index:
         yield from _commit_batches(records, keys, partition, seg_name)
 
 
-def _split(pending: ChunkColumns, keys: _KeyTable, records: _Records, others: _Chunk, stats: DecodeStats) -> None:
+def _split(pending: ChunkColumns, keys: KeyTable, records: _Records, others: Chunk, stats: DecodeStats) -> None:
     """Every record goes to ``records`` as columns (C-level maps and list extends, no per-record
     bytecode), with its key's number if it is an offset commit; the rest (a few %: found by C-level
     scans for None) also become rows of ``others``."""
@@ -132,7 +130,7 @@ def _positions_of_none(values: list) -> list[int]:
     return found
 
 
-def _commit_batches(records: _Records, keys: _KeyTable, partition: int, seg_name: str) -> Iterator[pa.RecordBatch]:
+def _commit_batches(records: _Records, keys: KeyTable, partition: int, seg_name: str) -> Iterator[pa.RecordBatch]:
     """The per-key and per-minute rows of a segment's commits, aggregated by Arrow."""
     kids = pa.array(records.kids, pa.int32())
     offsets = pa.array(records.offsets, pa.int64())
@@ -154,7 +152,7 @@ def _commit_batches(records: _Records, keys: _KeyTable, partition: int, seg_name
     yield _minute_batch(live_commits, keys, partition, seg_name)
 
 
-def _key_batch(agg: pa.Table, records: _Records, offsets: pa.Array, keys: _KeyTable, partition: int,
+def _key_batch(agg: pa.Table, records: _Records, offsets: pa.Array, keys: KeyTable, partition: int,
                seg_name: str) -> pa.RecordBatch:
     first_live, last_live, newest = (agg[c].to_pylist() for c in ("live_offset_min", "live_offset_max", "offset_max"))
     # Where the chosen records are: only their values are decoded.
@@ -168,7 +166,7 @@ def _key_batch(agg: pa.Table, records: _Records, offsets: pa.Array, keys: _KeyTa
             return None
         return decode_value(keys, kid, values[at[offset]])[1].offset  # type: ignore[attr-defined]
 
-    rows = _Chunk()  # one row per key: its newest record, as row mode would show it
+    rows = Chunk()  # one row per key: its newest record, as row mode would show it
     first_committed, last_committed = [], []
     for kid, first, last, offset in zip(agg["kid"].to_pylist(), first_live, last_live, newest):
         first_committed.append(committed_offset(kid, first))
@@ -180,12 +178,12 @@ def _key_batch(agg: pa.Table, records: _Records, offsets: pa.Array, keys: _KeyTa
         if values[i] is None:
             rows.tombstones.append(len(rows.versions))
             rows.versions.append(None)
-            rows.commits.append(_NO_COMMIT)
+            rows.commits.append(NO_COMMIT)
         else:
             version, message = decode_value(keys, kid, values[i])
             rows.versions.append(version)
             rows.commits.append(commit_fields(message))
-    return _with_summary_columns(_to_batch(rows, keys, partition, seg_name), kind=KEY_KIND, extra={
+    return _with_summary_columns(to_batch(rows, keys, partition, seg_name), kind=KEY_KIND, extra={
         "record_count": agg["offset_count"], "tombstone_count": agg["tomb_sum"],
         "commit_count": agg["live_offset_count"], "first_ms": agg["ts_min"], "last_ms": agg["ts_max"],
         "first_commit_ms": agg["live_ts_min"], "last_commit_ms": agg["live_ts_max"],
@@ -194,7 +192,7 @@ def _key_batch(agg: pa.Table, records: _Records, offsets: pa.Array, keys: _KeyTa
     })
 
 
-def _minute_batch(live: pa.Table, keys: _KeyTable, partition: int, seg_name: str) -> pa.RecordBatch:
+def _minute_batch(live: pa.Table, keys: KeyTable, partition: int, seg_name: str) -> pa.RecordBatch:
     # (group, topic) of each key as one number, so Arrow groups by two integers.
     pairs: dict[tuple[str | None, str | None], int] = {}
     pair_of_kid = [pairs.setdefault((g, t), len(pairs)) for g, t in zip(keys.group, keys.topic)]

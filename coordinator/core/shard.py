@@ -64,6 +64,7 @@ from coordinator.core.sync import sync_group
 from coordinator.core.responses import join_error, sync_response
 from coordinator.core.timer_keys import OFFSETS_EXPIRATION_KEY, heartbeat_key, join_key, sync_key
 from coordinator.records import (
+    CONSUMER_GROUP_RECORD_TYPES,
     OffsetAndMetadata,
     OffsetCommitRun,
     Record,
@@ -82,6 +83,7 @@ from protocol.messages import GroupMetadataValue
 # Enum members looked up per replayed record cost ~0.2 µs each: bound once.
 _GROUP_METADATA = RecordType.GROUP_METADATA
 _OFFSET_COMMITS = frozenset((RecordType.OFFSET_COMMIT, RecordType.OFFSET_COMMIT_V0))
+_CONSUMER_GROUP_RECORD_TYPES = frozenset(map(int, CONSUMER_GROUP_RECORD_TYPES))
 
 #: The TopicsView of callers that know no topics (classic-only tests and tools).
 NO_TOPICS = TopicsSnapshot()
@@ -271,14 +273,15 @@ class GroupShard:
 
     def replay(self, record: Record) -> None:
         """Apply one record: the only way durable state changes, at run time and when loading."""
-        decoded = record.decoded  # set only on classic records (factories, the loader): skip the consumer check
+        decoded = record.decoded  # set by the offset factories and the loader: nothing to decode again
         if decoded is None:
-            if self.consumer.replay(record):
-                return
             try:
                 decoded = decode_record_versions(record.key, record.value)
             except UnknownRecordType:
                 return  # like Kafka's loader: another writer's record type, ignored
+        if decoded.record_type in _CONSUMER_GROUP_RECORD_TYPES:
+            self.consumer.replay_decoded(decoded)
+            return
         st = self.state
         group_id = decoded.key.group
         stored = decoded.offset  # an offset commit from the factories carries its stored form

@@ -25,6 +25,8 @@ from typing import Callable, NamedTuple, Union
 
 import crc32c as _crc32c
 
+from protocol.primitives import varlong_bytes
+
 MAGIC = 2
 HEADER = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
@@ -175,16 +177,12 @@ _SMALL_VARINT = {n: bytes((((n << 1) ^ (n >> 63)) & 0xFF,)) for n in range(-64, 
 
 
 def _varint(n: int) -> bytes:
+    """Zigzag varint of a record field (Kafka writes them all as varlongs' encoding); the protocol's
+    encoder beyond the one-byte values."""
     small = _SMALL_VARINT.get(n)
     if small is not None:
         return small
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
+    return varlong_bytes(n)
 
 
 # ---------------------------------------------------------------- building

@@ -124,6 +124,6 @@ def _decoded(keys: list[bytes], values: list[bytes | None]) -> Iterator[Record]:
     for key, value in zip(keys, values):
         try:
             decoded = decode(key, value)
-        except UnknownRecordType:  # KIP-848 records and others' types: the shard sorts them out
+        except UnknownRecordType:  # another writer's record type: the shard skips it, as Kafka's loader does
             decoded = None
         yield Record(key, value, decoded)

@@ -11,8 +11,8 @@ from typing import Any
 from coordinator.core import Outcome
 from coordinator.core.assignors import ASSIGNORS, PartitionAssignor, PartitionAssignorError
 from coordinator.core.consumer_group.jobs import AssignmentJob, execute_assignment_job
-from coordinator.core.consumer_group.records import (
-    TARGET_ASSIGNMENT_MEMBER,
+from coordinator.records import RecordType, decode_record_versions
+from coordinator.records.consumer import (
     assignment_epoch_record,
     consumer_group_epoch_record,
     current_assignment_record,
@@ -22,11 +22,7 @@ from coordinator.core.consumer_group.records import (
 )
 from coordinator.core.consumer_group.timers import assignment_key
 from coordinator.core.outcome import Schedule
-from protocol.messages import (
-    ConsumerGroupHeartbeatResponse,
-    ConsumerGroupTargetAssignmentMemberKey,
-    ConsumerGroupTargetAssignmentMetadataValue,
-)
+from protocol.messages import ConsumerGroupHeartbeatResponse
 from tests.core.consumer_group_context import Client, ConsumerGroupContext, topic_id
 
 START_MS = 100_000  # timestamps of 0 mean "never assigned"
@@ -44,13 +40,16 @@ def land(ctx: ConsumerGroupContext, job: AssignmentJob) -> Outcome:
     return ctx._apply(ctx.coordinator.on_assignment_result(result, ctx.clock.now_ms, ctx.topics))
 
 
+TARGET_MEMBER = RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER
+
+
 def target_member_ids(out: Outcome) -> list[str]:
-    return [ConsumerGroupTargetAssignmentMemberKey.decode(r.key[2:], TARGET_ASSIGNMENT_MEMBER).member_id
-            for r in out.records if int.from_bytes(r.key[:2], "big") == TARGET_ASSIGNMENT_MEMBER and r.value]
+    decoded = [decode_record_versions(r.key, r.value) for r in out.records]
+    return [d.key.member_id for d in decoded if d.record_type == TARGET_MEMBER and d.value is not None]
 
 
 def target_records_in(out: Outcome) -> int:
-    return sum(1 for r in out.records if int.from_bytes(r.key[:2], "big") == TARGET_ASSIGNMENT_MEMBER)
+    return sum(1 for r in out.records if decode_record_versions(r.key, r.value).record_type == TARGET_MEMBER)
 
 
 def stored_timestamp(ctx: ConsumerGroupContext) -> int:
@@ -126,8 +125,8 @@ def test_an_emptied_group_assigns_its_next_member_at_once() -> None:
 def test_the_timestamp_is_persisted_in_the_tagged_field_and_replayed() -> None:
     ctx = context(assignment_interval_ms=1000)
     ctx.settle([Client("g", ["foo"])])
-    record = ctx.log[[int.from_bytes(r.key[:2], "big") for r in ctx.log].index(6)]
-    value = ConsumerGroupTargetAssignmentMetadataValue.decode(record.value[2:], 0)
+    decoded = [decode_record_versions(r.key, r.value) for r in ctx.log]
+    value = next(d.value for d in decoded if d.record_type == RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA)
     assert (value.assignment_epoch, value.assignment_timestamp) == (1, START_MS)
     rebuilt = ctx.coordinator.from_log(ctx.log, ctx.config)
     assert rebuilt.state.groups["g"].assignment_timestamp_ms == START_MS

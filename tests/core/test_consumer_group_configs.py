@@ -11,7 +11,7 @@ from typing import Any
 
 from coordinator.core.consumer_group import GroupConfigOverrides
 from coordinator.core.consumer_group.jobs import execute_assignment_job
-from coordinator.core.consumer_group.records import assignment_epoch_record
+from coordinator.records.consumer import assignment_epoch_record
 from coordinator.core.consumer_group.timers import assignment_key, session_timeout_key
 from coordinator.core.outcome import Schedule
 from protocol.error_codes import ErrorCode

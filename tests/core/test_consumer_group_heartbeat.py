@@ -9,7 +9,7 @@ from coordinator.core.assignors import PartitionAssignor, PartitionAssignorError
 from coordinator.core.consumer_group import ConsumerGroupState, MemberState, TopicInfo
 from coordinator.core.consumer_group.member_ids import new_member_id
 from coordinator.core.consumer_group.model import ConsumerMember
-from coordinator.core.consumer_group.records import (
+from coordinator.records.consumer import (
     assignment_epoch_record,
     consumer_group_epoch_record,
     current_assignment_record,

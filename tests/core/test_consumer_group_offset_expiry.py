@@ -12,7 +12,7 @@ from typing import Any
 
 from coordinator.core import GroupConfig, GroupShard, Outcome, RequestContext, RequestRef
 from coordinator.core.consumer_group import TopicsSnapshot
-from coordinator.core.consumer_group.records import group_deletion_tombstones
+from coordinator.records.consumer import group_deletion_tombstones
 from coordinator.core.timer_keys import OFFSETS_EXPIRATION_KEY
 from coordinator.records import Record, offset_commit_tombstone
 from protocol import messages as m

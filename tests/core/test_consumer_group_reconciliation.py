@@ -9,7 +9,7 @@ from coordinator.core import Cancel, Schedule
 from coordinator.core.consumer_group import MemberState
 from coordinator.core.consumer_group.model import ConsumerGroupState, ConsumerMember
 from coordinator.core.consumer_group.reconciliation import reconcile
-from coordinator.core.consumer_group.records import current_assignment_record
+from coordinator.records.consumer import current_assignment_record
 from coordinator.core.consumer_group.timers import rebalance_timeout_key
 from protocol.error_codes import ErrorCode
 from tests.core.consumer_group_context import Client, ConsumerGroupContext, topic_id

@@ -9,8 +9,8 @@ from coordinator.core import Cancel, RequestContext, RequestRef, Schedule
 from coordinator.core.consumer_group.classic_timers import join_timeout_key, sync_timeout_key
 from coordinator.core.consumer_group import ConsumerGroupCoordinator, MemberState
 from coordinator.core.consumer_group.model import ConsumerMember
-from coordinator.core.consumer_group.records import (
-    ReplayInvariantError,
+from coordinator.core.consumer_group.replay import ReplayInvariantError
+from coordinator.records.consumer import (
     consumer_group_epoch_record,
     consumer_group_epoch_tombstone,
     current_assignment_record,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from spark_jobs.decode import COLUMNS, MEMBER_FIELDS, arrow_schema
+from spark_jobs.rows import COLUMNS, MEMBER_FIELDS, arrow_schema
 from spark_jobs.sequence import HISTORY_COLUMNS, read_history
 from spark_jobs.summarize import SUMMARY_COLUMNS
 

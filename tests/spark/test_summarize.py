@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from coordinator.log.segment import scan_batches
-from spark_jobs.decode import DecodeStats, decode_segment, find_segments
+from spark_jobs.decode import decode_segment, find_segments
+from spark_jobs.rows import DecodeStats
 from spark_jobs.generate import generate
 from spark_jobs.summarize import KEY_KIND, MINUTE_KIND, summarize_segment
 

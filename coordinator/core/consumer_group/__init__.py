@@ -30,7 +30,7 @@ from coordinator.core.consumer_group.config import ConsumerGroupConfig, parse_as
 from coordinator.core.consumer_group.coordinator import ConsumerGroupCoordinator
 from coordinator.core.consumer_group.group_configs import GroupConfigOverrides
 from coordinator.core.consumer_group.model import ConsumerGroup, ConsumerGroupState, ConsumerMember, MemberState
-from coordinator.core.consumer_group.records import is_consumer_group_record
+from coordinator.core.consumer_group.replay import is_consumer_group_record
 from coordinator.core.consumer_group.timers import is_consumer_group_timer
 from coordinator.core.consumer_group.topics import TopicInfo, TopicsSnapshot, TopicsView
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from coordinator.core.consumer_group.batching import update_target
 from coordinator.core.consumer_group.member_step import reconcile_member, subscription_filter
 from coordinator.core.consumer_group.model import Assignment, ConsumerGroup, ConsumerMember
-from coordinator.core.consumer_group.records import (
+from coordinator.records.consumer import (
     assignment_epoch_record,
     consumer_group_epoch_record,
     subscription_metadata_record,

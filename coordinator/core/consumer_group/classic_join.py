@@ -25,7 +25,7 @@ from coordinator.core.consumer_group.leave import ensure_static_member
 from coordinator.core.consumer_group.member_ids import new_member_id
 from coordinator.core.consumer_group.membership import JoiningMember, ensure_group_not_full, replace_static_member
 from coordinator.core.consumer_group.model import ConsumerGroup, ConsumerMember
-from coordinator.core.consumer_group.records import member_subscription_record
+from coordinator.records.consumer import member_subscription_record
 from coordinator.core.consumer_group.state import ConsumerGroupsState
 from coordinator.core.consumer_group.timers import schedule_session_timeout
 from coordinator.core.consumer_group.topics import TopicsView

@@ -11,7 +11,7 @@ from __future__ import annotations
 from coordinator.core.consumer_group.classic_sync import classic_member
 from coordinator.core.consumer_group.classic_timers import cancel_all_member_timers
 from coordinator.core.consumer_group.model import ConsumerGroup, ConsumerMember
-from coordinator.core.consumer_group.records import (
+from coordinator.records.consumer import (
     consumer_group_epoch_record,
     member_removal_tombstones,
     subscription_metadata_record,

@@ -5,11 +5,11 @@ How the shell drives it, next to the classic GroupShard of the same partition:
     consumer = ConsumerGroupCoordinator(ConsumerGroupConfig(...), random_bytes=os.urandom,
                                         classic_groups=shard.state.groups)
     consumer.begin_loading()
-    for record in log: shard.replay(record); consumer.replay(record)   # each skips the other's records
+    for record in log: shard.replay(record)     # decodes once; types 3-8 go to consumer.replay_decoded
     apply(consumer.finish_loading(now_ms))                             # session and rebalance timers
 
     out = consumer.consumer_group_heartbeat(request, RequestContext(...), topics)
-    for record in out.records: shard.replay(record); consumer.replay(record)
+    for record in out.records: shard.replay(record)
     ... append, flush, send out.response, apply out.timers (Schedule replaces by key, Cancel is idempotent)
     on a timer whose key is_consumer_group_timer(key):
         out = consumer.on_timer(key, data, now_ms, topics)               # handled like a request's outcome
@@ -37,7 +37,7 @@ from coordinator.core.consumer_group.heartbeat import consumer_group_heartbeat
 from coordinator.core.consumer_group.leave import on_consumer_group_timer
 from coordinator.core.consumer_group.member_ids import RandomBytes
 from coordinator.core.consumer_group.offsets import ensure_offset_commit_allowed, ensure_offset_fetch_allowed
-from coordinator.core.consumer_group.records import durable_view, replay_consumer_group_record
+from coordinator.core.consumer_group.replay import durable_view, replay_consumer_group_record, replay_decoded
 from coordinator.core.consumer_group.state import ConsumerGroupsState
 from coordinator.core.consumer_group.timers import (
     BATCHING_TIMERS,
@@ -49,7 +49,7 @@ from coordinator.core.consumer_group.topics import TopicsView
 from coordinator.core.effects import Effects
 from coordinator.core.model import ClassicGroup
 from coordinator.core.outcome import Outcome, RequestContext
-from coordinator.records import Record
+from coordinator.records import DecodedRecord, Record
 from protocol.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
@@ -140,6 +140,10 @@ class ConsumerGroupCoordinator:
     def replay(self, record: Record) -> bool:
         """Apply one record; False (and nothing done) for records of other kinds."""
         return replay_consumer_group_record(self.state, record)
+
+    def replay_decoded(self, decoded: DecodedRecord) -> None:
+        """Apply one consumer group record (types 3-8) decoded already by `coordinator.records`."""
+        replay_decoded(self.state, decoded)
 
     def begin_loading(self) -> None:
         self.state.loading = True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from coordinator.core.consumer_group.errors import ConsumerGroupError
 from coordinator.core.consumer_group.leave import ensure_consumer_group
-from coordinator.core.consumer_group.records import group_deletion_tombstones
+from coordinator.records.consumer import group_deletion_tombstones
 from coordinator.core.consumer_group.state import ConsumerGroupsState
 from coordinator.records import Record
 from protocol.error_codes import ErrorCode

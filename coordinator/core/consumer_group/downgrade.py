@@ -16,7 +16,7 @@ from __future__ import annotations
 from coordinator.core.consumer_group.classic_timers import cancel_all_member_timers
 from coordinator.core.consumer_group.errors import ConsumerGroupError
 from coordinator.core.consumer_group.model import Assignment, ConsumerGroup, ConsumerMember
-from coordinator.core.consumer_group.records import group_deletion_tombstones
+from coordinator.records.consumer import group_deletion_tombstones
 from coordinator.core.consumer_group.state import ConsumerGroupsState
 from coordinator.core.consumer_group.topics import TopicsView
 from coordinator.core.consumer_protocol import CONSUMER_PROTOCOL_TYPE, protocol_version, serialize_assignment

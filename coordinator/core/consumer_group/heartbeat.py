@@ -33,7 +33,7 @@ from coordinator.core.consumer_group.model import (
 )
 from coordinator.core.consumer_group.errors import error_message
 from coordinator.core.consumer_group.group_configs import heartbeat_interval_ms, session_timeout_ms
-from coordinator.core.consumer_group.records import member_subscription_record
+from coordinator.records.consumer import member_subscription_record
 from coordinator.core.consumer_group.responses import heartbeat_error, heartbeat_response
 from coordinator.core.consumer_group.state import ConsumerGroupsState
 from coordinator.core.consumer_group.timers import cancel_member_timers, schedule_session_timeout

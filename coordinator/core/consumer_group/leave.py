@@ -9,7 +9,7 @@ from coordinator.core.consumer_group.classic_timers import CLASSIC_JOIN, CLASSIC
 from coordinator.core.consumer_group.downgrade import downgrade_allowed_after_fencing, downgrade_group
 from coordinator.core.consumer_group.errors import ConsumerGroupError
 from coordinator.core.consumer_group.model import STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerMember
-from coordinator.core.consumer_group.records import (
+from coordinator.records.consumer import (
     consumer_group_epoch_record,
     current_assignment_record,
     member_removal_tombstones,

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from coordinator.core.consumer_group.model import Assignment, ConsumerMember, MemberState
 from coordinator.core.consumer_group.reconciliation import IsHeld, IsSubscribed, reconcile
-from coordinator.core.consumer_group.records import current_assignment_record
+from coordinator.records.consumer import current_assignment_record
 from coordinator.core.consumer_group.timers import rebalance_timeout_key, schedule_rebalance_timeout
 from coordinator.core.consumer_group.topics import TopicId, TopicInfo, TopicsView
 from coordinator.core.effects import Effects

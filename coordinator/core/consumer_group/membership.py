@@ -20,7 +20,7 @@ from coordinator.core.consumer_group.model import (
     ConsumerGroup,
     ConsumerMember,
 )
-from coordinator.core.consumer_group.records import (
+from coordinator.records.consumer import (
     current_assignment_record,
     member_removal_tombstones,
     member_subscription_record,

@@ -1,7 +1,7 @@
 """In-memory model of a KIP-848 consumer group, changed only by replaying its records.
 
 A ConsumerMember is immutable: handlers build updated copies (`dataclasses.replace`) and turn the
-differences into records; `records.replay_consumer_group_record` installs them. A ConsumerGroup
+differences into records; `replay.replay_consumer_group_record` installs them. A ConsumerGroup
 holds exactly what its records say, plus two derived indexes (static members, partition owners)
 and one piece of soft state (the topic metadata version its subscription metadata was last
 checked against).

@@ -26,7 +26,7 @@ from coordinator.core.consumer_group.jobs import (
     execute_assignment_job,
 )
 from coordinator.core.consumer_group.model import Assignment, ConsumerGroup, ConsumerMember
-from coordinator.core.consumer_group.records import assignment_epoch_record, target_assignment_record
+from coordinator.records.consumer import assignment_epoch_record, target_assignment_record
 from coordinator.core.consumer_group.state import ConsumerGroupsState
 from coordinator.core.consumer_group.topics import TopicId, TopicInfo
 from coordinator.records import Record

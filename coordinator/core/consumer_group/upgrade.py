@@ -13,13 +13,12 @@ from __future__ import annotations
 from coordinator.core.consumer_group.classic_metadata import ClassicMemberMetadata
 from coordinator.core.consumer_group.errors import ConsumerGroupError
 from coordinator.core.consumer_group.model import Assignment, ConsumerGroup, ConsumerMember, MemberState
-from coordinator.core.consumer_group.records import (
-    ReplayInvariantError,
+from coordinator.core.consumer_group.replay import ReplayInvariantError, replay_consumer_group_record
+from coordinator.records.consumer import (
     assignment_epoch_record,
     consumer_group_epoch_record,
     current_assignment_record,
     member_subscription_record,
-    replay_consumer_group_record,
     target_assignment_record,
 )
 from coordinator.core.consumer_group.state import ConsumerGroupsState

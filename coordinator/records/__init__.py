@@ -1,0 +1,78 @@
+"""Coordinator records: every record type of `__consumer_offsets`, its factories, and the one codec.
+
+    registry.py      record type -> key/value schema, value version written (`register` adds a type)
+    codec.py         Record, DecodedRecord and the one decoder (decode_record, RecordDecoder)
+    offsets.py       offset commits (types 0/1), the column form of a commit
+    classic.py       classic group metadata (type 2)
+    consumer.py      KIP-848 consumer group records (types 3-8)
+    reasons.py       our KIP-800 reason records (type 30000)
+    describe.py      one line of text per record (`groupcoord log dump`)
+    partitioning.py  the `__consumer_offsets` partition of a group
+
+Shared by the core, the store, the CLI and `spark_jobs`: build records only through the factories,
+decode only through `codec`. Everything below is importable from `coordinator.records` itself.
+"""
+
+from coordinator.records.classic import (
+    ClassicGroupLike,
+    MemberLike,
+    empty_group_metadata_record,
+    group_metadata_key,
+    group_metadata_record,
+    group_metadata_tombstone,
+    group_metadata_value,
+)
+from coordinator.records.codec import (
+    DecodedRecord,
+    Record,
+    RecordDecoder,
+    UnknownRecordType,
+    decode_record,
+    decode_record_versions,
+    encode_message,
+    latest_per_key,
+)
+from coordinator.records.describe import describe_record
+from coordinator.records.offsets import (
+    OFFSET_KEY_CACHE_SIZE,
+    CommittedPartition,
+    OffsetAndMetadata,
+    OffsetCommitRun,
+    RecordsToWrite,
+    offset_commit_key,
+    offset_commit_record,
+    offset_commit_run,
+    offset_commit_tombstone,
+    offset_from_value,
+)
+from coordinator.records.partitioning import java_string_hash, partition_for
+from coordinator.records.reasons import (
+    GroupReason,
+    group_reason_key,
+    group_reason_record,
+    group_reason_tombstone,
+    reason_from_value,
+)
+from coordinator.records.registry import (
+    CLASSIC_GROUP_REASON_VALUE_VERSION,
+    CONSUMER_GROUP_RECORD_TYPES,
+    GROUP_METADATA_VALUE_VERSION,
+    OFFSET_COMMIT_VALUE_VERSION,
+    OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY,
+    REGISTRY,
+    RecordSchema,
+    RecordType,
+    register,
+)
+
+__all__ = [
+    "CLASSIC_GROUP_REASON_VALUE_VERSION", "CONSUMER_GROUP_RECORD_TYPES", "GROUP_METADATA_VALUE_VERSION",
+    "OFFSET_COMMIT_VALUE_VERSION", "OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY", "OFFSET_KEY_CACHE_SIZE", "REGISTRY",
+    "ClassicGroupLike", "CommittedPartition", "DecodedRecord", "GroupReason", "MemberLike", "OffsetAndMetadata",
+    "OffsetCommitRun", "Record", "RecordDecoder", "RecordSchema", "RecordType", "RecordsToWrite",
+    "UnknownRecordType", "decode_record", "decode_record_versions", "describe_record", "empty_group_metadata_record",
+    "encode_message", "group_metadata_key", "group_metadata_record", "group_metadata_tombstone",
+    "group_metadata_value", "group_reason_key", "group_reason_record", "group_reason_tombstone",
+    "java_string_hash", "latest_per_key", "offset_commit_key", "offset_commit_record", "offset_commit_run",
+    "offset_commit_tombstone", "offset_from_value", "partition_for", "reason_from_value", "register",
+]

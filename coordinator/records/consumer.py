@@ -1,0 +1,200 @@
+"""KIP-848 consumer group records (types 3-8, value version 0), as Kafka's
+`GroupCoordinatorRecordHelpers` writes them:
+
+    type  key                                       value
+    3     ConsumerGroupMetadataKey                  group epoch
+    4     ConsumerGroupPartitionMetadataKey         subscription metadata (topics with partition counts)
+    5     ConsumerGroupMemberMetadataKey            a member's metadata and subscription
+    6     ConsumerGroupTargetAssignmentMetadataKey  assignment epoch (and, tagged, when it was computed)
+    7     ConsumerGroupTargetAssignmentMemberKey    a member's target assignment
+    8     ConsumerGroupCurrentMemberAssignmentKey   a member's epochs, state and current assignment
+
+Orders the handlers write (and the consumer group core's replay checks):
+    heartbeat:      [static replacement: 8-tomb, 7-tomb, 5-tomb (old id), 5, 7, 8 (new id)], 5, 4?, 3?, 7*, 6?, 8?
+    member removal: 8-tomb, 7-tomb, 5-tomb, 4?, 3
+    group deletion: 8-tomb all, 7-tomb all, 6-tomb, 5-tomb all, 4-tomb, 3-tomb
+
+Built from the core's ConsumerGroup / ConsumerMember through the protocols below (records never
+import the core); replaying them is the core's business (`core/consumer_group/replay.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Hashable, Iterable, Mapping
+from typing import Any, Protocol
+
+from coordinator.records.codec import Record, encode_message
+from coordinator.records.registry import CONSUMER_GROUP_VALUE_VERSION, RecordType
+from protocol.messages import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+)
+
+#: topic id -> partitions (the core's Assignment)
+AssignmentLike = Mapping[Any, Collection[int]]
+
+
+class TopicLike(Protocol):
+    topic_id: Any
+    name: str
+    num_partitions: int
+
+
+class ClassicMetadataLike(Protocol):
+    """A classic-protocol member's JoinGroup metadata, kept in a consumer group (KIP-848 upgrade)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
+class ConsumerMemberLike(Protocol):
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: Iterable[str]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+    classic: ClassicMetadataLike | None
+    member_epoch: int
+    previous_member_epoch: int
+    state: Any  # an int enum
+    assigned_partitions: AssignmentLike
+    partitions_pending_revocation: AssignmentLike
+
+
+class ConsumerGroupLike(Protocol):
+    group_id: str
+    members: Mapping[str, Any]
+    target_assignment: Mapping[str, Any]
+
+
+def _record(record_type: int, key: Any, value: Any | None) -> Record:
+    value_bytes = None if value is None else encode_message(CONSUMER_GROUP_VALUE_VERSION, value)
+    return Record(encode_message(record_type, key), value_bytes)
+
+
+def sorted_assignment(assignment: AssignmentLike) -> list[tuple[Any, list[int]]]:
+    """(topic id, sorted partitions) by topic id: the order the records carry."""
+    return [(topic_id, sorted(assignment[topic_id])) for topic_id in sorted(assignment, key=str)]
+
+
+def consumer_group_epoch_record(group_id: str, epoch: int) -> Record:
+    return _record(RecordType.CONSUMER_GROUP_METADATA, ConsumerGroupMetadataKey(group_id=group_id),
+                   ConsumerGroupMetadataValue(epoch=epoch))
+
+
+def consumer_group_epoch_tombstone(group_id: str) -> Record:
+    return _record(RecordType.CONSUMER_GROUP_METADATA, ConsumerGroupMetadataKey(group_id=group_id), None)
+
+
+def subscription_metadata_record(group_id: str, metadata: Mapping[Hashable, TopicLike]) -> Record:
+    """Topics sorted by name; per-partition rack metadata is left empty, as in the snapshot."""
+    topic = ConsumerGroupPartitionMetadataValue.TopicMetadata
+    value = ConsumerGroupPartitionMetadataValue(topics=[
+        topic(topic_id=t.topic_id, topic_name=t.name, num_partitions=t.num_partitions, partition_metadata=[])
+        for _, t in sorted(metadata.items())])
+    return _record(RecordType.CONSUMER_GROUP_PARTITION_METADATA,
+                   ConsumerGroupPartitionMetadataKey(group_id=group_id), value)
+
+
+def subscription_metadata_tombstone(group_id: str) -> Record:
+    return _record(RecordType.CONSUMER_GROUP_PARTITION_METADATA,
+                   ConsumerGroupPartitionMetadataKey(group_id=group_id), None)
+
+
+def _classic_metadata_value(member: ConsumerMemberLike) -> Any:
+    """The tagged ClassicMemberMetadata of the member metadata record (None: a consumer-protocol member)."""
+    if member.classic is None:
+        return None
+    protocol = ConsumerGroupMemberMetadataValue.ClassicProtocol
+    return ConsumerGroupMemberMetadataValue.ClassicMemberMetadata(
+        session_timeout_ms=member.classic.session_timeout_ms,
+        supported_protocols=[protocol(name=name, metadata=metadata) for name, metadata in member.classic.protocols])
+
+
+def member_subscription_record(group_id: str, member: ConsumerMemberLike) -> Record:
+    value = ConsumerGroupMemberMetadataValue(
+        instance_id=member.instance_id, rack_id=member.rack_id, client_id=member.client_id,
+        client_host=member.client_host, subscribed_topic_names=sorted(member.subscribed_topic_names),
+        subscribed_topic_regex=member.subscribed_topic_regex, rebalance_timeout_ms=member.rebalance_timeout_ms,
+        server_assignor=member.server_assignor, classic_member_metadata=_classic_metadata_value(member))
+    return _record(RecordType.CONSUMER_GROUP_MEMBER_METADATA,
+                   ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member.member_id), value)
+
+
+def member_subscription_tombstone(group_id: str, member_id: str) -> Record:
+    return _record(RecordType.CONSUMER_GROUP_MEMBER_METADATA,
+                   ConsumerGroupMemberMetadataKey(group_id=group_id, member_id=member_id), None)
+
+
+def assignment_epoch_record(group_id: str, epoch: int, timestamp_ms: int = 0) -> Record:
+    """`timestamp_ms`: when the computation finished (KIP-1263 tagged field; 0 is left off the wire)."""
+    return _record(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+                   ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
+                   ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch, assignment_timestamp=timestamp_ms))
+
+
+def assignment_epoch_tombstone(group_id: str) -> Record:
+    return _record(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+                   ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id), None)
+
+
+def target_assignment_record(group_id: str, member_id: str, target: AssignmentLike) -> Record:
+    tp = ConsumerGroupTargetAssignmentMemberValue.TopicPartition
+    value = ConsumerGroupTargetAssignmentMemberValue(
+        topic_partitions=[tp(topic_id=t, partitions=ps) for t, ps in sorted_assignment(target)])
+    return _record(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                   ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), value)
+
+
+def target_assignment_tombstone(group_id: str, member_id: str) -> Record:
+    return _record(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+                   ConsumerGroupTargetAssignmentMemberKey(group_id=group_id, member_id=member_id), None)
+
+
+def current_assignment_record(group_id: str, member: ConsumerMemberLike) -> Record:
+    tp = ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions
+    value = ConsumerGroupCurrentMemberAssignmentValue(
+        member_epoch=member.member_epoch, previous_member_epoch=member.previous_member_epoch,
+        state=int(member.state),
+        assigned_partitions=[tp(topic_id=t, partitions=ps) for t, ps in sorted_assignment(member.assigned_partitions)],
+        partitions_pending_revocation=[tp(topic_id=t, partitions=ps)
+                                       for t, ps in sorted_assignment(member.partitions_pending_revocation)])
+    return _record(RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+                   ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member.member_id), value)
+
+
+def current_assignment_tombstone(group_id: str, member_id: str) -> Record:
+    return _record(RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
+                   ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), None)
+
+
+def member_removal_tombstones(group_id: str, member_id: str) -> list[Record]:
+    """Removing a member: current assignment, target, then subscription (replay checks this order)."""
+    return [current_assignment_tombstone(group_id, member_id), target_assignment_tombstone(group_id, member_id),
+            member_subscription_tombstone(group_id, member_id)]
+
+
+def group_deletion_tombstones(group: ConsumerGroupLike) -> list[Record]:
+    """Deleting a whole group (DeleteGroups, expiry of an empty group), in the order replay checks."""
+    gid = group.group_id
+    member_ids = sorted(group.members)
+    target_ids = sorted(set(group.target_assignment) | set(member_ids))
+    return ([current_assignment_tombstone(gid, m) for m in member_ids]
+            + [target_assignment_tombstone(gid, m) for m in target_ids]
+            + [assignment_epoch_tombstone(gid)]
+            + [member_subscription_tombstone(gid, m) for m in member_ids]
+            + [subscription_metadata_tombstone(gid), consumer_group_epoch_tombstone(gid)])
