@@ -10,7 +10,7 @@ from coordinator.core.guards import ensure_generation, ensure_member
 from coordinator.core.outcome import Outcome, RequestContext, Schedule
 from coordinator.core.shard_state import ShardState
 from coordinator.core.state import GroupState
-from coordinator.core.timer_keys import heartbeat_key
+from coordinator.core.timer_keys import HeartbeatKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import HeartbeatRequest, HeartbeatResponse
 
@@ -43,5 +43,5 @@ def heartbeat(st: ShardState, req: HeartbeatRequest, ctx: RequestContext) -> Out
     # During a join phase the old generation is still current: keep the session, ask to rejoin.
     code = _REBALANCE_IN_PROGRESS if state is S.PREPARING_REBALANCE else _NONE
     return Outcome([], HeartbeatResponse(0, code), [],
-                   [Schedule(heartbeat_key(req.group_id, req.member_id), ctx.now_ms + member.session_timeout_ms)],
+                   [Schedule(HeartbeatKey(req.group_id, req.member_id), ctx.now_ms + member.session_timeout_ms)],
                    [], [])

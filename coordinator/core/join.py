@@ -191,7 +191,7 @@ def _add_member_then_rebalance_or_complete(join: _Join, member_id: str) -> Outco
     group, req, ctx, fx = join.group, join.req, join.ctx, join.fx
     member = Member(
         member_id=member_id, group_instance_id=join.instance_id, client_id=ctx.client_id,
-        client_host=ctx.client_host, rebalance_timeout_ms=join.rebalance_timeout_ms,
+        client_host=ctx.client_address, rebalance_timeout_ms=join.rebalance_timeout_ms,
         session_timeout_ms=req.session_timeout_ms, protocol_type=req.protocol_type,
         protocols=join.protocols, awaiting_join=join.parked(), is_new=True,
     )

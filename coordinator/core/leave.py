@@ -15,7 +15,7 @@ from coordinator.core.outcome import Outcome, RequestContext
 from coordinator.core.rebalance import answer_parked_with_unknown_member, maybe_complete_join, prepare_rebalance
 from coordinator.core.shard_state import ShardState
 from coordinator.core.state import GroupState
-from coordinator.core.timer_keys import heartbeat_key
+from coordinator.core.timer_keys import HeartbeatKey
 from coordinator.records import GroupReason, group_reason_record
 from protocol.error_codes import ErrorCode
 from protocol.messages import LeaveGroupRequest, LeaveGroupResponse
@@ -73,7 +73,7 @@ def _leave_one(group: ClassicGroup, identity: Identity, fx: Effects) -> ErrorCod
         return ErrorCode.NONE
     if member_id in group.pending_join_members:
         group.remove(member_id)
-        fx.cancel(heartbeat_key(group.group_id, member_id))
+        fx.cancel(HeartbeatKey(group.group_id, member_id))
         return ErrorCode.NONE
     try:
         member = ensure_member(group, member_id, instance_id)
@@ -84,7 +84,7 @@ def _leave_one(group: ClassicGroup, identity: Identity, fx: Effects) -> ErrorCod
 
 
 def _remove_current_member(group: ClassicGroup, member: Member, reason: str | None, fx: Effects) -> None:
-    fx.cancel(heartbeat_key(group.group_id, member.member_id))
+    fx.cancel(HeartbeatKey(group.group_id, member.member_id))
     answer_parked_with_unknown_member(member, fx)
     group.remove(member.member_id)
     fx.event("member_left", group.group_id, member_id=member.member_id,

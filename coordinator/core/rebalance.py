@@ -14,7 +14,7 @@ from coordinator.core.effects import Effects
 from coordinator.core.model import ClassicGroup, Member
 from coordinator.core.responses import join_error, join_success, sync_response
 from coordinator.core.state import GroupState, can_rebalance, transition_to
-from coordinator.core.timer_keys import heartbeat_key, join_key, sync_key
+from coordinator.core.timer_keys import HeartbeatKey, JoinKey, SyncKey
 from coordinator.records import group_metadata_record, group_metadata_value
 from protocol.error_codes import ErrorCode
 
@@ -36,7 +36,7 @@ class SyncDeadline:
 
 
 def schedule_heartbeat(fx: Effects, group: ClassicGroup, member_id: str, timeout_ms: int) -> None:
-    fx.schedule(heartbeat_key(group.group_id, member_id), timeout_ms)
+    fx.schedule(HeartbeatKey(group.group_id, member_id), timeout_ms)
 
 
 def prepare_rebalance(group: ClassicGroup, reason: str, fx: Effects, config: GroupConfig) -> None:
@@ -44,7 +44,7 @@ def prepare_rebalance(group: ClassicGroup, reason: str, fx: Effects, config: Gro
         # The leader may be computing an assignment for the old membership: drop it.
         reset_and_propagate_assignment_with_error(group, ErrorCode.REBALANCE_IN_PROGRESS, fx)
     if group.state is not S.EMPTY:  # an Empty group has no sync deadline to drop
-        fx.cancel(sync_key(group.group_id))
+        fx.cancel(SyncKey(group.group_id))
     group.pending_sync_members.clear()
     initial = group.state is S.EMPTY
     transition_to(group, S.PREPARING_REBALANCE, fx.now_ms, fx)
@@ -52,11 +52,11 @@ def prepare_rebalance(group: ClassicGroup, reason: str, fx: Effects, config: Gro
     if initial:
         delay = config.initial_rebalance_delay_ms
         remaining = max(group.rebalance_timeout_ms() - delay, 0)
-        fx.schedule(join_key(group.group_id), delay, JoinDeadline(group.generation_id, delay, remaining))
+        fx.schedule(JoinKey(group.group_id), delay, JoinDeadline(group.generation_id, delay, remaining))
     elif group.has_all_members_joined():
         complete_join(group, fx)
     else:
-        fx.schedule(join_key(group.group_id), group.rebalance_timeout_ms(), JoinDeadline(group.generation_id))
+        fx.schedule(JoinKey(group.group_id), group.rebalance_timeout_ms(), JoinDeadline(group.generation_id))
 
 
 def maybe_complete_join(group: ClassicGroup, fx: Effects) -> None:
@@ -84,18 +84,18 @@ def maybe_prepare_rebalance_or_complete_join(group: ClassicGroup, reason: str, f
 
 
 def complete_join(group: ClassicGroup, fx: Effects) -> None:
-    fx.cancel(join_key(group.group_id))
+    fx.cancel(JoinKey(group.group_id))
     for member in group.all_members():
         if member.awaiting_join is None and not member.is_static:
             # Dynamic members that did not rejoin are out; static ones are kept until their session ends.
             group.remove(member.member_id)
-            fx.cancel(heartbeat_key(group.group_id, member.member_id))
+            fx.cancel(HeartbeatKey(group.group_id, member.member_id))
             fx.event("member_removed", group.group_id, member_id=member.member_id, reason="did not rejoin")
     if group.state is S.DEAD:
         return
     if not group.maybe_elect_new_joined_leader() and group.members:
         # Only static members that have not rejoined remain: wait another rebalance timeout.
-        fx.schedule(join_key(group.group_id), group.rebalance_timeout_ms(), JoinDeadline(group.generation_id))
+        fx.schedule(JoinKey(group.group_id), group.rebalance_timeout_ms(), JoinDeadline(group.generation_id))
         return
     init_next_generation(group, fx.now_ms, fx)
     fx.event("join_completed", group.group_id, generation_id=group.generation_id, state=group.state.value)
@@ -111,7 +111,7 @@ def complete_join(group: ClassicGroup, fx: Effects) -> None:
         schedule_heartbeat(fx, group, member.member_id, member.session_timeout_ms)
         member.is_new = False
         group.pending_sync_members.add(member.member_id)
-    fx.schedule(sync_key(group.group_id), group.rebalance_timeout_ms(), SyncDeadline(group.generation_id))
+    fx.schedule(SyncKey(group.group_id), group.rebalance_timeout_ms(), SyncDeadline(group.generation_id))
 
 
 def init_next_generation(group: ClassicGroup, now_ms: int, fx: Effects | None = None) -> None:
@@ -179,7 +179,7 @@ def schedule_sync_check_if_done(group: ClassicGroup, member_id: str, fx: Effects
     if member_id in group.pending_sync_members:
         group.pending_sync_members.discard(member_id)
         if not group.pending_sync_members:
-            fx.cancel(sync_key(group.group_id))
+            fx.cancel(SyncKey(group.group_id))
 
 
 # ---- timers ------------------------------------------------------------------------------------
@@ -209,7 +209,7 @@ def on_join_deadline(group: ClassicGroup | None, data: JoinDeadline, fx: Effects
         group.new_member_added = False
         delay = min(config.initial_rebalance_delay_ms, data.remaining_ms)
         remaining = max(data.remaining_ms - data.initial_delay_ms, 0)  # Kafka subtracts the previous delay
-        fx.schedule(join_key(group.group_id), delay, JoinDeadline(group.generation_id, delay, remaining))
+        fx.schedule(JoinKey(group.group_id), delay, JoinDeadline(group.generation_id, delay, remaining))
         return
     # Quirk kept from Kafka's tryCompleteInitialRebalanceElseSchedule: completing leaves the flag as it is,
     # so a member that arrived in a last window with no time left still counts for the group's next
@@ -225,5 +225,5 @@ def on_sync_deadline(group: ClassicGroup | None, data: SyncDeadline, fx: Effects
     late = sorted(group.pending_sync_members)
     for member_id in late:
         group.remove(member_id)
-        fx.cancel(heartbeat_key(group.group_id, member_id))
+        fx.cancel(HeartbeatKey(group.group_id, member_id))
     prepare_rebalance(group, f"removing members {late} on pending sync request expiration", fx, config)

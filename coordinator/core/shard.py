@@ -9,7 +9,7 @@ How the shell drives it (all calls are synchronous and pure apart from the shard
     apply(shard.start_offset_expiration(now_ms))        # the periodic retention sweep
     # or in one call: shard, started = GroupShard.load(log, now_ms, config, new_uuid); apply(started)
 
-    out = shard.join_group(request, RequestContext(api_version, now_ms, ref, client_id, client_host))
+    out = shard.join_group(request, RequestContext(api_version, now_ms, ref, client_id, client_host), topics)
     for record in out.records: shard.replay(record)     # the runtime replays, then appends to the log
                                                         # (or replay_offset_commits(run) per out.commit_runs)
     ... flush, then send out.response (None: parked) and every (ref, response) in out.replies;
@@ -38,10 +38,9 @@ from coordinator.core.consumer_group import (
     ConsumerGroupCoordinator,
     TopicsSnapshot,
     TopicsView,
-    is_consumer_group_timer,
 )
 from coordinator.core.consumer_group.expiry import expire_consumer_group_offsets
-from coordinator.core.consumer_group.classic_timers import cancel_all_member_timers, is_classic_member_timer
+from coordinator.core.consumer_group.classic_timers import cancel_all_member_timers
 from coordinator.core.errors import ApiError
 from coordinator.core.effects import Effects
 from coordinator.core.heartbeat import heartbeat
@@ -62,7 +61,15 @@ from coordinator.core.shard_state import ShardState
 from coordinator.core.state import GroupState, transition_to
 from coordinator.core.sync import sync_group
 from coordinator.core.responses import join_error, sync_response
-from coordinator.core.timer_keys import OFFSETS_EXPIRATION_KEY, heartbeat_key, join_key, sync_key
+from coordinator.core.timer_keys import (
+    CONSUMER_GROUP_TIMERS,
+    OFFSETS_EXPIRATION_KEY,
+    HeartbeatKey,
+    JoinKey,
+    OffsetsExpirationKey,
+    SyncKey,
+    TimerKey,
+)
 from coordinator.records import (
     OffsetAndMetadata,
     OffsetCommitRun,
@@ -101,23 +108,6 @@ class GroupShard:
         self.consumer = ConsumerGroupCoordinator(consumer_config, random_bytes or _no_random_bytes,
                                                  classic_groups=self.state.groups)
         self.consumer.state.classic_config = self.state.config  # a downgrade builds classic groups
-        self._handlers: dict[type, Callable[[Any, RequestContext], Outcome]] = {
-            m.OffsetCommitRequest: self.offset_commit,
-            m.OffsetFetchRequest: self.offset_fetch,
-            m.OffsetDeleteRequest: self.offset_delete,
-            m.DescribeGroupsRequest: self.describe_groups,
-            m.ListGroupsRequest: self.list_groups,
-            m.DeleteGroupsRequest: self.delete_groups,
-        }
-        self._topic_handlers: dict[type, Callable[[Any, RequestContext, TopicsView], Outcome]] = {
-            m.ConsumerGroupHeartbeatRequest: self.consumer.consumer_group_heartbeat,
-            m.ConsumerGroupDescribeRequest: self.consumer.consumer_group_describe,
-            # Classic APIs take topics too: classic-protocol members of consumer groups need them (spec 10.2).
-            m.JoinGroupRequest: self.join_group,
-            m.SyncGroupRequest: self.sync_group,
-            m.HeartbeatRequest: self.heartbeat,
-            m.LeaveGroupRequest: self.leave_group,
-        }
 
     @property
     def config(self) -> GroupConfig:
@@ -125,19 +115,15 @@ class GroupShard:
 
     # ---- requests ------------------------------------------------------------------------------
 
-    def handle(self, request: Any, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
-        """Dispatch by request class (for the shell's registry and tests)."""
-        handler = self._handlers.get(type(request))
-        if handler is not None:
-            return handler(request, ctx)
-        return self._topic_handlers[type(request)](request, ctx, topics)
+    # Every request method takes (request, context, topics): the API handlers pass the method itself
+    # (GroupShard.join_group, ...) and the shell calls it with the shard of the request's group.
 
     def consumer_group_heartbeat(self, req: m.ConsumerGroupHeartbeatRequest, ctx: RequestContext,
-                                 topics: TopicsView) -> Outcome:
+                                 topics: TopicsView = NO_TOPICS) -> Outcome:
         return self.consumer.consumer_group_heartbeat(req, ctx, topics)
 
     def consumer_group_describe(self, req: m.ConsumerGroupDescribeRequest, ctx: RequestContext,
-                                topics: TopicsView) -> Outcome:
+                                topics: TopicsView = NO_TOPICS) -> Outcome:
         return self.consumer.consumer_group_describe(req, ctx, topics)
 
     def join_group(self, req: m.JoinGroupRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
@@ -175,7 +161,7 @@ class GroupShard:
         """A classic API naming a consumer group, once the checks every group gets (loading, empty id) passed."""
         return bool(group_id) and not self.state.loading and self.consumer.has_group(group_id)
 
-    def offset_commit(self, req: m.OffsetCommitRequest, ctx: RequestContext) -> Outcome:
+    def offset_commit(self, req: m.OffsetCommitRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
         if self.state.loading or req.group_id not in self.consumer.state.groups:
             return offsets.offset_commit(self.state, req, ctx)
         fx = Effects(ctx.now_ms, ctx.ref)
@@ -186,7 +172,7 @@ class GroupShard:
             return fx.outcome(offsets.offset_commit_error_response(req, exc.code))
         return offsets.commit_offsets(self.state, req, ctx, fx)
 
-    def offset_fetch(self, req: m.OffsetFetchRequest, ctx: RequestContext) -> Outcome:
+    def offset_fetch(self, req: m.OffsetFetchRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
         return offsets.offset_fetch(self.state, req, ctx, self._stored_offsets)
 
     def _stored_offsets(self, st: ShardState, group_id: str, member_id: str | None,
@@ -196,13 +182,13 @@ class GroupShard:
             return st.offsets.get(group_id, {})
         return offsets.classic_stored_offsets(st, group_id, member_id, member_epoch)
 
-    def offset_delete(self, req: m.OffsetDeleteRequest, ctx: RequestContext) -> Outcome:
+    def offset_delete(self, req: m.OffsetDeleteRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
         return offsets.offset_delete(self.state, req, ctx)
 
-    def describe_groups(self, req: m.DescribeGroupsRequest, ctx: RequestContext) -> Outcome:
+    def describe_groups(self, req: m.DescribeGroupsRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
         return admin.describe_groups(self.state, req, ctx)
 
-    def list_groups(self, req: m.ListGroupsRequest, ctx: RequestContext) -> Outcome:
+    def list_groups(self, req: m.ListGroupsRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
         out = admin.list_groups(self.state, req, ctx)
         if out.response.error_code or not self.consumer.state.groups:
             return out
@@ -213,7 +199,7 @@ class GroupShard:
         out.response.groups = sorted(listed, key=lambda g: g.group_id)
         return out
 
-    def delete_groups(self, req: m.DeleteGroupsRequest, ctx: RequestContext) -> Outcome:
+    def delete_groups(self, req: m.DeleteGroupsRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
         consumer_ids = [g for g in dict.fromkeys(req.groups_names) if g in self.consumer.state.groups]
         if self.state.loading or not consumer_ids:
             return admin.delete_groups(self.state, req, ctx)
@@ -238,21 +224,24 @@ class GroupShard:
 
     # ---- timers --------------------------------------------------------------------------------
 
-    def on_timer(self, key: Any, data: Any, now_ms: int, topics: TopicsView = NO_TOPICS) -> Outcome:
-        """A timer scheduled by an earlier Outcome came due. Stale timers are no-ops."""
-        if is_consumer_group_timer(key) or is_classic_member_timer(key):
+    def on_timer(self, key: TimerKey, data: Any, now_ms: int, topics: TopicsView = NO_TOPICS) -> Outcome:
+        """A timer scheduled by an earlier Outcome came due, dispatched on its key's type. Stale
+        timers are no-ops."""
+        if isinstance(key, CONSUMER_GROUP_TIMERS):
             return self.consumer.on_timer(key, data, now_ms, topics)
         fx = Effects(now_ms)
         st = self.state
-        if key == OFFSETS_EXPIRATION_KEY:
+        if isinstance(key, HeartbeatKey):
+            on_heartbeat_expired(st.groups.get(key.group_id), key.member_id, fx, st.config)
+        elif isinstance(key, JoinKey):
+            if isinstance(data, JoinDeadline):
+                on_join_deadline(st.groups.get(key.group_id), data, fx, st.config)
+        elif isinstance(key, SyncKey):
+            if isinstance(data, SyncDeadline):
+                on_sync_deadline(st.groups.get(key.group_id), data, fx, st.config)
+        elif isinstance(key, OffsetsExpirationKey):
             expire_consumer_group_offsets(self.consumer.state, st.offsets, st.config.offsets_retention_ms, fx)
             offsets.expire_offsets(st, fx)
-        elif key[0] == "heartbeat":
-            on_heartbeat_expired(st.groups.get(key[1]), key[2], fx, st.config)
-        elif key[0] == "join" and isinstance(data, JoinDeadline):
-            on_join_deadline(st.groups.get(key[1]), data, fx, st.config)
-        elif key[0] == "sync" and isinstance(data, SyncDeadline):
-            on_sync_deadline(st.groups.get(key[1]), data, fx, st.config)
         return fx.outcome()
 
     def start_offset_expiration(self, now_ms: int) -> Outcome:
@@ -348,9 +337,9 @@ class GroupShard:
                     fx.answer(member.awaiting_sync, sync_response(member.awaiting_sync.api_version,
                                                                   ErrorCode.NOT_COORDINATOR))
                     member.awaiting_sync = None
-                fx.cancel(heartbeat_key(group.group_id, member.member_id))
-            fx.cancel(join_key(group.group_id))
-            fx.cancel(sync_key(group.group_id))
+                fx.cancel(HeartbeatKey(group.group_id, member.member_id))
+            fx.cancel(JoinKey(group.group_id))
+            fx.cancel(SyncKey(group.group_id))
             transition_to(group, GroupState.DEAD, now_ms, fx)
         for consumer_group in self.consumer.state.groups.values():
             for member_id in consumer_group.members:

@@ -13,27 +13,27 @@ durable (spec §22.3: a response that depends on a write waits for it).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import structlog
 
 from coordinator.config import Config
 from coordinator.core import Cancel, GroupConfig, GroupShard, Outcome, RequestContext, RequestRef, Schedule
-from coordinator.core.consumer_group import ConsumerGroupConfig, TopicsView, is_consumer_group_timer
+from coordinator.core.consumer_group import ConsumerGroupConfig, TopicsView
 from coordinator.core.consumer_group.jobs import AssignmentJob, AssignmentJobResult
 from coordinator.core.shard import NO_TOPICS
+from coordinator.core.timer_keys import CONSUMER_GROUP_TIMERS
 from coordinator.group_config_store import GroupConfigStore
 from coordinator.metrics.server_metrics import ServerMetrics
 from coordinator.records import Record, partition_for
 from coordinator.server.assignment_pool import AssignmentPool
 from coordinator.server.group_configs_view import StoreGroupConfigs
 from coordinator.server.record_store import RecordStore
-from coordinator.server.registry import HandlerError
+from coordinator.server.registry import HandlerError, Pending
 from protocol.error_codes import ErrorCode
 
 log = structlog.get_logger()
@@ -73,6 +73,9 @@ def consumer_group_config(config: Config) -> ConsumerGroupConfig:
     )
 
 
+# A shard's method for one API (GroupShard.join_group, ...), as the API handlers pass it.
+ShardCall = Callable[[GroupShard, Any, RequestContext, TopicsView], Outcome]
+
 # A consumer group timer that fires before any topic view is bound waits this long and tries again.
 UNBOUND_TOPICS_RETRY_MS = 1000
 
@@ -98,7 +101,6 @@ class GroupRuntime:
         self.parked: dict[RequestRef, asyncio.Future[Any]] = {}
         self._last_append: dict[int, asyncio.Future[None]] = {}  # partition -> its latest write
         self.unavailable: set[int] = set()  # partitions whose log could not be read back after a failed write
-        self._refs = itertools.count()
         self.loop = asyncio.get_running_loop()
         # KIP-1263: consumer group assignor runs in worker processes (None: inline, offload off).
         self.assignments: AssignmentPool | None = None
@@ -154,43 +156,37 @@ class GroupRuntime:
 
     # ---- requests
 
-    def handle(self, group_id: str, request: Any, api_version: int, client_id: str | None,
-               client_host: str) -> Any | Awaitable[Any]:
-        """Run one request against its group's shard: the response, or an awaitable of it."""
+    def handle(self, group_id: str, call: ShardCall, request: Any, ctx: RequestContext) -> Any | Pending:
+        """Run one request against its group's shard with `call`, the shard's method for the API:
+        the response, or a Pending one (parked, or waiting for a write)."""
         partition = self._partitions.get(group_id)
         shard = self.shards.get(partition) if partition is not None else None  # type: ignore[arg-type]
         if shard is None:  # first sight of the group, or its shard not created yet
             partition, shard = self.shard_for(group_id)
-        ref = RequestRef(next(self._refs))
-        ctx = RequestContext(api_version, int(_wall_clock() * 1000), ref, client_id or "", "/" + client_host)
-        outcome = shard.handle(request, ctx, self.topics if self.topics is not None else NO_TOPICS)
+        outcome = call(shard, request, ctx, self.topics if self.topics is not None else NO_TOPICS)
         durable = self._apply(partition, outcome)
         if outcome.response is None:  # parked until the rest of the group arrives
             waiting = self.loop.create_future()
-            self.parked[ref] = waiting
-            return waiting
+            self.parked[ctx.ref] = waiting
+            return Pending(waiting)
         if durable is None:
             self.metrics.on_group_response(outcome.response)
             return outcome.response
-        return self._after(durable, outcome.response)
+        return Pending(self._after(durable, outcome.response))
 
-    def handle_each(self, group_ids: list[str], build_request: Any, api_version: int, client_id: str | None,
-                    client_host: str) -> list[tuple[list[str], Any | Awaitable[Any]]]:
+    def handle_each(self, group_ids: list[str], build_request: Callable[[list[str]], Any], call: ShardCall,
+                    ctx: RequestContext) -> list[tuple[list[str], Any | Pending]]:
         """Split a multi-group request by shard: `build_request(ids)` makes each shard's part."""
         by_partition: dict[int, list[str]] = {}
         for group_id in group_ids:
             by_partition.setdefault(partition_for(group_id, self.num_partitions), []).append(group_id)
-        return [(ids, self.handle(ids[0], build_request(ids), api_version, client_id, client_host))
-                for ids in by_partition.values()]
+        return [(ids, self.handle(ids[0], call, build_request(ids), ctx)) for ids in by_partition.values()]
 
-    def handle_all_shards(self, request: Any, api_version: int, client_id: str | None,
-                          client_host: str) -> list[Any]:
+    def handle_all_shards(self, call: ShardCall, request: Any, ctx: RequestContext) -> list[Any]:
         """A read-only request every shard answers (ListGroups)."""
         answers = []
         for partition, shard in list(self.shards.items()):
-            ctx = RequestContext(api_version, now_ms(), RequestRef(next(self._refs)), client_id or "",
-                                 "/" + client_host)
-            outcome = shard.handle(request, ctx)
+            outcome = call(shard, request, ctx, self._topics())
             self._apply(partition, outcome)
             answers.append(outcome.response)
         return answers
@@ -318,7 +314,7 @@ class GroupRuntime:
         shard = self.shards.get(partition)
         if shard is None:
             return
-        if self.topics is None and is_consumer_group_timer(key):
+        if self.topics is None and isinstance(key, CONSUMER_GROUP_TIMERS):
             # Fencing recomputes the group's topics: without a view it would drop them all. Wait for one.
             self._apply_timer(partition, Schedule(key, now_ms() + UNBOUND_TOPICS_RETRY_MS, data))
             return

@@ -109,7 +109,7 @@ class ConsumerGroupContext:
     # ---- driving -------------------------------------------------------------------------------
 
     def send(self, request: ConsumerGroupHeartbeatRequest, client_id: str = "client",
-             client_host: str = "/127.0.0.1") -> Outcome:
+             client_host: str = "127.0.0.1") -> Outcome:
         ctx = RequestContext(api_version=0, now_ms=self.clock.now_ms, ref=RequestRef(next(self._refs)),
                              client_id=client_id, client_host=client_host)
         return self._apply(self.coordinator.consumer_group_heartbeat(request, ctx, self.topics))

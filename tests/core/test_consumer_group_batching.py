@@ -20,7 +20,7 @@ from coordinator.core.consumer_group.records import (
     subscription_metadata_record,
     target_assignment_record,
 )
-from coordinator.core.consumer_group.timers import assignment_key
+from coordinator.core.timer_keys import AssignmentKey
 from coordinator.core.outcome import Schedule
 from protocol.messages import (
     ConsumerGroupHeartbeatResponse,
@@ -78,7 +78,7 @@ def test_a_change_within_the_interval_bumps_the_epoch_but_defers_the_run_to_a_ti
     assert (group.group_epoch, group.assignment_epoch) == (2, 1)
     assert target_records_in(out) == 0  # no run: the new member has no target until the next one
     assert out.response.member_epoch == 1 and out.response.assignment.topic_partitions == []
-    assert Schedule(assignment_key("g"), START_MS + 1000) in out.timers
+    assert Schedule(AssignmentKey("g"), START_MS + 1000) in out.timers
     ctx.assert_replay_matches()
 
 
@@ -208,7 +208,7 @@ def test_a_second_change_while_a_run_is_in_flight_starts_no_second_run() -> None
     out = land(ctx, first.jobs[0])
     assert ctx.group().assignment_epoch == 2
     # The run missed the second member: it gets an empty target, and the next run follows at once.
-    assert Schedule(assignment_key("g"), ctx.clock.now_ms) in out.timers
+    assert Schedule(AssignmentKey("g"), ctx.clock.now_ms) in out.timers
     [fired] = ctx.advance(0)
     assert len(fired.jobs) == 1 and fired.jobs[0].epoch == 3
     land(ctx, fired.jobs[0])
@@ -272,7 +272,7 @@ def test_a_failed_run_logs_writes_nothing_and_is_retried_after_the_interval() ->
     assert landed.records == []
     assert [e.name for e in landed.events] == ["consumer_assignment_failed"]
     assert [r.member_epoch for _, r in landed.replies] == [1]  # the parked heartbeat: its provisional answer
-    assert Schedule(assignment_key("g"), ctx.clock.now_ms + 1000) in landed.timers
+    assert Schedule(AssignmentKey("g"), ctx.clock.now_ms + 1000) in landed.timers
     assert "g" not in ctx.state.runs
     ctx.state.assignors = dict(ASSIGNORS)
     [retry] = ctx.advance(1000)

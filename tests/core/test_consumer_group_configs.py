@@ -12,7 +12,7 @@ from typing import Any
 from coordinator.core.consumer_group import GroupConfigOverrides
 from coordinator.core.consumer_group.jobs import execute_assignment_job
 from coordinator.core.consumer_group.records import assignment_epoch_record
-from coordinator.core.consumer_group.timers import assignment_key, session_timeout_key
+from coordinator.core.timer_keys import AssignmentKey, SessionKey
 from coordinator.core.outcome import Schedule
 from protocol.error_codes import ErrorCode
 from tests.core.consumer_group_context import Client, ConsumerGroupContext
@@ -29,7 +29,7 @@ def context(overrides: dict[str, GroupConfigOverrides], **config: Any) -> Consum
 
 def session_deadline(out: Any, group_id: str, member_id: str) -> int:
     [deadline] = [op.deadline_ms for op in out.timers
-                  if isinstance(op, Schedule) and op.key == session_timeout_key(group_id, member_id)]
+                  if isinstance(op, Schedule) and op.key == SessionKey(group_id, member_id)]
     return deadline
 
 
@@ -130,13 +130,13 @@ def test_the_brokers_interval_still_defers_a_group_without_an_override() -> None
     ctx = context({"fast": GroupConfigOverrides(assignment_interval_ms=0)}, assignment_interval_ms=1_000)
     out = _second_member_joins(ctx, "slow")
     assert ctx.group("slow").assignment_epoch < ctx.group("slow").group_epoch
-    assert Schedule(assignment_key("slow"), START_MS + 1_000) in out.timers
+    assert Schedule(AssignmentKey("slow"), START_MS + 1_000) in out.timers
 
 
 def test_a_longer_group_interval_defers_the_run_to_its_own_end() -> None:
     ctx = context({"paced": GroupConfigOverrides(assignment_interval_ms=5_000)}, assignment_interval_ms=1_000)
     out = _second_member_joins(ctx, "paced")
-    assert Schedule(assignment_key("paced"), START_MS + 5_000) in out.timers
+    assert Schedule(AssignmentKey("paced"), START_MS + 5_000) in out.timers
     ctx.clock.now_ms = START_MS + 1_000  # the broker's interval is over, the group's is not
     ctx.heartbeat("paced", out.response.member_id, out.response.member_epoch)
     assert ctx.group("paced").assignment_epoch < ctx.group("paced").group_epoch

@@ -17,7 +17,7 @@ from coordinator.core.consumer_group.records import (
     subscription_metadata_record,
     target_assignment_record,
 )
-from coordinator.core.consumer_group.timers import rebalance_timeout_key, session_timeout_key
+from coordinator.core.timer_keys import RebalanceKey, SessionKey
 from coordinator.core.model import ClassicGroup
 from coordinator.records import group_metadata_tombstone
 from protocol.error_codes import ErrorCode
@@ -106,7 +106,7 @@ def test_8_a_join_without_member_id_gets_a_generated_id_epoch_1_and_an_assignmen
     assert len(r.member_id) == 22 and not r.member_id.startswith("-")
     assert (r.member_epoch, r.heartbeat_interval_ms) == (1, 5000)
     assert r.assignment == ConsumerGroupHeartbeatResponse.Assignment(topic_partitions=[])
-    assert Schedule(session_timeout_key("g", r.member_id), 45_000) in out.timers
+    assert Schedule(SessionKey("g", r.member_id), 45_000) in out.timers
     ctx.assert_replay_matches()
 
 
@@ -143,7 +143,7 @@ def test_9_first_member_gets_every_partition_and_the_join_records_in_order() -> 
         assignment_epoch_record("g", 1),
         current_assignment_record("g", current),
     ]
-    assert out.timers == [Cancel(rebalance_timeout_key("g", mid)), Schedule(session_timeout_key("g", mid), 45_000)]
+    assert out.timers == [Cancel(RebalanceKey("g", mid)), Schedule(SessionKey("g", mid), 45_000)]
     ctx.assert_replay_matches()
 
 
@@ -207,7 +207,7 @@ def test_17_assignment_is_only_sent_when_it_changed_or_the_request_was_full() ->
     ctx.settle([client])
     partial = ctx.heartbeat("g", client.member_id, client.epoch)
     assert partial.response.assignment is None and partial.response.error_code == ErrorCode.NONE
-    assert partial.records == [] and partial.timers == [Schedule(session_timeout_key("g", client.member_id), 45_000)]
+    assert partial.records == [] and partial.timers == [Schedule(SessionKey("g", client.member_id), 45_000)]
     full = ctx.poll(client, full=True)
     assert by_name(full.assignment) == {"foo": [0, 1, 2]}
 
@@ -365,7 +365,7 @@ def test_loading_restarts_session_and_rebalance_timers() -> None:
     loaded.begin_loading()
     started = loaded.finish_loading(1_000)
     assert sorted(started.timers, key=repr) == sorted([
-        Schedule(session_timeout_key("g", a.member_id), 46_000),
-        Schedule(session_timeout_key("g", b.member_id), 46_000),
-        Schedule(rebalance_timeout_key("g", a.member_id), 301_000, 1),
+        Schedule(SessionKey("g", a.member_id), 46_000),
+        Schedule(SessionKey("g", b.member_id), 46_000),
+        Schedule(RebalanceKey("g", a.member_id), 301_000, 1),
     ], key=repr)

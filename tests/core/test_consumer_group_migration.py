@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from coordinator.core.consumer_group.model import MemberState
 from coordinator.core.state import GroupState
+from coordinator.core.timer_keys import ClassicMemberJoinKey, SessionKey
 from coordinator.records import group_metadata_tombstone
 from protocol.error_codes import ErrorCode
 from tests.core.consumer_group_context import topic_id
@@ -142,7 +143,7 @@ def test_37_sync_checks_generation_protocol_and_rebalances() -> None:
         ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     ctx.consumer_join()  # a third member: the group epoch moves ahead of the classic member's
     assert ctx.sync("g", classic_id, generation)[1].response.error_code == ErrorCode.REBALANCE_IN_PROGRESS
-    assert ctx.timers.deadline(("consumer-classic-join", "g", classic_id)) == ctx.clock.now_ms + 60_000
+    assert ctx.timers.deadline(ClassicMemberJoinKey("g", classic_id)) == ctx.clock.now_ms + 60_000
 
 
 def test_38_a_classic_member_that_does_not_rejoin_or_sync_in_time_is_fenced() -> None:
@@ -258,6 +259,6 @@ def test_an_upgraded_group_survives_a_restart_with_classic_session_timeouts() ->
     assert ctx.shard.durable_view() == view
     group = ctx.consumer_groups["g"]
     assert group.members[leader].uses_classic_protocol
-    assert ctx.timers.deadline(("consumer-session", "g", leader)) == ctx.clock.now_ms + 10_000
+    assert ctx.timers.deadline(SessionKey("g", leader)) == ctx.clock.now_ms + 10_000
     ctx.advance(10_000)  # classic members that never come back are fenced after their own session timeout
     assert leader not in group.members and follower not in group.members

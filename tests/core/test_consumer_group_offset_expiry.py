@@ -17,6 +17,7 @@ from coordinator.core.timer_keys import OFFSETS_EXPIRATION_KEY
 from coordinator.records import Record, offset_commit_tombstone
 from protocol import messages as m
 from protocol.error_codes import ErrorCode
+from tests.core.helpers import handle
 from tests.core.consumer_group_context import CountingBytes
 from tests.core.context import FakeClock, FakeTimers, SequentialIds
 
@@ -39,8 +40,8 @@ class ExpiryContext:
         self._apply(self.shard.start_offset_expiration(0))
 
     def send(self, request: Any, version: int) -> Any:
-        ctx = RequestContext(version, self.clock.now_ms, RequestRef(next(self._refs)), "client", "/127.0.0.1")
-        return self._apply(self.shard.handle(request, ctx, TOPICS)).response
+        ctx = RequestContext(version, self.clock.now_ms, RequestRef(next(self._refs)), "client", "127.0.0.1")
+        return self._apply(handle(self.shard, request, ctx, TOPICS)).response
 
     def sweep_at(self, now_ms: int) -> Outcome:
         """Run the retention sweep at `now_ms` by hand: jumps the clock without firing session timers."""

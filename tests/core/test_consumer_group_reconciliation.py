@@ -10,7 +10,7 @@ from coordinator.core.consumer_group import MemberState
 from coordinator.core.consumer_group.model import ConsumerGroupState, ConsumerMember
 from coordinator.core.consumer_group.reconciliation import reconcile
 from coordinator.core.consumer_group.records import current_assignment_record
-from coordinator.core.consumer_group.timers import rebalance_timeout_key
+from coordinator.core.timer_keys import RebalanceKey
 from protocol.error_codes import ErrorCode
 from tests.core.consumer_group_context import Client, ConsumerGroupContext, topic_id
 
@@ -117,7 +117,7 @@ def test_13_a_third_member_waits_while_the_others_are_asked_to_revoke() -> None:
         kept = set(out.response.assignment.topic_partitions[0].partitions)
         assert len(kept) == 2 and kept < before
         assert member.partitions_pending_revocation == {FOO: frozenset(before - kept)}
-        assert Schedule(rebalance_timeout_key("g", client.member_id), 300_000, 2) in out.timers
+        assert Schedule(RebalanceKey("g", client.member_id), 300_000, 2) in out.timers
     assert ctx.group().state is ConsumerGroupState.RECONCILING
     ctx.assert_replay_matches()
 
@@ -139,7 +139,7 @@ def test_14_15_a_revoking_member_moves_on_only_once_it_reports_the_partitions_go
     member = ctx.group().members[a.member_id]
     assert (out.response.member_epoch, member.state, member.previous_member_epoch) == (3, MemberState.STABLE, 2)
     assert out.records == [current_assignment_record("g", member)]
-    assert Cancel(rebalance_timeout_key("g", a.member_id)) in out.timers
+    assert Cancel(RebalanceKey("g", a.member_id)) in out.timers
     assert out.response.assignment is None  # the assigned set did not change
     ctx.assert_replay_matches()
 
@@ -171,7 +171,7 @@ def test_25_a_member_that_never_acknowledges_its_revocation_is_fenced_after_its_
     ctx.poll(b)
     out = ctx.heartbeat("g", a_id, 1)  # owned partitions not reported: UNREVOKED_PARTITIONS
     assert ctx.group().members[a_id].state is MemberState.UNREVOKED_PARTITIONS
-    assert Schedule(rebalance_timeout_key("g", a_id), 10_000, 1) in out.timers
+    assert Schedule(RebalanceKey("g", a_id), 10_000, 1) in out.timers
     for _ in range(3):
         ctx.advance(4_000)
         ctx.heartbeat("g", a_id, 1)  # keeps its session alive, never acknowledges
@@ -188,7 +188,7 @@ def test_25_a_rebalance_timer_of_an_epoch_the_member_left_is_ignored() -> None:
     ctx.poll(b)
     ctx.poll(a)  # asked to revoke: rebalance timer at epoch 1
     ctx.poll(a)  # acknowledged: epoch 2, timer cancelled
-    ctx.timers.apply([Schedule(rebalance_timeout_key("g", a.member_id), ctx.clock.now_ms + 1, 1)])  # a stale one
+    ctx.timers.apply([Schedule(RebalanceKey("g", a.member_id), ctx.clock.now_ms + 1, 1)])  # a stale one
     assert [o.records for o in ctx.advance(1)] == [[]]
     assert a.member_id in ctx.group().members
 

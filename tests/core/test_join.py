@@ -6,7 +6,7 @@ from coordinator.core import Cancel, Schedule
 from coordinator.core.rebalance import JoinDeadline, SyncDeadline
 from coordinator.core.responses import current_members, join_error, join_response
 from coordinator.core.state import GroupState
-from coordinator.core.timer_keys import heartbeat_key, join_key, sync_key
+from coordinator.core.timer_keys import HeartbeatKey, JoinKey, SyncKey
 from coordinator.records import empty_group_metadata_record, group_metadata_record, group_metadata_value
 from protocol.error_codes import ErrorCode
 
@@ -33,7 +33,7 @@ def test_new_dynamic_member_on_v4_gets_member_id_required_and_empty_group_record
     _, out = ctx.join("g", version=4, session_timeout_ms=7000)
     assert_outcome(out, response=join_error(4, ErrorCode.MEMBER_ID_REQUIRED, "client-uuid-1"),
                    records=[empty_group_metadata_record("g", 0)],
-                   timers=[Schedule(heartbeat_key("g", "client-uuid-1"), 7000)])
+                   timers=[Schedule(HeartbeatKey("g", "client-uuid-1"), 7000)])
     group = ctx.group()
     assert group.state is GroupState.EMPTY and group.pending_join_members == {"client-uuid-1"}
     assert not group.members
@@ -46,8 +46,8 @@ def test_pending_member_rejoining_becomes_member_and_is_answered_after_initial_d
     _, first = ctx.join("g")
     member_id = first.response.member_id
     ref, out = ctx.join("g", member_id)
-    assert_outcome(out, timers=[Schedule(heartbeat_key("g", member_id), 300_000),
-                                Schedule(join_key("g"), D, JoinDeadline(0, D, 57_000))])
+    assert_outcome(out, timers=[Schedule(HeartbeatKey("g", member_id), 300_000),
+                                Schedule(JoinKey("g"), D, JoinDeadline(0, D, 57_000))])
     assert ctx.group().state is GroupState.PREPARING_REBALANCE
     assert ctx.advance(D // 2) == [] and ctx.answer(ref) is None
     [fired] = ctx.advance(D // 2)
@@ -55,8 +55,8 @@ def test_pending_member_rejoining_becomes_member_and_is_answered_after_initial_d
     expected = join_response(9, member_id=member_id, generation_id=1, protocol_type="consumer",
                              protocol_name="range", leader=member_id, members=current_members(group))
     assert_outcome(fired, replies=[(ref, expected)], timers=[
-        Cancel(join_key("g")), Schedule(heartbeat_key("g", member_id), D + 10_000),
-        Schedule(sync_key("g"), D + 60_000, SyncDeadline(1))])
+        Cancel(JoinKey("g")), Schedule(HeartbeatKey("g", member_id), D + 10_000),
+        Schedule(SyncKey("g"), D + 60_000, SyncDeadline(1))])
     assert group.state is GroupState.COMPLETING_REBALANCE
     ctx.assert_replay_matches()
 
@@ -248,7 +248,7 @@ def test_rebalance_with_only_absent_static_members_waits_and_rearms_join_timer()
         for member_id, member in group.members.items():
             ctx.heartbeat("g", member_id, 1, instance_id=member.group_instance_id)
     assert group.state is GroupState.PREPARING_REBALANCE and group.generation_id == 1
-    assert ctx.timers.deadline(join_key("g")) == ctx.clock.now_ms + 60_000
+    assert ctx.timers.deadline(JoinKey("g")) == ctx.clock.now_ms + 60_000
     ctx.assert_replay_matches()
 
 
@@ -289,8 +289,8 @@ def test_pending_member_expiring_during_initial_rebalance_completes_the_join_at_
     expected = join_response(9, member_id=member_id, generation_id=1, protocol_type="consumer",
                              protocol_name="range", leader=member_id, members=current_members(group))
     assert_outcome(expired, replies=[(ref, expected)], timers=[
-        Cancel(join_key("g")), Schedule(heartbeat_key("g", member_id), 16_000),
-        Schedule(sync_key("g"), 66_000, SyncDeadline(1))])
+        Cancel(JoinKey("g")), Schedule(HeartbeatKey("g", member_id), 16_000),
+        Schedule(SyncKey("g"), 66_000, SyncDeadline(1))])
     assert group.state is GroupState.COMPLETING_REBALANCE and not group.pending_join_members
     assert ctx.advance(4_000) == []  # the initial delay's timer went with the completion
     ctx.assert_replay_matches()
@@ -427,7 +427,7 @@ def test_loaded_group_above_max_size_rebalances_and_refuses_the_last_joiners() -
     out = shard.finish_loading(100_000)
     group = shard.state.groups["g"]
     assert group.state is GroupState.PREPARING_REBALANCE
-    assert any(isinstance(t, Schedule) and t.key == join_key("g") for t in out.timers)
+    assert any(isinstance(t, Schedule) and t.key == JoinKey("g") for t in out.timers)
     from coordinator.core import RequestContext, RequestRef
     from protocol.messages import JoinGroupRequest
 
@@ -435,7 +435,7 @@ def test_loaded_group_above_max_size_rebalances_and_refuses_the_last_joiners() -
         req = JoinGroupRequest(group_id="g", session_timeout_ms=10_000, rebalance_timeout_ms=60_000,
                                member_id=member_id, protocol_type="consumer",
                                protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"r")])
-        return shard.join_group(req, RequestContext(9, 100_000, RequestRef(n), "client", "/h"))
+        return shard.join_group(req, RequestContext(9, 100_000, RequestRef(n), "client", "h"))
 
     assert rejoin(ids[0], 1).response is None
     assert rejoin(ids[1], 2).response is None

@@ -10,6 +10,7 @@ from coordinator.core.consumer_group import TopicsSnapshot
 from coordinator.records import Record
 from protocol import messages as m
 from protocol.error_codes import ErrorCode
+from tests.core.helpers import handle
 from tests.core.consumer_group_context import CountingBytes
 
 TOPIC_ID = uuid.uuid5(uuid.NAMESPACE_DNS, "t")
@@ -22,7 +23,7 @@ class ShardContext:
         self.log: list[Record] = []
 
     def send(self, request: Any, version: int) -> Outcome:
-        out = self.shard.handle(request, RequestContext(version, 0, RequestRef(1), "c", "/h"), TOPICS)
+        out = handle(self.shard, request, RequestContext(version, 0, RequestRef(1), "c", "h"), TOPICS)
         for record in out.records:
             self.shard.replay(record)
             self.log.append(record)

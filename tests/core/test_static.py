@@ -5,7 +5,7 @@ from __future__ import annotations
 from coordinator.core import Schedule
 from coordinator.core.responses import current_members, join_error, join_response, sync_response
 from coordinator.core.state import GroupState
-from coordinator.core.timer_keys import heartbeat_key
+from coordinator.core.timer_keys import HeartbeatKey
 from coordinator.records import group_metadata_record, group_metadata_value
 from protocol.error_codes import ErrorCode
 
@@ -46,7 +46,7 @@ def test_static_follower_replaced_in_stable_group_keeps_generation_and_assignmen
     assert_outcome(out, response=join_response(9, member_id=new_id, generation_id=1, protocol_type="consumer",
                                                 protocol_name="range", leader=leader),
                    records=[group_metadata_record("g", group_metadata_value(group))],
-                   timers=[Schedule(heartbeat_key("g", new_id), now + 10_000)])
+                   timers=[Schedule(HeartbeatKey("g", new_id), now + 10_000)])
     assert group.state is GroupState.STABLE and group.static_members["i1"] == new_id
     _, out = ctx.sync("g", new_id, 1, instance_id="i1")
     assert out.response == sync_response(5, protocol_type="consumer", protocol_name="range", assignment=b"a-1")

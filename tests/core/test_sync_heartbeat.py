@@ -6,7 +6,7 @@ from coordinator.core import Cancel, Schedule
 from coordinator.core.rebalance import JoinDeadline
 from coordinator.core.responses import sync_response
 from coordinator.core.state import GroupState
-from coordinator.core.timer_keys import heartbeat_key, join_key, sync_key
+from coordinator.core.timer_keys import HeartbeatKey, JoinKey, SyncKey
 from coordinator.records import group_metadata_record, group_metadata_value
 from protocol.error_codes import ErrorCode
 from protocol.messages import HeartbeatResponse
@@ -39,8 +39,8 @@ def test_follower_sync_waits_for_leader_then_both_get_assignments() -> None:
         response=sync_response(5, protocol_type="consumer", protocol_name="range", assignment=b"L"),
         records=[group_metadata_record("g", group_metadata_value(group))],
         replies=[(f_ref, sync_response(5, protocol_type="consumer", protocol_name="range", assignment=b"F"))],
-        timers=[Cancel(sync_key("g")), Schedule(heartbeat_key("g", leader), now + 10_000),
-                Schedule(heartbeat_key("g", follower), now + 10_000)],
+        timers=[Cancel(SyncKey("g")), Schedule(HeartbeatKey("g", leader), now + 10_000),
+                Schedule(HeartbeatKey("g", follower), now + 10_000)],
     )
     assert group.state is GroupState.STABLE
     ctx.assert_replay_matches()
@@ -63,7 +63,7 @@ def test_follower_syncing_after_leader_gets_its_assignment_at_once() -> None:
     ctx.sync("g", leader, 1, assignments={leader: b"L", follower: b"F"})
     _, out = ctx.sync("g", follower, 1)
     assert_outcome(out, response=sync_response(5, protocol_type="consumer", protocol_name="range", assignment=b"F"),
-                   timers=[Cancel(sync_key("g"))])
+                   timers=[Cancel(SyncKey("g"))])
     ctx.assert_replay_matches()
 
 
@@ -124,10 +124,10 @@ def test_late_member_of_a_join_storm_tells_parked_syncs_to_rejoin_without_naming
     now = ctx.clock.now_ms
     late_ref, out = ctx.join("g", late_id)
     assert_outcome(out, replies=[(f_ref, sync_response(5, ErrorCode.REBALANCE_IN_PROGRESS))], timers=[
-        Schedule(heartbeat_key("g", late_id), now + 300_000),
-        Schedule(heartbeat_key("g", follower), now + 10_000),
-        Cancel(sync_key("g")),
-        Schedule(join_key("g"), now + 60_000, JoinDeadline(1))])
+        Schedule(HeartbeatKey("g", late_id), now + 300_000),
+        Schedule(HeartbeatKey("g", follower), now + 10_000),
+        Cancel(SyncKey("g")),
+        Schedule(JoinKey("g"), now + 60_000, JoinDeadline(1))])
     assert ctx.group().state is GroupState.PREPARING_REBALANCE
     ctx.join("g", follower)
     ctx.join("g", leader)  # everybody is in: the second round completes at once
@@ -153,7 +153,7 @@ def test_sync_deadline_is_cancelled_when_everybody_synced() -> None:
     # spec 24.39 (second half)
     ctx = CoordinatorContext()
     ctx.stable_group()
-    assert ctx.timers.deadline(sync_key("g")) is None
+    assert ctx.timers.deadline(SyncKey("g")) is None
 
 
 def test_heartbeat_errors() -> None:
@@ -175,7 +175,7 @@ def test_heartbeat_during_rebalance_asks_to_rejoin_and_extends_session() -> None
     now = ctx.clock.now_ms
     out = ctx.heartbeat("g", follower, 1)
     assert_outcome(out, response=HeartbeatResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS),
-                   timers=[Schedule(heartbeat_key("g", follower), now + 10_000)])
+                   timers=[Schedule(HeartbeatKey("g", follower), now + 10_000)])
 
 
 def test_heartbeat_in_completing_or_stable_is_accepted() -> None:
@@ -186,7 +186,7 @@ def test_heartbeat_in_completing_or_stable_is_accepted() -> None:
     ctx.sync("g", leader, 1)
     now = ctx.clock.now_ms
     assert_outcome(ctx.heartbeat("g", follower, 1), response=HeartbeatResponse(),
-                   timers=[Schedule(heartbeat_key("g", follower), now + 10_000)])
+                   timers=[Schedule(HeartbeatKey("g", follower), now + 10_000)])
 
 
 def test_member_that_keeps_heartbeating_or_committing_never_expires() -> None:

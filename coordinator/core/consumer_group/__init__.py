@@ -31,11 +31,10 @@ from coordinator.core.consumer_group.coordinator import ConsumerGroupCoordinator
 from coordinator.core.consumer_group.group_configs import GroupConfigOverrides
 from coordinator.core.consumer_group.model import ConsumerGroup, ConsumerGroupState, ConsumerMember, MemberState
 from coordinator.core.consumer_group.records import is_consumer_group_record
-from coordinator.core.consumer_group.timers import is_consumer_group_timer
 from coordinator.core.consumer_group.topics import TopicInfo, TopicsSnapshot, TopicsView
 
 __all__ = [
     "ConsumerGroup", "ConsumerGroupConfig", "ConsumerGroupCoordinator", "ConsumerGroupState", "ConsumerMember",
     "GroupConfigOverrides", "MemberState", "TopicInfo", "TopicsSnapshot", "TopicsView", "is_consumer_group_record",
-    "is_consumer_group_timer", "parse_assignors",
+    "parse_assignors",
 ]

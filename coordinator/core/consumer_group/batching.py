@@ -55,7 +55,7 @@ from coordinator.core.consumer_group.target import (
     target_records,
     topic_ids_by_text,
 )
-from coordinator.core.consumer_group.timers import ASSIGNMENT, assignment_key, assignment_wait_key
+from coordinator.core.timer_keys import AssignmentKey, AssignmentWaitKey
 from coordinator.core.consumer_group.topics import TopicInfo, TopicsView
 from coordinator.core.effects import Effects
 from coordinator.core.outcome import RequestRef
@@ -92,7 +92,7 @@ def _may_start_run(state: ConsumerGroupsState, group: ConsumerGroup, now_ms: int
     last = group.assignment_timestamp_ms if group.members else 0  # an emptied group starts afresh
     interval = assignment_interval_ms(state, group.group_id)  # the group's own, else the broker's
     if last and now_ms - last < interval:
-        fx.schedule(assignment_key(group.group_id), last + interval - now_ms)
+        fx.schedule(AssignmentKey(group.group_id), last + interval - now_ms)
         return False
     return True
 
@@ -105,7 +105,7 @@ def start_run(state: ConsumerGroupsState, group: ConsumerGroup, group_epoch: int
         job.job_id, group_epoch, fx.now_ms, {mid: m.subscribed_topic_names for mid, m in members.items()},
         metadata, {m.instance_id: mid for mid, m in members.items() if m.instance_id is not None}, job.topic_ids)
     fx.jobs.append(job)
-    fx.cancel(assignment_key(group.group_id))
+    fx.cancel(AssignmentKey(group.group_id))
     fx.event("consumer_assignment_started", group.group_id, group_epoch=group_epoch, job_id=job.job_id,
              members=len(members))
     return job
@@ -126,7 +126,7 @@ def abandon_runs(state: ConsumerGroupsState, fx: Effects) -> None:
 def park(state: ConsumerGroupsState, group_id: str, waiter: Waiter, fx: Effects) -> None:
     """Hold the heartbeat's answer until the group's run lands (bounded by assignment_wait_ms)."""
     state.waiters.setdefault(group_id, []).append(waiter)
-    fx.schedule(assignment_wait_key(group_id, waiter.ref.id), state.config.assignment_wait_ms)
+    fx.schedule(AssignmentWaitKey(group_id, waiter.ref.id), state.config.assignment_wait_ms)
 
 
 def maybe_park(state: ConsumerGroupsState, group_id: str, ref: RequestRef | None, member: ConsumerMember,
@@ -142,23 +142,26 @@ def maybe_park(state: ConsumerGroupsState, group_id: str, ref: RequestRef | None
 def _answer_all(state: ConsumerGroupsState, group_id: str, fx: Effects) -> None:
     """The run will not help them: parked heartbeats get their provisional answers now."""
     for waiter in state.waiters.pop(group_id, []):
-        fx.cancel(assignment_wait_key(group_id, waiter.ref.id))
+        fx.cancel(AssignmentWaitKey(group_id, waiter.ref.id))
         fx.replies.append((waiter.ref, waiter.provisional))
 
 
 # ---- timers ----------------------------------------------------------------------------------
 
 
-def on_batching_timer(state: ConsumerGroupsState, key: tuple[str, str, Any], fx: Effects, topics: TopicsView) -> None:
-    kind, group_id, request_id = key
-    if kind != ASSIGNMENT:  # a parked heartbeat's wait is over
-        waiters = state.waiters.get(group_id, [])
-        for waiter in [w for w in waiters if w.ref.id == request_id]:
-            waiters.remove(waiter)
-            fx.replies.append((waiter.ref, waiter.provisional))
-        if not waiters:
-            state.waiters.pop(group_id, None)
-        return
+def on_assignment_wait_timer(state: ConsumerGroupsState, key: AssignmentWaitKey, fx: Effects) -> None:
+    """A parked heartbeat's wait is over: it gets its provisional answer."""
+    group_id = key.group_id
+    waiters = state.waiters.get(group_id, [])
+    for waiter in [w for w in waiters if w.ref.id == key.request_id]:
+        waiters.remove(waiter)
+        fx.replies.append((waiter.ref, waiter.provisional))
+    if not waiters:
+        state.waiters.pop(group_id, None)
+
+
+def on_assignment_timer(state: ConsumerGroupsState, key: AssignmentKey, fx: Effects, topics: TopicsView) -> None:
+    group_id = key.group_id
     group = state.groups.get(group_id)
     if group is None or not group.members or group.group_epoch <= group.assignment_epoch:
         return  # nothing to assign (an empty group is assigned when a member joins)
@@ -180,7 +183,7 @@ def on_batching_timer(state: ConsumerGroupsState, key: tuple[str, str, Any], fx:
 
 def _failed(state: ConsumerGroupsState, group: ConsumerGroup, epoch: int, error: str, fx: Effects) -> None:
     fx.event("consumer_assignment_failed", group.group_id, group_epoch=epoch, error=error)
-    fx.schedule(assignment_key(group.group_id), max(assignment_interval_ms(state, group.group_id), 1))
+    fx.schedule(AssignmentKey(group.group_id), max(assignment_interval_ms(state, group.group_id), 1))
 
 
 # ---- a run lands -----------------------------------------------------------------------------
@@ -224,7 +227,7 @@ def on_assignment_result(state: ConsumerGroupsState, result: AssignmentJobResult
     _answer_waiters(state, group, result.epoch, targets, fx, topics)
     if group.group_epoch > result.epoch and group.members:
         # Changes arrived while the run was in flight: the next run, after the interval.
-        fx.schedule(assignment_key(group_id), assignment_interval_ms(state, group_id))
+        fx.schedule(AssignmentKey(group_id), assignment_interval_ms(state, group_id))
 
 
 def _still_subscribed(target: Assignment, names: tuple[str, ...], metadata: Mapping[str, TopicInfo],
@@ -247,7 +250,7 @@ def _answer_waiters(state: ConsumerGroupsState, group: ConsumerGroup, epoch: int
     """Parked heartbeats are answered as if they had arrived now, against the new target."""
     group_id = group.group_id
     for waiter in state.waiters.pop(group_id, []):
-        fx.cancel(assignment_wait_key(group_id, waiter.ref.id))
+        fx.cancel(AssignmentWaitKey(group_id, waiter.ref.id))
         member = group.members.get(waiter.member_id)
         if member is None or member.assignment_fields() != waiter.member.assignment_fields():
             fx.replies.append((waiter.ref, waiter.provisional))  # something else moved it on

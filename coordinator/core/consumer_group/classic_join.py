@@ -140,7 +140,7 @@ def _apply_join(member: ConsumerMember, instance_id: str | None, subscription: S
         rack_id=subscription.rack_id if subscription.rack_id is not None else member.rack_id,
         rebalance_timeout_ms=member.rebalance_timeout_ms if rebalance_timeout_ms == -1 else rebalance_timeout_ms,
         subscribed_topic_names=tuple(sorted(set(subscription.topics))),
-        client_id=ctx.client_id, client_host=ctx.client_host, classic=classic)
+        client_id=ctx.client_id, client_host=ctx.client_address, classic=classic)
 
 
 def _join_downgrading(state: ConsumerGroupsState, group: ConsumerGroup, joining: JoiningMember,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from coordinator.core.consumer_group.classic_timers import (
     schedule_join_timeout_if_absent,
-    sync_timeout_key,
+    ClassicMemberSyncKey,
 )
 from coordinator.core.consumer_group.downgrade import names_of
 from coordinator.core.consumer_group.errors import ConsumerGroupError
@@ -80,7 +80,7 @@ def classic_sync_group(state: ConsumerGroupsState, req: SyncGroupRequest, ctx: R
         assignment_version = protocol_version(member.classic.subscription_metadata)
     except ValueError:  # Kafka: IllegalStateException
         return Outcome(response=sync_response(version, ErrorCode.UNKNOWN_SERVER_ERROR))
-    fx.cancel(sync_timeout_key(group.group_id, member.member_id))
+    fx.cancel(ClassicMemberSyncKey(group.group_id, member.member_id))
     schedule_session_timeout(fx, group.group_id, member.member_id, member.classic.session_timeout_ms)
     assignment = serialize_assignment(names_of(member.assigned_partitions, topics), assignment_version)
     return fx.outcome(sync_response(version, protocol_type=req.protocol_type, protocol_name=req.protocol_name,

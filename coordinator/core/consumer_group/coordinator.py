@@ -1,18 +1,8 @@
 """ConsumerGroupCoordinator: the consumer group protocol (KIP-848) of one `__consumer_offsets` shard.
 
-How the shell drives it, next to the classic GroupShard of the same partition:
-
-    consumer = ConsumerGroupCoordinator(ConsumerGroupConfig(...), random_bytes=os.urandom,
-                                        classic_groups=shard.state.groups)
-    consumer.begin_loading()
-    for record in log: shard.replay(record); consumer.replay(record)   # each skips the other's records
-    apply(consumer.finish_loading(now_ms))                             # session and rebalance timers
-
-    out = consumer.consumer_group_heartbeat(request, RequestContext(...), topics)
-    for record in out.records: shard.replay(record); consumer.replay(record)
-    ... append, flush, send out.response, apply out.timers (Schedule replaces by key, Cancel is idempotent)
-    on a timer whose key is_consumer_group_timer(key):
-        out = consumer.on_timer(key, data, now_ms, topics)               # handled like a request's outcome
+The shell never drives it directly: `GroupShard` (shard.py) owns it, routes consumer group requests,
+timers (SessionKey, RebalanceKey, AssignmentKey, ...) and records to it, and replays every record
+once through `GroupShard.replay`, which hands the consumer group record types to `replay` here.
 
 `topics` is a TopicsView (see topics.py): the shell's current topic names, ids and partition
 counts, with a version that changes whenever any of them does.
@@ -26,29 +16,32 @@ from typing import Any
 from coordinator.core.consumer_group.classic_join import classic_join_group
 from coordinator.core.consumer_group.classic_leave import classic_leave_group
 from coordinator.core.consumer_group.classic_sync import classic_heartbeat, classic_sync_group
-from coordinator.core.consumer_group.classic_timers import is_classic_member_timer
-from coordinator.core.consumer_group.batching import on_assignment_result, on_batching_timer
+from coordinator.core.consumer_group.batching import on_assignment_result, on_assignment_timer, on_assignment_wait_timer
 from coordinator.core.consumer_group.config import ConsumerGroupConfig
 from coordinator.core.consumer_group.jobs import AssignmentJobResult
 from coordinator.core.consumer_group.deletion import consumer_group_deletion_records
 from coordinator.core.consumer_group.group_configs import session_timeout_ms
 from coordinator.core.consumer_group.describe import consumer_group_describe, listed_consumer_groups
 from coordinator.core.consumer_group.heartbeat import consumer_group_heartbeat
-from coordinator.core.consumer_group.leave import on_consumer_group_timer
+from coordinator.core.consumer_group.leave import on_member_timer
 from coordinator.core.consumer_group.member_ids import RandomBytes
 from coordinator.core.consumer_group.offsets import ensure_offset_commit_allowed, ensure_offset_fetch_allowed
 from coordinator.core.consumer_group.records import durable_view, replay_consumer_group_record
 from coordinator.core.consumer_group.state import ConsumerGroupsState
-from coordinator.core.consumer_group.timers import (
-    BATCHING_TIMERS,
-    is_consumer_group_timer,
-    schedule_loaded_group_timers,
-    schedule_session_timeout,
-)
+from coordinator.core.consumer_group.timers import schedule_loaded_group_timers, schedule_session_timeout
 from coordinator.core.consumer_group.topics import TopicsView
 from coordinator.core.effects import Effects
 from coordinator.core.model import ClassicGroup
 from coordinator.core.outcome import Outcome, RequestContext
+from coordinator.core.timer_keys import (
+    AssignmentKey,
+    AssignmentWaitKey,
+    ClassicMemberJoinKey,
+    ClassicMemberSyncKey,
+    RebalanceKey,
+    SessionKey,
+    TimerKey,
+)
 from coordinator.records import Record
 from protocol.messages import (
     ConsumerGroupDescribeRequest,
@@ -127,12 +120,14 @@ class ConsumerGroupCoordinator:
 
     # ---- timers --------------------------------------------------------------------------------
 
-    def on_timer(self, key: Any, data: Any, now_ms: int, topics: TopicsView) -> Outcome:
+    def on_timer(self, key: TimerKey, data: Any, now_ms: int, topics: TopicsView) -> Outcome:
         fx = Effects(now_ms)
-        if is_consumer_group_timer(key) and key[0] in BATCHING_TIMERS:
-            on_batching_timer(self.state, key, fx, topics)
-        elif is_consumer_group_timer(key) or is_classic_member_timer(key):
-            on_consumer_group_timer(self.state, key, data, fx, topics)
+        if isinstance(key, AssignmentKey):
+            on_assignment_timer(self.state, key, fx, topics)
+        elif isinstance(key, AssignmentWaitKey):
+            on_assignment_wait_timer(self.state, key, fx)
+        elif isinstance(key, (SessionKey, RebalanceKey, ClassicMemberJoinKey, ClassicMemberSyncKey)):
+            on_member_timer(self.state, key, data, fx, topics)
         return fx.outcome()
 
     # ---- replay and loading --------------------------------------------------------------------

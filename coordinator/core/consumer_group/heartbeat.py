@@ -120,7 +120,7 @@ def _apply_request(member: ConsumerMember, req: ConsumerGroupHeartbeatRequest, c
         server_assignor=member.server_assignor if req.server_assignor is None else req.server_assignor,
         subscribed_topic_names=member.subscribed_topic_names if req.subscribed_topic_names is None
         else tuple(sorted(set(req.subscribed_topic_names))),
-        client_id=ctx.client_id, client_host=ctx.client_host, classic=None)  # now speaks the consumer protocol
+        client_id=ctx.client_id, client_host=ctx.client_address, classic=None)  # now speaks the consumer protocol
 
 
 def _members_after(group: ConsumerGroup, updated: ConsumerMember, joining: JoiningMember) -> dict[str, ConsumerMember]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from coordinator.core.consumer_group.classic_timers import CLASSIC_JOIN, CLASSIC_SYNC, cancel_all_member_timers
+from coordinator.core.consumer_group.classic_timers import cancel_all_member_timers
 from coordinator.core.consumer_group.downgrade import downgrade_allowed_after_fencing, downgrade_group
 from coordinator.core.consumer_group.errors import ConsumerGroupError
 from coordinator.core.consumer_group.model import STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerMember
@@ -18,10 +18,10 @@ from coordinator.core.consumer_group.records import (
 from coordinator.core.consumer_group.responses import leave_response
 from coordinator.core.consumer_group.state import ConsumerGroupsState
 from coordinator.core.consumer_group.subscription import compute_subscription_metadata
-from coordinator.core.consumer_group.timers import REBALANCE, SESSION
 from coordinator.core.consumer_group.topics import TopicsView
 from coordinator.core.effects import Effects
 from coordinator.core.errors import ApiError
+from coordinator.core.timer_keys import ClassicMemberJoinKey, ClassicMemberSyncKey, RebalanceKey, SessionKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 
@@ -97,26 +97,31 @@ def fence_member(state: ConsumerGroupsState, group: ConsumerGroup, member: Consu
              reason=reason, group_epoch=group.group_epoch + 1)
 
 
-def on_consumer_group_timer(state: ConsumerGroupsState, key: tuple[str, str, str], data: Any, fx: Effects,
-                            topics: TopicsView) -> None:
+MemberTimerKey = SessionKey | RebalanceKey | ClassicMemberJoinKey | ClassicMemberSyncKey
+
+
+def on_member_timer(state: ConsumerGroupsState, key: MemberTimerKey, data: Any, fx: Effects,
+                    topics: TopicsView) -> None:
     """A session, rebalance, classic join or classic sync timer came due; stale timers (member gone,
     or moved on) do nothing."""
-    kind, group_id, member_id = key
-    if kind == CLASSIC_JOIN:
+    group_id, member_id = key.group_id, key.member_id
+    if isinstance(key, ClassicMemberJoinKey):
         state.classic_join_deadlines.pop((group_id, member_id), None)
     group = state.groups.get(group_id)
     member = None if group is None else group.members.get(member_id)
     if group is None or member is None:
         return
-    if kind == SESSION:
+    if isinstance(key, SessionKey):
         fence_member(state, group, member, fx, topics, reason="session expired")
-    elif kind == REBALANCE and member.member_epoch == data and not member.uses_classic_protocol:
+    elif isinstance(key, RebalanceKey):
         # (classic-protocol members are bounded by their join and sync timers instead, as in Kafka)
-        fence_member(state, group, member, fx, topics,
-                     reason=f"did not leave epoch {data} within its rebalance timeout")
-    elif kind == CLASSIC_JOIN and member.uses_classic_protocol:
-        fence_member(state, group, member, fx, topics, reason="the classic member failed to join within the "
-                                                              "rebalance timeout")
-    elif kind == CLASSIC_SYNC and member.uses_classic_protocol:
+        if member.member_epoch == data and not member.uses_classic_protocol:
+            fence_member(state, group, member, fx, topics,
+                         reason=f"did not leave epoch {data} within its rebalance timeout")
+    elif isinstance(key, ClassicMemberJoinKey):
+        if member.uses_classic_protocol:
+            fence_member(state, group, member, fx, topics, reason="the classic member failed to join within the "
+                                                                  "rebalance timeout")
+    elif member.uses_classic_protocol:
         fence_member(state, group, member, fx, topics, reason="the classic member failed to sync within the "
                                                               "rebalance timeout")

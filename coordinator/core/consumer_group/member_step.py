@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from coordinator.core.consumer_group.model import Assignment, ConsumerMember, MemberState
 from coordinator.core.consumer_group.reconciliation import IsHeld, IsSubscribed, reconcile
 from coordinator.core.consumer_group.records import current_assignment_record
-from coordinator.core.consumer_group.timers import rebalance_timeout_key, schedule_rebalance_timeout
+from coordinator.core.consumer_group.timers import schedule_rebalance_timeout
+from coordinator.core.timer_keys import RebalanceKey
 from coordinator.core.consumer_group.topics import TopicId, TopicInfo, TopicsView
 from coordinator.core.effects import Effects
 
@@ -41,5 +42,5 @@ def reconcile_member(fx: Effects, group_id: str, member: ConsumerMember, assignm
             schedule_rebalance_timeout(fx, group_id, member.member_id, reconciled.member_epoch,
                                        reconciled.rebalance_timeout_ms)
         else:
-            fx.cancel(rebalance_timeout_key(group_id, member.member_id))
+            fx.cancel(RebalanceKey(group_id, member.member_id))
     return reconciled

@@ -1,4 +1,4 @@
-"""Timer keys of the consumer group protocol; scheduling an existing key replaces it.
+"""Timers of the consumer group protocol (their keys: timer_keys.py); scheduling an existing key replaces it.
 
 Session timer: fences the member when it stops heartbeating (data: None; the member id in the
 key is re-checked). Rebalance timer: fences a member that does not acknowledge a revocation in
@@ -10,50 +10,23 @@ has not landed in time (key per group and request).
 
 from __future__ import annotations
 
-from typing import Any
-
 from coordinator.core.consumer_group.model import ConsumerGroup, MemberState
 from coordinator.core.effects import Effects
-
-SESSION = "consumer-session"
-REBALANCE = "consumer-rebalance"
-ASSIGNMENT = "consumer-assignment"
-ASSIGNMENT_WAIT = "consumer-assignment-wait"
-BATCHING_TIMERS = (ASSIGNMENT, ASSIGNMENT_WAIT)
-
-
-def session_timeout_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return (SESSION, group_id, member_id)
-
-
-def rebalance_timeout_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return (REBALANCE, group_id, member_id)
-
-
-def assignment_key(group_id: str) -> tuple[str, str, str]:
-    return (ASSIGNMENT, group_id, "")
-
-
-def assignment_wait_key(group_id: str, request_id: Any) -> tuple[str, str, Any]:
-    return (ASSIGNMENT_WAIT, group_id, request_id)
-
-
-def is_consumer_group_timer(key: Any) -> bool:
-    return isinstance(key, tuple) and len(key) == 3 and key[0] in (SESSION, REBALANCE, ASSIGNMENT, ASSIGNMENT_WAIT)
+from coordinator.core.timer_keys import RebalanceKey, SessionKey
 
 
 def schedule_session_timeout(fx: Effects, group_id: str, member_id: str, session_timeout_ms: int) -> None:
-    fx.schedule(session_timeout_key(group_id, member_id), session_timeout_ms)
+    fx.schedule(SessionKey(group_id, member_id), session_timeout_ms)
 
 
 def schedule_rebalance_timeout(fx: Effects, group_id: str, member_id: str, member_epoch: int,
                                rebalance_timeout_ms: int) -> None:
-    fx.schedule(rebalance_timeout_key(group_id, member_id), rebalance_timeout_ms, member_epoch)
+    fx.schedule(RebalanceKey(group_id, member_id), rebalance_timeout_ms, member_epoch)
 
 
 def cancel_member_timers(fx: Effects, group_id: str, member_id: str) -> None:
-    fx.cancel(session_timeout_key(group_id, member_id))
-    fx.cancel(rebalance_timeout_key(group_id, member_id))
+    fx.cancel(SessionKey(group_id, member_id))
+    fx.cancel(RebalanceKey(group_id, member_id))
 
 
 def schedule_loaded_group_timers(fx: Effects, group: ConsumerGroup, session_timeout_ms: int) -> None:

@@ -29,7 +29,7 @@ from coordinator.core.consumer_protocol import CONSUMER_PROTOCOL_TYPE, parse_ass
 from coordinator.core.effects import Effects
 from coordinator.core.model import ClassicGroup, Member
 from coordinator.core.responses import join_error, sync_response
-from coordinator.core.timer_keys import heartbeat_key, join_key, sync_key
+from coordinator.core.timer_keys import HeartbeatKey, JoinKey, SyncKey
 from coordinator.records import Record, group_metadata_tombstone
 from protocol.error_codes import ErrorCode
 
@@ -109,8 +109,8 @@ def _release_classic_group(classic: ClassicGroup, fx: Effects) -> None:
         if member.awaiting_sync is not None:
             fx.answer(member.awaiting_sync, sync_response(member.awaiting_sync.api_version,
                                                           ErrorCode.REBALANCE_IN_PROGRESS))
-        fx.cancel(heartbeat_key(gid, member.member_id))
+        fx.cancel(HeartbeatKey(gid, member.member_id))
     for member_id in classic.pending_join_members:
-        fx.cancel(heartbeat_key(gid, member_id))
-    fx.cancel(join_key(gid))
-    fx.cancel(sync_key(gid))
+        fx.cancel(HeartbeatKey(gid, member_id))
+    fx.cancel(JoinKey(gid))
+    fx.cancel(SyncKey(gid))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.api_keys import ApiKey
+from coordinator.core import GroupShard
 from coordinator.security.acls import Operation
 from coordinator.server.apis._group_errors import describe_groups_error
 from coordinator.server.apis._routing import fan_out
@@ -17,4 +18,5 @@ from coordinator.server.registry import RequestContext, api
 
 @api(ApiKey.DESCRIBE_GROUPS, versions=(0, 5), error_response=describe_groups_error)
 def describe_groups(broker: Broker, request: Any, ctx: RequestContext) -> Any:
-    return fan_out(broker, request, ctx, list(request.groups), "groups", "groups", Operation.DESCRIBE)
+    return fan_out(broker, request, ctx, list(request.groups), "groups", "groups", Operation.DESCRIBE,
+                   GroupShard.describe_groups)
