@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from coordinator.core.effects import Effects
-from coordinator.core.errors import ApiError
-from coordinator.core.guards import ensure_generation, ensure_member
-from coordinator.core.model import ClassicGroup
-from coordinator.core.outcome import Outcome, RequestContext
-from coordinator.core.rebalance import schedule_heartbeat
-from coordinator.core.shard_state import ShardState
-from coordinator.core.state import GroupState
-from coordinator.core.timer_keys import OFFSETS_EXPIRATION_KEY
+from coordinator.core.classic.guards import ensure_generation, ensure_member
+from coordinator.core.classic.model import ClassicGroup
+from coordinator.core.classic.rebalance import schedule_heartbeat
+from coordinator.core.classic.state import GroupState
+from coordinator.core.runtime.effects import Effects
+from coordinator.core.runtime.errors import ApiError
+from coordinator.core.runtime.outcome import Outcome, RequestContext
+from coordinator.core.runtime.shard_state import ShardState
+from coordinator.core.runtime.timer_keys import OFFSETS_EXPIRATION_KEY
 from coordinator.records import (
     OffsetAndMetadata,
     group_metadata_tombstone,

@@ -21,7 +21,11 @@ from concurrent.futures import Future
 
 import structlog
 
-from coordinator.core.consumer_group.jobs import AssignmentJob, AssignmentJobResult, execute_assignment_job
+from coordinator.core.consumer.jobs import (
+    AssignmentJob,
+    AssignmentJobResult,
+    execute_assignment_job,
+)
 from coordinator.metrics.server_metrics import GROUP_METRICS, ServerMetrics
 from coordinator.server.worker_processes import forked_pool
 

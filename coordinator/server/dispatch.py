@@ -19,14 +19,21 @@ from typing import Any, Protocol
 
 import structlog
 
+from coordinator.core.runtime.outcome import RequestRef
+from coordinator.server.broker import Broker
+from coordinator.server.registry import (
+    HANDLERS,
+    NO_RESPONSE,
+    ApiHandler,
+    HandlerError,
+    Pending,
+    RequestContext,
+)
 from protocol.apis import API_SPECS, API_VERSIONS_KEY
 from protocol.error_codes import ErrorCode
 from protocol.frames import decode_request_body, decode_request_header, encode_response
 from protocol.messages import Message
 from protocol.primitives import ProtocolError
-from coordinator.server.broker import Broker
-from coordinator.core.outcome import RequestRef
-from coordinator.server.registry import HANDLERS, NO_RESPONSE, ApiHandler, HandlerError, Pending, RequestContext
 
 log = structlog.get_logger()
 

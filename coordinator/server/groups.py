@@ -22,11 +22,19 @@ from typing import Any
 import structlog
 
 from coordinator.config import Config
-from coordinator.core import Cancel, GroupConfig, GroupShard, Outcome, RequestContext, RequestRef, Schedule
-from coordinator.core.consumer_group import ConsumerGroupConfig, TopicsView
-from coordinator.core.consumer_group.jobs import AssignmentJob, AssignmentJobResult
-from coordinator.core.shard import NO_TOPICS
-from coordinator.core.timer_keys import CONSUMER_GROUP_TIMERS
+from coordinator.core import (
+    Cancel,
+    GroupConfig,
+    GroupShard,
+    Outcome,
+    RequestContext,
+    RequestRef,
+    Schedule,
+)
+from coordinator.core.consumer import ConsumerGroupConfig, TopicsView
+from coordinator.core.consumer.jobs import AssignmentJob, AssignmentJobResult
+from coordinator.core.runtime.shard import NO_TOPICS
+from coordinator.core.runtime.timer_keys import CONSUMER_GROUP_TIMERS
 from coordinator.group_config_store import GroupConfigStore
 from coordinator.metrics.server_metrics import ServerMetrics
 from coordinator.records import Record, partition_for

@@ -12,8 +12,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.core import GroupConfig, GroupShard, Outcome, RequestContext, RequestRef
-from coordinator.core.consumer_group import (
+from coordinator.core import (
+    GroupConfig,
+    GroupShard,
+    Outcome,
+    RequestContext,
+    RequestRef,
+)
+from coordinator.core.consumer import (
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
     TopicInfo,
@@ -21,7 +27,10 @@ from coordinator.core.consumer_group import (
 )
 from coordinator.records import Record, latest_per_key
 from protocol.error_codes import ErrorCode
-from protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from protocol.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from tests.core.context import FakeClock, FakeTimers, SequentialIds
 
 TopicPartitions = ConsumerGroupHeartbeatRequest.TopicPartitions

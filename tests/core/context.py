@@ -12,7 +12,14 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.core import GroupConfig, GroupShard, Outcome, RequestContext, RequestRef, Schedule
+from coordinator.core import (
+    GroupConfig,
+    GroupShard,
+    Outcome,
+    RequestContext,
+    RequestRef,
+    Schedule,
+)
 from coordinator.records import Record, latest_per_key
 from protocol.messages import (
     HeartbeatRequest,

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from coordinator.core import GroupShard, Outcome, RequestContext
-from coordinator.core.consumer_group import TopicsView
-from coordinator.core.shard import NO_TOPICS
+from coordinator.core.consumer import TopicsView
+from coordinator.core.runtime.shard import NO_TOPICS
 from protocol import messages as m
 
 

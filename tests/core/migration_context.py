@@ -10,13 +10,25 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from coordinator.core import GroupConfig, GroupShard, Outcome, RequestContext, RequestRef
-from coordinator.core.consumer_group import ConsumerGroupConfig, TopicInfo, TopicsSnapshot
-from coordinator.core.consumer_protocol import parse_assignment, serialize_assignment
-from protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerProtocolSubscription
-from tests.core.helpers import handle
+from coordinator.core import (
+    GroupConfig,
+    GroupShard,
+    Outcome,
+    RequestContext,
+    RequestRef,
+)
+from coordinator.core.classic.consumer_protocol import (
+    parse_assignment,
+    serialize_assignment,
+)
+from coordinator.core.consumer import ConsumerGroupConfig, TopicInfo, TopicsSnapshot
+from protocol.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerProtocolSubscription,
+)
 from tests.core.consumer_group_context import CountingBytes, topic_id
 from tests.core.context import CoordinatorContext, FakeClock, FakeTimers, SequentialIds
+from tests.core.helpers import handle
 
 
 def subscription(topics: list[str], owned: dict[str, list[int]] | None = None, *, version: int = 1,

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 from coordinator.core import Cancel, RequestContext, RequestRef, Schedule
-from coordinator.core.timer_keys import ClassicMemberJoinKey, ClassicMemberSyncKey, RebalanceKey, SessionKey
-from coordinator.core.consumer_group import ConsumerGroupCoordinator, MemberState
-from coordinator.core.consumer_group.model import ConsumerMember
+from coordinator.core.consumer import ConsumerGroupCoordinator, MemberState
+from coordinator.core.consumer.model import ConsumerMember
 from coordinator.core.consumer_group.records import (
     ReplayInvariantError,
     consumer_group_epoch_record,
@@ -22,7 +21,13 @@ from coordinator.core.consumer_group.records import (
     subscription_metadata_record,
     target_assignment_record,
 )
-from coordinator.core.errors import ApiError
+from coordinator.core.runtime.errors import ApiError
+from coordinator.core.runtime.timer_keys import (
+    ClassicMemberJoinKey,
+    ClassicMemberSyncKey,
+    RebalanceKey,
+    SessionKey,
+)
 from coordinator.records import describe_record
 from protocol.error_codes import ErrorCode
 from protocol.messages import ConsumerGroupHeartbeatResponse

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from coordinator.core.state import GroupState
-from coordinator.core.timer_keys import OFFSETS_EXPIRATION_KEY
+from coordinator.core.classic.state import GroupState
+from coordinator.core.runtime.timer_keys import OFFSETS_EXPIRATION_KEY
 from coordinator.records import (
     decode_record_versions,
     group_metadata_tombstone,
@@ -12,7 +12,6 @@ from coordinator.records import (
 )
 from protocol.error_codes import ErrorCode
 from protocol.messages import OffsetDeleteRequest, OffsetFetchRequest
-
 from tests.core.context import CoordinatorContext
 
 WEEK = 7 * 24 * 3600 * 1000

@@ -10,13 +10,12 @@ from collections.abc import AsyncIterator
 import pytest
 
 from coordinator.config import load_config
-from coordinator.records import Record
 from coordinator.core import GroupShard, RequestContext, RequestRef
+from coordinator.records import Record
 from coordinator.server.groups import GroupRuntime, now_ms
-from coordinator.server.registry import Pending
 from coordinator.server.record_store import MemoryRecordStore
+from coordinator.server.registry import Pending
 from protocol.messages import OffsetCommitRequest, OffsetFetchRequest
-
 
 _refs = itertools.count()
 

@@ -8,7 +8,11 @@ import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages import CreateTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest
+from protocol.messages import (
+    CreateTopicsRequest,
+    DescribeClusterRequest,
+    DescribeConfigsRequest,
+)
 
 TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5

@@ -10,7 +10,7 @@ import pytest
 
 from coordinator.config import load_config
 from coordinator.core import Cancel, Schedule
-from coordinator.core.timer_keys import HeartbeatKey
+from coordinator.core.runtime.timer_keys import HeartbeatKey
 from coordinator.server.groups import GroupRuntime, now_ms
 from coordinator.server.record_store import MemoryRecordStore
 

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from coordinator.core.consumer_group.classic_metadata import ClassicMemberMetadata
-from coordinator.core.consumer_group.model import (
+from coordinator.core.classic.state import GroupState
+from coordinator.core.consumer.model import (
     LEAVE_EPOCH,
     Assignment,
     ConsumerGroup,
@@ -33,9 +33,9 @@ from coordinator.core.consumer_group.model import (
     MemberState,
     assignment_of,
 )
-from coordinator.core.consumer_group.state import ConsumerGroupsState
-from coordinator.core.consumer_group.topics import TopicInfo
-from coordinator.core.state import GroupState
+from coordinator.core.consumer.state import ConsumerGroupsState
+from coordinator.core.consumer.topics import TopicInfo
+from coordinator.core.migration.classic_metadata import ClassicMemberMetadata
 from coordinator.records import Record
 from protocol.messages import (
     ConsumerGroupCurrentMemberAssignmentKey,

@@ -15,10 +15,17 @@ from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_group, permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.groups import ShardCall
-from coordinator.server.registry import HANDLERS, ErrorResponse, HandlerError, Pending, Reply, RequestContext, api
+from coordinator.server.registry import (
+    HANDLERS,
+    ErrorResponse,
+    HandlerError,
+    Pending,
+    Reply,
+    RequestContext,
+    api,
+)
 from protocol.apis import API_SPECS
 from protocol.error_codes import ErrorCode
-
 
 DeniedTopics = Callable[[list[Any]], list[Any]]  # request topics -> response topics carrying the error
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.api_keys import ApiKey
 from coordinator.core import GroupShard
 from coordinator.security.acls import Operation
 from coordinator.server.apis._group_errors import describe_groups_error
 from coordinator.server.apis._routing import fan_out
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
+from protocol.api_keys import ApiKey
 
 
 @api(ApiKey.DESCRIBE_GROUPS, versions=(0, 5), error_response=describe_groups_error)

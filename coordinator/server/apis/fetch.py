@@ -17,13 +17,13 @@ import asyncio
 import time
 from typing import Any
 
-from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
-from protocol.messages import FetchResponse
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.registry import Pending, Reply, RequestContext, api
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import FetchResponse
 
 TopicResult = FetchResponse.FetchableTopicResponse
 PartitionResult = FetchResponse.PartitionData

@@ -5,7 +5,7 @@ v9 SkipAssignment for a rejoining static leader (KIP-814).
 """
 
 from coordinator.core import GroupShard
-from protocol.api_keys import ApiKey
 from coordinator.server.apis._routing import route_to_group
+from protocol.api_keys import ApiKey
 
 route_to_group(ApiKey.JOIN_GROUP, GroupShard.join_group, versions=(0, 9))

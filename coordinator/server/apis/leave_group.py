@@ -3,7 +3,7 @@ v3 batch removal of members by instance id; v4 flexible; v5 per-member Reason (K
 """
 
 from coordinator.core import GroupShard
-from protocol.api_keys import ApiKey
 from coordinator.server.apis._routing import route_to_group
+from protocol.api_keys import ApiKey
 
 route_to_group(ApiKey.LEAVE_GROUP, GroupShard.leave_group, versions=(0, 5))

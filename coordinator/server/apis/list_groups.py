@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.api_keys import ApiKey
-from protocol.messages import ListGroupsResponse
 from coordinator.core import GroupShard
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_cluster, permits_group
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
+from protocol.api_keys import ApiKey
+from protocol.messages import ListGroupsResponse
 
 
 @api(ApiKey.LIST_GROUPS, versions=(0, 5))

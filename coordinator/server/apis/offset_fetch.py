@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
 from coordinator.core import GroupShard
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_group, permits_topic
@@ -17,6 +15,8 @@ from coordinator.server.apis._group_errors import offset_fetch_error
 from coordinator.server.apis._routing import amend_answer, fan_out
 from coordinator.server.broker import Broker
 from coordinator.server.registry import HandlerError, RequestContext, api
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
 
 NO_OFFSET = -1
 

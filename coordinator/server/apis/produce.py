@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
-from protocol.messages import ProduceResponse
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.data_plane import ProduceError
 from coordinator.server.registry import NO_RESPONSE, Pending, Reply, RequestContext, api
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import ProduceResponse
 
 TopicResult = ProduceResponse.TopicProduceResponse
 PartitionResult = ProduceResponse.PartitionProduceResponse

@@ -1,0 +1,59 @@
+"""Collects what one event produces, then freezes it into an Outcome."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.core.classic.model import Parked
+from coordinator.core.runtime.outcome import (
+    Cancel,
+    GroupEvent,
+    Outcome,
+    RequestRef,
+    Schedule,
+    TimerKey,
+)
+from coordinator.records import OffsetCommitRun, Record
+
+
+class Effects:
+    """Flows append here; answers to the request being handled become `response`, others `replies`."""
+
+    __slots__ = ("now_ms", "current", "records", "commit_runs", "replies", "timers", "events", "jobs", "response")
+
+    def __init__(self, now_ms: int, current: RequestRef | None = None) -> None:
+        self.now_ms = now_ms
+        self.current = current
+        self.records: list[Record] = []
+        self.commit_runs: list[OffsetCommitRun] = []  # written after `records`: see Outcome
+        self.replies: list[tuple[RequestRef, object]] = []
+        self.timers: list[Schedule | Cancel] = []
+        self.events: list[GroupEvent] = []
+        self.jobs: list[Any] = []  # background work for the shell to run (consumer group assignor runs)
+        self.response: object | None = None
+
+    def answer(self, parked: Parked, response: object) -> None:
+        if self.current is not None and parked.ref == self.current:
+            self.response = response
+        else:
+            self.replies.append((parked.ref, response))
+
+    def schedule(self, key: TimerKey, delay_ms: int, data: Any = None) -> None:
+        self.timers.append(Schedule(key, self.now_ms + delay_ms, data))
+
+    def cancel(self, key: TimerKey) -> None:
+        self.timers.append(Cancel(key))
+
+    def event(self, name: str, group_id: str, **fields: Any) -> None:
+        self.events.append(GroupEvent(name, group_id, tuple(fields.items())))
+
+    def outcome(self, response: object | None = None) -> Outcome:
+        return Outcome(
+            records=self.records,
+            response=response if response is not None else self.response,
+            replies=self.replies,
+            timers=self.timers,
+            events=self.events,
+            jobs=self.jobs,
+            commit_runs=self.commit_runs,
+        )
