@@ -16,7 +16,7 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import structlog
@@ -33,7 +33,7 @@ from coordinator.core import (
 )
 from coordinator.core.consumer import ConsumerGroupConfig, TopicsView
 from coordinator.core.consumer.jobs import AssignmentJob, AssignmentJobResult
-from coordinator.core.runtime.shard import NO_TOPICS
+from coordinator.core.runtime.shard import NO_TOPICS, GroupSummary
 from coordinator.core.runtime.timer_keys import CONSUMER_GROUP_TIMERS
 from coordinator.group_config_store import GroupConfigStore
 from coordinator.metrics.server_metrics import ServerMetrics
@@ -123,7 +123,7 @@ class GroupRuntime:
         started = time.perf_counter()
         count = sum(self._load_partition(partition, records) for partition, records in self.store.read_partitions())
         log.info("coordinator_loaded", partitions=len(self.shards), records=count,
-                 groups=sum(len(s.state.groups) for s in self.shards.values()),
+                 groups=sum(s.group_count() for s in self.shards.values()),
                  seconds=round(time.perf_counter() - started, 3))
 
     def _load_partition(self, partition: int, records: Iterable[Record]) -> int:
@@ -131,19 +131,23 @@ class GroupRuntime:
         shard = self._new_shard()
         shard.begin_loading()
         count = 0
-        for record in records:
-            shard.replay(record)
-            count += 1
+
+        def counted() -> Iterator[Record]:
+            nonlocal count
+            for record in records:
+                count += 1
+                yield record
+
+        shard.replay_all(counted())
         self.shards[partition] = shard
         self._apply(partition, shard.finish_loading(now_ms()))
         self._apply(partition, shard.start_offset_expiration(now_ms()))
         return count
 
     def _new_shard(self) -> GroupShard:
-        shard = GroupShard(self.group_config, new_uuid=lambda: str(uuid.uuid4()),
-                           consumer_config=self.consumer_group_config, random_bytes=os.urandom)
-        shard.consumer.state.group_configs = self._group_overrides
-        return shard
+        return GroupShard(self.group_config, new_uuid=lambda: str(uuid.uuid4()),
+                          consumer_config=self.consumer_group_config, random_bytes=os.urandom,
+                          group_configs=self._group_overrides)
 
     def _topics(self) -> TopicsView:
         return self.topics if self.topics is not None else NO_TOPICS
@@ -161,6 +165,15 @@ class GroupRuntime:
             shard = self.shards[partition] = self._new_shard()
             self._apply(partition, shard.start_offset_expiration(now_ms()))
         return partition, shard
+
+    # ---- queries (read-only: metrics, logs)
+
+    def group_summaries(self) -> Iterator[GroupSummary]:
+        for shard in list(self.shards.values()):
+            yield from shard.group_summaries()
+
+    def offset_count(self) -> int:
+        return sum(shard.offset_count() for shard in list(self.shards.values()))
 
     # ---- requests
 
@@ -215,13 +228,10 @@ class GroupRuntime:
         without records waits for the partition's last write still pending (it may have read
         state that write made). Without that, in a join storm the first member, whose JoinGroup
         writes the new group's record, heard back after members who joined after it."""
-        writes = outcome.writes()  # offset commits stay columns: no Record per partition
-        shard = self.shards.get(partition) if writes is not None else None
-        if writes is not None and shard is not None:
-            for record in writes.records:
-                shard.replay(record)
-            for run in writes.runs:
-                shard.replay_offset_commits(run)
+        writes = outcome.records  # offset commits stay columns (a RecordsToWrite): no Record per partition
+        shard = self.shards.get(partition) if writes else None
+        if writes and shard is not None:
+            shard.replay_all(writes)
             durable = self.store.append(partition, writes)
             durable.add_done_callback(lambda f, t=time.perf_counter(): self._time_append(f, t))
             durable.add_done_callback(lambda f, p=partition: self._check_append(p, f))
@@ -257,7 +267,7 @@ class GroupRuntime:
     def _assignment_landed(self, partition: int, shard: GroupShard, result: AssignmentJobResult) -> None:
         if self.shards.get(partition) is not shard:  # rebuilt or unloaded meanwhile: the run is stale
             return
-        self._apply(partition, shard.consumer.on_assignment_result(result, now_ms(), self._topics()))
+        self._apply(partition, shard.on_assignment_result(result, now_ms(), self._topics()))
 
     def _time_append(self, result: asyncio.Future[None], started: float) -> None:
         if not result.cancelled() and result.exception() is None:

@@ -14,9 +14,9 @@ from protocol import messages as m
 def assert_outcome(out: Outcome, *, response: Any = None, records: list | None = None,
                    replies: list | None = None, timers: list | None = None) -> None:
     assert out.response == response
-    assert out.records == (records or [])
-    assert out.replies == (replies or [])
-    assert out.timers == (timers or [])
+    assert list(out.records) == (records or [])
+    assert list(out.replies) == (replies or [])
+    assert list(out.timers) == (timers or [])
 
 
 # What the shell's API handlers do, for tests that send any request: each API calls its shard method.

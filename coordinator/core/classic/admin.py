@@ -13,7 +13,7 @@ from coordinator.core.classic.state import GroupState
 from coordinator.core.offsets import group_tombstones
 from coordinator.core.runtime.outcome import Outcome, RequestContext
 from coordinator.core.runtime.shard_state import ShardState
-from coordinator.records import offset_commit_tombstone
+from coordinator.records import Record, offset_commit_tombstone
 from protocol.error_codes import ErrorCode
 from protocol.messages import (
     DeleteGroupsRequest,
@@ -70,17 +70,16 @@ def list_groups(st: ShardState, req: ListGroupsRequest, ctx: RequestContext) -> 
 
 
 def delete_groups(st: ShardState, req: DeleteGroupsRequest, ctx: RequestContext) -> Outcome:
-    outcome = Outcome()
+    records: list[Record] = []
     results = []
     for group_id in dict.fromkeys(req.groups_names):  # de-duplicated, first-seen order
         code = _delete_error(st, group_id)
         if code is ErrorCode.NONE:
             for topic, partition in sorted(st.offsets.get(group_id, {})):
-                outcome.records.append(offset_commit_tombstone(group_id, topic, partition))
-            outcome.records.extend(group_tombstones(st, group_id))
+                records.append(offset_commit_tombstone(group_id, topic, partition))
+            records.extend(group_tombstones(st, group_id))
         results.append(Deleted(group_id=group_id, error_code=code))
-    outcome.response = DeleteGroupsResponse(results=results)
-    return outcome
+    return Outcome(records=records, response=DeleteGroupsResponse(results=results))
 
 
 def _delete_error(st: ShardState, group_id: str) -> ErrorCode:

@@ -106,14 +106,15 @@ def join_group(st: ShardState, req: JoinGroupRequest, ctx: RequestContext) -> Ou
     else:
         outcome = _join_existing_member(join)
 
+    after = []
     if created and not outcome.records:
         # A new group must exist in the log even if this join wrote nothing (e.g. MEMBER_ID_REQUIRED).
-        outcome.records.append(empty_group_metadata_record(group.group_id, ctx.now_ms))
+        after.append(empty_group_metadata_record(group.group_id, ctx.now_ms))
     if join.client_reason:
-        outcome.records.append(group_reason_record(group.group_id, GroupReason(
+        after.append(group_reason_record(group.group_id, GroupReason(
             "JoinGroup", req.member_id, join.instance_id, join.client_reason, ctx.now_ms)))
-        outcome.events.append(_reason_event(join))
-    return outcome
+        return outcome.then(Outcome(records=after, events=[_reason_event(join)]))
+    return outcome.then(Outcome(records=after)) if after else outcome
 
 
 def _reason_event(join: _Join) -> GroupEvent:

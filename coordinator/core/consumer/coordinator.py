@@ -10,7 +10,7 @@ counts, with a version that changes whenever any of them does.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, MutableMapping
+from collections.abc import Collection, Iterable, Mapping, MutableMapping
 from typing import Any
 
 from coordinator.core.classic.model import ClassicGroup
@@ -25,7 +25,7 @@ from coordinator.core.consumer.describe import (
     consumer_group_describe,
     listed_consumer_groups,
 )
-from coordinator.core.consumer.group_configs import session_timeout_ms
+from coordinator.core.consumer.group_configs import GroupConfigOverrides, session_timeout_ms
 from coordinator.core.consumer.heartbeat import consumer_group_heartbeat
 from coordinator.core.consumer.jobs import AssignmentJobResult
 from coordinator.core.consumer.leave import on_member_timer
@@ -74,12 +74,15 @@ from protocol.messages import (
 
 class ConsumerGroupCoordinator:
     def __init__(self, config: ConsumerGroupConfig | None = None, random_bytes: RandomBytes | None = None,
-                 classic_groups: MutableMapping[str, ClassicGroup] | None = None) -> None:
+                 classic_groups: MutableMapping[str, ClassicGroup] | None = None,
+                 group_configs: Mapping[str, GroupConfigOverrides] | None = None) -> None:
         if random_bytes is None:
             raise ValueError("ConsumerGroupCoordinator needs a random source (the core draws no randomness)")
         self.state = ConsumerGroupsState(config or ConsumerGroupConfig(), random_bytes)
         if classic_groups is not None:
             self.state.classic_groups = classic_groups
+        if group_configs is not None:
+            self.state.group_configs = group_configs
 
     @property
     def config(self) -> ConsumerGroupConfig:

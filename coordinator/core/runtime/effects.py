@@ -13,7 +13,7 @@ from coordinator.core.runtime.outcome import (
     Schedule,
     TimerKey,
 )
-from coordinator.records import OffsetCommitRun, Record
+from coordinator.records import OffsetCommitRun, Record, RecordsToWrite
 
 
 class Effects:
@@ -25,7 +25,7 @@ class Effects:
         self.now_ms = now_ms
         self.current = current
         self.records: list[Record] = []
-        self.commit_runs: list[OffsetCommitRun] = []  # written after `records`: see Outcome
+        self.commit_runs: list[OffsetCommitRun] = []  # offset commits as columns, written after `records`
         self.replies: list[tuple[RequestRef, object]] = []
         self.timers: list[Schedule | Cancel] = []
         self.events: list[GroupEvent] = []
@@ -49,11 +49,10 @@ class Effects:
 
     def outcome(self, response: object | None = None) -> Outcome:
         return Outcome(
-            records=self.records,
+            records=RecordsToWrite(self.records, self.commit_runs) if self.commit_runs else self.records,
             response=response if response is not None else self.response,
             replies=self.replies,
             timers=self.timers,
             events=self.events,
             jobs=self.jobs,
-            commit_runs=self.commit_runs,
         )

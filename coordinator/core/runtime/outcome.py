@@ -8,11 +8,12 @@ An `Outcome.response` of None means the triggering request was parked.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from coordinator.core.runtime.timer_keys import TimerKey
-from coordinator.records import OffsetCommitRun, Record, RecordsToWrite
+from coordinator.records import Record
 
 # Built for every request (a heartbeat builds one of each), so not frozen: a frozen dataclass sets
 # each field through object.__setattr__, which cost ~10k of a heartbeat's ~93k instructions.
@@ -84,55 +85,39 @@ class GroupEvent:
     fields: tuple[tuple[str, Any], ...] = ()
 
 
-class Outcome:
+class _OutcomeFields(NamedTuple):
+    records: Sequence[Record]
+    response: object | None  # answer to the triggering request; None if parked
+    replies: Sequence[tuple[RequestRef, object]]  # answers to parked requests
+    timers: Sequence[TimerOp]
+    events: Sequence[GroupEvent]
+    # Work the shell runs in the background and feeds back in (KIP-1263 assignor runs: AssignmentJob).
+    jobs: Sequence[Any]
+
+
+class Outcome(_OutcomeFields):
     """Records to write, the response, parked replies, timer intents, events and background jobs.
 
-    Offset commits may come as runs of columns (`commit_runs`, after `records` in write order):
-    the shell writes and replays them as such (`writes()`), with no object per record. Reading
-    `records` turns the runs into records first, so that it always holds every record.
+    Immutable (a tuple: cheap to build on every request, and no field can be reassigned after a
+    handler returned it); built by keyword only. `records` is every record to write, in order, and
+    the shell replays exactly these (`GroupShard.replay_all`) before appending them. Offset commits
+    come as a RecordsToWrite: a Sequence[Record] whose commit runs stay columns, which the store
+    writes and replay applies with no object per record.
     """
 
-    __slots__ = ("_records", "commit_runs", "response", "replies", "timers", "events", "jobs")
+    __slots__ = ()
 
-    def __init__(self, records: list[Record] | None = None, response: object | None = None,
-                 replies: list[tuple[RequestRef, object]] | None = None, timers: list[TimerOp] | None = None,
-                 events: list[GroupEvent] | None = None, jobs: list[Any] | None = None,
-                 commit_runs: list[OffsetCommitRun] | None = None) -> None:
-        self._records = records if records is not None else []
-        self.commit_runs = commit_runs if commit_runs is not None else []
-        self.response = response  # answer to the triggering request; None if parked
-        self.replies = replies if replies is not None else []  # answers to parked requests
-        self.timers = timers if timers is not None else []
-        self.events = events if events is not None else []
-        # Work the shell runs in the background and feeds back in (KIP-1263 assignor runs: AssignmentJob).
-        self.jobs = jobs if jobs is not None else []
+    def __new__(cls, *, records: Sequence[Record] | None = None, response: object | None = None,
+                replies: Sequence[tuple[RequestRef, object]] | None = None, timers: Sequence[TimerOp] | None = None,
+                events: Sequence[GroupEvent] | None = None, jobs: Sequence[Any] | None = None) -> Outcome:
+        return tuple.__new__(cls, (records if records is not None else [], response,
+                                   replies if replies is not None else [], timers if timers is not None else [],
+                                   events if events is not None else [], jobs if jobs is not None else []))
 
-    @property
-    def records(self) -> list[Record]:
-        if self.commit_runs:
-            runs, self.commit_runs = self.commit_runs, []
-            for run in runs:
-                self._records.extend(run.records())
-        return self._records
-
-    @records.setter
-    def records(self, records: list[Record]) -> None:
-        self._records, self.commit_runs = records, []
-
-    def writes(self) -> RecordsToWrite | None:
-        """Every record to write, the runs left as columns; None when there is none (most requests)."""
-        if not self._records and not self.commit_runs:
-            return None
-        return RecordsToWrite(self._records, self.commit_runs)
-
-    def __repr__(self) -> str:
-        return (f"Outcome(records={self.records!r}, response={self.response!r}, replies={self.replies!r}, "
-                f"timers={self.timers!r}, events={self.events!r}, jobs={self.jobs!r})")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Outcome):
-            return NotImplemented
-        return ((self.records, self.response, self.replies, self.timers, self.events, self.jobs)
-                == (other.records, other.response, other.replies, other.timers, other.events, other.jobs))
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
+    def then(self, after: Outcome) -> Outcome:
+        """This outcome followed by `after` (its response wins if it has one): records, replies,
+        timers, events and jobs in that order."""
+        return Outcome(records=[*self.records, *after.records],
+                       response=after.response if after.response is not None else self.response,
+                       replies=[*self.replies, *after.replies], timers=[*self.timers, *after.timers],
+                       events=[*self.events, *after.events], jobs=[*self.jobs, *after.jobs])

@@ -10,15 +10,15 @@ How the shell drives it (all calls are synchronous and pure apart from the shard
     # or in one call: shard, started = GroupShard.load(log, now_ms, config, new_uuid); apply(started)
 
     out = shard.join_group(request, RequestContext(api_version, now_ms, ref, client_id, client_host), topics)
-    for record in out.records: shard.replay(record)     # the runtime replays, then appends to the log
-                                                        # (or replay_offset_commits(run) per out.commit_runs)
+    shard.replay_all(out.records)                       # the runtime replays, then appends to the log
     ... flush, then send out.response (None: parked) and every (ref, response) in out.replies;
     ... apply out.timers (Schedule replaces by key, Cancel is idempotent); log out.events.
     on a timer:  out = shard.on_timer(key, data, now_ms)   # handled exactly like a request's outcome
 
 Consumer groups (KIP-848) live in `self.consumer`, a ConsumerGroupCoordinator sharing this shard's
 classic groups (one namespace of group ids) and offsets (stored in `state.offsets` like classic ones).
-Their requests and timers take the shell's current TopicsView; `replay` feeds both cores.
+Their requests and timers take the shell's current TopicsView; `replay` feeds both cores, each
+record once. Metrics and logs read the shard only through its queries (`group_summaries`, ...).
 
 If an append fails: apply `shard.unload(now_ms)` (parked requests -> NOT_COORDINATOR), answer the
 triggering request NOT_COORDINATOR, and replace the shard by `GroupShard.load(durable log, ...)`
@@ -27,7 +27,8 @@ triggering request NOT_COORDINATOR, and replace the shard by `GroupShard.load(du
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
@@ -53,10 +54,12 @@ from coordinator.core.classic.sync import sync_group
 from coordinator.core.consumer import (
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
+    GroupConfigOverrides,
     TopicsSnapshot,
     TopicsView,
 )
 from coordinator.core.consumer.expiry import expire_consumer_group_offsets
+from coordinator.core.consumer.jobs import AssignmentJobResult
 from coordinator.core.migration.classic_timers import cancel_all_member_timers
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
@@ -73,7 +76,7 @@ from coordinator.core.runtime.timer_keys import (
 )
 from coordinator.records import (
     OffsetAndMetadata,
-    OffsetCommitRun,
+    RecordsToWrite,
     Record,
     RecordType,
     UnknownRecordType,
@@ -99,19 +102,48 @@ def _no_random_bytes(n: int) -> bytes:
     raise ValueError("this GroupShard was built without random_bytes: it cannot generate consumer member ids")
 
 
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """One group as metrics and logs see it: plain values, no live group handed out of the core."""
+
+    group_id: str
+    protocol: str  # "classic" or "consumer"
+    state: str  # the state's name as DescribeGroups / ConsumerGroupDescribe say it
+    members: int
+
+
 class GroupShard:
     def __init__(self, config: GroupConfig | None = None, new_uuid: Callable[[], str] | None = None,
-                 consumer_config: ConsumerGroupConfig | None = None, random_bytes: RandomBytes | None = None) -> None:
+                 consumer_config: ConsumerGroupConfig | None = None, random_bytes: RandomBytes | None = None,
+                 group_configs: Mapping[str, GroupConfigOverrides] | None = None) -> None:
+        """`group_configs`: per-group overrides (Kafka's GROUP config resource), a read-only view the
+        shell keeps up to date; the core only reads it."""
         if new_uuid is None:
             raise ValueError("GroupShard needs an id generator (the core draws no randomness)")
         self.state = ShardState(config or GroupConfig(), new_uuid)
         self.consumer = ConsumerGroupCoordinator(consumer_config, random_bytes or _no_random_bytes,
-                                                 classic_groups=self.state.groups)
+                                                 classic_groups=self.state.groups, group_configs=group_configs)
         self.consumer.state.classic_config = self.state.config  # a downgrade builds classic groups
 
     @property
     def config(self) -> GroupConfig:
         return self.state.config
+
+    # ---- queries: read-only, for metrics and logs -----------------------------------------------
+
+    def group_summaries(self) -> Iterator[GroupSummary]:
+        for group in self.state.groups.values():
+            yield GroupSummary(group.group_id, "classic", group.state.value, len(group.members))
+        for consumer_group in self.consumer.state.groups.values():
+            yield GroupSummary(consumer_group.group_id, "consumer", consumer_group.state.value,
+                               len(consumer_group.members))
+
+    def group_count(self) -> int:
+        return len(self.state.groups) + len(self.consumer.state.groups)
+
+    def offset_count(self) -> int:
+        """Committed offsets retained, over every group of the shard."""
+        return sum(len(group_offsets) for group_offsets in self.state.offsets.values())
 
     # ---- requests ------------------------------------------------------------------------------
 
@@ -137,9 +169,7 @@ class GroupShard:
             return self.consumer.classic_join_group(req, ctx, topics)
         # Spec 10.4: a classic join replaces an empty consumer group (its tombstones go first).
         deletion = self.consumer.deletion_records(req.group_id)
-        out = join_group(self.state, req, ctx)
-        out.records[:0] = deletion
-        return out
+        return Outcome(records=deletion).then(join_group(self.state, req, ctx))
 
     def sync_group(self, req: m.SyncGroupRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
         fields_present = ctx.api_version < 5 or (req.protocol_type is not None and req.protocol_name is not None)
@@ -206,10 +236,11 @@ class GroupShard:
         classic = admin.delete_groups(
             self.state, m.DeleteGroupsRequest(groups_names=[g for g in req.groups_names if g not in consumer_ids]), ctx)
         results = {r.group_id: r for r in classic.response.results}
+        records = list(classic.records)
         for group_id in consumer_ids:
-            results[group_id] = self._delete_consumer_group(group_id, classic.records)
-        classic.response.results = [results[g] for g in dict.fromkeys(req.groups_names)]
-        return classic
+            results[group_id] = self._delete_consumer_group(group_id, records)
+        return Outcome(records=records, response=m.DeleteGroupsResponse(
+            results=[results[g] for g in dict.fromkeys(req.groups_names)]))
 
     def _delete_consumer_group(self, group_id: str, records: list[Record]) -> object:
         """Spec 8: only an Empty consumer group is deleted, its offsets first, then its own records."""
@@ -221,6 +252,10 @@ class GroupShard:
                        for topic, partition in sorted(self.state.offsets.get(group_id, {})))
         records.extend(deletion)
         return m.DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=ErrorCode.NONE)
+
+    def on_assignment_result(self, result: AssignmentJobResult, now_ms: int, topics: TopicsView = NO_TOPICS) -> Outcome:
+        """An offloaded consumer group assignor run (an AssignmentJob of an earlier Outcome.jobs) finished."""
+        return self.consumer.on_assignment_result(result, now_ms, topics)
 
     # ---- timers --------------------------------------------------------------------------------
 
@@ -250,6 +285,19 @@ class GroupShard:
         return fx.outcome()
 
     # ---- replay and loading --------------------------------------------------------------------
+
+    def replay_all(self, records: Iterable[Record]) -> None:
+        """Apply records in order, each through `replay`: an outcome's records before the shell
+        appends them, the log when loading. The offset commit runs of a RecordsToWrite are applied
+        as the columns they are, with the very effect `replay` has on each of their records."""
+        if isinstance(records, RecordsToWrite):
+            for record in records.records:
+                self.replay(record)
+            for run in records.runs:
+                self._committed_offsets(run.group_id).update(zip(zip(repeat(run.topic), run.partitions), run.offsets))
+            return
+        for record in records:
+            self.replay(record)
 
     def replay(self, record: Record) -> None:
         """Apply one record: the only way durable state changes, at run time and when loading."""
@@ -288,10 +336,6 @@ class GroupShard:
                 st.reasons.pop(group_id, None)
             else:
                 st.reasons[group_id] = reason_from_value(decoded.value)
-
-    def replay_offset_commits(self, run: OffsetCommitRun) -> None:
-        """`replay` of each record of `run`, in one go."""
-        self._committed_offsets(run.group_id).update(zip(zip(repeat(run.topic), run.partitions), run.offsets))
 
     def _committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetAndMetadata]:
         """The group's stored offsets, for a commit to add to; a commit to no group makes a simple one."""
@@ -358,20 +402,15 @@ class GroupShard:
         """
         shard = cls(config, new_uuid, consumer_config, random_bytes)
         shard.begin_loading()
-        for record in records:
-            shard.replay(record)
-        started = shard.finish_loading(now_ms)
-        sweep = shard.start_offset_expiration(now_ms)
-        return shard, Outcome(records=started.records + sweep.records, replies=started.replies + sweep.replies,
-                              timers=started.timers + sweep.timers, events=started.events + sweep.events)
+        shard.replay_all(records)
+        return shard, shard.finish_loading(now_ms).then(shard.start_offset_expiration(now_ms))
 
     @classmethod
     def from_log(cls, records: Iterable[Record], config: GroupConfig | None = None,
                  new_uuid: Callable[[], str] | None = None) -> GroupShard:
         shard = cls(config, new_uuid or (lambda: "00000000-0000-0000-0000-000000000000"))
         shard.begin_loading()
-        for record in records:
-            shard.replay(record)
+        shard.replay_all(records)
         shard.state.loading = False
         shard.consumer.state.loading = False
         return shard
