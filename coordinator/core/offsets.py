@@ -18,9 +18,10 @@ from coordinator.core.classic.guards import ensure_generation, ensure_member
 from coordinator.core.classic.model import ClassicGroup
 from coordinator.core.classic.rebalance import schedule_heartbeat
 from coordinator.core.classic.state import GroupState
+from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
-from coordinator.core.runtime.outcome import Outcome, RequestContext
+from coordinator.core.runtime.outcome import Outcome
 from coordinator.core.runtime.shard_state import ShardState
 from coordinator.core.runtime.timer_keys import OFFSETS_EXPIRATION_KEY
 from coordinator.records import (
@@ -205,11 +206,6 @@ def _fetch_group(st: ShardState, group_id: str, member_id: str | None, member_ep
     except ApiError as exc:
         return [], exc.code
     return fetched_offsets(stored, topics), ErrorCode.NONE
-
-
-def fetch_offsets(st: ShardState, group_id: str,
-                  topics: Iterable[tuple[str, Iterable[int]]] | None) -> FetchedTopics:
-    return fetched_offsets(classic_stored_offsets(st, group_id, None, -1), topics)
 
 
 def fetched_offsets(stored: Mapping[tuple[str, int], OffsetAndMetadata],

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from coordinator.core.runtime.outcome import RequestRef
+from coordinator.core.runtime.context import RequestRef
 from coordinator.server.broker import Broker
 from coordinator.server.registry import (
     HANDLERS,

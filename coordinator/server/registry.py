@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from coordinator.core.runtime.outcome import RequestContext
+from coordinator.core.runtime.context import RequestContext
 from protocol.apis import API_SPECS
 from protocol.error_codes import ErrorCode
 from protocol.messages import Message

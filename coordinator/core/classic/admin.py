@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from coordinator.core.classic.state import GroupState
 from coordinator.core.offsets import group_tombstones
-from coordinator.core.runtime.outcome import Outcome, RequestContext
+from coordinator.core.runtime.context import RequestContext
+from coordinator.core.runtime.outcome import Outcome
 from coordinator.core.runtime.shard_state import ShardState
 from coordinator.records import Record, offset_commit_tombstone
 from protocol.error_codes import ErrorCode

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from coordinator.core.classic.guards import ensure_generation, ensure_member
 from coordinator.core.classic.state import GroupState
+from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.errors import ApiError
-from coordinator.core.runtime.outcome import Outcome, RequestContext, Schedule
+from coordinator.core.runtime.outcome import Outcome, Schedule
 from coordinator.core.runtime.shard_state import ShardState
 from coordinator.core.runtime.timer_keys import HeartbeatKey
 from protocol.error_codes import ErrorCode

@@ -23,9 +23,10 @@ from coordinator.core.classic.responses import (
     sync_response,
 )
 from coordinator.core.classic.state import GroupState
+from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
-from coordinator.core.runtime.outcome import GroupEvent, Outcome, RequestContext
+from coordinator.core.runtime.outcome import GroupEvent, Outcome
 from coordinator.core.runtime.shard_state import ShardState
 from coordinator.records import (
     GroupReason,

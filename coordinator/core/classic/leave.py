@@ -15,9 +15,10 @@ from coordinator.core.classic.rebalance import (
     prepare_rebalance,
 )
 from coordinator.core.classic.state import GroupState
+from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
-from coordinator.core.runtime.outcome import Outcome, RequestContext
+from coordinator.core.runtime.outcome import Outcome
 from coordinator.core.runtime.shard_state import ShardState
 from coordinator.core.runtime.timer_keys import HeartbeatKey
 from coordinator.records import GroupReason, group_reason_record

@@ -16,7 +16,7 @@ from coordinator.core.classic.consumer_protocol import (
     subscribed_topics,
 )
 from coordinator.core.classic.state import GroupState
-from coordinator.core.runtime.outcome import RequestRef
+from coordinator.core.runtime.context import RequestRef
 
 Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the client's preference order
 

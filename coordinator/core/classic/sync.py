@@ -14,9 +14,10 @@ from coordinator.core.classic.rebalance import (
 )
 from coordinator.core.classic.responses import sync_response
 from coordinator.core.classic.state import GroupState, transition_to
+from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
-from coordinator.core.runtime.outcome import Outcome, RequestContext
+from coordinator.core.runtime.outcome import Outcome
 from coordinator.core.runtime.shard_state import ShardState
 from coordinator.records import group_metadata_record, group_metadata_value
 from protocol.error_codes import ErrorCode

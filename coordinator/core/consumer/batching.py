@@ -59,8 +59,8 @@ from coordinator.core.consumer.target import (
     topic_ids_by_text,
 )
 from coordinator.core.consumer.topics import TopicInfo, TopicsView
+from coordinator.core.runtime.context import RequestRef
 from coordinator.core.runtime.effects import Effects
-from coordinator.core.runtime.outcome import RequestRef
 from coordinator.core.runtime.timer_keys import AssignmentKey, AssignmentWaitKey
 
 #: A run in flight this long is taken as lost (its worker died); the next trigger starts another.

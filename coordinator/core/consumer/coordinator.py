@@ -25,7 +25,10 @@ from coordinator.core.consumer.describe import (
     consumer_group_describe,
     listed_consumer_groups,
 )
-from coordinator.core.consumer.group_configs import GroupConfigOverrides, session_timeout_ms
+from coordinator.core.consumer.group_configs import (
+    GroupConfigOverrides,
+    session_timeout_ms,
+)
 from coordinator.core.consumer.heartbeat import consumer_group_heartbeat
 from coordinator.core.consumer.jobs import AssignmentJobResult
 from coordinator.core.consumer.leave import on_member_timer
@@ -50,8 +53,9 @@ from coordinator.core.migration.classic_sync import (
     classic_heartbeat,
     classic_sync_group,
 )
+from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
-from coordinator.core.runtime.outcome import Outcome, RequestContext
+from coordinator.core.runtime.outcome import Outcome
 from coordinator.core.runtime.timer_keys import (
     AssignmentKey,
     AssignmentWaitKey,

@@ -45,9 +45,10 @@ from coordinator.core.consumer.timers import (
 from coordinator.core.consumer.topics import TopicsView
 from coordinator.core.consumer.validation import is_full_request, validate_heartbeat
 from coordinator.core.consumer_group.records import member_subscription_record
+from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
-from coordinator.core.runtime.outcome import Outcome, RequestContext
+from coordinator.core.runtime.outcome import Outcome
 from protocol.error_codes import ErrorCode
 from protocol.messages import (
     ConsumerGroupHeartbeatRequest,

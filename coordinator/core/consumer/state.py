@@ -14,7 +14,7 @@ from coordinator.core.consumer.group_configs import GroupConfigOverrides
 from coordinator.core.consumer.member_ids import RandomBytes
 from coordinator.core.consumer.model import Assignment, ConsumerGroup, ConsumerMember
 from coordinator.core.consumer.topics import TopicInfo
-from coordinator.core.runtime.outcome import RequestRef
+from coordinator.core.runtime.context import RequestRef
 
 
 @dataclass(slots=True)

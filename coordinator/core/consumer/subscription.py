@@ -1,4 +1,4 @@
-"""Spec 4.2: a group's subscription metadata and its subscription type.
+"""Spec 4.2: a group's subscription metadata (its subscription type: assignors.subscription_type).
 
 Subscription metadata = for every topic some member subscribes to and the cluster has:
 (topic id, name, partition count). A change writes a ConsumerGroupPartitionMetadata record and
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from coordinator.core.assignors import SubscriptionType
 from coordinator.core.consumer.model import ConsumerMember
 from coordinator.core.consumer.topics import TopicInfo, TopicsView
 
@@ -34,7 +33,3 @@ def compute_subscription_metadata(members: Iterable[ConsumerMember], topics: Top
     return metadata
 
 
-def compute_subscription_type(members: Iterable[ConsumerMember]) -> SubscriptionType:
-    """HOMOGENEOUS when every subscribed topic is subscribed by every member (or nobody subscribes)."""
-    subscriptions = {frozenset(names) for names in distinct_subscriptions(members)}
-    return SubscriptionType.HOMOGENEOUS if len(subscriptions) <= 1 else SubscriptionType.HETEROGENEOUS

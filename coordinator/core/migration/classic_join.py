@@ -43,9 +43,10 @@ from coordinator.core.migration.downgrade import (
     downgrade_group,
 )
 from coordinator.core.migration.upgrade import ids_of
+from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
-from coordinator.core.runtime.outcome import Outcome, RequestContext
+from coordinator.core.runtime.outcome import Outcome
 from protocol.error_codes import ErrorCode
 from protocol.messages import JoinGroupRequest
 

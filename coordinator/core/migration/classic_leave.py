@@ -24,9 +24,10 @@ from coordinator.core.consumer_group.records import (
 )
 from coordinator.core.migration.classic_sync import classic_member
 from coordinator.core.migration.classic_timers import cancel_all_member_timers
+from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
-from coordinator.core.runtime.outcome import Outcome, RequestContext
+from coordinator.core.runtime.outcome import Outcome
 from protocol.error_codes import ErrorCode
 from protocol.messages import LeaveGroupRequest
 

@@ -25,9 +25,10 @@ from coordinator.core.migration.classic_timers import (
     schedule_join_timeout_if_absent,
 )
 from coordinator.core.migration.downgrade import names_of
+from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
-from coordinator.core.runtime.outcome import Outcome, RequestContext
+from coordinator.core.runtime.outcome import Outcome
 from protocol.error_codes import ErrorCode
 from protocol.messages import HeartbeatRequest, HeartbeatResponse, SyncGroupRequest
 

@@ -5,14 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.core.classic.model import Parked
-from coordinator.core.runtime.outcome import (
-    Cancel,
-    GroupEvent,
-    Outcome,
-    RequestRef,
-    Schedule,
-    TimerKey,
-)
+from coordinator.core.runtime.context import RequestRef
+from coordinator.core.runtime.outcome import Cancel, GroupEvent, Outcome, Schedule
+from coordinator.core.runtime.timer_keys import TimerKey
 from coordinator.records import OffsetCommitRun, Record, RecordsToWrite
 
 

@@ -61,9 +61,10 @@ from coordinator.core.consumer import (
 from coordinator.core.consumer.expiry import expire_consumer_group_offsets
 from coordinator.core.consumer.jobs import AssignmentJobResult
 from coordinator.core.migration.classic_timers import cancel_all_member_timers
+from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
-from coordinator.core.runtime.outcome import Outcome, RequestContext
+from coordinator.core.runtime.outcome import Outcome
 from coordinator.core.runtime.shard_state import ShardState
 from coordinator.core.runtime.timer_keys import (
     CONSUMER_GROUP_TIMERS,
@@ -76,8 +77,8 @@ from coordinator.core.runtime.timer_keys import (
 )
 from coordinator.records import (
     OffsetAndMetadata,
-    RecordsToWrite,
     Record,
+    RecordsToWrite,
     RecordType,
     UnknownRecordType,
     decode_record_versions,
