@@ -229,9 +229,7 @@ class GroupRuntime:
         without records waits for the partition's last write still pending (it may have read
         state that write made). Without that, in a join storm the first member, whose JoinGroup
         writes the new group's record, heard back after members who joined after it."""
-        # One unpacking rather than an attribute read per field (a NamedTuple's fields are not read
-        # by the interpreter's fast path). Offset commits stay columns (a RecordsToWrite).
-        writes, _, replies, timers, events, jobs = outcome
+        writes = outcome.records  # offset commits stay columns (a RecordsToWrite): no Record per partition
         shard = self.shards.get(partition) if writes else None
         if writes and shard is not None:
             shard.replay_all(writes)
@@ -243,14 +241,14 @@ class GroupRuntime:
             durable = self._last_append.get(partition)
             if durable is not None and durable.done():
                 durable = None
-        for op in timers:
+        for op in outcome.timers:
             self._apply_timer(partition, op)
-        for job in jobs:
+        for job in outcome.jobs:
             self._submit_assignment(partition, job)
-        for event in events:
+        for event in outcome.events:
             log.info(event.name, group_id=event.group_id, **dict(event.fields))
             self.metrics.on_group_event(event.name, event.group_id, dict(event.fields), time.monotonic() * 1000)
-        for ref, response in replies:
+        for ref, response in outcome.replies:
             waiting = self.parked.pop(ref, None)
             if waiting is None or waiting.done():
                 continue

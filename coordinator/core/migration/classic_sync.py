@@ -20,15 +20,13 @@ from coordinator.core.consumer.model import ConsumerGroup, ConsumerMember, Membe
 from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.timers import schedule_session_timeout
 from coordinator.core.consumer.topics import TopicsView
-from coordinator.core.migration.classic_timers import (
-    ClassicMemberSyncKey,
-    schedule_join_timeout_if_absent,
-)
+from coordinator.core.migration.classic_timers import schedule_join_timeout_if_absent
 from coordinator.core.migration.downgrade import names_of
 from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
 from coordinator.core.runtime.outcome import Outcome
+from coordinator.core.runtime.timer_keys import ClassicMemberSyncKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import HeartbeatRequest, HeartbeatResponse, SyncGroupRequest
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final
 
 from coordinator.core.runtime.context import RequestContext as RequestContext
 from coordinator.core.runtime.context import RequestRef as RequestRef
@@ -54,34 +54,42 @@ class GroupEvent:
     fields: tuple[tuple[str, Any], ...] = ()
 
 
-class _OutcomeFields(NamedTuple):
-    records: Sequence[Record]
-    response: object | None  # answer to the triggering request; None if parked
-    replies: Sequence[tuple[RequestRef, object]]  # answers to parked requests
-    timers: Sequence[TimerOp]
-    events: Sequence[GroupEvent]
-    # Work the shell runs in the background and feeds back in (KIP-1263 assignor runs: AssignmentJob).
-    jobs: Sequence[Any]
-
-
-class Outcome(_OutcomeFields):
+class Outcome:
     """Records to write, the response, parked replies, timer intents, events and background jobs.
 
-    Immutable (a tuple: cheap to build on every request, and no field can be reassigned after a
-    handler returned it); built by keyword only. `records` is every record to write, in order, and
-    the shell replays exactly these (`GroupShard.replay_all`) before appending them. Offset commits
-    come as a RecordsToWrite: a Sequence[Record] whose commit runs stay columns, which the store
-    writes and replay applies with no object per record.
+    Immutable: built by keyword only, and its fields are Final, so the type checker refuses any
+    assignment after construction. (A slotted class rather than a frozen dataclass or a tuple: it
+    is built for every request, and both of those cost a heartbeat a few percent more to build and
+    read.) `records` is every record to write, in order, and the shell replays exactly these
+    (`GroupShard.replay_all`) before appending them. Offset commits come as a RecordsToWrite: a
+    Sequence[Record] whose commit runs stay columns, which the store writes and replay applies with
+    no object per record.
     """
 
-    __slots__ = ()
+    __slots__ = ("records", "response", "replies", "timers", "events", "jobs")
 
-    def __new__(cls, *, records: Sequence[Record] | None = None, response: object | None = None,
-                replies: Sequence[tuple[RequestRef, object]] | None = None, timers: Sequence[TimerOp] | None = None,
-                events: Sequence[GroupEvent] | None = None, jobs: Sequence[Any] | None = None) -> Outcome:
-        return tuple.__new__(cls, (records if records is not None else [], response,
-                                   replies if replies is not None else [], timers if timers is not None else [],
-                                   events if events is not None else [], jobs if jobs is not None else []))
+    def __init__(self, *, records: Sequence[Record] | None = None, response: object | None = None,
+                 replies: Sequence[tuple[RequestRef, object]] | None = None, timers: Sequence[TimerOp] | None = None,
+                 events: Sequence[GroupEvent] | None = None, jobs: Sequence[Any] | None = None) -> None:
+        self.records: Final[Sequence[Record]] = records if records is not None else []
+        self.response: Final[object | None] = response  # answer to the triggering request; None if parked
+        self.replies: Final[Sequence[tuple[RequestRef, object]]] = replies if replies is not None else []
+        self.timers: Final[Sequence[TimerOp]] = timers if timers is not None else []
+        self.events: Final[Sequence[GroupEvent]] = events if events is not None else []
+        # Work the shell runs in the background and feeds back in (KIP-1263 assignor runs: AssignmentJob).
+        self.jobs: Final[Sequence[Any]] = jobs if jobs is not None else []
+
+    def __repr__(self) -> str:
+        return (f"Outcome(records={self.records!r}, response={self.response!r}, replies={self.replies!r}, "
+                f"timers={self.timers!r}, events={self.events!r}, jobs={self.jobs!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Outcome):
+            return NotImplemented
+        return ((list(self.records), self.response, self.replies, self.timers, self.events, self.jobs)
+                == (list(other.records), other.response, other.replies, other.timers, other.events, other.jobs))
+
+    __hash__ = None  # type: ignore[assignment]  # its sequences are lists
 
     def then(self, after: Outcome) -> Outcome:
         """This outcome followed by `after` (its response wins if it has one): records, replies,
