@@ -26,6 +26,7 @@ from coordinator.core.runtime.shard_state import ShardState
 from coordinator.core.runtime.timer_keys import OFFSETS_EXPIRATION_KEY
 from coordinator.records import (
     OffsetAndMetadata,
+    Record,
     group_metadata_tombstone,
     group_reason_tombstone,
     offset_commit_record,
@@ -219,11 +220,11 @@ def fetched_offsets(stored: Mapping[tuple[str, int], OffsetAndMetadata],
     for topic, partitions in topics:
         rows: list[FetchedPartition] = []
         for partition in partitions:
-            o = stored.get((topic, partition))
-            if o is None:
+            found = stored.get((topic, partition))
+            if found is None:
                 rows.append((partition, -1, -1, "", ErrorCode.NONE))
             else:
-                rows.append((partition, o.offset, o.leader_epoch, o.metadata, ErrorCode.NONE))
+                rows.append((partition, found.offset, found.leader_epoch, found.metadata, ErrorCode.NONE))
         result.append((topic, rows))
     return result
 
@@ -326,7 +327,7 @@ def expire_offsets(st: ShardState, fx: Effects) -> None:
     fx.schedule(OFFSETS_EXPIRATION_KEY, st.config.offsets_retention_check_interval_ms)
 
 
-def group_tombstones(st: ShardState, group_id: str) -> list:
+def group_tombstones(st: ShardState, group_id: str) -> list[Record]:
     records = [group_metadata_tombstone(group_id)]
     if group_id in st.reasons:
         records.append(group_reason_tombstone(group_id))

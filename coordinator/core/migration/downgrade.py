@@ -56,9 +56,9 @@ def downgrade_group(state: ConsumerGroupsState, group: ConsumerGroup, leaving_id
     gid = group.group_id
     classic = ClassicGroup(gid, state=GroupState.STABLE, state_since_ms=fx.now_ms,
                            protocol_type=CONSUMER_PROTOCOL_TYPE, generation_id=group.group_epoch)
-    for member_id, member in group.members.items():
+    for member_id, consumer_member in group.members.items():
         if member_id != leaving_id:
-            classic.add(_classic_member(member))
+            classic.add(_classic_member(consumer_member))
     if joining is not None:
         classic.add(_classic_member(joining))
     try:
