@@ -1,4 +1,5 @@
-"""GroupShard: the classic group coordinator of one `__consumer_offsets` partition.
+"""GroupShard: the group coordinator of one `__consumer_offsets` partition, every group type behind
+one facade (Kafka's GroupCoordinatorShard).
 
 How the shell drives it (all calls are synchronous and pure apart from the shard's own state):
 
@@ -216,7 +217,8 @@ class GroupShard:
     def offset_delete(self, req: m.OffsetDeleteRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
         return offsets.offset_delete(self.state, req, ctx)
 
-    def describe_groups(self, req: m.DescribeGroupsRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
+    def describe_groups(self, req: m.DescribeGroupsRequest, ctx: RequestContext,
+                        topics: TopicsView = NO_TOPICS) -> Outcome:
         return admin.describe_groups(self.state, req, ctx)
 
     def list_groups(self, req: m.ListGroupsRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
