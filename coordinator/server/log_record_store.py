@@ -20,13 +20,7 @@ from coordinator.log.batch import build_keyed_batch_from_columns, record_columns
 from coordinator.log.manager import LogManager
 from coordinator.log.partition import LogConfig, Partition
 from coordinator.log.segment import scan_batches
-from coordinator.records import (
-    Record,
-    RecordDecoder,
-    RecordsToWrite,
-    UnknownRecordType,
-    latest_per_key,
-)
+from coordinator.records import Record, RecordDecoder, RecordsToWrite, UnknownRecordType, latest_per_key
 from coordinator.server.worker_processes import forked_pool
 from coordinator.topics import OFFSETS_TOPIC
 
