@@ -24,12 +24,7 @@ from coordinator.records import (
     offset_from_value,
     partition_for,
 )
-from protocol.messages import (
-    GroupMetadataKey,
-    GroupMetadataValue,
-    OffsetCommitKey,
-    OffsetCommitValue,
-)
+from protocol.messages import GroupMetadataKey, GroupMetadataValue, OffsetCommitKey, OffsetCommitValue
 from protocol.primitives import ProtocolError
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from coordinator.core.classic.state import GroupState
+from coordinator.core.migration.classic_metadata import ClassicMemberMetadata
 from coordinator.core.consumer.model import (
     LEAVE_EPOCH,
     Assignment,
@@ -35,7 +35,7 @@ from coordinator.core.consumer.model import (
 )
 from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.topics import TopicInfo
-from coordinator.core.migration.classic_metadata import ClassicMemberMetadata
+from coordinator.core.classic.state import GroupState
 from coordinator.records import Record
 from protocol.messages import (
     ConsumerGroupCurrentMemberAssignmentKey,
