@@ -161,7 +161,7 @@ AUTHORIZER_NAMES = ("acl", "StandardAuthorizer", "AclAuthorizer",
 def _assignors(text: str) -> tuple[str, ...]:
     """comma list of uniform, range (or Kafka's assignor class names); the first is the default"""
     # Imported here: the assignor table lives in the core, which this module must not pull in at import.
-    from coordinator.core.consumer_group.config import ConsumerGroupConfig, parse_assignors
+    from coordinator.core.consumer.config import ConsumerGroupConfig, parse_assignors
 
     names = parse_assignors(text)
     ConsumerGroupConfig(assignors=names)  # raises ValueError naming unknown assignors

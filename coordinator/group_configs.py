@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import structlog
 
 from coordinator.config import Config
-from coordinator.core.consumer_group.group_configs import GroupConfigOverrides
+from coordinator.core.consumer.group_configs import GroupConfigOverrides
 
 log = structlog.get_logger()
 

@@ -143,8 +143,3 @@ def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, 
     if end != len(frame):
         raise ProtocolError(spec.response_class.name, api_version, end, f"{len(frame) - end} trailing bytes")
     return header.correlation_id, message
-
-
-def read_frame_size(prefix: bytes) -> int:
-    size: int = _SIZE.unpack_from(prefix, 0)[0]
-    return size

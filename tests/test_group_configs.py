@@ -7,7 +7,7 @@ import json
 import pytest
 
 from coordinator.config import load_config
-from coordinator.core.consumer_group import GroupConfigOverrides
+from coordinator.core.consumer import GroupConfigOverrides
 from coordinator.group_config_store import FILE_NAME, GroupConfigStore
 from coordinator.group_configs import GroupConfigError, effective_overrides, validate_group_configs
 from coordinator.server.group_configs_view import StoreGroupConfigs

@@ -14,17 +14,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from coordinator.core.effects import Effects
-from coordinator.core.errors import ApiError
-from coordinator.core.guards import ensure_generation, ensure_member
-from coordinator.core.model import ClassicGroup
-from coordinator.core.outcome import Outcome, RequestContext
-from coordinator.core.rebalance import schedule_heartbeat
-from coordinator.core.shard_state import ShardState
-from coordinator.core.state import GroupState
-from coordinator.core.timer_keys import OFFSETS_EXPIRATION_KEY
+from coordinator.core.classic.guards import ensure_generation, ensure_member
+from coordinator.core.classic.model import ClassicGroup
+from coordinator.core.classic.rebalance import schedule_heartbeat
+from coordinator.core.classic.state import GroupState
+from coordinator.core.runtime.context import RequestContext
+from coordinator.core.runtime.effects import Effects
+from coordinator.core.runtime.errors import ApiError
+from coordinator.core.runtime.outcome import Outcome
+from coordinator.core.runtime.shard_state import ShardState
+from coordinator.core.runtime.timer_keys import OFFSETS_EXPIRATION_KEY
 from coordinator.records import (
     OffsetAndMetadata,
+    Record,
     group_metadata_tombstone,
     group_reason_tombstone,
     offset_commit_record,
@@ -207,11 +209,6 @@ def _fetch_group(st: ShardState, group_id: str, member_id: str | None, member_ep
     return fetched_offsets(stored, topics), ErrorCode.NONE
 
 
-def fetch_offsets(st: ShardState, group_id: str,
-                  topics: Iterable[tuple[str, Iterable[int]]] | None) -> FetchedTopics:
-    return fetched_offsets(classic_stored_offsets(st, group_id, None, -1), topics)
-
-
 def fetched_offsets(stored: Mapping[tuple[str, int], OffsetAndMetadata],
                     topics: Iterable[tuple[str, Iterable[int]]] | None) -> FetchedTopics:
     if topics is None:  # all committed partitions
@@ -223,11 +220,11 @@ def fetched_offsets(stored: Mapping[tuple[str, int], OffsetAndMetadata],
     for topic, partitions in topics:
         rows: list[FetchedPartition] = []
         for partition in partitions:
-            o = stored.get((topic, partition))
-            if o is None:
+            found = stored.get((topic, partition))
+            if found is None:
                 rows.append((partition, -1, -1, "", ErrorCode.NONE))
             else:
-                rows.append((partition, o.offset, o.leader_epoch, o.metadata, ErrorCode.NONE))
+                rows.append((partition, found.offset, found.leader_epoch, found.metadata, ErrorCode.NONE))
         result.append((topic, rows))
     return result
 
@@ -339,7 +336,7 @@ def expire_offsets(st: ShardState, fx: Effects) -> None:
     fx.schedule(OFFSETS_EXPIRATION_KEY, st.config.offsets_retention_check_interval_ms)
 
 
-def group_tombstones(st: ShardState, group_id: str) -> list:
+def group_tombstones(st: ShardState, group_id: str) -> list[Record]:
     records = [group_metadata_tombstone(group_id)]
     if group_id in st.reasons:
         records.append(group_reason_tombstone(group_id))

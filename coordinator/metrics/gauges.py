@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter as Tally
 from typing import TYPE_CHECKING
 
+from coordinator.core.runtime.shard import GroupSummary
 from coordinator.metrics.registry import Labels, labels_of
 from coordinator.metrics.server_metrics import GROUP_METRICS, ServerMetrics
 
@@ -17,22 +18,21 @@ CLASSIC_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead",
 def register_server_gauges(metrics: ServerMetrics, server: Server) -> None:
     broker = server.broker
 
-    def groups() -> list:
-        return [g for shard in broker.groups.shards.values() for g in shard.state.groups.values()]
+    def classic_groups() -> list[GroupSummary]:
+        return [g for g in broker.groups.group_summaries() if g.protocol == "classic"]
 
     def group_count() -> dict[Labels, float]:
-        return {labels_of({"protocol": "classic"}): len(groups())}
+        return {labels_of({"protocol": "classic"}): len(classic_groups())}
 
     def classic_group_count() -> dict[Labels, float]:
-        tally = Tally(g.state.value for g in groups())
+        tally = Tally(g.state for g in classic_groups())
         return {labels_of({"state": s}): tally.get(s, 0) for s in CLASSIC_STATES}
 
     def members() -> dict[Labels, float]:
-        return {(): sum(len(g.members) for g in groups())}
+        return {(): sum(g.members for g in classic_groups())}
 
     def offset_count() -> dict[Labels, float]:
-        return {(): sum(len(offsets) for shard in broker.groups.shards.values()
-                        for offsets in shard.state.offsets.values())}
+        return {(): broker.groups.offset_count()}
 
     def connections() -> dict[Labels, float]:
         return {(): len(server.connections)}

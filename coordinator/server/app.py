@@ -24,16 +24,16 @@ from collections.abc import Callable
 import structlog
 
 from coordinator.config import Config
+from coordinator.group_config_store import GroupConfigStore
 from coordinator.metrics.gauges import register_server_gauges
 from coordinator.metrics.http import OpsEndpoint
 from coordinator.metrics.statsd import StatsdPusher
+from coordinator.security.listeners import ListenerSecurity
 from coordinator.server import apis
 from coordinator.server.broker import Broker, Hook
-from coordinator.security.listeners import ListenerSecurity
 from coordinator.server.connection import Connection, SaslConnection
-from coordinator.group_config_store import GroupConfigStore
-from coordinator.server.groups import GroupRuntime
 from coordinator.server.data_plane import DataPlane
+from coordinator.server.groups import GroupRuntime
 from coordinator.server.log_record_store import LogRecordStore
 from coordinator.server.topics_view import RegistryTopics
 from coordinator.topics import OFFSETS_TOPIC

@@ -3,7 +3,7 @@
 Kafka runs them on `group.coordinator.background.threads` threads. Python threads share the
 interpreter lock, so a 1,000-member run on a thread would still stall the event loop; here the
 pool is `group.coordinator.background.threads` worker *processes*, forked at start-up. Jobs are compact (see
-coordinator/core/consumer_group/jobs.py): the pickling that happens in the executor's feeder
+coordinator/core/consumer/jobs.py): the pickling that happens in the executor's feeder
 thread is about a millisecond for 1,000 members over 50,000 partitions.
 
 Metrics: queue time (submitted until a worker starts the job), processing time (in the worker)
@@ -21,7 +21,7 @@ from concurrent.futures import Future
 
 import structlog
 
-from coordinator.core.consumer_group.jobs import AssignmentJob, AssignmentJobResult, execute_assignment_job
+from coordinator.core.consumer.jobs import AssignmentJob, AssignmentJobResult, execute_assignment_job
 from coordinator.metrics.server_metrics import GROUP_METRICS, ServerMetrics
 from coordinator.server.worker_processes import forked_pool
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from coordinator.config import Config
-from coordinator.core.consumer_group import GroupConfigOverrides
+from coordinator.core.consumer import GroupConfigOverrides
 from coordinator.group_config_store import GroupConfigStore
 from coordinator.group_configs import effective_overrides
 

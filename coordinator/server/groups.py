@@ -13,27 +13,35 @@ durable (spec §22.3: a response that depends on a write waits for it).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import structlog
 
 from coordinator.config import Config
-from coordinator.core import Cancel, GroupConfig, GroupShard, Outcome, RequestContext, RequestRef, Schedule
-from coordinator.core.consumer_group import ConsumerGroupConfig, TopicsView, is_consumer_group_timer
-from coordinator.core.consumer_group.jobs import AssignmentJob, AssignmentJobResult
-from coordinator.core.shard import NO_TOPICS
+from coordinator.core import (
+    Cancel,
+    GroupConfig,
+    GroupShard,
+    Outcome,
+    RequestContext,
+    RequestRef,
+    Schedule,
+)
+from coordinator.core.consumer import ConsumerGroupConfig, TopicsView
+from coordinator.core.consumer.jobs import AssignmentJob, AssignmentJobResult
+from coordinator.core.runtime.shard import NO_TOPICS, GroupSummary
+from coordinator.core.runtime.timer_keys import CONSUMER_GROUP_TIMERS
 from coordinator.group_config_store import GroupConfigStore
 from coordinator.metrics.server_metrics import ServerMetrics
 from coordinator.records import Record, partition_for
 from coordinator.server.assignment_pool import AssignmentPool
 from coordinator.server.group_configs_view import StoreGroupConfigs
 from coordinator.server.record_store import RecordStore
-from coordinator.server.registry import HandlerError
+from coordinator.server.registry import HandlerError, Pending
 from protocol.error_codes import ErrorCode
 
 log = structlog.get_logger()
@@ -73,6 +81,9 @@ def consumer_group_config(config: Config) -> ConsumerGroupConfig:
     )
 
 
+# A shard's method for one API (GroupShard.join_group, ...), as the API handlers pass it.
+ShardCall = Callable[[GroupShard, Any, RequestContext, TopicsView], Outcome]
+
 # A consumer group timer that fires before any topic view is bound waits this long and tries again.
 UNBOUND_TOPICS_RETRY_MS = 1000
 
@@ -98,7 +109,6 @@ class GroupRuntime:
         self.parked: dict[RequestRef, asyncio.Future[Any]] = {}
         self._last_append: dict[int, asyncio.Future[None]] = {}  # partition -> its latest write
         self.unavailable: set[int] = set()  # partitions whose log could not be read back after a failed write
-        self._refs = itertools.count()
         self.loop = asyncio.get_running_loop()
         # KIP-1263: consumer group assignor runs in worker processes (None: inline, offload off).
         self.assignments: AssignmentPool | None = None
@@ -113,7 +123,7 @@ class GroupRuntime:
         started = time.perf_counter()
         count = sum(self._load_partition(partition, records) for partition, records in self.store.read_partitions())
         log.info("coordinator_loaded", partitions=len(self.shards), records=count,
-                 groups=sum(len(s.state.groups) for s in self.shards.values()),
+                 groups=sum(s.group_count() for s in self.shards.values()),
                  seconds=round(time.perf_counter() - started, 3))
 
     def _load_partition(self, partition: int, records: Iterable[Record]) -> int:
@@ -121,19 +131,23 @@ class GroupRuntime:
         shard = self._new_shard()
         shard.begin_loading()
         count = 0
-        for record in records:
-            shard.replay(record)
-            count += 1
+
+        def counted() -> Iterator[Record]:
+            nonlocal count
+            for record in records:
+                count += 1
+                yield record
+
+        shard.replay_all(counted())
         self.shards[partition] = shard
         self._apply(partition, shard.finish_loading(now_ms()))
         self._apply(partition, shard.start_offset_expiration(now_ms()))
         return count
 
     def _new_shard(self) -> GroupShard:
-        shard = GroupShard(self.group_config, new_uuid=lambda: str(uuid.uuid4()),
-                           consumer_config=self.consumer_group_config, random_bytes=os.urandom)
-        shard.consumer.state.group_configs = self._group_overrides
-        return shard
+        return GroupShard(self.group_config, new_uuid=lambda: str(uuid.uuid4()),
+                          consumer_config=self.consumer_group_config, random_bytes=os.urandom,
+                          group_configs=self._group_overrides)
 
     def _topics(self) -> TopicsView:
         return self.topics if self.topics is not None else NO_TOPICS
@@ -152,45 +166,49 @@ class GroupRuntime:
             self._apply(partition, shard.start_offset_expiration(now_ms()))
         return partition, shard
 
+    # ---- queries (read-only: metrics, logs)
+
+    def group_summaries(self) -> Iterator[GroupSummary]:
+        for shard in list(self.shards.values()):
+            yield from shard.group_summaries()
+
+    def offset_count(self) -> int:
+        return sum(shard.offset_count() for shard in list(self.shards.values()))
+
     # ---- requests
 
-    def handle(self, group_id: str, request: Any, api_version: int, client_id: str | None,
-               client_host: str) -> Any | Awaitable[Any]:
-        """Run one request against its group's shard: the response, or an awaitable of it."""
+    def handle(self, group_id: str, call: ShardCall, request: Any, ctx: RequestContext) -> Any | Pending:
+        """Run one request against its group's shard with `call`, the shard's method for the API:
+        the response, or a Pending one (parked, or waiting for a write)."""
         partition = self._partitions.get(group_id)
         shard = self.shards.get(partition) if partition is not None else None  # type: ignore[arg-type]
         if shard is None:  # first sight of the group, or its shard not created yet
             partition, shard = self.shard_for(group_id)
-        ref = RequestRef(next(self._refs))
-        ctx = RequestContext(api_version, int(_wall_clock() * 1000), ref, client_id or "", "/" + client_host)
-        outcome = shard.handle(request, ctx, self.topics if self.topics is not None else NO_TOPICS)
+        outcome = call(shard, request, ctx, self.topics if self.topics is not None else NO_TOPICS)
         durable = self._apply(partition, outcome)
-        if outcome.response is None:  # parked until the rest of the group arrives
+        response = outcome.response
+        if response is None:  # parked until the rest of the group arrives
             waiting = self.loop.create_future()
-            self.parked[ref] = waiting
-            return waiting
+            self.parked[ctx.ref] = waiting
+            return Pending(waiting)
         if durable is None:
-            self.metrics.on_group_response(outcome.response)
-            return outcome.response
-        return self._after(durable, outcome.response)
+            self.metrics.on_group_response(response)
+            return response
+        return Pending(self._after(durable, response))
 
-    def handle_each(self, group_ids: list[str], build_request: Any, api_version: int, client_id: str | None,
-                    client_host: str) -> list[tuple[list[str], Any | Awaitable[Any]]]:
+    def handle_each(self, group_ids: list[str], build_request: Callable[[list[str]], Any], call: ShardCall,
+                    ctx: RequestContext) -> list[tuple[list[str], Any | Pending]]:
         """Split a multi-group request by shard: `build_request(ids)` makes each shard's part."""
         by_partition: dict[int, list[str]] = {}
         for group_id in group_ids:
             by_partition.setdefault(partition_for(group_id, self.num_partitions), []).append(group_id)
-        return [(ids, self.handle(ids[0], build_request(ids), api_version, client_id, client_host))
-                for ids in by_partition.values()]
+        return [(ids, self.handle(ids[0], call, build_request(ids), ctx)) for ids in by_partition.values()]
 
-    def handle_all_shards(self, request: Any, api_version: int, client_id: str | None,
-                          client_host: str) -> list[Any]:
+    def handle_all_shards(self, call: ShardCall, request: Any, ctx: RequestContext) -> list[Any]:
         """A read-only request every shard answers (ListGroups)."""
         answers = []
         for partition, shard in list(self.shards.items()):
-            ctx = RequestContext(api_version, now_ms(), RequestRef(next(self._refs)), client_id or "",
-                                 "/" + client_host)
-            outcome = shard.handle(request, ctx)
+            outcome = call(shard, request, ctx, self._topics())
             self._apply(partition, outcome)
             answers.append(outcome.response)
         return answers
@@ -211,13 +229,10 @@ class GroupRuntime:
         without records waits for the partition's last write still pending (it may have read
         state that write made). Without that, in a join storm the first member, whose JoinGroup
         writes the new group's record, heard back after members who joined after it."""
-        writes = outcome.writes()  # offset commits stay columns: no Record per partition
-        shard = self.shards.get(partition) if writes is not None else None
-        if writes is not None and shard is not None:
-            for record in writes.records:
-                shard.replay(record)
-            for run in writes.runs:
-                shard.replay_offset_commits(run)
+        writes = outcome.records  # offset commits stay columns (a RecordsToWrite): no Record per partition
+        shard = self.shards.get(partition) if writes else None
+        if writes and shard is not None:
+            shard.replay_all(writes)
             durable = self.store.append(partition, writes)
             durable.add_done_callback(lambda f, t=time.perf_counter(): self._time_append(f, t))
             durable.add_done_callback(lambda f, p=partition: self._check_append(p, f))
@@ -253,7 +268,7 @@ class GroupRuntime:
     def _assignment_landed(self, partition: int, shard: GroupShard, result: AssignmentJobResult) -> None:
         if self.shards.get(partition) is not shard:  # rebuilt or unloaded meanwhile: the run is stale
             return
-        self._apply(partition, shard.consumer.on_assignment_result(result, now_ms(), self._topics()))
+        self._apply(partition, shard.on_assignment_result(result, now_ms(), self._topics()))
 
     def _time_append(self, result: asyncio.Future[None], started: float) -> None:
         if not result.cancelled() and result.exception() is None:
@@ -318,7 +333,7 @@ class GroupRuntime:
         shard = self.shards.get(partition)
         if shard is None:
             return
-        if self.topics is None and is_consumer_group_timer(key):
+        if self.topics is None and isinstance(key, CONSUMER_GROUP_TIMERS):
             # Fencing recomputes the group's topics: without a view it would drop them all. Wait for one.
             self._apply_timer(partition, Schedule(key, now_ms() + UNBOUND_TOPICS_RETRY_MS, data))
             return

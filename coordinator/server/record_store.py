@@ -27,7 +27,8 @@ class RecordStore(Protocol):
 
     def append(self, partition: int, records: Sequence[Record]) -> asyncio.Future[None]:
         """Write `records`; the future completes when they are durable (or fails). The runtime passes
-        a RecordsToWrite: a store writing bytes can take its columns() without building records."""
+        the records of an Outcome: for offset commits a RecordsToWrite, whose columns() a store writing
+        bytes takes without building records."""
 
     async def close(self) -> None: ...
 

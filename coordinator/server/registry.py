@@ -2,6 +2,8 @@
 
 Each module under `coordinator/server/apis/` registers its handler with
 `@api(ApiKey.X, versions=(lo, hi))`. ApiVersions advertises exactly this table.
+A handler takes (broker, request, RequestContext) and returns a Reply: the response, a `Pending`
+response, or NO_RESPONSE. The RequestContext is the core's: one context from the socket to the core.
 """
 
 from __future__ import annotations
@@ -10,12 +12,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from coordinator.core.runtime.context import RequestContext
 from protocol.apis import API_SPECS
 from protocol.error_codes import ErrorCode
 from protocol.messages import Message
 
 if TYPE_CHECKING:
     from coordinator.server.broker import Broker
+
+
+__all__ = ["HANDLERS", "NO_RESPONSE", "ApiHandler", "ErrorResponse", "Handler", "HandlerError", "Pending", "Reply",
+           "RequestContext", "api", "top_level_error_response"]
 
 
 class HandlerError(Exception):
@@ -38,20 +45,30 @@ class _NoResponse:
 NO_RESPONSE = _NoResponse()
 
 
-@dataclass(slots=True)
-class RequestContext:
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None
-    peer: str  # "host:port" of the client
-    client_host: str
-    now_ms: int
-    principal: str = "User:ANONYMOUS"  # who the connection authenticated as (SASL), as Kafka names it
-    listener: str = "PLAINTEXT"  # the listener the request came in on
+class Pending:
+    """An answer not ready yet (it waits for a write to be durable, or for data to arrive): dispatch
+    awaits `answer` and encodes what it gives; it may fail with HandlerError like a handler."""
+
+    __slots__ = ("answer",)
+
+    def __init__(self, answer: Awaitable[Any]) -> None:
+        self.answer = answer
+
+    def amended(self, amend: Callable[[Any], None]) -> Pending:
+        """The same answer with `amend` applied to the response once it is there."""
+        answer = self.answer
+
+        async def amended() -> Any:
+            response = await answer
+            amend(response)
+            return response
+
+        return Pending(amended())
 
 
-Handler = Callable[["Broker", Any, RequestContext], "Message | Awaitable[Message]"]
+# What a handler returns: the response (ready), a Pending one, or NO_RESPONSE.
+Reply = Message | Pending | _NoResponse
+Handler = Callable[["Broker", Any, RequestContext], Reply]
 ErrorResponse = Callable[[Any, ErrorCode, int], Message]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from coordinator.core.consumer_group import TopicInfo
+from coordinator.core.consumer import TopicInfo
 from coordinator.topics import Topic, TopicRegistry
 
 

@@ -41,10 +41,10 @@ TARGET_P99_MS = 50.0
 
 
 def job_costs(members: int, topics: int) -> dict[str, float]:
-    from coordinator.core.consumer_group.batching import on_assignment_result
-    from coordinator.core.consumer_group.jobs import execute_assignment_job
-    from coordinator.core.consumer_group.target import build_assignment_job
-    from coordinator.core.effects import Effects
+    from coordinator.core.consumer.batching import on_assignment_result
+    from coordinator.core.consumer.jobs import execute_assignment_job
+    from coordinator.core.consumer.target import build_assignment_job
+    from coordinator.core.runtime.effects import Effects
     from tests.core.consumer_group_context import Client, ConsumerGroupContext
 
     names = [f"t{i:04d}" for i in range(topics)]
@@ -68,7 +68,7 @@ def job_costs(members: int, topics: int) -> dict[str, float]:
     started = time.perf_counter()
     result = execute_assignment_job(job)
     run_ms = (time.perf_counter() - started) * 1000
-    from coordinator.core.consumer_group.state import AssignmentRun
+    from coordinator.core.consumer.state import AssignmentRun
 
     ctx.state.runs["g"] = AssignmentRun(job.job_id, job.epoch, ctx.clock.now_ms,
                                         {mid: m.subscribed_topic_names for mid, m in group.members.items()},

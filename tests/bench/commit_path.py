@@ -111,8 +111,7 @@ async def replay(data: Path) -> dict[str, float]:
     started = time.perf_counter()
     server = await _server(data)
     loaded = time.perf_counter() - started
-    shards = server.broker.groups.shards
-    records = sum(len(o) for s in shards.values() for o in s.state.offsets.values())
+    records = server.broker.groups.offset_count()
     await _close(server)
     return {"replay_s": round(loaded, 3), "offsets_loaded": records}
 

@@ -12,8 +12,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator.core import GroupConfig, GroupShard, Outcome, RequestContext, RequestRef
-from coordinator.core.consumer_group import (
+from coordinator.core import (
+    GroupConfig,
+    GroupShard,
+    Outcome,
+    RequestContext,
+    RequestRef,
+)
+from coordinator.core.consumer import (
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
     TopicInfo,
@@ -21,7 +27,10 @@ from coordinator.core.consumer_group import (
 )
 from coordinator.records import Record, latest_per_key
 from protocol.error_codes import ErrorCode
-from protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from protocol.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from tests.core.context import FakeClock, FakeTimers, SequentialIds
 
 TopicPartitions = ConsumerGroupHeartbeatRequest.TopicPartitions
@@ -109,7 +118,7 @@ class ConsumerGroupContext:
     # ---- driving -------------------------------------------------------------------------------
 
     def send(self, request: ConsumerGroupHeartbeatRequest, client_id: str = "client",
-             client_host: str = "/127.0.0.1") -> Outcome:
+             client_host: str = "127.0.0.1") -> Outcome:
         ctx = RequestContext(api_version=0, now_ms=self.clock.now_ms, ref=RequestRef(next(self._refs)),
                              client_id=client_id, client_host=client_host)
         return self._apply(self.coordinator.consumer_group_heartbeat(request, ctx, self.topics))

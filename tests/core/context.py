@@ -12,7 +12,14 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.core import GroupConfig, GroupShard, Outcome, RequestContext, RequestRef, Schedule
+from coordinator.core import (
+    GroupConfig,
+    GroupShard,
+    Outcome,
+    RequestContext,
+    RequestRef,
+    Schedule,
+)
 from coordinator.records import Record, latest_per_key
 from protocol.messages import (
     HeartbeatRequest,
@@ -21,6 +28,7 @@ from protocol.messages import (
     OffsetCommitRequest,
     SyncGroupRequest,
 )
+from tests.core.helpers import handle
 
 CONSUMER = "consumer"
 #: What a request whose write failed is answered (the shell's HandlerError(NOT_COORDINATOR)).
@@ -96,17 +104,17 @@ class CoordinatorContext:
 
     # ---- driving -------------------------------------------------------------------------------
 
-    def send(self, request: Any, version: int, client_id: str = "client", client_host: str = "/127.0.0.1") -> Outcome:
+    def send(self, request: Any, version: int, client_id: str = "client", client_host: str = "127.0.0.1") -> Outcome:
         self.last_ref = RequestRef(next(self._refs))
         ctx = RequestContext(api_version=version, now_ms=self.clock.now_ms, ref=self.last_ref,
                              client_id=client_id, client_host=client_host)
-        out = self._apply(self.shard.handle(request, ctx))
+        out = self._apply(handle(self.shard, request, ctx))
         if out.response is not None:
             self.answers[self.last_ref] = out.response
         return out
 
     def send_with_failed_write(self, request: Any, version: int, client_id: str = "client",
-                               client_host: str = "/127.0.0.1") -> Outcome:
+                               client_host: str = "127.0.0.1") -> Outcome:
         """Like `send`, but the append of the outcome's records fails (STYLE §3 write path).
 
         What the shell does: the triggering request and every parked one are answered
@@ -117,7 +125,7 @@ class CoordinatorContext:
         self.last_ref = RequestRef(next(self._refs))
         ctx = RequestContext(api_version=version, now_ms=self.clock.now_ms, ref=self.last_ref,
                              client_id=client_id, client_host=client_host)
-        out = self.shard.handle(request, ctx)
+        out = handle(self.shard, request, ctx)
         assert out.records, "nothing to write, so nothing can fail"
         for record in out.records:
             self.shard.replay(record)  # the runtime replays before appending

@@ -10,12 +10,25 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from coordinator.core import GroupConfig, GroupShard, Outcome, RequestContext, RequestRef
-from coordinator.core.consumer_group import ConsumerGroupConfig, TopicInfo, TopicsSnapshot
-from coordinator.core.consumer_protocol import parse_assignment, serialize_assignment
-from protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerProtocolSubscription
+from coordinator.core import (
+    GroupConfig,
+    GroupShard,
+    Outcome,
+    RequestContext,
+    RequestRef,
+)
+from coordinator.core.classic.consumer_protocol import (
+    parse_assignment,
+    serialize_assignment,
+)
+from coordinator.core.consumer import ConsumerGroupConfig, TopicInfo, TopicsSnapshot
+from protocol.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerProtocolSubscription,
+)
 from tests.core.consumer_group_context import CountingBytes, topic_id
 from tests.core.context import CoordinatorContext, FakeClock, FakeTimers, SequentialIds
+from tests.core.helpers import handle
 
 
 def subscription(topics: list[str], owned: dict[str, list[int]] | None = None, *, version: int = 1,
@@ -52,11 +65,11 @@ class MixedContext(CoordinatorContext):
     def consumer_groups(self) -> dict[str, Any]:
         return self.shard.consumer.state.groups
 
-    def send(self, request: Any, version: int, client_id: str = "client", client_host: str = "/127.0.0.1") -> Outcome:
+    def send(self, request: Any, version: int, client_id: str = "client", client_host: str = "127.0.0.1") -> Outcome:
         self.last_ref = RequestRef(next(self._refs))
         ctx = RequestContext(api_version=version, now_ms=self.clock.now_ms, ref=self.last_ref,
                              client_id=client_id, client_host=client_host)
-        out = self._apply(self.shard.handle(request, ctx, self.topics))
+        out = self._apply(handle(self.shard, request, ctx, self.topics))
         if out.response is not None:
             self.answers[self.last_ref] = out.response
         return out

@@ -6,10 +6,17 @@ from __future__ import annotations
 import pytest
 
 from coordinator.core import Cancel, RequestContext, RequestRef, Schedule
-from coordinator.core.consumer_group.classic_timers import join_timeout_key, sync_timeout_key
-from coordinator.core.consumer_group import ConsumerGroupCoordinator, MemberState
-from coordinator.core.consumer_group.model import ConsumerMember
-from coordinator.core.consumer_group.replay import ReplayInvariantError
+from coordinator.core.consumer import ConsumerGroupCoordinator, MemberState
+from coordinator.core.consumer.model import ConsumerMember
+from coordinator.core.consumer.replay import ReplayInvariantError
+from coordinator.core.runtime.errors import ApiError
+from coordinator.core.runtime.timer_keys import (
+    ClassicMemberJoinKey,
+    ClassicMemberSyncKey,
+    RebalanceKey,
+    SessionKey,
+)
+from coordinator.records import describe_record
 from coordinator.records.consumer import (
     consumer_group_epoch_record,
     consumer_group_epoch_tombstone,
@@ -22,9 +29,6 @@ from coordinator.records.consumer import (
     subscription_metadata_record,
     target_assignment_record,
 )
-from coordinator.core.consumer_group.timers import rebalance_timeout_key, session_timeout_key
-from coordinator.core.errors import ApiError
-from coordinator.records import describe_record
 from protocol.error_codes import ErrorCode
 from protocol.messages import ConsumerGroupHeartbeatResponse
 from tests.core.consumer_group_context import Client, ConsumerGroupContext, topic_id
@@ -53,10 +57,10 @@ def test_18_a_member_leaving_is_tombstoned_and_bumps_the_group_epoch() -> None:
     assert out.records == member_removal_tombstones("g", b.member_id) + [
         subscription_metadata_record("g", {"foo": ctx.topics.by_name("foo")}),  # nobody reads bar any more
         consumer_group_epoch_record("g", 3)]
-    assert out.timers == [Cancel(session_timeout_key("g", b.member_id)),
-                          Cancel(rebalance_timeout_key("g", b.member_id)),
+    assert out.timers == [Cancel(SessionKey("g", b.member_id)),
+                          Cancel(RebalanceKey("g", b.member_id)),
                           # a classic-protocol member's join and sync timers go too (Kafka's cancelTimers)
-                          Cancel(join_timeout_key("g", b.member_id)), Cancel(sync_timeout_key("g", b.member_id))]
+                          Cancel(ClassicMemberJoinKey("g", b.member_id)), Cancel(ClassicMemberSyncKey("g", b.member_id))]
     assert b.member_id not in ctx.group().members
     ctx.assert_replay_matches()
 
@@ -107,7 +111,7 @@ def test_20_a_returning_static_member_takes_over_the_assignment_without_a_rebala
         current_assignment_record("g", new),
     ]
     assert (new.member_epoch, new.previous_member_epoch, new.state) == (2, 0, MemberState.STABLE)
-    assert Cancel(session_timeout_key("g", a.member_id)) in out.timers
+    assert Cancel(SessionKey("g", a.member_id)) in out.timers
     assert ctx.group().static_members == {"host-a": r.member_id}
     ctx.assert_replay_matches()
 
@@ -166,7 +170,7 @@ def test_24_a_silent_member_is_fenced_after_45_seconds_and_a_heartbeat_resets_th
 def test_a_session_timer_of_a_member_already_gone_does_nothing() -> None:
     ctx = ConsumerGroupContext({"foo": 4})
     mid = ctx.join().response.member_id
-    out = ctx.coordinator.on_timer(session_timeout_key("g", "gone"), None, 1, ctx.topics)
+    out = ctx.coordinator.on_timer(SessionKey("g", "gone"), None, 1, ctx.topics)
     assert out.records == [] and mid in ctx.group().members
 
 
@@ -323,6 +327,6 @@ def test_20_a_static_member_returning_with_its_old_member_id_is_replaced_in_plac
     out = ctx.join(member_id=a.member_id, instance_id="host-a")
     assert (out.response.error_code, out.response.member_id, out.response.member_epoch) == (
         ErrorCode.NONE, a.member_id, 2)
-    assert out.timers[-1] == Schedule(session_timeout_key("g", a.member_id), ctx.clock.now_ms + 45_000)
-    assert ctx.timers.deadline(session_timeout_key("g", a.member_id)) == ctx.clock.now_ms + 45_000
+    assert out.timers[-1] == Schedule(SessionKey("g", a.member_id), ctx.clock.now_ms + 45_000)
+    assert ctx.timers.deadline(SessionKey("g", a.member_id)) == ctx.clock.now_ms + 45_000
     ctx.assert_replay_matches()

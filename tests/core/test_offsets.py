@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from coordinator.core.state import GroupState
-from coordinator.core.timer_keys import OFFSETS_EXPIRATION_KEY
+from coordinator.core.classic.state import GroupState
+from coordinator.core.runtime.timer_keys import OFFSETS_EXPIRATION_KEY
 from coordinator.records import (
     decode_record_versions,
     group_metadata_tombstone,
@@ -12,7 +12,6 @@ from coordinator.records import (
 )
 from protocol.error_codes import ErrorCode
 from protocol.messages import OffsetDeleteRequest, OffsetFetchRequest
-
 from tests.core.context import CoordinatorContext
 
 WEEK = 7 * 24 * 3600 * 1000
@@ -43,7 +42,7 @@ def test_anonymous_commit_creates_a_simple_group() -> None:
     ctx.clock.now_ms = 42
     out = ctx.commit("g", {("t", 0): 5}, instance_id="whatever", member_id="")
     assert codes(out) == [ErrorCode.NONE]
-    assert out.records == [offset_commit_record("g", "t", 0, 5, -1, "", 42)]
+    assert list(out.records) == [offset_commit_record("g", "t", 0, 5, -1, "", 42)]
     group = ctx.group()
     assert group.state is GroupState.EMPTY and group.protocol_type is None
     ctx.assert_replay_matches()
@@ -75,7 +74,7 @@ def test_retention_time_sets_expire_timestamp_and_value_version_1() -> None:
     ctx = CoordinatorContext()
     ctx.clock.now_ms = 1000
     out = ctx.commit("g", {("t", 0): 1}, version=3, retention_time_ms=1234)
-    assert out.records == [offset_commit_record("g", "t", 0, 1, -1, "", 1000, expire_timestamp=2234)]
+    assert list(out.records) == [offset_commit_record("g", "t", 0, 1, -1, "", 1000, expire_timestamp=2234)]
     assert decode_record_versions(out.records[0].key, out.records[0].value).value_version == 1
     ctx.assert_replay_matches()
 

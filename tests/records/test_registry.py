@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.core.consumer_group.classic_metadata import ClassicMemberMetadata
-from coordinator.core.consumer_group.model import ConsumerGroup, ConsumerMember, MemberState
-from coordinator.core.consumer_group.topics import TopicInfo
+from coordinator.core.consumer.model import ConsumerGroup, ConsumerMember, MemberState
+from coordinator.core.consumer.topics import TopicInfo
+from coordinator.core.migration.classic_metadata import ClassicMemberMetadata
 from coordinator.log.batch import build_batch
 from coordinator.log.dump import dump
 from coordinator.log.segment import segment_name

@@ -6,12 +6,12 @@ import struct
 
 import pytest
 
+from coordinator.server.app import load_api_modules
+from coordinator.server.registry import HANDLERS
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.frames import decode_response
 from protocol.messages import ApiVersionsRequest
-from coordinator.server.registry import HANDLERS
-from coordinator.server.app import load_api_modules
 
 
 def served_versions() -> dict[int, tuple[int, int]]:

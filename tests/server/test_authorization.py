@@ -17,8 +17,16 @@ from coordinator.cli import main as groupcoord
 from coordinator.log.batch import build_batch
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages import (DescribeGroupsRequest, FindCoordinatorRequest, JoinGroupRequest, ListGroupsRequest,
-                               MetadataRequest, OffsetCommitRequest, OffsetFetchRequest, ProduceRequest)
+from protocol.messages import (
+    DescribeGroupsRequest,
+    FindCoordinatorRequest,
+    JoinGroupRequest,
+    ListGroupsRequest,
+    MetadataRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    ProduceRequest,
+)
 
 ME = "User:ANONYMOUS"
 CHECKS = ["authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",

@@ -8,8 +8,14 @@ import time
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.frames import encode_request
-from protocol.messages import (ApiVersionsRequest, CreateTopicsRequest, DescribeClusterRequest, MetadataRequest,
-                               OffsetCommitRequest, OffsetFetchRequest)
+from protocol.messages import (
+    ApiVersionsRequest,
+    CreateTopicsRequest,
+    DescribeClusterRequest,
+    MetadataRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+)
 
 SOCKET_REQUEST_MAX_BYTES = 104857600  # the default
 

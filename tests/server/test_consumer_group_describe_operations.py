@@ -6,10 +6,19 @@ from __future__ import annotations
 import time
 
 from coordinator.cli import main as groupcoord
-from coordinator.server.apis._authorized import DELETE, DESCRIBE, OMITTED, READ, bit_field
+from coordinator.server.apis._authorized import (
+    DELETE,
+    DESCRIBE,
+    OMITTED,
+    READ,
+    bit_field,
+)
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+from protocol.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+)
 
 ME = "User:ANONYMOUS"
 DESCRIBE_CONFIGS, ALTER_CONFIGS = 10, 11

@@ -8,7 +8,12 @@ import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages import CreateTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest
+from protocol.messages import (
+    CreateTopicsRequest,
+    DescribeClusterRequest,
+    DescribeConfigsRequest,
+    DescribeGroupsRequest,
+)
 
 TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5

@@ -10,11 +10,12 @@ import pytest
 
 from coordinator.config import load_config
 from coordinator.core import Cancel, Schedule
+from coordinator.core.runtime.timer_keys import HeartbeatKey
 from coordinator.server.groups import GroupRuntime, now_ms
 from coordinator.server.record_store import MemoryRecordStore
 
 PARTITION = 3  # no shard lives there: a timer that fires only leaves the runtime's books
-KEY = ("heartbeat", "g", "m")
+KEY = HeartbeatKey("g", "m")
 
 
 @pytest.fixture

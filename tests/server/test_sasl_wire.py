@@ -10,16 +10,27 @@ from pathlib import Path
 
 import pytest
 
+from coordinator.security.users_command import add_parser as add_users_parser
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.frames import encode_request
-from protocol.messages import (ApiVersionsRequest, DescribeClusterRequest, FindCoordinatorRequest, MetadataRequest,
-                               SaslAuthenticateRequest, SaslHandshakeRequest)
-from coordinator.security.users_command import add_parser as add_users_parser
+from protocol.messages import (
+    ApiVersionsRequest,
+    DescribeClusterRequest,
+    FindCoordinatorRequest,
+    MetadataRequest,
+    SaslAuthenticateRequest,
+    SaslHandshakeRequest,
+)
 from tests.security.certificates import CertificateSet, make_certificates
 from tests.security.scram_client import ScramClient
-from tests.security.secure_server import (SecureServer, client_ssl_context, connection_refused_or_closed, open_wire,
-                                          start_secure_server)
+from tests.security.secure_server import (
+    SecureServer,
+    client_ssl_context,
+    connection_refused_or_closed,
+    open_wire,
+    start_secure_server,
+)
 from tests.server.conftest import KafkaWire
 
 ENABLED = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]

@@ -11,7 +11,12 @@ import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages import ConsumerProtocolAssignment, ConsumerProtocolSubscription, JoinGroupRequest, SyncGroupRequest
+from protocol.messages import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+    JoinGroupRequest,
+    SyncGroupRequest,
+)
 
 SUBSCRIPTION = ConsumerProtocolSubscription(topics=["orders"]).encode(0)
 ASSIGNMENT = ConsumerProtocolAssignment(assigned_partitions=[

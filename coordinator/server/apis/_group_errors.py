@@ -10,8 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.error_codes import ErrorCode
-from protocol.messages import (DeleteGroupsResponse, DescribeGroupsResponse, OffsetCommitResponse,
-                               OffsetDeleteResponse, OffsetFetchResponse)
+from protocol.messages import (
+    DeleteGroupsResponse,
+    DescribeGroupsResponse,
+    OffsetCommitResponse,
+    OffsetDeleteResponse,
+    OffsetFetchResponse,
+)
 
 NO_OFFSET = -1
 

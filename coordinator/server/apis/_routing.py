@@ -8,29 +8,37 @@ topic is answered TOPIC_AUTHORIZATION_FAILED on each of its partitions while the
 from __future__ import annotations
 
 import copy
-import inspect
 from collections.abc import Callable
 from typing import Any
 
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_group, permits_topic
 from coordinator.server.broker import Broker
-from coordinator.server.registry import HANDLERS, ErrorResponse, HandlerError, RequestContext, api
+from coordinator.server.groups import ShardCall
+from coordinator.server.registry import (
+    HANDLERS,
+    ErrorResponse,
+    HandlerError,
+    Pending,
+    Reply,
+    RequestContext,
+    api,
+)
 from protocol.apis import API_SPECS
 from protocol.error_codes import ErrorCode
-
 
 DeniedTopics = Callable[[list[Any]], list[Any]]  # request topics -> response topics carrying the error
 
 
-def route_to_group(api_key: int, versions: tuple[int, int], error_response: ErrorResponse | None = None,
-                   group_operation: Operation = Operation.READ, denied_topics: DeniedTopics | None = None) -> None:
-    """``denied_topics``: for requests listing topics (commits, deletes), how to answer the ones the
-    principal may not READ."""
+def route_to_group(api_key: int, call: ShardCall, versions: tuple[int, int],
+                   error_response: ErrorResponse | None = None, group_operation: Operation = Operation.READ,
+                   denied_topics: DeniedTopics | None = None) -> None:
+    """``call``: the shard's method for this API (GroupShard.join_group, ...). ``denied_topics``: for
+    requests listing topics (commits, deletes), how to answer the ones the principal may not READ."""
 
-    def handle(broker: Broker, request: Any, ctx: RequestContext) -> Any:
+    def handle(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
         if broker.authorizer is None:  # the Heartbeat path: nothing more to look at
-            return broker.groups.handle(request.group_id, request, ctx.api_version, ctx.client_id, ctx.client_host)
+            return broker.groups.handle(request.group_id, call, request, ctx)
         if not permits_group(broker, ctx, group_operation, request.group_id):
             raise HandlerError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         denied: list[Any] = []
@@ -39,7 +47,7 @@ def route_to_group(api_key: int, versions: tuple[int, int], error_response: Erro
             if denied:
                 request = copy.copy(request)
                 request.topics = [t for t in request.topics if t not in denied]
-        answer = broker.groups.handle(request.group_id, request, ctx.api_version, ctx.client_id, ctx.client_host)
+        answer = broker.groups.handle(request.group_id, call, request, ctx)
         if not denied:
             return answer
         assert denied_topics is not None
@@ -49,21 +57,15 @@ def route_to_group(api_key: int, versions: tuple[int, int], error_response: Erro
 
 
 def amend_answer(answer: Any, amend: Callable[[Any], None]) -> Any:
-    """``answer`` (a response, or an awaitable of one) with ``amend`` applied to the response."""
-    if not inspect.isawaitable(answer):
-        amend(answer)
-        return answer
-
-    async def amended() -> Any:
-        response = await answer
-        amend(response)
-        return response
-
-    return amended()
+    """``answer`` (a response, or a Pending one) with ``amend`` applied to the response."""
+    if isinstance(answer, Pending):
+        return answer.amended(amend)
+    amend(answer)
+    return answer
 
 
 def fan_out(broker: Broker, request: Any, ctx: RequestContext, group_ids: list[str], list_field: str,
-            result_field: str, operation: Operation) -> Any:
+            result_field: str, operation: Operation, call: ShardCall) -> Any:
     """A request naming many groups: one part per shard (`list_field` narrowed to its groups), the
     responses' `result_field` lists joined back in the order the shards answered. Groups that do not
     permit ``operation`` are answered GROUP_AUTHORIZATION_FAILED without asking their shard."""
@@ -78,31 +80,30 @@ def fan_out(broker: Broker, request: Any, ctx: RequestContext, group_ids: list[s
         refusal = HANDLERS[ctx.api_key].error_response(part(denied), ErrorCode.GROUP_AUTHORIZATION_FAILED,
                                                        ctx.api_version)
         answer = fan_out(broker, part(set(group_ids) - denied), ctx, [g for g in group_ids if g not in denied],
-                         list_field, result_field, operation)
+                         list_field, result_field, operation, call)
         return amend_answer(answer, lambda response: getattr(response, result_field).extend(
             getattr(refusal, result_field)))
     if not group_ids:  # nothing to ask any shard: an empty answer (found by the fuzzer: it used to crash)
         empty = API_SPECS[ctx.api_key].response_class()
         setattr(empty, result_field, [])
         return empty
-    answers = broker.groups.handle_each(group_ids, part, ctx.api_version, ctx.client_id, ctx.client_host)
-    pending = [answer for _, answer in answers if inspect.isawaitable(answer)]
-    if not pending:
+    answers = broker.groups.handle_each(group_ids, part, call, ctx)
+    if not any(isinstance(answer, Pending) for _, answer in answers):
         return _merge([answer for _, answer in answers], result_field)
 
     async def settle(ids: list[str], answer: Any) -> Any:
         """One shard's answer; if its write failed, its groups get the error and the rest their answers."""
-        if not inspect.isawaitable(answer):
+        if not isinstance(answer, Pending):
             return answer
         try:
-            return await answer
+            return await answer.answer
         except HandlerError as exc:
             return HANDLERS[ctx.api_key].error_response(part(ids), exc.code, ctx.api_version)
 
     async def gather() -> Any:
         return _merge([await settle(ids, answer) for ids, answer in answers], result_field)
 
-    return gather()
+    return Pending(gather())
 
 
 def _group_of(entry: Any) -> str:

@@ -19,17 +19,24 @@ from weakref import WeakKeyDictionary
 
 import structlog
 
-from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
-from protocol.messages import CreateAclsResponse, DeleteAclsResponse, DescribeAclsResponse
 from coordinator.security import acl_admin
-from coordinator.security.acl_admin import (OPERATION_CODES, PATTERN_CODES, PERMISSION_CODES, RESOURCE_TYPE_CODES,
-                                            AclFilter, Creation, RequestInvalid)
+from coordinator.security.acl_admin import (
+    OPERATION_CODES,
+    PATTERN_CODES,
+    PERMISSION_CODES,
+    RESOURCE_TYPE_CODES,
+    AclFilter,
+    Creation,
+    RequestInvalid,
+)
 from coordinator.security.acls import AclBinding, AclError, Operation, locked, read_acls, write_acls
 from coordinator.security.authorizer import Authorizer
 from coordinator.server.apis._acl import permits_cluster
 from coordinator.server.broker import Broker
-from coordinator.server.registry import RequestContext, api
+from coordinator.server.registry import Pending, RequestContext, api
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import CreateAclsResponse, DeleteAclsResponse, DescribeAclsResponse
 
 log = structlog.get_logger()
 
@@ -139,7 +146,7 @@ def create_acls(broker: Broker, request: Any, ctx: RequestContext) -> Any:
         acl_admin.check_creations(creations, ctx.api_version)
     except RequestInvalid as exc:
         return _all_creations(len(creations), _code(exc), str(exc))
-    return _create(authorizer, creations, ctx)
+    return Pending(_create(authorizer, creations, ctx))
 
 
 async def _create(authorizer: Authorizer, creations: list[Creation], ctx: RequestContext) -> CreateAclsResponse:
@@ -174,7 +181,7 @@ def delete_acls(broker: Broker, request: Any, ctx: RequestContext) -> Any:
         filters = [acl_admin.check_filter(_filter(f), ctx.api_version) for f in request.filters]
     except RequestInvalid as exc:
         return _all_filters(len(request.filters), _code(exc), str(exc))
-    return _delete(authorizer, filters, ctx)
+    return Pending(_delete(authorizer, filters, ctx))
 
 
 async def _delete(authorizer: Authorizer, filters: list[AclFilter], ctx: RequestContext) -> DeleteAclsResponse:

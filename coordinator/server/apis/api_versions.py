@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
+from coordinator.server.registry import HANDLERS, RequestContext, api
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import ApiVersionsResponse
-from coordinator.server.registry import HANDLERS, RequestContext, api
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.core import GroupShard
 from coordinator.security.acls import Operation
 from coordinator.server.apis import _authorized as ops
 from coordinator.server.apis._acl import permits_group
@@ -48,7 +49,8 @@ def consumer_group_describe(broker: Broker, request: Any, ctx: RequestContext) -
     if not valid:
         return ConsumerGroupDescribeResponse(groups=invalid)
     request.group_ids = valid
-    answer = fan_out(broker, request, ctx, valid, "group_ids", "groups", Operation.DESCRIBE)
+    answer = fan_out(broker, request, ctx, valid, "group_ids", "groups", Operation.DESCRIBE,
+                     GroupShard.consumer_group_describe)
     include_operations = request.include_authorized_operations
 
     def amend(response: ConsumerGroupDescribeResponse) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.core import GroupShard
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_group
 from coordinator.server.broker import Broker
@@ -20,4 +21,4 @@ from protocol.error_codes import ErrorCode
 def consumer_group_heartbeat(broker: Broker, request: Any, ctx: RequestContext) -> Any:
     if not permits_group(broker, ctx, Operation.READ, request.group_id):
         raise HandlerError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    return broker.groups.handle(request.group_id, request, ctx.api_version, ctx.client_id, ctx.client_host)
+    return broker.groups.handle(request.group_id, GroupShard.consumer_group_heartbeat, request, ctx)

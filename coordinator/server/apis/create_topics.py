@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import structlog
 
-from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
-from protocol.messages import CreateTopicsResponse
-from protocol.primitives import ZERO_UUID
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_cluster, permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
 from coordinator.topic_configs import TOPIC_SETTINGS, topic_default, validate_topic_config
 from coordinator.topics import TopicError, validate_topic_name
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import CreateTopicsResponse
+from protocol.primitives import ZERO_UUID
 
 log = structlog.get_logger()
 Result = CreateTopicsResponse.CreatableTopicResult

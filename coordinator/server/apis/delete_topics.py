@@ -11,14 +11,14 @@ from typing import Any
 
 import structlog
 
-from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
-from protocol.messages import DeleteTopicsResponse
-from protocol.primitives import ZERO_UUID
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import DeleteTopicsResponse
+from protocol.primitives import ZERO_UUID
 
 log = structlog.get_logger()
 Result = DeleteTopicsResponse.DeletableTopicResult

@@ -9,12 +9,12 @@ operations are computed only when asked for (no authorizer: all of them).
 
 from __future__ import annotations
 
-from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
-from protocol.messages import DescribeClusterResponse
 from coordinator.server.apis._authorized import CLUSTER_OPERATIONS, authorized_operations
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import DescribeClusterResponse
 
 BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
 _ENDPOINT_NAMES = {BROKER_ENDPOINT: "BROKER", CONTROLLER_ENDPOINT: "CONTROLLER"}

@@ -25,9 +25,6 @@ source; v3 config type and documentation (when asked for); v4 flexible.
 
 from __future__ import annotations
 
-from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
-from protocol.messages import DescribeConfigsResponse
 from coordinator.config import SETTINGS, SETTINGS_BY_NAME, Setting
 from coordinator.group_configs import GROUP_SETTINGS, GroupSetting
 from coordinator.security.acls import Operation
@@ -36,6 +33,9 @@ from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
 from coordinator.topic_configs import TOPIC_SETTINGS, TopicSetting, builtin_default
 from coordinator.topics import TopicError, validate_topic_name
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import DescribeConfigsResponse
 
 TOPIC, BROKER, GROUP = 2, 4, 32
 # Kafka's ConfigSource ids

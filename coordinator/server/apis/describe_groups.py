@@ -9,19 +9,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
+from coordinator.core import GroupShard
 from coordinator.security.acls import Operation
 from coordinator.server.apis._group_errors import describe_groups_error
 from coordinator.server.apis._routing import amend_answer, fan_out
 from coordinator.server.apis.consumer_group_describe import group_authorized_operations
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
 
 
 @api(ApiKey.DESCRIBE_GROUPS, versions=(0, 5), error_response=describe_groups_error)
 def describe_groups(broker: Broker, request: Any, ctx: RequestContext) -> Any:
-    answer = fan_out(broker, request, ctx, list(request.groups), "groups", "groups", Operation.DESCRIBE)
+    answer = fan_out(broker, request, ctx, list(request.groups), "groups", "groups", Operation.DESCRIBE,
+                     GroupShard.describe_groups)
     if not request.include_authorized_operations:
         return answer
 

@@ -19,13 +19,13 @@ import asyncio
 import time
 from typing import Any
 
-from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
-from protocol.messages import FetchResponse
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_topic
 from coordinator.server.broker import Broker
-from coordinator.server.registry import RequestContext, api
+from coordinator.server.registry import Pending, Reply, RequestContext, api
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import FetchResponse
 
 TopicResult = FetchResponse.FetchableTopicResponse
 PartitionResult = FetchResponse.PartitionData
@@ -78,11 +78,11 @@ def _read(broker: Broker, request: Any, ctx: RequestContext) -> tuple[FetchRespo
 
 
 @api(ApiKey.FETCH, versions=(4, 17))
-def fetch(broker: Broker, request: Any, ctx: RequestContext) -> Any:
+def fetch(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
     response, total = _read(broker, request, ctx)
     if total >= request.min_bytes or request.max_wait_ms <= 0:
         return response
-    return _wait_for_data(broker, request, ctx)
+    return Pending(_wait_for_data(broker, request, ctx))
 
 
 async def _wait_for_data(broker: Broker, request: Any, ctx: RequestContext) -> FetchResponse:

@@ -9,13 +9,13 @@ and unknown key types: INVALID_REQUEST; share groups are not served either.
 
 from __future__ import annotations
 
-from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
-from protocol.messages import FindCoordinatorResponse
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_group
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import FindCoordinatorResponse
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 BATCHED_SINCE = 4

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
-from protocol.messages import InitProducerIdResponse
 from coordinator.server.apis._acl import permits_idempotent_write
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import InitProducerIdResponse
 
 MAX_EPOCH = 32767
 

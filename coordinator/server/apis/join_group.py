@@ -4,7 +4,8 @@ v6 flexible; v7 protocol type/name in the response (KIP-559); v8 Reason (KIP-800
 v9 SkipAssignment for a rejoining static leader (KIP-814).
 """
 
-from protocol.api_keys import ApiKey
+from coordinator.core import GroupShard
 from coordinator.server.apis._routing import route_to_group
+from protocol.api_keys import ApiKey
 
-route_to_group(ApiKey.JOIN_GROUP, versions=(0, 9))
+route_to_group(ApiKey.JOIN_GROUP, GroupShard.join_group, versions=(0, 9))

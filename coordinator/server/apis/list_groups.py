@@ -7,18 +7,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.api_keys import ApiKey
-from protocol.messages import ListGroupsResponse
+from coordinator.core import GroupShard
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_cluster, permits_group
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
+from protocol.api_keys import ApiKey
+from protocol.messages import ListGroupsResponse
 
 
 @api(ApiKey.LIST_GROUPS, versions=(0, 5))
 def list_groups(broker: Broker, request: Any, ctx: RequestContext) -> Any:
     merged = ListGroupsResponse(error_code=0, groups=[])
-    for answer in broker.groups.handle_all_shards(request, ctx.api_version, ctx.client_id, ctx.client_host):
+    for answer in broker.groups.handle_all_shards(GroupShard.list_groups, request, ctx):
         if answer.error_code:
             return answer
         merged.groups.extend(answer.groups)

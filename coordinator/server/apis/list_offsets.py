@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
-from protocol.messages import ListOffsetsResponse
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import ListOffsetsResponse
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 SINCE_VERSION = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}  # the first version taking each

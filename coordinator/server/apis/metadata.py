@@ -20,16 +20,16 @@ import uuid
 
 import structlog
 
+from coordinator.security.acls import Operation
+from coordinator.server.apis._acl import permits_cluster, permits_topic
+from coordinator.server.apis._authorized import CLUSTER_OPERATIONS, OMITTED, TOPIC_OPERATIONS, authorized_operations
+from coordinator.server.broker import Broker
+from coordinator.server.registry import HandlerError, RequestContext, api
+from coordinator.topics import Topic, TopicError, validate_topic_name
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import MetadataResponse
 from protocol.primitives import ZERO_UUID
-from coordinator.server.apis._authorized import CLUSTER_OPERATIONS, OMITTED, TOPIC_OPERATIONS, authorized_operations
-from coordinator.security.acls import Operation
-from coordinator.server.apis._acl import permits_cluster, permits_topic
-from coordinator.server.broker import Broker
-from coordinator.server.registry import HandlerError, RequestContext, api
-from coordinator.topics import Topic, TopicError, validate_topic_name
 
 log = structlog.get_logger()
 

@@ -3,10 +3,14 @@ v1 commit timestamps; v2-4 retention time; v5 drops it; v7 group instance id; v8
 v9 GROUP_ID_NOT_FOUND for unknown groups of generation-checked commits.
 """
 
-from protocol.api_keys import ApiKey
+from coordinator.core import GroupShard
 from coordinator.security.acls import Operation
-from coordinator.server.apis._group_errors import denied_commit_topics, offset_commit_error
+from coordinator.server.apis._group_errors import (
+               denied_commit_topics,
+               offset_commit_error,
+)
 from coordinator.server.apis._routing import route_to_group
+from protocol.api_keys import ApiKey
 
-route_to_group(ApiKey.OFFSET_COMMIT, versions=(0, 9), error_response=offset_commit_error,
+route_to_group(ApiKey.OFFSET_COMMIT, GroupShard.offset_commit, versions=(0, 9), error_response=offset_commit_error,
                group_operation=Operation.READ, denied_topics=denied_commit_topics)

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
+from coordinator.core import GroupShard
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_group, permits_topic
 from coordinator.server.apis._group_errors import offset_fetch_error
 from coordinator.server.apis._routing import amend_answer, fan_out
 from coordinator.server.broker import Broker
 from coordinator.server.registry import HandlerError, RequestContext, api
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
 
 NO_OFFSET = -1
 
@@ -25,12 +26,12 @@ def offset_fetch(broker: Broker, request: Any, ctx: RequestContext) -> Any:
     if ctx.api_version < 8:
         if not permits_group(broker, ctx, Operation.DESCRIBE, request.group_id):
             raise HandlerError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        answer = broker.groups.handle(request.group_id, request, ctx.api_version, ctx.client_id, ctx.client_host)
+        answer = broker.groups.handle(request.group_id, GroupShard.offset_fetch, request, ctx)
         if broker.authorizer is None:
             return answer
         return amend_answer(answer, lambda r: _hide_topics(broker, ctx, r.topics, explicit=request.topics is not None))
     answer = fan_out(broker, request, ctx, [g.group_id for g in request.groups], "groups", "groups",
-                     Operation.DESCRIBE)
+                     Operation.DESCRIBE, GroupShard.offset_fetch)
     if broker.authorizer is None:
         return answer
     explicit = {g.group_id: g.topics is not None for g in request.groups}

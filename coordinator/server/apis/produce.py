@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.api_keys import ApiKey
-from protocol.error_codes import ErrorCode
-from protocol.messages import ProduceResponse
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.data_plane import ProduceError
-from coordinator.server.registry import NO_RESPONSE, RequestContext, api
+from coordinator.server.registry import NO_RESPONSE, Pending, Reply, RequestContext, api
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import ProduceResponse
 
 TopicResult = ProduceResponse.TopicProduceResponse
 PartitionResult = ProduceResponse.PartitionProduceResponse
@@ -41,7 +41,7 @@ def produce_error(request: Any, code: ErrorCode, version: int) -> ProduceRespons
 
 
 @api(ApiKey.PRODUCE, versions=(3, 11), error_response=produce_error)
-def produce(broker: Broker, request: Any, ctx: RequestContext) -> Any:
+def produce(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
     if request.transactional_id is not None:
         return produce_error(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ctx.api_version)
     if request.acks not in (-1, 0, 1):
@@ -78,7 +78,7 @@ def produce(broker: Broker, request: Any, ctx: RequestContext) -> Any:
         return NO_RESPONSE
     if request.acks == 1 or not written or broker.config["flush.policy"] != "always":
         return response
-    return _after_durable(broker, written, response)
+    return Pending(_after_durable(broker, written, response))
 
 
 async def _after_durable(broker: Broker, partitions: list, response: ProduceResponse) -> ProduceResponse:  # type: ignore[type-arg]

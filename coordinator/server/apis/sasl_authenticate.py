@@ -8,11 +8,11 @@ authentication: ILLEGAL_SASL_STATE, with Kafka's message.
 
 from __future__ import annotations
 
+from coordinator.server.broker import Broker
+from coordinator.server.registry import RequestContext, api
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import SaslAuthenticateResponse
-from coordinator.server.broker import Broker
-from coordinator.server.registry import RequestContext, api
 
 
 @api(ApiKey.SASL_AUTHENTICATE, versions=(0, 2))

@@ -9,11 +9,11 @@ requests; v0 means they follow as bare frames (KIP-43's original form).
 
 from __future__ import annotations
 
+from coordinator.server.broker import Broker
+from coordinator.server.registry import RequestContext, api
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import SaslHandshakeResponse
-from coordinator.server.broker import Broker
-from coordinator.server.registry import RequestContext, api
 
 
 @api(ApiKey.SASL_HANDSHAKE, versions=(0, 1))

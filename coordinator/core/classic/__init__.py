@@ -1,0 +1,1 @@
+"""Classic groups (JoinGroup/SyncGroup/Heartbeat/LeaveGroup): Kafka's ClassicGroup and its rebalance protocol."""

@@ -1,0 +1,55 @@
+"""Per-group overrides of consumer group settings: Kafka's GROUP config resource (KIP-848, KIP-1263).
+
+An admin sets `consumer.session.timeout.ms`, `consumer.heartbeat.interval.ms` or
+`consumer.assignment.interval.ms` for one group with IncrementalAlterConfigs. The shell keeps them
+(durably, validated against the broker's bounds) and hands the core a read-only mapping
+group id -> `GroupConfigOverrides` in `ConsumerGroupsState.group_configs`, the way it hands in
+topics: the core reads it at the moment it needs a value and never changes it.
+
+A change applies from the next time the value is read, as in Kafka: the session timeout when a
+member's session timer is next (re)armed, the heartbeat interval in the next heartbeat response,
+the assignment interval at the next decision whether to run the assignor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from coordinator.core.consumer.state import ConsumerGroupsState
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigOverrides:
+    """The settings one group overrides; None: the broker's value applies."""
+
+    session_timeout_ms: int | None = None  # consumer.session.timeout.ms
+    heartbeat_interval_ms: int | None = None  # consumer.heartbeat.interval.ms
+    assignment_interval_ms: int | None = None  # consumer.assignment.interval.ms
+
+
+#: What the shell hands in: group id -> that group's overrides (groups without any are absent).
+GroupConfigsView = Mapping[str, GroupConfigOverrides]
+
+NO_OVERRIDES = GroupConfigOverrides()
+
+
+def _overrides(state: ConsumerGroupsState, group_id: str) -> GroupConfigOverrides:
+    return state.group_configs.get(group_id, NO_OVERRIDES)
+
+
+def session_timeout_ms(state: ConsumerGroupsState, group_id: str) -> int:
+    value = _overrides(state, group_id).session_timeout_ms
+    return state.config.session_timeout_ms if value is None else value
+
+
+def heartbeat_interval_ms(state: ConsumerGroupsState, group_id: str) -> int:
+    value = _overrides(state, group_id).heartbeat_interval_ms
+    return state.config.heartbeat_interval_ms if value is None else value
+
+
+def assignment_interval_ms(state: ConsumerGroupsState, group_id: str) -> int:
+    value = _overrides(state, group_id).assignment_interval_ms
+    return state.config.assignment_interval_ms if value is None else value

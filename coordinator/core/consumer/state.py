@@ -1,0 +1,80 @@
+"""Everything the consumer group core of one shard knows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator.core.assignors import ASSIGNORS, PartitionAssignor
+from coordinator.core.classic.config import GroupConfig
+from coordinator.core.classic.model import ClassicGroup
+from coordinator.core.consumer.config import ConsumerGroupConfig
+from coordinator.core.consumer.group_configs import GroupConfigOverrides
+from coordinator.core.consumer.member_ids import RandomBytes
+from coordinator.core.consumer.model import Assignment, ConsumerGroup, ConsumerMember
+from coordinator.core.consumer.topics import TopicInfo
+from coordinator.core.runtime.context import RequestRef
+
+
+@dataclass(slots=True)
+class AssignmentRun:
+    """An assignor run in flight: which job, for which group epoch, and what it saw of the group."""
+
+    job_id: int
+    epoch: int
+    started_ms: int
+    # member id -> subscribed topic names as the job saw them (the same tuple objects), and the
+    # subscription metadata object: a change since then is a missed change to apply on landing.
+    subscriptions: dict[str, tuple[str, ...]]
+    metadata: Mapping[str, TopicInfo]
+    instance_ids: dict[str, str]  # instance id -> member id, as the job saw them
+    topic_ids: tuple[str, ...]  # the job's topic table, to decode its result
+
+
+@dataclass(slots=True)
+class Waiter:
+    """A heartbeat parked until its group's run lands (or `assignment_wait_ms` passes)."""
+
+    ref: RequestRef
+    member_id: str
+    member: ConsumerMember  # the member as the provisional answer left it
+    before_assigned: Assignment  # what the client was known to own before the request
+    owned: Assignment | None  # what the request reported owning
+    full: bool
+    provisional: Any  # the answer it gets if the run does not land in time
+
+
+@dataclass(slots=True)
+class ConsumerGroupsState:
+    config: ConsumerGroupConfig
+    random_bytes: RandomBytes  # injected: the core draws no randomness itself
+    # Durable: exactly what the replayed ConsumerGroup* records say.
+    groups: dict[str, ConsumerGroup] = field(default_factory=dict)
+    # The classic groups of the same shard (GroupShard.state.groups). Group ids are one namespace:
+    # a heartbeat may replace an empty classic group (spec 4.1), and replaying a consumer group
+    # record drops a simple classic group of the same id (spec 11).
+    classic_groups: MutableMapping[str, ClassicGroup] = field(default_factory=dict)
+    # Name -> assignor; tests swap in failing ones. Only names in config.assignors are used.
+    assignors: Mapping[str, PartitionAssignor] = field(default_factory=lambda: dict(ASSIGNORS))
+    loading: bool = False
+    # Soft state of KIP-1263 assignor runs (see batching.py): the run in flight per group id, and the
+    # heartbeats parked until it lands. Lost on unload; a run that never lands expires.
+    runs: dict[str, AssignmentRun] = field(default_factory=dict)
+    waiters: dict[str, list[Waiter]] = field(default_factory=dict)
+    next_job_id: int = 1
+    # Caches that keep building a job cheap (soft: they only save work). Subscription tuples are
+    # interned on replay, so members sharing a subscription share the tuple and a job resolves each
+    # one once by identity; a member's encoded target is reused while its target object and the
+    # topic table are the same objects.
+    subscriptions: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
+    topic_table: tuple[Any, ...] | None = None  # (metadata object, topic ids text, index by id, index by name)
+    encoded_targets: dict[tuple[str, str], tuple[Any, Any, bytes]] = field(default_factory=dict)
+    # Mixed groups (spec 10): the classic settings a downgrade needs (group.max.size, rebalance
+    # delays), and soft state: when each classic member's join timer is due, so a heartbeat can
+    # arm it only if absent (Kafka's scheduleIfAbsent) without pushing it back.
+    classic_config: GroupConfig = field(default_factory=GroupConfig)
+    classic_join_deadlines: dict[tuple[str, str], int] = field(default_factory=dict)
+    # Per-group overrides (Kafka's GROUP config resource): a read-only view the shell keeps up to
+    # date, group id -> overrides; see group_configs.py. Not state of ours: never written here.
+    group_configs: Mapping[str, GroupConfigOverrides] = field(default_factory=dict)

@@ -1,0 +1,31 @@
+"""Everything one coordinator shard knows: durable maps (changed only by replay) and live groups."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from coordinator.core.classic.config import GroupConfig
+from coordinator.core.classic.model import ClassicGroup
+from coordinator.records import GroupReason, OffsetAndMetadata
+from protocol.messages import GroupMetadataValue
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(slots=True)
+class ShardState:
+    config: GroupConfig
+    new_uuid: Callable[[], str]  # injected: the core never draws randomness itself
+    # Live classic groups. Membership and rebalance progress are soft state changed by the
+    # handlers; a group comes into being or disappears only through replay (or JoinGroup,
+    # which always writes a record for the group it creates).
+    groups: dict[str, ClassicGroup] = field(default_factory=dict)
+    # Durable state: exactly what the replayed records say.
+    persisted: dict[str, GroupMetadataValue] = field(default_factory=dict)
+    offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
+    reasons: dict[str, GroupReason] = field(default_factory=dict)
+    loading: bool = False
+
+    def new_member_id(self, prefix: str) -> str:
+        return f"{prefix}-{self.new_uuid()}"
