@@ -1,4 +1,4 @@
-"""Real clients in mixed groups (spec 10): confluent-kafka members on the classic protocol and on the
+"""Real clients in mixed groups (docs/spec/consumer-protocol.md#migration): confluent-kafka members on the classic protocol and on the
 consumer protocol (KIP-848) in one group, and a rolling upgrade from one protocol to the other and back.
 
 Members, timelines and checks are those of test_consumer_protocol.py: every message read once, no

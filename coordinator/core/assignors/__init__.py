@@ -23,7 +23,7 @@ Contract shared by every assignor here:
 - partition sets are frozensets, shared with the input where a member keeps a topic unchanged.
 
 The caller resolves topic names through the current metadata and drops unknown topics before
-calling (spec section 7.1); a subscribed topic missing from `topics` is a caller bug and raises
+calling (docs/spec/consumer-protocol.md#running-the-assignor); a subscribed topic missing from `topics` is a caller bug and raises
 `PartitionAssignorError`, which the coordinator turns into UNKNOWN_SERVER_ERROR.
 """
 
@@ -67,7 +67,7 @@ class MemberSpec:
     """
 
     subscribed_topic_ids: frozenset[TopicId]
-    rack: str | None = None            # accepted, not used by the built-in assignors (spec 7.2)
+    rack: str | None = None            # accepted, not used by the built-in assignors (docs/spec/consumer-protocol.md#uniform-assignor)
     instance_id: str | None = None     # static membership; the range assignor orders by it
     current: Mapping[TopicId, frozenset[int]] = field(default_factory=dict)
 
@@ -85,7 +85,7 @@ class PartitionAssignor:
 
 
 def subscription_type(members: Mapping[MemberId, MemberSpec]) -> SubscriptionType:
-    """Spec 7.1: homogeneous iff all members have the same subscription."""
+    """docs/spec/consumer-protocol.md#running-the-assignor: homogeneous iff all members have the same subscription."""
     subscriptions = iter(members.values())
     first = next(subscriptions, None)
     if first is None:

@@ -1,4 +1,4 @@
-"""Consumer group records (spec 11): factories in Kafka's byte format, and their replay.
+"""Consumer group records (docs/spec/consumer-protocol.md#records): factories in Kafka's byte format, and their replay.
 
     type  key                                     value (version 0)
     3     ConsumerGroupMetadataKey                 group epoch
@@ -73,7 +73,7 @@ _SCHEMAS: dict[int, tuple[Any, Any]] = {
 
 
 class ReplayInvariantError(ValueError):
-    """Records arrived in an order the handlers never write (spec 11): the log is not ours or is damaged."""
+    """Records arrived in an order the handlers never write (docs/spec/consumer-protocol.md#records): the log is not ours or is damaged."""
 
 
 def _record(record_type: int, key: Any, value: Any | None) -> Record:
@@ -192,7 +192,7 @@ def is_consumer_group_record(record: Record) -> bool:
 def replay_consumer_group_record(state: ConsumerGroupsState, record: Record) -> bool:
     """Apply one record: the only way consumer group state changes. False if it is not a consumer group record.
 
-    Raises ReplayInvariantError when the record breaks an order of spec 11 or would give a
+    Raises ReplayInvariantError when the record breaks an order of docs/spec/consumer-protocol.md#records or would give a
     partition to two members; tombstones for groups or members that do not exist are ignored
     (compaction may have removed everything before them).
     """
@@ -372,7 +372,7 @@ def durable_view(state: ConsumerGroupsState) -> dict[str, Any]:
     return view
 
 
-# ---- classic-protocol members (spec 10.2) --------------------------------------------------------
+# ---- classic-protocol members (docs/spec/consumer-protocol.md#classic-members) -------------------
 
 
 def _classic_metadata_value(member: ConsumerMember) -> Any:
