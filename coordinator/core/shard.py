@@ -112,7 +112,8 @@ class GroupShard:
         self._topic_handlers: dict[type, Callable[[Any, RequestContext, TopicsView], Outcome]] = {
             m.ConsumerGroupHeartbeatRequest: self.consumer.consumer_group_heartbeat,
             m.ConsumerGroupDescribeRequest: self.consumer.consumer_group_describe,
-            # Classic APIs take topics too: classic-protocol members of consumer groups need them (docs/spec/consumer-protocol.md#classic-members).
+            # Classic APIs take topics too: classic-protocol members of consumer groups need them
+            # (docs/spec/consumer-protocol.md#classic-members).
             m.JoinGroupRequest: self.join_group,
             m.SyncGroupRequest: self.sync_group,
             m.HeartbeatRequest: self.heartbeat,
@@ -147,9 +148,11 @@ class GroupShard:
         error = validate_join(self.state, req)
         if error is not None:
             return Outcome(response=join_error(ctx.api_version, error, req.member_id))
-        if group.members:  # docs/spec/consumer-protocol.md#classic-members: a classic-protocol member of a consumer group
+        # docs/spec/consumer-protocol.md#classic-members: a classic-protocol member of a consumer group
+        if group.members:
             return self.consumer.classic_join_group(req, ctx, topics)
-        # docs/spec/consumer-protocol.md#empty-group-replacement: a classic join replaces an empty consumer group (its tombstones go first).
+        # docs/spec/consumer-protocol.md#empty-group-replacement: a classic join replaces an empty consumer group (its
+        # tombstones go first).
         deletion = self.consumer.deletion_records(req.group_id)
         out = join_group(self.state, req, ctx)
         out.records[:0] = deletion
@@ -179,7 +182,9 @@ class GroupShard:
         if self.state.loading or req.group_id not in self.consumer.state.groups:
             return offsets.offset_commit(self.state, req, ctx)
         fx = Effects(ctx.now_ms, ctx.ref)
-        try:  # docs/spec/offsets.md#consumer-groups: member id and epoch checks; the offsets are stored where classic ones are
+        # docs/spec/offsets.md#consumer-groups: member id and epoch checks; the offsets are stored where classic ones
+        # are
+        try:
             self.consumer.ensure_offset_commit_allowed(req.group_id, req.member_id, req.generation_id_or_member_epoch,
                                                        ctx.api_version)
         except ApiError as exc:
@@ -226,7 +231,8 @@ class GroupShard:
         return classic
 
     def _delete_consumer_group(self, group_id: str, records: list[Record]) -> object:
-        """docs/spec/offsets.md#consumer-groups: only an Empty consumer group is deleted, its offsets first, then its own records."""
+        """docs/spec/offsets.md#consumer-groups: only an Empty consumer group is deleted, its offsets first, then its
+        own records."""
         try:
             deletion = self.consumer.deletion_records(group_id)
         except ApiError as exc:

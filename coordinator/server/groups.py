@@ -199,7 +199,9 @@ class GroupRuntime:
     async def _after(self, durable: asyncio.Future[None], response: Any) -> Any:
         try:
             await durable
-        except OSError as exc:  # docs/spec/classic-groups.md#write-error-mapping: a storage failure reads as NOT_COORDINATOR; clients rediscover
+        # docs/spec/classic-groups.md#write-error-mapping: a storage failure reads as NOT_COORDINATOR; clients
+        # rediscover
+        except OSError as exc:
             raise HandlerError(ErrorCode.NOT_COORDINATOR) from exc
         self.metrics.on_group_response(response)
         return response

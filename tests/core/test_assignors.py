@@ -1,4 +1,5 @@
-"""Server-side assignors (docs/spec/consumer-protocol.md#target-assignment): the promises as properties, the spec's cases as examples."""
+"""Server-side assignors (docs/spec/consumer-protocol.md#target-assignment): the promises as properties, the spec's
+cases as examples."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Leaving, fencing and timeouts (docs/spec/consumer-protocol.md#leaving-fencing-timeouts; docs/spec/consumer-protocol.md#test-cases 18-24), records and replay (docs/spec/consumer-protocol.md#records), offsets (docs/spec/offsets.md#consumer-groups;
-docs/spec/consumer-protocol.md#test-cases 31-32)."""
+"""Leaving, fencing and timeouts (docs/spec/consumer-protocol.md#leaving-fencing-timeouts;
+docs/spec/consumer-protocol.md#test-cases 18-24), records and replay (docs/spec/consumer-protocol.md#records), offsets
+(docs/spec/offsets.md#consumer-groups; docs/spec/consumer-protocol.md#test-cases 31-32)."""
 
 from __future__ import annotations
 

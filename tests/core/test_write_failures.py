@@ -83,8 +83,8 @@ def test_failed_static_replacement_write_restores_the_old_member() -> None:
 
 
 def test_failed_commit_is_not_visible_after_reload_and_sessions_restart() -> None:
-    # docs/spec/classic-groups.md#loading (after loading, every member's heartbeat timer runs) and docs/spec/classic-groups.md#visibility-and-failed-writes (offsets appear
-    # only once durable)
+    # docs/spec/classic-groups.md#loading (after loading, every member's heartbeat timer runs) and
+    # docs/spec/classic-groups.md#visibility-and-failed-writes (offsets appear only once durable)
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     ctx.commit("g", {("t", 0): 1}, generation_id=1, member_id=leader)

@@ -1,4 +1,5 @@
-"""docs/spec/consumer-protocol.md#classic-members: JoinGroup of a classic-protocol member inside a (non-empty) consumer group.
+"""docs/spec/consumer-protocol.md#classic-members: JoinGroup of a classic-protocol member inside a (non-empty) consumer
+group.
 
 The member is created or updated from its embedded ConsumerProtocolSubscription (topics, rack,
 owned partitions) and its classic metadata (session timeout, protocols); then the shared steps of

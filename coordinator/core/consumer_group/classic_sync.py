@@ -1,4 +1,5 @@
-"""docs/spec/consumer-protocol.md#classic-members: SyncGroup and Heartbeat of classic-protocol members inside a consumer group.
+"""docs/spec/consumer-protocol.md#classic-members: SyncGroup and Heartbeat of classic-protocol members inside a consumer
+group.
 
 Neither writes records. SyncGroup hands out the member's current assignment (the server assigned
 it during JoinGroup) in the ConsumerProtocolAssignment version of the member's subscription.

@@ -44,7 +44,8 @@ class MemberState(IntEnum):
 
 
 class ConsumerGroupState(Enum):
-    """Derived after every change (docs/spec/consumer-protocol.md#group-states); the values are the wire strings of ListGroups/Describe."""
+    """Derived after every change (docs/spec/consumer-protocol.md#group-states); the values are the wire strings of
+    ListGroups/Describe."""
 
     EMPTY = "Empty"  # no members
     ASSIGNING = "Assigning"  # the group epoch is ahead of the assignment epoch

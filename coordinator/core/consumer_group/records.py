@@ -73,7 +73,8 @@ _SCHEMAS: dict[int, tuple[Any, Any]] = {
 
 
 class ReplayInvariantError(ValueError):
-    """Records arrived in an order the handlers never write (docs/spec/consumer-protocol.md#records): the log is not ours or is damaged."""
+    """Records arrived in an order the handlers never write (docs/spec/consumer-protocol.md#records): the log is not
+    ours or is damaged."""
 
 
 def _record(record_type: int, key: Any, value: Any | None) -> Record:
@@ -192,8 +193,8 @@ def is_consumer_group_record(record: Record) -> bool:
 def replay_consumer_group_record(state: ConsumerGroupsState, record: Record) -> bool:
     """Apply one record: the only way consumer group state changes. False if it is not a consumer group record.
 
-    Raises ReplayInvariantError when the record breaks an order of docs/spec/consumer-protocol.md#records or would give a
-    partition to two members; tombstones for groups or members that do not exist are ignored
+    Raises ReplayInvariantError when the record breaks an order of docs/spec/consumer-protocol.md#records or would give
+    a partition to two members; tombstones for groups or members that do not exist are ignored
     (compaction may have removed everything before them).
     """
     if not is_consumer_group_record(record):
