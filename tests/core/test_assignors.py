@@ -1,4 +1,4 @@
-"""Server-side assignors (docs/spec/consumer-protocol.md#target-assignment): the promises as properties, the spec's
+"""Server-side assignors (docs/spec/consumer-protocol.md#target-assignment): the promises as properties, the numbered
 cases as examples."""
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ def test_range_co_partitions_homogeneous_topics_with_equal_counts(group: tuple[M
         assert len(set(assignment.values())) <= 1
 
 
-# --- the spec's assignor cases and other examples -----------------------------------------------
+# --- the assignor cases of docs/spec/consumer-protocol.md#cases-assignors, and other examples ---
 
 def test_uniform_three_members_seven_partitions_then_one_leaves_keeps_and_splits_the_freed_ones() -> None:
     """docs/spec/consumer-protocol.md#case-42."""

@@ -67,7 +67,8 @@ def test_3_empty_member_id_instance_id_or_rack_id_is_an_invalid_request() -> Non
     assert error_of(ctx.heartbeat("g", "m", 1, instance_id="")) == (
         ErrorCode.INVALID_REQUEST, "InstanceId can't be empty.")
     assert error_of(ctx.heartbeat("g", "m", 1, rack_id="")) == (ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
-    # the spec's order: group id, instance id, rack id, then the epoch-specific checks
+    # the order of docs/spec/consumer-protocol.md#heartbeat-request: group id, instance id, rack id, then the
+    # epoch-specific checks
     assert error_of(ctx.heartbeat("", "", 1, instance_id=""))[1] == "GroupId can't be empty."
     assert error_of(ctx.heartbeat("g", "", 1, instance_id="", rack_id=""))[1] == "InstanceId can't be empty."
     assert error_of(ctx.heartbeat("g", "", -1))[1] == "MemberId can't be empty."
