@@ -7,7 +7,8 @@ One `GroupShard` per `__consumer_offsets` partition, chosen like Kafka by
 
 For every outcome: records are replayed into the shard, appended to the store,
 and the response and the parked replies are released only once the append is
-durable (spec §22.3: a response that depends on a write waits for it).
+durable (docs/spec/classic-groups.md#visibility-and-failed-writes: a response that depends on a write
+waits for it).
 """
 
 from __future__ import annotations
@@ -216,7 +217,9 @@ class GroupRuntime:
     async def _after(self, durable: asyncio.Future[None], response: Any) -> Any:
         try:
             await durable
-        except OSError as exc:  # spec 22.3: a storage failure reads as NOT_COORDINATOR; clients rediscover
+        # docs/spec/classic-groups.md#write-error-mapping: a storage failure reads as NOT_COORDINATOR; clients
+        # rediscover
+        except OSError as exc:
             raise HandlerError(ErrorCode.NOT_COORDINATOR) from exc
         self.metrics.on_group_response(response)
         return response

@@ -1,5 +1,6 @@
-"""Real clients in mixed groups (spec 10): confluent-kafka members on the classic protocol and on the
-consumer protocol (KIP-848) in one group, and a rolling upgrade from one protocol to the other and back.
+"""Real clients in mixed groups (docs/spec/consumer-protocol.md#migration): confluent-kafka members on the classic
+protocol and on the consumer protocol (KIP-848) in one group, and a rolling upgrade from one protocol to the other and
+back.
 
 Members, timelines and checks are those of test_consumer_protocol.py: every message read once, no
 partition owned by two members at a time, commits kept across the protocol changes.

@@ -1,5 +1,5 @@
 """MixedContext: a whole GroupShard (classic and consumer protocol) with a fake clock, fake timers and
-a topics view, for mixed groups and migrations between the protocols (spec 10).
+a topics view, for mixed groups and migrations between the protocols (docs/spec/consumer-protocol.md#migration).
 
 Classic members speak the embedded consumer protocol: `subscription(...)` builds their JoinGroup
 metadata and `assigned(...)` reads a SyncGroup assignment back by topic name.

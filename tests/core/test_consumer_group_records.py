@@ -1,5 +1,6 @@
-"""Leaving, fencing and timeouts (spec 6; test cases 18-24), records and replay (spec 11), offsets (spec 8;
-test cases 31-32)."""
+"""Leaving, fencing and timeouts (docs/spec/consumer-protocol.md#leaving-fencing-timeouts;
+docs/spec/consumer-protocol.md#test-cases 18-24), records and replay (docs/spec/consumer-protocol.md#records), offsets
+(docs/spec/offsets.md#consumer-groups; docs/spec/consumer-protocol.md#test-cases 31-32)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def static_pair(ctx: ConsumerGroupContext) -> tuple[Client, Client]:
     return a, b
 
 
-# ---- spec 6 --------------------------------------------------------------------------------------
+# ---- docs/spec/consumer-protocol.md#leaving-fencing-timeouts -------------------------------------
 
 
 def test_18_a_member_leaving_is_tombstoned_and_bumps_the_group_epoch() -> None:
@@ -174,7 +175,7 @@ def test_a_session_timer_of_a_member_already_gone_does_nothing() -> None:
     assert out.records == [] and mid in ctx.group().members
 
 
-# ---- spec 11 -------------------------------------------------------------------------------------
+# ---- docs/spec/consumer-protocol.md#records ------------------------------------------------------
 
 
 def test_replaying_the_log_of_a_busy_scenario_rebuilds_the_same_state() -> None:
@@ -268,7 +269,7 @@ def test_an_unknown_member_state_from_a_newer_version_replays_as_unknown() -> No
     assert ctx.heartbeat("g", mid, 1, topic_partitions=[]).response.member_epoch == 1
 
 
-# ---- spec 8 --------------------------------------------------------------------------------------
+# ---- docs/spec/offsets.md#consumer-groups --------------------------------------------------------
 
 
 def test_31_offset_commits_of_a_consumer_group_are_checked_against_member_epochs() -> None:

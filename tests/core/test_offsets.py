@@ -29,7 +29,7 @@ def fetch(ctx: CoordinatorContext, group_id: str, topics: dict[str, list[int]] |
 
 
 def test_commit_to_missing_group_with_generation_is_refused_by_version() -> None:
-    # spec 24.71
+    # docs/spec/classic-groups.md#case-71
     ctx = CoordinatorContext()
     assert codes(ctx.commit("g", {("t", 0): 1}, generation_id=10, version=9)) == [ErrorCode.GROUP_ID_NOT_FOUND]
     assert codes(ctx.commit("g", {("t", 0): 1}, generation_id=10, version=8)) == [ErrorCode.ILLEGAL_GENERATION]
@@ -37,7 +37,7 @@ def test_commit_to_missing_group_with_generation_is_refused_by_version() -> None
 
 
 def test_anonymous_commit_creates_a_simple_group() -> None:
-    # spec 24.72
+    # docs/spec/classic-groups.md#case-72
     ctx = CoordinatorContext()
     ctx.clock.now_ms = 42
     out = ctx.commit("g", {("t", 0): 5}, instance_id="whatever", member_id="")
@@ -49,7 +49,7 @@ def test_anonymous_commit_creates_a_simple_group() -> None:
 
 
 def test_commit_checks_on_a_live_group() -> None:
-    # spec 24.73 and 24.74
+    # docs/spec/classic-groups.md#case-73 and docs/spec/classic-groups.md#case-74
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     assert codes(ctx.commit("g", {("t", 0): 1}, generation_id=0, member_id=leader)) == [ErrorCode.ILLEGAL_GENERATION]
@@ -70,7 +70,7 @@ def test_commit_during_preparing_rebalance_with_old_generation_is_accepted() -> 
 
 
 def test_retention_time_sets_expire_timestamp_and_value_version_1() -> None:
-    # spec 24.75
+    # docs/spec/classic-groups.md#case-75
     ctx = CoordinatorContext()
     ctx.clock.now_ms = 1000
     out = ctx.commit("g", {("t", 0): 1}, version=3, retention_time_ms=1234)
@@ -80,7 +80,7 @@ def test_retention_time_sets_expire_timestamp_and_value_version_1() -> None:
 
 
 def test_oversized_metadata_fails_only_its_partition() -> None:
-    # spec 24.76
+    # docs/spec/classic-groups.md#case-76
     ctx = CoordinatorContext()
     out = ctx.commit("g", {("t", 0): 1}, metadata="x" * 4097)
     assert codes(out) == [ErrorCode.OFFSET_METADATA_TOO_LARGE] and out.records == []
@@ -90,7 +90,7 @@ def test_oversized_metadata_fails_only_its_partition() -> None:
 
 
 def test_fetch_of_unknown_group() -> None:
-    # spec 24.77
+    # docs/spec/classic-groups.md#case-77
     ctx = CoordinatorContext()
     response = fetch(ctx, "nope", {"t": [0, 1]})
     assert [(p.partition_index, p.committed_offset, p.metadata, p.error_code)
@@ -99,7 +99,7 @@ def test_fetch_of_unknown_group() -> None:
 
 
 def test_fetch_returns_committed_values_in_every_shape() -> None:
-    # spec 24.78 (no pending transactional offsets: RequireStable changes nothing)
+    # docs/spec/classic-groups.md#case-78 (no pending transactional offsets: RequireStable changes nothing)
     ctx = CoordinatorContext()
     ctx.commit("g", {("t", 0): 5, ("u", 1): 6}, metadata="m")
     all_ = fetch(ctx, "g", None)
@@ -133,7 +133,7 @@ def test_offset_delete_respects_subscriptions_and_state() -> None:
 
 
 def test_empty_consumer_group_expires_retention_after_it_became_empty() -> None:
-    # spec 24.79
+    # docs/spec/classic-groups.md#case-79
     ctx = CoordinatorContext()
     ctx._apply(ctx.shard.start_offset_expiration(0))
     leader, follower = ctx.stable_group()
@@ -152,7 +152,7 @@ def test_empty_consumer_group_expires_retention_after_it_became_empty() -> None:
 
 
 def test_stable_consumer_group_keeps_subscribed_offsets_and_expires_others() -> None:
-    # spec 24.80
+    # docs/spec/classic-groups.md#case-80
     ctx = CoordinatorContext()
     subscription = b"\x00\x00" + b"\x00\x00\x00\x01" + b"\x00\x03foo" + b"\xff\xff\xff\xff"
     leader, follower = ctx.stable_group(protocols=[("range", subscription)])

@@ -395,8 +395,10 @@ def consumer_group_lifecycle(s: Side) -> None:
 
 
 def consumer_group_errors(s: Side) -> None:
-    """ConsumerGroupHeartbeat validation and fencing (consumer-protocol spec 2, 4.1, 4.3, 6), static
-    members (UNRELEASED_INSTANCE_ID, -2 leave and replacement), and the group-type namespace."""
+    """ConsumerGroupHeartbeat validation and fencing (consumer-protocol docs/spec/consumer-protocol.md#heartbeat-request
+    and docs/spec/consumer-protocol.md#joining and docs/spec/consumer-protocol.md#epoch-validation and
+    docs/spec/consumer-protocol.md#leaving-fencing-timeouts), static members (UNRELEASED_INSTANCE_ID, -2 leave and
+    replacement), and the group-type namespace."""
     (topic,) = create_topics(s, "cge", partitions=2)
     await_assignable(s, topic)
     group = s.name_of("cge")

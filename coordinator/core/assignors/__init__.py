@@ -23,8 +23,8 @@ Contract shared by every assignor here:
 - partition sets are frozensets, shared with the input where a member keeps a topic unchanged.
 
 The caller resolves topic names through the current metadata and drops unknown topics before
-calling (spec section 7.1); a subscribed topic missing from `topics` is a caller bug and raises
-`PartitionAssignorError`, which the coordinator turns into UNKNOWN_SERVER_ERROR.
+calling (docs/spec/consumer-protocol.md#running-the-assignor); a subscribed topic missing from `topics` is a caller bug
+and raises `PartitionAssignorError`, which the coordinator turns into UNKNOWN_SERVER_ERROR.
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ class MemberSpec:
     """
 
     subscribed_topic_ids: frozenset[TopicId]
-    rack: str | None = None            # accepted, not used by the built-in assignors (spec 7.2)
+    # accepted, not used by the built-in assignors (docs/spec/consumer-protocol.md#uniform-assignor)
+    rack: str | None = None
     instance_id: str | None = None     # static membership; the range assignor orders by it
     current: Mapping[TopicId, frozenset[int]] = field(default_factory=dict)
 
@@ -85,7 +86,7 @@ class PartitionAssignor:
 
 
 def subscription_type(members: Mapping[MemberId, MemberSpec]) -> SubscriptionType:
-    """Spec 7.1: homogeneous iff all members have the same subscription."""
+    """docs/spec/consumer-protocol.md#running-the-assignor: homogeneous iff all members have the same subscription."""
     subscriptions = iter(members.values())
     first = next(subscriptions, None)
     if first is None:

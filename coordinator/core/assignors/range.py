@@ -1,6 +1,6 @@
 """The `range` server-side assignor: contiguous partition ranges per topic, co-partitioned.
 
-Behaviour (spec 7.3, Kafka's server-side RangeAssignor in the snapshot):
+Behaviour (docs/spec/consumer-protocol.md#range-assignor, Kafka's server-side RangeAssignor in the snapshot):
 - members are ordered static first (by instance id), then dynamic (by member id);
 - for a topic with P partitions and S subscribers, the first P mod S subscribers in that order get
   P // S + 1 consecutive partitions and the rest P // S, starting at partition 0;

@@ -1,6 +1,7 @@
 """The `uniform` server-side assignor (the default): balance first, then stickiness.
 
-Behaviour (spec 7.2; Kafka's UniformAssignor with its homogeneous and heterogeneous builders):
+Behaviour (docs/spec/consumer-protocol.md#uniform-assignor; Kafka's UniformAssignor with its homogeneous and
+heterogeneous builders):
 
 Homogeneous subscriptions (everyone subscribes to the same topics). P partitions over N members:
 every member gets P // N or P // N + 1, exactly P mod N members the larger share. Each member

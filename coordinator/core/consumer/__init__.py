@@ -10,21 +10,25 @@ Modules, one job each:
     member_ids      Kafka-style random member ids from an injected random source
     model           ConsumerGroup, ConsumerMember, MemberState, ConsumerGroupState
     state           ConsumerGroupsState: the groups of one shard
-    validation      spec 2: request checks before the group is touched
-    membership      spec 4.1/4.3: group and member lookup, static replacement, epoch checks
-    heartbeat       spec 4: join/heartbeat processing and the response rules of spec 3
-    subscription    spec 4.2: subscription metadata and type
-    target          spec 7.1: running the assignor, changed targets
+    validation      docs/spec/consumer-protocol.md#heartbeat-request: request checks before the group is touched
+    membership      docs/spec/consumer-protocol.md#joining and docs/spec/consumer-protocol.md#epoch-validation: group
+                    and member lookup, static replacement, epoch checks
+    heartbeat       docs/spec/consumer-protocol.md#lifecycle: join/heartbeat processing and the response rules of
+                    docs/spec/consumer-protocol.md#heartbeat-response
+    subscription    docs/spec/consumer-protocol.md#group-epoch-bumps: subscription metadata and type
+    target          docs/spec/consumer-protocol.md#running-the-assignor: running the assignor, changed targets
     jobs            KIP-1263: an assignor run as a compact, picklable job (and its result)
     batching        KIP-1263: deferring runs by the assignment interval, offloading them, applying results
     member_step     reconciling one member, with its record and rebalance timer
-    reconciliation  spec 5: the next current assignment of a member
-    leave           spec 6: leaving, fencing, session and rebalance timeouts
+    reconciliation  docs/spec/consumer-protocol.md#reconciliation: the next current assignment of a member
+    leave           docs/spec/consumer-protocol.md#leaving-fencing-timeouts: leaving, fencing, session and rebalance
+                    timeouts
     timers          timer keys and the timers restarted after loading
-    offsets         spec 8: OffsetCommit v9 / OffsetFetch v9 member checks
-    describe        spec 9: ConsumerGroupDescribe, ListGroups entries
+    offsets         docs/spec/offsets.md#consumer-groups: OffsetCommit v9 / OffsetFetch v9 member checks
+    describe        docs/spec/consumer-protocol.md#describe: ConsumerGroupDescribe, ListGroups entries
     deletion        DeleteGroups of an empty consumer group
-    expiry          spec 8: offset retention, and deletion of empty groups left without offsets
+    expiry          docs/spec/offsets.md#consumer-groups: offset retention, and deletion of empty groups left without
+                    offsets
     coordinator     ConsumerGroupCoordinator: the facade the server calls
 """
 

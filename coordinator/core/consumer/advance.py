@@ -1,5 +1,5 @@
-"""Spec 4.4 steps 2-4, shared by every way a member reaches the group (a ConsumerGroupHeartbeat,
-and a classic-protocol JoinGroup/SyncGroup/Heartbeat inside a consumer group): bump the group
+"""docs/spec/consumer-protocol.md#heartbeat-processing steps 2-4, shared by every way a member reaches the group (a
+ConsumerGroupHeartbeat, and a classic-protocol JoinGroup/SyncGroup/Heartbeat inside a consumer group): bump the group
 epoch when subscriptions or their metadata changed, bring the target assignment up to the group
 epoch (or, KIP-1263, defer or offload that run: batching.py), and reconcile the member towards
 its target.

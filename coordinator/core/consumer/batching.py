@@ -1,6 +1,7 @@
 """KIP-1263: batched and offloaded target assignment runs of consumer groups.
 
-When the group epoch is ahead of the assignment epoch, `update_target` decides (spec 12):
+When the group epoch is ahead of the assignment epoch, `update_target` decides
+(docs/spec/consumer-protocol.md#batching-and-offload):
 * a run is already in flight for the group -> wait for it (at most one run per group);
 * the last run finished less than `assignment_interval_ms` ago -> defer: the group keeps its
   current target, and an assignment timer fires at the interval's end to start the run. Apache

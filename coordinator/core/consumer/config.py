@@ -31,8 +31,8 @@ class ConsumerGroupConfig:
     heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
     max_size: int = 2_147_483_647  # group.consumer.max.size
     assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors, first = default
-    # KIP-1263. The core's defaults keep the snapshot's behaviour (spec 13): every change is assigned
-    # at once, inline, and the first assignment is epoch 1. The server passes Kafka's defaults.
+    # KIP-1263. The core's defaults keep the snapshot's behaviour (docs/spec/consumer-protocol.md#test-cases): every
+    # change is assigned at once, inline, and the first assignment is epoch 1. The server passes Kafka's defaults.
     assignment_interval_ms: int = 0  # group.consumer.assignment.interval.ms
     assignor_offload: bool = False  # group.consumer.assignor.offload.enable
     # New groups start at epoch 1 with an empty epoch-1 target; the first computed one is epoch 2.
@@ -59,7 +59,8 @@ class ConsumerGroupConfig:
     def default_assignor(self) -> str:
         return self.assignors[0]
 
-    # group.consumer.migration.policy (spec 10): which conversions of non-empty groups are allowed.
+    # group.consumer.migration.policy (docs/spec/consumer-protocol.md#migration): which conversions of non-empty groups
+    # are allowed.
     @property
     def upgrade_enabled(self) -> bool:
         return self.migration_policy in ("upgrade", "bidirectional")

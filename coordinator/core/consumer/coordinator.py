@@ -116,7 +116,7 @@ class ConsumerGroupCoordinator:
     def ensure_offset_fetch_allowed(self, group_id: str, member_id: str | None, member_epoch: int) -> bool:
         return ensure_offset_fetch_allowed(self.state, group_id, member_id, member_epoch) is not None
 
-    # ---- classic-protocol members (spec 10.2); the shell routes them here for consumer group ids ----
+    # ---- classic-protocol members (docs/spec/consumer-protocol.md#classic-members), routed here by the shell ----
 
     def has_group(self, group_id: str) -> bool:
         return group_id in self.state.groups

@@ -1,4 +1,4 @@
-"""Deleting a whole consumer group (DeleteGroups; spec 8): only an Empty one."""
+"""Deleting a whole consumer group (DeleteGroups; docs/spec/offsets.md#consumer-groups): only an Empty one."""
 
 from __future__ import annotations
 

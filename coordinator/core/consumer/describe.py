@@ -1,4 +1,5 @@
-"""Spec 9 and 4.5: ConsumerGroupDescribe v0 and the ListGroups view of consumer groups.
+"""docs/spec/consumer-protocol.md#describe and docs/spec/consumer-protocol.md#group-states: ConsumerGroupDescribe v0 and
+the ListGroups view of consumer groups.
 
 Reads see only durable state (the groups here are exactly what replay built).
 """

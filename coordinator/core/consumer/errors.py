@@ -1,4 +1,5 @@
-"""ApiError with the human-readable message ConsumerGroupHeartbeat responses carry (spec 1)."""
+"""ApiError with the human-readable message ConsumerGroupHeartbeat responses carry
+(docs/spec/consumer-protocol.md#wire-facts)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Offset expiry of consumer groups (spec 8), run by the shard's periodic retention sweep.
+"""Offset expiry of consumer groups (docs/spec/offsets.md#consumer-groups), run by the shard's periodic retention sweep.
 
 A consumer group's offsets age from their commit timestamp (or end at their explicit expire
 timestamp), whatever the group's state: Kafka's ConsumerGroup always offers that expiration

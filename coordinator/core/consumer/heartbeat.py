@@ -1,9 +1,9 @@
-"""Spec 4: ConsumerGroupHeartbeat, the one API through which consumer-protocol members join,
-heartbeat, change their subscription, acknowledge revocations and leave.
+"""docs/spec/consumer-protocol.md#lifecycle: ConsumerGroupHeartbeat, the one API through which consumer-protocol members
+join, heartbeat, change their subscription, acknowledge revocations and leave.
 
 The handler reads the group and returns records; it changes nothing itself. Steps of a join or
-heartbeat (spec 4.4): find the group and member; apply the request to the member (record 5 if
-anything changed); bump the group epoch when the subscription or the subscription metadata
+heartbeat (docs/spec/consumer-protocol.md#heartbeat-processing): find the group and member; apply the request to the
+member (record 5 if anything changed); bump the group epoch when the subscription or the subscription metadata
 changed (records 4, 3); compute a new target when the group epoch is ahead of the assignment
 epoch (records 7*, 6); reconcile the member (record 8) and arm or cancel its rebalance timer
 (those three steps live in advance.py, shared with classic-protocol members);

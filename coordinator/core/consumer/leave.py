@@ -1,4 +1,5 @@
-"""Spec 6: members leaving (-1), static members leaving for a while (-2), fencing and timeouts."""
+"""docs/spec/consumer-protocol.md#leaving-fencing-timeouts: members leaving (-1), static members leaving for a while
+(-2), fencing and timeouts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Spec 4.4 step 3 for one member: reconcile towards a target, write what changed, arm its timer.
+"""docs/spec/consumer-protocol.md#heartbeat-processing step 3 for one member: reconcile towards a target, write what
+changed, arm its timer.
 
 Shared by a heartbeat (advance.py) and by a run landing for a heartbeat parked on it (batching.py).
 """

@@ -1,4 +1,5 @@
-"""Spec 4.1 and 4.3: finding (or creating) the group and the member a heartbeat speaks for.
+"""docs/spec/consumer-protocol.md#joining and docs/spec/consumer-protocol.md#epoch-validation: finding (or creating) the
+group and the member a heartbeat speaks for.
 
 Nothing here changes state: a new group or member exists only once its records are replayed
 (an upgraded classic group included, see upgrade.py).
@@ -48,8 +49,9 @@ class JoiningMember:
 
 def group_for_heartbeat(state: ConsumerGroupsState, group_id: str, member_epoch: int, fx: Effects,
                         topics: TopicsView) -> ConsumerGroup:
-    """The consumer group, or for a join: a new empty one (replacing an empty classic group, spec
-    10.4) or the upgrade of a non-empty classic group (spec 10.1). Records and replies go into fx."""
+    """The consumer group, or for a join: a new empty one (replacing an empty classic group,
+    docs/spec/consumer-protocol.md#empty-group-replacement) or the upgrade of a non-empty classic group
+    (docs/spec/consumer-protocol.md#upgrade). Records and replies go into fx."""
     group = state.groups.get(group_id)
     if group is not None:
         return group
@@ -82,8 +84,8 @@ def owned_is_subset(owned: Assignment | None, assigned: Assignment) -> bool:
 
 
 def ensure_valid_member_epoch(member: ConsumerMember, received_epoch: int, owned: Assignment | None) -> None:
-    """Spec 4.3, with the lost-response rule: the previous epoch is accepted when the client owns
-    no more than the member's current assignment (it missed the response that bumped its epoch)."""
+    """docs/spec/consumer-protocol.md#epoch-validation, with the lost-response rule: the previous epoch is accepted when
+    the client owns no more than the member's current assignment (it missed the response that bumped its epoch)."""
     known = member.member_epoch
     if received_epoch > known:
         raise ConsumerGroupError(
@@ -133,7 +135,8 @@ def member_for_heartbeat(state: ConsumerGroupsState, group: ConsumerGroup, req: 
 
 
 def replace_static_member(group: ConsumerGroup, holder: ConsumerMember, member_id: str) -> JoiningMember:
-    """The new id inherits the holder's metadata and assignment, epochs back to 0 (spec 4.1 step 5)."""
+    """The new id inherits the holder's metadata and assignment, epochs back to 0
+    (docs/spec/consumer-protocol.md#joining step 5)."""
     gid = group.group_id
     successor = replace(holder, member_id=member_id, member_epoch=JOIN_EPOCH, previous_member_epoch=JOIN_EPOCH)
     records = member_removal_tombstones(gid, holder.member_id)

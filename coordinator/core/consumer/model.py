@@ -28,7 +28,7 @@ STATIC_LEAVE_EPOCH = -2
 
 
 class MemberState(IntEnum):
-    """Reconciliation state of a member, persisted as int8 (spec 5)."""
+    """Reconciliation state of a member, persisted as int8 (docs/spec/consumer-protocol.md#reconciliation)."""
 
     STABLE = 0  # owns its whole assignment at its epoch; reconciled when that epoch is the assignment epoch
     UNREVOKED_PARTITIONS = 1  # must give back partitions before it may move to a new epoch
@@ -44,7 +44,8 @@ class MemberState(IntEnum):
 
 
 class ConsumerGroupState(Enum):
-    """Derived after every change (spec 4.5); the values are the wire strings of ListGroups/Describe."""
+    """Derived after every change (docs/spec/consumer-protocol.md#group-states); the values are the wire strings of
+    ListGroups/Describe."""
 
     EMPTY = "Empty"  # no members
     ASSIGNING = "Assigning"  # the group epoch is ahead of the assignment epoch
@@ -85,7 +86,7 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned_partitions: Assignment = field(default_factory=dict)
     partitions_pending_revocation: Assignment = field(default_factory=dict)
-    # classic-protocol members only (spec 10.2; also in the member metadata record)
+    # classic-protocol members only (docs/spec/consumer-protocol.md#classic-members; also in the member metadata record)
     classic: ClassicMemberMetadata | None = None
 
     @property

@@ -1,4 +1,5 @@
-"""Spec 8: who may commit and fetch offsets of a consumer group (OffsetCommit v9, OffsetFetch v9).
+"""docs/spec/offsets.md#consumer-groups: who may commit and fetch offsets of a consumer group (OffsetCommit v9,
+OffsetFetch v9).
 
 Only the checks live here; storing and reading offsets stays with `coordinator.core.offsets`.
 Both functions return None when the id is not a consumer group, so the caller goes on with the
@@ -27,7 +28,8 @@ def ensure_offset_commit_allowed(state: ConsumerGroupsState, group_id: str, memb
     if member_epoch < 0 and not group.members:
         return group  # admin tools and consumers without group management, while nobody is in the group
     member = ensure_member(group, member_id)
-    # Classic-protocol members (spec 10.2) commit with their generation (= member epoch) on any version.
+    # Classic-protocol members (docs/spec/consumer-protocol.md#classic-members) commit with their generation (= member
+    # epoch) on any version.
     if not transactional and not member.uses_classic_protocol and api_version < OFFSET_COMMIT_MEMBER_EPOCH_VERSION:
         raise ConsumerGroupError(ErrorCode.UNSUPPORTED_VERSION,
                                  "OffsetCommit version 9 or above must be used by members using the "

@@ -1,4 +1,5 @@
-"""Spec 5: moving a member's current assignment towards its target, one safe step at a time.
+"""docs/spec/consumer-protocol.md#reconciliation: moving a member's current assignment towards its target, one safe step
+at a time.
 
 A pure function of (member, target, what the client reports owning, which partitions are held),
 like Kafka's CurrentAssignmentBuilder. The safety rule: a partition is *held* while it is in any

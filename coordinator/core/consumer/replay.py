@@ -31,7 +31,8 @@ _I16 = struct.Struct(">h")
 
 
 class ReplayInvariantError(ValueError):
-    """Records arrived in an order the handlers never write (spec 11): the log is not ours or is damaged."""
+    """Records arrived in an order the handlers never write (docs/spec/consumer-protocol.md#records): the log is not
+    ours or is damaged."""
 
 
 def is_consumer_group_record(record: Record) -> bool:
@@ -41,8 +42,8 @@ def is_consumer_group_record(record: Record) -> bool:
 def replay_consumer_group_record(state: ConsumerGroupsState, record: Record) -> bool:
     """Apply one record: the only way consumer group state changes. False if it is not a consumer group record.
 
-    Raises ReplayInvariantError when the record breaks an order of spec 11 or would give a
-    partition to two members; tombstones for groups or members that do not exist are ignored
+    Raises ReplayInvariantError when the record breaks an order of docs/spec/consumer-protocol.md#records or would give
+    a partition to two members; tombstones for groups or members that do not exist are ignored
     (compaction may have removed everything before them).
     """
     if not is_consumer_group_record(record):

@@ -1,4 +1,5 @@
-"""ConsumerGroupHeartbeat responses (spec 1 and 3)."""
+"""ConsumerGroupHeartbeat responses (docs/spec/consumer-protocol.md#wire-facts and
+docs/spec/consumer-protocol.md#heartbeat-response)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ _TopicPartitions = ConsumerGroupHeartbeatResponse.TopicPartitions
 
 
 def heartbeat_assignment(assigned: Assignment) -> object:
-    """The member's assigned partitions; never those pending revocation (spec 3)."""
+    """The member's assigned partitions; never those pending revocation
+    (docs/spec/consumer-protocol.md#heartbeat-response)."""
     return _Assignment(topic_partitions=[
         _TopicPartitions(topic_id=topic_id, partitions=sorted(assigned[topic_id]))
         for topic_id in sorted(assigned, key=str)])

@@ -52,8 +52,8 @@ class ConsumerGroupsState:
     # Durable: exactly what the replayed ConsumerGroup* records say.
     groups: dict[str, ConsumerGroup] = field(default_factory=dict)
     # The classic groups of the same shard (GroupShard.state.groups). Group ids are one namespace:
-    # a heartbeat may replace an empty classic group (spec 4.1), and replaying a consumer group
-    # record drops a simple classic group of the same id (spec 11).
+    # a heartbeat may replace an empty classic group (docs/spec/consumer-protocol.md#joining), and replaying a consumer
+    # group record drops a simple classic group of the same id (docs/spec/consumer-protocol.md#records).
     classic_groups: MutableMapping[str, ClassicGroup] = field(default_factory=dict)
     # Name -> assignor; tests swap in failing ones. Only names in config.assignors are used.
     assignors: Mapping[str, PartitionAssignor] = field(default_factory=lambda: dict(ASSIGNORS))
@@ -70,8 +70,8 @@ class ConsumerGroupsState:
     subscriptions: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
     topic_table: tuple[Any, ...] | None = None  # (metadata object, topic ids text, index by id, index by name)
     encoded_targets: dict[tuple[str, str], tuple[Any, Any, bytes]] = field(default_factory=dict)
-    # Mixed groups (spec 10): the classic settings a downgrade needs (group.max.size, rebalance
-    # delays), and soft state: when each classic member's join timer is due, so a heartbeat can
+    # Mixed groups (docs/spec/consumer-protocol.md#migration): the classic settings a downgrade needs (group.max.size,
+    # rebalance delays), and soft state: when each classic member's join timer is due, so a heartbeat can
     # arm it only if absent (Kafka's scheduleIfAbsent) without pushing it back.
     classic_config: GroupConfig = field(default_factory=GroupConfig)
     classic_join_deadlines: dict[tuple[str, str], int] = field(default_factory=dict)

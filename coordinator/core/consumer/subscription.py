@@ -1,4 +1,5 @@
-"""Spec 4.2: a group's subscription metadata (its subscription type: assignors.subscription_type).
+"""docs/spec/consumer-protocol.md#group-epoch-bumps: a group's subscription metadata (its subscription type:
+assignors.subscription_type).
 
 Subscription metadata = for every topic some member subscribes to and the cluster has:
 (topic id, name, partition count). A change writes a ConsumerGroupPartitionMetadata record and

@@ -1,4 +1,4 @@
-"""Spec 7.1: computing a new target assignment with a server-side assignor.
+"""docs/spec/consumer-protocol.md#running-the-assignor: computing a new target assignment with a server-side assignor.
 
 Inputs are the members as they will be after the current heartbeat (a replaced static member
 left out, its successor starting from its target), each with its subscription resolved to topic

@@ -3,7 +3,8 @@
 The shell owns the topic registry; each call into the consumer group core passes a read-only
 `TopicsView`. `version` lets a group skip recomputing its subscription metadata when nothing
 changed: it must change whenever a topic is created, deleted or changes its partition count
-(Kafka refreshes a group's metadata on the next heartbeat after such a change; spec 4.2).
+(Kafka refreshes a group's metadata on the next heartbeat after such a change;
+docs/spec/consumer-protocol.md#group-epoch-bumps).
 """
 
 from __future__ import annotations

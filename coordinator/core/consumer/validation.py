@@ -1,4 +1,5 @@
-"""Spec 2: ConsumerGroupHeartbeat checks made before any group is touched, in Kafka's order and words."""
+"""docs/spec/consumer-protocol.md#heartbeat-request: ConsumerGroupHeartbeat checks made before any group is touched, in
+Kafka's order and words."""
 
 from __future__ import annotations
 
@@ -60,7 +61,8 @@ def validate_heartbeat(req: ConsumerGroupHeartbeatRequest, config: ConsumerGroup
 
 
 def is_full_request(req: ConsumerGroupHeartbeatRequest) -> bool:
-    """A full request carries every field (a (re)join, or a retry after an error); spec 2."""
+    """A full request carries every field (a (re)join, or a retry after an error);
+    docs/spec/consumer-protocol.md#heartbeat-request."""
     return req.member_epoch == JOIN_EPOCH or (
         req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
         and req.topic_partitions is not None)

@@ -1,11 +1,12 @@
-"""Spec 10.2: JoinGroup of a classic-protocol member inside a (non-empty) consumer group.
+"""docs/spec/consumer-protocol.md#classic-members: JoinGroup of a classic-protocol member inside a (non-empty) consumer
+group.
 
 The member is created or updated from its embedded ConsumerProtocolSubscription (topics, rack,
 owned partitions) and its classic metadata (session timeout, protocols); then the shared steps of
 advance.py bump the group epoch, bring the target up to date and reconcile it. The server, not a
 leader, assigns: the answer carries GenerationId = member epoch, Leader "" and no members, and
 SyncGroup then hands the member its current assignment. A classic static member replacing the
-last consumer-protocol member downgrades the group instead (spec 10.3).
+last consumer-protocol member downgrades the group instead (docs/spec/consumer-protocol.md#downgrade).
 """
 
 from __future__ import annotations

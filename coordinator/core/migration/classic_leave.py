@@ -1,4 +1,4 @@
-"""Spec 10.2: LeaveGroup (the classic API) on a consumer group.
+"""docs/spec/consumer-protocol.md#classic-members: LeaveGroup (the classic API) on a consumer group.
 
 Each identity is handled like the classic API would (a static member may be named by instance id
 alone, the admin path), but only classic-protocol members can be removed this way; a

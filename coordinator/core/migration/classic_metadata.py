@@ -1,4 +1,5 @@
-"""What a consumer group remembers of a member that speaks the classic protocol (spec 10.2).
+"""What a consumer group remembers of a member that speaks the classic protocol
+(docs/spec/consumer-protocol.md#classic-members).
 
 Stored as the tagged ClassicMemberMetadata of its ConsumerGroupMemberMetadata record: the session
 timeout it joined with and the protocols it listed (name, embedded ConsumerProtocolSubscription),

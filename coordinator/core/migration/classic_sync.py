@@ -1,4 +1,5 @@
-"""Spec 10.2: SyncGroup and Heartbeat of classic-protocol members inside a consumer group.
+"""docs/spec/consumer-protocol.md#classic-members: SyncGroup and Heartbeat of classic-protocol members inside a consumer
+group.
 
 Neither writes records. SyncGroup hands out the member's current assignment (the server assigned
 it during JoinGroup) in the ConsumerProtocolAssignment version of the member's subscription.
@@ -52,7 +53,7 @@ def ensure_generation_is_member_epoch(member: ConsumerMember, generation_id: int
 
 def epoch_to_catch_up_with(group: ConsumerGroup) -> int:
     """The epoch a classic member behind which must rejoin: the target assignment epoch (KIP-1263).
-    The spec's snapshot compared with the group epoch, because there the rejoin computed the next
+    Kafka 3.9/4.0 compared with the group epoch, because there the rejoin computed the next
     target; with batched or offloaded runs the target can lag the group epoch, and rejoining before
     the new target exists would gain nothing but another REBALANCE_IN_PROGRESS. Without batching
     the two epochs are equal after every request, so the snapshot's behaviour is unchanged."""

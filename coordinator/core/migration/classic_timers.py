@@ -1,4 +1,5 @@
-"""Timers of classic-protocol members inside a consumer group (spec 10.2); they fence the member.
+"""Timers of classic-protocol members inside a consumer group (docs/spec/consumer-protocol.md#classic-members); they
+fence the member.
 
 Join timer: armed (only if absent, like Kafka's scheduleIfAbsent) when the member is told
 REBALANCE_IN_PROGRESS; a JoinGroup cancels it. Sync timer: armed by a JoinGroup with the member's

@@ -1,4 +1,4 @@
-"""Spec 10.3: online downgrade of a consumer group to a classic group.
+"""docs/spec/consumer-protocol.md#downgrade: online downgrade of a consumer group to a classic group.
 
 When the last consumer-protocol member leaves (or is fenced) and only classic-protocol members
 remain, or a classic static member replaces the last consumer-protocol one, the group becomes a

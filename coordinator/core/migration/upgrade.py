@@ -1,4 +1,4 @@
-"""Spec 10.1: online upgrade of a non-empty classic group to a consumer group.
+"""docs/spec/consumer-protocol.md#upgrade: online upgrade of a non-empty classic group to a consumer group.
 
 A ConsumerGroupHeartbeat joining a classic group whose members use the embedded consumer protocol
 turns it into a consumer group at epoch = the classic generation: every classic member keeps its

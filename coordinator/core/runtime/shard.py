@@ -169,9 +169,11 @@ class GroupShard:
         error = validate_join(self.state, req)
         if error is not None:
             return Outcome(response=join_error(ctx.api_version, error, req.member_id))
-        if group.members:  # spec 10.2: a classic-protocol member of a consumer group
+        # docs/spec/consumer-protocol.md#classic-members: a classic-protocol member of a consumer group
+        if group.members:
             return self.consumer.classic_join_group(req, ctx, topics)
-        # Spec 10.4: a classic join replaces an empty consumer group (its tombstones go first).
+        # docs/spec/consumer-protocol.md#empty-group-replacement: a classic join replaces an empty consumer group (its
+        # tombstones go first).
         deletion = self.consumer.deletion_records(req.group_id)
         return Outcome(records=deletion).then(join_group(self.state, req, ctx))
 
@@ -199,7 +201,9 @@ class GroupShard:
         if self.state.loading or req.group_id not in self.consumer.state.groups:
             return offsets.offset_commit(self.state, req, ctx)
         fx = Effects(ctx.now_ms, ctx.ref)
-        try:  # spec 8: member id and epoch checks; the offsets are stored where classic ones are
+        # docs/spec/offsets.md#consumer-groups: member id and epoch checks; the offsets are stored where classic ones
+        # are
+        try:
             self.consumer.ensure_offset_commit_allowed(req.group_id, req.member_id, req.generation_id_or_member_epoch,
                                                        ctx.api_version)
         except ApiError as exc:
@@ -255,7 +259,8 @@ class GroupShard:
             results=[results[g] for g in dict.fromkeys(req.groups_names)]))
 
     def _delete_consumer_group(self, group_id: str, records: list[Record]) -> object:
-        """Spec 8: only an Empty consumer group is deleted, its offsets first, then its own records."""
+        """docs/spec/offsets.md#consumer-groups: only an Empty consumer group is deleted, its offsets first, then its
+        own records."""
         try:
             deletion = self.consumer.deletion_records(group_id)
         except ApiError as exc:

@@ -1,7 +1,7 @@
 """ConsumerGroupHeartbeat (key 68), v0–1: the consumer group protocol (KIP-848). Needs READ on the group.
 v0 flexible; v1 adds SubscribedTopicRegex. librdkafka 2.16 insists on v1 and sends "" there when it
 subscribes by name: the core reads "" as no regex and rejects any real pattern with INVALID_REQUEST
-("not supported yet", spec 2).
+("not supported yet", docs/spec/consumer-protocol.md#heartbeat-request).
 """
 
 from __future__ import annotations

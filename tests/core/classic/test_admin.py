@@ -22,7 +22,7 @@ def describe(ctx: CoordinatorContext, *group_ids: str):
 
 
 def test_describe_stable_and_rebalancing_group() -> None:
-    # spec 24.67
+    # docs/spec/classic-groups.md#case-67
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     [g] = describe(ctx, "g")
@@ -37,13 +37,13 @@ def test_describe_stable_and_rebalancing_group() -> None:
 
 
 def test_describe_unknown_group_is_dead_without_error() -> None:
-    # spec 24.68
+    # docs/spec/classic-groups.md#case-68
     ctx = CoordinatorContext()
     assert describe(ctx, "nope") == [Described(group_id="nope", group_state="Dead")]
 
 
 def test_list_groups_filters_by_state_and_type() -> None:
-    # spec 24.69 (this shard hosts classic groups only)
+    # docs/spec/classic-groups.md#case-69 (this shard hosts classic groups only)
     ctx = CoordinatorContext()
     ctx.stable_group("a")
     ctx.commit("b", {("t", 0): 1})
@@ -60,7 +60,7 @@ def test_list_groups_filters_by_state_and_type() -> None:
 
 
 def test_delete_groups_by_state() -> None:
-    # spec 24.70
+    # docs/spec/classic-groups.md#case-70
     ctx = CoordinatorContext()
     ctx.commit("e", {("t", 0): 1, ("t", 1): 2})
     ctx.stable_group("s")

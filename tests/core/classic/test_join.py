@@ -24,7 +24,7 @@ D = 3000
 
 
 def test_join_with_member_id_for_missing_group_is_unknown_member_and_creates_nothing() -> None:
-    # spec 24.1
+    # docs/spec/classic-groups.md#case-1
     ctx = CoordinatorContext()
     _, out = ctx.join("g", "someone")
     assert_outcome(out, response=join_error(9, ErrorCode.UNKNOWN_MEMBER_ID, "someone"))
@@ -35,7 +35,7 @@ def test_join_with_member_id_for_missing_group_is_unknown_member_and_creates_not
 
 
 def test_new_dynamic_member_on_v4_gets_member_id_required_and_empty_group_record() -> None:
-    # spec 24.2
+    # docs/spec/classic-groups.md#case-2
     ctx = CoordinatorContext()
     _, out = ctx.join("g", version=4, session_timeout_ms=7000)
     assert_outcome(out, response=join_error(4, ErrorCode.MEMBER_ID_REQUIRED, "client-uuid-1"),
@@ -58,7 +58,7 @@ def test_pending_dynamic_id_rejoining_with_an_instance_id_is_unknown_server_erro
 
 
 def test_pending_member_rejoining_becomes_member_and_is_answered_after_initial_delay() -> None:
-    # spec 24.3 and 24.16
+    # docs/spec/classic-groups.md#case-3 and docs/spec/classic-groups.md#case-16
     ctx = CoordinatorContext()
     _, first = ctx.join("g")
     member_id = first.response.member_id
@@ -79,7 +79,7 @@ def test_pending_member_rejoining_becomes_member_and_is_answered_after_initial_d
 
 
 def test_new_member_with_other_protocol_type_is_inconsistent() -> None:
-    # spec 24.4
+    # docs/spec/classic-groups.md#case-4
     ctx = CoordinatorContext()
     ctx.stable_group()
     _, out = ctx.join("g", protocol_type="connect")
@@ -88,7 +88,7 @@ def test_new_member_with_other_protocol_type_is_inconsistent() -> None:
 
 
 def test_empty_protocol_type_or_protocols_on_empty_group_is_inconsistent() -> None:
-    # spec 24.5 and 24.6
+    # docs/spec/classic-groups.md#case-5 and docs/spec/classic-groups.md#case-6
     ctx = CoordinatorContext()
     for kwargs in ({"protocol_type": ""}, {"protocol_type": "", "instance_id": "i"}, {"protocols": []}):
         _, out = ctx.join("g", **kwargs)
@@ -97,7 +97,7 @@ def test_empty_protocol_type_or_protocols_on_empty_group_is_inconsistent() -> No
 
 
 def test_member_without_common_protocol_is_refused_while_first_completes() -> None:
-    # spec 24.7
+    # docs/spec/classic-groups.md#case-7
     ctx = CoordinatorContext()
     first, member_id = ctx.join_dynamic("g", protocols=[("range", b"r")])
     _, pending = ctx.join("g", protocols=[("roundrobin", b"x")])
@@ -111,7 +111,7 @@ def test_member_without_common_protocol_is_refused_while_first_completes() -> No
 
 
 def test_pending_member_with_empty_protocols_is_refused_and_may_retry() -> None:
-    # spec 24.8
+    # docs/spec/classic-groups.md#case-8
     ctx = CoordinatorContext()
     _, out = ctx.join("g")
     member_id = out.response.member_id
@@ -125,7 +125,7 @@ def test_pending_member_with_empty_protocols_is_refused_and_may_retry() -> None:
 
 
 def test_session_timeout_out_of_bounds_is_invalid() -> None:
-    # spec 24.9
+    # docs/spec/classic-groups.md#case-9
     ctx = CoordinatorContext()
     for timeout in (5999, 1_800_001):
         _, out = ctx.join("g", session_timeout_ms=timeout)
@@ -134,14 +134,14 @@ def test_session_timeout_out_of_bounds_is_invalid() -> None:
 
 
 def test_empty_group_id_is_invalid() -> None:
-    # spec 24.10
+    # docs/spec/classic-groups.md#case-10
     ctx = CoordinatorContext()
     _, out = ctx.join("")
     assert_outcome(out, response=join_error(9, ErrorCode.INVALID_GROUP_ID))
 
 
 def test_unknown_member_id_on_stable_group_is_refused() -> None:
-    # spec 24.11
+    # docs/spec/classic-groups.md#case-11
     ctx = CoordinatorContext()
     ctx.stable_group()
     _, out = ctx.join("g", "nobody")
@@ -150,7 +150,7 @@ def test_unknown_member_id_on_stable_group_is_refused() -> None:
 
 
 def test_dead_group_answers_coordinator_not_available() -> None:
-    # spec 24.12
+    # docs/spec/classic-groups.md#case-12
     ctx = CoordinatorContext()
     ids = ctx.stable_group()
     ctx.group().state = GroupState.DEAD  # only unloading reaches Dead; set it directly
@@ -161,7 +161,7 @@ def test_dead_group_answers_coordinator_not_available() -> None:
 
 
 def test_error_responses_have_null_protocol_fields_from_v7_and_empty_name_before() -> None:
-    # spec 24.13
+    # docs/spec/classic-groups.md#case-13
     ctx = CoordinatorContext()
     _, v7 = ctx.join("g", "x", version=7)
     _, v6 = ctx.join("g", "x", version=6)
@@ -170,7 +170,7 @@ def test_error_responses_have_null_protocol_fields_from_v7_and_empty_name_before
 
 
 def test_completed_join_carries_protocol_type_to_every_member() -> None:
-    # spec 24.14 and 24.26
+    # docs/spec/classic-groups.md#case-14 and docs/spec/classic-groups.md#case-26
     ctx = CoordinatorContext()
     a, a_id = ctx.join_dynamic("g", protocols=[("range", b"ma")])
     b, b_id = ctx.join_dynamic("g", protocols=[("range", b"mb")])
@@ -184,7 +184,7 @@ def test_completed_join_carries_protocol_type_to_every_member() -> None:
 
 
 def test_generation_increases_with_each_rebalance() -> None:
-    # spec 24.15
+    # docs/spec/classic-groups.md#case-15
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     assert ctx.group().generation_id == 1
@@ -195,7 +195,7 @@ def test_generation_increases_with_each_rebalance() -> None:
 
 
 def test_member_arriving_late_in_initial_window_extends_the_delay() -> None:
-    # spec 24.17 (rebalance timeout 3D, second member at D-1: nothing at 1.5D+2, both by 2D+2)
+    # docs/spec/classic-groups.md#case-17 (rebalance timeout 3D, second member at D-1: nothing at 1.5D+2, both by 2D+2)
     ctx = CoordinatorContext()
     a, _ = ctx.join_dynamic("g", rebalance_timeout_ms=3 * D)
     ctx.advance(D - 1)
@@ -209,7 +209,7 @@ def test_member_arriving_late_in_initial_window_extends_the_delay() -> None:
 
 
 def test_initial_delay_never_extends_past_rebalance_timeout() -> None:
-    # spec 24.18
+    # docs/spec/classic-groups.md#case-18
     ctx = CoordinatorContext()
     refs = [ctx.join_dynamic("g", rebalance_timeout_ms=2 * D)[0] for _ in range(2)]
     ctx.advance(D + 1)
@@ -223,7 +223,7 @@ def test_initial_delay_never_extends_past_rebalance_timeout() -> None:
 
 
 def test_leader_rejoin_in_stable_group_starts_rebalance_completed_by_follower() -> None:
-    # spec 24.19
+    # docs/spec/classic-groups.md#case-19
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     r1, out = ctx.join("g", leader)
@@ -236,7 +236,7 @@ def test_leader_rejoin_in_stable_group_starts_rebalance_completed_by_follower() 
 
 
 def test_dynamic_member_not_rejoining_is_removed_at_rebalance_timeout() -> None:
-    # spec 24.19 (timeout branch) and 24.20
+    # docs/spec/classic-groups.md#case-19 (timeout branch) and docs/spec/classic-groups.md#case-20
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     r1, _ = ctx.join("g", leader)
@@ -250,7 +250,7 @@ def test_dynamic_member_not_rejoining_is_removed_at_rebalance_timeout() -> None:
 
 
 def test_rebalance_with_only_absent_static_members_waits_and_rearms_join_timer() -> None:
-    # spec 24.21
+    # docs/spec/classic-groups.md#case-21
     ctx = CoordinatorContext()
     ctx.stable_group(static=True, n=2)
     group = ctx.group()
@@ -270,7 +270,7 @@ def test_rebalance_with_only_absent_static_members_waits_and_rearms_join_timer()
 
 
 def test_last_member_leaving_during_rebalance_completes_into_empty() -> None:
-    # spec 24.22
+    # docs/spec/classic-groups.md#case-22
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     r1, _ = ctx.join("g", leader)  # PreparingRebalance (not the initial one)
@@ -283,7 +283,7 @@ def test_last_member_leaving_during_rebalance_completes_into_empty() -> None:
 
 
 def test_pending_member_blocks_completion_until_it_expires() -> None:
-    # spec 24.23
+    # docs/spec/classic-groups.md#case-23
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     _, pending = ctx.join("g", session_timeout_ms=10_000)  # MEMBER_ID_REQUIRED: pending now
@@ -345,7 +345,7 @@ def test_member_arriving_in_the_last_initial_window_extends_the_next_initial_reb
 
 
 def test_new_member_parked_in_long_rebalance_expires_after_five_minutes() -> None:
-    # spec 24.24
+    # docs/spec/classic-groups.md#case-24
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     r1, _ = ctx.join("g", leader, rebalance_timeout_ms=1_000_000)
@@ -359,7 +359,7 @@ def test_new_member_parked_in_long_rebalance_expires_after_five_minutes() -> Non
 
 
 def test_member_that_completed_join_expires_after_its_own_session_timeout() -> None:
-    # spec 24.25 and 24.43
+    # docs/spec/classic-groups.md#case-25 and docs/spec/classic-groups.md#case-43
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     start = ctx.clock.now_ms
@@ -373,7 +373,7 @@ def test_member_that_completed_join_expires_after_its_own_session_timeout() -> N
 
 
 def test_vote_selects_most_preferred_protocol_supported_by_all() -> None:
-    # spec 24.27
+    # docs/spec/classic-groups.md#case-27
     ctx = CoordinatorContext()
     both = [("range", b""), ("roundrobin", b"")]
     ctx.join_dynamic("g", protocols=both)
@@ -385,7 +385,7 @@ def test_vote_selects_most_preferred_protocol_supported_by_all() -> None:
 
 
 def test_follower_rejoin_with_same_protocols_in_stable_is_answered_at_once() -> None:
-    # spec 24.28
+    # docs/spec/classic-groups.md#case-28
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     _, out = ctx.join("g", follower)
@@ -396,7 +396,7 @@ def test_follower_rejoin_with_same_protocols_in_stable_is_answered_at_once() -> 
 
 
 def test_follower_rejoin_with_new_metadata_starts_rebalance() -> None:
-    # spec 24.29
+    # docs/spec/classic-groups.md#case-29
     ctx = CoordinatorContext()
     _, follower = ctx.stable_group()
     _, out = ctx.join("g", follower, protocols=[("range", b"changed")])
@@ -404,7 +404,7 @@ def test_follower_rejoin_with_new_metadata_starts_rebalance() -> None:
 
 
 def test_rejoin_with_same_protocols_in_completing_rebalance_is_answered_at_once() -> None:
-    # spec 24.30
+    # docs/spec/classic-groups.md#case-30
     ctx = CoordinatorContext()
     a, a_id = ctx.join_dynamic("g")
     b, b_id = ctx.join_dynamic("g")
@@ -419,7 +419,7 @@ def test_rejoin_with_same_protocols_in_completing_rebalance_is_answered_at_once(
 
 
 def test_max_size_refuses_the_eleventh_member() -> None:
-    # spec 24.65
+    # docs/spec/classic-groups.md#case-65
     ctx = CoordinatorContext(max_size=10)
     ids = [ctx.join("g")[1].response.member_id for _ in range(11)]
     outs = [ctx.join("g", member_id) for member_id in ids]
@@ -434,7 +434,7 @@ def test_max_size_refuses_the_eleventh_member() -> None:
 
 
 def test_loaded_group_above_max_size_rebalances_and_refuses_the_last_joiners() -> None:
-    # spec 24.66
+    # docs/spec/classic-groups.md#case-66
     from coordinator.core import GroupConfig, GroupShard
 
     ctx = CoordinatorContext()

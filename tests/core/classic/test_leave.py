@@ -12,7 +12,7 @@ R = LeaveGroupResponse.MemberResponse
 
 
 def test_leave_starts_rebalance_with_per_member_and_top_level_answers() -> None:
-    # spec 24.60
+    # docs/spec/classic-groups.md#case-60
     for version in (5, 1):
         ctx = CoordinatorContext()
         leader, follower = ctx.stable_group()
@@ -26,7 +26,7 @@ def test_leave_starts_rebalance_with_per_member_and_top_level_answers() -> None:
 
 
 def test_leave_batch_reports_each_member() -> None:
-    # spec 24.61
+    # docs/spec/classic-groups.md#case-61
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group(static=True)
     out = ctx.leave("g", [(follower, "i1"), ("ghost", None), (leader, "i1")])
@@ -40,7 +40,7 @@ def test_leave_batch_reports_each_member() -> None:
 
 
 def test_admin_removes_static_member_by_instance_id() -> None:
-    # spec 24.62
+    # docs/spec/classic-groups.md#case-62
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group(static=True)
     out = ctx.leave("g", [("", "i1"), ("", "nope")])
@@ -51,7 +51,7 @@ def test_admin_removes_static_member_by_instance_id() -> None:
 
 
 def test_pending_member_leaving_unblocks_join_completion() -> None:
-    # spec 24.63
+    # docs/spec/classic-groups.md#case-63
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     _, out = ctx.join("g")
@@ -67,7 +67,7 @@ def test_pending_member_leaving_unblocks_join_completion() -> None:
 
 
 def test_leave_of_unknown_or_dead_group() -> None:
-    # spec 24.64
+    # docs/spec/classic-groups.md#case-64
     ctx = CoordinatorContext()
     out = ctx.leave("nope", [("a", None), ("b", "i")])
     assert [m.error_code for m in out.response.members] == [ErrorCode.UNKNOWN_MEMBER_ID] * 2

@@ -18,7 +18,7 @@ from tests.core.helpers import assert_outcome
 
 
 def test_static_member_is_admitted_without_member_id_required() -> None:
-    # spec 24.48
+    # docs/spec/classic-groups.md#case-48
     ctx = CoordinatorContext()
     ref, out = ctx.join("g", instance_id="inst", version=5)
     assert out.response is None
@@ -28,7 +28,7 @@ def test_static_member_is_admitted_without_member_id_required() -> None:
 
 
 def test_second_join_with_same_instance_id_fences_the_parked_one() -> None:
-    # spec 24.49
+    # docs/spec/classic-groups.md#case-49
     ctx = CoordinatorContext()
     first, _ = ctx.join("g", instance_id="inst")
     second, out = ctx.join("g", instance_id="inst")
@@ -40,7 +40,7 @@ def test_second_join_with_same_instance_id_fences_the_parked_one() -> None:
 
 
 def test_static_follower_replaced_in_stable_group_keeps_generation_and_assignment() -> None:
-    # spec 24.50
+    # docs/spec/classic-groups.md#case-50
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group(static=True)
     now = ctx.clock.now_ms
@@ -58,7 +58,7 @@ def test_static_follower_replaced_in_stable_group_keeps_generation_and_assignmen
 
 
 def test_static_leader_replaced_on_v9_skips_assignment_and_learns_leadership() -> None:
-    # spec 24.52
+    # docs/spec/classic-groups.md#case-52
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group(static=True)
     _, out = ctx.join("g", instance_id="i0", version=9)
@@ -73,7 +73,7 @@ def test_static_leader_replaced_on_v9_skips_assignment_and_learns_leadership() -
 
 
 def test_static_leader_replaced_on_v8_is_not_told_it_leads() -> None:
-    # spec 24.53
+    # docs/spec/classic-groups.md#case-53
     ctx = CoordinatorContext()
     leader, _ = ctx.stable_group(static=True)
     _, out = ctx.join("g", instance_id="i0", version=8)
@@ -83,7 +83,7 @@ def test_static_leader_replaced_on_v8_is_not_told_it_leads() -> None:
 
 
 def test_replaced_static_member_old_id_is_fenced_or_unknown() -> None:
-    # spec 24.54
+    # docs/spec/classic-groups.md#case-54
     ctx = CoordinatorContext()
     _, follower = ctx.stable_group(static=True)
     ctx.join("g", instance_id="i1")
@@ -100,7 +100,7 @@ def test_replaced_static_member_old_id_is_fenced_or_unknown() -> None:
 
 
 def test_static_rejoin_changing_selected_protocol_starts_rebalance() -> None:
-    # spec 24.55
+    # docs/spec/classic-groups.md#case-55
     ctx = CoordinatorContext()
     both = [("range", b""), ("roundrobin", b"")]
     ctx.stable_group(static=True, protocols=both)
@@ -109,7 +109,7 @@ def test_static_rejoin_changing_selected_protocol_starts_rebalance() -> None:
 
 
 def test_static_rejoin_in_completing_rebalance_always_rebalances() -> None:
-    # spec 24.56
+    # docs/spec/classic-groups.md#case-56
     ctx = CoordinatorContext()
     refs = [ctx.join("g", instance_id=f"i{i}")[0] for i in range(2)]
     ctx.advance(6000)
@@ -120,7 +120,7 @@ def test_static_rejoin_in_completing_rebalance_always_rebalances() -> None:
 
 
 def test_static_member_missing_a_rebalance_stays_until_its_session_expires() -> None:
-    # spec 24.57
+    # docs/spec/classic-groups.md#case-57
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group(static=True)
     ref, _ = ctx.join("g", leader, instance_id="i0")
@@ -140,7 +140,7 @@ def test_static_member_missing_a_rebalance_stays_until_its_session_expires() -> 
 
 
 def test_static_member_rejoining_with_known_id_behaves_like_any_member() -> None:
-    # spec 24.58
+    # docs/spec/classic-groups.md#case-58
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group(static=True)
     _, out = ctx.join("g", follower, instance_id="i1")
@@ -150,7 +150,7 @@ def test_static_member_rejoining_with_known_id_behaves_like_any_member() -> None
 
 
 def test_unknown_instance_with_member_id_is_unknown_and_wrong_member_is_fenced() -> None:
-    # spec 24.59
+    # docs/spec/classic-groups.md#case-59
     ctx = CoordinatorContext()
     leader, _ = ctx.stable_group(static=True)
     assert ctx.join("g", "whoever", instance_id="nope")[1].response.error_code == ErrorCode.UNKNOWN_MEMBER_ID

@@ -25,7 +25,7 @@ def completing_group(ctx: CoordinatorContext) -> tuple[str, str]:
 
 
 def test_follower_sync_waits_for_leader_then_both_get_assignments() -> None:
-    # spec 24.31
+    # docs/spec/classic-groups.md#case-31
     ctx = CoordinatorContext()
     leader, follower = completing_group(ctx)
     f_ref, out = ctx.sync("g", follower, 1)
@@ -46,7 +46,7 @@ def test_follower_sync_waits_for_leader_then_both_get_assignments() -> None:
 
 
 def test_member_left_out_by_leader_gets_empty_assignment() -> None:
-    # spec 24.32
+    # docs/spec/classic-groups.md#case-32
     ctx = CoordinatorContext()
     leader, follower = completing_group(ctx)
     f_ref, _ = ctx.sync("g", follower, 1)
@@ -56,7 +56,7 @@ def test_member_left_out_by_leader_gets_empty_assignment() -> None:
 
 
 def test_follower_syncing_after_leader_gets_its_assignment_at_once() -> None:
-    # spec 24.34
+    # docs/spec/classic-groups.md#case-34
     ctx = CoordinatorContext()
     leader, follower = completing_group(ctx)
     ctx.sync("g", leader, 1, assignments={leader: b"L", follower: b"F"})
@@ -67,7 +67,7 @@ def test_follower_syncing_after_leader_gets_its_assignment_at_once() -> None:
 
 
 def test_sync_identity_and_generation_errors() -> None:
-    # spec 24.35
+    # docs/spec/classic-groups.md#case-35
     ctx = CoordinatorContext()
     _, out = ctx.sync("nope", "m", 1)
     assert out.response == sync_response(5, ErrorCode.UNKNOWN_MEMBER_ID)
@@ -77,7 +77,7 @@ def test_sync_identity_and_generation_errors() -> None:
 
 
 def test_sync_v5_protocol_checks() -> None:
-    # spec 24.36
+    # docs/spec/classic-groups.md#case-36
     ctx = CoordinatorContext()
     leader, _ = ctx.stable_group()
     assert ctx.sync("g", leader, 1, protocol_type="connect")[1].response.error_code == \
@@ -91,7 +91,7 @@ def test_sync_v5_protocol_checks() -> None:
 
 
 def test_sync_during_preparing_rebalance_is_rebalance_in_progress() -> None:
-    # spec 24.37
+    # docs/spec/classic-groups.md#case-37
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     ctx.join("g", leader)
@@ -99,7 +99,7 @@ def test_sync_during_preparing_rebalance_is_rebalance_in_progress() -> None:
 
 
 def test_parked_follower_is_told_to_rejoin_when_leader_session_expires() -> None:
-    # spec 24.38
+    # docs/spec/classic-groups.md#case-38
     ctx = CoordinatorContext()
     leader, follower = completing_group(ctx)
     f_ref, _ = ctx.sync("g", follower, 1)
@@ -135,7 +135,7 @@ def test_late_member_of_a_join_storm_tells_parked_syncs_to_rejoin_without_naming
 
 
 def test_members_that_never_sync_are_removed_at_the_sync_deadline() -> None:
-    # spec 24.39
+    # docs/spec/classic-groups.md#case-39
     ctx = CoordinatorContext()
     leader, follower = completing_group(ctx)
     ctx.sync("g", leader, 1, assignments={leader: b"L"})
@@ -149,14 +149,14 @@ def test_members_that_never_sync_are_removed_at_the_sync_deadline() -> None:
 
 
 def test_sync_deadline_is_cancelled_when_everybody_synced() -> None:
-    # spec 24.39 (second half)
+    # docs/spec/classic-groups.md#case-39 (second half)
     ctx = CoordinatorContext()
     ctx.stable_group()
     assert ctx.timers.deadline(SyncKey("g")) is None
 
 
 def test_heartbeat_errors() -> None:
-    # spec 24.40
+    # docs/spec/classic-groups.md#case-40
     ctx = CoordinatorContext()
     assert ctx.heartbeat("nope", "m", 1).response == HeartbeatResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
     leader, _ = ctx.stable_group()
@@ -167,7 +167,7 @@ def test_heartbeat_errors() -> None:
 
 
 def test_heartbeat_during_rebalance_asks_to_rejoin_and_extends_session() -> None:
-    # spec 24.41
+    # docs/spec/classic-groups.md#case-41
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     ctx.join("g", leader)
@@ -178,7 +178,7 @@ def test_heartbeat_during_rebalance_asks_to_rejoin_and_extends_session() -> None
 
 
 def test_heartbeat_in_completing_or_stable_is_accepted() -> None:
-    # spec 24.42
+    # docs/spec/classic-groups.md#case-42
     ctx = CoordinatorContext()
     leader, follower = completing_group(ctx)
     assert ctx.heartbeat("g", follower, 1).response.error_code == ErrorCode.NONE
@@ -189,7 +189,7 @@ def test_heartbeat_in_completing_or_stable_is_accepted() -> None:
 
 
 def test_member_that_keeps_heartbeating_or_committing_never_expires() -> None:
-    # spec 24.44
+    # docs/spec/classic-groups.md#case-44
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     for i in range(40):
@@ -201,7 +201,7 @@ def test_member_that_keeps_heartbeating_or_committing_never_expires() -> None:
 
 
 def test_member_parked_in_join_is_not_expired_by_its_session() -> None:
-    # spec 24.45
+    # docs/spec/classic-groups.md#case-45
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     ref, _ = ctx.join("g", leader)
@@ -212,7 +212,7 @@ def test_member_parked_in_join_is_not_expired_by_its_session() -> None:
 
 
 def test_pending_member_on_stable_group_disappears_without_rebalance() -> None:
-    # spec 24.46
+    # docs/spec/classic-groups.md#case-46
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     _, out = ctx.join("g", session_timeout_ms=8_000)
@@ -227,14 +227,14 @@ def test_pending_member_on_stable_group_disappears_without_rebalance() -> None:
 
 
 def test_heartbeat_while_loading_is_accepted_blindly() -> None:
-    # spec 24.47
+    # docs/spec/classic-groups.md#case-47
     ctx = CoordinatorContext()
     ctx.shard.begin_loading()
     assert_outcome(ctx.heartbeat("g", "m", 1), response=HeartbeatResponse())
 
 
 def test_unloading_answers_parked_requests_not_coordinator_and_kills_groups() -> None:
-    # spec §4 "coordinator partition unloaded (resignation)"
+    # docs/spec/classic-groups.md#states "coordinator partition unloaded (resignation)"
     ctx = CoordinatorContext()
     leader, follower = completing_group(ctx)
     f_ref, _ = ctx.sync("g", follower, 1)

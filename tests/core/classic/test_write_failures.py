@@ -1,6 +1,8 @@
 """A failed append (STYLE §3): no in-memory undo; the shard is rebuilt from the durable log.
 
-Spec 22.4 compensates failed classic-group writes in memory (9.2, 13.3). This project
+Kafka compensates failed classic-group writes in memory
+(docs/spec/classic-groups.md#visibility-and-failed-writes; docs/spec/classic-groups.md#sync-completing-rebalance,
+docs/spec/classic-groups.md#static-replacement). This project
 follows STYLE §3 instead: the shell answers NOT_COORDINATOR, drops the shard and loads it
 again from the log. These tests pin what clients then see.
 """
@@ -23,7 +25,7 @@ def _join_request(instance_id: str | None = None) -> JoinGroupRequest:
 
 
 def test_failed_leader_sync_write_answers_parked_syncs_and_reverts_to_the_durable_group() -> None:
-    # spec 24.33, STYLE §3 form: NOT_COORDINATOR instead of COORDINATOR_NOT_AVAILABLE, and the
+    # docs/spec/classic-groups.md#case-33, STYLE §3 form: NOT_COORDINATOR instead of COORDINATOR_NOT_AVAILABLE, and the
     # group is what the log says (here: the empty record written when it was created).
     ctx = CoordinatorContext()
     r0, leader = ctx.join_dynamic("g")
@@ -53,7 +55,7 @@ def test_failed_leader_sync_write_answers_parked_syncs_and_reverts_to_the_durabl
 
 
 def test_failed_static_replacement_write_restores_the_old_member() -> None:
-    # spec 24.51, STYLE §3 form: the replacement is answered NOT_COORDINATOR (not the mapped
+    # docs/spec/classic-groups.md#case-51, STYLE §3 form: the replacement is answered NOT_COORDINATOR (not the mapped
     # error with MemberId ""), and the old member id, timeouts, protocols and assignment come back.
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group(static=True)
@@ -80,8 +82,8 @@ def test_failed_static_replacement_write_restores_the_old_member() -> None:
 
 
 def test_failed_commit_is_not_visible_after_reload_and_sessions_restart() -> None:
-    # spec 22.2 (after loading, every member's heartbeat timer runs) and 22.4 (offsets appear
-    # only once durable)
+    # docs/spec/classic-groups.md#loading (after loading, every member's heartbeat timer runs) and
+    # docs/spec/classic-groups.md#visibility-and-failed-writes (offsets appear only once durable)
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
     ctx.commit("g", {("t", 0): 1}, generation_id=1, member_id=leader)

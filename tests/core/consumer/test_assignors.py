@@ -1,4 +1,5 @@
-"""Server-side assignors (spec section 7): the promises as properties, the spec's cases as examples."""
+"""Server-side assignors (docs/spec/consumer-protocol.md#target-assignment): the promises as properties, the numbered
+cases as examples."""
 
 from __future__ import annotations
 
@@ -246,10 +247,10 @@ def test_range_co_partitions_homogeneous_topics_with_equal_counts(group: tuple[M
         assert len(set(assignment.values())) <= 1
 
 
-# --- the spec's assignor cases and other examples -----------------------------------------------
+# --- the assignor cases of docs/spec/consumer-protocol.md#cases-assignors, and other examples ---
 
 def test_uniform_three_members_seven_partitions_then_one_leaves_keeps_and_splits_the_freed_ones() -> None:
-    """Spec 13, case 42."""
+    """docs/spec/consumer-protocol.md#case-42."""
     t = frozenset({"t"})
     first = uniform.assign({m: MemberSpec(t) for m in ("a", "b", "c")}, {"t": 7})
     assert sorted(sizes(first).values()) == [2, 2, 3]
@@ -264,7 +265,7 @@ def test_uniform_three_members_seven_partitions_then_one_leaves_keeps_and_splits
 
 
 def test_range_orders_static_members_by_instance_id_then_dynamic_members() -> None:
-    """Spec 13, case 43."""
+    """docs/spec/consumer-protocol.md#case-43."""
     both = frozenset({"t1", "t2"})
     members = {"m-b": MemberSpec(both, instance_id="b"), "m-a": MemberSpec(both, instance_id="a"),
                "z": MemberSpec(both)}
@@ -280,7 +281,7 @@ def test_range_orders_static_members_by_instance_id_then_dynamic_members() -> No
 
 
 def test_range_single_member_gets_every_partition_of_foo_and_bar() -> None:
-    """Spec 13, case 9 (the assignor's part)."""
+    """docs/spec/consumer-protocol.md#case-9 (the assignor's part)."""
     result = range_assignor.assign({"m": MemberSpec(frozenset({"foo", "bar"}))}, {"foo": 6, "bar": 3})
     assert result == {"m": {"foo": frozenset(range(6)), "bar": frozenset(range(3))}}
 

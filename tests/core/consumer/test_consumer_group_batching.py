@@ -1,4 +1,5 @@
-"""KIP-1263 (spec 12): batched and offloaded target assignment runs, with a fake clock.
+"""KIP-1263 (docs/spec/consumer-protocol.md#batching-and-offload): batched and offloaded target assignment runs, with a
+fake clock.
 
 Offloaded runs are executed here by hand (`land`), the way the shell's worker pool would, so the
 tests choose when a result arrives and what changed meanwhile.

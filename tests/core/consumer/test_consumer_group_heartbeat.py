@@ -1,4 +1,9 @@
-"""ConsumerGroupHeartbeat: validation, joining, epochs, responses (spec 2-4, 7, 9; test cases by number)."""
+"""ConsumerGroupHeartbeat: validation, joining, epochs, responses (test cases by number).
+
+Rules: docs/spec/consumer-protocol.md#heartbeat-request, docs/spec/consumer-protocol.md#heartbeat-response,
+docs/spec/consumer-protocol.md#lifecycle, docs/spec/consumer-protocol.md#target-assignment,
+docs/spec/consumer-protocol.md#describe.
+"""
 
 from __future__ import annotations
 
@@ -43,7 +48,7 @@ def error_of(out) -> tuple[ErrorCode, str | None]:  # noqa: ANN001
     return ErrorCode(r.error_code), r.error_message
 
 
-# ---- spec 2: validation --------------------------------------------------------------------------
+# ---- docs/spec/consumer-protocol.md#heartbeat-request: validation --------------------------------
 
 
 def test_1_blank_group_id_is_an_invalid_request() -> None:
@@ -71,7 +76,8 @@ def test_3_empty_member_id_instance_id_or_rack_id_is_an_invalid_request() -> Non
     assert error_of(ctx.heartbeat("g", "m", 1, instance_id="")) == (
         ErrorCode.INVALID_REQUEST, "InstanceId can't be empty.")
     assert error_of(ctx.heartbeat("g", "m", 1, rack_id="")) == (ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
-    # the spec's order: group id, instance id, rack id, then the epoch-specific checks
+    # the order of docs/spec/consumer-protocol.md#heartbeat-request: group id, instance id, rack id, then the
+    # epoch-specific checks
     assert error_of(ctx.heartbeat("", "", 1, instance_id=""))[1] == "GroupId can't be empty."
     assert error_of(ctx.heartbeat("g", "", 1, instance_id="", rack_id=""))[1] == "InstanceId can't be empty."
     assert error_of(ctx.heartbeat("g", "", -1))[1] == "MemberId can't be empty."
@@ -98,7 +104,7 @@ def test_6_a_subscribed_topic_regex_is_not_supported() -> None:
         ErrorCode.INVALID_REQUEST, "SubscribedTopicRegex is not supported yet.")
 
 
-# ---- spec 4: joining and epochs ------------------------------------------------------------------
+# ---- docs/spec/consumer-protocol.md#lifecycle: joining and epochs --------------------------------
 
 
 def test_7_a_heartbeat_for_an_unknown_group_is_group_id_not_found() -> None:
@@ -336,7 +342,7 @@ def test_30_describe_names_the_default_assignor_when_nobody_asked() -> None:
     assert g.assignor_name == "uniform"
 
 
-# ---- spec 4.1: the group id namespace shared with classic groups ---------------------------------
+# ---- docs/spec/consumer-protocol.md#joining: the group id namespace shared with classic groups ----
 
 
 def test_a_join_replaces_an_empty_classic_group() -> None:

@@ -1,4 +1,5 @@
-"""Offset expiry of consumer groups (spec 8), through the shard's periodic retention sweep.
+"""Offset expiry of consumer groups (docs/spec/offsets.md#consumer-groups), through the shard's periodic retention
+sweep.
 
 Offsets of topics no member subscribes to expire offsets.retention.minutes after their commit
 timestamp; an Empty consumer group whose offsets are all gone is deleted with its full tombstone set.

@@ -1,4 +1,5 @@
-"""Reconciliation (spec 5): revoke before assign, held partitions, epochs; test cases 13-16 and 25."""
+"""Reconciliation (docs/spec/consumer-protocol.md#reconciliation): revoke before assign, held partitions, epochs;
+docs/spec/consumer-protocol.md#test-cases 13-16 and 25."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Mixed groups and online migration between the classic and the consumer protocol (spec 10,
-test cases 33-41), through a whole GroupShard with a fake clock."""
+"""Mixed groups and online migration between the classic and the consumer protocol
+(docs/spec/consumer-protocol.md#migration, docs/spec/consumer-protocol.md#test-cases 33-41), through a whole GroupShard
+with a fake clock."""
 
 from __future__ import annotations
 
