@@ -3,7 +3,9 @@
 Timestamps: -2 earliest (log start), -1 latest (high watermark), -3 the offset
 of the largest timestamp (v7+), -4 earliest local and -5 earliest tiered (v8/v9:
 no tiering here, so the log start), t >= 0 the first offset whose batch max
-timestamp is >= t (Kafka's index lookup; -1 when none). v2 isolation level;
+timestamp is >= t (Kafka's index lookup; -1 when none). v2 isolation level:
+read_committed answers LATEST with the LSO, and a timestamp match at or past
+it with -1 (Partition.fetchOffsetForTimestamp);
 v4 leader epoch; v6 flexible; v10 timeout.
 """
 
@@ -20,6 +22,7 @@ from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_TIERED = -1, -2, -3, -4, -5
+READ_COMMITTED = 1
 TopicResult = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResult = ListOffsetsResponse.ListOffsetsPartitionResponse
 
@@ -41,14 +44,17 @@ def list_offsets(broker: Broker, request: Any, ctx: RequestContext) -> ListOffse
                 result.leader_epoch = -1
             else:
                 partition = broker.data.partition(topic, p.partition_index)
+                readable = partition.high_watermark
+                if request.isolation_level == READ_COMMITTED:
+                    readable = broker.data.last_stable_offset(topic, p.partition_index)
                 if p.timestamp == LATEST:
-                    result.offset = partition.high_watermark
+                    result.offset = readable
                 elif p.timestamp in (EARLIEST, EARLIEST_LOCAL, EARLIEST_TIERED):
                     result.offset = partition.log_start_offset
                 elif p.timestamp == MAX_TIMESTAMP or p.timestamp >= 0:
                     found = (partition.max_timestamp_offset() if p.timestamp == MAX_TIMESTAMP
                              else partition.offset_for_timestamp(p.timestamp))
-                    if found is not None:
+                    if found is not None and found[0] < readable:
                         result.offset, result.timestamp = found
                 else:
                     result.error_code = int(ErrorCode.UNSUPPORTED_VERSION)
