@@ -28,6 +28,22 @@ EXTRA_SCHEMAS_ALLOWED: dict[str, str] = {
                                       "clients/src/main/resources/common/message (v0-1, flexible 1+)",
     "IncrementalAlterConfigsResponse": "API 44, not in the facts snapshot; from apache/kafka "
                                        "clients/src/main/resources/common/message (v0-1, flexible 1+)",
+    "AddPartitionsToTxnRequest": "API 24, v0-5, flexible 3+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
+    "AddPartitionsToTxnResponse": "API 24, v0-5, flexible 3+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
+    "AddOffsetsToTxnRequest": "API 25, v0-4, flexible 3+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
+    "AddOffsetsToTxnResponse": "API 25, v0-4, flexible 3+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
+    "EndTxnRequest": "API 26, v0-5, flexible 3+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
+    "EndTxnResponse": "API 26, v0-5, flexible 3+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
+    "TxnOffsetCommitRequest": "API 28, v0-5, flexible 3+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
+    "TxnOffsetCommitResponse": "API 28, v0-5, flexible 3+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
+    "DescribeProducersRequest": "API 61, v0, flexible 0+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
+    "DescribeProducersResponse": "API 61, v0, flexible 0+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
+    "DescribeTransactionsRequest": "API 65, v0, flexible 0+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
+    "DescribeTransactionsResponse": "API 65, v0, flexible 0+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
+    "ListTransactionsRequest": "API 66, v0-2, flexible 0+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
+    "ListTransactionsResponse": "API 66, v0-2, flexible 0+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
+    "TransactionLogKey": "__transaction_state key v0 (Kafka's transaction-coordinator TransactionLogKey.json)",
+    "TransactionLogValue": "__transaction_state value v0-1 (Kafka's transaction-coordinator TransactionLogValue.json)",
 }
 
 #: Fields of ours newer than the facts (which come from the 2024-10 snapshot), by schema, each with
