@@ -11,11 +11,10 @@ for `__consumer_offsets` partitions the pending transactional offsets of the pro
 materialized as ordinary offset commit records (COMMIT) or dropped (ABORT). Once every marker is
 durable, the Complete* record is written.
 
-Pending transactional offsets live in memory here, not in `__consumer_offsets` (the group store's
-loader reads keys and values only, not batch attributes). So that a restart cannot commit a
-transaction whose offsets were lost, every transaction Ongoing at load time that holds a
-`__consumer_offsets` partition is fenced and aborted at once: its producer gets PRODUCER_FENCED /
-INVALID_PRODUCER_EPOCH and starts over from the group's last committed offsets.
+Pending transactional offsets are records of `__transaction_state` (our record type 30001, see
+coordinator.core.txn.records), not transactional batches of `__consumer_offsets`: the group
+store's loader reads keys and values only, and its compaction knows no transactions. They come
+back on restart with the transaction they belong to, and the marker still to come applies them.
 """
 
 from __future__ import annotations
@@ -28,8 +27,9 @@ import structlog
 from coordinator.config import Config
 from coordinator.core.errors import ApiError
 from coordinator.core.outcome import Outcome
-from coordinator.core.txn import MarkerJob, TxnConfig, TxnCoordinator, TxnOutcome, TxnRecord, decode_txn_record
-from coordinator.core.txn.offsets import PendingOffset, PendingTxnOffsets, validate_txn_offset_commit
+from coordinator.core.txn import MarkerJob, TxnConfig, TxnCoordinator, TxnOutcome, TxnRecord
+from coordinator.core.txn.records import transactional_id_of
+from coordinator.core.txn.offsets import validate_txn_offset_commit
 from coordinator.log.batch import build_keyed_batch_from_columns
 from coordinator.log.manager import LogManager
 from coordinator.log.partition import LogConfig, Partition
@@ -62,7 +62,6 @@ class TxnService:
         self.core = TxnCoordinator(TxnConfig(max_timeout_ms=config["transaction.max.timeout.ms"],
                                              id_expiration_ms=config["transactional.id.expiration.ms"]),
                                    broker.data.producer_ids.allocate)
-        self.pending_offsets = PendingTxnOffsets()
         self.loading = True
         self._tasks: set[asyncio.Task[None]] = set()
         self._last_append: dict[int, asyncio.Future[None]] = {}
@@ -93,14 +92,8 @@ class TxnService:
         self.loading = False
         log.info("transactions_loaded", records=count, transactional_ids=len(self.core.transactions),
                  seconds=round(time.perf_counter() - started, 3))
-        now = now_ms()
         for job in self.core.resume():
             self._spawn(self._write_markers(job))
-        lost = [tid for tid, meta in self.core.transactions.items()
-                if meta.state.name == "ONGOING" and any(t == OFFSETS_TOPIC for t, _ in meta.partitions)]
-        for outcome in self.core.abort_ongoing(lost, now):
-            log.info("transaction_aborted_after_restart", reason="pending offsets are not kept across restarts")
-            self.apply(outcome)
         self._spawn(self._periodic(self.abort_interval_ms, self._abort_timed_out))
         self._spawn(self._periodic(self.expire_interval_ms, self._expire_ids))
 
@@ -113,7 +106,7 @@ class TxnService:
         by_partition: dict[int, list[TxnRecord]] = {}
         for record in outcome.records:
             self.core.replay(record)
-            tid = _tid_of(record)
+            tid = transactional_id_of(record.key)
             by_partition.setdefault(self.partition_of(tid), []).append(record)
         for partition, records in by_partition.items():
             durable = self._append(partition, records)
@@ -161,9 +154,11 @@ class TxnService:
         """TransactionMarkerChannelManager on one node: every marker, durable, then Complete*."""
         while True:
             try:
-                written = self._append_markers(job)
+                written, offsets_written = self._append_markers(job)
                 for partition in written:
                     await self.broker.data.wait_durable(partition)
+                for durable in offsets_written:
+                    await durable
                 break
             except OSError as exc:
                 log.warning("transaction_marker_retry", transactional_id=job.transactional_id, error=repr(exc))
@@ -172,12 +167,14 @@ class TxnService:
                  epoch=job.producer_epoch, commit=job.commit, partitions=len(job.partitions))
         await self.answer(self.core.complete(job, now_ms()))
 
-    def _append_markers(self, job: MarkerJob) -> list[Partition]:
+    def _append_markers(self, job: MarkerJob) -> tuple[list[Partition], list[asyncio.Future[None]]]:
         written = []
+        offsets_written: list[asyncio.Future[None]] = []
         now = now_ms()
         for topic_name, index in sorted(job.partitions):
             if topic_name == OFFSETS_TOPIC:
-                self._end_offsets(job)
+                if not offsets_written:  # one partition per group coordinator shard: once for all
+                    offsets_written = self._end_offsets(job) or [_done()]
                 continue
             topic = self.broker.topics.get(topic_name)
             if topic is None or not 0 <= index < topic.partitions:
@@ -187,25 +184,30 @@ class TxnService:
                                                              job.commit, COORDINATOR_EPOCH, now))
             except ProduceError as exc:  # a newer producer epoch owns the partition: Kafka gives up here too
                 log.warning("transaction_marker_refused", topic=topic_name, partition=index, error=exc.code.name)
-        return written
+        return written, offsets_written
 
-    def _end_offsets(self, job: MarkerJob) -> None:
-        """The marker on `__consumer_offsets`: commit or drop the producer's pending offsets."""
-        groups = self.pending_offsets.end(job.producer_id)
+    def _end_offsets(self, job: MarkerJob) -> list[asyncio.Future[None]]:
+        """The marker on `__consumer_offsets`: a COMMIT writes the transaction's pending offsets as
+        offset commit records (an ABORT drops them: the Complete* record tombstones them)."""
         if not job.commit:
-            return
+            return []
+        by_group: dict[str, list] = {}  # type: ignore[type-arg]
+        for (group_id, topic, partition), (offset, epoch, metadata, ts) in sorted(self.core.offsets_of(job).items()):
+            by_group.setdefault(group_id, []).append(offset_commit_record(group_id, topic, partition, offset, epoch,
+                                                                          metadata, ts))
         runtime = self.broker.groups
-        for group_id, offsets in groups.items():
-            records = [offset_commit_record(group_id, topic, partition, o.offset, o.leader_epoch, o.metadata,
-                                            o.commit_timestamp_ms)
-                       for (topic, partition), o in sorted(offsets.items())]
+        writes = []
+        for group_id, records in by_group.items():
             partition, _ = runtime.shard_for(group_id)
-            runtime._apply(partition, Outcome(records=records))  # written and replayed like a commit's records
+            durable = runtime._apply(partition, Outcome(records=records))  # replayed and written like a commit's
+            if durable is not None:
+                writes.append(durable)
+        return writes
 
     # ---- TxnOffsetCommit ----------------------------------------------------------------------
 
-    def txn_offset_commit(self, request, version: int) -> ErrorCode:  # type: ignore[no-untyped-def]
-        """Checks and stores the pending offsets; the per-request error (NONE: accepted)."""
+    def check_txn_offset_commit(self, request, version: int) -> ErrorCode:  # type: ignore[no-untyped-def]
+        """The transaction and group checks of a TxnOffsetCommit; the per-request error (NONE: go on)."""
         if not request.group_id:
             return ErrorCode.INVALID_GROUP_ID
         if self.loading:
@@ -226,9 +228,6 @@ class TxnService:
         except ApiError as exc:
             return exc.code
         return ErrorCode.NONE
-
-    def add_pending(self, producer_id: int, group_id: str, offsets: dict[tuple[str, int], PendingOffset]) -> None:
-        self.pending_offsets.add(producer_id, group_id, offsets)
 
     # ---- timers --------------------------------------------------------------------------------
 
@@ -262,5 +261,7 @@ class TxnService:
         self._tasks.clear()
 
 
-def _tid_of(record: TxnRecord) -> str:
-    return decode_txn_record(record.key, None)[0]
+def _done() -> asyncio.Future[None]:
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    done.set_result(None)
+    return done

@@ -42,6 +42,8 @@ EXTRA_SCHEMAS_ALLOWED: dict[str, str] = {
     "DescribeTransactionsResponse": "API 65, v0, flexible 0+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
     "ListTransactionsRequest": "API 66, v0-2, flexible 0+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
     "ListTransactionsResponse": "API 66, v0-2, flexible 0+; not in the facts snapshot: the schema of Kafka 4.x (as bundled with kafka-python 3.0.12)",
+    "TxnPendingOffsetsKey": "groupcoord record type 30001 of __transaction_state: an open transaction's offsets",
+    "TxnPendingOffsetsValue": "groupcoord record type 30001 of __transaction_state: an open transaction's offsets",
     "TransactionLogKey": "__transaction_state key v0 (Kafka's transaction-coordinator TransactionLogKey.json)",
     "TransactionLogValue": "__transaction_state value v0-1 (Kafka's transaction-coordinator TransactionLogValue.json)",
 }

@@ -63,9 +63,9 @@ def _hide_topics(broker: Broker, ctx: RequestContext, topics: list[Any], explici
 def _mark_unstable(broker: Broker, group_id: str, topics: list[Any]) -> None:
     """RequireStable (KIP-447): partitions an open transaction holds offsets of answer
     UNSTABLE_OFFSET_COMMIT, and the client retries until the marker."""
-    pending = broker.txn.pending_offsets
+    is_pending = broker.txn.core.is_pending
     for topic in topics:
         for partition in topic.partitions:
-            if partition.error_code == 0 and pending.is_pending(group_id, topic.name, partition.partition_index):
+            if partition.error_code == 0 and is_pending(group_id, topic.name, partition.partition_index):
                 partition.committed_offset, partition.committed_leader_epoch = NO_OFFSET, -1
                 partition.metadata, partition.error_code = "", int(ErrorCode.UNSTABLE_OFFSET_COMMIT)
