@@ -53,15 +53,35 @@ def main() -> int:
             if error.fatal():
                 print(f"fatal: {error}", file=sys.stderr, flush=True)
                 return 3
-            if error.txn_requires_abort():
-                producer.abort_transaction(30)
-                rewind(consumer)
+            if error.retriable() and not error.txn_requires_abort() and retry_commit(producer):
                 continue
-            if error.retriable():
-                producer.abort_transaction(30)
-                rewind(consumer)
-                continue
-            raise
+            print(f"aborting: {error}", file=sys.stderr, flush=True)
+            abort(producer)
+            rewind(consumer)
+
+
+def retry_commit(producer: Producer) -> bool:
+    """A commit that failed retriably (say the server restarted) may be retried; False: give up."""
+    for _ in range(10):
+        try:
+            producer.commit_transaction(30)
+            return True
+        except KafkaException as exc:
+            if not exc.args[0].retriable() or exc.args[0].txn_requires_abort():
+                return False
+    return False
+
+
+def abort(producer: Producer) -> None:
+    for _ in range(10):
+        try:
+            producer.abort_transaction(30)
+            return
+        except KafkaException as exc:
+            if exc.args[0].fatal():
+                raise
+            time.sleep(0.5)
+    raise RuntimeError("could not abort the transaction")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ id is fenced; a hung transaction is aborted after its timeout and the LSO moves 
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -116,6 +117,51 @@ def test_pipeline_is_exactly_once_across_a_killed_and_restarted_worker(bootstrap
     assert duplicates == 0
     assert sorted(outputs) == expected
     assert committed_total(bootstrap, group, source) == INPUTS
+
+
+KILLS = 20
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_pipeline_stays_exactly_once_across_sigkills_of_the_server(server_factory, topic_name, tmp_path):
+    server = server_factory()
+    bootstrap = server.bootstrap
+    source, sink, group = f"{topic_name}-in", f"{topic_name}-out", f"{topic_name}-g"
+    create_topics(bootstrap, source, sink)
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for i in range(INPUTS):
+        producer.produce(source, key=str(i).encode(), value=str(i).encode(), partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+    del producer
+
+    rng = random.Random(19)
+    workers = [start_worker(bootstrap, group, f"{topic_name}-eos-{n}", source, sink, tmp_path) for n in (0, 1)]
+    progress = []
+    try:
+        for _ in range(KILLS):
+            time.sleep(rng.uniform(0.3, 1.5))
+            os.killpg(server.proc.pid, signal.SIGKILL)
+            server.proc.wait(10)
+            server.start()
+            server.wait_ready()
+            assert all(w.poll() is None for w in workers), "a worker died"
+            progress.append(committed_total(bootstrap, group, source))
+        deadline = time.monotonic() + 240
+        while committed_total(bootstrap, group, source) < INPUTS:
+            assert time.monotonic() < deadline, f"committed {committed_total(bootstrap, group, source)} of {INPUTS}"
+            assert all(w.poll() is None for w in workers), "a worker died"
+            time.sleep(0.5)
+    finally:
+        for worker in workers:
+            stop(worker)
+
+    outputs = read_committed(bootstrap, sink, INPUTS, 60)
+    expected = sorted(f"{i % PARTITIONS}:{i // PARTITIONS}".encode() for i in range(INPUTS))
+    assert len(outputs) - len(set(outputs)) == 0, "duplicates in the read_committed output"
+    assert sorted(outputs) == expected
+    assert committed_total(bootstrap, group, source) == INPUTS
+    assert progress[0] < INPUTS, f"the kills all came after the pipeline had finished: {progress}"
 
 
 def test_the_older_of_two_producers_with_one_transactional_id_is_fenced(bootstrap, topic_name):
