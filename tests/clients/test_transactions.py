@@ -71,6 +71,22 @@ def committed_total(bootstrap: str, group: str, topic: str) -> int:
         consumer.close()
 
 
+def produce_inputs(bootstrap: str, source: str) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for i in range(INPUTS):
+        producer.produce(source, key=str(i).encode(), value=str(i).encode(), partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+
+
+def assert_exactly_once(bootstrap: str, source: str, sink: str, group: str) -> None:
+    """The read_committed output holds every input ("<partition>:<offset>") once; offsets at the end."""
+    outputs = read_committed(bootstrap, sink, INPUTS, 60)
+    expected = sorted(f"{i % PARTITIONS}:{i // PARTITIONS}".encode() for i in range(INPUTS))
+    assert len(outputs) - len(set(outputs)) == 0, "duplicates in the read_committed output"
+    assert sorted(outputs) == expected
+    assert committed_total(bootstrap, group, source) == INPUTS
+
+
 def start_worker(bootstrap: str, group: str, transactional_id: str, source: str, sink: str,
                  log_dir: Path) -> subprocess.Popen:
     log = open(log_dir / f"{transactional_id}-{time.monotonic_ns()}.log", "wb")
@@ -88,10 +104,7 @@ def stop(worker: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
 def test_pipeline_is_exactly_once_across_a_killed_and_restarted_worker(bootstrap, topic_name, tmp_path):
     source, sink, group = f"{topic_name}-in", f"{topic_name}-out", f"{topic_name}-g"
     create_topics(bootstrap, source, sink)
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    for i in range(INPUTS):
-        producer.produce(source, key=str(i).encode(), value=str(i).encode(), partition=i % PARTITIONS)
-    assert producer.flush(30) == 0
+    produce_inputs(bootstrap, source)
 
     workers = [start_worker(bootstrap, group, f"{topic_name}-eos-{n}", source, sink, tmp_path) for n in (0, 1)]
     try:
@@ -111,12 +124,7 @@ def test_pipeline_is_exactly_once_across_a_killed_and_restarted_worker(bootstrap
         for worker in workers:
             stop(worker)
 
-    outputs = read_committed(bootstrap, sink, INPUTS, 60)
-    expected = sorted(f"{i % PARTITIONS}:{i // PARTITIONS}".encode() for i in range(INPUTS))
-    duplicates = len(outputs) - len(set(outputs))
-    assert duplicates == 0
-    assert sorted(outputs) == expected
-    assert committed_total(bootstrap, group, source) == INPUTS
+    assert_exactly_once(bootstrap, source, sink, group)
 
 
 KILLS = 20
@@ -129,11 +137,7 @@ def test_pipeline_stays_exactly_once_across_sigkills_of_the_server(server_factor
     bootstrap = server.bootstrap
     source, sink, group = f"{topic_name}-in", f"{topic_name}-out", f"{topic_name}-g"
     create_topics(bootstrap, source, sink)
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    for i in range(INPUTS):
-        producer.produce(source, key=str(i).encode(), value=str(i).encode(), partition=i % PARTITIONS)
-    assert producer.flush(30) == 0
-    del producer
+    produce_inputs(bootstrap, source)
 
     rng = random.Random(19)
     workers = [start_worker(bootstrap, group, f"{topic_name}-eos-{n}", source, sink, tmp_path) for n in (0, 1)]
@@ -156,11 +160,7 @@ def test_pipeline_stays_exactly_once_across_sigkills_of_the_server(server_factor
         for worker in workers:
             stop(worker)
 
-    outputs = read_committed(bootstrap, sink, INPUTS, 60)
-    expected = sorted(f"{i % PARTITIONS}:{i // PARTITIONS}".encode() for i in range(INPUTS))
-    assert len(outputs) - len(set(outputs)) == 0, "duplicates in the read_committed output"
-    assert sorted(outputs) == expected
-    assert committed_total(bootstrap, group, source) == INPUTS
+    assert_exactly_once(bootstrap, source, sink, group)
     assert progress[0] < INPUTS, f"the kills all came after the pipeline had finished: {progress}"
 
 
