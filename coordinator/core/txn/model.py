@@ -57,6 +57,13 @@ def is_epoch_exhausted(epoch: int) -> bool:
 TopicPartition = tuple[str, int]
 
 
+def partitions_by_topic(partitions: frozenset[TopicPartition]) -> dict[str, list[int]]:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    return by_topic
+
+
 @dataclass(slots=True)
 class TxnMetadata:
     transactional_id: str

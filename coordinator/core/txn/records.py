@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from coordinator.core.txn.model import TxnMetadata, TxnState
+from coordinator.core.txn.model import TxnMetadata, TxnState, partitions_by_topic
 from protocol.messages import TransactionLogKey, TransactionLogValue, TxnPendingOffsetsKey, TxnPendingOffsetsValue
 
 KEY_VERSION = 0
@@ -40,11 +40,8 @@ def _key(transactional_id: str) -> bytes:
 
 
 def txn_record(meta: TxnMetadata) -> TxnRecord:
-    by_topic: dict[str, list[int]] = {}
-    for topic, partition in sorted(meta.partitions):
-        by_topic.setdefault(topic, []).append(partition)
-    partitions = None if meta.state is TxnState.EMPTY else [Partitions(topic=t, partition_ids=p)
-                                                             for t, p in by_topic.items()]
+    partitions = None if meta.state is TxnState.EMPTY else [
+        Partitions(topic=t, partition_ids=p) for t, p in partitions_by_topic(meta.partitions).items()]
     value = TransactionLogValue(producer_id=meta.producer_id, previous_producer_id=meta.previous_producer_id,
                                 producer_epoch=meta.producer_epoch, transaction_timeout_ms=meta.timeout_ms,
                                 transaction_status=meta.state.value, transaction_partitions=partitions,
