@@ -73,9 +73,15 @@ def _log_dump(args: argparse.Namespace) -> int:
     from coordinator.records import describe_record
     from coordinator.topics import OFFSETS_TOPIC
 
+    from coordinator.core.txn.records import describe_txn_record
+
     def describe(topic: str, key: bytes | None, value: bytes | None) -> str | None:
-        # Only __consumer_offsets holds coordinator records; other topics' bytes are the users'.
-        if topic != OFFSETS_TOPIC or key is None:
+        # Only __consumer_offsets and __transaction_state hold coordinator records; other topics' are the users'.
+        if key is None:
+            return None
+        if topic == "__transaction_state":
+            return describe_txn_record(key, value)
+        if topic != OFFSETS_TOPIC:
             return None
         return describe_record(key, value)
 

@@ -58,12 +58,17 @@ def control_batch(producer_id: int, producer_epoch: int, commit: bool, coordinat
 def marker_of(batch: Buffer, header: BatchHeader) -> tuple[int, int] | None:
     """(control type, coordinator epoch) of a control batch; None for an emptied one (compaction)."""
     for record in iter_records(batch, 0, header):
-        if record.key is None or len(record.key) < 4:
-            return None
-        _, kind = _MARKER_KEY.unpack_from(record.key)
-        epoch = _MARKER_VALUE.unpack_from(record.value)[1] if record.value and len(record.value) >= 6 else -1
-        return kind, epoch
+        return marker_of_record(record.key, record.value)
     return None
+
+
+def marker_of_record(key: bytes | None, value: bytes | None) -> tuple[int, int] | None:
+    """(control type, coordinator epoch) of a control record; None when its key is not one."""
+    if key is None or len(key) < 4:
+        return None
+    _, kind = _MARKER_KEY.unpack_from(key)
+    epoch = _MARKER_VALUE.unpack_from(value)[1] if value and len(value) >= 6 else -1
+    return kind, epoch
 
 
 @dataclass(slots=True)

@@ -107,3 +107,15 @@ def test_a_plain_batch_of_a_producer_inside_a_transaction_is_refused(tmp_path): 
     with pytest.raises(ProduceError) as refused:
         state.check(BatchHeader.parse(txn_batch(P, 0, 3, transactional=False)))
     assert refused.value.code == ErrorCode.INVALID_TXN_STATE
+
+
+def test_the_dump_shows_markers_as_kafka_dump_log_does(tmp_path):
+    from coordinator.log.dump import dump
+
+    partition = open_partition(tmp_path)
+    partition.append(txn_batch(P, 0, 0))
+    partition.append(control_batch(P, 0, True, 3, 1))
+    partition.flush()
+    lines = list(dump(tmp_path / "t-0"))
+    assert any("isTransactional: true isControl: true" in line for line in lines)
+    assert any(line.endswith("endTxnMarker: COMMIT coordinatorEpoch: 3") for line in lines)

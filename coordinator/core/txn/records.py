@@ -116,3 +116,23 @@ def decode_txn_record(key: bytes, value: bytes | None) -> tuple[str, TxnMetadata
     return tid, TxnMetadata(tid, v.producer_id, v.producer_epoch, v.transaction_timeout_ms,
                             TxnState(v.transaction_status), partitions, v.transaction_start_timestamp_ms,
                             v.transaction_last_update_timestamp_ms, v.previous_producer_id)
+
+
+def describe_txn_record(key: bytes, value: bytes | None) -> str:
+    """One line for a `__transaction_state` record (`groupcoord log dump`)."""
+    if is_pending_offsets(key):
+        tid, pending = decode_pending_offsets(key, value)
+        if pending is None:
+            return f"TxnPendingOffsets key(type {PENDING_OFFSETS_KEY_VERSION}): {tid!r} value: tombstone"
+        pid, epoch, offsets = pending
+        shown = ", ".join(f"{g}/{t}-{p}={o[0]}" for (g, t, p), o in sorted(offsets.items()))
+        return (f"TxnPendingOffsets key(type {PENDING_OFFSETS_KEY_VERSION}): {tid!r} value: producerId={pid} "
+                f"producerEpoch={epoch} offsets=[{shown}]")
+    tid, meta = decode_txn_record(key, value)
+    if meta is None:
+        return f"TransactionLog key(v{KEY_VERSION}): {tid!r} value: tombstone"
+    partitions = ",".join(f"{t}-{p}" for t, p in sorted(meta.partitions))
+    return (f"TransactionLog key(v{KEY_VERSION}): {tid!r} value(v{_I16.unpack_from(value)[0]}): "  # type: ignore[arg-type]
+            f"producerId={meta.producer_id} producerEpoch={meta.producer_epoch} state={meta.state.display_name} "
+            f"partitions=[{partitions}] txnLastUpdateTimestamp={meta.last_update_ms} "
+            f"txnStartTimestamp={meta.start_ms} txnTimeoutMs={meta.timeout_ms}")

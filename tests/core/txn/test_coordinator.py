@@ -215,3 +215,16 @@ def test_end_txn_v5_bumps_the_epoch_and_answers_retries() -> None:  # §15 cases
     assert ctx.end("tx", 1000, 7, commit=True, bump=True).code == E.INVALID_TXN_STATE
     assert ctx.end("tx", 1000, 5, commit=False, bump=True).code == E.PRODUCER_FENCED
     ctx.assert_replay_matches()
+
+
+def test_log_dump_describes_transaction_log_records() -> None:
+    from coordinator.core.txn.records import describe_txn_record
+
+    ctx = TxnContext()
+    ctx.init()
+    ctx.add("tx", 1000, 0, T0, ("__consumer_offsets", 7))
+    ctx.apply(ctx.coordinator.commit_offsets("tx", 1000, 0, {("g", "t", 0): (10, -1, "", ctx.now)}))
+    lines = [describe_txn_record(r.key, r.value) for r in ctx.log]
+    assert lines[1].startswith("TransactionLog key(v0): 'tx' value(v1): producerId=1000 producerEpoch=0 "
+                               "state=Ongoing partitions=[__consumer_offsets-7,t-0]")
+    assert lines[2] == "TxnPendingOffsets key(type 30001): 'tx' value: producerId=1000 producerEpoch=0 offsets=[g/t-0=10]"
