@@ -207,3 +207,62 @@ def test_a_hung_transaction_is_aborted_after_its_timeout_and_the_lso_moves_on(se
     assert watermarks(bootstrap, topic_name, "read_committed") == (0, 3)  # past the ABORT marker
     with pytest.raises(KafkaException):
         hung.commit_transaction(10)
+
+
+def test_kafka_python_commits_aborts_and_sends_offsets_in_transactions(bootstrap, topic_name):
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as KTopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    create_topics(bootstrap, topic_name)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"{topic_name}-kp")
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(topic_name, b"committed", partition=0)
+        producer.send_offsets_to_transaction({KTopicPartition(topic_name, 0): OffsetAndMetadata(7, "", -1)},
+                                             f"{topic_name}-g")
+        producer.commit_transaction()
+        producer.begin_transaction()
+        producer.send(topic_name, b"aborted", partition=0)
+        producer.flush()
+        producer.abort_transaction()
+    finally:
+        producer.close()
+    assert read_committed(bootstrap, topic_name, 1, 10) == [b"committed"]
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=f"{topic_name}-g", enable_auto_commit=False)
+    try:
+        assert consumer.committed(KTopicPartition(topic_name, 0)) == 7
+    finally:
+        consumer.close()
+
+
+def test_aiokafka_commits_aborts_and_sends_offsets_in_transactions(bootstrap, topic_name):
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka import TopicPartition as ATopicPartition
+
+    create_topics(bootstrap, topic_name)
+
+    async def run() -> int | None:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"{topic_name}-aio")
+        await producer.start()
+        try:
+            async with producer.transaction():  # aiokafka speaks v0 of every transactional API
+                await producer.send(topic_name, b"committed", partition=0)
+                await producer.send_offsets_to_transaction({ATopicPartition(topic_name, 0): 5}, f"{topic_name}-g")
+            await producer.begin_transaction()
+            await producer.send(topic_name, b"aborted", partition=0)
+            await producer.abort_transaction()
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=f"{topic_name}-g", enable_auto_commit=False)
+        await consumer.start()
+        try:
+            return await consumer.committed(ATopicPartition(topic_name, 0))
+        finally:
+            await consumer.stop()
+
+    assert asyncio.run(run()) == 5
+    assert read_committed(bootstrap, topic_name, 1, 10) == [b"committed"]
