@@ -266,3 +266,15 @@ def test_aiokafka_commits_aborts_and_sends_offsets_in_transactions(bootstrap, to
 
     assert asyncio.run(run()) == 5
     assert read_committed(bootstrap, topic_name, 1, 10) == [b"committed"]
+
+
+def test_kafkajs_commits_aborts_and_sends_offsets_in_transactions(server, topic_name, kafkajs_dir):
+    import json
+
+    from .support import require_tool
+
+    result = subprocess.run([require_tool("node"), "transactions.js", str(server.port), topic_name, f"{topic_name}-g"],
+                            cwd=kafkajs_dir, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert result.returncode == 0, (out, result.stderr[-3000:])
+    assert out == {"values": ["committed"], "offset": "3"}
