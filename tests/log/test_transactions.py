@@ -119,3 +119,27 @@ def test_the_dump_shows_markers_as_kafka_dump_log_does(tmp_path):
     lines = list(dump(tmp_path / "t-0"))
     assert any("isTransactional: true isControl: true" in line for line in lines)
     assert any(line.endswith("endTxnMarker: COMMIT coordinatorEpoch: 3") for line in lines)
+
+
+def keyed_txn_batch(pid: int, seq: int, key: bytes, value: bytes) -> bytes:
+    return build_batch([(key, value)], producer_id=pid, producer_epoch=0, base_sequence=seq, timestamp=1_000,
+                       transactional=True)
+
+
+def test_compaction_drops_aborted_data_and_leaves_open_transactions_alone(tmp_path):  # spec §15 cases 52, 53
+    from coordinator.log.cleaner import compact
+
+    from tests.log.helpers import read_everything
+
+    p = open_partition(tmp_path, segment_bytes=100, cleanup_policy="compact")
+    p.append(keyed_txn_batch(P, 0, b"k", b"a"))  # committed
+    p.append(control_batch(P, 0, True, 0, 1))
+    p.append(keyed_txn_batch(Q, 0, b"k", b"b"))  # aborted: must not shadow "a"
+    p.append(control_batch(Q, 0, False, 0, 1))
+    p.append(keyed_txn_batch(P, 1, b"j", b"open"))  # open: the LSO
+    p.append(build_batch([(b"j", b"plain")], timestamp=1_000))  # past the LSO: not compacted away
+    p.append(build_batch([(b"z", b"active")], timestamp=1_000))
+    assert len(p.segments) > 2
+    compact(p, now_ms=10_000)
+    kept = [(r.key, r.value) for r in read_everything(p) if r.key in (b"k", b"j")]
+    assert kept == [(b"k", b"a"), (b"j", b"open"), (b"j", b"plain")]
