@@ -2,7 +2,8 @@
 
 v2 PRODUCER_FENCED; v3 flexible; v4 TRANSACTION_ABORTABLE; v5 (KIP-890 part 2) bumps the epoch
 at every commit or abort and answers the producer id and epoch to go on with. The answer is sent
-once the PrepareCommit/PrepareAbort record is durable; the markers follow.
+once the PrepareCommit/PrepareAbort record is durable and the markers are written (or a second
+has passed: TxnService.answer).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ async def end_txn(broker: Broker, request: Any, ctx: RequestContext) -> EndTxnRe
                               producer_epoch=-1)
     outcome = await txn.answer(txn.core.end_txn(request.transactional_id, request.producer_id,
                                                 request.producer_epoch, request.committed, now_ms(),
-                                                bump_epoch=ctx.api_version >= EPOCH_BUMP_SINCE))
+                                                bump_epoch=ctx.api_version >= EPOCH_BUMP_SINCE),
+                               await_markers=True)
     ok = outcome.code == ErrorCode.NONE
     return EndTxnResponse(error_code=for_version(outcome.code, ctx.api_version, abortable_since=4),
                           producer_id=outcome.producer_id if ok else -1,
