@@ -27,7 +27,7 @@ import structlog
 from coordinator.config import Config
 from coordinator.core.errors import ApiError
 from coordinator.core.outcome import Outcome
-from coordinator.core.txn import MarkerJob, TxnConfig, TxnCoordinator, TxnOutcome, TxnRecord
+from coordinator.core.txn import MarkerJob, TxnConfig, TxnCoordinator, TxnOutcome, TxnRecord, TxnState
 from coordinator.core.txn.records import transactional_id_of
 from coordinator.core.txn.offsets import validate_txn_offset_commit
 from coordinator.log.batch import build_keyed_batch_from_columns
@@ -44,6 +44,7 @@ log = structlog.get_logger()
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 TXN_STATE_CONFIG = LogConfig(segment_bytes=100 * 1024 * 1024, cleanup_policy="compact", retention_ms=-1,
                              retention_bytes=-1, delete_retention_ms=86_400_000)
+OPEN_STATES = frozenset({TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT})
 COORDINATOR_EPOCH = 0  # one node, never failed over: the epoch of every marker
 MARKER_RETRY_S = 1.0
 MARKER_ANSWER_WAIT_S = 1.0
@@ -67,6 +68,12 @@ class TxnService:
         self._tasks: set[asyncio.Task[None]] = set()
         self._last_append: dict[int, asyncio.Future[None]] = {}
         self._marker_tasks: list[asyncio.Task[None]] = []  # those the last apply started
+        metrics = broker.metrics
+        self.completed = metrics.registry.counter("groupcoord_transactions_completed",
+                                                  "Transactions completed (markers written), by result")
+        self.timed_out = metrics.registry.counter("groupcoord_transactions_timed_out",
+                                                  "Open transactions aborted by transaction.timeout.ms")
+        metrics.add_gauge("groupcoord_transactions_open", "Transactions not yet completed, by state", self._open)
 
     @property
     def logs(self) -> LogManager:
@@ -172,6 +179,7 @@ class TxnService:
                 await asyncio.sleep(MARKER_RETRY_S)
         log.info("transaction_completed", transactional_id=job.transactional_id, producer_id=job.producer_id,
                  epoch=job.producer_epoch, commit=job.commit, partitions=len(job.partitions))
+        self.completed.inc(result="commit" if job.commit else "abort")
         await self.answer(self.core.complete(job, now_ms()))
 
     def _append_markers(self, job: MarkerJob) -> tuple[list[Partition], list[asyncio.Future[None]]]:
@@ -248,8 +256,18 @@ class TxnService:
 
     def _abort_timed_out(self) -> None:
         for outcome in self.core.abort_timed_out(now_ms()):
-            log.info("transaction_timed_out", producer_id=outcome.markers[0].producer_id)
+            log.info("transaction_timed_out", transactional_id=outcome.markers[0].transactional_id,
+                     producer_id=outcome.markers[0].producer_id)
+            self.timed_out.inc()
             self.apply(outcome)
+
+    def _open(self) -> dict[tuple[tuple[str, str], ...], float]:
+        counts: dict[tuple[tuple[str, str], ...], float] = {}
+        for meta in self.core.transactions.values():
+            if meta.state in OPEN_STATES:
+                key = (("state", meta.state.display_name),)
+                counts[key] = counts.get(key, 0) + 1
+        return counts
 
     def _expire_ids(self) -> None:
         outcome = self.core.expire_ids(now_ms())

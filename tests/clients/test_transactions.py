@@ -19,6 +19,10 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.conftest import free_port
+
+from .test_metrics import http_get, sample
+
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(240)]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -185,7 +189,9 @@ def test_the_older_of_two_producers_with_one_transactional_id_is_fenced(bootstra
 
 
 def test_a_hung_transaction_is_aborted_after_its_timeout_and_the_lso_moves_on(server_factory, topic_name):
-    server = server_factory("transaction.abort.timed.out.transaction.cleanup.interval.ms=200")
+    http_port = free_port()
+    server = server_factory("transaction.abort.timed.out.transaction.cleanup.interval.ms=200",
+                            f"http.listener=127.0.0.1:{http_port}")
     bootstrap = server.bootstrap
     create_topics(bootstrap, topic_name)
     hung = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic_name}-hung",
@@ -205,6 +211,10 @@ def test_a_hung_transaction_is_aborted_after_its_timeout_and_the_lso_moves_on(se
     assert read_committed(bootstrap, topic_name, 1, 15) == [b"after"]
     assert '"transaction_timed_out"' in server.log_tail(200_000)
     assert watermarks(bootstrap, topic_name, "read_committed") == (0, 3)  # past the ABORT marker
+    _, page = http_get(http_port, "/metrics")
+    assert sample(page, "groupcoord_transactions_timed_out_total") == 1
+    assert sample(page, "groupcoord_transactions_completed_total", result="abort") == 1
+    assert sample(page, "groupcoord_transactions_open", state="Ongoing") == 0
     with pytest.raises(KafkaException):
         hung.commit_transaction(10)
 
