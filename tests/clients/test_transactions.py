@@ -92,11 +92,10 @@ def assert_exactly_once(bootstrap: str, source: str, sink: str, group: str) -> N
 
 
 def start_worker(bootstrap: str, group: str, transactional_id: str, source: str, sink: str,
-                 log_dir: Path) -> subprocess.Popen:
+                 log_dir: Path, module: str = "tests.clients.eos_worker") -> subprocess.Popen:
     log = open(log_dir / f"{transactional_id}-{time.monotonic_ns()}.log", "wb")
-    return subprocess.Popen([sys.executable, "-m", "tests.clients.eos_worker", bootstrap, group, transactional_id,
-                             source, sink], cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    return subprocess.Popen([sys.executable, "-m", module, bootstrap, group, transactional_id, source, sink],
+                            cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def stop(worker: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
@@ -105,12 +104,15 @@ def stop(worker: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
     worker.wait(timeout=20)
 
 
-def test_pipeline_is_exactly_once_across_a_killed_and_restarted_worker(bootstrap, topic_name, tmp_path):
+@pytest.mark.parametrize("worker", ["tests.clients.eos_worker", "tests.clients.eos_worker_kafka_python"],
+                         ids=["confluent_kafka", "kafka_python"])
+def test_pipeline_is_exactly_once_across_a_killed_and_restarted_worker(bootstrap, topic_name, tmp_path, worker):
     source, sink, group = f"{topic_name}-in", f"{topic_name}-out", f"{topic_name}-g"
     create_topics(bootstrap, source, sink)
     produce_inputs(bootstrap, source)
 
-    workers = [start_worker(bootstrap, group, f"{topic_name}-eos-{n}", source, sink, tmp_path) for n in (0, 1)]
+    workers = [start_worker(bootstrap, group, f"{topic_name}-eos-{n}", source, sink, tmp_path, worker)
+               for n in (0, 1)]
     try:
         deadline = time.monotonic() + 120
         while committed_total(bootstrap, group, source) < INPUTS // 3:
@@ -118,7 +120,7 @@ def test_pipeline_is_exactly_once_across_a_killed_and_restarted_worker(bootstrap
             assert all(w.poll() is None for w in workers), "a worker died"
             time.sleep(0.2)
         stop(workers[0], signal.SIGKILL)  # most likely inside a transaction
-        workers[0] = start_worker(bootstrap, group, f"{topic_name}-eos-0", source, sink, tmp_path)
+        workers[0] = start_worker(bootstrap, group, f"{topic_name}-eos-0", source, sink, tmp_path, worker)
         while committed_total(bootstrap, group, source) < INPUTS:
             assert time.monotonic() < deadline, (
                 f"committed {committed_total(bootstrap, group, source)} of {INPUTS}")
