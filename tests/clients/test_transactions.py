@@ -104,8 +104,9 @@ def stop(worker: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
     worker.wait(timeout=20)
 
 
-@pytest.mark.parametrize("worker", ["tests.clients.eos_worker", "tests.clients.eos_worker_kafka_python"],
-                         ids=["confluent_kafka", "kafka_python"])
+@pytest.mark.parametrize("worker", ["tests.clients.eos_worker", "tests.clients.eos_worker_kafka_python",
+                                    "tests.clients.eos_worker_aiokafka"],
+                         ids=["confluent_kafka", "kafka_python", "aiokafka"])
 def test_pipeline_is_exactly_once_across_a_killed_and_restarted_worker(bootstrap, topic_name, tmp_path, worker):
     source, sink, group = f"{topic_name}-in", f"{topic_name}-out", f"{topic_name}-g"
     create_topics(bootstrap, source, sink)
