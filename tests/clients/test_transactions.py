@@ -93,9 +93,15 @@ def assert_exactly_once(bootstrap: str, source: str, sink: str, group: str) -> N
 
 def start_worker(bootstrap: str, group: str, transactional_id: str, source: str, sink: str,
                  log_dir: Path, module: str = "tests.clients.eos_worker") -> subprocess.Popen:
+    """A worker process: a Python module, or "js" for the kafkajs worker (tests/clients/js/eos_worker.js)."""
     log = open(log_dir / f"{transactional_id}-{time.monotonic_ns()}.log", "wb")
-    return subprocess.Popen([sys.executable, "-m", module, bootstrap, group, transactional_id, source, sink],
-                            cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    if module == "js":
+        from .support import JS_DIR, require_tool
+        argv, cwd = [require_tool("node"), "eos_worker.js", bootstrap.rsplit(":", 1)[1]], JS_DIR
+    else:
+        argv, cwd = [sys.executable, "-m", module, bootstrap], REPO_ROOT
+    return subprocess.Popen(argv + [group, transactional_id, source, sink], cwd=cwd, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def stop(worker: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
@@ -105,8 +111,8 @@ def stop(worker: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
 
 
 @pytest.mark.parametrize("worker", ["tests.clients.eos_worker", "tests.clients.eos_worker_kafka_python",
-                                    "tests.clients.eos_worker_aiokafka"],
-                         ids=["confluent_kafka", "kafka_python", "aiokafka"])
+                                    "tests.clients.eos_worker_aiokafka", "js"],
+                         ids=["confluent_kafka", "kafka_python", "aiokafka", "kafkajs"])
 def test_pipeline_is_exactly_once_across_a_killed_and_restarted_worker(bootstrap, topic_name, tmp_path, worker):
     source, sink, group = f"{topic_name}-in", f"{topic_name}-out", f"{topic_name}-g"
     create_topics(bootstrap, source, sink)
