@@ -13,10 +13,19 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from coordinator.admin.groups_args import add_parser as _add_groups
+import structlog
+
+from coordinator.admin.groups_commands import add_parser as _add_groups
 from coordinator.config import ConfigError, load_config
+from coordinator.core.txn.records import describe_txn_record
+from coordinator.log.dump import dump
+from coordinator.log.segment import CorruptLogError
+from coordinator.logging import configure_logging
+from coordinator.records import describe_record
 from coordinator.security.acls_command import add_parser as _add_acls
 from coordinator.security.users_command import add_parser as _add_users
+from coordinator.server.app import run
+from coordinator.topics import OFFSETS_TOPIC
 from spark_jobs.report_command import add_parser as _add_report
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -31,12 +40,9 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"groupcoord: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    # Imported late: a configuration error is reported without loading the codec and server.
-    from coordinator.log.segment import CorruptLogError
-    from coordinator.logging import configure_logging
-    from coordinator.server.app import run
-
     configure_logging(config["log.level"])
+    # What this server runs with, as Kafka logs its KafkaConfig values; secrets as [hidden].
+    structlog.get_logger().info("config_loaded", settings=config.loggable())
     try:
         run(config)
     except OSError as exc:  # e.g. the port is taken or the data dir is not writable
@@ -68,13 +74,6 @@ def _log_dump(args: argparse.Namespace) -> int:
         for p in missing:
             print(f"groupcoord log dump: {p}: no such file or directory", file=sys.stderr)
         return EXIT_USAGE
-    # Imported late: the codec is built at import time, which `groupcoord --help` need not pay for.
-    from coordinator.log.dump import dump
-    from coordinator.records import describe_record
-    from coordinator.topics import OFFSETS_TOPIC
-
-    from coordinator.core.txn.records import describe_txn_record
-
     def describe(topic: str, key: bytes | None, value: bytes | None) -> str | None:
         # Only __consumer_offsets and __transaction_state hold coordinator records; other topics' are the users'.
         if key is None:

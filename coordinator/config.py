@@ -184,7 +184,16 @@ class Setting:
     parse: Callable[[str], Any]
     default: str
     doc: str
-    kind: str = "string"  # Kafka's ConfigDef type, for DescribeConfigs: boolean, string, int, long, list
+    kind: str = "string"  # Kafka's ConfigDef type, for DescribeConfigs: boolean, string, int, long, list, password
+    # Kafka's DynamicBrokerConfig.ALL_DYNAMIC_CONFIGS holds it: DescribeConfigs answers read_only=false.
+    dynamic: bool = False
+    # Kafka defines it without a default (null): unset (empty), DescribeConfigs answers null, not "".
+    optional: bool = False
+
+    @property
+    def sensitive(self) -> bool:
+        """A PASSWORD-typed setting: its value never leaves the process (Kafka's maybeSensitive)."""
+        return self.kind == "password"
 
     @property
     def env_name(self) -> str:
@@ -205,9 +214,9 @@ _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("listeners", _listeners, "PLAINTEXT://127.0.0.1:9092", "Where the server accepts connections.",
-            "list"),
+            "list", dynamic=True),
     Setting("advertised.listeners", _optional_listeners, "",
-            "Host and port given to clients in Metadata and FindCoordinator.", "list"),
+            "Host and port given to clients in Metadata and FindCoordinator.", "list", optional=True),
     Setting("node.id", _int(0, _INT32_MAX), "0", "This broker's id.", "int"),
     Setting("log.dirs", _path, "./data", "Data directory: partition logs, coordinator log, cluster id."),
     Setting("num.partitions", _int(1, 100000), "1", "Partitions of an auto-created topic.", "int"),
@@ -217,20 +226,24 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("socket.request.max.bytes", _int(1, _INT32_MAX), "104857600",
             "Largest request frame accepted; larger ones close the connection.", "int"),
     Setting("max.connections", _int(1, _INT32_MAX), str(_INT32_MAX),
-            "Most client connections open at once; more are closed as they arrive.", "int"),
+            "Most client connections open at once; more are closed as they arrive.", "int", dynamic=True),
     Setting("max.connections.per.ip", _int(1, _INT32_MAX), str(_INT32_MAX),
-            "Most client connections open at once from one IP address.", "int"),
+            "Most client connections open at once from one IP address.", "int", dynamic=True),
     Setting("ssl.keystore.location", _text, "",
-            "PEM file with this server's certificate chain and private key (SSL and SASL_SSL listeners)."),
-    Setting("ssl.key.password", _text, "", "Password of the private key in ssl.keystore.location, if encrypted."),
+            "PEM file with this server's certificate chain and private key (SSL and SASL_SSL listeners).",
+            dynamic=True, optional=True),
+    Setting("ssl.key.password", _text, "", "Password of the private key in ssl.keystore.location, if encrypted.",
+            "password", dynamic=True, optional=True),
     Setting("ssl.truststore.location", _text, "",
-            "PEM file of the CA certificates that client certificates must chain to (ssl.client.auth)."),
+            "PEM file of the CA certificates that client certificates must chain to (ssl.client.auth).",
+            dynamic=True, optional=True),
     Setting("ssl.client.auth", _choice("none", "requested", "required"), "none",
-            "Whether SSL clients must (required) or may (requested) present a certificate."),
+            "Whether SSL clients must (required) or may (requested) present a certificate.", dynamic=True),
     Setting("sasl.enabled.mechanisms", _text, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-            "SASL mechanisms offered on SASL_PLAINTEXT and SASL_SSL listeners.", "list"),
+            "SASL mechanisms offered on SASL_PLAINTEXT and SASL_SSL listeners.", "list", dynamic=True),
     Setting("sasl.credentials.file", _text, "",
-            "Users and their SASL credentials, managed with `groupcoord users` (empty: <log.dirs>/credentials)."),
+            "Users and their SASL credentials, managed with `groupcoord users` (empty: <log.dirs>/credentials).",
+            optional=True),
     Setting("sasl.server.max.receive.size", _int(1, _INT32_MAX), "524288",
             "Largest request accepted before a SASL client has authenticated.", "int"),
     Setting("authorizer.class.name", _authorizer_name, "",
@@ -239,7 +252,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("allow.everyone.if.no.acl.found", _bool, "false",
             "With the authorizer on: whether a resource no ACL matches is open to everyone.", "boolean"),
     Setting("super.users", _text, "", "Principals allowed everything, separated by ';' (e.g. User:admin;User:ops).",
-            "list"),
+            "list", optional=True),
     Setting("connections.max.idle.ms", _int(1, _INT64_MAX), "600000", "Idle connections are closed after this.",
             "long"),
     Setting("request.read.timeout.ms", _int(1, _INT64_MAX), "30000",
@@ -247,17 +260,19 @@ SETTINGS: tuple[Setting, ...] = (
             "long"),
     Setting("shutdown.timeout.ms", _int(0, _INT64_MAX), "10000",
             "On SIGTERM/SIGINT, how long in-flight requests may take before the server exits.", "long"),
-    Setting("log.segment.bytes", _int(14, _INT32_MAX), "1073741824", "Segment size at which a log rolls.", "int"),
+    Setting("log.segment.bytes", _int(14, _INT32_MAX), "1073741824", "Segment size at which a log rolls.",
+            "int", dynamic=True),
     Setting("log.roll.ms", _int(1, _INT64_MAX), "604800000",
-            "Age at which a non-empty active segment rolls (topic setting segment.ms).", "long"),
+            "Age at which a non-empty active segment rolls (topic setting segment.ms).", "long", dynamic=True),
     Setting("log.cleaner.backoff.ms", _int(1, _INT64_MAX), "15000",
-            "Pause between rounds of log maintenance: idle segment rolls, retention, compaction.", "long"),
+            "Pause between rounds of log maintenance: idle segment rolls, retention, compaction.",
+            "long", dynamic=True),
     Setting("log.retention.ms", _int(-1, _INT64_MAX), "604800000", "Delete-policy retention by time (-1: none).",
-            "long"),
+            "long", dynamic=True),
     Setting("log.retention.bytes", _int(-1, _INT64_MAX), "-1", "Delete-policy retention by size (-1: none).",
-            "long"),
+            "long", dynamic=True),
     Setting("log.cleanup.policy", _choice("delete", "compact"), "delete", "Default cleanup policy of topics.",
-            "list"),
+            "list", dynamic=True),
     Setting("log.recovery.corruption", _choice("fail", "truncate"), "fail",
             "A corrupt batch with valid data after it, found on start: fail (refuse to start, naming the file "
             "and byte) or truncate (cut the log there). A torn tail after a crash is always cut."),
@@ -323,14 +338,29 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("event.loop", _choice("auto", "asyncio", "uvloop"), "auto", "auto: uvloop when installed, else asyncio."),
     Setting("log.level", _choice(*_LOG_LEVELS, case_sensitive=False), "INFO", "Server log level."),
     Setting("http.listener", _optional_address, "",
-            "Where to serve /metrics (Prometheus), /healthz and /readyz over HTTP (empty: off)."),
-    Setting("metrics.statsd.address", _optional_address, "", "StatsD daemon to push metrics to over UDP (empty: off)."),
+            "Where to serve /metrics (Prometheus), /healthz and /readyz over HTTP (empty: off).", optional=True),
+    Setting("metrics.statsd.address", _optional_address, "", "StatsD daemon to push metrics to over UDP (empty: off).",
+            optional=True),
     Setting("metrics.statsd.prefix", _text, "groupcoord", "Prefix of every StatsD metric name."),
     Setting("metrics.statsd.interval.ms", _int(10, _INT32_MAX), "10000", "How often metrics are pushed to StatsD.",
             "int"),
 )
 
 SETTINGS_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+HIDDEN = "[hidden]"  # what logs and CLI output show for a secret, as Kafka's config dump prints passwords
+# Kafka's PASSWORD-typed names, also under a listener prefix (listener.name.sasl_ssl.plain.sasl.jaas.config).
+_SECRET_SUFFIXES = ("password", "sasl.jaas.config", "ssl.keystore.key", "ssl.keystore.certificate.chain",
+                    "ssl.truststore.certificates")
+
+
+def is_sensitive(name: str) -> bool:
+    """Whether the value of setting `name` must never be shown: a PASSWORD-typed setting of ours, or a
+    name Kafka types PASSWORD (we may be handed one by a Kafka properties file's error message)."""
+    setting = SETTINGS_BY_NAME.get(ALIASES.get(name, name))
+    if setting is not None:
+        return setting.sensitive
+    return name.lower().endswith(_SECRET_SUFFIXES)
 _BY_ENV: dict[str, Setting] = {s.env_name: s for s in SETTINGS} | {
     env_name(alias): SETTINGS_BY_NAME[name] for alias, name in ALIASES.items()}
 
@@ -363,8 +393,11 @@ class Config(Mapping[str, Any]):
         raise AttributeError("Config is immutable")
 
     def __repr__(self) -> str:
-        changed = {k: self.raw(k) for k in self._values if self._sources[k] != "default"}
-        return f"Config({changed!r})"
+        return f"Config({self.loggable()!r})"
+
+    def loggable(self) -> dict[str, str]:
+        """The settings not at their default, as text, with every secret shown as [hidden]."""
+        return {k: HIDDEN if is_sensitive(k) else self.raw(k) for k in self._values if self._sources[k] != "default"}
 
     def source(self, name: str) -> str:
         """Where the value came from: "default", "file ...", "env ..." or "--override"."""
@@ -421,7 +454,11 @@ def read_properties(text: str) -> dict[str, str]:
             rest = line[at + 1:].lstrip(" \t\f")
             if separator not in "=:" and rest[:1] in ("=", ":"):  # "key = value": the = after the blanks
                 rest = rest[1:].lstrip(" \t\f")
-        result[_unescape(key)] = _unescape(rest)
+        name = _unescape(key)
+        try:
+            result[name] = _unescape(rest)
+        except ConfigError as exc:  # named by its key: the value may be a secret
+            raise ConfigError(f"{name}: {exc}") from None
     return result
 
 
@@ -445,7 +482,7 @@ def _unescape(text: str) -> str:
         if following == "u":
             digits = text[i + 2:i + 6]
             if len(digits) != 4 or not all(c in "0123456789abcdefABCDEF" for c in digits):
-                raise ConfigError(f"malformed \\uXXXX escape in {text!r}")
+                raise ConfigError("malformed \\uXXXX escape (a \\u not followed by four hex digits)")
             out.append(chr(int(digits, 16)))
             i += 6
         else:
@@ -492,7 +529,9 @@ def load_config(file: Path | str | None = None, overrides: Iterable[str] = (),
     for item in overrides:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise ConfigError(f"--override expects name=value, got {item!r}")
+            # The item is not echoed whole: a mistyped `ssl.key.password:xyz` must not print the password.
+            shown = re.split(r"[:\s]", item.strip(), maxsplit=1)[0] or "(empty)"
+            raise ConfigError(f"--override expects name=value, got an item without '=' starting {shown!r}")
         _apply(values, sources, name.strip(), value, "--override")
     _check_together(values)
     return Config(values, sources)

@@ -2,16 +2,21 @@
 
 Library code logs events, not sentences: `log.info("server_ready", host=..., port=...)`.
 Records from the standard `logging` module (asyncio's own warnings, libraries)
-go through the same renderer, so stderr stays one format.
+go through the same renderer, so stderr stays one format. A field named like a
+secret setting (`ssl_key_password=...`, `password=...`) is written as [hidden],
+whatever code passed it: secrets never reach the log (as Kafka's config dump).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from typing import TextIO
 
 import structlog
+
+from coordinator.config import HIDDEN, is_sensitive
 
 
 class TolerantPrintLogger(structlog.PrintLogger):
@@ -29,6 +34,19 @@ class TolerantPrintLogger(structlog.PrintLogger):
     log = debug = info = warn = warning = fatal = failure = err = error = critical = exception = msg
 
 
+@functools.lru_cache(maxsize=4096)  # field names are few; this runs for every event written
+def _names_a_secret(key: str) -> bool:
+    return key != "event" and is_sensitive(key.replace("_", "."))
+
+
+def hide_secrets(_logger: object, _method: str, event: structlog.typing.EventDict) -> structlog.typing.EventDict:
+    """Replace the value of every field named like a secret setting (dots written as underscores)."""
+    for key in event:
+        if _names_a_secret(key):
+            event[key] = HIDDEN
+    return event
+
+
 def configure_logging(level: str = "INFO", stream: TextIO | None = None) -> None:
     stream = stream or sys.stderr
     numeric_level = logging.getLevelName(level.upper())
@@ -41,6 +59,7 @@ def configure_logging(level: str = "INFO", stream: TextIO | None = None) -> None
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
+        hide_secrets,
     ]
     structlog.configure(
         processors=[*shared, structlog.processors.format_exc_info, renderer],

@@ -26,15 +26,18 @@ class TopicError(Exception):
 
 
 def validate_topic_name(name: str) -> None:
+    """Kafka's Topic.validate, with its messages."""
     if not name:
-        raise TopicError("INVALID_TOPIC_EXCEPTION", "topic name is empty")
-    if name in (".", ".."):
-        raise TopicError("INVALID_TOPIC_EXCEPTION", f"topic name cannot be {name!r}")
-    if len(name) > MAX_NAME_LENGTH:
-        raise TopicError("INVALID_TOPIC_EXCEPTION", f"topic name longer than {MAX_NAME_LENGTH} characters")
-    if not _LEGAL.match(name):
-        raise TopicError("INVALID_TOPIC_EXCEPTION",
-                         f"topic name {name!r} has characters other than ASCII letters, digits, '.', '_' and '-'")
+        reason = "the empty string is not allowed"
+    elif name in (".", ".."):
+        reason = f"'{name}' is not allowed"
+    elif len(name) > MAX_NAME_LENGTH:
+        reason = f"the length of '{name}' is longer than the max allowed length {MAX_NAME_LENGTH}"
+    elif not _LEGAL.match(name):
+        reason = f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+    else:
+        return
+    raise TopicError("INVALID_TOPIC_EXCEPTION", f"Topic name is invalid: {reason}")
 
 
 @dataclass(slots=True)
@@ -99,6 +102,19 @@ class TopicRegistry:
         if not validate_only:
             self._add(topic)
             self._save()
+        return topic
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> Topic:
+        """Replace the topic's own settings, durably (fsync, atomic rename); on failure nothing changes."""
+        topic = self._topics.get(name)
+        if topic is None:
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{name}' does not exist.")
+        previous, topic.configs = topic.configs, dict(configs)
+        try:
+            self._save()
+        except OSError:
+            topic.configs = previous
+            raise
         return topic
 
     def delete(self, name: str) -> Topic:

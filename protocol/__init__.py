@@ -1,33 +1,16 @@
-"""Kafka wire protocol: schemas compiled into codecs, frames and headers.
+"""Kafka wire protocol: codecs generated from schemas/, frames and headers.
 
 Knows nothing of groups, topics or servers; everything here is pure functions
-over bytes and the message classes generated from `schemas/`.
+over bytes and the message classes generated into protocol/generated/:
 
-Names are imported lazily so that `python -m protocol.codegen` runs the
-generator without first compiling every schema through this package.
+    protocol.frames     decode_request, encode_response, ... (whole frames)
+    protocol.messages   every message class
+    protocol.codegen    the generator (`make codegen`)
+
+The package itself imports only the error type, so the generator runs even
+when protocol/generated/ is stale or broken.
 """
 
-from __future__ import annotations
+from protocol.primitives import ProtocolError
 
-import importlib
-from typing import Any
-
-_EXPORTS = {
-    "ErrorCode": "protocol.error_codes",
-    "ProtocolError": "protocol.primitives",
-    "decode_request": "protocol.frames",
-    "decode_request_body": "protocol.frames",
-    "decode_request_header": "protocol.frames",
-    "decode_response": "protocol.frames",
-    "encode_request": "protocol.frames",
-    "encode_response": "protocol.frames",
-}
-
-__all__ = list(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'protocol' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__all__ = ["ProtocolError"]

@@ -6,12 +6,13 @@ server actually serves is decided by the server's handler registry, not here.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from enum import IntEnum
 
-from protocol.messages import MESSAGES, Message
+from protocol.generated import MESSAGES, ApiKey
+from protocol.model import Message
 from protocol.schema import VersionRange
+
+__all__ = ["API_SPECS", "API_VERSIONS_KEY", "ApiKey", "ApiSpec"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,12 +44,8 @@ class ApiSpec:
 API_VERSIONS_KEY = 18
 
 
-def _constant_name(name: str) -> str:
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).upper()
-
-
 def _build() -> dict[int, ApiSpec]:
-    specs = {}
+    specs: dict[int, ApiSpec] = {}
     for name, cls in MESSAGES.items():
         if cls.kind != "request":
             continue
@@ -60,6 +57,3 @@ def _build() -> dict[int, ApiSpec]:
 
 
 API_SPECS: dict[int, ApiSpec] = _build()
-
-#: ApiKey.JOIN_GROUP == 11, ... one member per request/response schema pair.
-ApiKey = IntEnum("ApiKey", {_constant_name(s.name): k for k, s in API_SPECS.items()})  # type: ignore[misc]

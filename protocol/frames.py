@@ -12,8 +12,9 @@ import struct
 from typing import Any
 
 from protocol.apis import API_SPECS, ApiSpec
-from protocol.messages import Message, RequestHeader, ResponseHeader
-from protocol.primitives import ProtocolError
+from protocol.generated.headers import RequestHeader, ResponseHeader
+from protocol.model import Decoder, Encoder, Message
+from protocol.primitives import ProtocolError, at_version
 
 _API_KEY_AND_VERSION = struct.Struct(">hh").unpack_from
 _API_KEY_AND_VERSION_AS_ONE = struct.Struct(">I").unpack_from  # api key << 16 | version, one dict key
@@ -32,12 +33,14 @@ def api_version_key(api_key: int, api_version: int) -> int:
     return (api_key & 0xFFFF) << 16 | (api_version & 0xFFFF)
 
 
-def _codec_tables() -> tuple[dict[int, Any], dict[int, Any], dict[int, Any]]:
+def _codec_tables() -> tuple[dict[int, Decoder], dict[int, Decoder], dict[int, tuple[type[Message], Encoder, bool]]]:
     """Per (api key, schema version): the header decoder, the body decoder, and the response's
     encoder with whether its header is v1. Looked up once per request instead of walking the
     ApiSpec and VersionRange checks each time (they were a tenth of a heartbeat's CPU)."""
     header_decoders = RequestHeader.decoders
-    headers, bodies, responses = {}, {}, {}
+    headers: dict[int, Decoder] = {}
+    bodies: dict[int, Decoder] = {}
+    responses: dict[int, tuple[type[Message], Encoder, bool]] = {}
     for api_key, spec in API_SPECS.items():
         for version in spec.request_class.decoders:
             key = api_version_key(api_key, version)
@@ -52,7 +55,7 @@ def _codec_tables() -> tuple[dict[int, Any], dict[int, Any], dict[int, Any]]:
 _HEADER_DECODERS, _BODY_DECODERS, _RESPONSE_ENCODERS = _codec_tables()
 
 
-def decode_request_header(frame: bytes) -> tuple[Any, int]:
+def decode_request_header(frame: bytes) -> tuple[RequestHeader, int]:
     """The request header of `frame` (which has no size prefix) and where the body starts.
 
     For an API key the codec does not know, the header is read as v1, the layout every
@@ -64,9 +67,13 @@ def decode_request_header(frame: bytes) -> tuple[Any, int]:
         raise ProtocolError("RequestHeader", None, len(frame), "frame shorter than api key and version")
     decoder = _HEADER_DECODERS.get(_API_KEY_AND_VERSION_AS_ONE(frame, 0)[0])
     if decoder is not None:  # a version in the schema: the common case
-        return decoder(frame, 0, len(frame))
+        try:
+            return decoder(frame, 0, len(frame))
+        except ProtocolError as exc:
+            api_key, api_version = _API_KEY_AND_VERSION(frame, 0)
+            raise at_version(exc, API_SPECS[api_key].request_header_version(api_version)) from None
     api_key, api_version = _API_KEY_AND_VERSION(frame, 0)
-    spec = API_SPECS.get(api_key)
+    spec: ApiSpec | None = API_SPECS.get(api_key)
     header_version = spec.request_header_version(api_version) if spec is not None else 1
     return RequestHeader.decode_from(frame, 0, header_version)
 
@@ -77,7 +84,10 @@ def decode_request_body(header: Any, frame: bytes, offset: int) -> Any:
         frame = bytes(frame)
     decoder = _BODY_DECODERS.get((header.request_api_key & 0xFFFF) << 16 | (header.request_api_version & 0xFFFF))
     if decoder is not None:
-        return decoder(frame, offset, len(frame))[0]
+        try:
+            return decoder(frame, offset, len(frame))[0]
+        except ProtocolError as exc:
+            raise at_version(exc, header.request_api_version) from None
     spec = API_SPECS[header.request_api_key]  # unknown api key or version: the errors decode_from raises
     return spec.request_class.decode_from(frame, offset, header.request_api_version)[0]
 
@@ -97,11 +107,14 @@ def encode_response(correlation_id: int, api_key: int, api_version: int, message
     entry = _RESPONSE_ENCODERS.get((api_key & 0xFFFF) << 16 | (api_version & 0xFFFF))  # api_version_key, inlined
     if entry is not None and type(message) is entry[0]:  # the common case: the API's own response class
         parts: list[bytes] = [b"", _EMPTY_TAGGED_FIELDS] if entry[2] else [b""]  # header v1: no tagged fields
-        entry[1](message, parts.append)
+        try:
+            entry[1](message, parts.append)
+        except ProtocolError as exc:
+            raise at_version(exc, api_version) from None
     else:
-        spec: ApiSpec = API_SPECS[api_key]
+        response_spec = API_SPECS[api_key]
         parts = [b""]
-        if spec.response_header_version(api_version) == 1:
+        if response_spec.response_header_version(api_version) == 1:
             parts.append(_EMPTY_TAGGED_FIELDS)  # ResponseHeader v1 = correlation id + no tagged fields
         message.encode_into(api_version, parts.append)
     parts[0] = _SIZE_AND_CORRELATION(4 + sum(map(len, parts)), correlation_id)  # +4: the correlation id
@@ -133,4 +146,5 @@ def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, 
 
 
 def read_frame_size(prefix: bytes) -> int:
-    return _SIZE.unpack_from(prefix, 0)[0]
+    size: int = _SIZE.unpack_from(prefix, 0)[0]
+    return size

@@ -12,6 +12,7 @@ import keyword
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from schemas import SCHEMA_DIR
 
@@ -106,7 +107,7 @@ class MessageSpec:
     flexible: VersionRange
     root: StructSpec
     structs: dict[str, StructSpec]  # every nested struct, by type name
-    raw: dict
+    raw: dict[str, Any]
 
     @property
     def versions(self) -> range:
@@ -124,7 +125,7 @@ def _element_type(type_name: str) -> tuple[str, bool]:
     return type_name, False
 
 
-def _parse_fields(raw_fields: list[dict], structs: dict[str, StructSpec], common: dict[str, dict],
+def _parse_fields(raw_fields: list[dict[str, Any]], structs: dict[str, StructSpec], common: dict[str, dict[str, Any]],
                   owner: str) -> list[FieldSpec]:
     result = []
     for raw in raw_fields:
@@ -152,8 +153,8 @@ def _parse_fields(raw_fields: list[dict], structs: dict[str, StructSpec], common
     return result
 
 
-def _resolve_struct(name: str, raw_field: dict, structs: dict[str, StructSpec],
-                    common: dict[str, dict], owner: str) -> StructSpec:
+def _resolve_struct(name: str, raw_field: dict[str, Any], structs: dict[str, StructSpec],
+                    common: dict[str, dict[str, Any]], owner: str) -> StructSpec:
     if name in structs:
         if "fields" in raw_field:
             raise SchemaError(f"{owner}: struct {name} defined twice")
@@ -170,7 +171,7 @@ def _resolve_struct(name: str, raw_field: dict, structs: dict[str, StructSpec],
     return struct
 
 
-def parse_message(raw: dict) -> MessageSpec:
+def parse_message(raw: dict[str, Any]) -> MessageSpec:
     structs: dict[str, StructSpec] = {}
     common = {c["name"]: c for c in raw.get("commonStructs", [])}
     root = StructSpec(raw["name"])
@@ -191,16 +192,22 @@ def parse_message(raw: dict) -> MessageSpec:
     )
 
 
+def _load(path: Path) -> MessageSpec:
+    raw = json.loads(path.read_text())
+    try:
+        spec = parse_message(raw)
+    except (KeyError, ValueError) as exc:
+        raise SchemaError(f"{path.name}: {exc}") from exc
+    if spec.name != path.stem:
+        raise SchemaError(f"{path.name}: file name does not match message name {spec.name}")
+    return spec
+
+
+def load_schema(name: str, directory: Path = SCHEMA_DIR) -> MessageSpec:
+    """The schema of one message, `schemas/<name>.json`, parsed."""
+    return _load(directory / f"{name}.json")
+
+
 def load_schemas(directory: Path = SCHEMA_DIR) -> dict[str, MessageSpec]:
     """Every `*.json` schema in `directory`, parsed, by message name."""
-    specs = {}
-    for path in sorted(directory.glob("*.json")):
-        raw = json.loads(path.read_text())
-        try:
-            spec = parse_message(raw)
-        except (KeyError, ValueError) as exc:
-            raise SchemaError(f"{path.name}: {exc}") from exc
-        if spec.name != path.stem:
-            raise SchemaError(f"{path.name}: file name does not match message name {spec.name}")
-        specs[spec.name] = spec
-    return specs
+    return {path.stem: _load(path) for path in sorted(directory.glob("*.json"))}

@@ -1,6 +1,7 @@
 """Kafka message definitions in Kafka's own JSON schema format.
 
-These files are data: `protocol/` compiles them into codecs at import time.
+These files are data: `make codegen` (protocol/codegen.py) generates the codecs in
+protocol/generated/ from them.
 One file per request, response, header, embedded protocol and coordinator record.
 """
 

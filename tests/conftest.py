@@ -275,3 +275,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if report.failed and report.when == "call":
         for srv in getattr(item, "_groupcoord_servers", []):
             report.sections.append((f"server log {srv.bootstrap} ({srv.log_path})", srv.log_tail()))
+
+
+@pytest.fixture(scope="session")
+def kafka_oracle(tmp_path_factory: pytest.TempPathFactory):
+    """One Apache Kafka broker (tests/kafka_oracle.py) for the whole session, started on first use
+    and stopped at the end; tests keep apart by unique group and topic names."""
+    from tests.kafka_oracle import KafkaOracle  # imported here: it imports this module
+
+    oracle = KafkaOracle(workdir=tmp_path_factory.mktemp("kafka-oracle"))
+    try:
+        oracle.start()
+        oracle.wait_ready()
+        yield oracle
+    finally:
+        oracle.stop()

@@ -187,3 +187,20 @@ def test_config_module_prints_the_table(capsys):
     assert main(["--markdown"]) == 0
     assert capsys.readouterr().out == markdown_table() + "\n"
     assert main([]) == 2
+
+
+def test_secrets_are_known_and_never_shown_by_the_config():
+    from coordinator.config import HIDDEN, is_sensitive
+    from coordinator.logging import hide_secrets
+
+    assert is_sensitive("ssl.key.password") and not is_sensitive("ssl.keystore.location")
+    # Kafka's PASSWORD names we do not define, also under a listener prefix
+    assert is_sensitive("listener.name.sasl_ssl.plain.sasl.jaas.config") and is_sensitive("ssl.truststore.password")
+    config = load_config(overrides=["ssl.key.password=hunter2", "num.partitions=3"], environ={})
+    assert config.loggable() == {"ssl.key.password": HIDDEN, "num.partitions": "3"}
+    assert "hunter2" not in repr(config)
+    event = hide_secrets(None, "info", {"event": "e", "ssl_key_password": "hunter2", "port": 1})
+    assert event == {"event": "e", "ssl_key_password": HIDDEN, "port": 1}
+    with pytest.raises(ConfigError) as typo:
+        load_config(overrides=["ssl.key.password:hunter2"], environ={})
+    assert "hunter2" not in str(typo.value)

@@ -1,18 +1,17 @@
 """The arguments of `groupcoord groups` (kafka-consumer-groups.sh's), checked before any connection.
 
-Kept free of the codec so that `groupcoord --help` and usage errors stay instant; the commands
-themselves are in `coordinator.admin.groups_commands`.
+The commands themselves, and the subcommand's `run`, are in `coordinator.admin.groups_commands`.
 """
 
 from __future__ import annotations
 
 import argparse
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 EXIT_USAGE = 2
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_arguments(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     p = commands.add_parser("groups", help="list, describe, reset and delete consumer groups",
                             description="Consumer-group administration for any Kafka cluster, "
                                         "with kafka-consumer-groups.sh's options.")
@@ -49,13 +48,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    help="with --remove-members (repeatable)")
     p.add_argument("--output", choices=["table", "json"], default="table")
     p.add_argument("--timeout", type=int, default=10000, metavar="MS", help="per request (default 10000)")
-    p.set_defaults(run=_run)
-
-
-def _run(args: argparse.Namespace) -> int:
-    from coordinator.admin.groups_commands import run  # the codec loads only when a command runs
-
-    return run(args)
+    return p
 
 
 def check_usage(args: argparse.Namespace) -> str | None:
@@ -84,5 +77,5 @@ def check_usage(args: argparse.Namespace) -> str | None:
 def parse_datetime_ms(text: str) -> int:
     moment = datetime.fromisoformat(text)
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)

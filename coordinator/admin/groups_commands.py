@@ -15,11 +15,16 @@ from typing import Any
 
 from coordinator.admin import groups as ops
 from coordinator.admin.client import AdminClient, AdminError, error_name
-from coordinator.admin.groups_args import EXIT_USAGE, check_usage, parse_datetime_ms
+from coordinator.admin.groups_args import EXIT_USAGE, add_arguments, check_usage, parse_datetime_ms
 from protocol.error_codes import ErrorCode
 
 EXIT_OK, EXIT_FAILED = 0, 1
 Row = dict[str, Any]
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """`groupcoord groups`: the arguments of groups_args, run by `run`."""
+    add_arguments(commands).set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

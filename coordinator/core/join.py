@@ -156,8 +156,9 @@ def _join_existing_member(join: _Join) -> Outcome:
         return join.error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
     if member_id in group.pending_join_members:
         if join.instance_id is not None:
-            # Pending ids are only handed to dynamic members (Kafka treats this as an illegal state).
-            return join.error(ErrorCode.UNKNOWN_SERVER_ERROR, member_id)
+            # Pending ids are only handed to dynamic members: Kafka throws IllegalStateException, so the
+            # request fails as a whole and its error response carries no member id.
+            return join.error(ErrorCode.UNKNOWN_SERVER_ERROR, "")
         return _add_member_then_rebalance_or_complete(join, member_id)
     try:
         member = ensure_member(group, member_id, join.instance_id)

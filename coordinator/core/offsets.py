@@ -255,15 +255,24 @@ def _v8_group(group_id: str, fetched: FetchedTopics, error: ErrorCode) -> object
 
 
 def offset_delete(st: ShardState, req: OffsetDeleteRequest, ctx: RequestContext) -> Outcome:
+    """OffsetDelete for a classic group (or a group with only offsets)."""
     fx = Effects(ctx.now_ms, ctx.ref)
     try:
         group = _validate_offset_delete(st, req.group_id)
     except ApiError as exc:
         return fx.outcome(OffsetDeleteResponse(error_code=exc.code))
+    return delete_unsubscribed_offsets(st, req, fx, group.is_subscribed_to_topic)
+
+
+def delete_unsubscribed_offsets(st: ShardState, req: OffsetDeleteRequest, fx: Effects,
+                                is_subscribed: Callable[[str], bool]) -> Outcome:
+    """Tombstones for the stored offsets asked for, except in topics the group is subscribed to (those
+    partitions get GROUP_SUBSCRIBED_TO_TOPIC): Kafka's OffsetMetadataManager.deleteOffsets, once the
+    group's own validateOffsetDelete passed."""
     stored = st.offsets.get(req.group_id, {})
     topics = []
     for topic in req.topics:
-        if group.is_subscribed_to_topic(topic.name):
+        if is_subscribed(topic.name):
             code = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
         else:
             code = ErrorCode.NONE

@@ -197,7 +197,14 @@ class GroupShard:
         return offsets.classic_stored_offsets(st, group_id, member_id, member_epoch)
 
     def offset_delete(self, req: m.OffsetDeleteRequest, ctx: RequestContext) -> Outcome:
-        return offsets.offset_delete(self.state, req, ctx)
+        consumer_group = self.consumer.state.groups.get(req.group_id)
+        if consumer_group is None or self.state.loading:
+            return offsets.offset_delete(self.state, req, ctx)
+        # A consumer group in any state deletes the offsets of topics none of its members subscribes to
+        # (Kafka's ConsumerGroup.validateOffsetDelete refuses only a dead group).
+        subscribed = consumer_group.subscribed_topic_names()
+        return offsets.delete_unsubscribed_offsets(self.state, req, Effects(ctx.now_ms, ctx.ref),
+                                                   subscribed.__contains__)
 
     def describe_groups(self, req: m.DescribeGroupsRequest, ctx: RequestContext) -> Outcome:
         return admin.describe_groups(self.state, req, ctx)

@@ -1,7 +1,9 @@
 """Log compaction for compacted partitions (``__consumer_offsets``): keep the newest record per key.
 
 "Newest" is judged over the whole log, the active segment included, but only CLOSED
-segments are rewritten (the active one still takes appends). Records keep their offsets:
+segments are rewritten (the active one still takes appends), and of those only the ones whose
+records are all at least ``min_compaction_lag_ms`` old (Kafka's first uncleanable offset: the
+first segment with a newer largest timestamp, and every segment after it, stay as they are). Records keep their offsets:
 a batch that loses records is rebuilt with base offset = its first kept offset and the
 kept records' deltas relative to it; untouched batches are copied byte for byte (so they
 keep their compression). Control batches (transaction markers) are copied unchanged.
@@ -68,11 +70,11 @@ class CleanSnapshot:
     partition: Partition
     closed: list[Segment]
     closed_files: list[_FileView]
-    active_file: _FileView
-    end_offset: int  # base offset of the active segment: the cleaned range is [closed[0].base, end)
+    later_files: list[_FileView]  # the segments not cleaned (the active one last): they only shadow keys
+    end_offset: int  # first uncleanable offset: the cleaned range is [closed[0].base, end)
 
     def release(self) -> None:
-        for f in (*self.closed_files, self.active_file):
+        for f in (*self.closed_files, *self.later_files):
             if f.fd >= 0:
                 os.close(f.fd)
                 f.fd = -1
@@ -86,22 +88,41 @@ class CleanPlan:
     result: CleanResult = field(default_factory=CleanResult)
 
 
-def snapshot(partition: Partition) -> CleanSnapshot | None:
-    """Step 1, on the appending thread: what to clean, or None if there is nothing closed (or a clean runs)."""
+def cleanable_count(partition: Partition, now_ms: int) -> int:
+    """How many of the oldest segments a clean may rewrite: closed ones, up to the first whose
+    largest timestamp is newer than ``min_compaction_lag_ms`` (Kafka's LogCleanerManager.cleanableOffsets)."""
+    newest_allowed = now_ms - partition.config.min_compaction_lag_ms
+    count = 0
+    for seg in partition.segments[:-1]:
+        if seg.max_timestamp > newest_allowed:
+            break
+        count += 1
+    return count
+
+
+def cleanable_end(partition: Partition, now_ms: int) -> int:
+    """The first offset a clean started now would leave alone."""
+    return partition.segments[cleanable_count(partition, now_ms)].base_offset
+
+
+def snapshot(partition: Partition, now_ms: int | None = None) -> CleanSnapshot | None:
+    """Step 1, on the appending thread: what to clean, or None if nothing is cleanable (or a clean runs)."""
     if partition.cleaning or partition.closed or len(partition.segments) < 2:
         return None
-    closed = partition.segments[:-1]
-    active = partition.active
+    count = cleanable_count(partition, wall_clock_ms() if now_ms is None else now_ms)
+    if count == 0:
+        return None
+    closed, later = partition.segments[:count], partition.segments[count:]
     partition.cleaning = True
     return CleanSnapshot(partition, closed, [_FileView(os.dup(s.fd), s.size) for s in closed],
-                         _FileView(os.dup(active.fd), active.size), active.base_offset)
+                         [_FileView(os.dup(s.fd), s.size) for s in later], later[0].base_offset)
 
 
 def prepare(snap: CleanSnapshot, now_ms: int, delete_retention_ms: int | None = None) -> CleanPlan:
     """Step 2, in a worker thread: write and fsync the cleaned segment, then commit it on disk as a swap."""
     partition = snap.partition
     retention = partition.config.delete_retention_ms if delete_retention_ms is None else delete_retention_ms
-    files = [*snap.closed_files, snap.active_file]
+    files = [*snap.closed_files, *snap.later_files]
     txns = transaction_ranges(files)
     newest = latest_offsets(files, txns)
     base = snap.closed[0].base_offset
@@ -154,11 +175,12 @@ def abort(snap: CleanSnapshot) -> None:
 
 def compact(partition: Partition, now_ms: int | None = None, delete_retention_ms: int | None = None) -> CleanResult:
     """All three steps on the calling thread (tests, tools, shutdown)."""
-    snap = snapshot(partition)
+    now_ms = wall_clock_ms() if now_ms is None else now_ms
+    snap = snapshot(partition, now_ms)
     if snap is None:
         return CleanResult()
     try:
-        plan = prepare(snap, wall_clock_ms() if now_ms is None else now_ms, delete_retention_ms)
+        plan = prepare(snap, now_ms, delete_retention_ms)
     except BaseException:
         abort(snap)
         raise

@@ -14,9 +14,12 @@ import structlog
 
 from . import cleaner
 from .flush import GroupCommitFlusher
-from .partition import LogConfig, Partition, parse_partition_dir, wall_clock_ms
+from .partition import LogConfig, Partition, fsync_dir, parse_partition_dir, wall_clock_ms
 
 log = structlog.get_logger(__name__)
+
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"  # Kafka's file name and format (version 0)
+CHECKPOINT_VERSION = 0
 
 MAINTENANCE_INTERVAL_MS = 15_000  # Kafka's log.cleaner.backoff.ms; retention checks ride along
 
@@ -44,6 +47,7 @@ class LogManager:
         self._cleaned_up_to: dict[int, int] = {}  # id(partition) -> end offset of its last clean
         self._cleaner_thread: ThreadPoolExecutor | None = None
         self._maintenance: asyncio.Task[None] | None = None
+        self._checkpointed_starts = read_log_start_checkpoint(self.root / LOG_START_CHECKPOINT)
         for d in sorted(self.root.iterdir()):
             if not d.is_dir():
                 continue
@@ -57,7 +61,8 @@ class LogManager:
     # ------------------------------------------------------------ partitions
 
     def _add(self, topic: str, partition: int, config: LogConfig) -> Partition:
-        p = Partition(self.root / f"{topic}-{partition}", config, self.on_corruption, self.clock_ms)
+        p = Partition(self.root / f"{topic}-{partition}", config, self.on_corruption, self.clock_ms,
+                      self._checkpointed_starts.get((topic, partition), 0))
         self._logs[(topic, partition)] = p
         self.flusher.register(p)
         return p
@@ -89,7 +94,35 @@ class LogManager:
             self._cleaned_up_to.pop(id(p), None)
             p.delete()
         self._topic_configs.pop(topic, None)
+        if any(key in self._checkpointed_starts for key in doomed):
+            self.checkpoint_log_starts()  # a topic created later under this name starts at 0
         return len(doomed)
+
+    # ------------------------------------------------------------ log start offsets (DeleteRecords)
+
+    def delete_records(self, topic: str, partition: int, offset: int) -> int:
+        """Move the log start offset of an open partition up to ``offset`` and return the new start
+        (the low watermark). Raises ``OffsetOutOfRangeError`` past the high watermark, ``OSError``
+        when the checkpoint cannot be written (then nothing moved).
+
+        The new start is in the checkpoint file (fsynced) before any segment below it is deleted,
+        so a crash in between cannot bring back records a client was told are gone."""
+        key = (topic, partition)
+        p = self._logs[key]
+        if p.moves_log_start(offset):
+            self.checkpoint_log_starts({key: offset})
+            p.set_log_start(offset)
+            p.delete_segments_below_start()
+        return p.log_start_offset
+
+    def checkpoint_log_starts(self, moving: dict[tuple[str, int], int] | None = None) -> None:
+        """Write Kafka's ``log-start-offset-checkpoint``: the partitions whose start DeleteRecords moved
+        past their first segment (Kafka's ``checkpointLogStartOffsetsInDir`` keeps only those), with
+        ``moving`` (starts about to be set) included."""
+        starts = {key: p.log_start_offset for key, p in self._logs.items() if p.start_moved_past_segments}
+        starts.update(moving or {})
+        write_log_start_checkpoint(self.root / LOG_START_CHECKPOINT, starts)
+        self._checkpointed_starts = starts
 
     def partitions(self) -> list[tuple[str, int]]:
         return sorted(self._logs)
@@ -128,9 +161,9 @@ class LogManager:
                 await self._compact(p, now)
 
     async def _compact(self, p: Partition, now_ms: int) -> None:
-        if self._cleaned_up_to.get(id(p)) == p.active.base_offset:
-            return  # nothing closed since the last clean
-        snap = cleaner.snapshot(p)
+        if self._cleaned_up_to.get(id(p)) == cleaner.cleanable_end(p, now_ms):
+            return  # nothing became cleanable since the last clean
+        snap = cleaner.snapshot(p, now_ms)
         if snap is None:
             return
         if self._cleaner_thread is None:
@@ -176,3 +209,35 @@ class LogManager:
         if self._cleaner_thread is not None:
             self._cleaner_thread.shutdown(wait=True)  # a clean still running only reads dup'd fds
             self._cleaner_thread = None
+
+
+def read_log_start_checkpoint(path: Path) -> dict[tuple[str, int], int]:
+    """``{(topic, partition): log start offset}`` from a checkpoint file; empty if there is none.
+
+    Format (Kafka's CheckpointFile): a version line, a count line, then ``topic partition offset``."""
+    if not path.exists():
+        return {}
+    lines = path.read_text().splitlines()
+    if len(lines) < 2 or int(lines[0]) != CHECKPOINT_VERSION:
+        raise ValueError(f"{path}: unknown checkpoint version line {lines[:1]!r}")
+    count = int(lines[1])
+    entries = {}
+    for line in lines[2:2 + count]:
+        topic, partition, offset = line.rsplit(" ", 2)
+        entries[(topic, int(partition))] = int(offset)
+    if len(entries) != count:
+        raise ValueError(f"{path}: expected {count} entries, found {len(entries)}")
+    return entries
+
+
+def write_log_start_checkpoint(path: Path, starts: dict[tuple[str, int], int]) -> None:
+    """Atomically replace the checkpoint (write a temporary file, fsync, rename, fsync the directory)."""
+    lines = [str(CHECKPOINT_VERSION), str(len(starts))]
+    lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(starts.items())]
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as out:
+        out.write("\n".join(lines) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)

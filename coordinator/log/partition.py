@@ -9,8 +9,9 @@ Threading: every method runs on one thread (the event loop's), except what the c
 does in its worker, which only reads closed segments through duplicated fds (see cleaner.py).
 
 Format version 1: Kafka's own (record batch v2 in ``%020d.log`` files), so Kafka's
-``kafka-dump-log.sh`` can read a partition directory. No index or checkpoint files: the
-index is rebuilt on open, and the log start offset is the first segment's base offset.
+``kafka-dump-log.sh`` can read a partition directory. No index files: the index is rebuilt
+on open. The log start offset is the first segment's base offset unless DeleteRecords moved
+it further; the manager keeps such moves in Kafka's ``log-start-offset-checkpoint`` file.
 Opening reads every byte once and checks every CRC (there is no recovery-point checkpoint
 to say which segments were fsynced); that costs about a second per few GiB.
 """
@@ -50,6 +51,7 @@ class LogConfig:
     retention_bytes: int = -1
     delete_retention_ms: int = 24 * 3600 * 1000  # how long compaction keeps tombstones
     segment_ms: int = 7 * 24 * 3600 * 1000  # roll a non-empty active segment this old; -1: never
+    min_compaction_lag_ms: int = 0  # compaction leaves records younger than this alone
 
     @property
     def compacted(self) -> bool:
@@ -112,7 +114,7 @@ def parse_partition_dir(name: str) -> tuple[str, int]:
 
 class Partition:
     def __init__(self, path: Path | str, config: LogConfig | None = None, on_corruption: str = "truncate",
-                 clock_ms: Callable[[], int] = wall_clock_ms) -> None:
+                 clock_ms: Callable[[], int] = wall_clock_ms, log_start_offset: int = 0) -> None:
         if on_corruption not in ON_CORRUPTION:
             raise ValueError(f"on_corruption must be one of {ON_CORRUPTION}, not {on_corruption!r}")
         self.path = Path(path)
@@ -127,6 +129,9 @@ class Partition:
         self.cleaning = False  # a cleaner holds snapshots of the closed segments: no retention meanwhile
         self.closed = False
         self._open(on_corruption)
+        # Kafka's UnifiedLog: max(checkpointed start, first segment's base), never past the log end
+        # (recovery may have cut the log below a checkpointed start).
+        self._log_start_offset = min(max(log_start_offset, self.segments[0].base_offset), self._next_offset)
         self.durable_offset = self.log_end_offset  # what was on disk at open counts as durable
 
     # ------------------------------------------------------------ opening / recovery
@@ -176,7 +181,48 @@ class Partition:
 
     @property
     def log_start_offset(self) -> int:
-        return self.segments[0].base_offset
+        return max(self._log_start_offset, self.segments[0].base_offset)
+
+    @property
+    def start_moved_past_segments(self) -> bool:
+        """DeleteRecords moved the start past the first segment's base: the checkpoint must say so."""
+        return self._log_start_offset > self.segments[0].base_offset
+
+    def moves_log_start(self, offset: int) -> bool:
+        """Whether DeleteRecords up to ``offset`` would move the log start offset.
+
+        As Kafka's ``UnifiedLog.maybeIncrementLogStartOffset``: an offset past the high watermark
+        raises ``OffsetOutOfRangeError``; one at or below the current start changes nothing."""
+        if offset > self.high_watermark:
+            raise OffsetOutOfRangeError(offset, self.log_start_offset, self.high_watermark)
+        return offset > self.log_start_offset
+
+    def set_log_start(self, offset: int) -> None:
+        """Move the start to ``offset`` (checked by ``moves_log_start``, made durable by the caller).
+        The segments now wholly below it are left to ``delete_segments_below_start``."""
+        self._log_start_offset = offset
+        log.info("log_start_offset_incremented", path=str(self.path), log_start_offset=offset,
+                 reason="client record deletion")
+
+    def delete_segments_below_start(self) -> int:
+        """Delete the closed segments whose records all lie below the log start offset (Kafka's
+        ``deleteLogStartOffsetBreachedSegments``). Returns how many. Skipped while cleaning."""
+        if self.cleaning:
+            return 0
+        doomed = 0
+        while doomed < len(self.segments) - 1 and self.segments[doomed + 1].base_offset <= self._log_start_offset:
+            doomed += 1
+        self._delete_oldest(doomed)
+        return doomed
+
+    def _delete_oldest(self, count: int) -> None:
+        if not count:
+            return
+        doomed, self.segments = self.segments[:count], self.segments[count:]
+        for seg in doomed:
+            self._dirty.pop(id(seg), None)
+            seg.delete()
+        self._dir_dirty = True
 
     @property
     def log_end_offset(self) -> int:
@@ -313,10 +359,18 @@ class Partition:
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record with timestamp >= ``timestamp``, found via the
         first batch whose maxTimestamp is >= it (ListOffsets by time). None if every record is older."""
+        start = self.log_start_offset  # Kafka's findOffsetByTimestamp starts at the log start offset too
         for seg in self.segments:
             i = seg.batch_index_for_timestamp(timestamp)
-            if i is not None:
-                return _first_record_at_or_after(seg, i, timestamp)
+            if i is None:
+                continue
+            if seg.next_offset <= start:
+                continue
+            if seg.base_offset <= start:
+                i = max(i, seg.batch_index_for(start) or 0)
+            found = _first_record_at_or_after(seg, i, timestamp, start)
+            if found is not None:
+                return found
         return None
 
     def max_timestamp_offset(self) -> tuple[int, int] | None:
@@ -351,14 +405,10 @@ class Partition:
             doomed.append(seg)
             total -= seg.size
         if doomed:
-            self.segments = self.segments[len(doomed):]
-            for seg in doomed:
-                self._dirty.pop(id(seg), None)
-                seg.delete()
-            self._dir_dirty = True
+            self._delete_oldest(len(doomed))
             log.info("log_retention_deleted", path=str(self.path), segments=len(doomed),
                      log_start_offset=self.log_start_offset)
-        return len(doomed)
+        return len(doomed) + self.delete_segments_below_start()
 
     # ------------------------------------------------------------ compaction support
 
@@ -399,11 +449,18 @@ def ensure_keys(batch: bytes | bytearray) -> None:
             raise InvalidRecordError(0, f"record {i} has no key, which a compacted topic does not accept")
 
 
-def _first_record_at_or_after(seg: Segment, index: int, timestamp: int) -> tuple[int, int]:
-    """In batch ``index`` of ``seg`` (whose maxTimestamp is >= ``timestamp``), the first record that is too."""
-    for r in iter_records(seg.read_batch(index)):
-        if r.timestamp >= timestamp:
-            return r.offset, r.timestamp
+def _first_record_at_or_after(seg: Segment, index: int, timestamp: int, min_offset: int = 0) -> tuple[int, int] | None:
+    """From batch ``index`` of ``seg`` (whose running maxTimestamp is >= ``timestamp``) on, the first
+    record at ``min_offset`` or later whose timestamp is >= ``timestamp``."""
+    while True:
+        for r in iter_records(seg.read_batch(index)):
+            if r.timestamp >= timestamp and r.offset >= min_offset:
+                return r.offset, r.timestamp
+        if seg.last_offsets[index] >= min_offset:
+            break
+        index += 1  # the whole batch lay below the log start offset
+        if index >= seg.batch_count:
+            return None
     # The header claims a larger timestamp than any record has: trust the header, as Kafka's index does.
     return seg.last_offsets[index], seg.running_max_timestamps[index]
 

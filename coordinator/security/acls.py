@@ -8,8 +8,11 @@ from one host (or ``*``). The file is JSON, one object per binding, written atom
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from enum import Enum
 from pathlib import Path
@@ -22,6 +25,9 @@ class ResourceType(str, Enum):
     TOPIC = "TOPIC"
     GROUP = "GROUP"
     CLUSTER = "CLUSTER"
+    TRANSACTIONAL_ID = "TRANSACTIONAL_ID"
+    DELEGATION_TOKEN = "DELEGATION_TOKEN"
+    USER = "USER"
 
 
 class PatternType(str, Enum):
@@ -41,6 +47,9 @@ class Operation(str, Enum):
     DESCRIBE_CONFIGS = "DESCRIBE_CONFIGS"
     ALTER_CONFIGS = "ALTER_CONFIGS"
     IDEMPOTENT_WRITE = "IDEMPOTENT_WRITE"
+    CREATE_TOKENS = "CREATE_TOKENS"
+    DESCRIBE_TOKENS = "DESCRIBE_TOKENS"
+    TWO_PHASE_COMMIT = "TWO_PHASE_COMMIT"
 
 
 class Permission(str, Enum):
@@ -66,12 +75,13 @@ class AclBinding:
     permission: Permission
 
     def __post_init__(self) -> None:
-        if not self.principal.startswith("User:") or len(self.principal) <= len("User:"):
-            raise AclError(f"principal must be User:<name> or User:*, got {self.principal!r}")
+        kind, colon, name = self.principal.partition(":")
+        if not (kind and colon and name):  # Kafka's KafkaPrincipal form, as SecurityUtils.parseKafkaPrincipal
+            raise AclError(f"principal must be <type>:<name>, such as User:<name> or User:*, got {self.principal!r}")
         if not self.resource_name:
             raise AclError("a resource name is required")
-        if self.pattern_type is PatternType.PREFIXED and self.resource_name == WILDCARD:
-            raise AclError("a prefixed pattern cannot be '*'; use a literal '*' for every resource")
+        if self.resource_type is ResourceType.CLUSTER and self.resource_name != CLUSTER_NAME:
+            raise AclError(f"the only valid name for the CLUSTER resource is {CLUSTER_NAME}")
 
     def matches_resource(self, resource_type: ResourceType, name: str) -> bool:
         if resource_type is not self.resource_type:
@@ -117,7 +127,8 @@ def read_acls(path: Path) -> list[AclBinding]:
 
 
 def write_acls(path: Path, bindings: list[AclBinding]) -> None:
-    """Replace the file's content at once (a reader sees the old list or the new one, never half)."""
+    """Replace the file's content at once (a reader sees the old list or the new one, never half), durably:
+    the file and the rename are fsynced before this returns, so an acknowledged change survives a crash."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w") as out:
@@ -126,3 +137,21 @@ def write_acls(path: Path, bindings: list[AclBinding]) -> None:
         out.flush()
         os.fsync(out.fileno())
     os.replace(tmp, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the ACL file's lock: one read-modify-write at a time, between `groupcoord acls` and the
+    server's CreateAcls/DeleteAcls (an advisory lock on a file beside it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)

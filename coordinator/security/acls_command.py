@@ -1,6 +1,7 @@
 """`groupcoord acls`: add, remove and list ACLs, with kafka-acls.sh's options.
 
-The ACLs live in ``<log.dirs>/acls.json``; a running server picks up a change within a second.
+The ACLs live in ``<log.dirs>/acls.json``; a running server picks up a change within a second. The
+same file is what the server's CreateAcls/DeleteAcls change (kafka-acls.sh --bootstrap-server, AdminClient).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from itertools import product
 from pathlib import Path
 
 from coordinator.security.acls import (CLUSTER_NAME, WILDCARD, AclBinding, AclError, Operation, PatternType,
-                                       Permission, ResourceType, acls_path, read_acls, write_acls)
+                                       Permission, ResourceType, acls_path, locked, read_acls,
+                                       write_acls)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -107,13 +109,15 @@ def run(args: argparse.Namespace) -> int:
             print("groupcoord acls: nothing to do: give --allow-principal/--deny-principal and --operation "
                   "(or --consumer/--producer)", file=sys.stderr)
             return EXIT_USAGE
-        if args.add:
-            updated = current + [b for b in wanted if b not in current]
-            verb = "Adding"
-        else:
-            updated = [b for b in current if b not in wanted]
-            verb = "Removing"
-        write_acls(path, updated)
+        with locked(path):  # the server's CreateAcls/DeleteAcls may be changing the file too
+            current = read_acls(path)
+            if args.add:
+                updated = current + [b for b in wanted if b not in current]
+                verb = "Adding"
+            else:
+                updated = [b for b in current if b not in wanted]
+                verb = "Removing"
+            write_acls(path, updated)
     except AclError as exc:
         print(f"groupcoord acls: {exc}", file=sys.stderr)
         return EXIT_FAILED

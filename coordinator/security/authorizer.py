@@ -55,7 +55,7 @@ class Authorizer:
         self.allow_if_no_acl = allow_if_no_acl
         self._clock = clock
         self._bindings: list[AclBinding] = []
-        self._mtime: float | None = None
+        self._mtime: tuple[int, int] | None = None
         self._checked_at = float("-inf")
         self._reload()
 
@@ -69,7 +69,8 @@ class Authorizer:
 
     def _reload(self) -> None:
         try:
-            mtime = self.path.stat().st_mtime_ns
+            stat = self.path.stat()
+            mtime: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_ino)  # each write is a new file (rename)
         except FileNotFoundError:
             mtime = None
         if mtime == self._mtime:
@@ -81,6 +82,11 @@ class Authorizer:
             return
         self._mtime = mtime
         log.info("acls_loaded", path=str(self.path), bindings=len(self._bindings))
+
+    def reload_now(self) -> None:
+        """Take the file as it is now (after the server itself changed it: in force for the next request)."""
+        self._checked_at = self._clock()
+        self._reload()
 
     def allows(self, principal: str, host: str, operation: Operation, resource_type: ResourceType,
                name: str) -> bool:

@@ -81,7 +81,8 @@ def partition_config(broker_config, topic: Topic) -> LogConfig:  # type: ignore[
 
     return LogConfig(segment_bytes=int(value("segment.bytes")), cleanup_policy=value("cleanup.policy"),
                      retention_ms=int(value("retention.ms")), retention_bytes=int(value("retention.bytes")),
-                     delete_retention_ms=int(value("delete.retention.ms")), segment_ms=int(value("segment.ms")))
+                     delete_retention_ms=int(value("delete.retention.ms")), segment_ms=int(value("segment.ms")),
+                     min_compaction_lag_ms=int(value("min.compaction.lag.ms")))
 
 
 def read_batches(partition: Partition) -> Iterator[tuple[bytes, BatchHeader]]:
@@ -176,6 +177,15 @@ class DataPlane:
         producers.apply_marker(producer_id, producer_epoch, marker_of(batch, header), base_offset)
         self.appended.notify()  # the LSO may have moved: wake read_committed fetches
         return partition
+
+    def apply_topic_config(self, topic: Topic) -> None:
+        """The topic's settings changed (AlterConfigs): its partitions use them from now on."""
+        self.logs.set_topic_config(topic.name, partition_config(self.config, topic))
+
+    def delete_records(self, topic: Topic, index: int, offset: int) -> int:
+        """DeleteRecords: the partition's log start moves up to `offset` (durably); the new start."""
+        self.partition(topic, index)
+        return self.logs.delete_records(topic.name, index, offset)
 
     def delete_topic(self, topic: str) -> None:
         self.logs.delete_topic(topic)

@@ -3,6 +3,13 @@
     .venv/bin/python -m tests.bench.codec            # full run (~1 min)
     .venv/bin/python -m tests.bench.codec --quick    # fewer repeats
 
+Instruction counts, stable on a shared machine (one dump per message and operation, in the order
+of the table: decode then encode of each message; instructions per operation = summary / N):
+
+    PYTHONHASHSEED=0 valgrind --tool=callgrind --zero-before=functools_reduce --dump-after=functools_reduce \\
+        --callgrind-out-file=codec.out .venv/bin/python -m tests.bench.codec --callgrind 1000
+    grep ^summary: codec.out.*
+
 For each message: decode/s and encode/s for both codecs and the ratio ours/theirs (>1: we are
 faster). Timing is timeit's: the best of several repeats, each long enough (~0.2 s) to swamp
 timer resolution; the best repeat is the one least disturbed by the rest of the machine.
@@ -17,6 +24,7 @@ Messages measured (all built by our codec, checked byte-identical with kafka-pyt
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import sys
@@ -103,6 +111,15 @@ def measure(case: Case, repeats: int) -> dict[str, float]:
     }
 
 
+def run_under_callgrind(n: int) -> None:
+    """Each (message, operation) n times inside one functools.reduce call, which callgrind dumps."""
+    for case in cases():
+        cls, version, msg = type(case.ours), case.version, case.ours
+        data = msg.encode(version)
+        functools.reduce(lambda _, __: cls.decode(data, version), range(n), None)
+        functools.reduce(lambda _, __: msg.encode(version), range(n), None)
+
+
 def machine() -> str:
     return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
             f"{platform.python_implementation()} {platform.python_version()}, {platform.system()} {platform.release()}")
@@ -111,7 +128,11 @@ def machine() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 repeats instead of 7")
+    parser.add_argument("--callgrind", type=int, metavar="N", help="run each operation N times for callgrind")
     args = parser.parse_args(argv)
+    if args.callgrind:
+        run_under_callgrind(args.callgrind)
+        return 0
     repeats = 3 if args.quick else 7
 
     print(f"machine: {machine()}")

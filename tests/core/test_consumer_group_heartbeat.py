@@ -51,7 +51,7 @@ def test_2_a_join_needs_rebalance_timeout_empty_owned_partitions_and_topics() ->
     assert error_of(ctx.heartbeat("g", "", 0, rebalance_timeout_ms=5000, subscribed_topic_names=["foo"],
                                   topic_partitions=owned({"foo": [0]})))[0] == ErrorCode.INVALID_REQUEST
     assert error_of(ctx.heartbeat("g", "", 0, rebalance_timeout_ms=5000, topic_partitions=[])) == (
-        ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+        ErrorCode.INVALID_REQUEST, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
     assert error_of(ctx.heartbeat("g", "", 0, rebalance_timeout_ms=5000, topic_partitions=[],
                                   subscribed_topic_names=[]))[0] == ErrorCode.INVALID_REQUEST
 
@@ -309,6 +309,7 @@ def test_30_describe_reports_epochs_assignor_members_and_topic_names() -> None:
     (m,) = g.members
     assert (m.member_id, m.member_epoch, m.client_id, m.client_host, m.subscribed_topic_names, m.instance_id) == (
         a.member_id, 1, "client", "/127.0.0.1", ["bar", "foo"], None)
+    assert m.subscribed_topic_regex == ""  # as Kafka 4.4 answers for a member subscribed by names
     assert [(t.topic_name, t.partitions) for t in m.assignment.topic_partitions] == sorted(
         [("foo", [0, 1]), ("bar", [0])], key=lambda nt: str(topic_id(nt[0])))
     assert m.target_assignment == m.assignment

@@ -124,8 +124,8 @@ def test_22_a_static_member_is_checked_by_instance_id_first() -> None:
     a, b = static_pair(ctx)
     fenced = ctx.heartbeat("g", b.member_id, b.epoch, instance_id="host-a").response
     assert fenced.error_code == ErrorCode.FENCED_INSTANCE_ID
-    assert fenced.error_message == (f"The static member {b.member_id} with instance id host-a is fenced by existing "
-                                    f"member {a.member_id}.")
+    assert fenced.error_message == (f"Static member {b.member_id} with instance id host-a was fenced by member "
+                                    f"{a.member_id}.")
     unknown = ctx.heartbeat("g", a.member_id, a.epoch, instance_id="host-z").response
     assert (unknown.error_code, unknown.error_message) == (ErrorCode.UNKNOWN_MEMBER_ID,
                                                            "Instance id host-z is unknown.")

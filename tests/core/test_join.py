@@ -40,6 +40,16 @@ def test_new_dynamic_member_on_v4_gets_member_id_required_and_empty_group_record
     ctx.assert_replay_matches()
 
 
+def test_pending_dynamic_id_rejoining_with_an_instance_id_is_unknown_server_error_without_member_id() -> None:
+    # As Kafka 4.4 answers (an IllegalStateException there; found by the differential fuzzer, seed 2).
+    ctx = CoordinatorContext()
+    _, first = ctx.join("g", version=4)
+    pending_id = first.response.member_id
+    _, out = ctx.join("g", pending_id, instance_id="i")
+    assert_outcome(out, response=join_error(9, ErrorCode.UNKNOWN_SERVER_ERROR, ""))
+    assert ctx.group().pending_join_members == {pending_id} and not ctx.group().members
+
+
 def test_pending_member_rejoining_becomes_member_and_is_answered_after_initial_delay() -> None:
     # spec 24.3 and 24.16
     ctx = CoordinatorContext()

@@ -176,3 +176,19 @@ def test_untouched_batches_are_copied_byte_for_byte(tmp_path):
     first, second = p.segments[0].read_batch(0), p.segments[0].read_batch(1)
     assert BatchHeader.parse(first).base_offset == 1 and [r.key for r in iter_records(first)] == [b"b"]
     assert second == bytearray(build_batch([(b"a", b"3")], base_offset=2, timestamp=NOW))
+
+
+def test_min_compaction_lag_leaves_segments_with_younger_records_alone(tmp_path):
+    hour = 3_600_000
+    p = open_partition(tmp_path, segment_bytes=1, cleanup_policy="compact", min_compaction_lag_ms=hour)
+    p.append(build_batch([(b"k", b"old-1")], timestamp=NOW - 3 * hour))  # segment 0
+    p.append(build_batch([(b"k", b"old-2")], timestamp=NOW - 2 * hour))  # segment 1
+    p.append(build_batch([(b"k", b"young")], timestamp=NOW - hour // 2))  # segment 2: younger than the lag
+    p.append(build_batch([(b"k", b"active")], timestamp=NOW))  # segment 3, active
+    assert cleaner.cleanable_end(p, NOW) == 2
+    result = compact(p, now_ms=NOW)
+    assert (result.segments_cleaned, result.records_removed) == (2, 2)  # shadowed by newer records of k
+    assert [(r.offset, r.value) for r in read_everything(p)] == [(2, b"young"), (3, b"active")]
+    assert compact(p, now_ms=NOW).records_removed == 0  # the young record is not cleanable yet
+    assert compact(p, now_ms=NOW + hour).records_removed == 1  # the young record aged past the lag
+    assert [(r.offset, r.value) for r in read_everything(p)] == [(3, b"active")]

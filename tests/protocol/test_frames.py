@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from protocol import ProtocolError
+from protocol.api_keys import ApiKey
 from protocol.apis import API_SPECS
 from protocol.frames import decode_request_body, decode_request_header, encode_request, encode_response
-from protocol.api_keys import ApiKey
 from protocol.messages import HeartbeatRequest, RequestHeader
+from protocol.primitives import ProtocolError
 
 
 def _spec_path_response(correlation_id: int, api_key: int, version: int, message: Any) -> bytes:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol import decode_request, decode_response, encode_request, encode_response
 from protocol.apis import API_SPECS
+from protocol.frames import decode_request, decode_response, encode_request, encode_response
 from protocol.messages import (
     MESSAGES,
     ApiVersionsResponse,

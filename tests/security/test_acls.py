@@ -87,8 +87,8 @@ def test_write_on_any_topic_is_what_an_idempotent_producer_needs():
 def test_bad_bindings_are_refused_with_a_reason():
     with pytest.raises(AclError, match="User:<name>"):
         acl(G, "g", Operation.READ, principal="alice")
-    with pytest.raises(AclError, match="prefixed pattern cannot be"):
-        acl(G, "*", Operation.READ, pattern=PREFIXED)
+    with pytest.raises(AclError, match="only valid name for the CLUSTER resource is kafka-cluster"):
+        acl(ResourceType.CLUSTER, "c", Operation.ALTER)
 
 
 def test_the_file_round_trips_and_the_authorizer_follows_its_changes(tmp_path):

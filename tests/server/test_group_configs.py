@@ -20,7 +20,7 @@ from protocol.messages import (
     IncrementalAlterConfigsRequest,
 )
 
-GROUP, TOPIC = 32, 2
+GROUP, BROKER = 32, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_GROUP_CONFIG = 4, 5, 8
 INT = 3
@@ -140,7 +140,8 @@ def test_empty_group_names_and_other_resource_types_are_invalid_requests(wire):
     assert alter(wire, "", ("consumer.session.timeout.ms", SET, "50000")) == (
         ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
     assert describe(wire, "").error_code == ErrorCode.INVALID_REQUEST
-    assert alter(wire, "t", ("retention.ms", SET, "1"), resource_type=TOPIC)[0] == ErrorCode.INVALID_REQUEST
+    assert alter(wire, "0", ("log.retention.ms", SET, "1"), resource_type=BROKER) == (
+        ErrorCode.INVALID_REQUEST, "Altering BROKER configs is not supported by this server.")
     assert alter(wire, "x", ("a", SET, "1"), resource_type=7) == (ErrorCode.INVALID_REQUEST, "Unknown resource type 7")
 
 

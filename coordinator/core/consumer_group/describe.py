@@ -31,8 +31,8 @@ def consumer_group_describe(state: ConsumerGroupsState, req: ConsumerGroupDescri
 
 def describe_group(state: ConsumerGroupsState, group_id: str | None, topics: TopicsView) -> object:
     if not group_id:
-        return _Group(error_code=ErrorCode.INVALID_GROUP_ID, error_message="Group id cannot be null or empty.",
-                      group_id="")  # not nullable on the wire
+        # Kafka 4.4 answers it without a message; GroupId is not nullable on the wire.
+        return _Group(error_code=ErrorCode.INVALID_GROUP_ID, group_id="")
     group = state.groups.get(group_id)
     if group is None:
         kind = "is not a consumer group" if group_id in state.classic_groups else "not found"
@@ -45,14 +45,22 @@ def describe_group(state: ConsumerGroupsState, group_id: str | None, topics: Top
         members=[_describe_member(group, m, topics) for _, m in sorted(group.members.items())])
 
 
+CLASSIC_MEMBER_TYPE = 0
+CONSUMER_MEMBER_TYPE = 1
+
+
 def _describe_member(group: ConsumerGroup, member: ConsumerMember, topics: TopicsView) -> object:
     return _Member(
         member_id=member.member_id, instance_id=member.instance_id, rack_id=member.rack_id,
         member_epoch=member.member_epoch, client_id=member.client_id, client_host=member.client_host,
         subscribed_topic_names=list(member.subscribed_topic_names),
-        subscribed_topic_regex=member.subscribed_topic_regex,
+        # Kafka 4.4 describes a member subscribed by names with "", not null (seen by tests/differential).
+        subscribed_topic_regex=member.subscribed_topic_regex or "",
         assignment=_with_names(member.assigned_partitions, topics),
-        target_assignment=_with_names(group.target_assignment.get(member.member_id, {}), topics))
+        target_assignment=_with_names(group.target_assignment.get(member.member_id, {}), topics),
+        # v1 (KIP-1099): 0 for a member still on the classic protocol, 1 for a consumer-protocol one
+        # (Kafka's ConsumerGroupMember.asConsumerGroupDescribeMember); admin clients show 1 as `upgraded`.
+        member_type=CLASSIC_MEMBER_TYPE if member.uses_classic_protocol else CONSUMER_MEMBER_TYPE)
 
 
 def _with_names(assignment: Assignment, topics: TopicsView) -> object:

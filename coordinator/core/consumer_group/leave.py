@@ -43,8 +43,7 @@ def ensure_static_member(group: ConsumerGroup, instance_id: str, member_id: str)
     if member.member_id != member_id:
         raise ConsumerGroupError(
             ErrorCode.FENCED_INSTANCE_ID,
-            f"The static member {member_id} with instance id {instance_id} is fenced by existing member "
-            f"{member.member_id}.")
+            f"Static member {member_id} with instance id {instance_id} was fenced by member {member.member_id}.")
     return member
 
 

@@ -59,8 +59,8 @@ def upgrade_group(state: ConsumerGroupsState, classic: ClassicGroup, fx: Effects
         members = [_consumer_member(classic, m, epoch, topics) for m in classic.members.values()]
     except ValueError as exc:
         raise ConsumerGroupError(ErrorCode.GROUP_ID_NOT_FOUND,
-                                 f"Cannot upgrade the classic group {gid} to consumer group because the embedded "
-                                 f"consumer protocol is malformed: {exc}.") from None
+                                 f"Cannot upgrade classic group {gid} to consumer group because the embedded "
+                                 "consumer protocol is malformed.") from exc
     # Kafka's createConsumerGroupRecords order: subscriptions, epoch, targets, assignment epoch, current.
     converted: list[Record] = [member_subscription_record(gid, m) for m in members]
     converted.append(consumer_group_epoch_record(gid, epoch))

@@ -1,4 +1,5 @@
-"""ConsumerGroupDescribe (key 69), v0: consumer groups (KIP-848) with their members' assignments.
+"""ConsumerGroupDescribe (key 69), v0-v1: consumer groups (KIP-848) with their members' assignments
+(v1 adds each member's MemberType, KIP-1099).
 Null or empty ids are answered INVALID_GROUP_ID here (they have no shard); the rest are split by
 shard; groups the principal may not DESCRIBE get GROUP_AUTHORIZATION_FAILED. With
 IncludeAuthorizedOperations, each group described gets the bit field of the group operations the
@@ -38,12 +39,11 @@ def consumer_group_describe_error(request: Any, code: ErrorCode, version: int) -
     return ConsumerGroupDescribeResponse(groups=[_Group(group_id=g, error_code=code) for g in request.group_ids])
 
 
-@api(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=(0, 0), error_response=consumer_group_describe_error)
+@api(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=(0, 1), error_response=consumer_group_describe_error)
 def consumer_group_describe(broker: Broker, request: Any, ctx: RequestContext) -> Any:
     # GroupId is not nullable on the wire (Kafka's Java side would fail to write its null): the empty id
     # asked for is echoed.
-    invalid = [_Group(group_id="", error_code=ErrorCode.INVALID_GROUP_ID,
-                      error_message="Group id cannot be null or empty.") for g in request.group_ids if not g]
+    invalid = [_Group(group_id="", error_code=ErrorCode.INVALID_GROUP_ID) for g in request.group_ids if not g]
     valid = [g for g in request.group_ids if g]
     if not valid:
         return ConsumerGroupDescribeResponse(groups=invalid)

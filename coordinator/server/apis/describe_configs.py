@@ -1,9 +1,13 @@
 """DescribeConfigs (key 32), v0–4.
 
-BROKER resources ("" or this node's id; another id is INVALID_REQUEST) list
-the server's settings, all read-only (nothing is dynamic here): source
+BROKER resources: this node's id lists the server's settings, source
 STATIC_BROKER_CONFIG when set by file, environment or --override, else
-DEFAULT_CONFIG. TOPIC resources list the topic-level settings with their
+DEFAULT_CONFIG; read_only unless Kafka can change the setting dynamically
+(DynamicBrokerConfig.ALL_DYNAMIC_CONFIGS). "" asks for the cluster-wide dynamic
+defaults, of which there are none here: no configs (ConfigHelper.describeConfigs).
+Another id is INVALID_REQUEST. As Kafka's ConfigHelper: a PASSWORD-typed setting
+answers value null, is_sensitive, type PASSWORD, and its synonyms' values are null
+too; a setting without a default that is unset answers null. TOPIC resources list the topic-level settings with their
 effective values: the topic's own (DYNAMIC_TOPIC_CONFIG), else the broker
 setting that supplies the default, else the built-in default; an illegal name
 is INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION. GROUP
@@ -30,30 +34,37 @@ from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_cluster, permits_group, permits_topic
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
-from coordinator.topic_configs import TOPIC_SETTINGS, TopicSetting
+from coordinator.topic_configs import TOPIC_SETTINGS, TopicSetting, builtin_default
 from coordinator.topics import TopicError, validate_topic_name
 
 TOPIC, BROKER, GROUP = 2, 4, 32
 # Kafka's ConfigSource ids
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, DYNAMIC_GROUP_CONFIG = 1, 4, 5, 8
 # Kafka's ConfigType ids
-CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "list": 7}
+CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "list": 7, "password": 9}
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
+def _broker_value(broker: Broker, setting: Setting, text: str) -> str | None:
+    """What the wire shows for `text` as a value of `setting`: null for a secret, null for unset without default."""
+    if setting.sensitive or (setting.optional and not text):
+        return None
+    return text
+
+
 def _broker_entry(broker: Broker, setting: Setting, include_synonyms: bool, include_docs: bool) -> Entry:
-    value = broker.config.raw(setting.name)
+    value = _broker_value(broker, setting, broker.config.raw(setting.name))
     source = DEFAULT_CONFIG if broker.config.source(setting.name) == "default" else STATIC_BROKER_CONFIG
     synonyms = []
     if include_synonyms:
         synonyms.append(Synonym(setting.name, value, source))
         if source != DEFAULT_CONFIG:
-            synonyms.append(Synonym(setting.name, setting.default, DEFAULT_CONFIG))
-    return Entry(name=setting.name, value=value, read_only=True, is_default=source == DEFAULT_CONFIG,
-                 config_source=source, is_sensitive=False, synonyms=synonyms,
+            synonyms.append(Synonym(setting.name, _broker_value(broker, setting, setting.default), DEFAULT_CONFIG))
+    return Entry(name=setting.name, value=value, read_only=not setting.dynamic, is_default=source == DEFAULT_CONFIG,
+                 config_source=source, is_sensitive=setting.sensitive, synonyms=synonyms,
                  config_type=CONFIG_TYPES[setting.kind], documentation=setting.doc if include_docs else None)
 
 
@@ -63,13 +74,14 @@ def _topic_entry(broker: Broker, setting: TopicSetting, overrides: dict[str, str
     levels: list[tuple[str, str, int]] = []
     if setting.name in overrides:
         levels.append((setting.name, overrides[setting.name], DYNAMIC_TOPIC_CONFIG))
-    if setting.broker_default is not None:
-        if broker.config.source(setting.broker_default) != "default":
-            levels.append((setting.broker_default, broker.config.raw(setting.broker_default), STATIC_BROKER_CONFIG))
-        levels.append((setting.broker_default, SETTINGS_BY_NAME[setting.broker_default].default, DEFAULT_CONFIG))
-    else:
-        levels.append((setting.name, setting.default, DEFAULT_CONFIG))
-    _, value, source = levels[0]
+    set_on_broker = setting.broker_default is not None and broker.config.source(setting.broker_default) != "default"
+    if set_on_broker:
+        levels.append((setting.broker_default, broker.config.raw(setting.broker_default), STATIC_BROKER_CONFIG))
+    default = builtin_default(setting)
+    if setting.default_synonym is not None and (set_on_broker or setting.default_synonym_shown_alone):
+        # Kafka's broker synonym carrying the default, as Kafka names and values it
+        levels.append((setting.default_synonym, setting.default_synonym_value or default, DEFAULT_CONFIG))
+    _, value, source = levels[0] if levels else (setting.name, default, DEFAULT_CONFIG)
     return Entry(name=setting.name, value=value, read_only=False, is_default=source == DEFAULT_CONFIG,
                  config_source=source, is_sensitive=False,
                  synonyms=[Synonym(*level) for level in levels] if include_synonyms else [],
@@ -100,10 +112,13 @@ def _describe(broker: Broker, resource, include_synonyms: bool, include_docs: bo
 
     name = resource.resource_name
     if resource.resource_type == BROKER:
-        if name not in ("", str(broker.node_id)):
+        if name and not name.lstrip("-").isdigit():  # ConfigHelper.resourceNameToBrokerId
+            return failure(ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}")
+        if name and int(name) != broker.node_id:
             return failure(ErrorCode.INVALID_REQUEST,
                            f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}")
-        entries = [_broker_entry(broker, s, include_synonyms, include_docs) for s in SETTINGS]
+        # "": the dynamic cluster-wide defaults (kafka-configs.sh --entity-default); none can be set here.
+        entries = [_broker_entry(broker, s, include_synonyms, include_docs) for s in SETTINGS] if name else []
     elif resource.resource_type == TOPIC:
         try:
             validate_topic_name(name)

@@ -10,6 +10,8 @@ replica state (consumers only here).
 Waits up to max_wait_ms for min_bytes, woken by appends. max_bytes and
 partition_max_bytes are honoured except that the first batch found is always
 returned whole, as Kafka does, so a large batch cannot block a consumer.
+An offset outside [log start, high watermark] (DeleteRecords moves the log
+start) is OFFSET_OUT_OF_RANGE with every offset field -1, as Kafka answers.
 """
 
 from __future__ import annotations
@@ -60,6 +62,10 @@ def _read(broker: Broker, request: Any, ctx: RequestContext) -> tuple[FetchRespo
                 results.append(_empty(p.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             partition = broker.data.partition(topic, p.partition)
+            if not partition.log_start_offset <= p.fetch_offset <= partition.high_watermark:
+                # Kafka's readFromLocalLog: an out-of-range read reports no offsets (-1), only the error
+                results.append(_empty(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE))
+                continue
             high_watermark = partition.high_watermark
             producers = broker.data.producer_state(topic.name, p.partition, partition)
             stable = producers.last_stable_offset(high_watermark)
@@ -69,9 +75,7 @@ def _read(broker: Broker, request: Any, ctx: RequestContext) -> tuple[FetchRespo
                                      last_stable_offset=stable, log_start_offset=partition.log_start_offset,
                                      aborted_transactions=[] if committed else None, preferred_read_replica=-1,
                                      records=b"")
-            if not partition.log_start_offset <= p.fetch_offset <= high_watermark:
-                result.error_code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
-            elif p.fetch_offset < readable and (budget > 0 or total == 0):
+            if p.fetch_offset < readable and (budget > 0 or total == 0):
                 # the first batch is returned whole even past the limits (Kafka's "at least one batch")
                 limit = min(p.partition_max_bytes, budget) if total else p.partition_max_bytes
                 data = partition.read(p.fetch_offset, max(limit, 1))

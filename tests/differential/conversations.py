@@ -1,0 +1,452 @@
+"""The scripted conversations the differential suite plays against Kafka and groupcoord.
+
+Each is a function of a ``Side``; its requests depend only on the script and on earlier answers,
+so both servers get the same conversation. Numbers in comments are the test cases of
+/work/shared/spec/classic-groups.md section 24 (``C<n>``) the step exercises.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from protocol import messages as m
+from protocol.api_keys import ApiKey as K
+from protocol.error_codes import ErrorCode as E
+from tests.differential.harness import Conversation, Side
+
+JoinProtocol = m.JoinGroupRequest.JoinGroupRequestProtocol
+SyncAssignment = m.SyncGroupRequest.SyncGroupRequestAssignment
+Identity = m.LeaveGroupRequest.MemberIdentity
+CommitTopic = m.OffsetCommitRequest.OffsetCommitRequestTopic
+CommitPartition = m.OffsetCommitRequest.OffsetCommitRequestPartition
+TOPIC_PARTITIONS = 3
+SESSION_MS = 30_000
+
+
+def subscription(*topics: str) -> bytes:
+    return m.ConsumerProtocolSubscription(topics=list(topics)).encode(0)
+
+
+def assignment(topic: str, *partitions: int) -> bytes:
+    Topic = m.ConsumerProtocolAssignment.TopicPartition
+    return m.ConsumerProtocolAssignment(assigned_partitions=[Topic(topic=topic, partitions=list(partitions))]).encode(0)
+
+
+def create_topics(s: Side, *stems: str, partitions: int = TOPIC_PARTITIONS) -> list[str]:
+    names = [s.name_of(stem) for stem in stems]
+    Topic = m.CreateTopicsRequest.CreatableTopic
+    s.call("admin", K.CREATE_TOPICS, 5, m.CreateTopicsRequest(
+        topics=[Topic(name=n, num_partitions=partitions, replication_factor=1) for n in names], timeout_ms=10_000))
+    s.await_topics(names, partitions)
+    return names
+
+
+def join(group: str, member_id: str = "", instance: str | None = None, protocols: Any = None,
+         session: int = SESSION_MS, rebalance: int = SESSION_MS, protocol_type: str = "consumer",
+         reason: str | None = None) -> m.JoinGroupRequest:
+    if protocols is None:
+        protocols = [("range", b"meta")]
+    return m.JoinGroupRequest(group_id=group, session_timeout_ms=session, rebalance_timeout_ms=rebalance,
+                              member_id=member_id, group_instance_id=instance, protocol_type=protocol_type,
+                              protocols=[JoinProtocol(name=n, metadata=md) for n, md in protocols], reason=reason)
+
+
+def sync(group: str, generation: int, member_id: str, assignments: dict[str, bytes] | None = None,
+         instance: str | None = None, protocol_type: str | None = "consumer",
+         protocol_name: str | None = "range") -> m.SyncGroupRequest:
+    return m.SyncGroupRequest(group_id=group, generation_id=generation, member_id=member_id,
+                              group_instance_id=instance, protocol_type=protocol_type, protocol_name=protocol_name,
+                              assignments=[SyncAssignment(member_id=k, assignment=v)
+                                           for k, v in (assignments or {}).items()])
+
+
+def heartbeat(group: str, generation: int, member_id: str, instance: str | None = None) -> m.HeartbeatRequest:
+    return m.HeartbeatRequest(group_id=group, generation_id=generation, member_id=member_id,
+                              group_instance_id=instance)
+
+
+def commit(group: str, topic: str, offsets: dict[int, int], generation: int = -1, member_id: str = "",
+           instance: str | None = None, metadata: str | None = "md") -> m.OffsetCommitRequest:
+    return m.OffsetCommitRequest(
+        group_id=group, generation_id_or_member_epoch=generation, member_id=member_id, group_instance_id=instance,
+        topics=[CommitTopic(name=topic, partitions=[
+            CommitPartition(partition_index=p, committed_offset=o, committed_metadata=metadata)
+            for p, o in offsets.items()])])
+
+
+def fetch(version: int, group: str, topic: str | None, partitions: list[int]) -> m.OffsetFetchRequest:
+    if version >= 8:
+        Group = m.OffsetFetchRequest.OffsetFetchRequestGroup
+        Topics = m.OffsetFetchRequest.OffsetFetchRequestTopics
+        topics = None if topic is None else [Topics(name=topic, partition_indexes=partitions)]
+        return m.OffsetFetchRequest(groups=[Group(group_id=group, topics=topics)])
+    Topic = m.OffsetFetchRequest.OffsetFetchRequestTopic
+    topics = None if topic is None else [Topic(name=topic, partition_indexes=partitions)]
+    return m.OffsetFetchRequest(group_id=group, topics=topics)
+
+
+def join_one(s: Side, group: str, connection: str = "a", version: int = 9, **kw: Any) -> m.JoinGroupResponse:
+    """A dynamic member's whole join: MEMBER_ID_REQUIRED then the rejoin with the given id (v4+)."""
+    response = s.call(connection, K.JOIN_GROUP, version, join(group, **kw))
+    if response.error_code == E.MEMBER_ID_REQUIRED:
+        response = s.call(connection, K.JOIN_GROUP, version, join(group, member_id=response.member_id, **kw))
+    return response
+
+
+# --- conversations ------------------------------------------------------------------------------
+
+
+def join_every_version(s: Side) -> None:
+    """JoinGroup v0-9 alone in a group, then Sync and Heartbeat at matching versions (C2, C3, C13)."""
+    for version in range(10):
+        group = s.name_of(f"join-v{version}")
+        first = s.call("a", K.JOIN_GROUP, version, join(group))
+        member_id = first.member_id
+        if first.error_code == E.MEMBER_ID_REQUIRED:
+            member_id = s.call("a", K.JOIN_GROUP, version, join(group, member_id=member_id)).member_id
+        sync_version = min(version, 5)
+        s.call("a", K.SYNC_GROUP, sync_version, sync(group, 1, member_id, {member_id: b"assigned"}))
+        s.call("a", K.HEARTBEAT, min(version, 4), heartbeat(group, 1, member_id))
+        s.call("a", K.LEAVE_GROUP, min(version, 5),
+               m.LeaveGroupRequest(group_id=group, member_id=member_id,
+                                   members=[Identity(member_id=member_id)]) if version >= 3 else
+               m.LeaveGroupRequest(group_id=group, member_id=member_id))
+
+
+def join_errors(s: Side) -> None:
+    """JoinGroup refusals (C1, C4, C5, C6, C9, C10, C11, C13) at v5 and v9."""
+    for version in (5, 9):
+        group = s.name_of(f"join-errors-v{version}")
+        s.call("a", K.JOIN_GROUP, version, join(group, member_id="nobody"))  # C1: no group, non-empty id
+        s.call("a", K.JOIN_GROUP, version, join(group, session=5999))  # C9
+        s.call("a", K.JOIN_GROUP, version, join(group, session=1_800_001))
+        s.call("a", K.JOIN_GROUP, version, join("", member_id=""))  # C10
+        s.call("a", K.JOIN_GROUP, version, join(group, protocol_type=""))  # C5
+        s.call("a", K.JOIN_GROUP, version, join(group, protocols=[]))  # C6
+        joined = join_one(s, group, version=version)
+        s.call("b", K.JOIN_GROUP, version, join(group, protocol_type="connect"))  # C4
+        s.call("b", K.JOIN_GROUP, version, join(group, member_id="stranger"))  # C11
+        s.call("b", K.JOIN_GROUP, version, join(group, protocols=[("roundrobin", b"x")]))  # C7 (MEMBER_ID_REQUIRED first)
+        s.call("a", K.SYNC_GROUP, min(version, 5), sync(group, joined.generation_id, joined.member_id, {}))
+
+
+def two_members_sync(s: Side) -> None:
+    """Two members, a rebalance, follower syncs before the leader, leader omits the follower (C26, C31, C32,
+    C34, C35, C36, C37, C41, C42)."""
+    group = s.name_of("sync")
+    a = join_one(s, group, "a")
+    s.call("a", K.SYNC_GROUP, 5, sync(group, 1, a.member_id, {a.member_id: b"all"}))
+    b_first = s.call("b", K.JOIN_GROUP, 9, join(group, protocols=[("range", b"b-meta")]))
+    b_join = s.send("b", K.JOIN_GROUP, 9, join(group, member_id=b_first.member_id, protocols=[("range", b"b-meta")]))
+    s.await_state(group, "PreparingRebalance")
+    s.call("a", K.HEARTBEAT, 4, heartbeat(group, 1, a.member_id))  # C41: REBALANCE_IN_PROGRESS
+    s.call("a", K.SYNC_GROUP, 5, sync(group, 1, a.member_id, {}))  # C37
+    a2 = s.call("a", K.JOIN_GROUP, 9, join(group, member_id=a.member_id))
+    b2 = s.receive(b_join)
+    follower = b2.member_id
+    b_sync = s.send("b", K.SYNC_GROUP, 5, sync(group, 2, follower))
+    s.call("a", K.HEARTBEAT, 4, heartbeat(group, 2, a2.member_id))  # C42: CompletingRebalance -> NONE
+    s.call("a", K.SYNC_GROUP, 5, sync(group, 2, a2.member_id, {a2.member_id: b"only-a"}))  # C32: b omitted
+    s.receive(b_sync)
+    s.call("b", K.SYNC_GROUP, 5, sync(group, 2, follower))  # C34: Stable, answered at once
+    s.call("b", K.SYNC_GROUP, 5, sync(group, 1, follower))  # C35: ILLEGAL_GENERATION
+    s.call("b", K.SYNC_GROUP, 5, sync(group, 2, "nobody"))  # C35: UNKNOWN_MEMBER_ID
+    s.call("b", K.SYNC_GROUP, 5, sync(s.name_of("no-such-group"), 1, "nobody"))
+    s.call("b", K.SYNC_GROUP, 5, sync(group, 2, follower, protocol_type="connect"))  # C36
+    s.call("b", K.SYNC_GROUP, 5, sync(group, 2, follower, protocol_name="roundrobin"))
+    s.call("b", K.SYNC_GROUP, 4, sync(group, 2, follower, protocol_type=None, protocol_name=None))
+    a3 = s.send("a", K.JOIN_GROUP, 9, join(group, member_id=a2.member_id))  # C19: the leader's rejoin rebalances
+    s.await_state(group, "PreparingRebalance")
+    s.call("b", K.JOIN_GROUP, 9, join(group, member_id=follower, protocols=[("range", b"b-meta")]))
+    s.receive(a3)
+    s.call("a", K.DESCRIBE_GROUPS, 5, m.DescribeGroupsRequest(groups=[group]))
+    s.call("b", K.LEAVE_GROUP, 5, m.LeaveGroupRequest(group_id=group, members=[Identity(member_id=follower)]))
+    s.call("a", K.DESCRIBE_GROUPS, 5, m.DescribeGroupsRequest(groups=[group]))
+
+
+def stale_generation_and_unknown_member(s: Side) -> None:
+    """Heartbeat, Sync and OffsetCommit with an old generation or an unknown member (C40, C73, C74)."""
+    (topic,) = create_topics(s, "stale")
+    group = s.name_of("stale")
+    s.call("a", K.HEARTBEAT, 4, heartbeat(group, 1, "nobody"))  # C40: no group
+    a = join_one(s, group)
+    s.call("a", K.SYNC_GROUP, 5, sync(group, 1, a.member_id, {a.member_id: b"x"}))
+    for version in (0, 1, 2, 3, 4):
+        s.call("a", K.HEARTBEAT, version, heartbeat(group, 0, a.member_id))
+        s.call("a", K.HEARTBEAT, version, heartbeat(group, 1, "nobody"))
+    for version in (2, 5, 7, 8, 9):
+        s.call("a", K.OFFSET_COMMIT, version, commit(group, topic, {0: 5}, generation=0, member_id=a.member_id))
+        s.call("a", K.OFFSET_COMMIT, version, commit(group, topic, {0: 5}, generation=1, member_id="nobody"))
+        s.call("a", K.OFFSET_COMMIT, version, commit(group, topic, {0: 5}, generation=-1, member_id=""))  # C74
+        s.call("a", K.OFFSET_COMMIT, version, commit(group, topic, {0: 5 + version}, generation=1,
+                                                     member_id=a.member_id))
+    s.call("a", K.OFFSET_FETCH, 7, fetch(7, group, topic, [0, 1]))
+
+
+def static_membership(s: Side) -> None:
+    """Static joins, rejoins with SkipAssignment, fencing (C48, C50, C52, C53, C54, C58, C59, C62)."""
+    group = s.name_of("static")
+    leader = s.call("a", K.JOIN_GROUP, 9, join(group, instance="inst-a"))  # C48: admitted directly
+    s.call("a", K.SYNC_GROUP, 5, sync(group, 1, leader.member_id, {leader.member_id: b"a0"}, instance="inst-a"))
+    b = s.send("b", K.JOIN_GROUP, 9, join(group, instance="inst-b", protocols=[("range", b"b")]))
+    s.await_state(group, "PreparingRebalance")
+    a_again = s.call("a", K.JOIN_GROUP, 9, join(group, member_id=leader.member_id, instance="inst-a"))
+    b_joined = s.receive(b)
+    s.call("a", K.SYNC_GROUP, 5, sync(group, 2, a_again.member_id,
+                                      {a_again.member_id: b"a1", b_joined.member_id: b"b1"}, instance="inst-a"))
+    s.call("b", K.SYNC_GROUP, 5, sync(group, 2, b_joined.member_id, instance="inst-b"))
+    # C50: the follower restarts (member id ""): new id, same generation, old assignment back.
+    b_new = s.call("b", K.JOIN_GROUP, 9, join(group, instance="inst-b", protocols=[("range", b"b")]))
+    s.call("b", K.SYNC_GROUP, 5, sync(group, b_new.generation_id, b_new.member_id, instance="inst-b"))
+    # C54: the replaced id, with and without its instance id.
+    s.call("b", K.HEARTBEAT, 4, heartbeat(group, 2, b_joined.member_id, instance="inst-b"))
+    s.call("b", K.HEARTBEAT, 4, heartbeat(group, 2, b_joined.member_id))
+    s.call("b", K.SYNC_GROUP, 5, sync(group, 2, b_joined.member_id, instance="inst-b"))
+    s.call("b", K.JOIN_GROUP, 9, join(group, member_id=b_joined.member_id, instance="inst-b", protocols=[("range", b"b")]))
+    s.call("b", K.OFFSET_COMMIT, 8, commit(group, s.name_of("none"), {0: 1}, 2, b_joined.member_id, "inst-b"))
+    # C59: unknown instance with a member id; known instance with another member id.
+    s.call("c", K.JOIN_GROUP, 9, join(group, member_id="made-up", instance="inst-c"))
+    # C52: the static leader restarts on v9: SkipAssignment, full member list, same generation.
+    a_new = s.call("a", K.JOIN_GROUP, 9, join(group, instance="inst-a"))
+    s.call("a", K.SYNC_GROUP, 5, sync(group, a_new.generation_id, a_new.member_id, instance="inst-a"))
+    # C53: on v8 the same restart gets no SkipAssignment and the old leader id.
+    s.call("a", K.JOIN_GROUP, 8, join(group, instance="inst-a"))
+    s.call("a", K.DESCRIBE_GROUPS, 5, m.DescribeGroupsRequest(groups=[group]))
+
+
+def duplicate_instance_fencing(s: Side) -> None:
+    """A restarted static member replaces the old id in Stable (C50, C54); a second JoinGroup with a
+    parked static member's instance id fences the parked one (C49)."""
+    group = s.name_of("dup")
+    a = s.call("a", K.JOIN_GROUP, 9, join(group, instance="inst-a"))
+    s.call("a", K.SYNC_GROUP, 5, sync(group, 1, a.member_id, {a.member_id: b"a"}, instance="inst-a"))
+    b = s.send("b", K.JOIN_GROUP, 9, join(group, instance="inst-b"))  # parks: a must rejoin
+    s.await_state(group, "PreparingRebalance")
+    s.call("a", K.HEARTBEAT, 4, heartbeat(group, 1, a.member_id, "inst-a"))
+    a2 = s.send("a", K.JOIN_GROUP, 9, join(group, member_id=a.member_id, instance="inst-a"))
+    b = s.receive(b)
+    a2 = s.receive(a2)
+    s.call("a", K.SYNC_GROUP, 5, sync(group, 2, a2.member_id, {a2.member_id: b"a2", b.member_id: b"b2"}, "inst-a"))
+    s.call("b", K.SYNC_GROUP, 5, sync(group, 2, b.member_id, instance="inst-b"))
+    c = s.call("c", K.JOIN_GROUP, 9, join(group, instance="inst-b"))  # C50: replaces b in Stable
+    s.call("b", K.HEARTBEAT, 4, heartbeat(group, 2, b.member_id, "inst-b"))  # C54: FENCED_INSTANCE_ID
+    parked = s.send("a", K.JOIN_GROUP, 9, join(group, member_id=a2.member_id, instance="inst-a"))
+    s.await_state(group, "PreparingRebalance")
+    d = s.send("d", K.JOIN_GROUP, 9, join(group, instance="inst-a"))  # C49: fences the parked join
+    s.receive(parked)
+    c_rejoin = s.send("c", K.JOIN_GROUP, 9, join(group, member_id=c.member_id, instance="inst-b"))
+    s.receive(d)
+    s.receive(c_rejoin)
+    s.call("a", K.DESCRIBE_GROUPS, 5, m.DescribeGroupsRequest(groups=[group]))
+
+
+def leave_batches(s: Side) -> None:
+    """LeaveGroup batches by instance id and member id, every version (C60, C61, C62, C64)."""
+    group = s.name_of("leave")
+    a = s.call("a", K.JOIN_GROUP, 9, join(group, instance="inst-a"))
+    s.call("a", K.SYNC_GROUP, 5, sync(group, 1, a.member_id, {a.member_id: b"a"}, instance="inst-a"))
+    b = s.send("b", K.JOIN_GROUP, 9, join(group, instance="inst-b"))
+    s.await_state(group, "PreparingRebalance")
+    s.call("a", K.JOIN_GROUP, 9, join(group, member_id=a.member_id, instance="inst-a"))
+    b_joined = s.receive(b)
+    s.call("a", K.LEAVE_GROUP, 5, m.LeaveGroupRequest(group_id=group, members=[
+        Identity(member_id="", group_instance_id="inst-a", reason="bye"),
+        Identity(member_id="nobody"),
+        Identity(member_id="wrong-id", group_instance_id="inst-b"),
+        Identity(member_id="", group_instance_id="inst-unknown"),
+    ]))
+    s.call("a", K.DESCRIBE_GROUPS, 5, m.DescribeGroupsRequest(groups=[group]))
+    s.call("b", K.LEAVE_GROUP, 3, m.LeaveGroupRequest(group_id=group, members=[
+        Identity(member_id=b_joined.member_id, group_instance_id="inst-b")]))
+    unknown = s.name_of("leave-unknown")
+    for version in range(6):
+        request = (m.LeaveGroupRequest(group_id=unknown, members=[Identity(member_id="x")]) if version >= 3
+                   else m.LeaveGroupRequest(group_id=unknown, member_id="x"))
+        s.call("a", K.LEAVE_GROUP, version, request)
+    for version in (0, 2):  # C60 v0-2: a single member, the top-level error
+        g = s.name_of(f"leave-v{version}")
+        joined = join_one(s, g, version=4)
+        s.call("a", K.LEAVE_GROUP, version, m.LeaveGroupRequest(group_id=g, member_id=joined.member_id))
+
+
+def offsets_across_versions(s: Side) -> None:
+    """OffsetCommit v2-9 and OffsetFetch v1-9 on a simple group (C71, C72, C76, C77)."""
+    topic, other = create_topics(s, "offsets", "offsets-other")
+    group = s.name_of("offsets")
+    for version in range(2, 10):
+        s.call("a", K.OFFSET_COMMIT, version, commit(group, topic, {0: 10 * version, 1: version},
+                                                     metadata=f"v{version}"))
+    s.call("a", K.OFFSET_COMMIT, 9, commit(group, topic, {2: 7}, metadata="m" * 4097))  # C76
+    unknown_topics = s.name_of("offsets-unknown-topics")  # its own group: the answers differ (allowlist)
+    s.call("a", K.OFFSET_COMMIT, 9, commit(unknown_topics, s.name_of("missing-topic"), {0: 1}))
+    s.call("a", K.OFFSET_COMMIT, 9, commit(unknown_topics, topic, {7: 1}))  # no such partition
+    s.call("a", K.OFFSET_COMMIT, 9, commit(group, other, {0: 3}, metadata=None))
+    for version in range(1, 10):
+        s.call("a", K.OFFSET_FETCH, version, fetch(version, group, topic, [0, 1, 2]))
+        if version >= 2:
+            s.call("a", K.OFFSET_FETCH, version, fetch(version, group, None, []))
+    missing = s.name_of("offsets-none")
+    s.call("a", K.OFFSET_FETCH, 5, fetch(5, missing, topic, [0]))  # C77
+    s.call("a", K.OFFSET_FETCH, 9, fetch(9, missing, None, []))
+    s.call("a", K.OFFSET_COMMIT, 9, commit(missing, topic, {0: 1}, generation=10, member_id="m"))  # C71
+    s.call("a", K.OFFSET_COMMIT, 8, commit(missing, topic, {0: 1}, generation=10, member_id="m"))
+    s.call("a", K.OFFSET_COMMIT, 9, commit("", topic, {0: 1}))
+
+
+def describe_list_delete(s: Side) -> None:
+    """DescribeGroups, ListGroups, DeleteGroups and OffsetDelete over groups in several states (C67-C70)."""
+    (topic,) = create_topics(s, "admin")
+    stable, empty, simple = s.name_of("adm-stable"), s.name_of("adm-empty"), s.name_of("adm-simple")
+    a = join_one(s, stable, protocols=[("range", subscription(topic))])
+    s.call("a", K.SYNC_GROUP, 5, sync(stable, 1, a.member_id, {a.member_id: assignment(topic, 0, 1, 2)}))
+    s.call("a", K.OFFSET_COMMIT, 9, commit(stable, topic, {0: 1, 1: 2}, 1, a.member_id))
+    e = join_one(s, empty, "e")
+    s.call("e", K.SYNC_GROUP, 5, sync(empty, 1, e.member_id, {e.member_id: b""}))
+    s.call("e", K.OFFSET_COMMIT, 9, commit(empty, topic, {0: 4}, 1, e.member_id))
+    s.call("e", K.LEAVE_GROUP, 5, m.LeaveGroupRequest(group_id=empty, members=[Identity(member_id=e.member_id)]))
+    s.call("a", K.OFFSET_COMMIT, 9, commit(simple, topic, {0: 9, 2: 9}))
+    groups = [stable, empty, simple, s.name_of("adm-none")]
+    for version in range(6):
+        s.call("a", K.DESCRIBE_GROUPS, version,
+               m.DescribeGroupsRequest(groups=groups, include_authorized_operations=version >= 3))
+    for version in range(6):
+        s.call("a", K.LIST_GROUPS, version, m.ListGroupsRequest())
+    s.call("a", K.LIST_GROUPS, 4, m.ListGroupsRequest(states_filter=["stable"]))
+    s.call("a", K.LIST_GROUPS, 5, m.ListGroupsRequest(states_filter=["Empty"], types_filter=["classic"]))
+    s.call("a", K.LIST_GROUPS, 5, m.ListGroupsRequest(types_filter=["consumer"]))
+    OffsetDeleteTopic = m.OffsetDeleteRequest.OffsetDeleteRequestTopic
+    OffsetDeletePartition = m.OffsetDeleteRequest.OffsetDeleteRequestPartition
+    for group in (stable, simple, s.name_of("adm-none")):
+        s.call("a", K.OFFSET_DELETE, 0, m.OffsetDeleteRequest(group_id=group, topics=[
+            OffsetDeleteTopic(name=topic, partitions=[OffsetDeletePartition(partition_index=0)])]))
+    s.call("a", K.OFFSET_FETCH, 9, fetch(9, simple, None, []))
+    for version in range(3):
+        s.call("a", K.DELETE_GROUPS, version, m.DeleteGroupsRequest(groups_names=[stable, s.name_of("adm-none")]))
+    s.call("a", K.DELETE_GROUPS, 2, m.DeleteGroupsRequest(groups_names=[empty, simple]))
+    s.call("a", K.DESCRIBE_GROUPS, 5, m.DescribeGroupsRequest(groups=[empty, simple]))
+    s.call("a", K.OFFSET_FETCH, 9, fetch(9, empty, None, []))
+
+
+def await_assignable(s: Side, topic: str, timeout: float = 10.0) -> None:
+    """Wait (unrecorded) until a throwaway consumer group gets ``topic``'s partitions assigned: Kafka's
+    group coordinator reads its own metadata image, which can trail the broker's Metadata answers."""
+    Hb = m.ConsumerGroupHeartbeatRequest
+    wire, probe, member = s.wire("_await"), s.name_of("cg-probe"), "probe-member-0000000000"
+    deadline = time.monotonic() + timeout
+    epoch = 0
+    while True:
+        response = wire.request(K.CONSUMER_GROUP_HEARTBEAT, 1, Hb(
+            group_id=probe, member_id=member, member_epoch=epoch, rebalance_timeout_ms=30_000,
+            subscribed_topic_names=[topic], topic_partitions=[]))
+        assert response.error_code == E.NONE, response
+        epoch = response.member_epoch
+        if response.assignment is not None and response.assignment.topic_partitions:
+            wire.request(K.CONSUMER_GROUP_HEARTBEAT, 1, Hb(group_id=probe, member_id=member, member_epoch=-1))
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{s.name}: {topic} never assigned to a consumer group")
+        time.sleep(0.05)  # poll interval
+
+
+def consumer_group_lifecycle(s: Side) -> None:
+    """ConsumerGroupHeartbeat join -> reconcile -> leave, two members, and ConsumerGroupDescribe."""
+    (topic,) = create_topics(s, "cg", partitions=4)
+    group = s.name_of("cg")
+    Hb = m.ConsumerGroupHeartbeatRequest
+    await_assignable(s, topic)
+
+    def hb(connection: str, member_id: str, epoch: int, **kw: Any) -> m.ConsumerGroupHeartbeatResponse:
+        return s.call(connection, K.CONSUMER_GROUP_HEARTBEAT, 1,
+                      Hb(group_id=group, member_id=member_id, member_epoch=epoch, **kw))
+
+    def owned(response: m.ConsumerGroupHeartbeatResponse, before: list[Any]) -> list[Any]:
+        """What the member owns after applying the answer (None: unchanged)."""
+        if response.assignment is None:
+            return before
+        return [Hb.TopicPartitions(topic_id=tp.topic_id, partitions=tp.partitions)
+                for tp in response.assignment.topic_partitions]
+
+    a_id, b_id = "member-a-0000000000000", "member-b-0000000000000"
+    join_fields = dict(rebalance_timeout_ms=30_000, subscribed_topic_names=[topic], server_assignor="uniform",
+                       topic_partitions=[])
+    a = hb("a", a_id, 0, **join_fields)
+    owned_a = owned(a, [])
+    a = hb("a", a_id, a.member_epoch, topic_partitions=owned_a)
+    b = hb("b", b_id, 0, **join_fields)
+    owned_b = owned(b, [])
+    a = hb("a", a_id, a.member_epoch, topic_partitions=owned_a)  # told to revoke half
+    owned_a = owned(a, owned_a)
+    a = hb("a", a_id, a.member_epoch, topic_partitions=owned_a)  # revocation acknowledged
+    b = hb("b", b_id, b.member_epoch, topic_partitions=owned_b)  # the freed partitions
+    owned_b = owned(b, owned_b)
+    b = hb("b", b_id, b.member_epoch, topic_partitions=owned_b)
+    s.call("a", K.CONSUMER_GROUP_DESCRIBE, 0, m.ConsumerGroupDescribeRequest(
+        group_ids=[group, s.name_of("cg-none"), s.name_of("join-v9")], include_authorized_operations=True))
+    hb("a", a_id, a.member_epoch + 5)  # FENCED_MEMBER_EPOCH
+    hb("a", "unknown-member-00000000", 3)  # UNKNOWN_MEMBER_ID
+    hb("b", b_id, -1)  # leave
+    s.call("a", K.DESCRIBE_GROUPS, 5, m.DescribeGroupsRequest(groups=[group]))
+    s.call("a", K.LIST_GROUPS, 5, m.ListGroupsRequest(types_filter=["consumer"]))
+    s.call("a", K.OFFSET_COMMIT, 9, commit(group, topic, {0: 3}, generation=a.member_epoch, member_id=a_id))
+    s.call("a", K.OFFSET_COMMIT, 9, commit(group, topic, {0: 3}, generation=a.member_epoch + 9, member_id=a_id))
+    s.call("a", K.JOIN_GROUP, 9, join(group))  # a classic join into a consumer group
+    hb("a", a_id, -1)
+
+
+def consumer_group_errors(s: Side) -> None:
+    """ConsumerGroupHeartbeat validation and fencing (consumer-protocol spec 2, 4.1, 4.3, 6), static
+    members (UNRELEASED_INSTANCE_ID, -2 leave and replacement), and the group-type namespace."""
+    (topic,) = create_topics(s, "cge", partitions=2)
+    await_assignable(s, topic)
+    group = s.name_of("cge")
+    Hb = m.ConsumerGroupHeartbeatRequest
+    full = dict(rebalance_timeout_ms=30_000, subscribed_topic_names=[topic], topic_partitions=[])
+
+    def hb(connection: str, **kw: Any) -> m.ConsumerGroupHeartbeatResponse:
+        return s.call(connection, K.CONSUMER_GROUP_HEARTBEAT, kw.pop("version", 1), Hb(**kw))
+
+    bad_requests = (dict(group_id=""), dict(group_id=" "), dict(instance_id=""), dict(rack_id=""),
+                    dict(member_epoch=-3), dict(member_epoch=5, member_id=""), dict(rebalance_timeout_ms=-1),
+                    dict(subscribed_topic_names=None), dict(topic_partitions=None), dict(server_assignor="nope"),
+                    dict(member_epoch=-2, instance_id=None), dict(member_epoch=-1, member_id=""),
+                    dict(subscribed_topic_names=[]), dict(subscribed_topic_regex="cge.*"))
+    for i, bad in enumerate(bad_requests):  # each in a group of its own: Kafka may accept some
+        request = dict(group_id=s.name_of(f"cge-bad{i}"), member_id="m-bad-000000000000000", member_epoch=0, **full)
+        request.update(bad)
+        hb("a", **request)
+    hb("a", group_id=s.name_of("cge-none"), member_id="m-none-00000000000000", member_epoch=3)  # no group
+    a = hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=0, instance_id="inst-a", **full)
+    hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=a.member_epoch,
+       topic_partitions=[Hb.TopicPartitions(topic_id=tp.topic_id, partitions=tp.partitions)
+                         for tp in (a.assignment.topic_partitions if a.assignment else [])])
+    # Another member id with a held instance id: UNRELEASED_INSTANCE_ID; the holder with another id: fenced.
+    hb("b", group_id=group, member_id="m-b-00000000000000000", member_epoch=0, instance_id="inst-a", **full)
+    hb("b", group_id=group, member_id="m-b-00000000000000000", member_epoch=1, instance_id="inst-a")
+    hb("b", group_id=group, member_id="m-zz-0000000000000000", member_epoch=1)  # unknown member
+    # The static member leaves temporarily (-2) and a new process takes its instance id over.
+    hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=-2, instance_id="inst-a")
+    hb("b", group_id=group, member_id="m-b-00000000000000000", member_epoch=0, instance_id="inst-a", **full)
+    s.call("a", K.CONSUMER_GROUP_DESCRIBE, 0, m.ConsumerGroupDescribeRequest(group_ids=[group, ""]))
+    # Classic APIs against a consumer group, and a consumer join into a non-empty classic group.
+    s.call("a", K.HEARTBEAT, 4, heartbeat(group, 1, "m-b-00000000000000000"))
+    s.call("a", K.SYNC_GROUP, 5, sync(group, 1, "m-b-00000000000000000"))
+    s.call("a", K.LEAVE_GROUP, 5, m.LeaveGroupRequest(group_id=group, members=[
+        m.LeaveGroupRequest.MemberIdentity(member_id="m-b-00000000000000000")]))
+    s.call("a", K.DELETE_GROUPS, 2, m.DeleteGroupsRequest(groups_names=[group]))
+    classic = s.name_of("cge-classic")
+    joined = join_one(s, classic, "c")
+    s.call("c", K.SYNC_GROUP, 5, sync(classic, 1, joined.member_id, {joined.member_id: b""}))
+    hb("a", group_id=classic, member_id="m-c-00000000000000000", member_epoch=0, **full)
+    hb("b", group_id=group, member_id="m-b-00000000000000000", member_epoch=-1)
+    s.call("a", K.LIST_GROUPS, 5, m.ListGroupsRequest())
+    s.call("a", K.DELETE_GROUPS, 2, m.DeleteGroupsRequest(groups_names=[group]))
+
+
+CONVERSATIONS: dict[str, Conversation] = {
+    f.__name__: f for f in (
+        join_every_version, join_errors, two_members_sync, stale_generation_and_unknown_member,
+        static_membership, duplicate_instance_fencing, leave_batches, offsets_across_versions,
+        describe_list_delete, consumer_group_lifecycle, consumer_group_errors,
+    )
+}
