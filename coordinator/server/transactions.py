@@ -28,8 +28,8 @@ from coordinator.config import Config
 from coordinator.core.errors import ApiError
 from coordinator.core.outcome import Outcome
 from coordinator.core.txn import MarkerJob, TxnConfig, TxnCoordinator, TxnOutcome, TxnRecord, TxnState
-from coordinator.core.txn.records import transactional_id_of
 from coordinator.core.txn.offsets import validate_txn_offset_commit
+from coordinator.core.txn.records import transactional_id_of
 from coordinator.log.batch import build_keyed_batch_from_columns
 from coordinator.log.manager import LogManager
 from coordinator.log.partition import LogConfig, Partition

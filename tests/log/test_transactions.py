@@ -10,7 +10,6 @@ import pytest
 from coordinator.log.batch import BatchHeader, build_batch, iter_batches, iter_records
 from coordinator.log.transactions import AbortedTxn, ProduceError, ProducerState, control_batch
 from protocol.error_codes import ErrorCode
-
 from tests.log.helpers import open_partition
 
 P, Q = 4000, 4001
@@ -128,7 +127,6 @@ def keyed_txn_batch(pid: int, seq: int, key: bytes, value: bytes) -> bytes:
 
 def test_compaction_drops_aborted_data_and_leaves_open_transactions_alone(tmp_path):  # spec §15 cases 52, 53
     from coordinator.log.cleaner import compact
-
     from tests.log.helpers import read_everything
 
     p = open_partition(tmp_path, segment_bytes=100, cleanup_policy="compact")

@@ -23,8 +23,8 @@ FACT_SECTIONS = ("messages", "coordinatorRecords", "headers", "embeddedProtocols
 _CHECKED_AGAINST_KAFKA_JAR = ("API {}, not in the facts snapshot; held against Kafka 4.4's own file "
                               "(test_schemas_against_kafka.py)")
 
+_KAFKA_4_SCHEMA = "API {}, {}, flexible {}; not in the facts snapshot: Kafka 4.x's (kafka-python 3.0.12 bundles it)"
 #: Schema files of ours that have no counterpart in the facts, each with the reason it exists.
-_KAFKA_4_SCHEMA = "API {}, {}, flexible {}; not in the facts snapshot: Kafka 4.x's schema (as kafka-python 3.0.12 bundles it)"
 EXTRA_SCHEMAS_ALLOWED: dict[str, str] = {
     "ClassicGroupReasonKey": "groupcoord record type 30000: last KIP-800 reason of a classic group (not Kafka's)",
     "ClassicGroupReasonValue": "groupcoord record type 30000: last KIP-800 reason of a classic group (not Kafka's)",

@@ -9,5 +9,15 @@ from coordinator.core.txn.coordinator import MarkerJob, TxnConfig, TxnCoordinato
 from coordinator.core.txn.model import TxnMetadata, TxnState
 from coordinator.core.txn.records import TxnRecord, decode_txn_record, txn_record, txn_tombstone
 
-__all__ = ["MarkerJob", "TxnConfig", "TxnCoordinator", "TxnOutcome", "TxnMetadata", "TxnState", "TxnRecord",
-           "decode_txn_record", "txn_record", "txn_tombstone"]
+__all__ = [
+           "MarkerJob",
+           "TxnConfig",
+           "TxnCoordinator",
+           "TxnMetadata",
+           "TxnOutcome",
+           "TxnRecord",
+           "TxnState",
+           "decode_txn_record",
+           "txn_record",
+           "txn_tombstone",
+]

@@ -12,9 +12,9 @@ import re
 from typing import Any
 
 from coordinator.core.txn import TxnState
+from coordinator.core.txn.model import partitions_by_topic
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
-from coordinator.core.txn.model import partitions_by_topic
 from coordinator.server.transactions import now_ms
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode

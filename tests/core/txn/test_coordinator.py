@@ -6,7 +6,6 @@ from __future__ import annotations
 from coordinator.core.txn import TxnConfig, TxnState
 from coordinator.core.txn.records import decode_txn_record
 from protocol.error_codes import ErrorCode as E
-
 from tests.core.txn.context import TxnContext
 
 T0, T1, T2 = ("t", 0), ("t", 1), ("t", 2)
