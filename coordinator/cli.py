@@ -17,6 +17,7 @@ import structlog
 
 from coordinator.admin.groups_commands import add_parser as _add_groups
 from coordinator.config import ConfigError, load_config
+from coordinator.core.txn.records import describe_txn_record
 from coordinator.log.dump import dump
 from coordinator.log.segment import CorruptLogError
 from coordinator.logging import configure_logging
@@ -74,8 +75,12 @@ def _log_dump(args: argparse.Namespace) -> int:
             print(f"groupcoord log dump: {p}: no such file or directory", file=sys.stderr)
         return EXIT_USAGE
     def describe(topic: str, key: bytes | None, value: bytes | None) -> str | None:
-        # Only __consumer_offsets holds coordinator records; other topics' bytes are the users'.
-        if topic != OFFSETS_TOPIC or key is None:
+        # Only __consumer_offsets and __transaction_state hold coordinator records; other topics' are the users'.
+        if key is None:
+            return None
+        if topic == "__transaction_state":
+            return describe_txn_record(key, value)
+        if topic != OFFSETS_TOPIC:
             return None
         return describe_record(key, value)
 

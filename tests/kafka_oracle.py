@@ -26,8 +26,15 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.conftest import (REPO_ROOT, STOP_TIMEOUT_S, _group_alive, _recv_exactly, _signal_group,
-                            api_versions_round_trip, free_port)
+from tests.conftest import (
+    REPO_ROOT,
+    STOP_TIMEOUT_S,
+    _group_alive,
+    _recv_exactly,
+    _signal_group,
+    api_versions_round_trip,
+    free_port,
+)
 
 KAFKA_START_TIMEOUT_S = float(os.environ.get("GC_TEST_KAFKA_START_TIMEOUT", "90"))
 JAVA_DIR = REPO_ROOT / "tests" / "clients" / "java"

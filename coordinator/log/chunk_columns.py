@@ -22,9 +22,22 @@ import os
 import struct
 from collections.abc import Iterator
 
-from .batch import (COMPRESSION_MASK, CONTROL_BIT, CRC_START, HEADER, HEADER_SIZE, LENGTH_PREFIX, MAGIC,
-                    MIN_BATCH_LENGTH, TIMESTAMP_TYPE_BIT, BatchHeader, CorruptBatchError, crc32c,
-                    decompressed_records, frame_records_into)
+from .batch import (
+    COMPRESSION_MASK,
+    CONTROL_BIT,
+    CRC_START,
+    HEADER,
+    HEADER_SIZE,
+    LENGTH_PREFIX,
+    MAGIC,
+    MIN_BATCH_LENGTH,
+    TIMESTAMP_TYPE_BIT,
+    BatchHeader,
+    CorruptBatchError,
+    crc32c,
+    decompressed_records,
+    frame_records_into,
+)
 from .segment import SCAN_CHUNK_BYTES
 
 _unpack_header = HEADER.unpack_from

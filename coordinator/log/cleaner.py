@@ -9,6 +9,11 @@ kept records' deltas relative to it; untouched batches are copied byte for byte 
 keep their compression). Control batches (transaction markers) are copied unchanged.
 Records without a key (only possible if the topic was not always compacted) are kept.
 
+Transactions (Kafka's LogCleaner with CleanedTransactionMetadata, simplified): batches of aborted
+transactions are removed whatever their keys and never shadow another record; nothing at or past
+the first offset of a still open transaction (the LSO) is cleaned or counted as newer. Markers
+stay.
+
 Tombstones follow KIP-534: the first clean that keeps a tombstone rewrites its batch with
 the hasDeleteHorizonMs bit and baseTimestamp = clean time + ``delete_retention_ms``; a
 later clean past that horizon drops it. (Its older values are gone by then: everything
@@ -32,10 +37,18 @@ from pathlib import Path
 
 import structlog
 
-from .batch import (COMPRESSION_MASK, DELETE_HORIZON_BIT, BatchHeader, Record, assemble_batch, encode_record,
-                    iter_records)
+from .batch import (
+    COMPRESSION_MASK,
+    DELETE_HORIZON_BIT,
+    BatchHeader,
+    Record,
+    assemble_batch,
+    encode_record,
+    iter_records,
+)
 from .partition import CLEANED_SUFFIX, SWAP_SUFFIX, Partition, fsync_dir, swap_name, wall_clock_ms
 from .segment import Segment, scan_batches
+from .transactions import ABORT, marker_of
 
 log = structlog.get_logger(__name__)
 
@@ -116,7 +129,9 @@ def prepare(snap: CleanSnapshot, now_ms: int, delete_retention_ms: int | None = 
     """Step 2, in a worker thread: write and fsync the cleaned segment, then commit it on disk as a swap."""
     partition = snap.partition
     retention = partition.config.delete_retention_ms if delete_retention_ms is None else delete_retention_ms
-    newest = latest_offsets([*snap.closed_files, *snap.later_files])
+    files = [*snap.closed_files, *snap.later_files]
+    txns = transaction_ranges(files)
+    newest = latest_offsets(files, txns)
     base = snap.closed[0].base_offset
     cleaned = partition.path / swap_name(base, snap.end_offset, CLEANED_SUFFIX)
     fd = os.open(cleaned, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -126,7 +141,7 @@ def prepare(snap: CleanSnapshot, now_ms: int, delete_retention_ms: int | None = 
         writer = _SegmentWriter(new)
         for f in snap.closed_files:
             plan.result.bytes_before += f.size
-            _clean_file(f, newest, now_ms, retention, writer, plan.result)
+            _clean_file(f, newest, now_ms, retention, writer, plan.result, txns)
         writer.flush()
         os.fsync(fd)
         os.replace(cleaned, plan.swap_path)
@@ -181,12 +196,43 @@ def compact(partition: Partition, now_ms: int | None = None, delete_retention_ms
 
 # ---------------------------------------------------------------- the work
 
-def latest_offsets(files: list[_FileView]) -> dict[bytes, int]:
+@dataclass(slots=True)
+class TransactionRanges:
+    aborted_batches: set[int] = field(default_factory=set)  # base offsets of aborted transactional batches
+    first_unstable: int | None = None  # first offset of the oldest open transaction
+
+    def skip(self, h: BatchHeader) -> bool:
+        """Left as it is and counted for nothing: at or past the LSO."""
+        return self.first_unstable is not None and h.base_offset >= self.first_unstable
+
+
+def transaction_ranges(files: list[_FileView]) -> TransactionRanges:
+    """Which transactional batches were aborted, and where the open transactions begin."""
+    ranges = TransactionRanges()
+    open_batches: dict[int, list[int]] = {}
+    for f in files:
+        for _, h, view in scan_batches(f.fd, f.size, verify=False):
+            if not h.is_transactional:
+                continue
+            if not h.is_control:
+                open_batches.setdefault(h.producer_id, []).append(h.base_offset)
+                continue
+            batches = open_batches.pop(h.producer_id, [])
+            marker = marker_of(view, h)
+            if marker is not None and marker[0] == ABORT:
+                ranges.aborted_batches.update(batches)
+    firsts = [batches[0] for batches in open_batches.values() if batches]
+    ranges.first_unstable = min(firsts) if firsts else None
+    return ranges
+
+
+def latest_offsets(files: list[_FileView], txns: TransactionRanges | None = None) -> dict[bytes, int]:
     """key -> offset of its newest record, over the given segment files in offset order."""
+    txns = txns or TransactionRanges()
     newest: dict[bytes, int] = {}
     for f in files:
         for _, h, view in scan_batches(f.fd, f.size, verify=False):
-            if h.is_control:
+            if h.is_control or h.base_offset in txns.aborted_batches or txns.skip(h):
                 continue
             for r in iter_records(view):
                 if r.key is not None:
@@ -222,10 +268,14 @@ class _SegmentWriter:
 
 
 def _clean_file(f: _FileView, newest: dict[bytes, int], now_ms: int, delete_retention_ms: int,
-                writer: _SegmentWriter, result: CleanResult) -> None:
+                writer: _SegmentWriter, result: CleanResult, txns: TransactionRanges | None = None) -> None:
+    txns = txns or TransactionRanges()
     for _, h, view in scan_batches(f.fd, f.size, verify=False):
-        if h.is_control:
+        if h.is_control or txns.skip(h):
             writer.add(bytes(view), h)
+            continue
+        if h.base_offset in txns.aborted_batches:
+            result.records_removed += h.records_count
             continue
         records = iter_records(view)
         horizon = h.base_timestamp if h.has_delete_horizon else None

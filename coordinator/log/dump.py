@@ -20,6 +20,7 @@ from pathlib import Path
 from .batch import CODEC_NAMES, CRC_START, BatchHeader, CorruptBatchError, crc32c, iter_records
 from .partition import parse_partition_dir
 from .segment import SUFFIX, base_offset_of, scan_batches
+from .transactions import COMMIT, marker_of_record
 
 DescribeRecord = Callable[[str, "bytes | None", "bytes | None"], "str | None"]
 
@@ -106,7 +107,9 @@ def _record_lines(topic: str, view: memoryview, h: BatchHeader, pos: int, path: 
         line = (f"| offset: {r.offset} timestamp: {r.timestamp} "
                 f"keySize: {-1 if r.key is None else len(r.key)} valueSize: {-1 if r.value is None else len(r.value)} "
                 f"headers: {len(r.headers)}")
-        if describe_record is not None and not h.is_control:
+        if h.is_control:
+            line += f" {_describe_marker(r.key, r.value)}"
+        elif describe_record is not None:
             try:
                 described = describe_record(topic, r.key, r.value)
             except Exception as e:  # bad bytes (or a decoder bug) must not end the dump
@@ -115,6 +118,15 @@ def _record_lines(topic: str, view: memoryview, h: BatchHeader, pos: int, path: 
             if described is not None:
                 line += f" {described}"
         yield line
+
+
+def _describe_marker(key: bytes | None, value: bytes | None) -> str:
+    """A control record as kafka-dump-log.sh shows it: `endTxnMarker: COMMIT coordinatorEpoch: 0`."""
+    marker = marker_of_record(key, value)
+    if marker is None:
+        return f"controlRecord: {-1 if key is None else len(key)} bytes"
+    kind, epoch = marker
+    return f"endTxnMarker: {'COMMIT' if kind == COMMIT else 'ABORT'} coordinatorEpoch: {epoch}"
 
 
 def _topic_of(path: Path) -> str:

@@ -36,6 +36,7 @@ from coordinator.server.data_plane import DataPlane
 from coordinator.server.groups import GroupRuntime
 from coordinator.server.log_record_store import LogRecordStore
 from coordinator.server.topics_view import RegistryTopics
+from coordinator.server.transactions import TxnService
 from coordinator.topics import OFFSETS_TOPIC
 
 log = structlog.get_logger()
@@ -61,8 +62,9 @@ class Server:
         self.broker.groups = GroupRuntime(config, LogRecordStore(self.broker.data.logs, offsets_partitions),
                                           self.broker.metrics, topics=RegistryTopics(self.broker.topics),
                                           group_configs=GroupConfigStore(self.broker.data_dir))
-        self.broker.startup_hooks += [self.broker.data.logs.start, self.broker.groups.load]
-        self.broker.shutdown_hooks += [self.broker.groups.close, self.broker.data.close]
+        self.broker.txn = TxnService(config, self.broker)  # transactions: after the data plane and groups
+        self.broker.startup_hooks += [self.broker.data.logs.start, self.broker.groups.load, self.broker.txn.load]
+        self.broker.shutdown_hooks += [self.broker.txn.close, self.broker.groups.close, self.broker.data.close]
         self.connections: set[Connection] = set()
         self.connections_per_host: Counter[str] = Counter()
         self.servers: list[asyncio.base_events.Server] = []

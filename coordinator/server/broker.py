@@ -19,6 +19,7 @@ from coordinator.topics import TopicRegistry
 if TYPE_CHECKING:
     from coordinator.server.data_plane import DataPlane
     from coordinator.server.groups import GroupRuntime
+    from coordinator.server.transactions import TxnService
 
 log = structlog.get_logger()
 
@@ -73,6 +74,7 @@ class Broker:
         self.topics = TopicRegistry(self.data_dir)
         self.groups: GroupRuntime  # set by the server once the event loop runs
         self.data: DataPlane
+        self.txn: TxnService  # the transaction coordinator, set by the server like `groups`
         self.metrics = ServerMetrics()
         self.authorizer: Authorizer | None = make_authorizer(config, self.data_dir)
         # Lifecycle hooks (plain or async callables, run in order; see coordinator.server.app):

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections import deque
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import structlog
@@ -20,75 +18,16 @@ import structlog
 from coordinator.log.batch import BatchHeader, CorruptBatchError, iter_batches
 from coordinator.log.manager import LogManager
 from coordinator.log.partition import LogConfig, Partition
+from coordinator.log.transactions import ProduceError, ProducerState, control_batch, marker_of
 from coordinator.topic_configs import TOPIC_SETTINGS, topic_default
 from coordinator.topics import Topic
 from protocol.error_codes import ErrorCode
 
 log = structlog.get_logger()
 
-NO_PRODUCER_ID = -1
-PRODUCER_BATCH_CACHE = 5  # Kafka keeps the last five batches per producer for duplicate detection
 PRODUCER_ID_BLOCK = 1000
 READ_CHUNK_BYTES = 8 * 1024 * 1024
-
-
-class ProduceError(Exception):
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-@dataclass(slots=True)
-class ProducerEntry:
-    epoch: int
-    last_sequence: int
-    recent: deque[tuple[int, int, int]] = field(default_factory=lambda: deque(maxlen=PRODUCER_BATCH_CACHE))
-    # (first sequence, last sequence, base offset) of the newest batches
-
-
-class ProducerState:
-    """Per partition: each idempotent producer's epoch and sequences, as Kafka checks them."""
-
-    def __init__(self) -> None:
-        self.producers: dict[int, ProducerEntry] = {}
-
-    def check(self, header: BatchHeader) -> int | None:
-        """The base offset of an identical batch already written (a retry), or None to append.
-
-        Raises ProduceError for a stale epoch or a sequence gap.
-        """
-        if header.producer_id == NO_PRODUCER_ID:
-            return None
-        first, last = header.base_sequence, header.base_sequence + header.last_offset_delta
-        entry = self.producers.get(header.producer_id)
-        if entry is None or header.producer_epoch > entry.epoch:
-            if first != 0 and entry is not None:
-                raise ProduceError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-                                   f"new epoch {header.producer_epoch} must start at sequence 0, got {first}")
-            return None
-        if header.producer_epoch < entry.epoch:
-            raise ProduceError(ErrorCode.INVALID_PRODUCER_EPOCH,
-                               f"epoch {header.producer_epoch} is older than {entry.epoch}")
-        for cached_first, cached_last, base_offset in entry.recent:
-            if cached_first == first and cached_last == last:
-                return base_offset
-        if first != (entry.last_sequence + 1) & 0x7FFFFFFF:
-            if first <= entry.last_sequence:
-                raise ProduceError(ErrorCode.DUPLICATE_SEQUENCE_NUMBER,
-                                   f"sequence {first} was written before (last {entry.last_sequence})")
-            raise ProduceError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-                               f"expected sequence {entry.last_sequence + 1}, got {first}")
-        return None
-
-    def record(self, header: BatchHeader, base_offset: int) -> None:
-        if header.producer_id == NO_PRODUCER_ID:
-            return
-        last = header.base_sequence + header.last_offset_delta
-        entry = self.producers.get(header.producer_id)
-        if entry is None or header.producer_epoch != entry.epoch:
-            entry = self.producers[header.producer_id] = ProducerEntry(header.producer_epoch, last)
-        entry.last_sequence = last
-        entry.recent.append((header.base_sequence, last, base_offset))
+Verify = Callable[[int, int], "ErrorCode"]  # (producer id, epoch) -> NONE if the partition is in its transaction
 
 
 class ProducerIdAllocator:
@@ -178,12 +117,20 @@ class DataPlane:
         state = self.producers.get(key)
         if state is None:
             state = self.producers[key] = ProducerState()
-            for _, header in read_batches(partition):  # rebuild from what the log holds
-                state.record(header, header.base_offset)
+            for batch, header in read_batches(partition):  # rebuild from what the log holds
+                state.record(header, header.base_offset, batch)
         return state
 
-    def append(self, topic: Topic, index: int, records: bytes) -> tuple[int, Partition]:
-        """Append every batch of `records`; the first batch's base offset (retries: the original's)."""
+    def last_stable_offset(self, topic: Topic, index: int) -> int:
+        partition = self.partition(topic, index)
+        return self.producer_state(topic.name, index, partition).last_stable_offset(partition.high_watermark)
+
+    def append(self, topic: Topic, index: int, records: bytes, verify: Verify | None = None) -> tuple[int, Partition]:
+        """Append every batch of `records`; the first batch's base offset (retries: the original's).
+
+        `verify` checks with the transaction coordinator that a transactional producer without an
+        open transaction here has added this partition (KIP-890 part 1); it runs in the same
+        event-loop step as the append, so no marker can come between them."""
         partition = self.partition(topic, index)
         producers = self.producer_state(topic.name, index, partition)
         first_offset: int | None = None
@@ -196,10 +143,17 @@ class DataPlane:
         for batch, header in batches:
             if header.magic != 2:
                 raise ProduceError(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, f"record batch magic {header.magic}")
+            if header.is_control:
+                raise ProduceError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
             duplicate = producers.check(header)
             if duplicate is not None:
                 base_offset = duplicate
             else:
+                if (header.is_transactional and verify is not None
+                        and not producers.has_open_txn(header.producer_id)):
+                    code = verify(header.producer_id, header.producer_epoch)
+                    if code != ErrorCode.NONE:
+                        raise ProduceError(code, "the partition is not part of the producer's transaction")
                 try:
                     base_offset, _ = partition.append(batch)
                 except CorruptBatchError as exc:
@@ -210,6 +164,19 @@ class DataPlane:
         self.appended.notify()
         assert first_offset is not None
         return first_offset, partition
+
+    def write_marker(self, topic: Topic, index: int, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int, now_ms: int) -> Partition:
+        """Append a commit/abort marker (the transaction coordinator's WriteTxnMarkers, in process)."""
+        partition = self.partition(topic, index)
+        producers = self.producer_state(topic.name, index, partition)
+        producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        batch = control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
+        base_offset, _ = partition.append(batch, keys_checked=True)
+        header = BatchHeader.parse(batch)
+        producers.apply_marker(producer_id, producer_epoch, marker_of(batch, header), base_offset)
+        self.appended.notify()  # the LSO may have moved: wake read_committed fetches
+        return partition
 
     def apply_topic_config(self, topic: Topic) -> None:
         """The topic's settings changed (AlterConfigs): its partitions use them from now on."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from protocol.generated.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
+from protocol.generated.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from protocol.generated.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from protocol.generated.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
@@ -26,10 +28,13 @@ from protocol.generated.describe_cluster import DescribeClusterRequest, Describe
 from protocol.generated.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.generated.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from protocol.generated.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from protocol.generated.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from protocol.generated.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from protocol.generated.describe_topic_partitions import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
+from protocol.generated.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.generated.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from protocol.generated.embedded import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+from protocol.generated.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.generated.fetch import FetchRequest, FetchResponse
 from protocol.generated.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.generated.headers import RequestHeader, ResponseHeader
@@ -44,6 +49,7 @@ from protocol.generated.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from protocol.generated.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 from protocol.generated.metadata import MetadataRequest, MetadataResponse
 from protocol.generated.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from protocol.generated.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
@@ -70,14 +76,23 @@ from protocol.generated.records import (
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
+    TransactionLogKey,
+    TransactionLogValue,
+    TxnPendingOffsetsKey,
+    TxnPendingOffsetsValue,
 )
 from protocol.generated.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.generated.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from protocol.generated.sync_group import SyncGroupRequest, SyncGroupResponse
+from protocol.generated.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.model import Message
 
 __all__ = [
     'MESSAGES',
+    'AddOffsetsToTxnRequest',
+    'AddOffsetsToTxnResponse',
+    'AddPartitionsToTxnRequest',
+    'AddPartitionsToTxnResponse',
     'AlterConfigsRequest',
     'AlterConfigsResponse',
     'AlterPartitionReassignmentsRequest',
@@ -129,12 +144,18 @@ __all__ = [
     'DescribeGroupsResponse',
     'DescribeLogDirsRequest',
     'DescribeLogDirsResponse',
+    'DescribeProducersRequest',
+    'DescribeProducersResponse',
     'DescribeQuorumRequest',
     'DescribeQuorumResponse',
     'DescribeTopicPartitionsRequest',
     'DescribeTopicPartitionsResponse',
+    'DescribeTransactionsRequest',
+    'DescribeTransactionsResponse',
     'ElectLeadersRequest',
     'ElectLeadersResponse',
+    'EndTxnRequest',
+    'EndTxnResponse',
     'FetchRequest',
     'FetchResponse',
     'FindCoordinatorRequest',
@@ -157,6 +178,8 @@ __all__ = [
     'ListOffsetsResponse',
     'ListPartitionReassignmentsRequest',
     'ListPartitionReassignmentsResponse',
+    'ListTransactionsRequest',
+    'ListTransactionsResponse',
     'MetadataRequest',
     'MetadataResponse',
     'OffsetCommitKey',
@@ -177,10 +200,20 @@ __all__ = [
     'SaslHandshakeResponse',
     'SyncGroupRequest',
     'SyncGroupResponse',
+    'TransactionLogKey',
+    'TransactionLogValue',
+    'TxnOffsetCommitRequest',
+    'TxnOffsetCommitResponse',
+    'TxnPendingOffsetsKey',
+    'TxnPendingOffsetsValue',
 ]
 
 #: Every message class, by schema name.
 MESSAGES: dict[str, type[Message]] = {
+    'AddOffsetsToTxnRequest': AddOffsetsToTxnRequest,
+    'AddOffsetsToTxnResponse': AddOffsetsToTxnResponse,
+    'AddPartitionsToTxnRequest': AddPartitionsToTxnRequest,
+    'AddPartitionsToTxnResponse': AddPartitionsToTxnResponse,
     'AlterConfigsRequest': AlterConfigsRequest,
     'AlterConfigsResponse': AlterConfigsResponse,
     'AlterPartitionReassignmentsRequest': AlterPartitionReassignmentsRequest,
@@ -231,12 +264,18 @@ MESSAGES: dict[str, type[Message]] = {
     'DescribeGroupsResponse': DescribeGroupsResponse,
     'DescribeLogDirsRequest': DescribeLogDirsRequest,
     'DescribeLogDirsResponse': DescribeLogDirsResponse,
+    'DescribeProducersRequest': DescribeProducersRequest,
+    'DescribeProducersResponse': DescribeProducersResponse,
     'DescribeQuorumRequest': DescribeQuorumRequest,
     'DescribeQuorumResponse': DescribeQuorumResponse,
     'DescribeTopicPartitionsRequest': DescribeTopicPartitionsRequest,
     'DescribeTopicPartitionsResponse': DescribeTopicPartitionsResponse,
+    'DescribeTransactionsRequest': DescribeTransactionsRequest,
+    'DescribeTransactionsResponse': DescribeTransactionsResponse,
     'ElectLeadersRequest': ElectLeadersRequest,
     'ElectLeadersResponse': ElectLeadersResponse,
+    'EndTxnRequest': EndTxnRequest,
+    'EndTxnResponse': EndTxnResponse,
     'FetchRequest': FetchRequest,
     'FetchResponse': FetchResponse,
     'FindCoordinatorRequest': FindCoordinatorRequest,
@@ -259,6 +298,8 @@ MESSAGES: dict[str, type[Message]] = {
     'ListOffsetsResponse': ListOffsetsResponse,
     'ListPartitionReassignmentsRequest': ListPartitionReassignmentsRequest,
     'ListPartitionReassignmentsResponse': ListPartitionReassignmentsResponse,
+    'ListTransactionsRequest': ListTransactionsRequest,
+    'ListTransactionsResponse': ListTransactionsResponse,
     'MetadataRequest': MetadataRequest,
     'MetadataResponse': MetadataResponse,
     'OffsetCommitKey': OffsetCommitKey,
@@ -279,6 +320,12 @@ MESSAGES: dict[str, type[Message]] = {
     'SaslHandshakeResponse': SaslHandshakeResponse,
     'SyncGroupRequest': SyncGroupRequest,
     'SyncGroupResponse': SyncGroupResponse,
+    'TransactionLogKey': TransactionLogKey,
+    'TransactionLogValue': TransactionLogValue,
+    'TxnOffsetCommitRequest': TxnOffsetCommitRequest,
+    'TxnOffsetCommitResponse': TxnOffsetCommitResponse,
+    'TxnPendingOffsetsKey': TxnPendingOffsetsKey,
+    'TxnPendingOffsetsValue': TxnPendingOffsetsValue,
 }
 
 
@@ -304,6 +351,10 @@ class ApiKey(IntEnum):
     DELETE_TOPICS = 20
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    TXN_OFFSET_COMMIT = 28
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30
     DELETE_ACLS = 31
@@ -319,6 +370,9 @@ class ApiKey(IntEnum):
     OFFSET_DELETE = 47
     DESCRIBE_QUORUM = 55
     DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
     DESCRIBE_TOPIC_PARTITIONS = 75

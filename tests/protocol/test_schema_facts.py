@@ -23,6 +23,7 @@ FACT_SECTIONS = ("messages", "coordinatorRecords", "headers", "embeddedProtocols
 _CHECKED_AGAINST_KAFKA_JAR = ("API {}, not in the facts snapshot; held against Kafka 4.4's own file "
                               "(test_schemas_against_kafka.py)")
 
+_KAFKA_4_SCHEMA = "API {}, {}, flexible {}; not in the facts snapshot: Kafka 4.x's (kafka-python 3.0.12 bundles it)"
 #: Schema files of ours that have no counterpart in the facts, each with the reason it exists.
 EXTRA_SCHEMAS_ALLOWED: dict[str, str] = {
     "ClassicGroupReasonKey": "groupcoord record type 30000: last KIP-800 reason of a classic group (not Kafka's)",
@@ -63,6 +64,24 @@ EXTRA_SCHEMAS_ALLOWED: dict[str, str] = {
     "ElectLeadersResponse": _CHECKED_AGAINST_KAFKA_JAR.format(43),
     "ListPartitionReassignmentsRequest": _CHECKED_AGAINST_KAFKA_JAR.format(46),
     "ListPartitionReassignmentsResponse": _CHECKED_AGAINST_KAFKA_JAR.format(46),
+    "AddPartitionsToTxnRequest": _KAFKA_4_SCHEMA.format(24, "v0-5", "3+"),
+    "AddPartitionsToTxnResponse": _KAFKA_4_SCHEMA.format(24, "v0-5", "3+"),
+    "AddOffsetsToTxnRequest": _KAFKA_4_SCHEMA.format(25, "v0-4", "3+"),
+    "AddOffsetsToTxnResponse": _KAFKA_4_SCHEMA.format(25, "v0-4", "3+"),
+    "EndTxnRequest": _KAFKA_4_SCHEMA.format(26, "v0-5", "3+"),
+    "EndTxnResponse": _KAFKA_4_SCHEMA.format(26, "v0-5", "3+"),
+    "TxnOffsetCommitRequest": _KAFKA_4_SCHEMA.format(28, "v0-5", "3+"),
+    "TxnOffsetCommitResponse": _KAFKA_4_SCHEMA.format(28, "v0-5", "3+"),
+    "DescribeProducersRequest": _KAFKA_4_SCHEMA.format(61, "v0", "0+"),
+    "DescribeProducersResponse": _KAFKA_4_SCHEMA.format(61, "v0", "0+"),
+    "DescribeTransactionsRequest": _KAFKA_4_SCHEMA.format(65, "v0", "0+"),
+    "DescribeTransactionsResponse": _KAFKA_4_SCHEMA.format(65, "v0", "0+"),
+    "ListTransactionsRequest": _KAFKA_4_SCHEMA.format(66, "v0-2", "0+"),
+    "ListTransactionsResponse": _KAFKA_4_SCHEMA.format(66, "v0-2", "0+"),
+    "TxnPendingOffsetsKey": "groupcoord record type 30001 of __transaction_state: an open transaction's offsets",
+    "TxnPendingOffsetsValue": "groupcoord record type 30001 of __transaction_state: an open transaction's offsets",
+    "TransactionLogKey": "__transaction_state key v0 (Kafka's transaction-coordinator TransactionLogKey.json)",
+    "TransactionLogValue": "__transaction_state value v0-1 (Kafka's transaction-coordinator TransactionLogValue.json)",
 }
 
 #: Fields of ours newer than the facts (which come from the 2024-10 snapshot), by schema, each with

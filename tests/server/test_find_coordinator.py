@@ -1,4 +1,4 @@
-"""FindCoordinator over the wire: groups here, batched keys, transactions and unknown key types refused."""
+"""FindCoordinator over the wire: groups and transactional ids here, batched keys, unknown key types refused."""
 
 from __future__ import annotations
 
@@ -27,13 +27,15 @@ def test_batched_keys_get_one_answer_each_in_order(wire, shared_server, version)
         (k, 0, shared_server.host, shared_server.port, ErrorCode.NONE) for k in keys]
 
 
-def test_transaction_keys_are_coordinator_not_available(wire):
+def test_transaction_keys_are_coordinated_by_this_node_and_empty_ones_are_invalid(wire, shared_server):
     old = wire.request(ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="tx", key_type=TRANSACTION))
-    assert (old.error_code, old.node_id) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
+    assert (old.error_code, old.node_id, old.port) == (ErrorCode.NONE, 0, shared_server.port)
+    empty = wire.request(ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="", key_type=TRANSACTION))
+    assert (empty.error_code, empty.node_id) == (ErrorCode.INVALID_REQUEST, -1)
     batched = wire.request(ApiKey.FIND_COORDINATOR, 4,
-                           FindCoordinatorRequest(key_type=TRANSACTION, coordinator_keys=["a", "b"]))
+                           FindCoordinatorRequest(key_type=TRANSACTION, coordinator_keys=["a", "", "b"]))
     assert [(c.key, c.error_code, c.node_id) for c in batched.coordinators] == [
-        ("a", ErrorCode.COORDINATOR_NOT_AVAILABLE, -1), ("b", ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)]
+        ("a", ErrorCode.NONE, 0), ("", ErrorCode.INVALID_REQUEST, -1), ("b", ErrorCode.NONE, 0)]
 
 
 @pytest.mark.parametrize("version, key_type", [(1, 7), (4, 7), (5, SHARE), (6, 9)])

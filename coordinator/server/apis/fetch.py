@@ -1,7 +1,8 @@
 """Fetch (key 1), v4–17.
 
-v4 last stable offset and isolation level (no transactions here: LSO = high
-watermark, no aborted transactions); v5 log start offset; v7 fetch sessions —
+v4 last stable offset and isolation level: read_committed (1) reads only whole
+batches below the LSO and gets the aborted transactions overlapping what it
+read (the client drops their batches); v5 log start offset; v7 fetch sessions —
 refused by answering session id 0, so every fetch is a full one (KIP-227
 allows this); v11 rack (ignored); v12 flexible; v13 topics by id; v15+
 replica state (consumers only here).
@@ -19,6 +20,7 @@ import asyncio
 import time
 from typing import Any
 
+from coordinator.log.batch import iter_batches
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_topic
 from coordinator.server.broker import Broker
@@ -26,6 +28,9 @@ from coordinator.server.registry import Pending, Reply, RequestContext, api
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import FetchResponse
+
+READ_COMMITTED = 1
+Aborted = FetchResponse.AbortedTransaction
 
 TopicResult = FetchResponse.FetchableTopicResponse
 PartitionResult = FetchResponse.PartitionData
@@ -62,19 +67,39 @@ def _read(broker: Broker, request: Any, ctx: RequestContext) -> tuple[FetchRespo
                 results.append(_empty(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE))
                 continue
             high_watermark = partition.high_watermark
+            producers = broker.data.producer_state(topic.name, p.partition, partition)
+            stable = producers.last_stable_offset(high_watermark)
+            committed = request.isolation_level == READ_COMMITTED
+            readable = stable if committed else high_watermark
             result = PartitionResult(partition_index=p.partition, error_code=0, high_watermark=high_watermark,
-                                     last_stable_offset=high_watermark, log_start_offset=partition.log_start_offset,
-                                     aborted_transactions=None, preferred_read_replica=-1, records=b"")
-            if p.fetch_offset < high_watermark and (budget > 0 or total == 0):
+                                     last_stable_offset=stable, log_start_offset=partition.log_start_offset,
+                                     aborted_transactions=[] if committed else None, preferred_read_replica=-1,
+                                     records=b"")
+            if p.fetch_offset < readable and (budget > 0 or total == 0):
                 # the first batch is returned whole even past the limits (Kafka's "at least one batch")
                 limit = min(p.partition_max_bytes, budget) if total else p.partition_max_bytes
                 data = partition.read(p.fetch_offset, max(limit, 1))
+                if committed:
+                    data, upper = _below(data, stable)
+                    result.aborted_transactions = [
+                        Aborted(producer_id=a.producer_id, first_offset=a.first_offset)
+                        for a in producers.aborted_between(p.fetch_offset, upper)] if data else []
                 result.records = data
                 total += len(data)
                 budget -= len(data)
             results.append(result)
         responses.append(TopicResult(topic=wanted.topic, topic_id=wanted.topic_id, partitions=results))
     return FetchResponse(error_code=0, session_id=0, responses=responses), total
+
+
+def _below(data: bytes, stable: int) -> tuple[bytes, int]:
+    """The whole batches of `data` that end below the LSO, and the offset after the last of them."""
+    end, upper = 0, 0
+    for position, header in iter_batches(data):
+        if header.last_offset >= stable:
+            break
+        end, upper = position + header.size, header.last_offset + 1
+    return data[:end], upper
 
 
 @api(ApiKey.FETCH, versions=(4, 17))

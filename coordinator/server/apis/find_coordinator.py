@@ -2,9 +2,9 @@
 
 Every group is coordinated by this node. v1 key type (0 group, 1 transaction,
 2 share) and error message; v3 flexible; v4 batched `coordinator_keys` with a
-result per key; v6 share keys. Transactions are not coordinated here:
-COORDINATOR_NOT_AVAILABLE (clients retry, then give up). Share keys before v6
-and unknown key types: INVALID_REQUEST; share groups are not served either.
+result per key; v6 share keys. Transactional ids are coordinated here too (an
+empty one is INVALID_REQUEST). Share keys before v6 and unknown key types:
+INVALID_REQUEST; share groups are not served.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _answer(key_type: int, version: int) -> tuple[ErrorCode, str | None]:
     if key_type == GROUP:
         return ErrorCode.NONE, None
     if key_type == TRANSACTION:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not coordinated by this server"
+        return ErrorCode.NONE, None
     if key_type == SHARE and version >= 6:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, "share groups are not served by this server"
     return ErrorCode.INVALID_REQUEST, f"unsupported key type {key_type} at version {version}"
@@ -53,7 +53,17 @@ def find_coordinator(broker: Broker, request, ctx: RequestContext) -> FindCoordi
     node, host, port = broker.node_id, advertised.host, advertised.port
 
     def may_describe(group_id: str) -> bool:  # what Kafka asks of a client looking for a group's coordinator
-        return permits_group(broker, ctx, Operation.DESCRIBE, group_id)
+        return request.key_type == TRANSACTION or permits_group(broker, ctx, Operation.DESCRIBE, group_id)
+
+    if request.key_type == TRANSACTION:  # an empty transactional id names no coordinator
+        keys = [request.key] if version < BATCHED_SINCE else request.coordinator_keys
+        if version < BATCHED_SINCE and not request.key:
+            return _failure(ErrorCode.INVALID_REQUEST, "empty transactional id", request, version)
+        if version >= BATCHED_SINCE and "" in keys:
+            return FindCoordinatorResponse(coordinators=[
+                Coordinator(key, node, host, port, 0, None) if key
+                else Coordinator(key, -1, "", -1, int(ErrorCode.INVALID_REQUEST), "empty transactional id")
+                for key in keys])
 
     if version < BATCHED_SINCE:
         if not may_describe(request.key):

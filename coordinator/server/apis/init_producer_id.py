@@ -1,8 +1,9 @@
-"""InitProducerId (key 22), v0–5, for idempotent (non-transactional) producers.
+"""InitProducerId (key 22), v0–5.
 
 A producer id is reserved in the data dir before it is handed out, so ids stay
 unique across restarts. v3 lets a producer bump its epoch by sending its
-current id and epoch. Transactional ids are not served here.
+current id and epoch. With a transactional id the transaction coordinator
+answers (coordinator.core.txn: epoch bump, fencing); v4+ may get PRODUCER_FENCED.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.server.apis._acl import permits_idempotent_write
+from coordinator.server.apis._txn import for_version
 from coordinator.server.broker import Broker
-from coordinator.server.registry import RequestContext, api
+from coordinator.server.registry import Pending, Reply, RequestContext, api
+from coordinator.server.transactions import now_ms as txn_now_ms
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import InitProducerIdResponse
@@ -20,10 +23,9 @@ MAX_EPOCH = 32767
 
 
 @api(ApiKey.INIT_PRODUCER_ID, versions=(0, 5))
-def init_producer_id(broker: Broker, request: Any, ctx: RequestContext) -> InitProducerIdResponse:
+def init_producer_id(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
     if request.transactional_id is not None:
-        return InitProducerIdResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), producer_id=-1,
-                                      producer_epoch=-1)
+        return Pending(_transactional(broker, request, ctx))
     if not permits_idempotent_write(broker, ctx):
         return InitProducerIdResponse(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), producer_id=-1,
                                       producer_epoch=-1)
@@ -31,3 +33,18 @@ def init_producer_id(broker: Broker, request: Any, ctx: RequestContext) -> InitP
         return InitProducerIdResponse(error_code=0, producer_id=request.producer_id,
                                       producer_epoch=request.producer_epoch + 1)
     return InitProducerIdResponse(error_code=0, producer_id=broker.data.producer_ids.allocate(), producer_epoch=0)
+
+
+async def _transactional(broker: Broker, request: Any, ctx: RequestContext) -> InitProducerIdResponse:
+    txn = broker.txn
+    if txn.loading:
+        outcome_code, pid, epoch = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1, -1
+    else:
+        outcome = await txn.answer(txn.core.init_producer_id(request.transactional_id, request.transaction_timeout_ms,
+                                                             request.producer_id, request.producer_epoch,
+                                                             txn_now_ms()))
+        outcome_code, pid, epoch = outcome.code, outcome.producer_id, outcome.producer_epoch
+    if outcome_code != ErrorCode.NONE:
+        pid, epoch = -1, -1
+    return InitProducerIdResponse(error_code=for_version(outcome_code, ctx.api_version, fenced_since=4),
+                                  producer_id=pid, producer_epoch=epoch)

@@ -6,7 +6,9 @@ watermark), -3 the offset of the largest timestamp (v7+), -4 earliest local
 tiered, so -1), t >= 0 the first offset at or after the log start whose
 timestamp is >= t (Kafka's index lookup; -1 when none). A special timestamp
 below its version is UNSUPPORTED_VERSION, as Kafka 4.4 answers. v2 isolation
-level; v4 leader epoch; v6 flexible; v10 timeout.
+level: read_committed answers LATEST with the LSO, and a timestamp match at or
+past it with -1 (Partition.fetchOffsetForTimestamp); v4 leader epoch; v6
+flexible; v10 timeout.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from protocol.messages import ListOffsetsResponse
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 SINCE_VERSION = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}  # the first version taking each
+READ_COMMITTED = 1
 TopicResult = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResult = ListOffsetsResponse.ListOffsetsPartitionResponse
 
@@ -49,14 +52,17 @@ def list_offsets(broker: Broker, request: Any, ctx: RequestContext) -> ListOffse
                 pass  # nothing is tiered: offset -1
             else:
                 partition = broker.data.partition(topic, p.partition_index)
+                readable = partition.high_watermark
+                if request.isolation_level == READ_COMMITTED:
+                    readable = broker.data.last_stable_offset(topic, p.partition_index)
                 if p.timestamp == LATEST:
-                    result.offset = partition.high_watermark
+                    result.offset = readable
                 elif p.timestamp in (EARLIEST, EARLIEST_LOCAL):
                     result.offset = partition.log_start_offset
                 elif p.timestamp == MAX_TIMESTAMP or p.timestamp >= 0:
                     found = (partition.max_timestamp_offset() if p.timestamp == MAX_TIMESTAMP
                              else partition.offset_for_timestamp(p.timestamp))
-                    if found is not None:
+                    if found is not None and found[0] < readable:
                         result.offset, result.timestamp = found
                 else:
                     result.error_code = int(ErrorCode.UNSUPPORTED_VERSION)

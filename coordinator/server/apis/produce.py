@@ -1,7 +1,8 @@
 """Produce (key 0), v3–11.
 
-v3 transactional id (transactions are not served here: a transactional produce is
-refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED); v5 log start
+v3 transactional id: transactional batches need it, and a producer's first batch in a
+partition needs the partition added to its transaction (KIP-890 part 1 verification,
+answered INVALID_TXN_STATE, or TRANSACTION_ABORTABLE from v11); v5 log start
 offset; v8 record errors and error message; v9 flexible; v10-11 leader hints (tagged,
 left at defaults). Batches are stored exactly as received (compressed ones too), with
 offsets assigned by rewriting the base offset.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.log.batch import CONTROL_BIT, TRANSACTIONAL_BIT
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_topic
 from coordinator.server.broker import Broker
@@ -42,8 +44,11 @@ def produce_error(request: Any, code: ErrorCode, version: int) -> ProduceRespons
 
 @api(ApiKey.PRODUCE, versions=(3, 11), error_response=produce_error)
 def produce(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
-    if request.transactional_id is not None:
+    transactional = _transactional_producers(request)
+    if transactional and request.transactional_id is None:
         return produce_error(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ctx.api_version)
+    if len(transactional) > 1:  # ReplicaManager.appendRecords: one transaction per request
+        return produce_error(request, ErrorCode.INVALID_PRODUCER_ID_MAPPING, ctx.api_version)
     if request.acks not in (-1, 0, 1):
         return produce_error(request, ErrorCode.INVALID_REQUIRED_ACKS, ctx.api_version)
     responses = []
@@ -62,8 +67,11 @@ def produce(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
             if data.records is None:
                 results.append(_result(data.index, ErrorCode.CORRUPT_MESSAGE, message="null records"))
                 continue
+            verify = None
+            if transactional:
+                verify = _verifier(broker, request.transactional_id, topic_data.name, data.index, ctx.api_version)
             try:
-                base_offset, partition = broker.data.append(topic, data.index, data.records)
+                base_offset, partition = broker.data.append(topic, data.index, data.records, verify)
             except ProduceError as exc:
                 results.append(_result(data.index, exc.code, message=str(exc)))
                 continue
@@ -79,6 +87,35 @@ def produce(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
     if request.acks == 1 or not written or broker.config["flush.policy"] != "always":
         return response
     return Pending(_after_durable(broker, written, response))
+
+
+def _transactional_producers(request: Any) -> set[int]:
+    """Producer ids of the transactional batches (first batch of each partition's records)."""
+    pids = set()
+    for topic_data in request.topic_data:
+        for data in topic_data.partition_data:
+            records = data.records
+            if records and len(records) >= 61 and records[22] & TRANSACTIONAL_BIT and not records[22] & CONTROL_BIT:
+                pids.add(int.from_bytes(records[43:51], "big", signed=True))
+    return pids
+
+
+# How the coordinator's verification answer reaches the producer (AddPartitionsToTxnManager).
+_RETRIABLE_AS_NOT_ENOUGH_REPLICAS = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR}
+
+
+def _verifier(broker: Broker, transactional_id: str, topic: str, index: int, version: int):  # type: ignore[no-untyped-def]
+    def verify(producer_id: int, epoch: int) -> ErrorCode:
+        code = broker.txn.core.verify(transactional_id, producer_id, epoch, (topic, index))
+        if code == ErrorCode.TRANSACTION_ABORTABLE and version < 11:
+            return ErrorCode.INVALID_TXN_STATE
+        if code == ErrorCode.PRODUCER_FENCED:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if code in _RETRIABLE_AS_NOT_ENOUGH_REPLICAS:
+            return ErrorCode.NOT_ENOUGH_REPLICAS
+        return code
+    return verify
 
 
 async def _after_durable(broker: Broker, partitions: list, response: ProduceResponse) -> ProduceResponse:  # type: ignore[type-arg]

@@ -1,0 +1,78 @@
+"""Transaction metadata per transactional id (Kafka's TransactionMetadata / TransactionState)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class TxnState(Enum):
+    """The state ids are those `TransactionStatus` stores in `__transaction_state`.
+
+    EMPTY: no transaction; Init bumps the epoch, AddPartitions/AddOffsets start one.
+    ONGOING: partitions added; EndTxn prepares, Init fences (abort), the timeout aborts.
+    PREPARE_COMMIT / PREPARE_ABORT: decided, markers being written; every request but a retry of
+    the same EndTxn answers CONCURRENT_TRANSACTIONS.
+    COMPLETE_COMMIT / COMPLETE_ABORT: markers written; like EMPTY, and an EndTxn retry answers NONE.
+    DEAD / PREPARE_EPOCH_FENCE are never stored (tombstone; pending step of a fence).
+    """
+
+    EMPTY = 0
+    ONGOING = 1
+    PREPARE_COMMIT = 2
+    PREPARE_ABORT = 3
+    COMPLETE_COMMIT = 4
+    COMPLETE_ABORT = 5
+    DEAD = 6
+    PREPARE_EPOCH_FENCE = 7
+
+    @property
+    def display_name(self) -> str:
+        return _NAMES[self]
+
+
+_NAMES = {TxnState.EMPTY: "Empty", TxnState.ONGOING: "Ongoing", TxnState.PREPARE_COMMIT: "PrepareCommit",
+          TxnState.PREPARE_ABORT: "PrepareAbort", TxnState.COMPLETE_COMMIT: "CompleteCommit",
+          TxnState.COMPLETE_ABORT: "CompleteAbort", TxnState.DEAD: "Dead",
+          TxnState.PREPARE_EPOCH_FENCE: "PrepareEpochFence"}
+S = TxnState
+# TransactionState.validPreviousStates
+ALLOWED_FROM: dict[TxnState, frozenset[TxnState]] = {
+    S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
+    S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
+    S.PREPARE_COMMIT: frozenset({S.ONGOING}),
+    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE}),
+    S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
+    S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
+}
+EXPIRABLE = frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT})
+MAX_EPOCH = 32767
+
+
+def is_epoch_exhausted(epoch: int) -> bool:
+    """The coordinator keeps one epoch in reserve to fence with (TransactionMetadata.isEpochExhausted)."""
+    return epoch >= MAX_EPOCH - 1
+
+
+TopicPartition = tuple[str, int]
+
+
+def partitions_by_topic(partitions: frozenset[TopicPartition]) -> dict[str, list[int]]:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    return by_topic
+
+
+@dataclass(slots=True)
+class TxnMetadata:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    state: TxnState = TxnState.EMPTY
+    partitions: frozenset[TopicPartition] = field(default_factory=frozenset)
+    start_ms: int = -1
+    last_update_ms: int = -1
+    previous_producer_id: int = -1
+    last_producer_epoch: int = -1  # in memory only (KIP-360 retries), as Kafka's lastProducerEpoch

@@ -1,0 +1,293 @@
+"""The shell around the transaction coordinator core: its log, its timers, its markers.
+
+`__transaction_state` is a compacted topic of `transaction.state.log.num.partitions` partitions
+(a transactional id's partition is `abs(javaHashCode) % n`, as for groups), each a partition log
+of record batches v2, loaded on start by replaying each key's latest record. For every outcome:
+records are replayed into the core, appended, and the answer waits until they are durable.
+
+Markers: one node, so no WriteTxnMarkers round trip: the control batches are appended to the data
+partitions straight through the data plane (same epoch checks as Kafka's append of a marker), and
+for `__consumer_offsets` partitions the pending transactional offsets of the producer are
+materialized as ordinary offset commit records (COMMIT) or dropped (ABORT). Once every marker is
+durable, the Complete* record is written.
+
+Pending transactional offsets are records of `__transaction_state` (our record type 30001, see
+coordinator.core.txn.records), not transactional batches of `__consumer_offsets`: the group
+store's loader reads keys and values only, and its compaction knows no transactions. They come
+back on restart with the transaction they belong to, and the marker still to come applies them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import structlog
+
+from coordinator.config import Config
+from coordinator.core.runtime.errors import ApiError
+from coordinator.core.runtime.outcome import Outcome
+from coordinator.core.txn import MarkerJob, TxnConfig, TxnCoordinator, TxnOutcome, TxnRecord, TxnState
+from coordinator.core.txn.offsets import validate_txn_offset_commit
+from coordinator.core.txn.records import transactional_id_of
+from coordinator.log.batch import build_keyed_batch_from_columns
+from coordinator.log.manager import LogManager
+from coordinator.log.partition import LogConfig, Partition
+from coordinator.log.transactions import ProduceError
+from coordinator.records import offset_commit_record, partition_for
+from coordinator.server.log_record_store import latest_keys_and_values
+from coordinator.topics import OFFSETS_TOPIC
+from protocol.error_codes import ErrorCode
+
+log = structlog.get_logger()
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+TXN_STATE_CONFIG = LogConfig(segment_bytes=100 * 1024 * 1024, cleanup_policy="compact", retention_ms=-1,
+                             retention_bytes=-1, delete_retention_ms=86_400_000)
+OPEN_STATES = frozenset({TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT})
+COORDINATOR_EPOCH = 0  # one node, never failed over: the epoch of every marker
+MARKER_RETRY_S = 1.0
+MARKER_ANSWER_WAIT_S = 1.0
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class TxnService:
+    def __init__(self, config: Config, broker) -> None:  # type: ignore[no-untyped-def]
+        self.broker = broker
+        self.num_partitions: int = config["transaction.state.log.num.partitions"]
+        self.offsets_partitions: int = config["offsets.topic.num.partitions"]
+        self.abort_interval_ms: int = config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
+        self.expire_interval_ms: int = config["transaction.remove.expired.transaction.cleanup.interval.ms"]
+        self.core = TxnCoordinator(TxnConfig(max_timeout_ms=config["transaction.max.timeout.ms"],
+                                             id_expiration_ms=config["transactional.id.expiration.ms"]),
+                                   broker.data.producer_ids.allocate)
+        self.loading = True
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._last_append: dict[int, asyncio.Future[None]] = {}
+        self._marker_tasks: list[asyncio.Task[None]] = []  # those the last apply started
+        metrics = broker.metrics
+        self.completed = metrics.registry.counter("groupcoord_transactions_completed",
+                                                  "Transactions completed (markers written), by result")
+        self.timed_out = metrics.registry.counter("groupcoord_transactions_timed_out",
+                                                  "Open transactions aborted by transaction.timeout.ms")
+        metrics.add_gauge("groupcoord_transactions_open", "Transactions not yet completed, by state", self._open)
+
+    @property
+    def logs(self) -> LogManager:
+        return self.broker.data.logs  # type: ignore[no-any-return]
+
+    def partition_of(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.num_partitions)
+
+    def _log(self, partition: int) -> Partition:
+        return self.logs.get_or_create(TRANSACTION_STATE_TOPIC, partition, TXN_STATE_CONFIG)
+
+    # ---- loading -------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        started = time.perf_counter()
+        count = 0
+        for topic, partition in sorted(self.logs.partitions()):
+            if topic != TRANSACTION_STATE_TOPIC:
+                continue
+            plog = self._log(partition)
+            keys, values = latest_keys_and_values([(s.fd, s.size) for s in plog.segments], plog.log_start_offset)
+            for key, value in zip(keys, values):
+                self.core.replay(TxnRecord(key, value))
+                count += 1
+        self.loading = False
+        log.info("transactions_loaded", records=count, transactional_ids=len(self.core.transactions),
+                 seconds=round(time.perf_counter() - started, 3))
+        for job in self.core.resume():
+            self._spawn(self._write_markers(job))
+        self._spawn(self._periodic(self.abort_interval_ms, self._abort_timed_out))
+        self._spawn(self._periodic(self.expire_interval_ms, self._expire_ids))
+
+    # ---- outcomes ------------------------------------------------------------------------------
+
+    def apply(self, outcome: TxnOutcome) -> asyncio.Future[None] | None:
+        """Replay and append the outcome's records, start its markers once they are durable;
+        returns what an answer waits for (None: nothing was written and nothing is pending)."""
+        durable: asyncio.Future[None] | None = None
+        by_partition: dict[int, list[TxnRecord]] = {}
+        for record in outcome.records:
+            self.core.replay(record)
+            tid = transactional_id_of(record.key)
+            by_partition.setdefault(self.partition_of(tid), []).append(record)
+        for partition, records in by_partition.items():
+            durable = self._append(partition, records)
+        self._marker_tasks = [self._spawn(self._write_markers(job) if durable is None
+                                          else self._markers_after(durable, job)) for job in outcome.markers]
+        return durable
+
+    def _append(self, partition: int, records: list[TxnRecord]) -> asyncio.Future[None]:
+        plog = self._log(partition)
+        batch = build_keyed_batch_from_columns([r.key for r in records], [r.value for r in records], now_ms())
+        try:
+            plog.append(batch, keys_checked=True)
+        except OSError as exc:
+            failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            failed.set_exception(exc)
+            return failed
+        durable = self.logs.flusher.durable(plog)
+        self._last_append[partition] = durable
+        return durable  # type: ignore[no-any-return]
+
+    async def answer(self, outcome: TxnOutcome, await_markers: bool = False) -> TxnOutcome:
+        """The outcome once its records are durable (a storage failure: COORDINATOR_NOT_AVAILABLE).
+
+        `await_markers` (EndTxn): also wait, up to MARKER_ANSWER_WAIT_S, for the markers and the
+        Complete* record. Kafka answers before the markers; the client's next AddPartitionsToTxn then
+        meets PrepareCommit and backs off on CONCURRENT_TRANSACTIONS (librdkafka: 100 ms), which
+        capped a transactional producer at ~9 transactions/s here. What the client sees is the same."""
+        durable = self.apply(outcome)
+        markers = self._marker_tasks
+        if durable is not None:
+            try:
+                await durable
+            except OSError:
+                log.error("transaction_log_append_failed")
+                return TxnOutcome(code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if await_markers and markers:
+            await asyncio.wait(markers, timeout=MARKER_ANSWER_WAIT_S)
+        return outcome
+
+    # ---- markers -------------------------------------------------------------------------------
+
+    async def _markers_after(self, durable: asyncio.Future[None], job: MarkerJob) -> None:
+        try:
+            await durable
+        except OSError:
+            return  # the Prepare record is not durable: the decision never happened
+        await self._write_markers(job)
+
+    async def _write_markers(self, job: MarkerJob) -> None:
+        """TransactionMarkerChannelManager on one node: every marker, durable, then Complete*."""
+        while True:
+            try:
+                written, offsets_written = self._append_markers(job)
+                for partition in written:
+                    await self.broker.data.wait_durable(partition)
+                for durable in offsets_written:
+                    await durable
+                break
+            except OSError as exc:
+                log.warning("transaction_marker_retry", transactional_id=job.transactional_id, error=repr(exc))
+                await asyncio.sleep(MARKER_RETRY_S)
+        log.info("transaction_completed", transactional_id=job.transactional_id, producer_id=job.producer_id,
+                 epoch=job.producer_epoch, commit=job.commit, partitions=len(job.partitions))
+        self.completed.inc(result="commit" if job.commit else "abort")
+        await self.answer(self.core.complete(job, now_ms()))
+
+    def _append_markers(self, job: MarkerJob) -> tuple[list[Partition], list[asyncio.Future[None]]]:
+        written = []
+        offsets_written: list[asyncio.Future[None]] = []
+        now = now_ms()
+        for topic_name, index in sorted(job.partitions):
+            if topic_name == OFFSETS_TOPIC:
+                if not offsets_written:  # one partition per group coordinator shard: once for all
+                    offsets_written = self._end_offsets(job) or [_done()]
+                continue
+            topic = self.broker.topics.get(topic_name)
+            if topic is None or not 0 <= index < topic.partitions:
+                continue  # deleted meanwhile: nothing to mark
+            try:
+                written.append(self.broker.data.write_marker(topic, index, job.producer_id, job.producer_epoch,
+                                                             job.commit, COORDINATOR_EPOCH, now))
+            except ProduceError as exc:  # a newer producer epoch owns the partition: Kafka gives up here too
+                log.warning("transaction_marker_refused", topic=topic_name, partition=index, error=exc.code.name)
+        return written, offsets_written
+
+    def _end_offsets(self, job: MarkerJob) -> list[asyncio.Future[None]]:
+        """The marker on `__consumer_offsets`: a COMMIT writes the transaction's pending offsets as
+        offset commit records (an ABORT drops them: the Complete* record tombstones them)."""
+        if not job.commit:
+            return []
+        by_group: dict[str, list] = {}  # type: ignore[type-arg]
+        for (group_id, topic, partition), (offset, epoch, metadata, ts) in sorted(self.core.offsets_of(job).items()):
+            by_group.setdefault(group_id, []).append(offset_commit_record(group_id, topic, partition, offset, epoch,
+                                                                          metadata, ts))
+        runtime = self.broker.groups
+        writes = []
+        for group_id, records in by_group.items():
+            partition, _ = runtime.shard_for(group_id)
+            durable = runtime._apply(partition, Outcome(records=records))  # replayed and written like a commit's
+            if durable is not None:
+                writes.append(durable)
+        return writes
+
+    # ---- TxnOffsetCommit ----------------------------------------------------------------------
+
+    def check_txn_offset_commit(self, request, version: int) -> ErrorCode:  # type: ignore[no-untyped-def]
+        """The transaction and group checks of a TxnOffsetCommit; the per-request error (NONE: go on)."""
+        if not request.group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        if self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        offsets_partition = (OFFSETS_TOPIC, partition_for(request.group_id, self.offsets_partitions))
+        code = self.core.verify(request.transactional_id, request.producer_id, request.producer_epoch,
+                                offsets_partition)
+        if code == ErrorCode.TRANSACTION_ABORTABLE and version < 4:
+            code = ErrorCode.INVALID_TXN_STATE
+        elif code == ErrorCode.PRODUCER_FENCED:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH
+        if code != ErrorCode.NONE:
+            return code
+        _, shard = self.broker.groups.shard_for(request.group_id)
+        try:
+            validate_txn_offset_commit(shard.state, request.group_id, request.generation_id,
+                                       request.member_id, request.group_instance_id)
+        except ApiError as exc:
+            return exc.code
+        return ErrorCode.NONE
+
+    # ---- timers --------------------------------------------------------------------------------
+
+    async def _periodic(self, interval_ms: int, run) -> None:  # type: ignore[no-untyped-def]
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                run()
+            except Exception:  # a scan must never stop the scanning
+                log.exception("transaction_scan_failed")
+
+    def _abort_timed_out(self) -> None:
+        for outcome in self.core.abort_timed_out(now_ms()):
+            log.info("transaction_timed_out", transactional_id=outcome.markers[0].transactional_id,
+                     producer_id=outcome.markers[0].producer_id)
+            self.timed_out.inc()
+            self.apply(outcome)
+
+    def _open(self) -> dict[tuple[tuple[str, str], ...], float]:
+        counts: dict[tuple[tuple[str, str], ...], float] = {}
+        for meta in self.core.transactions.values():
+            if meta.state in OPEN_STATES:
+                key = (("state", meta.state.display_name),)
+                counts[key] = counts.get(key, 0) + 1
+        return counts
+
+    def _expire_ids(self) -> None:
+        outcome = self.core.expire_ids(now_ms())
+        if outcome.records:
+            log.info("transactional_ids_expired", count=len(outcome.records))
+            self.apply(outcome)
+
+    def _spawn(self, coro) -> asyncio.Task[None]:  # type: ignore[no-untyped-def]
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        self._tasks.clear()
+
+
+def _done() -> asyncio.Future[None]:
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    done.set_result(None)
+    return done
