@@ -54,23 +54,17 @@ class Target:
 
 @dataclass(frozen=True)
 class Names:
+    """The run's topic and groups, the same on both servers."""
+
     token: str
+    topic: str
+    classic: str
+    consumer: str
+    configured: str
 
-    @property
-    def topic(self) -> str:
-        return f"tools-{self.token}"
-
-    @property
-    def classic(self) -> str:
-        return f"cli-classic-{self.token}"
-
-    @property
-    def consumer(self) -> str:
-        return f"cli-consumer-{self.token}"
-
-    @property
-    def configured(self) -> str:
-        return f"cli-configured-{self.token}"
+    @classmethod
+    def of(cls, token: str) -> Names:
+        return cls(token, f"tools-{token}", *(f"cli-{kind}-{token}" for kind in ("classic", "consumer", "configured")))
 
 
 def start_history(t: Target, n: Names) -> tuple[JavaMember, JavaMember]:
@@ -232,7 +226,7 @@ def commands(n: Names, phase: str) -> list[tuple[str, str, tuple[str, ...]]]:
 def test_kafka_tools_print_the_same_against_groupcoord_and_kafka(kafka_oracle, server_factory,
                                                                   tmp_path: Path) -> None:
     server = server_factory("group.initial.rebalance.delay.ms=0", "group.consumer.assignment.interval.ms=0")
-    n = Names(uuid.uuid4().hex[:8])
+    n = Names.of(uuid.uuid4().hex[:8])
     kafka = Target("kafka", kafka_oracle.bootstrap, kafka_oracle.port, tmp_path / "kafka")
     ours = Target("groupcoord", server.bootstrap, server.port, tmp_path / "groupcoord")
     targets = (kafka, ours)
