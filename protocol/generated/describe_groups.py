@@ -40,14 +40,14 @@ _F_ox_pack = struct.Struct(">?x").pack
 
 
 class DescribeGroupsRequest(Message):
-    """DescribeGroupsRequest (request, api key 15): versions 0-5, flexible 5+."""
+    """DescribeGroupsRequest (request, api key 15): versions 0-6, flexible 5+."""
 
     __slots__ = ('groups', 'include_authorized_operations')
     _attrs = ('groups', 'include_authorized_operations')
     name = 'DescribeGroupsRequest'
     kind = 'request'
     api_key = 15
-    valid_versions = VersionRange(0, 5)
+    valid_versions = VersionRange(0, 6)
     flexible_versions = VersionRange(5, None)
 
     def __init__(self, groups: list[str] = UNSET, include_authorized_operations: bool = False) -> None:
@@ -56,14 +56,15 @@ class DescribeGroupsRequest(Message):
 
 
 class DescribeGroupsResponse(Message):
-    """DescribeGroupsResponse (response, api key 15): versions 0-5, flexible 5+."""
+    """DescribeGroupsResponse (response, api key 15): versions 0-6, flexible 5+."""
 
     class DescribedGroup(Struct):
-        __slots__ = ('error_code', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations')
-        _attrs = ('error_code', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations')
+        __slots__ = ('error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations')
+        _attrs = ('error_code', 'error_message', 'group_id', 'group_state', 'protocol_type', 'protocol_data', 'members', 'authorized_operations')
 
-        def __init__(self, error_code: int = 0, group_id: str = '', group_state: str = '', protocol_type: str = '', protocol_data: str = '', members: list[DescribeGroupsResponse.DescribedGroupMember] = UNSET, authorized_operations: int = -2147483648) -> None:
+        def __init__(self, error_code: int = 0, error_message: str | None = None, group_id: str = '', group_state: str = '', protocol_type: str = '', protocol_data: str = '', members: list[DescribeGroupsResponse.DescribedGroupMember] = UNSET, authorized_operations: int = -2147483648) -> None:
             self.error_code = error_code
+            self.error_message = error_message
             self.group_id = group_id
             self.group_state = group_state
             self.protocol_type = protocol_type
@@ -88,7 +89,7 @@ class DescribeGroupsResponse(Message):
     name = 'DescribeGroupsResponse'
     kind = 'response'
     api_key = 15
-    valid_versions = VersionRange(0, 5)
+    valid_versions = VersionRange(0, 6)
     flexible_versions = VersionRange(5, None)
 
     def __init__(self, throttle_time_ms: int = 0, groups: list[DescribeGroupsResponse.DescribedGroup] = UNSET) -> None:
@@ -373,7 +374,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v0(buf: bytes, pos: int, blen: int,
                 if n9 * 1 > blen - pos:
                     raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'array Members count {n9} exceeds remaining bytes')
                 f_members, pos = da_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos, blen, n9)
-            app(_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, -2147483648))
+            app(_DescribeGroupsResponse_DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, -2147483648))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroup', pos) from None
     return out, pos
@@ -540,7 +541,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v3(buf: bytes, pos: int, blen: int,
                 f_members, pos = da_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos, blen, n9)
             (f_authorized_operations,) = _F_i_unpack(buf, pos)
             pos += 4
-            app(_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations))
+            app(_DescribeGroupsResponse_DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroup', pos) from None
     return out, pos
@@ -737,7 +738,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v4(buf: bytes, pos: int, blen: int,
                 f_members, pos = da_DescribeGroupsResponse_DescribedGroupMember_v4(buf, pos, blen, n9)
             (f_authorized_operations,) = _F_i_unpack(buf, pos)
             pos += 4
-            app(_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations))
+            app(_DescribeGroupsResponse_DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroup', pos) from None
     return out, pos
@@ -1050,7 +1051,7 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeGroupsResponse.DescribedGroup')
-            app(_DescribeGroupsResponse_DescribedGroup(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations))
+            app(_DescribeGroupsResponse_DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations))
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroup', pos) from None
     return out, pos
@@ -1163,7 +1164,214 @@ def e_DescribeGroupsResponse_v5(o: DescribeGroupsResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'DescribeGroupsResponse') from None
 
-DescribeGroupsRequest.decoders = {0: d_DescribeGroupsRequest_v0, 1: d_DescribeGroupsRequest_v0, 2: d_DescribeGroupsRequest_v0, 3: d_DescribeGroupsRequest_v3, 4: d_DescribeGroupsRequest_v3, 5: d_DescribeGroupsRequest_v5}
-DescribeGroupsRequest.encoders = {0: e_DescribeGroupsRequest_v0, 1: e_DescribeGroupsRequest_v0, 2: e_DescribeGroupsRequest_v0, 3: e_DescribeGroupsRequest_v3, 4: e_DescribeGroupsRequest_v3, 5: e_DescribeGroupsRequest_v5}
-DescribeGroupsResponse.decoders = {0: d_DescribeGroupsResponse_v0, 1: d_DescribeGroupsResponse_v1, 2: d_DescribeGroupsResponse_v1, 3: d_DescribeGroupsResponse_v3, 4: d_DescribeGroupsResponse_v4, 5: d_DescribeGroupsResponse_v5}
-DescribeGroupsResponse.encoders = {0: e_DescribeGroupsResponse_v0, 1: e_DescribeGroupsResponse_v1, 2: e_DescribeGroupsResponse_v1, 3: e_DescribeGroupsResponse_v3, 4: e_DescribeGroupsResponse_v4, 5: e_DescribeGroupsResponse_v5}
+def da_DescribeGroupsResponse_DescribedGroup_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeGroupsResponse.DescribedGroup], int]:
+    out: list[DescribeGroupsResponse.DescribedGroup] = []
+    app = out.append
+    f_error_message: str | None
+    try:
+        for _ in range(n):
+            (f_error_code,) = _F_h_unpack(buf, pos)
+            pos += 2
+            n1 = buf[pos]
+            if n1 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n1, pos = read_uvarint(buf, pos)
+            n1 -= 1
+            if n1 < 0:
+                f_error_message = None
+            elif n1 == 0:
+                f_error_message = ''
+            else:
+                end2 = pos + n1
+                if end2 > blen:
+                    bad_length(n1, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ErrorMessage')
+                f_error_message = buf[pos:end2].decode()
+                pos = end2
+            n3 = buf[pos]
+            if n3 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n3, pos = read_uvarint(buf, pos)
+            n3 -= 1
+            if n3 <= 0:
+                if n3 < 0:
+                    bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
+                f_group_id = ''
+            else:
+                end4 = pos + n3
+                if end4 > blen:
+                    bad_length(n3, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupId')
+                f_group_id = buf[pos:end4].decode()
+                pos = end4
+            n5 = buf[pos]
+            if n5 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n5 = (n5 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n5, pos = read_uvarint(buf, pos)
+            n5 -= 1
+            if n5 <= 0:
+                if n5 < 0:
+                    bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
+                f_group_state = ''
+            else:
+                end6 = pos + n5
+                if end6 > blen:
+                    bad_length(n5, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'GroupState')
+                f_group_state = buf[pos:end6].decode()
+                pos = end6
+            n7 = buf[pos]
+            if n7 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n7 = (n7 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n7, pos = read_uvarint(buf, pos)
+            n7 -= 1
+            if n7 <= 0:
+                if n7 < 0:
+                    bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
+                f_protocol_type = ''
+            else:
+                end8 = pos + n7
+                if end8 > blen:
+                    bad_length(n7, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolType')
+                f_protocol_type = buf[pos:end8].decode()
+                pos = end8
+            n9 = buf[pos]
+            if n9 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n9 = (n9 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n9, pos = read_uvarint(buf, pos)
+            n9 -= 1
+            if n9 <= 0:
+                if n9 < 0:
+                    bad_length(n9, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
+                f_protocol_data = ''
+            else:
+                end10 = pos + n9
+                if end10 > blen:
+                    bad_length(n9, pos, 'DescribeGroupsResponse.DescribedGroup', 'string', 'ProtocolData')
+                f_protocol_data = buf[pos:end10].decode()
+                pos = end10
+            n11 = buf[pos]
+            if n11 < 128:
+                pos += 1
+            elif buf[pos + 1] < 128:
+                n11 = (n11 & 0x7F) | (buf[pos + 1] << 7)
+                pos += 2
+            else:
+                n11, pos = read_uvarint(buf, pos)
+            n11 -= 1
+            if n11 < 0:
+                raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, 'null or negative count for non-nullable array Members')
+            else:
+                if n11 * 1 > blen - pos:
+                    raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'array Members count {n11} exceeds remaining bytes')
+                f_members, pos = da_DescribeGroupsResponse_DescribedGroupMember_v5(buf, pos, blen, n11)
+            (f_authorized_operations,) = _F_i_unpack(buf, pos)
+            pos += 4
+            if buf[pos] == 0:
+                pos += 1
+            else:
+                pos = skip_tagged_fields(buf, pos, blen, 'DescribeGroupsResponse.DescribedGroup')
+            app(_DescribeGroupsResponse_DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations))
+    except DECODE_FAILURES as exc:
+        raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroup', pos) from None
+    return out, pos
+
+def d_DescribeGroupsResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[DescribeGroupsResponse, int]:
+    try:
+        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
+        pos += 4
+        n1 = buf[pos]
+        if n1 < 128:
+            pos += 1
+        elif buf[pos + 1] < 128:
+            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
+            pos += 2
+        else:
+            n1, pos = read_uvarint(buf, pos)
+        n1 -= 1
+        if n1 < 0:
+            raise ProtocolError('DescribeGroupsResponse', None, pos, 'null or negative count for non-nullable array Groups')
+        else:
+            if n1 * 1 > blen - pos:
+                raise ProtocolError('DescribeGroupsResponse', None, pos, f'array Groups count {n1} exceeds remaining bytes')
+            f_groups, pos = da_DescribeGroupsResponse_DescribedGroup_v6(buf, pos, blen, n1)
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            pos = skip_tagged_fields(buf, pos, blen, 'DescribeGroupsResponse')
+    except DECODE_FAILURES as exc:
+        raise decode_error(exc, 'DescribeGroupsResponse', pos) from None
+    return DescribeGroupsResponse(f_throttle_time_ms, f_groups), pos
+
+def ea_DescribeGroupsResponse_DescribedGroup_v6(xs: list[DescribeGroupsResponse.DescribedGroup], w: Append) -> None:
+    try:
+        for o in xs:
+            w(_F_h_pack(o.error_code))
+            x_error_message = o.error_message
+            if x_error_message is None:
+                w(b'\x00')
+            else:
+                b1 = x_error_message.encode()
+                ln = len(b1) + 1
+                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+                w(b1)
+            x_group_id = o.group_id
+            b2 = x_group_id.encode()
+            ln = len(b2) + 1
+            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+            w(b2)
+            x_group_state = o.group_state
+            b3 = x_group_state.encode()
+            ln = len(b3) + 1
+            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+            w(b3)
+            x_protocol_type = o.protocol_type
+            b4 = x_protocol_type.encode()
+            ln = len(b4) + 1
+            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+            w(b4)
+            x_protocol_data = o.protocol_data
+            b5 = x_protocol_data.encode()
+            ln = len(b5) + 1
+            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+            w(b5)
+            x_members = o.members
+            ln = len(x_members) + 1
+            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+            ea_DescribeGroupsResponse_DescribedGroupMember_v5(x_members, w)
+            w(_F_ix_pack(o.authorized_operations))
+    except ENCODE_FAILURES as exc:
+        raise encode_error(exc, 'DescribeGroupsResponse.DescribedGroup') from None
+
+def e_DescribeGroupsResponse_v6(o: DescribeGroupsResponse, w: Append) -> None:
+    try:
+        w(_F_i_pack(o.throttle_time_ms))
+        x_groups = o.groups
+        ln = len(x_groups) + 1
+        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+        ea_DescribeGroupsResponse_DescribedGroup_v6(x_groups, w)
+        w(b'\x00')
+    except ENCODE_FAILURES as exc:
+        raise encode_error(exc, 'DescribeGroupsResponse') from None
+
+DescribeGroupsRequest.decoders = {0: d_DescribeGroupsRequest_v0, 1: d_DescribeGroupsRequest_v0, 2: d_DescribeGroupsRequest_v0, 3: d_DescribeGroupsRequest_v3, 4: d_DescribeGroupsRequest_v3, 5: d_DescribeGroupsRequest_v5, 6: d_DescribeGroupsRequest_v5}
+DescribeGroupsRequest.encoders = {0: e_DescribeGroupsRequest_v0, 1: e_DescribeGroupsRequest_v0, 2: e_DescribeGroupsRequest_v0, 3: e_DescribeGroupsRequest_v3, 4: e_DescribeGroupsRequest_v3, 5: e_DescribeGroupsRequest_v5, 6: e_DescribeGroupsRequest_v5}
+DescribeGroupsResponse.decoders = {0: d_DescribeGroupsResponse_v0, 1: d_DescribeGroupsResponse_v1, 2: d_DescribeGroupsResponse_v1, 3: d_DescribeGroupsResponse_v3, 4: d_DescribeGroupsResponse_v4, 5: d_DescribeGroupsResponse_v5, 6: d_DescribeGroupsResponse_v6}
+DescribeGroupsResponse.encoders = {0: e_DescribeGroupsResponse_v0, 1: e_DescribeGroupsResponse_v1, 2: e_DescribeGroupsResponse_v1, 3: e_DescribeGroupsResponse_v3, 4: e_DescribeGroupsResponse_v4, 5: e_DescribeGroupsResponse_v5, 6: e_DescribeGroupsResponse_v6}

@@ -154,7 +154,8 @@ def test_kafka_consumer_groups_and_kafka_configs_against_groupcoord(server_facto
         assert f"Group 'missing-{topic}' could not be deleted due to: " \
                "org.apache.kafka.common.errors.GroupIdNotFoundException" in output
         output = _run(server, GROUPS_TOOL, "--describe", "--group", f"missing-{topic}")
-        assert f"Consumer group 'missing-{topic}' does not exist." in output
+        # Kafka 4.4 (DescribeGroups v6, KIP-1043): the unknown group is an error, not a Dead group.
+        assert f"GroupIdNotFoundException: Group missing-{topic} not found." in output
 
         # kafka-configs --entity-type groups: add, describe (dynamic and --all), delete, a bad value refused.
         group = f"configured-{topic}"

@@ -69,3 +69,13 @@ ALLOWLIST: tuple[Allowed, ...] = (
 
 def allowed(difference: Difference) -> Allowed | None:
     return next((entry for entry in ALLOWLIST if entry.matches(difference)), None)
+
+
+#: tests/clients/test_java_tools_oracle.py: Kafka's CLI tools against both servers. ``api`` is the
+#: comparison's label, ``path`` a column name (or ``lines``, ``header``, ``rows.len``, ``tables.len``).
+CLI_ALLOWLIST: tuple[Allowed, ...] = (
+)
+
+
+def allowed_cli(difference: Difference) -> Allowed | None:
+    return next((entry for entry in CLI_ALLOWLIST if entry.matches(difference)), None)

@@ -307,7 +307,7 @@ def describe_list_delete(s: Side) -> None:
     s.call("e", K.LEAVE_GROUP, 5, m.LeaveGroupRequest(group_id=empty, members=[Identity(member_id=e.member_id)]))
     s.call("a", K.OFFSET_COMMIT, 9, commit(simple, topic, {0: 9, 2: 9}))
     groups = [stable, empty, simple, s.name_of("adm-none")]
-    for version in range(6):
+    for version in range(7):  # v6: the unknown group is GROUP_ID_NOT_FOUND (KIP-1043)
         s.call("a", K.DESCRIBE_GROUPS, version,
                m.DescribeGroupsRequest(groups=groups, include_authorized_operations=version >= 3))
     for version in range(6):

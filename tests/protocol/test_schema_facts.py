@@ -95,12 +95,18 @@ FIELDS_NEWER_THAN_FACTS: dict[str, dict[str, str]] = {
         "Groups.Members.MemberType": "v1 (KIP-1099, Kafka 4.1): int8, default -1; Kafka 4.4's AdminClient asks for "
                                      "v1 (held against Kafka 4.4's file by test_schemas_against_kafka.py)",
     },
+    "DescribeGroupsResponse": {
+        "Groups.ErrorMessage": "v6 (KIP-1043, Kafka 4.0): nullable string, default null; Kafka 4.4's AdminClient "
+                               "asks for v6 (held against Kafka 4.4's file by test_schemas_against_kafka.py)",
+    },
 }
 
 #: Versions of ours newer than the facts: the facts' range is compared, ours reaches further.
 VERSIONS_NEWER_THAN_FACTS: dict[str, tuple[str, str]] = {
     "ConsumerGroupDescribeRequest": ("0", "v1 adds MemberType to the response (see FIELDS_NEWER_THAN_FACTS)"),
     "ConsumerGroupDescribeResponse": ("0", "v1 adds MemberType (see FIELDS_NEWER_THAN_FACTS)"),
+    "DescribeGroupsRequest": ("0-5", "v6: an unknown group is GROUP_ID_NOT_FOUND (KIP-1043)"),
+    "DescribeGroupsResponse": ("0-5", "v6 adds ErrorMessage (see FIELDS_NEWER_THAN_FACTS)"),
 }
 
 #: Keys of a schema or field that carry no protocol fact.
