@@ -19,6 +19,11 @@ single precompiled `struct.Struct`. Nested structs get `d_<Message>_<Struct>_v<N
 for arrays: one loop, no call per element); a nested coder is written once for the first version
 with its layout and shared by the later versions with the same layout, so the modules stay small
 enough to compile quickly where no .pyc exists (CI runs with PYTHONDONTWRITEBYTECODE=1).
+
+The two directions are split (see `module_sources`): protocol/generated/<family>.py holds what the
+server runs (request decoders, response encoders; records, embedded data and the headers it uses),
+protocol/generated/client/<family>.py the rest, added to the same classes when `protocol.client`
+is imported. The server compiles about half the generated code when it starts.
 """
 
 from __future__ import annotations
