@@ -19,6 +19,11 @@ single precompiled `struct.Struct`. Nested structs get `d_<Message>_<Struct>_v<N
 for arrays: one loop, no call per element); a nested coder is written once for the first version
 with its layout and shared by the later versions with the same layout, so the modules stay small
 enough to compile quickly where no .pyc exists (CI runs with PYTHONDONTWRITEBYTECODE=1).
+
+The two directions are split (see `module_sources`): protocol/generated/<family>.py holds what the
+server runs (request decoders, response encoders; records, embedded data and the headers it uses),
+protocol/generated/client/<family>.py the rest, added to the same classes when `protocol.client`
+is imported. The server compiles about half the generated code when it starts.
 """
 
 from __future__ import annotations
@@ -124,6 +129,7 @@ class _MessageCoders:
         self.msg = msg
         self.formats = formats  # format -> constant name, shared by the module
         self.functions: list[str] = []
+        self.decoding: list[bool] = []  # per function: a decoder (d, da) rather than an encoder
         self.shared: dict[tuple[str, str, str], str] = {}  # (kind, struct, text) -> function name
         self.names: dict[tuple[str, str, int], str] = {}  # (kind, struct, version) -> function name
         self.version = 0
@@ -221,6 +227,7 @@ class _MessageCoders:
             name = f"{kind}_{qualified}_v{self.version}"
             self.shared[(kind, struct.name, text)] = name
             self.functions.append(text.replace("@NAME@", name))
+            self.decoding.append(kind.startswith("d"))
         self.names[key] = name
         return name
 
@@ -693,14 +700,73 @@ from __future__ import annotations
 '''
 
 
-def module_source(specs: Iterable[MessageSpec]) -> str:
-    """The source of one generated module holding `specs` (one family)."""
+def server_decodes(spec: MessageSpec) -> bool:
+    """Whether the server reads this message: requests, the request header, records and embedded data."""
+    return spec.kind in ("request", "data") or spec.name == "RequestHeader"
+
+
+def server_encodes(spec: MessageSpec) -> bool:
+    """Whether the server writes this message: responses, the response header, records and embedded data."""
+    return spec.kind in ("response", "data") or spec.name == "ResponseHeader"
+
+
+def _module_text(specs: list[MessageSpec], prelude: list[str], body: str, formats: dict[str, str]) -> str:
+    """A module: the header, the imports `body` uses (so every module lints clean), struct constants, body."""
+    runtime = sorted(n for n in ("ZERO_UUID", "UNSET", "UVARINT_SMALL", "read_uvarint", "read_varint",
+                                 "read_varlong", "uvarint_bytes", "varint_bytes", "varlong_bytes",
+                                 "I16_unpack", "I32_unpack", "I16_pack", "I32_pack", "bad_length",
+                                 "skip_tagged_fields", "DECODE_FAILURES", "ENCODE_FAILURES", "decode_error",
+                                 "encode_error", "ProtocolError")
+                     if re.search(rf"\b{n}\b", body))
+    consts = [(fmt, const) for fmt, const in sorted(formats.items(), key=lambda kv: kv[1])
+              if re.search(rf"\b{const}_(un)?pack\b", body)]
+    out = [HEADER.format(files=", ".join(f"{s.name}.json" for s in specs))]
+    if consts:
+        out.append("import struct")
+    if re.search(r"\buuid\.UUID\b", body):
+        out.append("import uuid")
+    struct_names = [n for n in ("pack", "unpack_from") if re.search(rf"\b{n}\(", body)]
+    if struct_names:
+        out.append(f"from struct import {', '.join(struct_names)}")
+    if re.search(r"\bUUID\(", body):
+        out.append("from uuid import UUID")
+    out.append("")
+    out.extend(prelude)
+    bases = [n for n in ("Append", "Message", "Struct") if re.search(rf"\b{n}\b", body)]
+    if bases:
+        out.append(f"from protocol.model import {', '.join(bases)}")
+    if runtime:
+        out.append("from protocol.primitives import (")
+        out.extend(f"    {n}," for n in sorted(runtime, key=_import_order))
+        out.append(")")
+    if re.search(r"\bVersionRange\(", body):
+        out.append("from protocol.schema import VersionRange")
+    out.append("")
+    for fmt, const in consts:
+        if re.search(rf"\b{const}_unpack\b", body):
+            out.append(f"{const}_unpack = struct.Struct(\">{fmt}\").unpack_from")
+        if re.search(rf"\b{const}_pack\b", body):
+            out.append(f"{const}_pack = struct.Struct(\">{fmt}\").pack")
+    out.append("")
+    out.append("")
+    out.append(body)
+    text = "\n".join(out)
+    return re.sub(r"\n{3,}", "\n\n\n", text).rstrip("\n") + "\n"
+
+
+def module_sources(fam: str, specs: Iterable[MessageSpec]) -> tuple[str, str | None]:
+    """The sources of one family: the server's module (the classes, request decoders and response
+    encoders, both directions for records and embedded data) and, when the family has any, the
+    client's module under client/ (request encoders and response decoders, which it adds to the
+    same classes). The server imports only the first, so it compiles half the code."""
     specs = list(specs)
     formats: dict[str, str] = {}
     classes: list[str] = []
     aliases: list[str] = []
-    functions: list[str] = []
-    tables: list[str] = []
+    server_functions: list[str] = []
+    client_functions: list[str] = []
+    server_tables: list[str] = []
+    client_tables: list[str] = []
     for spec in specs:
         gen = _MessageCoders(spec, formats)
         classes.extend(gen.class_source(spec.root, ""))
@@ -712,44 +778,28 @@ def module_source(specs: Iterable[MessageSpec]) -> str:
             d, e = gen.write_version(version)
             decoders.append(f"{version}: {d}")
             encoders.append(f"{version}: {e}")
-        functions.extend(gen.functions)
-        tables.append(f"{spec.name}.decoders = {{{', '.join(decoders)}}}")
-        tables.append(f"{spec.name}.encoders = {{{', '.join(encoders)}}}")
-    body = "\n".join(classes + aliases + [""] + functions + tables)
-    runtime = sorted(n for n in ("ZERO_UUID", "UNSET", "UVARINT_SMALL", "read_uvarint", "read_varint",
-                                 "read_varlong", "uvarint_bytes", "varint_bytes", "varlong_bytes",
-                                 "I16_unpack", "I32_unpack", "I16_pack", "I32_pack", "bad_length",
-                                 "skip_tagged_fields")
-                     if re.search(rf"\b{n}\b", body))
-    out = [HEADER.format(files=", ".join(f"{s.name}.json" for s in specs))]
-    if formats:
-        out.append("import struct")
-    if re.search(r"\buuid\.UUID\b", body):
-        out.append("import uuid")
-    struct_names = [n for n in ("pack", "unpack_from") if re.search(rf"\b{n}\(", body)]
-    if struct_names:
-        out.append(f"from struct import {', '.join(struct_names)}")
-    if re.search(r"\bUUID\(", body):
-        out.append("from uuid import UUID")
-    out.append("")
-    bases = ["Append", "Message"] + (["Struct"] if any(s.structs for s in specs) else [])
-    out.append(f"from protocol.model import {', '.join(bases)}")
-    out.append("from protocol.primitives import (")
-    names = [*runtime, "DECODE_FAILURES", "ENCODE_FAILURES", "decode_error", "encode_error"]
-    if re.search(r"\bProtocolError\(", body):
-        names.append("ProtocolError")
-    out.extend(f"    {n}," for n in sorted(names, key=_import_order))
-    out.append(")")
-    out.append("from protocol.schema import VersionRange")
-    out.append("")
-    for fmt, const in sorted(formats.items(), key=lambda kv: kv[1]):
-        out.append(f"{const}_unpack = struct.Struct(\">{fmt}\").unpack_from")
-        out.append(f"{const}_pack = struct.Struct(\">{fmt}\").pack")
-    out.append("")
-    out.append("")
-    out.append(body)
-    text = "\n".join(out)
-    return re.sub(r"\n{3,}", "\n\n\n", text).rstrip("\n") + "\n"
+        for text, decoding in zip(gen.functions, gen.decoding, strict=True):
+            on_server = server_decodes(spec) if decoding else server_encodes(spec)
+            (server_functions if on_server else client_functions).append(text)
+        for attr, table, on_server in (("decoders", decoders, server_decodes(spec)),
+                                       ("encoders", encoders, server_encodes(spec))):
+            if on_server:
+                server_tables.append(f"{spec.name}.{attr} = {{{', '.join(table)}}}")
+            else:
+                server_tables.append(f"{spec.name}.{attr} = {{}}  # the client's: protocol/generated/client/{fam}.py")
+                client_tables.append(f"{spec.name}.{attr}.update({{{', '.join(table)}}})")
+    server_body = "\n".join(classes + aliases + [""] + server_functions + server_tables)
+    server = _module_text(specs, [], server_body, formats)
+    if not client_tables:
+        return server, None
+    used_aliases = [a for a in aliases if re.search(rf"\b{a.split(' = ')[0]}\b", "\n".join(client_functions))]
+    client_body = "\n".join([*used_aliases, "", *client_functions, *client_tables])
+    names = sorted(s.name for s in specs if re.search(rf"\b{s.name}\b", client_body))
+    line = f"from protocol.generated.{fam} import {', '.join(names)}"
+    prelude = [line] if len(line) <= 120 else [f"from protocol.generated.{fam} import (",
+                                                *(f"    {n}," for n in names), ")"]
+    client = _module_text(specs, prelude, client_body, formats)
+    return server, client
 
 
 def _import_order(name: str) -> tuple[int, str]:
@@ -792,23 +842,47 @@ def package_init_source(by_family: dict[str, list[MessageSpec]]) -> str:
     return "\n".join(out) + "\n"
 
 
+def client_init_source(families: list[str]) -> str:
+    """protocol/generated/client/__init__.py: imports every client module, so importing it gives every
+    class its request encoders and response decoders (what `protocol.client` does)."""
+    out = [HEADER.format(files="*.json"), "from protocol.generated.client import ("]
+    out.extend(f"    {fam}," for fam in families)
+    out.append(")")
+    out.append("")
+    out.append("__all__ = [")
+    out.extend(f"    {fam!r}," for fam in families)
+    out.append("]")
+    return "\n".join(out) + "\n"
+
+
 def generated_sources(schema_specs: dict[str, MessageSpec] | None = None) -> dict[str, str]:
-    """File name (in protocol/generated/) -> source, for every schema."""
+    """File path (relative to protocol/generated/) -> source, for every schema."""
     specs = schema_specs if schema_specs is not None else load_schemas()
     by_family: dict[str, list[MessageSpec]] = {}
     for spec in specs.values():
         by_family.setdefault(family(spec), []).append(spec)
-    files = {f"{fam}.py": module_source(members) for fam, members in sorted(by_family.items())}
+    files: dict[str, str] = {}
+    client_families = []
+    for fam, members in sorted(by_family.items()):
+        server, client = module_sources(fam, members)
+        files[f"{fam}.py"] = server
+        if client is not None:
+            files[f"client/{fam}.py"] = client
+            client_families.append(fam)
     files["__init__.py"] = package_init_source(by_family)
+    files["client/__init__.py"] = client_init_source(client_families)
     return files
+
+
+def _present(directory: Path) -> set[str]:
+    return {p.relative_to(directory).as_posix() for pattern in ("*.py", "client/*.py") for p in directory.glob(pattern)}
 
 
 def stale_files(directory: Path = GENERATED_DIR) -> dict[str, str]:
     """A unified diff per file of `directory` that differs from what the schemas generate (or is extra)."""
     wanted = generated_sources()
-    present = {p.name for p in directory.glob("*.py")}
     diffs = {}
-    for name in sorted(present | set(wanted)):
+    for name in sorted(_present(directory) | set(wanted)):
         path = directory / name
         have = path.read_text() if path.exists() else ""
         want = wanted.get(name, "")
@@ -820,13 +894,12 @@ def stale_files(directory: Path = GENERATED_DIR) -> dict[str, str]:
 
 def write(directory: Path = GENERATED_DIR) -> list[str]:
     """Regenerate `directory`; returns the names of the files changed or removed."""
-    directory.mkdir(exist_ok=True)
+    (directory / "client").mkdir(parents=True, exist_ok=True)
     wanted = generated_sources()
     changed = []
-    for path in directory.glob("*.py"):
-        if path.name not in wanted:
-            path.unlink()
-            changed.append(path.name)
+    for name in sorted(_present(directory) - set(wanted)):
+        (directory / name).unlink()
+        changed.append(name)
     for name, text in wanted.items():
         path = directory / name
         if not path.exists() or path.read_text() != text:

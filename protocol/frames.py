@@ -12,14 +12,12 @@ import struct
 from typing import Any
 
 from protocol.apis import API_SPECS, ApiSpec
-from protocol.generated.headers import RequestHeader, ResponseHeader
+from protocol.generated.headers import RequestHeader
 from protocol.model import Decoder, Encoder, Message
 from protocol.primitives import ProtocolError, at_version
 
 _API_KEY_AND_VERSION = struct.Struct(">hh").unpack_from
 _API_KEY_AND_VERSION_AS_ONE = struct.Struct(">I").unpack_from  # api key << 16 | version, one dict key
-_SIZE = struct.Struct(">i")
-_SIZE_PACK = _SIZE.pack
 _SIZE_AND_CORRELATION = struct.Struct(">ii").pack
 _CORRELATION = struct.Struct(">i").unpack_from
 _EMPTY_TAGGED_FIELDS = b"\x00"
@@ -119,27 +117,3 @@ def encode_response(correlation_id: int, api_key: int, api_version: int, message
         message.encode_into(api_version, parts.append)
     parts[0] = _SIZE_AND_CORRELATION(4 + sum(map(len, parts)), correlation_id)  # +4: the correlation id
     return b"".join(parts)
-
-
-def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None,
-                   message: Message) -> bytes:
-    """A complete request frame, size prefix included (for clients, tools and tests)."""
-    spec = API_SPECS[api_key]
-    header = RequestHeader(api_key, api_version, correlation_id, client_id)
-    parts: list[bytes] = [b""]
-    header.encode_into(spec.request_header_version(api_version), parts.append)
-    message.encode_into(api_version, parts.append)
-    parts[0] = _SIZE_PACK(sum(map(len, parts)))
-    return b"".join(parts)
-
-
-def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, Any]:
-    """`(correlation_id, message)` of a response frame without its size prefix."""
-    if type(frame) is not bytes:  # bytearray/memoryview: decoders need bytes slices
-        frame = bytes(frame)
-    spec = API_SPECS[api_key]
-    header, offset = ResponseHeader.decode_from(frame, 0, spec.response_header_version(api_version))
-    message, end = spec.response_class.decode_from(frame, offset, api_version)
-    if end != len(frame):
-        raise ProtocolError(spec.response_class.name, api_version, end, f"{len(frame) - end} trailing bytes")
-    return header.correlation_id, message

@@ -80,7 +80,7 @@ class Message(Struct):
     def encode(self, version: int) -> bytes:
         encoder = self.encoders.get(version)
         if encoder is None:
-            raise ProtocolError(self.name, version, None, f"unsupported version (valid: {self.valid_versions})")
+            raise ProtocolError(self.name, version, None, _missing_coder(self, version))
         parts: list[bytes] = []
         try:
             encoder(self, parts.append)
@@ -91,7 +91,7 @@ class Message(Struct):
     def encode_into(self, version: int, append: Append) -> None:
         encoder = self.encoders.get(version)
         if encoder is None:
-            raise ProtocolError(self.name, version, None, f"unsupported version (valid: {self.valid_versions})")
+            raise ProtocolError(self.name, version, None, _missing_coder(self, version))
         try:
             encoder(self, append)
         except ProtocolError as exc:
@@ -110,8 +110,15 @@ class Message(Struct):
     def decode_from(cls, buf: bytes, pos: int, version: int) -> tuple[Self, int]:
         decoder = cls.decoders.get(version)
         if decoder is None:
-            raise ProtocolError(cls.name, version, pos, f"unsupported version (valid: {cls.valid_versions})")
+            raise ProtocolError(cls.name, version, pos, _missing_coder(cls, version))
         try:
             return decoder(buf, pos, len(buf))
         except ProtocolError as exc:
             raise at_version(exc, version) from None
+
+
+def _missing_coder(message: Message | type[Message], version: int) -> str:
+    """Why there is no coder: a version outside the schema, or the client's direction not imported."""
+    if version in message.valid_versions:
+        return "the client's coders (request encoders, response decoders) are in protocol.client: import it"
+    return f"unsupported version (valid: {message.valid_versions})"

@@ -28,6 +28,10 @@ from pathlib import Path
 
 import pytest
 
+# Tests build requests and read responses as a client does: that direction of the codec is not
+# loaded by the server's modules (protocol/client.py says why).
+import protocol.client  # noqa: F401
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Test knobs are named GC_TEST_*, not GROUPCOORD_*: the server refuses unknown GROUPCOORD_* variables.

@@ -12,7 +12,7 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.apis import API_SPECS
-from protocol.frames import decode_response, encode_request
+from protocol.client import decode_response, encode_request
 from protocol.messages import ApiVersionsRequest, Message
 
 _SIZE = struct.Struct(">i")

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from bench.compare.groups import FormTrace, Member, form_group, join, sync
 from bench.compare.wire import Wire
 from protocol.api_keys import ApiKey
+from protocol.client import decode_response, encode_request
 from protocol.error_codes import ErrorCode
-from protocol.frames import decode_response, encode_request
 from protocol.messages import CreateTopicsRequest, HeartbeatRequest, OffsetCommitRequest, OffsetFetchRequest
 
 HOST = "127.0.0.1"

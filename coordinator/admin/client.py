@@ -15,8 +15,9 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.apis import API_SPECS
+from protocol.client import decode_response, encode_request
 from protocol.error_codes import ErrorCode
-from protocol.frames import decode_response, encode_request
+from protocol.client import decode_response, encode_request
 from protocol.messages import ApiVersionsRequest, FindCoordinatorRequest, Message, MetadataRequest
 from protocol.primitives import ProtocolError
 

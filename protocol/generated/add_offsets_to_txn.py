@@ -11,24 +11,18 @@ from protocol.model import Append, Message
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    UVARINT_SMALL,
-    I16_pack,
     I16_unpack,
     bad_length,
     decode_error,
     encode_error,
     read_uvarint,
     skip_tagged_fields,
-    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
-_F_ihx_unpack = struct.Struct(">ihx").unpack_from
 _F_ihx_pack = struct.Struct(">ihx").pack
 _F_qh_unpack = struct.Struct(">qh").unpack_from
-_F_qh_pack = struct.Struct(">qh").pack
 
 
 class AddOffsetsToTxnRequest(Message):
@@ -97,20 +91,6 @@ def d_AddOffsetsToTxnRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[AddOff
         raise decode_error(exc, 'AddOffsetsToTxnRequest', pos) from None
     return AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id), pos
 
-def e_AddOffsetsToTxnRequest_v0(o: AddOffsetsToTxnRequest, w: Append) -> None:
-    try:
-        x_transactional_id = o.transactional_id
-        b1 = x_transactional_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        w(_F_qh_pack(o.producer_id, o.producer_epoch))
-        x_group_id = o.group_id
-        b2 = x_group_id.encode()
-        w(I16_pack(len(b2)))
-        w(b2)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AddOffsetsToTxnRequest') from None
-
 def d_AddOffsetsToTxnRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[AddOffsetsToTxnRequest, int]:
     try:
         n1 = buf[pos]
@@ -161,48 +141,11 @@ def d_AddOffsetsToTxnRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[AddOff
         raise decode_error(exc, 'AddOffsetsToTxnRequest', pos) from None
     return AddOffsetsToTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id), pos
 
-def e_AddOffsetsToTxnRequest_v3(o: AddOffsetsToTxnRequest, w: Append) -> None:
-    try:
-        x_transactional_id = o.transactional_id
-        b1 = x_transactional_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        w(_F_qh_pack(o.producer_id, o.producer_epoch))
-        x_group_id = o.group_id
-        b2 = x_group_id.encode()
-        ln = len(b2) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b2)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AddOffsetsToTxnRequest') from None
-
-def d_AddOffsetsToTxnResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AddOffsetsToTxnResponse', pos) from None
-    return AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code), pos
-
 def e_AddOffsetsToTxnResponse_v0(o: AddOffsetsToTxnResponse, w: Append) -> None:
     try:
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'AddOffsetsToTxnResponse') from None
-
-def d_AddOffsetsToTxnResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[AddOffsetsToTxnResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'AddOffsetsToTxnResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AddOffsetsToTxnResponse', pos) from None
-    return AddOffsetsToTxnResponse(f_throttle_time_ms, f_error_code), pos
 
 def e_AddOffsetsToTxnResponse_v3(o: AddOffsetsToTxnResponse, w: Append) -> None:
     try:
@@ -211,6 +154,6 @@ def e_AddOffsetsToTxnResponse_v3(o: AddOffsetsToTxnResponse, w: Append) -> None:
         raise encode_error(exc, 'AddOffsetsToTxnResponse') from None
 
 AddOffsetsToTxnRequest.decoders = {0: d_AddOffsetsToTxnRequest_v0, 1: d_AddOffsetsToTxnRequest_v0, 2: d_AddOffsetsToTxnRequest_v0, 3: d_AddOffsetsToTxnRequest_v3, 4: d_AddOffsetsToTxnRequest_v3}
-AddOffsetsToTxnRequest.encoders = {0: e_AddOffsetsToTxnRequest_v0, 1: e_AddOffsetsToTxnRequest_v0, 2: e_AddOffsetsToTxnRequest_v0, 3: e_AddOffsetsToTxnRequest_v3, 4: e_AddOffsetsToTxnRequest_v3}
-AddOffsetsToTxnResponse.decoders = {0: d_AddOffsetsToTxnResponse_v0, 1: d_AddOffsetsToTxnResponse_v0, 2: d_AddOffsetsToTxnResponse_v0, 3: d_AddOffsetsToTxnResponse_v3, 4: d_AddOffsetsToTxnResponse_v3}
+AddOffsetsToTxnRequest.encoders = {}  # the client's: protocol/generated/client/add_offsets_to_txn.py
+AddOffsetsToTxnResponse.decoders = {}  # the client's: protocol/generated/client/add_offsets_to_txn.py
 AddOffsetsToTxnResponse.encoders = {0: e_AddOffsetsToTxnResponse_v0, 1: e_AddOffsetsToTxnResponse_v0, 2: e_AddOffsetsToTxnResponse_v0, 3: e_AddOffsetsToTxnResponse_v3, 4: e_AddOffsetsToTxnResponse_v3}

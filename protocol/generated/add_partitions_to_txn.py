@@ -6,7 +6,7 @@ Do not edit: change the schema or protocol/codegen.py and regenerate.
 from __future__ import annotations
 
 import struct
-from struct import pack, unpack_from
+from struct import unpack_from
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
@@ -28,16 +28,11 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
-_F_ihx_unpack = struct.Struct(">ihx").unpack_from
 _F_ihx_pack = struct.Struct(">ihx").pack
 _F_qh_unpack = struct.Struct(">qh").unpack_from
-_F_qh_pack = struct.Struct(">qh").pack
 _F_qho_unpack = struct.Struct(">qh?").unpack_from
-_F_qho_pack = struct.Struct(">qh?").pack
 
 
 class AddPartitionsToTxnRequest(Message):
@@ -185,32 +180,6 @@ def d_AddPartitionsToTxnRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[Add
         raise decode_error(exc, 'AddPartitionsToTxnRequest', pos) from None
     return AddPartitionsToTxnRequest([], f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics), pos
 
-def ea_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(xs: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            w(pack(f'>{len(x_partitions)}i', *x_partitions))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AddPartitionsToTxnRequest.AddPartitionsToTxnTopic') from None
-
-def e_AddPartitionsToTxnRequest_v0(o: AddPartitionsToTxnRequest, w: Append) -> None:
-    try:
-        x_v3_and_below_transactional_id = o.v3_and_below_transactional_id
-        b1 = x_v3_and_below_transactional_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        w(_F_qh_pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch))
-        x_v3_and_below_topics = o.v3_and_below_topics
-        w(I32_pack(len(x_v3_and_below_topics)))
-        ea_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(x_v3_and_below_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AddPartitionsToTxnRequest') from None
-
 def da_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic], int]:
     out: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = []
     app = out.append
@@ -306,38 +275,6 @@ def d_AddPartitionsToTxnRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[Add
         raise decode_error(exc, 'AddPartitionsToTxnRequest', pos) from None
     return AddPartitionsToTxnRequest([], f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics), pos
 
-def ea_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(xs: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_partitions = o.partitions
-            ln = len(x_partitions) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack(f'>{len(x_partitions)}i', *x_partitions))
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AddPartitionsToTxnRequest.AddPartitionsToTxnTopic') from None
-
-def e_AddPartitionsToTxnRequest_v3(o: AddPartitionsToTxnRequest, w: Append) -> None:
-    try:
-        x_v3_and_below_transactional_id = o.v3_and_below_transactional_id
-        b1 = x_v3_and_below_transactional_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        w(_F_qh_pack(o.v3_and_below_producer_id, o.v3_and_below_producer_epoch))
-        x_v3_and_below_topics = o.v3_and_below_topics
-        ln = len(x_v3_and_below_topics) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(x_v3_and_below_topics, w)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AddPartitionsToTxnRequest') from None
-
 def da_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction], int]:
     out: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction] = []
     app = out.append
@@ -413,91 +350,6 @@ def d_AddPartitionsToTxnRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[Add
         raise decode_error(exc, 'AddPartitionsToTxnRequest', pos) from None
     return AddPartitionsToTxnRequest(f_transactions, '', 0, 0, []), pos
 
-def ea_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(xs: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction], w: Append) -> None:
-    try:
-        for o in xs:
-            x_transactional_id = o.transactional_id
-            b1 = x_transactional_id.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            w(_F_qho_pack(o.producer_id, o.producer_epoch, o.verify_only))
-            x_topics = o.topics
-            ln = len(x_topics) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(x_topics, w)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction') from None
-
-def e_AddPartitionsToTxnRequest_v4(o: AddPartitionsToTxnRequest, w: Append) -> None:
-    try:
-        x_transactions = o.transactions
-        ln = len(x_transactions) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(x_transactions, w)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AddPartitionsToTxnRequest') from None
-
-def da_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult], int]:
-    out: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_partition_index, f_partition_error_code,) = _F_ih_unpack(buf, pos)
-            pos += 6
-            app(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult', pos) from None
-    return out, pos
-
-def da_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult], int]:
-    out: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult', None, pos, 'null or negative count for non-nullable array ResultsByPartition')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult', None, pos, f'array ResultsByPartition count {n3} exceeds remaining bytes')
-                f_results_by_partition, pos = da_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(buf, pos, blen, n3)
-            app(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(f_name, f_results_by_partition))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult', pos) from None
-    return out, pos
-
-def d_AddPartitionsToTxnResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('AddPartitionsToTxnResponse', None, pos, 'null or negative count for non-nullable array ResultsByTopicV3AndBelow')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('AddPartitionsToTxnResponse', None, pos, f'array ResultsByTopicV3AndBelow count {n1} exceeds remaining bytes')
-            f_results_by_topic_v3_and_below, pos = da_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AddPartitionsToTxnResponse', pos) from None
-    return AddPartitionsToTxnResponse(f_throttle_time_ms, 0, [], f_results_by_topic_v3_and_below), pos
-
 def ea_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(xs: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult], w: Append) -> None:
     try:
         for o in xs:
@@ -526,97 +378,6 @@ def e_AddPartitionsToTxnResponse_v0(o: AddPartitionsToTxnResponse, w: Append) ->
         ea_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(x_results_by_topic_v3_and_below, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'AddPartitionsToTxnResponse') from None
-
-def da_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult], int]:
-    out: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_partition_index, f_partition_error_code,) = _F_ih_unpack(buf, pos)
-            pos += 6
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult')
-            app(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult', pos) from None
-    return out, pos
-
-def da_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult], int]:
-    out: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult', None, pos, 'null or negative count for non-nullable array ResultsByPartition')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult', None, pos, f'array ResultsByPartition count {n3} exceeds remaining bytes')
-                f_results_by_partition, pos = da_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(buf, pos, blen, n3)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult')
-            app(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(f_name, f_results_by_partition))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult', pos) from None
-    return out, pos
-
-def d_AddPartitionsToTxnResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('AddPartitionsToTxnResponse', None, pos, 'null or negative count for non-nullable array ResultsByTopicV3AndBelow')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('AddPartitionsToTxnResponse', None, pos, f'array ResultsByTopicV3AndBelow count {n1} exceeds remaining bytes')
-            f_results_by_topic_v3_and_below, pos = da_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'AddPartitionsToTxnResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AddPartitionsToTxnResponse', pos) from None
-    return AddPartitionsToTxnResponse(f_throttle_time_ms, 0, [], f_results_by_topic_v3_and_below), pos
 
 def ea_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(xs: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult], w: Append) -> None:
     try:
@@ -652,81 +413,6 @@ def e_AddPartitionsToTxnResponse_v3(o: AddPartitionsToTxnResponse, w: Append) ->
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'AddPartitionsToTxnResponse') from None
 
-def da_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult], int]:
-    out: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'AddPartitionsToTxnResponse.AddPartitionsToTxnResult', 'string', 'TransactionalId')
-                f_transactional_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'AddPartitionsToTxnResponse.AddPartitionsToTxnResult', 'string', 'TransactionalId')
-                f_transactional_id = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('AddPartitionsToTxnResponse.AddPartitionsToTxnResult', None, pos, 'null or negative count for non-nullable array TopicResults')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('AddPartitionsToTxnResponse.AddPartitionsToTxnResult', None, pos, f'array TopicResults count {n3} exceeds remaining bytes')
-                f_topic_results, pos = da_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(buf, pos, blen, n3)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'AddPartitionsToTxnResponse.AddPartitionsToTxnResult')
-            app(_AddPartitionsToTxnResponse_AddPartitionsToTxnResult(f_transactional_id, f_topic_results))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AddPartitionsToTxnResponse.AddPartitionsToTxnResult', pos) from None
-    return out, pos
-
-def d_AddPartitionsToTxnResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[AddPartitionsToTxnResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('AddPartitionsToTxnResponse', None, pos, 'null or negative count for non-nullable array ResultsByTransaction')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('AddPartitionsToTxnResponse', None, pos, f'array ResultsByTransaction count {n1} exceeds remaining bytes')
-            f_results_by_transaction, pos = da_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'AddPartitionsToTxnResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AddPartitionsToTxnResponse', pos) from None
-    return AddPartitionsToTxnResponse(f_throttle_time_ms, f_error_code, f_results_by_transaction, []), pos
-
 def ea_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(xs: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult], w: Append) -> None:
     try:
         for o in xs:
@@ -755,6 +441,6 @@ def e_AddPartitionsToTxnResponse_v4(o: AddPartitionsToTxnResponse, w: Append) ->
         raise encode_error(exc, 'AddPartitionsToTxnResponse') from None
 
 AddPartitionsToTxnRequest.decoders = {0: d_AddPartitionsToTxnRequest_v0, 1: d_AddPartitionsToTxnRequest_v0, 2: d_AddPartitionsToTxnRequest_v0, 3: d_AddPartitionsToTxnRequest_v3, 4: d_AddPartitionsToTxnRequest_v4, 5: d_AddPartitionsToTxnRequest_v4}
-AddPartitionsToTxnRequest.encoders = {0: e_AddPartitionsToTxnRequest_v0, 1: e_AddPartitionsToTxnRequest_v0, 2: e_AddPartitionsToTxnRequest_v0, 3: e_AddPartitionsToTxnRequest_v3, 4: e_AddPartitionsToTxnRequest_v4, 5: e_AddPartitionsToTxnRequest_v4}
-AddPartitionsToTxnResponse.decoders = {0: d_AddPartitionsToTxnResponse_v0, 1: d_AddPartitionsToTxnResponse_v0, 2: d_AddPartitionsToTxnResponse_v0, 3: d_AddPartitionsToTxnResponse_v3, 4: d_AddPartitionsToTxnResponse_v4, 5: d_AddPartitionsToTxnResponse_v4}
+AddPartitionsToTxnRequest.encoders = {}  # the client's: protocol/generated/client/add_partitions_to_txn.py
+AddPartitionsToTxnResponse.decoders = {}  # the client's: protocol/generated/client/add_partitions_to_txn.py
 AddPartitionsToTxnResponse.encoders = {0: e_AddPartitionsToTxnResponse_v0, 1: e_AddPartitionsToTxnResponse_v0, 2: e_AddPartitionsToTxnResponse_v0, 3: e_AddPartitionsToTxnResponse_v3, 4: e_AddPartitionsToTxnResponse_v4, 5: e_AddPartitionsToTxnResponse_v4}

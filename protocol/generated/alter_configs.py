@@ -29,14 +29,9 @@ from protocol.schema import VersionRange
 
 _F_b_unpack = struct.Struct(">b").unpack_from
 _F_b_pack = struct.Struct(">b").pack
-_F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
-_F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_o_unpack = struct.Struct(">?").unpack_from
-_F_o_pack = struct.Struct(">?").pack
-_F_ox_unpack = struct.Struct(">?x").unpack_from
-_F_ox_pack = struct.Struct(">?x").pack
 
 
 class AlterConfigsRequest(Message):
@@ -185,46 +180,6 @@ def d_AlterConfigsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[AlterConf
         raise decode_error(exc, 'AlterConfigsRequest', pos) from None
     return AlterConfigsRequest(f_resources, f_validate_only), pos
 
-def ea_AlterConfigsRequest_AlterableConfig_v0(xs: list[AlterConfigsRequest.AlterableConfig], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_value = o.value
-            if x_value is None:
-                w(b'\xff\xff')
-            else:
-                b2 = x_value.encode()
-                w(I16_pack(len(b2)))
-                w(b2)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AlterConfigsRequest.AlterableConfig') from None
-
-def ea_AlterConfigsRequest_AlterConfigsResource_v0(xs: list[AlterConfigsRequest.AlterConfigsResource], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_b_pack(o.resource_type))
-            x_resource_name = o.resource_name
-            b1 = x_resource_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_configs = o.configs
-            w(I32_pack(len(x_configs)))
-            ea_AlterConfigsRequest_AlterableConfig_v0(x_configs, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AlterConfigsRequest.AlterConfigsResource') from None
-
-def e_AlterConfigsRequest_v0(o: AlterConfigsRequest, w: Append) -> None:
-    try:
-        x_resources = o.resources
-        w(I32_pack(len(x_resources)))
-        ea_AlterConfigsRequest_AlterConfigsResource_v0(x_resources, w)
-        w(_F_o_pack(o.validate_only))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AlterConfigsRequest') from None
-
 def da_AlterConfigsRequest_AlterableConfig_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[AlterConfigsRequest.AlterableConfig], int]:
     out: list[AlterConfigsRequest.AlterableConfig] = []
     app = out.append
@@ -355,108 +310,6 @@ def d_AlterConfigsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[AlterConf
         raise decode_error(exc, 'AlterConfigsRequest', pos) from None
     return AlterConfigsRequest(f_resources, f_validate_only), pos
 
-def ea_AlterConfigsRequest_AlterableConfig_v2(xs: list[AlterConfigsRequest.AlterableConfig], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_value = o.value
-            if x_value is None:
-                w(b'\x00')
-            else:
-                b2 = x_value.encode()
-                ln = len(b2) + 1
-                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                w(b2)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AlterConfigsRequest.AlterableConfig') from None
-
-def ea_AlterConfigsRequest_AlterConfigsResource_v2(xs: list[AlterConfigsRequest.AlterConfigsResource], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_b_pack(o.resource_type))
-            x_resource_name = o.resource_name
-            b1 = x_resource_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_configs = o.configs
-            ln = len(x_configs) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_AlterConfigsRequest_AlterableConfig_v2(x_configs, w)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AlterConfigsRequest.AlterConfigsResource') from None
-
-def e_AlterConfigsRequest_v2(o: AlterConfigsRequest, w: Append) -> None:
-    try:
-        x_resources = o.resources
-        ln = len(x_resources) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_AlterConfigsRequest_AlterConfigsResource_v2(x_resources, w)
-        w(_F_ox_pack(o.validate_only))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AlterConfigsRequest') from None
-
-def da_AlterConfigsResponse_AlterConfigsResourceResponse_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[AlterConfigsResponse.AlterConfigsResourceResponse], int]:
-    out: list[AlterConfigsResponse.AlterConfigsResourceResponse] = []
-    app = out.append
-    f_error_message: str | None
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 < 0:
-                f_error_message = None
-            elif n1 == 0:
-                f_error_message = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'AlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ErrorMessage')
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
-            (f_resource_type,) = _F_b_unpack(buf, pos)
-            pos += 1
-            (n3,) = I16_unpack(buf, pos)
-            pos += 2
-            if n3 <= 0:
-                if n3 < 0:
-                    bad_length(n3, pos, 'AlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ResourceName')
-                f_resource_name = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'AlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ResourceName')
-                f_resource_name = buf[pos:end4].decode()
-                pos = end4
-            app(_AlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AlterConfigsResponse.AlterConfigsResourceResponse', pos) from None
-    return out, pos
-
-def d_AlterConfigsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[AlterConfigsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('AlterConfigsResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('AlterConfigsResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
-            f_responses, pos = da_AlterConfigsResponse_AlterConfigsResourceResponse_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AlterConfigsResponse', pos) from None
-    return AlterConfigsResponse(f_throttle_time_ms, f_responses), pos
-
 def ea_AlterConfigsResponse_AlterConfigsResourceResponse_v0(xs: list[AlterConfigsResponse.AlterConfigsResourceResponse], w: Append) -> None:
     try:
         for o in xs:
@@ -484,90 +337,6 @@ def e_AlterConfigsResponse_v0(o: AlterConfigsResponse, w: Append) -> None:
         ea_AlterConfigsResponse_AlterConfigsResourceResponse_v0(x_responses, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'AlterConfigsResponse') from None
-
-def da_AlterConfigsResponse_AlterConfigsResourceResponse_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[AlterConfigsResponse.AlterConfigsResourceResponse], int]:
-    out: list[AlterConfigsResponse.AlterConfigsResourceResponse] = []
-    app = out.append
-    f_error_message: str | None
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                f_error_message = None
-            elif n1 == 0:
-                f_error_message = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'AlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ErrorMessage')
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
-            (f_resource_type,) = _F_b_unpack(buf, pos)
-            pos += 1
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 <= 0:
-                if n3 < 0:
-                    bad_length(n3, pos, 'AlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ResourceName')
-                f_resource_name = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'AlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ResourceName')
-                f_resource_name = buf[pos:end4].decode()
-                pos = end4
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'AlterConfigsResponse.AlterConfigsResourceResponse')
-            app(_AlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AlterConfigsResponse.AlterConfigsResourceResponse', pos) from None
-    return out, pos
-
-def d_AlterConfigsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[AlterConfigsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('AlterConfigsResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('AlterConfigsResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
-            f_responses, pos = da_AlterConfigsResponse_AlterConfigsResourceResponse_v2(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'AlterConfigsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AlterConfigsResponse', pos) from None
-    return AlterConfigsResponse(f_throttle_time_ms, f_responses), pos
 
 def ea_AlterConfigsResponse_AlterConfigsResourceResponse_v2(xs: list[AlterConfigsResponse.AlterConfigsResourceResponse], w: Append) -> None:
     try:
@@ -603,6 +372,6 @@ def e_AlterConfigsResponse_v2(o: AlterConfigsResponse, w: Append) -> None:
         raise encode_error(exc, 'AlterConfigsResponse') from None
 
 AlterConfigsRequest.decoders = {0: d_AlterConfigsRequest_v0, 1: d_AlterConfigsRequest_v0, 2: d_AlterConfigsRequest_v2}
-AlterConfigsRequest.encoders = {0: e_AlterConfigsRequest_v0, 1: e_AlterConfigsRequest_v0, 2: e_AlterConfigsRequest_v2}
-AlterConfigsResponse.decoders = {0: d_AlterConfigsResponse_v0, 1: d_AlterConfigsResponse_v0, 2: d_AlterConfigsResponse_v2}
+AlterConfigsRequest.encoders = {}  # the client's: protocol/generated/client/alter_configs.py
+AlterConfigsResponse.decoders = {}  # the client's: protocol/generated/client/alter_configs.py
 AlterConfigsResponse.encoders = {0: e_AlterConfigsResponse_v0, 1: e_AlterConfigsResponse_v0, 2: e_AlterConfigsResponse_v2}

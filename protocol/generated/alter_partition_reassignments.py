@@ -6,7 +6,7 @@ Do not edit: change the schema or protocol/codegen.py and regenerate.
 from __future__ import annotations
 
 import struct
-from struct import pack, unpack_from
+from struct import unpack_from
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
@@ -25,8 +25,6 @@ from protocol.primitives import (
 from protocol.schema import VersionRange
 
 _F_i_unpack = struct.Struct(">i").unpack_from
-_F_i_pack = struct.Struct(">i").pack
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
 
 
@@ -210,179 +208,6 @@ def d_AlterPartitionReassignmentsRequest_v0(buf: bytes, pos: int, blen: int) -> 
         raise decode_error(exc, 'AlterPartitionReassignmentsRequest', pos) from None
     return AlterPartitionReassignmentsRequest(f_timeout_ms, f_topics), pos
 
-def ea_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(xs: list[AlterPartitionReassignmentsRequest.ReassignablePartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_i_pack(o.partition_index))
-            x_replicas = o.replicas
-            if x_replicas is None:
-                w(b'\x00')
-            else:
-                ln = len(x_replicas) + 1
-                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                w(pack(f'>{len(x_replicas)}i', *x_replicas))
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AlterPartitionReassignmentsRequest.ReassignablePartition') from None
-
-def ea_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(xs: list[AlterPartitionReassignmentsRequest.ReassignableTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_partitions = o.partitions
-            ln = len(x_partitions) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(x_partitions, w)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AlterPartitionReassignmentsRequest.ReassignableTopic') from None
-
-def e_AlterPartitionReassignmentsRequest_v0(o: AlterPartitionReassignmentsRequest, w: Append) -> None:
-    try:
-        w(_F_i_pack(o.timeout_ms))
-        x_topics = o.topics
-        ln = len(x_topics) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(x_topics, w)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'AlterPartitionReassignmentsRequest') from None
-
-def da_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse], int]:
-    out: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse] = []
-    app = out.append
-    f_error_message: str | None
-    try:
-        for _ in range(n):
-            (f_partition_index, f_error_code,) = _F_ih_unpack(buf, pos)
-            pos += 6
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                f_error_message = None
-            elif n1 == 0:
-                f_error_message = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'AlterPartitionReassignmentsResponse.ReassignablePartitionResponse', 'string', 'ErrorMessage')
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'AlterPartitionReassignmentsResponse.ReassignablePartitionResponse')
-            app(_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(f_partition_index, f_error_code, f_error_message))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AlterPartitionReassignmentsResponse.ReassignablePartitionResponse', pos) from None
-    return out, pos
-
-def da_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse], int]:
-    out: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'AlterPartitionReassignmentsResponse.ReassignableTopicResponse', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'AlterPartitionReassignmentsResponse.ReassignableTopicResponse', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('AlterPartitionReassignmentsResponse.ReassignableTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('AlterPartitionReassignmentsResponse.ReassignableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(buf, pos, blen, n3)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'AlterPartitionReassignmentsResponse.ReassignableTopicResponse')
-            app(_AlterPartitionReassignmentsResponse_ReassignableTopicResponse(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AlterPartitionReassignmentsResponse.ReassignableTopicResponse', pos) from None
-    return out, pos
-
-def d_AlterPartitionReassignmentsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[AlterPartitionReassignmentsResponse, int]:
-    f_error_message: str | None
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            f_error_message = None
-        elif n1 == 0:
-            f_error_message = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'AlterPartitionReassignmentsResponse', 'string', 'ErrorMessage')
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
-        n3 = buf[pos]
-        if n3 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n3, pos = read_uvarint(buf, pos)
-        n3 -= 1
-        if n3 < 0:
-            raise ProtocolError('AlterPartitionReassignmentsResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n3 * 1 > blen - pos:
-                raise ProtocolError('AlterPartitionReassignmentsResponse', None, pos, f'array Responses count {n3} exceeds remaining bytes')
-            f_responses, pos = da_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf, pos, blen, n3)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'AlterPartitionReassignmentsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'AlterPartitionReassignmentsResponse', pos) from None
-    return AlterPartitionReassignmentsResponse(f_throttle_time_ms, f_error_code, f_error_message, f_responses), pos
-
 def ea_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(xs: list[AlterPartitionReassignmentsResponse.ReassignablePartitionResponse], w: Append) -> None:
     try:
         for o in xs:
@@ -435,6 +260,6 @@ def e_AlterPartitionReassignmentsResponse_v0(o: AlterPartitionReassignmentsRespo
         raise encode_error(exc, 'AlterPartitionReassignmentsResponse') from None
 
 AlterPartitionReassignmentsRequest.decoders = {0: d_AlterPartitionReassignmentsRequest_v0}
-AlterPartitionReassignmentsRequest.encoders = {0: e_AlterPartitionReassignmentsRequest_v0}
-AlterPartitionReassignmentsResponse.decoders = {0: d_AlterPartitionReassignmentsResponse_v0}
+AlterPartitionReassignmentsRequest.encoders = {}  # the client's: protocol/generated/client/alter_partition_reassignments.py
+AlterPartitionReassignmentsResponse.decoders = {}  # the client's: protocol/generated/client/alter_partition_reassignments.py
 AlterPartitionReassignmentsResponse.encoders = {0: e_AlterPartitionReassignmentsResponse_v0}

@@ -14,8 +14,6 @@ from protocol.primitives import (
     UNSET,
     UVARINT_SMALL,
     I32_pack,
-    I32_unpack,
-    ProtocolError,
     bad_length,
     decode_error,
     encode_error,
@@ -25,21 +23,12 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
-_F_hh_unpack = struct.Struct(">hh").unpack_from
-_F_hh_pack = struct.Struct(">hh").pack
-_F_hhh_unpack = struct.Struct(">hhh").unpack_from
 _F_hhh_pack = struct.Struct(">hhh").pack
-_F_hhhx_unpack = struct.Struct(">hhhx").unpack_from
 _F_hhhx_pack = struct.Struct(">hhhx").pack
-_F_hhx_unpack = struct.Struct(">hhx").unpack_from
 _F_hhx_pack = struct.Struct(">hhx").pack
-_F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
-_F_o_unpack = struct.Struct(">?").unpack_from
 _F_o_pack = struct.Struct(">?").pack
-_F_q_unpack = struct.Struct(">q").unpack_from
 _F_q_pack = struct.Struct(">q").pack
 
 
@@ -118,12 +107,6 @@ def d_ApiVersionsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[ApiVersion
         raise decode_error(exc, 'ApiVersionsRequest', pos) from None
     return ApiVersionsRequest('', ''), pos
 
-def e_ApiVersionsRequest_v0(o: ApiVersionsRequest, w: Append) -> None:
-    try:
-        pass
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ApiVersionsRequest') from None
-
 def d_ApiVersionsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersionsRequest, int]:
     try:
         n1 = buf[pos]
@@ -172,50 +155,6 @@ def d_ApiVersionsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersion
         raise decode_error(exc, 'ApiVersionsRequest', pos) from None
     return ApiVersionsRequest(f_client_software_name, f_client_software_version), pos
 
-def e_ApiVersionsRequest_v3(o: ApiVersionsRequest, w: Append) -> None:
-    try:
-        x_client_software_name = o.client_software_name
-        b1 = x_client_software_name.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        x_client_software_version = o.client_software_version
-        b2 = x_client_software_version.encode()
-        ln = len(b2) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b2)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ApiVersionsRequest') from None
-
-def da_ApiVersionsResponse_ApiVersion_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ApiVersionsResponse.ApiVersion], int]:
-    out: list[ApiVersionsResponse.ApiVersion] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_api_key, f_min_version, f_max_version,) = _F_hhh_unpack(buf, pos)
-            pos += 6
-            app(_ApiVersionsResponse_ApiVersion(f_api_key, f_min_version, f_max_version))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ApiVersionsResponse.ApiVersion', pos) from None
-    return out, pos
-
-def d_ApiVersionsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ApiVersionsResponse, int]:
-    try:
-        (f_error_code,) = _F_h_unpack(buf, pos)
-        pos += 2
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('ApiVersionsResponse', None, pos, 'null or negative count for non-nullable array ApiKeys')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('ApiVersionsResponse', None, pos, f'array ApiKeys count {n1} exceeds remaining bytes')
-            f_api_keys, pos = da_ApiVersionsResponse_ApiVersion_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ApiVersionsResponse', pos) from None
-    return ApiVersionsResponse(f_error_code, f_api_keys, 0, [], -1, [], False), pos
-
 def ea_ApiVersionsResponse_ApiVersion_v0(xs: list[ApiVersionsResponse.ApiVersion], w: Append) -> None:
     try:
         for o in xs:
@@ -232,24 +171,6 @@ def e_ApiVersionsResponse_v0(o: ApiVersionsResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ApiVersionsResponse') from None
 
-def d_ApiVersionsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[ApiVersionsResponse, int]:
-    try:
-        (f_error_code,) = _F_h_unpack(buf, pos)
-        pos += 2
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('ApiVersionsResponse', None, pos, 'null or negative count for non-nullable array ApiKeys')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('ApiVersionsResponse', None, pos, f'array ApiKeys count {n1} exceeds remaining bytes')
-            f_api_keys, pos = da_ApiVersionsResponse_ApiVersion_v0(buf, pos, blen, n1)
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ApiVersionsResponse', pos) from None
-    return ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, [], -1, [], False), pos
-
 def e_ApiVersionsResponse_v1(o: ApiVersionsResponse, w: Append) -> None:
     try:
         w(_F_h_pack(o.error_code))
@@ -259,174 +180,6 @@ def e_ApiVersionsResponse_v1(o: ApiVersionsResponse, w: Append) -> None:
         w(_F_i_pack(o.throttle_time_ms))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ApiVersionsResponse') from None
-
-def da_ApiVersionsResponse_ApiVersion_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ApiVersionsResponse.ApiVersion], int]:
-    out: list[ApiVersionsResponse.ApiVersion] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_api_key, f_min_version, f_max_version,) = _F_hhh_unpack(buf, pos)
-            pos += 6
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'ApiVersionsResponse.ApiVersion')
-            app(_ApiVersionsResponse_ApiVersion(f_api_key, f_min_version, f_max_version))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ApiVersionsResponse.ApiVersion', pos) from None
-    return out, pos
-
-def da_ApiVersionsResponse_SupportedFeatureKey_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ApiVersionsResponse.SupportedFeatureKey], int]:
-    out: list[ApiVersionsResponse.SupportedFeatureKey] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'ApiVersionsResponse.SupportedFeatureKey', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'ApiVersionsResponse.SupportedFeatureKey', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (f_min_version, f_max_version,) = _F_hh_unpack(buf, pos)
-            pos += 4
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'ApiVersionsResponse.SupportedFeatureKey')
-            app(_ApiVersionsResponse_SupportedFeatureKey(f_name, f_min_version, f_max_version))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ApiVersionsResponse.SupportedFeatureKey', pos) from None
-    return out, pos
-
-def da_ApiVersionsResponse_FinalizedFeatureKey_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ApiVersionsResponse.FinalizedFeatureKey], int]:
-    out: list[ApiVersionsResponse.FinalizedFeatureKey] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'ApiVersionsResponse.FinalizedFeatureKey', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'ApiVersionsResponse.FinalizedFeatureKey', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (f_max_version_level, f_min_version_level,) = _F_hh_unpack(buf, pos)
-            pos += 4
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'ApiVersionsResponse.FinalizedFeatureKey')
-            app(_ApiVersionsResponse_FinalizedFeatureKey(f_name, f_max_version_level, f_min_version_level))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ApiVersionsResponse.FinalizedFeatureKey', pos) from None
-    return out, pos
-
-def d_ApiVersionsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersionsResponse, int]:
-    f_supported_features: list[ApiVersionsResponse.SupportedFeatureKey]
-    f_finalized_features_epoch: int
-    f_finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey]
-    f_zk_migration_ready: bool
-    try:
-        (f_error_code,) = _F_h_unpack(buf, pos)
-        pos += 2
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('ApiVersionsResponse', None, pos, 'null or negative count for non-nullable array ApiKeys')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('ApiVersionsResponse', None, pos, f'array ApiKeys count {n1} exceeds remaining bytes')
-            f_api_keys, pos = da_ApiVersionsResponse_ApiVersion_v3(buf, pos, blen, n1)
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        f_supported_features = []
-        f_finalized_features_epoch = -1
-        f_finalized_features = []
-        f_zk_migration_ready = False
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('ApiVersionsResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                if tag == 0:
-                    n2 = buf[pos]
-                    if n2 < 128:
-                        pos += 1
-                    elif buf[pos + 1] < 128:
-                        n2 = (n2 & 0x7F) | (buf[pos + 1] << 7)
-                        pos += 2
-                    else:
-                        n2, pos = read_uvarint(buf, pos)
-                    n2 -= 1
-                    if n2 < 0:
-                        raise ProtocolError('ApiVersionsResponse', None, pos, 'null or negative count for non-nullable array SupportedFeatures')
-                    else:
-                        if n2 * 1 > blen - pos:
-                            raise ProtocolError('ApiVersionsResponse', None, pos, f'array SupportedFeatures count {n2} exceeds remaining bytes')
-                        f_supported_features, pos = da_ApiVersionsResponse_SupportedFeatureKey_v3(buf, pos, blen, n2)
-                elif tag == 1:
-                    (f_finalized_features_epoch,) = _F_q_unpack(buf, pos)
-                    pos += 8
-                elif tag == 2:
-                    n3 = buf[pos]
-                    if n3 < 128:
-                        pos += 1
-                    elif buf[pos + 1] < 128:
-                        n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                        pos += 2
-                    else:
-                        n3, pos = read_uvarint(buf, pos)
-                    n3 -= 1
-                    if n3 < 0:
-                        raise ProtocolError('ApiVersionsResponse', None, pos, 'null or negative count for non-nullable array FinalizedFeatures')
-                    else:
-                        if n3 * 1 > blen - pos:
-                            raise ProtocolError('ApiVersionsResponse', None, pos, f'array FinalizedFeatures count {n3} exceeds remaining bytes')
-                        f_finalized_features, pos = da_ApiVersionsResponse_FinalizedFeatureKey_v3(buf, pos, blen, n3)
-                elif tag == 3:
-                    (f_zk_migration_ready,) = _F_o_unpack(buf, pos)
-                    pos += 1
-                pos = tag_end  # unknown tags are skipped
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ApiVersionsResponse', pos) from None
-    return ApiVersionsResponse(f_error_code, f_api_keys, f_throttle_time_ms, f_supported_features, f_finalized_features_epoch, f_finalized_features, f_zk_migration_ready), pos
 
 def ea_ApiVersionsResponse_ApiVersion_v3(xs: list[ApiVersionsResponse.ApiVersion], w: Append) -> None:
     try:
@@ -504,6 +257,6 @@ def e_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: Append) -> None:
         raise encode_error(exc, 'ApiVersionsResponse') from None
 
 ApiVersionsRequest.decoders = {0: d_ApiVersionsRequest_v0, 1: d_ApiVersionsRequest_v0, 2: d_ApiVersionsRequest_v0, 3: d_ApiVersionsRequest_v3, 4: d_ApiVersionsRequest_v3}
-ApiVersionsRequest.encoders = {0: e_ApiVersionsRequest_v0, 1: e_ApiVersionsRequest_v0, 2: e_ApiVersionsRequest_v0, 3: e_ApiVersionsRequest_v3, 4: e_ApiVersionsRequest_v3}
-ApiVersionsResponse.decoders = {0: d_ApiVersionsResponse_v0, 1: d_ApiVersionsResponse_v1, 2: d_ApiVersionsResponse_v1, 3: d_ApiVersionsResponse_v3, 4: d_ApiVersionsResponse_v3}
+ApiVersionsRequest.encoders = {}  # the client's: protocol/generated/client/api_versions.py
+ApiVersionsResponse.decoders = {}  # the client's: protocol/generated/client/api_versions.py
 ApiVersionsResponse.encoders = {0: e_ApiVersionsResponse_v0, 1: e_ApiVersionsResponse_v1, 2: e_ApiVersionsResponse_v1, 3: e_ApiVersionsResponse_v3, 4: e_ApiVersionsResponse_v3}

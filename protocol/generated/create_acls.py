@@ -28,14 +28,8 @@ from protocol.primitives import (
 from protocol.schema import VersionRange
 
 _F_b_unpack = struct.Struct(">b").unpack_from
-_F_b_pack = struct.Struct(">b").pack
 _F_bb_unpack = struct.Struct(">bb").unpack_from
-_F_bb_pack = struct.Struct(">bb").pack
-_F_bbx_unpack = struct.Struct(">bbx").unpack_from
-_F_bbx_pack = struct.Struct(">bbx").pack
-_F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
-_F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 
 
@@ -158,34 +152,6 @@ def d_CreateAclsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[CreateAclsR
         raise decode_error(exc, 'CreateAclsRequest', pos) from None
     return CreateAclsRequest(f_creations), pos
 
-def ea_CreateAclsRequest_AclCreation_v0(xs: list[CreateAclsRequest.AclCreation], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_b_pack(o.resource_type))
-            x_resource_name = o.resource_name
-            b1 = x_resource_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_principal = o.principal
-            b2 = x_principal.encode()
-            w(I16_pack(len(b2)))
-            w(b2)
-            x_host = o.host
-            b3 = x_host.encode()
-            w(I16_pack(len(b3)))
-            w(b3)
-            w(_F_bb_pack(o.operation, o.permission_type))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'CreateAclsRequest.AclCreation') from None
-
-def e_CreateAclsRequest_v0(o: CreateAclsRequest, w: Append) -> None:
-    try:
-        x_creations = o.creations
-        w(I32_pack(len(x_creations)))
-        ea_CreateAclsRequest_AclCreation_v0(x_creations, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'CreateAclsRequest') from None
-
 def da_CreateAclsRequest_AclCreation_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateAclsRequest.AclCreation], int]:
     out: list[CreateAclsRequest.AclCreation] = []
     app = out.append
@@ -251,35 +217,6 @@ def d_CreateAclsRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[CreateAclsR
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateAclsRequest', pos) from None
     return CreateAclsRequest(f_creations), pos
-
-def ea_CreateAclsRequest_AclCreation_v1(xs: list[CreateAclsRequest.AclCreation], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_b_pack(o.resource_type))
-            x_resource_name = o.resource_name
-            b1 = x_resource_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            w(_F_b_pack(o.resource_pattern_type))
-            x_principal = o.principal
-            b2 = x_principal.encode()
-            w(I16_pack(len(b2)))
-            w(b2)
-            x_host = o.host
-            b3 = x_host.encode()
-            w(I16_pack(len(b3)))
-            w(b3)
-            w(_F_bb_pack(o.operation, o.permission_type))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'CreateAclsRequest.AclCreation') from None
-
-def e_CreateAclsRequest_v1(o: CreateAclsRequest, w: Append) -> None:
-    try:
-        x_creations = o.creations
-        w(I32_pack(len(x_creations)))
-        ea_CreateAclsRequest_AclCreation_v1(x_creations, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'CreateAclsRequest') from None
 
 def da_CreateAclsRequest_AclCreation_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateAclsRequest.AclCreation], int]:
     out: list[CreateAclsRequest.AclCreation] = []
@@ -383,81 +320,6 @@ def d_CreateAclsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[CreateAclsR
         raise decode_error(exc, 'CreateAclsRequest', pos) from None
     return CreateAclsRequest(f_creations), pos
 
-def ea_CreateAclsRequest_AclCreation_v2(xs: list[CreateAclsRequest.AclCreation], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_b_pack(o.resource_type))
-            x_resource_name = o.resource_name
-            b1 = x_resource_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            w(_F_b_pack(o.resource_pattern_type))
-            x_principal = o.principal
-            b2 = x_principal.encode()
-            ln = len(b2) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b2)
-            x_host = o.host
-            b3 = x_host.encode()
-            ln = len(b3) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b3)
-            w(_F_bbx_pack(o.operation, o.permission_type))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'CreateAclsRequest.AclCreation') from None
-
-def e_CreateAclsRequest_v2(o: CreateAclsRequest, w: Append) -> None:
-    try:
-        x_creations = o.creations
-        ln = len(x_creations) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_CreateAclsRequest_AclCreation_v2(x_creations, w)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'CreateAclsRequest') from None
-
-def da_CreateAclsResponse_AclCreationResult_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateAclsResponse.AclCreationResult], int]:
-    out: list[CreateAclsResponse.AclCreationResult] = []
-    app = out.append
-    f_error_message: str | None
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 < 0:
-                f_error_message = None
-            elif n1 == 0:
-                f_error_message = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'CreateAclsResponse.AclCreationResult', 'string', 'ErrorMessage')
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
-            app(_CreateAclsResponse_AclCreationResult(f_error_code, f_error_message))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'CreateAclsResponse.AclCreationResult', pos) from None
-    return out, pos
-
-def d_CreateAclsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[CreateAclsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('CreateAclsResponse', None, pos, 'null or negative count for non-nullable array Results')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('CreateAclsResponse', None, pos, f'array Results count {n1} exceeds remaining bytes')
-            f_results, pos = da_CreateAclsResponse_AclCreationResult_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'CreateAclsResponse', pos) from None
-    return CreateAclsResponse(f_throttle_time_ms, f_results), pos
-
 def ea_CreateAclsResponse_AclCreationResult_v0(xs: list[CreateAclsResponse.AclCreationResult], w: Append) -> None:
     try:
         for o in xs:
@@ -480,69 +342,6 @@ def e_CreateAclsResponse_v0(o: CreateAclsResponse, w: Append) -> None:
         ea_CreateAclsResponse_AclCreationResult_v0(x_results, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'CreateAclsResponse') from None
-
-def da_CreateAclsResponse_AclCreationResult_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateAclsResponse.AclCreationResult], int]:
-    out: list[CreateAclsResponse.AclCreationResult] = []
-    app = out.append
-    f_error_message: str | None
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                f_error_message = None
-            elif n1 == 0:
-                f_error_message = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'CreateAclsResponse.AclCreationResult', 'string', 'ErrorMessage')
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'CreateAclsResponse.AclCreationResult')
-            app(_CreateAclsResponse_AclCreationResult(f_error_code, f_error_message))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'CreateAclsResponse.AclCreationResult', pos) from None
-    return out, pos
-
-def d_CreateAclsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[CreateAclsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('CreateAclsResponse', None, pos, 'null or negative count for non-nullable array Results')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('CreateAclsResponse', None, pos, f'array Results count {n1} exceeds remaining bytes')
-            f_results, pos = da_CreateAclsResponse_AclCreationResult_v2(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'CreateAclsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'CreateAclsResponse', pos) from None
-    return CreateAclsResponse(f_throttle_time_ms, f_results), pos
 
 def ea_CreateAclsResponse_AclCreationResult_v2(xs: list[CreateAclsResponse.AclCreationResult], w: Append) -> None:
     try:
@@ -572,6 +371,6 @@ def e_CreateAclsResponse_v2(o: CreateAclsResponse, w: Append) -> None:
         raise encode_error(exc, 'CreateAclsResponse') from None
 
 CreateAclsRequest.decoders = {0: d_CreateAclsRequest_v0, 1: d_CreateAclsRequest_v1, 2: d_CreateAclsRequest_v2, 3: d_CreateAclsRequest_v2}
-CreateAclsRequest.encoders = {0: e_CreateAclsRequest_v0, 1: e_CreateAclsRequest_v1, 2: e_CreateAclsRequest_v2, 3: e_CreateAclsRequest_v2}
-CreateAclsResponse.decoders = {0: d_CreateAclsResponse_v0, 1: d_CreateAclsResponse_v0, 2: d_CreateAclsResponse_v2, 3: d_CreateAclsResponse_v2}
+CreateAclsRequest.encoders = {}  # the client's: protocol/generated/client/create_acls.py
+CreateAclsResponse.decoders = {}  # the client's: protocol/generated/client/create_acls.py
 CreateAclsResponse.encoders = {0: e_CreateAclsResponse_v0, 1: e_CreateAclsResponse_v0, 2: e_CreateAclsResponse_v2, 3: e_CreateAclsResponse_v2}

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from struct import pack, unpack_from
-from uuid import UUID
+from struct import unpack_from
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
@@ -31,19 +30,12 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
 _F_io_unpack = struct.Struct(">i?").unpack_from
-_F_io_pack = struct.Struct(">i?").pack
-_F_iox_unpack = struct.Struct(">i?x").unpack_from
-_F_iox_pack = struct.Struct(">i?x").pack
-_F_obo_unpack = struct.Struct(">?b?").unpack_from
-_F_obo_pack = struct.Struct(">?b?").pack
-_F_obox_unpack = struct.Struct(">?b?x").unpack_from
 _F_obox_pack = struct.Struct(">?b?x").pack
 
 
@@ -250,59 +242,6 @@ def d_CreateTopicsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[CreateTop
         raise decode_error(exc, 'CreateTopicsRequest', pos) from None
     return CreateTopicsRequest(f_topics, f_timeout_ms, False), pos
 
-def ea_CreateTopicsRequest_CreatableReplicaAssignment_v0(xs: list[CreateTopicsRequest.CreatableReplicaAssignment], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_i_pack(o.partition_index))
-            x_broker_ids = o.broker_ids
-            w(I32_pack(len(x_broker_ids)))
-            w(pack(f'>{len(x_broker_ids)}i', *x_broker_ids))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'CreateTopicsRequest.CreatableReplicaAssignment') from None
-
-def ea_CreateTopicsRequest_CreatableTopicConfig_v0(xs: list[CreateTopicsRequest.CreatableTopicConfig], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_value = o.value
-            if x_value is None:
-                w(b'\xff\xff')
-            else:
-                b2 = x_value.encode()
-                w(I16_pack(len(b2)))
-                w(b2)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'CreateTopicsRequest.CreatableTopicConfig') from None
-
-def ea_CreateTopicsRequest_CreatableTopic_v0(xs: list[CreateTopicsRequest.CreatableTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            w(_F_ih_pack(o.num_partitions, o.replication_factor))
-            x_assignments = o.assignments
-            w(I32_pack(len(x_assignments)))
-            ea_CreateTopicsRequest_CreatableReplicaAssignment_v0(x_assignments, w)
-            x_configs = o.configs
-            w(I32_pack(len(x_configs)))
-            ea_CreateTopicsRequest_CreatableTopicConfig_v0(x_configs, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'CreateTopicsRequest.CreatableTopic') from None
-
-def e_CreateTopicsRequest_v0(o: CreateTopicsRequest, w: Append) -> None:
-    try:
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_CreateTopicsRequest_CreatableTopic_v0(x_topics, w)
-        w(_F_i_pack(o.timeout_ms))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'CreateTopicsRequest') from None
-
 def d_CreateTopicsRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[CreateTopicsRequest, int]:
     try:
         (n1,) = I32_unpack(buf, pos)
@@ -318,15 +257,6 @@ def d_CreateTopicsRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[CreateTop
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsRequest', pos) from None
     return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
-
-def e_CreateTopicsRequest_v1(o: CreateTopicsRequest, w: Append) -> None:
-    try:
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_CreateTopicsRequest_CreatableTopic_v0(x_topics, w)
-        w(_F_io_pack(o.timeout_ms, o.validate_only))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'CreateTopicsRequest') from None
 
 def da_CreateTopicsRequest_CreatableReplicaAssignment_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsRequest.CreatableReplicaAssignment], int]:
     out: list[CreateTopicsRequest.CreatableReplicaAssignment] = []
@@ -505,107 +435,6 @@ def d_CreateTopicsRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[CreateTop
         raise decode_error(exc, 'CreateTopicsRequest', pos) from None
     return CreateTopicsRequest(f_topics, f_timeout_ms, f_validate_only), pos
 
-def ea_CreateTopicsRequest_CreatableReplicaAssignment_v5(xs: list[CreateTopicsRequest.CreatableReplicaAssignment], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_i_pack(o.partition_index))
-            x_broker_ids = o.broker_ids
-            ln = len(x_broker_ids) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack(f'>{len(x_broker_ids)}i', *x_broker_ids))
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'CreateTopicsRequest.CreatableReplicaAssignment') from None
-
-def ea_CreateTopicsRequest_CreatableTopicConfig_v5(xs: list[CreateTopicsRequest.CreatableTopicConfig], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_value = o.value
-            if x_value is None:
-                w(b'\x00')
-            else:
-                b2 = x_value.encode()
-                ln = len(b2) + 1
-                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                w(b2)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'CreateTopicsRequest.CreatableTopicConfig') from None
-
-def ea_CreateTopicsRequest_CreatableTopic_v5(xs: list[CreateTopicsRequest.CreatableTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            w(_F_ih_pack(o.num_partitions, o.replication_factor))
-            x_assignments = o.assignments
-            ln = len(x_assignments) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_CreateTopicsRequest_CreatableReplicaAssignment_v5(x_assignments, w)
-            x_configs = o.configs
-            ln = len(x_configs) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_CreateTopicsRequest_CreatableTopicConfig_v5(x_configs, w)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'CreateTopicsRequest.CreatableTopic') from None
-
-def e_CreateTopicsRequest_v5(o: CreateTopicsRequest, w: Append) -> None:
-    try:
-        x_topics = o.topics
-        ln = len(x_topics) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_CreateTopicsRequest_CreatableTopic_v5(x_topics, w)
-        w(_F_iox_pack(o.timeout_ms, o.validate_only))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'CreateTopicsRequest') from None
-
-def da_CreateTopicsResponse_CreatableTopicResult_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsResponse.CreatableTopicResult], int]:
-    out: list[CreateTopicsResponse.CreatableTopicResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            app(_CreateTopicsResponse_CreatableTopicResult(f_name, ZERO_UUID, f_error_code, '', 0, -1, -1, []))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'CreateTopicsResponse.CreatableTopicResult', pos) from None
-    return out, pos
-
-def d_CreateTopicsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[CreateTopicsResponse, int]:
-    try:
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('CreateTopicsResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('CreateTopicsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_CreateTopicsResponse_CreatableTopicResult_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'CreateTopicsResponse', pos) from None
-    return CreateTopicsResponse(0, f_topics), pos
-
 def ea_CreateTopicsResponse_CreatableTopicResult_v0(xs: list[CreateTopicsResponse.CreatableTopicResult], w: Append) -> None:
     try:
         for o in xs:
@@ -624,57 +453,6 @@ def e_CreateTopicsResponse_v0(o: CreateTopicsResponse, w: Append) -> None:
         ea_CreateTopicsResponse_CreatableTopicResult_v0(x_topics, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'CreateTopicsResponse') from None
-
-def da_CreateTopicsResponse_CreatableTopicResult_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsResponse.CreatableTopicResult], int]:
-    out: list[CreateTopicsResponse.CreatableTopicResult] = []
-    app = out.append
-    f_error_message: str | None
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            (n3,) = I16_unpack(buf, pos)
-            pos += 2
-            if n3 < 0:
-                f_error_message = None
-            elif n3 == 0:
-                f_error_message = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'ErrorMessage')
-                f_error_message = buf[pos:end4].decode()
-                pos = end4
-            app(_CreateTopicsResponse_CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, 0, -1, -1, []))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'CreateTopicsResponse.CreatableTopicResult', pos) from None
-    return out, pos
-
-def d_CreateTopicsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[CreateTopicsResponse, int]:
-    try:
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('CreateTopicsResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('CreateTopicsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_CreateTopicsResponse_CreatableTopicResult_v1(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'CreateTopicsResponse', pos) from None
-    return CreateTopicsResponse(0, f_topics), pos
 
 def ea_CreateTopicsResponse_CreatableTopicResult_v1(xs: list[CreateTopicsResponse.CreatableTopicResult], w: Append) -> None:
     try:
@@ -702,22 +480,6 @@ def e_CreateTopicsResponse_v1(o: CreateTopicsResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'CreateTopicsResponse') from None
 
-def d_CreateTopicsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[CreateTopicsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('CreateTopicsResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('CreateTopicsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_CreateTopicsResponse_CreatableTopicResult_v1(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'CreateTopicsResponse', pos) from None
-    return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
-
 def e_CreateTopicsResponse_v2(o: CreateTopicsResponse, w: Append) -> None:
     try:
         w(_F_i_pack(o.throttle_time_ms))
@@ -726,173 +488,6 @@ def e_CreateTopicsResponse_v2(o: CreateTopicsResponse, w: Append) -> None:
         ea_CreateTopicsResponse_CreatableTopicResult_v1(x_topics, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'CreateTopicsResponse') from None
-
-def da_CreateTopicsResponse_CreatableTopicConfigs_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsResponse.CreatableTopicConfigs], int]:
-    out: list[CreateTopicsResponse.CreatableTopicConfigs] = []
-    app = out.append
-    f_value: str | None
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicConfigs', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicConfigs', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                f_value = None
-            elif n3 == 0:
-                f_value = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicConfigs', 'string', 'Value')
-                f_value = buf[pos:end4].decode()
-                pos = end4
-            (f_read_only, f_config_source, f_is_sensitive,) = _F_obo_unpack(buf, pos)
-            pos += 3
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'CreateTopicsResponse.CreatableTopicConfigs')
-            app(_CreateTopicsResponse_CreatableTopicConfigs(f_name, f_value, f_read_only, f_config_source, f_is_sensitive))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'CreateTopicsResponse.CreatableTopicConfigs', pos) from None
-    return out, pos
-
-def da_CreateTopicsResponse_CreatableTopicResult_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsResponse.CreatableTopicResult], int]:
-    out: list[CreateTopicsResponse.CreatableTopicResult] = []
-    app = out.append
-    f_error_message: str | None
-    f_topic_config_error_code: int
-    f_configs: list[CreateTopicsResponse.CreatableTopicConfigs] | None
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                f_error_message = None
-            elif n3 == 0:
-                f_error_message = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'ErrorMessage')
-                f_error_message = buf[pos:end4].decode()
-                pos = end4
-            (f_num_partitions, f_replication_factor,) = _F_ih_unpack(buf, pos)
-            pos += 6
-            n5 = buf[pos]
-            if n5 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n5 = (n5 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n5, pos = read_uvarint(buf, pos)
-            n5 -= 1
-            if n5 < 0:
-                f_configs = None
-            else:
-                if n5 * 1 > blen - pos:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'array Configs count {n5} exceeds remaining bytes')
-                f_configs, pos = da_CreateTopicsResponse_CreatableTopicConfigs_v5(buf, pos, blen, n5)
-            f_topic_config_error_code = 0
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    if tag == 0:
-                        (f_topic_config_error_code,) = _F_h_unpack(buf, pos)
-                        pos += 2
-                    pos = tag_end  # unknown tags are skipped
-            app(_CreateTopicsResponse_CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'CreateTopicsResponse.CreatableTopicResult', pos) from None
-    return out, pos
-
-def d_CreateTopicsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[CreateTopicsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('CreateTopicsResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('CreateTopicsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_CreateTopicsResponse_CreatableTopicResult_v5(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'CreateTopicsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'CreateTopicsResponse', pos) from None
-    return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
 
 def ea_CreateTopicsResponse_CreatableTopicConfigs_v5(xs: list[CreateTopicsResponse.CreatableTopicConfigs], w: Append) -> None:
     try:
@@ -967,122 +562,6 @@ def e_CreateTopicsResponse_v5(o: CreateTopicsResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'CreateTopicsResponse') from None
 
-def da_CreateTopicsResponse_CreatableTopicResult_v7(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[CreateTopicsResponse.CreatableTopicResult], int]:
-    out: list[CreateTopicsResponse.CreatableTopicResult] = []
-    app = out.append
-    f_error_message: str | None
-    f_topic_config_error_code: int
-    f_configs: list[CreateTopicsResponse.CreatableTopicConfigs] | None
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            if pos + 16 > blen:
-                raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, 'truncated uuid TopicId')
-            f_topic_id = UUID(bytes=buf[pos:pos + 16])
-            pos += 16
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                f_error_message = None
-            elif n3 == 0:
-                f_error_message = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'ErrorMessage')
-                f_error_message = buf[pos:end4].decode()
-                pos = end4
-            (f_num_partitions, f_replication_factor,) = _F_ih_unpack(buf, pos)
-            pos += 6
-            n5 = buf[pos]
-            if n5 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n5 = (n5 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n5, pos = read_uvarint(buf, pos)
-            n5 -= 1
-            if n5 < 0:
-                f_configs = None
-            else:
-                if n5 * 1 > blen - pos:
-                    raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'array Configs count {n5} exceeds remaining bytes')
-                f_configs, pos = da_CreateTopicsResponse_CreatableTopicConfigs_v5(buf, pos, blen, n5)
-            f_topic_config_error_code = 0
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('CreateTopicsResponse.CreatableTopicResult', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    if tag == 0:
-                        (f_topic_config_error_code,) = _F_h_unpack(buf, pos)
-                        pos += 2
-                    pos = tag_end  # unknown tags are skipped
-            app(_CreateTopicsResponse_CreatableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'CreateTopicsResponse.CreatableTopicResult', pos) from None
-    return out, pos
-
-def d_CreateTopicsResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[CreateTopicsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('CreateTopicsResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('CreateTopicsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_CreateTopicsResponse_CreatableTopicResult_v7(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'CreateTopicsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'CreateTopicsResponse', pos) from None
-    return CreateTopicsResponse(f_throttle_time_ms, f_topics), pos
-
 def ea_CreateTopicsResponse_CreatableTopicResult_v7(xs: list[CreateTopicsResponse.CreatableTopicResult], w: Append) -> None:
     try:
         for o in xs:
@@ -1139,6 +618,6 @@ def e_CreateTopicsResponse_v7(o: CreateTopicsResponse, w: Append) -> None:
         raise encode_error(exc, 'CreateTopicsResponse') from None
 
 CreateTopicsRequest.decoders = {0: d_CreateTopicsRequest_v0, 1: d_CreateTopicsRequest_v1, 2: d_CreateTopicsRequest_v1, 3: d_CreateTopicsRequest_v1, 4: d_CreateTopicsRequest_v1, 5: d_CreateTopicsRequest_v5, 6: d_CreateTopicsRequest_v5, 7: d_CreateTopicsRequest_v5}
-CreateTopicsRequest.encoders = {0: e_CreateTopicsRequest_v0, 1: e_CreateTopicsRequest_v1, 2: e_CreateTopicsRequest_v1, 3: e_CreateTopicsRequest_v1, 4: e_CreateTopicsRequest_v1, 5: e_CreateTopicsRequest_v5, 6: e_CreateTopicsRequest_v5, 7: e_CreateTopicsRequest_v5}
-CreateTopicsResponse.decoders = {0: d_CreateTopicsResponse_v0, 1: d_CreateTopicsResponse_v1, 2: d_CreateTopicsResponse_v2, 3: d_CreateTopicsResponse_v2, 4: d_CreateTopicsResponse_v2, 5: d_CreateTopicsResponse_v5, 6: d_CreateTopicsResponse_v5, 7: d_CreateTopicsResponse_v7}
+CreateTopicsRequest.encoders = {}  # the client's: protocol/generated/client/create_topics.py
+CreateTopicsResponse.decoders = {}  # the client's: protocol/generated/client/create_topics.py
 CreateTopicsResponse.encoders = {0: e_CreateTopicsResponse_v0, 1: e_CreateTopicsResponse_v1, 2: e_CreateTopicsResponse_v2, 3: e_CreateTopicsResponse_v2, 4: e_CreateTopicsResponse_v2, 5: e_CreateTopicsResponse_v5, 6: e_CreateTopicsResponse_v5, 7: e_CreateTopicsResponse_v7}

@@ -27,11 +27,8 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
-_F_hx_unpack = struct.Struct(">hx").unpack_from
 _F_hx_pack = struct.Struct(">hx").pack
-_F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 
 
@@ -106,17 +103,6 @@ def d_DeleteGroupsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteGro
         raise decode_error(exc, 'DeleteGroupsRequest', pos) from None
     return DeleteGroupsRequest(f_groups_names), pos
 
-def e_DeleteGroupsRequest_v0(o: DeleteGroupsRequest, w: Append) -> None:
-    try:
-        x_groups_names = o.groups_names
-        w(I32_pack(len(x_groups_names)))
-        for el1 in x_groups_names:
-            b2 = el1.encode()
-            w(I16_pack(len(b2)))
-            w(b2)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DeleteGroupsRequest') from None
-
 def d_DeleteGroupsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteGroupsRequest, int]:
     f_groups_names: list[str]
     try:
@@ -165,60 +151,6 @@ def d_DeleteGroupsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteGro
         raise decode_error(exc, 'DeleteGroupsRequest', pos) from None
     return DeleteGroupsRequest(f_groups_names), pos
 
-def e_DeleteGroupsRequest_v2(o: DeleteGroupsRequest, w: Append) -> None:
-    try:
-        x_groups_names = o.groups_names
-        ln = len(x_groups_names) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        for el1 in x_groups_names:
-            b2 = el1.encode()
-            ln = len(b2) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b2)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DeleteGroupsRequest') from None
-
-def da_DeleteGroupsResponse_DeletableGroupResult_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteGroupsResponse.DeletableGroupResult], int]:
-    out: list[DeleteGroupsResponse.DeletableGroupResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'DeleteGroupsResponse.DeletableGroupResult', 'string', 'GroupId')
-                f_group_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DeleteGroupsResponse.DeletableGroupResult', 'string', 'GroupId')
-                f_group_id = buf[pos:end2].decode()
-                pos = end2
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            app(_DeleteGroupsResponse_DeletableGroupResult(f_group_id, f_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteGroupsResponse.DeletableGroupResult', pos) from None
-    return out, pos
-
-def d_DeleteGroupsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteGroupsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('DeleteGroupsResponse', None, pos, 'null or negative count for non-nullable array Results')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteGroupsResponse', None, pos, f'array Results count {n1} exceeds remaining bytes')
-            f_results, pos = da_DeleteGroupsResponse_DeletableGroupResult_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteGroupsResponse', pos) from None
-    return DeleteGroupsResponse(f_throttle_time_ms, f_results), pos
-
 def ea_DeleteGroupsResponse_DeletableGroupResult_v0(xs: list[DeleteGroupsResponse.DeletableGroupResult], w: Append) -> None:
     try:
         for o in xs:
@@ -238,68 +170,6 @@ def e_DeleteGroupsResponse_v0(o: DeleteGroupsResponse, w: Append) -> None:
         ea_DeleteGroupsResponse_DeletableGroupResult_v0(x_results, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'DeleteGroupsResponse') from None
-
-def da_DeleteGroupsResponse_DeletableGroupResult_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteGroupsResponse.DeletableGroupResult], int]:
-    out: list[DeleteGroupsResponse.DeletableGroupResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'DeleteGroupsResponse.DeletableGroupResult', 'string', 'GroupId')
-                f_group_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DeleteGroupsResponse.DeletableGroupResult', 'string', 'GroupId')
-                f_group_id = buf[pos:end2].decode()
-                pos = end2
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DeleteGroupsResponse.DeletableGroupResult')
-            app(_DeleteGroupsResponse_DeletableGroupResult(f_group_id, f_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteGroupsResponse.DeletableGroupResult', pos) from None
-    return out, pos
-
-def d_DeleteGroupsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteGroupsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('DeleteGroupsResponse', None, pos, 'null or negative count for non-nullable array Results')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteGroupsResponse', None, pos, f'array Results count {n1} exceeds remaining bytes')
-            f_results, pos = da_DeleteGroupsResponse_DeletableGroupResult_v2(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'DeleteGroupsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteGroupsResponse', pos) from None
-    return DeleteGroupsResponse(f_throttle_time_ms, f_results), pos
 
 def ea_DeleteGroupsResponse_DeletableGroupResult_v2(xs: list[DeleteGroupsResponse.DeletableGroupResult], w: Append) -> None:
     try:
@@ -325,6 +195,6 @@ def e_DeleteGroupsResponse_v2(o: DeleteGroupsResponse, w: Append) -> None:
         raise encode_error(exc, 'DeleteGroupsResponse') from None
 
 DeleteGroupsRequest.decoders = {0: d_DeleteGroupsRequest_v0, 1: d_DeleteGroupsRequest_v0, 2: d_DeleteGroupsRequest_v2}
-DeleteGroupsRequest.encoders = {0: e_DeleteGroupsRequest_v0, 1: e_DeleteGroupsRequest_v0, 2: e_DeleteGroupsRequest_v2}
-DeleteGroupsResponse.decoders = {0: d_DeleteGroupsResponse_v0, 1: d_DeleteGroupsResponse_v0, 2: d_DeleteGroupsResponse_v2}
+DeleteGroupsRequest.encoders = {}  # the client's: protocol/generated/client/delete_groups.py
+DeleteGroupsResponse.decoders = {}  # the client's: protocol/generated/client/delete_groups.py
 DeleteGroupsResponse.encoders = {0: e_DeleteGroupsResponse_v0, 1: e_DeleteGroupsResponse_v0, 2: e_DeleteGroupsResponse_v2}

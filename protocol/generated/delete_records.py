@@ -30,15 +30,8 @@ from protocol.schema import VersionRange
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_iq_unpack = struct.Struct(">iq").unpack_from
-_F_iq_pack = struct.Struct(">iq").pack
-_F_iqh_unpack = struct.Struct(">iqh").unpack_from
 _F_iqh_pack = struct.Struct(">iqh").pack
-_F_iqhx_unpack = struct.Struct(">iqhx").unpack_from
 _F_iqhx_pack = struct.Struct(">iqhx").pack
-_F_iqx_unpack = struct.Struct(">iqx").unpack_from
-_F_iqx_pack = struct.Struct(">iqx").pack
-_F_ix_unpack = struct.Struct(">ix").unpack_from
-_F_ix_pack = struct.Struct(">ix").pack
 
 
 class DeleteRecordsRequest(Message):
@@ -169,35 +162,6 @@ def d_DeleteRecordsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteRe
         raise decode_error(exc, 'DeleteRecordsRequest', pos) from None
     return DeleteRecordsRequest(f_topics, f_timeout_ms), pos
 
-def ea_DeleteRecordsRequest_DeleteRecordsPartition_v0(xs: list[DeleteRecordsRequest.DeleteRecordsPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iq_pack(o.partition_index, o.offset))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DeleteRecordsRequest.DeleteRecordsPartition') from None
-
-def ea_DeleteRecordsRequest_DeleteRecordsTopic_v0(xs: list[DeleteRecordsRequest.DeleteRecordsTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            ea_DeleteRecordsRequest_DeleteRecordsPartition_v0(x_partitions, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DeleteRecordsRequest.DeleteRecordsTopic') from None
-
-def e_DeleteRecordsRequest_v0(o: DeleteRecordsRequest, w: Append) -> None:
-    try:
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_DeleteRecordsRequest_DeleteRecordsTopic_v0(x_topics, w)
-        w(_F_i_pack(o.timeout_ms))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DeleteRecordsRequest') from None
-
 def da_DeleteRecordsRequest_DeleteRecordsPartition_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteRecordsRequest.DeleteRecordsPartition], int]:
     out: list[DeleteRecordsRequest.DeleteRecordsPartition] = []
     app = out.append
@@ -289,97 +253,6 @@ def d_DeleteRecordsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteRe
         raise decode_error(exc, 'DeleteRecordsRequest', pos) from None
     return DeleteRecordsRequest(f_topics, f_timeout_ms), pos
 
-def ea_DeleteRecordsRequest_DeleteRecordsPartition_v2(xs: list[DeleteRecordsRequest.DeleteRecordsPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iqx_pack(o.partition_index, o.offset))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DeleteRecordsRequest.DeleteRecordsPartition') from None
-
-def ea_DeleteRecordsRequest_DeleteRecordsTopic_v2(xs: list[DeleteRecordsRequest.DeleteRecordsTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_partitions = o.partitions
-            ln = len(x_partitions) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_DeleteRecordsRequest_DeleteRecordsPartition_v2(x_partitions, w)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DeleteRecordsRequest.DeleteRecordsTopic') from None
-
-def e_DeleteRecordsRequest_v2(o: DeleteRecordsRequest, w: Append) -> None:
-    try:
-        x_topics = o.topics
-        ln = len(x_topics) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_DeleteRecordsRequest_DeleteRecordsTopic_v2(x_topics, w)
-        w(_F_ix_pack(o.timeout_ms))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DeleteRecordsRequest') from None
-
-def da_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteRecordsResponse.DeleteRecordsPartitionResult], int]:
-    out: list[DeleteRecordsResponse.DeleteRecordsPartitionResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_partition_index, f_low_watermark, f_error_code,) = _F_iqh_unpack(buf, pos)
-            pos += 14
-            app(_DeleteRecordsResponse_DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteRecordsResponse.DeleteRecordsPartitionResult', pos) from None
-    return out, pos
-
-def da_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteRecordsResponse.DeleteRecordsTopicResult], int]:
-    out: list[DeleteRecordsResponse.DeleteRecordsTopicResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'DeleteRecordsResponse.DeleteRecordsTopicResult', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DeleteRecordsResponse.DeleteRecordsTopicResult', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('DeleteRecordsResponse.DeleteRecordsTopicResult', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('DeleteRecordsResponse.DeleteRecordsTopicResult', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(buf, pos, blen, n3)
-            app(_DeleteRecordsResponse_DeleteRecordsTopicResult(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteRecordsResponse.DeleteRecordsTopicResult', pos) from None
-    return out, pos
-
-def d_DeleteRecordsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteRecordsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('DeleteRecordsResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteRecordsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteRecordsResponse', pos) from None
-    return DeleteRecordsResponse(f_throttle_time_ms, f_topics), pos
-
 def ea_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(xs: list[DeleteRecordsResponse.DeleteRecordsPartitionResult], w: Append) -> None:
     try:
         for o in xs:
@@ -408,97 +281,6 @@ def e_DeleteRecordsResponse_v0(o: DeleteRecordsResponse, w: Append) -> None:
         ea_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(x_topics, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'DeleteRecordsResponse') from None
-
-def da_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteRecordsResponse.DeleteRecordsPartitionResult], int]:
-    out: list[DeleteRecordsResponse.DeleteRecordsPartitionResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_partition_index, f_low_watermark, f_error_code,) = _F_iqh_unpack(buf, pos)
-            pos += 14
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DeleteRecordsResponse.DeleteRecordsPartitionResult')
-            app(_DeleteRecordsResponse_DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteRecordsResponse.DeleteRecordsPartitionResult', pos) from None
-    return out, pos
-
-def da_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteRecordsResponse.DeleteRecordsTopicResult], int]:
-    out: list[DeleteRecordsResponse.DeleteRecordsTopicResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'DeleteRecordsResponse.DeleteRecordsTopicResult', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DeleteRecordsResponse.DeleteRecordsTopicResult', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('DeleteRecordsResponse.DeleteRecordsTopicResult', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('DeleteRecordsResponse.DeleteRecordsTopicResult', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf, pos, blen, n3)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DeleteRecordsResponse.DeleteRecordsTopicResult')
-            app(_DeleteRecordsResponse_DeleteRecordsTopicResult(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteRecordsResponse.DeleteRecordsTopicResult', pos) from None
-    return out, pos
-
-def d_DeleteRecordsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteRecordsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('DeleteRecordsResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteRecordsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'DeleteRecordsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteRecordsResponse', pos) from None
-    return DeleteRecordsResponse(f_throttle_time_ms, f_topics), pos
 
 def ea_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(xs: list[DeleteRecordsResponse.DeleteRecordsPartitionResult], w: Append) -> None:
     try:
@@ -535,6 +317,6 @@ def e_DeleteRecordsResponse_v2(o: DeleteRecordsResponse, w: Append) -> None:
         raise encode_error(exc, 'DeleteRecordsResponse') from None
 
 DeleteRecordsRequest.decoders = {0: d_DeleteRecordsRequest_v0, 1: d_DeleteRecordsRequest_v0, 2: d_DeleteRecordsRequest_v2}
-DeleteRecordsRequest.encoders = {0: e_DeleteRecordsRequest_v0, 1: e_DeleteRecordsRequest_v0, 2: e_DeleteRecordsRequest_v2}
-DeleteRecordsResponse.decoders = {0: d_DeleteRecordsResponse_v0, 1: d_DeleteRecordsResponse_v0, 2: d_DeleteRecordsResponse_v2}
+DeleteRecordsRequest.encoders = {}  # the client's: protocol/generated/client/delete_records.py
+DeleteRecordsResponse.decoders = {}  # the client's: protocol/generated/client/delete_records.py
 DeleteRecordsResponse.encoders = {0: e_DeleteRecordsResponse_v0, 1: e_DeleteRecordsResponse_v0, 2: e_DeleteRecordsResponse_v2}

@@ -30,14 +30,10 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
-_F_hx_unpack = struct.Struct(">hx").unpack_from
 _F_hx_pack = struct.Struct(">hx").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
-_F_ix_unpack = struct.Struct(">ix").unpack_from
-_F_ix_pack = struct.Struct(">ix").pack
 
 
 class DeleteTopicsRequest(Message):
@@ -126,18 +122,6 @@ def d_DeleteTopicsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
         raise decode_error(exc, 'DeleteTopicsRequest', pos) from None
     return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
 
-def e_DeleteTopicsRequest_v0(o: DeleteTopicsRequest, w: Append) -> None:
-    try:
-        x_topic_names = o.topic_names
-        w(I32_pack(len(x_topic_names)))
-        for el1 in x_topic_names:
-            b2 = el1.encode()
-            w(I16_pack(len(b2)))
-            w(b2)
-        w(_F_i_pack(o.timeout_ms))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DeleteTopicsRequest') from None
-
 def d_DeleteTopicsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[DeleteTopicsRequest, int]:
     f_topic_names: list[str]
     try:
@@ -187,20 +171,6 @@ def d_DeleteTopicsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsRequest', pos) from None
     return DeleteTopicsRequest([], f_topic_names, f_timeout_ms), pos
-
-def e_DeleteTopicsRequest_v4(o: DeleteTopicsRequest, w: Append) -> None:
-    try:
-        x_topic_names = o.topic_names
-        ln = len(x_topic_names) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        for el1 in x_topic_names:
-            b2 = el1.encode()
-            ln = len(b2) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b2)
-        w(_F_ix_pack(o.timeout_ms))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DeleteTopicsRequest') from None
 
 def da_DeleteTopicsRequest_DeleteTopicState_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteTopicsRequest.DeleteTopicState], int]:
     out: list[DeleteTopicsRequest.DeleteTopicState] = []
@@ -267,71 +237,6 @@ def d_DeleteTopicsRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[DeleteTop
         raise decode_error(exc, 'DeleteTopicsRequest', pos) from None
     return DeleteTopicsRequest(f_topics, [], f_timeout_ms), pos
 
-def ea_DeleteTopicsRequest_DeleteTopicState_v6(xs: list[DeleteTopicsRequest.DeleteTopicState], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            if x_name is None:
-                w(b'\x00')
-            else:
-                b1 = x_name.encode()
-                ln = len(b1) + 1
-                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                w(b1)
-            x_topic_id = o.topic_id
-            w(x_topic_id.bytes)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DeleteTopicsRequest.DeleteTopicState') from None
-
-def e_DeleteTopicsRequest_v6(o: DeleteTopicsRequest, w: Append) -> None:
-    try:
-        x_topics = o.topics
-        ln = len(x_topics) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_DeleteTopicsRequest_DeleteTopicState_v6(x_topics, w)
-        w(_F_ix_pack(o.timeout_ms))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DeleteTopicsRequest') from None
-
-def da_DeleteTopicsResponse_DeletableTopicResult_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteTopicsResponse.DeletableTopicResult], int]:
-    out: list[DeleteTopicsResponse.DeletableTopicResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            app(_DeleteTopicsResponse_DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteTopicsResponse.DeletableTopicResult', pos) from None
-    return out, pos
-
-def d_DeleteTopicsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DeleteTopicsResponse, int]:
-    try:
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('DeleteTopicsResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteTopicsResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
-            f_responses, pos = da_DeleteTopicsResponse_DeletableTopicResult_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteTopicsResponse', pos) from None
-    return DeleteTopicsResponse(0, f_responses), pos
-
 def ea_DeleteTopicsResponse_DeletableTopicResult_v0(xs: list[DeleteTopicsResponse.DeletableTopicResult], w: Append) -> None:
     try:
         for o in xs:
@@ -351,22 +256,6 @@ def e_DeleteTopicsResponse_v0(o: DeleteTopicsResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'DeleteTopicsResponse') from None
 
-def d_DeleteTopicsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[DeleteTopicsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('DeleteTopicsResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteTopicsResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
-            f_responses, pos = da_DeleteTopicsResponse_DeletableTopicResult_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteTopicsResponse', pos) from None
-    return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
-
 def e_DeleteTopicsResponse_v1(o: DeleteTopicsResponse, w: Append) -> None:
     try:
         w(_F_i_pack(o.throttle_time_ms))
@@ -375,68 +264,6 @@ def e_DeleteTopicsResponse_v1(o: DeleteTopicsResponse, w: Append) -> None:
         ea_DeleteTopicsResponse_DeletableTopicResult_v0(x_responses, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'DeleteTopicsResponse') from None
-
-def da_DeleteTopicsResponse_DeletableTopicResult_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteTopicsResponse.DeletableTopicResult], int]:
-    out: list[DeleteTopicsResponse.DeletableTopicResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsResponse.DeletableTopicResult')
-            app(_DeleteTopicsResponse_DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteTopicsResponse.DeletableTopicResult', pos) from None
-    return out, pos
-
-def d_DeleteTopicsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[DeleteTopicsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('DeleteTopicsResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteTopicsResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
-            f_responses, pos = da_DeleteTopicsResponse_DeletableTopicResult_v4(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteTopicsResponse', pos) from None
-    return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 
 def ea_DeleteTopicsResponse_DeletableTopicResult_v4(xs: list[DeleteTopicsResponse.DeletableTopicResult], w: Append) -> None:
     try:
@@ -460,88 +287,6 @@ def e_DeleteTopicsResponse_v4(o: DeleteTopicsResponse, w: Append) -> None:
         w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'DeleteTopicsResponse') from None
-
-def da_DeleteTopicsResponse_DeletableTopicResult_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteTopicsResponse.DeletableTopicResult], int]:
-    out: list[DeleteTopicsResponse.DeletableTopicResult] = []
-    app = out.append
-    f_error_message: str | None
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                f_error_message = None
-            elif n3 == 0:
-                f_error_message = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'ErrorMessage')
-                f_error_message = buf[pos:end4].decode()
-                pos = end4
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsResponse.DeletableTopicResult')
-            app(_DeleteTopicsResponse_DeletableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteTopicsResponse.DeletableTopicResult', pos) from None
-    return out, pos
-
-def d_DeleteTopicsResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[DeleteTopicsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('DeleteTopicsResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteTopicsResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
-            f_responses, pos = da_DeleteTopicsResponse_DeletableTopicResult_v5(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteTopicsResponse', pos) from None
-    return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 
 def ea_DeleteTopicsResponse_DeletableTopicResult_v5(xs: list[DeleteTopicsResponse.DeletableTopicResult], w: Append) -> None:
     try:
@@ -574,93 +319,6 @@ def e_DeleteTopicsResponse_v5(o: DeleteTopicsResponse, w: Append) -> None:
         w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'DeleteTopicsResponse') from None
-
-def da_DeleteTopicsResponse_DeletableTopicResult_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DeleteTopicsResponse.DeletableTopicResult], int]:
-    out: list[DeleteTopicsResponse.DeletableTopicResult] = []
-    app = out.append
-    f_name: str | None
-    f_error_message: str | None
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                f_name = None
-            elif n1 == 0:
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            if pos + 16 > blen:
-                raise ProtocolError('DeleteTopicsResponse.DeletableTopicResult', None, pos, 'truncated uuid TopicId')
-            f_topic_id = UUID(bytes=buf[pos:pos + 16])
-            pos += 16
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                f_error_message = None
-            elif n3 == 0:
-                f_error_message = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'DeleteTopicsResponse.DeletableTopicResult', 'string', 'ErrorMessage')
-                f_error_message = buf[pos:end4].decode()
-                pos = end4
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsResponse.DeletableTopicResult')
-            app(_DeleteTopicsResponse_DeletableTopicResult(f_name, f_topic_id, f_error_code, f_error_message))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteTopicsResponse.DeletableTopicResult', pos) from None
-    return out, pos
-
-def d_DeleteTopicsResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[DeleteTopicsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('DeleteTopicsResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('DeleteTopicsResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
-            f_responses, pos = da_DeleteTopicsResponse_DeletableTopicResult_v6(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DeleteTopicsResponse', pos) from None
-    return DeleteTopicsResponse(f_throttle_time_ms, f_responses), pos
 
 def ea_DeleteTopicsResponse_DeletableTopicResult_v6(xs: list[DeleteTopicsResponse.DeletableTopicResult], w: Append) -> None:
     try:
@@ -700,6 +358,6 @@ def e_DeleteTopicsResponse_v6(o: DeleteTopicsResponse, w: Append) -> None:
         raise encode_error(exc, 'DeleteTopicsResponse') from None
 
 DeleteTopicsRequest.decoders = {0: d_DeleteTopicsRequest_v0, 1: d_DeleteTopicsRequest_v0, 2: d_DeleteTopicsRequest_v0, 3: d_DeleteTopicsRequest_v0, 4: d_DeleteTopicsRequest_v4, 5: d_DeleteTopicsRequest_v4, 6: d_DeleteTopicsRequest_v6}
-DeleteTopicsRequest.encoders = {0: e_DeleteTopicsRequest_v0, 1: e_DeleteTopicsRequest_v0, 2: e_DeleteTopicsRequest_v0, 3: e_DeleteTopicsRequest_v0, 4: e_DeleteTopicsRequest_v4, 5: e_DeleteTopicsRequest_v4, 6: e_DeleteTopicsRequest_v6}
-DeleteTopicsResponse.decoders = {0: d_DeleteTopicsResponse_v0, 1: d_DeleteTopicsResponse_v1, 2: d_DeleteTopicsResponse_v1, 3: d_DeleteTopicsResponse_v1, 4: d_DeleteTopicsResponse_v4, 5: d_DeleteTopicsResponse_v5, 6: d_DeleteTopicsResponse_v6}
+DeleteTopicsRequest.encoders = {}  # the client's: protocol/generated/client/delete_topics.py
+DeleteTopicsResponse.decoders = {}  # the client's: protocol/generated/client/delete_topics.py
 DeleteTopicsResponse.encoders = {0: e_DeleteTopicsResponse_v0, 1: e_DeleteTopicsResponse_v1, 2: e_DeleteTopicsResponse_v1, 3: e_DeleteTopicsResponse_v1, 4: e_DeleteTopicsResponse_v4, 5: e_DeleteTopicsResponse_v5, 6: e_DeleteTopicsResponse_v6}

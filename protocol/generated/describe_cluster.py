@@ -13,32 +13,19 @@ from protocol.primitives import (
     ENCODE_FAILURES,
     UNSET,
     UVARINT_SMALL,
-    ProtocolError,
-    bad_length,
     decode_error,
     encode_error,
-    read_uvarint,
     skip_tagged_fields,
     uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
-_F_b_unpack = struct.Struct(">b").unpack_from
 _F_b_pack = struct.Struct(">b").pack
-_F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
-_F_ix_unpack = struct.Struct(">ix").unpack_from
 _F_ix_pack = struct.Struct(">ix").pack
 _F_o_unpack = struct.Struct(">?").unpack_from
-_F_o_pack = struct.Struct(">?").pack
 _F_ob_unpack = struct.Struct(">?b").unpack_from
-_F_ob_pack = struct.Struct(">?b").pack
-_F_obx_unpack = struct.Struct(">?bx").unpack_from
-_F_obx_pack = struct.Struct(">?bx").pack
-_F_ox_unpack = struct.Struct(">?x").unpack_from
-_F_ox_pack = struct.Struct(">?x").pack
 
 
 class DescribeClusterRequest(Message):
@@ -103,12 +90,6 @@ def d_DescribeClusterRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[Descri
         raise decode_error(exc, 'DescribeClusterRequest', pos) from None
     return DescribeClusterRequest(f_include_cluster_authorized_operations, 1), pos
 
-def e_DescribeClusterRequest_v0(o: DescribeClusterRequest, w: Append) -> None:
-    try:
-        w(_F_ox_pack(o.include_cluster_authorized_operations))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DescribeClusterRequest') from None
-
 def d_DescribeClusterRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[DescribeClusterRequest, int]:
     try:
         (f_include_cluster_authorized_operations, f_endpoint_type,) = _F_ob_unpack(buf, pos)
@@ -120,139 +101,6 @@ def d_DescribeClusterRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[Descri
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeClusterRequest', pos) from None
     return DescribeClusterRequest(f_include_cluster_authorized_operations, f_endpoint_type), pos
-
-def e_DescribeClusterRequest_v1(o: DescribeClusterRequest, w: Append) -> None:
-    try:
-        w(_F_obx_pack(o.include_cluster_authorized_operations, o.endpoint_type))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DescribeClusterRequest') from None
-
-def da_DescribeClusterResponse_DescribeClusterBroker_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeClusterResponse.DescribeClusterBroker], int]:
-    out: list[DescribeClusterResponse.DescribeClusterBroker] = []
-    app = out.append
-    f_rack: str | None
-    try:
-        for _ in range(n):
-            (f_broker_id,) = _F_i_unpack(buf, pos)
-            pos += 4
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'DescribeClusterResponse.DescribeClusterBroker', 'string', 'Host')
-                f_host = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DescribeClusterResponse.DescribeClusterBroker', 'string', 'Host')
-                f_host = buf[pos:end2].decode()
-                pos = end2
-            (f_port,) = _F_i_unpack(buf, pos)
-            pos += 4
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                f_rack = None
-            elif n3 == 0:
-                f_rack = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'DescribeClusterResponse.DescribeClusterBroker', 'string', 'Rack')
-                f_rack = buf[pos:end4].decode()
-                pos = end4
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DescribeClusterResponse.DescribeClusterBroker')
-            app(_DescribeClusterResponse_DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeClusterResponse.DescribeClusterBroker', pos) from None
-    return out, pos
-
-def d_DescribeClusterResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DescribeClusterResponse, int]:
-    f_error_message: str | None
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            f_error_message = None
-        elif n1 == 0:
-            f_error_message = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'DescribeClusterResponse', 'string', 'ErrorMessage')
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
-        n3 = buf[pos]
-        if n3 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n3, pos = read_uvarint(buf, pos)
-        n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                bad_length(n3, pos, 'DescribeClusterResponse', 'string', 'ClusterId')
-            f_cluster_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                bad_length(n3, pos, 'DescribeClusterResponse', 'string', 'ClusterId')
-            f_cluster_id = buf[pos:end4].decode()
-            pos = end4
-        (f_controller_id,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n5 = buf[pos]
-        if n5 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n5 = (n5 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n5, pos = read_uvarint(buf, pos)
-        n5 -= 1
-        if n5 < 0:
-            raise ProtocolError('DescribeClusterResponse', None, pos, 'null or negative count for non-nullable array Brokers')
-        else:
-            if n5 * 1 > blen - pos:
-                raise ProtocolError('DescribeClusterResponse', None, pos, f'array Brokers count {n5} exceeds remaining bytes')
-            f_brokers, pos = da_DescribeClusterResponse_DescribeClusterBroker_v0(buf, pos, blen, n5)
-        (f_cluster_authorized_operations,) = _F_i_unpack(buf, pos)
-        pos += 4
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'DescribeClusterResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeClusterResponse', pos) from None
-    return DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, 1, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations), pos
 
 def ea_DescribeClusterResponse_DescribeClusterBroker_v0(xs: list[DescribeClusterResponse.DescribeClusterBroker], w: Append) -> None:
     try:
@@ -301,78 +149,6 @@ def e_DescribeClusterResponse_v0(o: DescribeClusterResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'DescribeClusterResponse') from None
 
-def d_DescribeClusterResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[DescribeClusterResponse, int]:
-    f_error_message: str | None
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            f_error_message = None
-        elif n1 == 0:
-            f_error_message = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'DescribeClusterResponse', 'string', 'ErrorMessage')
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
-        (f_endpoint_type,) = _F_b_unpack(buf, pos)
-        pos += 1
-        n3 = buf[pos]
-        if n3 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n3, pos = read_uvarint(buf, pos)
-        n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                bad_length(n3, pos, 'DescribeClusterResponse', 'string', 'ClusterId')
-            f_cluster_id = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                bad_length(n3, pos, 'DescribeClusterResponse', 'string', 'ClusterId')
-            f_cluster_id = buf[pos:end4].decode()
-            pos = end4
-        (f_controller_id,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n5 = buf[pos]
-        if n5 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n5 = (n5 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n5, pos = read_uvarint(buf, pos)
-        n5 -= 1
-        if n5 < 0:
-            raise ProtocolError('DescribeClusterResponse', None, pos, 'null or negative count for non-nullable array Brokers')
-        else:
-            if n5 * 1 > blen - pos:
-                raise ProtocolError('DescribeClusterResponse', None, pos, f'array Brokers count {n5} exceeds remaining bytes')
-            f_brokers, pos = da_DescribeClusterResponse_DescribeClusterBroker_v0(buf, pos, blen, n5)
-        (f_cluster_authorized_operations,) = _F_i_unpack(buf, pos)
-        pos += 4
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'DescribeClusterResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeClusterResponse', pos) from None
-    return DescribeClusterResponse(f_throttle_time_ms, f_error_code, f_error_message, f_endpoint_type, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations), pos
-
 def e_DescribeClusterResponse_v1(o: DescribeClusterResponse, w: Append) -> None:
     try:
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
@@ -400,6 +176,6 @@ def e_DescribeClusterResponse_v1(o: DescribeClusterResponse, w: Append) -> None:
         raise encode_error(exc, 'DescribeClusterResponse') from None
 
 DescribeClusterRequest.decoders = {0: d_DescribeClusterRequest_v0, 1: d_DescribeClusterRequest_v1}
-DescribeClusterRequest.encoders = {0: e_DescribeClusterRequest_v0, 1: e_DescribeClusterRequest_v1}
-DescribeClusterResponse.decoders = {0: d_DescribeClusterResponse_v0, 1: d_DescribeClusterResponse_v1}
+DescribeClusterRequest.encoders = {}  # the client's: protocol/generated/client/describe_cluster.py
+DescribeClusterResponse.decoders = {}  # the client's: protocol/generated/client/describe_cluster.py
 DescribeClusterResponse.encoders = {0: e_DescribeClusterResponse_v0, 1: e_DescribeClusterResponse_v1}

@@ -6,7 +6,7 @@ Do not edit: change the schema or protocol/codegen.py and regenerate.
 from __future__ import annotations
 
 import struct
-from struct import pack, unpack_from
+from struct import unpack_from
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
@@ -28,19 +28,11 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
-_F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
-_F_iqqo_unpack = struct.Struct(">iqq?").unpack_from
 _F_iqqo_pack = struct.Struct(">iqq?").pack
-_F_iqqox_unpack = struct.Struct(">iqq?x").unpack_from
 _F_iqqox_pack = struct.Struct(">iqq?x").pack
-_F_qq_unpack = struct.Struct(">qq").unpack_from
-_F_qq_pack = struct.Struct(">qq").pack
-_F_qqx_unpack = struct.Struct(">qqx").unpack_from
 _F_qqx_pack = struct.Struct(">qqx").pack
 
 
@@ -164,30 +156,6 @@ def d_DescribeLogDirsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[Descri
         raise decode_error(exc, 'DescribeLogDirsRequest', pos) from None
     return DescribeLogDirsRequest(f_topics), pos
 
-def ea_DescribeLogDirsRequest_DescribableLogDirTopic_v0(xs: list[DescribeLogDirsRequest.DescribableLogDirTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_topic = o.topic
-            b1 = x_topic.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            w(pack(f'>{len(x_partitions)}i', *x_partitions))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DescribeLogDirsRequest.DescribableLogDirTopic') from None
-
-def e_DescribeLogDirsRequest_v0(o: DescribeLogDirsRequest, w: Append) -> None:
-    try:
-        x_topics = o.topics
-        if x_topics is None:
-            w(b'\xff\xff\xff\xff')
-        else:
-            w(I32_pack(len(x_topics)))
-            ea_DescribeLogDirsRequest_DescribableLogDirTopic_v0(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DescribeLogDirsRequest') from None
-
 def da_DescribeLogDirsRequest_DescribableLogDirTopic_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeLogDirsRequest.DescribableLogDirTopic], int]:
     out: list[DescribeLogDirsRequest.DescribableLogDirTopic] = []
     app = out.append
@@ -263,125 +231,6 @@ def d_DescribeLogDirsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[Descri
         raise decode_error(exc, 'DescribeLogDirsRequest', pos) from None
     return DescribeLogDirsRequest(f_topics), pos
 
-def ea_DescribeLogDirsRequest_DescribableLogDirTopic_v2(xs: list[DescribeLogDirsRequest.DescribableLogDirTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_topic = o.topic
-            b1 = x_topic.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_partitions = o.partitions
-            ln = len(x_partitions) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack(f'>{len(x_partitions)}i', *x_partitions))
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DescribeLogDirsRequest.DescribableLogDirTopic') from None
-
-def e_DescribeLogDirsRequest_v2(o: DescribeLogDirsRequest, w: Append) -> None:
-    try:
-        x_topics = o.topics
-        if x_topics is None:
-            w(b'\x00')
-        else:
-            ln = len(x_topics) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_DescribeLogDirsRequest_DescribableLogDirTopic_v2(x_topics, w)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DescribeLogDirsRequest') from None
-
-def da_DescribeLogDirsResponse_DescribeLogDirsPartition_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeLogDirsResponse.DescribeLogDirsPartition], int]:
-    out: list[DescribeLogDirsResponse.DescribeLogDirsPartition] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_partition_index, f_partition_size, f_offset_lag, f_is_future_key,) = _F_iqqo_unpack(buf, pos)
-            pos += 21
-            app(_DescribeLogDirsResponse_DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeLogDirsResponse.DescribeLogDirsPartition', pos) from None
-    return out, pos
-
-def da_DescribeLogDirsResponse_DescribeLogDirsTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeLogDirsResponse.DescribeLogDirsTopic], int]:
-    out: list[DescribeLogDirsResponse.DescribeLogDirsTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'DescribeLogDirsResponse.DescribeLogDirsTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DescribeLogDirsResponse.DescribeLogDirsTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('DescribeLogDirsResponse.DescribeLogDirsTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('DescribeLogDirsResponse.DescribeLogDirsTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_DescribeLogDirsResponse_DescribeLogDirsPartition_v0(buf, pos, blen, n3)
-            app(_DescribeLogDirsResponse_DescribeLogDirsTopic(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeLogDirsResponse.DescribeLogDirsTopic', pos) from None
-    return out, pos
-
-def da_DescribeLogDirsResponse_DescribeLogDirsResult_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeLogDirsResponse.DescribeLogDirsResult], int]:
-    out: list[DescribeLogDirsResponse.DescribeLogDirsResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'DescribeLogDirsResponse.DescribeLogDirsResult', 'string', 'LogDir')
-                f_log_dir = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DescribeLogDirsResponse.DescribeLogDirsResult', 'string', 'LogDir')
-                f_log_dir = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('DescribeLogDirsResponse.DescribeLogDirsResult', None, pos, 'null or negative count for non-nullable array Topics')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('DescribeLogDirsResponse.DescribeLogDirsResult', None, pos, f'array Topics count {n3} exceeds remaining bytes')
-                f_topics, pos = da_DescribeLogDirsResponse_DescribeLogDirsTopic_v0(buf, pos, blen, n3)
-            app(_DescribeLogDirsResponse_DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeLogDirsResponse.DescribeLogDirsResult', pos) from None
-    return out, pos
-
-def d_DescribeLogDirsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DescribeLogDirsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('DescribeLogDirsResponse', None, pos, 'null or negative count for non-nullable array Results')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeLogDirsResponse', None, pos, f'array Results count {n1} exceeds remaining bytes')
-            f_results, pos = da_DescribeLogDirsResponse_DescribeLogDirsResult_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeLogDirsResponse', pos) from None
-    return DescribeLogDirsResponse(f_throttle_time_ms, 0, f_results), pos
-
 def ea_DescribeLogDirsResponse_DescribeLogDirsPartition_v0(xs: list[DescribeLogDirsResponse.DescribeLogDirsPartition], w: Append) -> None:
     try:
         for o in xs:
@@ -424,147 +273,6 @@ def e_DescribeLogDirsResponse_v0(o: DescribeLogDirsResponse, w: Append) -> None:
         ea_DescribeLogDirsResponse_DescribeLogDirsResult_v0(x_results, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'DescribeLogDirsResponse') from None
-
-def da_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeLogDirsResponse.DescribeLogDirsPartition], int]:
-    out: list[DescribeLogDirsResponse.DescribeLogDirsPartition] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_partition_index, f_partition_size, f_offset_lag, f_is_future_key,) = _F_iqqo_unpack(buf, pos)
-            pos += 21
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DescribeLogDirsResponse.DescribeLogDirsPartition')
-            app(_DescribeLogDirsResponse_DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeLogDirsResponse.DescribeLogDirsPartition', pos) from None
-    return out, pos
-
-def da_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeLogDirsResponse.DescribeLogDirsTopic], int]:
-    out: list[DescribeLogDirsResponse.DescribeLogDirsTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'DescribeLogDirsResponse.DescribeLogDirsTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DescribeLogDirsResponse.DescribeLogDirsTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('DescribeLogDirsResponse.DescribeLogDirsTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('DescribeLogDirsResponse.DescribeLogDirsTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(buf, pos, blen, n3)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DescribeLogDirsResponse.DescribeLogDirsTopic')
-            app(_DescribeLogDirsResponse_DescribeLogDirsTopic(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeLogDirsResponse.DescribeLogDirsTopic', pos) from None
-    return out, pos
-
-def da_DescribeLogDirsResponse_DescribeLogDirsResult_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeLogDirsResponse.DescribeLogDirsResult], int]:
-    out: list[DescribeLogDirsResponse.DescribeLogDirsResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'DescribeLogDirsResponse.DescribeLogDirsResult', 'string', 'LogDir')
-                f_log_dir = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DescribeLogDirsResponse.DescribeLogDirsResult', 'string', 'LogDir')
-                f_log_dir = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('DescribeLogDirsResponse.DescribeLogDirsResult', None, pos, 'null or negative count for non-nullable array Topics')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('DescribeLogDirsResponse.DescribeLogDirsResult', None, pos, f'array Topics count {n3} exceeds remaining bytes')
-                f_topics, pos = da_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(buf, pos, blen, n3)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DescribeLogDirsResponse.DescribeLogDirsResult')
-            app(_DescribeLogDirsResponse_DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeLogDirsResponse.DescribeLogDirsResult', pos) from None
-    return out, pos
-
-def d_DescribeLogDirsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[DescribeLogDirsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('DescribeLogDirsResponse', None, pos, 'null or negative count for non-nullable array Results')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeLogDirsResponse', None, pos, f'array Results count {n1} exceeds remaining bytes')
-            f_results, pos = da_DescribeLogDirsResponse_DescribeLogDirsResult_v2(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'DescribeLogDirsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeLogDirsResponse', pos) from None
-    return DescribeLogDirsResponse(f_throttle_time_ms, 0, f_results), pos
 
 def ea_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(xs: list[DescribeLogDirsResponse.DescribeLogDirsPartition], w: Append) -> None:
     try:
@@ -617,33 +325,6 @@ def e_DescribeLogDirsResponse_v2(o: DescribeLogDirsResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'DescribeLogDirsResponse') from None
 
-def d_DescribeLogDirsResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[DescribeLogDirsResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('DescribeLogDirsResponse', None, pos, 'null or negative count for non-nullable array Results')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeLogDirsResponse', None, pos, f'array Results count {n1} exceeds remaining bytes')
-            f_results, pos = da_DescribeLogDirsResponse_DescribeLogDirsResult_v2(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'DescribeLogDirsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeLogDirsResponse', pos) from None
-    return DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results), pos
-
 def e_DescribeLogDirsResponse_v3(o: DescribeLogDirsResponse, w: Append) -> None:
     try:
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
@@ -654,85 +335,6 @@ def e_DescribeLogDirsResponse_v3(o: DescribeLogDirsResponse, w: Append) -> None:
         w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'DescribeLogDirsResponse') from None
-
-def da_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeLogDirsResponse.DescribeLogDirsResult], int]:
-    out: list[DescribeLogDirsResponse.DescribeLogDirsResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'DescribeLogDirsResponse.DescribeLogDirsResult', 'string', 'LogDir')
-                f_log_dir = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DescribeLogDirsResponse.DescribeLogDirsResult', 'string', 'LogDir')
-                f_log_dir = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('DescribeLogDirsResponse.DescribeLogDirsResult', None, pos, 'null or negative count for non-nullable array Topics')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('DescribeLogDirsResponse.DescribeLogDirsResult', None, pos, f'array Topics count {n3} exceeds remaining bytes')
-                f_topics, pos = da_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(buf, pos, blen, n3)
-            (f_total_bytes, f_usable_bytes,) = _F_qq_unpack(buf, pos)
-            pos += 16
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DescribeLogDirsResponse.DescribeLogDirsResult')
-            app(_DescribeLogDirsResponse_DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeLogDirsResponse.DescribeLogDirsResult', pos) from None
-    return out, pos
-
-def d_DescribeLogDirsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[DescribeLogDirsResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('DescribeLogDirsResponse', None, pos, 'null or negative count for non-nullable array Results')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeLogDirsResponse', None, pos, f'array Results count {n1} exceeds remaining bytes')
-            f_results, pos = da_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'DescribeLogDirsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeLogDirsResponse', pos) from None
-    return DescribeLogDirsResponse(f_throttle_time_ms, f_error_code, f_results), pos
 
 def ea_DescribeLogDirsResponse_DescribeLogDirsResult_v4(xs: list[DescribeLogDirsResponse.DescribeLogDirsResult], w: Append) -> None:
     try:
@@ -763,6 +365,6 @@ def e_DescribeLogDirsResponse_v4(o: DescribeLogDirsResponse, w: Append) -> None:
         raise encode_error(exc, 'DescribeLogDirsResponse') from None
 
 DescribeLogDirsRequest.decoders = {0: d_DescribeLogDirsRequest_v0, 1: d_DescribeLogDirsRequest_v0, 2: d_DescribeLogDirsRequest_v2, 3: d_DescribeLogDirsRequest_v2, 4: d_DescribeLogDirsRequest_v2}
-DescribeLogDirsRequest.encoders = {0: e_DescribeLogDirsRequest_v0, 1: e_DescribeLogDirsRequest_v0, 2: e_DescribeLogDirsRequest_v2, 3: e_DescribeLogDirsRequest_v2, 4: e_DescribeLogDirsRequest_v2}
-DescribeLogDirsResponse.decoders = {0: d_DescribeLogDirsResponse_v0, 1: d_DescribeLogDirsResponse_v0, 2: d_DescribeLogDirsResponse_v2, 3: d_DescribeLogDirsResponse_v3, 4: d_DescribeLogDirsResponse_v4}
+DescribeLogDirsRequest.encoders = {}  # the client's: protocol/generated/client/describe_log_dirs.py
+DescribeLogDirsResponse.decoders = {}  # the client's: protocol/generated/client/describe_log_dirs.py
 DescribeLogDirsResponse.encoders = {0: e_DescribeLogDirsResponse_v0, 1: e_DescribeLogDirsResponse_v0, 2: e_DescribeLogDirsResponse_v2, 3: e_DescribeLogDirsResponse_v3, 4: e_DescribeLogDirsResponse_v4}

@@ -6,7 +6,7 @@ Do not edit: change the schema or protocol/codegen.py and regenerate.
 from __future__ import annotations
 
 import struct
-from struct import pack, unpack_from
+from struct import unpack_from
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
@@ -24,13 +24,8 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
-_F_qiiqiq_unpack = struct.Struct(">qiiqiq").unpack_from
-_F_qiiqiq_pack = struct.Struct(">qiiqiq").pack
-_F_qiiqiqx_unpack = struct.Struct(">qiiqiqx").unpack_from
 _F_qiiqiqx_pack = struct.Struct(">qiiqiqx").pack
 
 
@@ -182,174 +177,6 @@ def d_DescribeProducersRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[Desc
         raise decode_error(exc, 'DescribeProducersRequest', pos) from None
     return DescribeProducersRequest(f_topics), pos
 
-def ea_DescribeProducersRequest_TopicRequest_v0(xs: list[DescribeProducersRequest.TopicRequest], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_partition_indexes = o.partition_indexes
-            ln = len(x_partition_indexes) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes))
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DescribeProducersRequest.TopicRequest') from None
-
-def e_DescribeProducersRequest_v0(o: DescribeProducersRequest, w: Append) -> None:
-    try:
-        x_topics = o.topics
-        ln = len(x_topics) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_DescribeProducersRequest_TopicRequest_v0(x_topics, w)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DescribeProducersRequest') from None
-
-def da_DescribeProducersResponse_ProducerState_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeProducersResponse.ProducerState], int]:
-    out: list[DescribeProducersResponse.ProducerState] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset,) = _F_qiiqiq_unpack(buf, pos)
-            pos += 36
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DescribeProducersResponse.ProducerState')
-            app(_DescribeProducersResponse_ProducerState(f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeProducersResponse.ProducerState', pos) from None
-    return out, pos
-
-def da_DescribeProducersResponse_PartitionResponse_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeProducersResponse.PartitionResponse], int]:
-    out: list[DescribeProducersResponse.PartitionResponse] = []
-    app = out.append
-    f_error_message: str | None
-    try:
-        for _ in range(n):
-            (f_partition_index, f_error_code,) = _F_ih_unpack(buf, pos)
-            pos += 6
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                f_error_message = None
-            elif n1 == 0:
-                f_error_message = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DescribeProducersResponse.PartitionResponse', 'string', 'ErrorMessage')
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('DescribeProducersResponse.PartitionResponse', None, pos, 'null or negative count for non-nullable array ActiveProducers')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('DescribeProducersResponse.PartitionResponse', None, pos, f'array ActiveProducers count {n3} exceeds remaining bytes')
-                f_active_producers, pos = da_DescribeProducersResponse_ProducerState_v0(buf, pos, blen, n3)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DescribeProducersResponse.PartitionResponse')
-            app(_DescribeProducersResponse_PartitionResponse(f_partition_index, f_error_code, f_error_message, f_active_producers))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeProducersResponse.PartitionResponse', pos) from None
-    return out, pos
-
-def da_DescribeProducersResponse_TopicResponse_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeProducersResponse.TopicResponse], int]:
-    out: list[DescribeProducersResponse.TopicResponse] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'DescribeProducersResponse.TopicResponse', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DescribeProducersResponse.TopicResponse', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('DescribeProducersResponse.TopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('DescribeProducersResponse.TopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_DescribeProducersResponse_PartitionResponse_v0(buf, pos, blen, n3)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DescribeProducersResponse.TopicResponse')
-            app(_DescribeProducersResponse_TopicResponse(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeProducersResponse.TopicResponse', pos) from None
-    return out, pos
-
-def d_DescribeProducersResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DescribeProducersResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('DescribeProducersResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeProducersResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_DescribeProducersResponse_TopicResponse_v0(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'DescribeProducersResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeProducersResponse', pos) from None
-    return DescribeProducersResponse(f_throttle_time_ms, f_topics), pos
-
 def ea_DescribeProducersResponse_ProducerState_v0(xs: list[DescribeProducersResponse.ProducerState], w: Append) -> None:
     try:
         for o in xs:
@@ -405,6 +232,6 @@ def e_DescribeProducersResponse_v0(o: DescribeProducersResponse, w: Append) -> N
         raise encode_error(exc, 'DescribeProducersResponse') from None
 
 DescribeProducersRequest.decoders = {0: d_DescribeProducersRequest_v0}
-DescribeProducersRequest.encoders = {0: e_DescribeProducersRequest_v0}
-DescribeProducersResponse.decoders = {0: d_DescribeProducersResponse_v0}
+DescribeProducersRequest.encoders = {}  # the client's: protocol/generated/client/describe_producers.py
+DescribeProducersResponse.decoders = {}  # the client's: protocol/generated/client/describe_producers.py
 DescribeProducersResponse.encoders = {0: e_DescribeProducersResponse_v0}

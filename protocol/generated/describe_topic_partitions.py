@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from struct import pack, unpack_from
-from uuid import UUID
+from struct import pack
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
@@ -27,15 +26,11 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
-_F_hiii_unpack = struct.Struct(">hiii").unpack_from
 _F_hiii_pack = struct.Struct(">hiii").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
-_F_ix_unpack = struct.Struct(">ix").unpack_from
 _F_ix_pack = struct.Struct(">ix").pack
-_F_o_unpack = struct.Struct(">?").unpack_from
 _F_o_pack = struct.Struct(">?").pack
 
 
@@ -227,268 +222,6 @@ def d_DescribeTopicPartitionsRequest_v0(buf: bytes, pos: int, blen: int) -> tupl
         raise decode_error(exc, 'DescribeTopicPartitionsRequest', pos) from None
     return DescribeTopicPartitionsRequest(f_topics, f_response_partition_limit, f_cursor), pos
 
-def ea_DescribeTopicPartitionsRequest_TopicRequest_v0(xs: list[DescribeTopicPartitionsRequest.TopicRequest], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DescribeTopicPartitionsRequest.TopicRequest') from None
-
-def e_DescribeTopicPartitionsRequest_Cursor_v0(o: DescribeTopicPartitionsRequest.Cursor, w: Append) -> None:
-    try:
-        x_topic_name = o.topic_name
-        b1 = x_topic_name.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        w(_F_ix_pack(o.partition_index))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DescribeTopicPartitionsRequest.Cursor') from None
-
-def e_DescribeTopicPartitionsRequest_v0(o: DescribeTopicPartitionsRequest, w: Append) -> None:
-    try:
-        x_topics = o.topics
-        ln = len(x_topics) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_DescribeTopicPartitionsRequest_TopicRequest_v0(x_topics, w)
-        w(_F_i_pack(o.response_partition_limit))
-        x_cursor = o.cursor
-        if x_cursor is None:
-            w(b'\xff')
-        else:
-            w(b'\x01')
-            e_DescribeTopicPartitionsRequest_Cursor_v0(x_cursor, w)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DescribeTopicPartitionsRequest') from None
-
-def da_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition], int]:
-    out: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition] = []
-    app = out.append
-    f_eligible_leader_replicas: list[int] | None
-    f_last_known_elr: list[int] | None
-    try:
-        for _ in range(n):
-            (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _F_hiii_unpack(buf, pos)
-            pos += 14
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                raise ProtocolError('DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition', None, pos, 'null or negative count for non-nullable array ReplicaNodes')
-            else:
-                if n1 * 4 > blen - pos:
-                    raise ProtocolError('DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition', None, pos, f'array ReplicaNodes count {n1} exceeds remaining bytes')
-                f_replica_nodes = list(unpack_from(f'>{n1}i', buf, pos))
-                pos += 4 * n1
-            n2 = buf[pos]
-            if n2 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n2 = (n2 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n2, pos = read_uvarint(buf, pos)
-            n2 -= 1
-            if n2 < 0:
-                raise ProtocolError('DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition', None, pos, 'null or negative count for non-nullable array IsrNodes')
-            else:
-                if n2 * 4 > blen - pos:
-                    raise ProtocolError('DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition', None, pos, f'array IsrNodes count {n2} exceeds remaining bytes')
-                f_isr_nodes = list(unpack_from(f'>{n2}i', buf, pos))
-                pos += 4 * n2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                f_eligible_leader_replicas = None
-            else:
-                if n3 * 4 > blen - pos:
-                    raise ProtocolError('DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition', None, pos, f'array EligibleLeaderReplicas count {n3} exceeds remaining bytes')
-                f_eligible_leader_replicas = list(unpack_from(f'>{n3}i', buf, pos))
-                pos += 4 * n3
-            n4 = buf[pos]
-            if n4 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n4 = (n4 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n4, pos = read_uvarint(buf, pos)
-            n4 -= 1
-            if n4 < 0:
-                f_last_known_elr = None
-            else:
-                if n4 * 4 > blen - pos:
-                    raise ProtocolError('DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition', None, pos, f'array LastKnownElr count {n4} exceeds remaining bytes')
-                f_last_known_elr = list(unpack_from(f'>{n4}i', buf, pos))
-                pos += 4 * n4
-            n5 = buf[pos]
-            if n5 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n5 = (n5 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n5, pos = read_uvarint(buf, pos)
-            n5 -= 1
-            if n5 < 0:
-                raise ProtocolError('DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition', None, pos, 'null or negative count for non-nullable array OfflineReplicas')
-            else:
-                if n5 * 4 > blen - pos:
-                    raise ProtocolError('DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition', None, pos, f'array OfflineReplicas count {n5} exceeds remaining bytes')
-                f_offline_replicas = list(unpack_from(f'>{n5}i', buf, pos))
-                pos += 4 * n5
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition')
-            app(_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_eligible_leader_replicas, f_last_known_elr, f_offline_replicas))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition', pos) from None
-    return out, pos
-
-def da_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic], int]:
-    out: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic] = []
-    app = out.append
-    f_name: str | None
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                f_name = None
-            elif n1 == 0:
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            if pos + 16 > blen:
-                raise ProtocolError('DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic', None, pos, 'truncated uuid TopicId')
-            f_topic_id = UUID(bytes=buf[pos:pos + 16])
-            pos += 16
-            (f_is_internal,) = _F_o_unpack(buf, pos)
-            pos += 1
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(buf, pos, blen, n3)
-            (f_topic_authorized_operations,) = _F_i_unpack(buf, pos)
-            pos += 4
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic')
-            app(_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic', pos) from None
-    return out, pos
-
-def d_DescribeTopicPartitionsResponse_Cursor_v0(buf: bytes, pos: int, blen: int) -> tuple[DescribeTopicPartitionsResponse.Cursor, int]:
-    try:
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                bad_length(n1, pos, 'DescribeTopicPartitionsResponse.Cursor', 'string', 'TopicName')
-            f_topic_name = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'DescribeTopicPartitionsResponse.Cursor', 'string', 'TopicName')
-            f_topic_name = buf[pos:end2].decode()
-            pos = end2
-        (f_partition_index,) = _F_i_unpack(buf, pos)
-        pos += 4
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'DescribeTopicPartitionsResponse.Cursor')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeTopicPartitionsResponse.Cursor', pos) from None
-    return _DescribeTopicPartitionsResponse_Cursor(f_topic_name, f_partition_index), pos
-
-def d_DescribeTopicPartitionsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DescribeTopicPartitionsResponse, int]:
-    f_next_cursor: DescribeTopicPartitionsResponse.Cursor | None
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('DescribeTopicPartitionsResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeTopicPartitionsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(buf, pos, blen, n1)
-        if buf[pos] == 0xFF:
-            pos += 1
-            f_next_cursor = None
-        else:
-            pos += 1
-            f_next_cursor, pos = d_DescribeTopicPartitionsResponse_Cursor_v0(buf, pos, blen)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'DescribeTopicPartitionsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeTopicPartitionsResponse', pos) from None
-    return DescribeTopicPartitionsResponse(f_throttle_time_ms, f_topics, f_next_cursor), pos
-
 def ea_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_v0(xs: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition], w: Append) -> None:
     try:
         for o in xs:
@@ -575,6 +308,6 @@ def e_DescribeTopicPartitionsResponse_v0(o: DescribeTopicPartitionsResponse, w: 
         raise encode_error(exc, 'DescribeTopicPartitionsResponse') from None
 
 DescribeTopicPartitionsRequest.decoders = {0: d_DescribeTopicPartitionsRequest_v0}
-DescribeTopicPartitionsRequest.encoders = {0: e_DescribeTopicPartitionsRequest_v0}
-DescribeTopicPartitionsResponse.decoders = {0: d_DescribeTopicPartitionsResponse_v0}
+DescribeTopicPartitionsRequest.encoders = {}  # the client's: protocol/generated/client/describe_topic_partitions.py
+DescribeTopicPartitionsResponse.decoders = {}  # the client's: protocol/generated/client/describe_topic_partitions.py
 DescribeTopicPartitionsResponse.encoders = {0: e_DescribeTopicPartitionsResponse_v0}

@@ -6,7 +6,7 @@ Do not edit: change the schema or protocol/codegen.py and regenerate.
 from __future__ import annotations
 
 import struct
-from struct import pack, unpack_from
+from struct import pack
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
@@ -24,11 +24,8 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
-_F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
-_F_iqqh_unpack = struct.Struct(">iqqh").unpack_from
 _F_iqqh_pack = struct.Struct(">iqqh").pack
 
 
@@ -136,167 +133,6 @@ def d_DescribeTransactionsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[D
         raise decode_error(exc, 'DescribeTransactionsRequest', pos) from None
     return DescribeTransactionsRequest(f_transactional_ids), pos
 
-def e_DescribeTransactionsRequest_v0(o: DescribeTransactionsRequest, w: Append) -> None:
-    try:
-        x_transactional_ids = o.transactional_ids
-        ln = len(x_transactional_ids) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        for el1 in x_transactional_ids:
-            b2 = el1.encode()
-            ln = len(b2) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b2)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'DescribeTransactionsRequest') from None
-
-def da_DescribeTransactionsResponse_TopicData_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeTransactionsResponse.TopicData], int]:
-    out: list[DescribeTransactionsResponse.TopicData] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'DescribeTransactionsResponse.TopicData', 'string', 'Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DescribeTransactionsResponse.TopicData', 'string', 'Topic')
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('DescribeTransactionsResponse.TopicData', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 4 > blen - pos:
-                    raise ProtocolError('DescribeTransactionsResponse.TopicData', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions = list(unpack_from(f'>{n3}i', buf, pos))
-                pos += 4 * n3
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DescribeTransactionsResponse.TopicData')
-            app(_DescribeTransactionsResponse_TopicData(f_topic, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeTransactionsResponse.TopicData', pos) from None
-    return out, pos
-
-def da_DescribeTransactionsResponse_TransactionState_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[DescribeTransactionsResponse.TransactionState], int]:
-    out: list[DescribeTransactionsResponse.TransactionState] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'DescribeTransactionsResponse.TransactionState', 'string', 'TransactionalId')
-                f_transactional_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'DescribeTransactionsResponse.TransactionState', 'string', 'TransactionalId')
-                f_transactional_id = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 <= 0:
-                if n3 < 0:
-                    bad_length(n3, pos, 'DescribeTransactionsResponse.TransactionState', 'string', 'TransactionState')
-                f_transaction_state = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'DescribeTransactionsResponse.TransactionState', 'string', 'TransactionState')
-                f_transaction_state = buf[pos:end4].decode()
-                pos = end4
-            (f_transaction_timeout_ms, f_transaction_start_time_ms, f_producer_id, f_producer_epoch,) = _F_iqqh_unpack(buf, pos)
-            pos += 22
-            n5 = buf[pos]
-            if n5 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n5 = (n5 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n5, pos = read_uvarint(buf, pos)
-            n5 -= 1
-            if n5 < 0:
-                raise ProtocolError('DescribeTransactionsResponse.TransactionState', None, pos, 'null or negative count for non-nullable array Topics')
-            else:
-                if n5 * 1 > blen - pos:
-                    raise ProtocolError('DescribeTransactionsResponse.TransactionState', None, pos, f'array Topics count {n5} exceeds remaining bytes')
-                f_topics, pos = da_DescribeTransactionsResponse_TopicData_v0(buf, pos, blen, n5)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'DescribeTransactionsResponse.TransactionState')
-            app(_DescribeTransactionsResponse_TransactionState(f_error_code, f_transactional_id, f_transaction_state, f_transaction_timeout_ms, f_transaction_start_time_ms, f_producer_id, f_producer_epoch, f_topics))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeTransactionsResponse.TransactionState', pos) from None
-    return out, pos
-
-def d_DescribeTransactionsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[DescribeTransactionsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('DescribeTransactionsResponse', None, pos, 'null or negative count for non-nullable array TransactionStates')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('DescribeTransactionsResponse', None, pos, f'array TransactionStates count {n1} exceeds remaining bytes')
-            f_transaction_states, pos = da_DescribeTransactionsResponse_TransactionState_v0(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'DescribeTransactionsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'DescribeTransactionsResponse', pos) from None
-    return DescribeTransactionsResponse(f_throttle_time_ms, f_transaction_states), pos
-
 def ea_DescribeTransactionsResponse_TopicData_v0(xs: list[DescribeTransactionsResponse.TopicData], w: Append) -> None:
     try:
         for o in xs:
@@ -348,6 +184,6 @@ def e_DescribeTransactionsResponse_v0(o: DescribeTransactionsResponse, w: Append
         raise encode_error(exc, 'DescribeTransactionsResponse') from None
 
 DescribeTransactionsRequest.decoders = {0: d_DescribeTransactionsRequest_v0}
-DescribeTransactionsRequest.encoders = {0: e_DescribeTransactionsRequest_v0}
-DescribeTransactionsResponse.decoders = {0: d_DescribeTransactionsResponse_v0}
+DescribeTransactionsRequest.encoders = {}  # the client's: protocol/generated/client/describe_transactions.py
+DescribeTransactionsResponse.decoders = {}  # the client's: protocol/generated/client/describe_transactions.py
 DescribeTransactionsResponse.encoders = {0: e_DescribeTransactionsResponse_v0}

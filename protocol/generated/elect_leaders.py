@@ -6,7 +6,7 @@ Do not edit: change the schema or protocol/codegen.py and regenerate.
 from __future__ import annotations
 
 import struct
-from struct import pack, unpack_from
+from struct import unpack_from
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
@@ -29,13 +29,9 @@ from protocol.primitives import (
 from protocol.schema import VersionRange
 
 _F_b_unpack = struct.Struct(">b").unpack_from
-_F_b_pack = struct.Struct(">b").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
-_F_ix_unpack = struct.Struct(">ix").unpack_from
-_F_ix_pack = struct.Struct(">ix").pack
 
 
 class ElectLeadersRequest(Message):
@@ -149,31 +145,6 @@ def d_ElectLeadersRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[ElectLead
         raise decode_error(exc, 'ElectLeadersRequest', pos) from None
     return ElectLeadersRequest(0, f_topic_partitions, f_timeout_ms), pos
 
-def ea_ElectLeadersRequest_TopicPartitions_v0(xs: list[ElectLeadersRequest.TopicPartitions], w: Append) -> None:
-    try:
-        for o in xs:
-            x_topic = o.topic
-            b1 = x_topic.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            w(pack(f'>{len(x_partitions)}i', *x_partitions))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ElectLeadersRequest.TopicPartitions') from None
-
-def e_ElectLeadersRequest_v0(o: ElectLeadersRequest, w: Append) -> None:
-    try:
-        x_topic_partitions = o.topic_partitions
-        if x_topic_partitions is None:
-            w(b'\xff\xff\xff\xff')
-        else:
-            w(I32_pack(len(x_topic_partitions)))
-            ea_ElectLeadersRequest_TopicPartitions_v0(x_topic_partitions, w)
-        w(_F_i_pack(o.timeout_ms))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ElectLeadersRequest') from None
-
 def d_ElectLeadersRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[ElectLeadersRequest, int]:
     f_topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None
     try:
@@ -192,19 +163,6 @@ def d_ElectLeadersRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[ElectLead
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ElectLeadersRequest', pos) from None
     return ElectLeadersRequest(f_election_type, f_topic_partitions, f_timeout_ms), pos
-
-def e_ElectLeadersRequest_v1(o: ElectLeadersRequest, w: Append) -> None:
-    try:
-        w(_F_b_pack(o.election_type))
-        x_topic_partitions = o.topic_partitions
-        if x_topic_partitions is None:
-            w(b'\xff\xff\xff\xff')
-        else:
-            w(I32_pack(len(x_topic_partitions)))
-            ea_ElectLeadersRequest_TopicPartitions_v0(x_topic_partitions, w)
-        w(_F_i_pack(o.timeout_ms))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ElectLeadersRequest') from None
 
 def da_ElectLeadersRequest_TopicPartitions_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ElectLeadersRequest.TopicPartitions], int]:
     out: list[ElectLeadersRequest.TopicPartitions] = []
@@ -285,107 +243,6 @@ def d_ElectLeadersRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[ElectLead
         raise decode_error(exc, 'ElectLeadersRequest', pos) from None
     return ElectLeadersRequest(f_election_type, f_topic_partitions, f_timeout_ms), pos
 
-def ea_ElectLeadersRequest_TopicPartitions_v2(xs: list[ElectLeadersRequest.TopicPartitions], w: Append) -> None:
-    try:
-        for o in xs:
-            x_topic = o.topic
-            b1 = x_topic.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_partitions = o.partitions
-            ln = len(x_partitions) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack(f'>{len(x_partitions)}i', *x_partitions))
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ElectLeadersRequest.TopicPartitions') from None
-
-def e_ElectLeadersRequest_v2(o: ElectLeadersRequest, w: Append) -> None:
-    try:
-        w(_F_b_pack(o.election_type))
-        x_topic_partitions = o.topic_partitions
-        if x_topic_partitions is None:
-            w(b'\x00')
-        else:
-            ln = len(x_topic_partitions) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_ElectLeadersRequest_TopicPartitions_v2(x_topic_partitions, w)
-        w(_F_ix_pack(o.timeout_ms))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ElectLeadersRequest') from None
-
-def da_ElectLeadersResponse_PartitionResult_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ElectLeadersResponse.PartitionResult], int]:
-    out: list[ElectLeadersResponse.PartitionResult] = []
-    app = out.append
-    f_error_message: str | None
-    try:
-        for _ in range(n):
-            (f_partition_id, f_error_code,) = _F_ih_unpack(buf, pos)
-            pos += 6
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 < 0:
-                f_error_message = None
-            elif n1 == 0:
-                f_error_message = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'ElectLeadersResponse.PartitionResult', 'string', 'ErrorMessage')
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
-            app(_ElectLeadersResponse_PartitionResult(f_partition_id, f_error_code, f_error_message))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ElectLeadersResponse.PartitionResult', pos) from None
-    return out, pos
-
-def da_ElectLeadersResponse_ReplicaElectionResult_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ElectLeadersResponse.ReplicaElectionResult], int]:
-    out: list[ElectLeadersResponse.ReplicaElectionResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'ElectLeadersResponse.ReplicaElectionResult', 'string', 'Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'ElectLeadersResponse.ReplicaElectionResult', 'string', 'Topic')
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('ElectLeadersResponse.ReplicaElectionResult', None, pos, 'null or negative count for non-nullable array PartitionResult')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('ElectLeadersResponse.ReplicaElectionResult', None, pos, f'array PartitionResult count {n3} exceeds remaining bytes')
-                f_partition_result, pos = da_ElectLeadersResponse_PartitionResult_v0(buf, pos, blen, n3)
-            app(_ElectLeadersResponse_ReplicaElectionResult(f_topic, f_partition_result))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ElectLeadersResponse.ReplicaElectionResult', pos) from None
-    return out, pos
-
-def d_ElectLeadersResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ElectLeadersResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('ElectLeadersResponse', None, pos, 'null or negative count for non-nullable array ReplicaElectionResults')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('ElectLeadersResponse', None, pos, f'array ReplicaElectionResults count {n1} exceeds remaining bytes')
-            f_replica_election_results, pos = da_ElectLeadersResponse_ReplicaElectionResult_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ElectLeadersResponse', pos) from None
-    return ElectLeadersResponse(f_throttle_time_ms, 0, f_replica_election_results), pos
-
 def ea_ElectLeadersResponse_PartitionResult_v0(xs: list[ElectLeadersResponse.PartitionResult], w: Append) -> None:
     try:
         for o in xs:
@@ -422,22 +279,6 @@ def e_ElectLeadersResponse_v0(o: ElectLeadersResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ElectLeadersResponse') from None
 
-def d_ElectLeadersResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[ElectLeadersResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('ElectLeadersResponse', None, pos, 'null or negative count for non-nullable array ReplicaElectionResults')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('ElectLeadersResponse', None, pos, f'array ReplicaElectionResults count {n1} exceeds remaining bytes')
-            f_replica_election_results, pos = da_ElectLeadersResponse_ReplicaElectionResult_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ElectLeadersResponse', pos) from None
-    return ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results), pos
-
 def e_ElectLeadersResponse_v1(o: ElectLeadersResponse, w: Append) -> None:
     try:
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
@@ -446,117 +287,6 @@ def e_ElectLeadersResponse_v1(o: ElectLeadersResponse, w: Append) -> None:
         ea_ElectLeadersResponse_ReplicaElectionResult_v0(x_replica_election_results, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ElectLeadersResponse') from None
-
-def da_ElectLeadersResponse_PartitionResult_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ElectLeadersResponse.PartitionResult], int]:
-    out: list[ElectLeadersResponse.PartitionResult] = []
-    app = out.append
-    f_error_message: str | None
-    try:
-        for _ in range(n):
-            (f_partition_id, f_error_code,) = _F_ih_unpack(buf, pos)
-            pos += 6
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                f_error_message = None
-            elif n1 == 0:
-                f_error_message = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'ElectLeadersResponse.PartitionResult', 'string', 'ErrorMessage')
-                f_error_message = buf[pos:end2].decode()
-                pos = end2
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'ElectLeadersResponse.PartitionResult')
-            app(_ElectLeadersResponse_PartitionResult(f_partition_id, f_error_code, f_error_message))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ElectLeadersResponse.PartitionResult', pos) from None
-    return out, pos
-
-def da_ElectLeadersResponse_ReplicaElectionResult_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ElectLeadersResponse.ReplicaElectionResult], int]:
-    out: list[ElectLeadersResponse.ReplicaElectionResult] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'ElectLeadersResponse.ReplicaElectionResult', 'string', 'Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'ElectLeadersResponse.ReplicaElectionResult', 'string', 'Topic')
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('ElectLeadersResponse.ReplicaElectionResult', None, pos, 'null or negative count for non-nullable array PartitionResult')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('ElectLeadersResponse.ReplicaElectionResult', None, pos, f'array PartitionResult count {n3} exceeds remaining bytes')
-                f_partition_result, pos = da_ElectLeadersResponse_PartitionResult_v2(buf, pos, blen, n3)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'ElectLeadersResponse.ReplicaElectionResult')
-            app(_ElectLeadersResponse_ReplicaElectionResult(f_topic, f_partition_result))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ElectLeadersResponse.ReplicaElectionResult', pos) from None
-    return out, pos
-
-def d_ElectLeadersResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[ElectLeadersResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('ElectLeadersResponse', None, pos, 'null or negative count for non-nullable array ReplicaElectionResults')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('ElectLeadersResponse', None, pos, f'array ReplicaElectionResults count {n1} exceeds remaining bytes')
-            f_replica_election_results, pos = da_ElectLeadersResponse_ReplicaElectionResult_v2(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'ElectLeadersResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ElectLeadersResponse', pos) from None
-    return ElectLeadersResponse(f_throttle_time_ms, f_error_code, f_replica_election_results), pos
 
 def ea_ElectLeadersResponse_PartitionResult_v2(xs: list[ElectLeadersResponse.PartitionResult], w: Append) -> None:
     try:
@@ -602,6 +332,6 @@ def e_ElectLeadersResponse_v2(o: ElectLeadersResponse, w: Append) -> None:
         raise encode_error(exc, 'ElectLeadersResponse') from None
 
 ElectLeadersRequest.decoders = {0: d_ElectLeadersRequest_v0, 1: d_ElectLeadersRequest_v1, 2: d_ElectLeadersRequest_v2}
-ElectLeadersRequest.encoders = {0: e_ElectLeadersRequest_v0, 1: e_ElectLeadersRequest_v1, 2: e_ElectLeadersRequest_v2}
-ElectLeadersResponse.decoders = {0: d_ElectLeadersResponse_v0, 1: d_ElectLeadersResponse_v1, 2: d_ElectLeadersResponse_v2}
+ElectLeadersRequest.encoders = {}  # the client's: protocol/generated/client/elect_leaders.py
+ElectLeadersResponse.decoders = {}  # the client's: protocol/generated/client/elect_leaders.py
 ElectLeadersResponse.encoders = {0: e_ElectLeadersResponse_v0, 1: e_ElectLeadersResponse_v1, 2: e_ElectLeadersResponse_v2}

@@ -11,30 +11,19 @@ from protocol.model import Append, Message
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    UVARINT_SMALL,
-    I16_pack,
     I16_unpack,
     bad_length,
     decode_error,
     encode_error,
     read_uvarint,
     skip_tagged_fields,
-    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
-_F_ihqh_unpack = struct.Struct(">ihqh").unpack_from
-_F_ihqh_pack = struct.Struct(">ihqh").pack
-_F_ihqhx_unpack = struct.Struct(">ihqhx").unpack_from
 _F_ihqhx_pack = struct.Struct(">ihqhx").pack
-_F_ihx_unpack = struct.Struct(">ihx").unpack_from
 _F_ihx_pack = struct.Struct(">ihx").pack
 _F_qho_unpack = struct.Struct(">qh?").unpack_from
-_F_qho_pack = struct.Struct(">qh?").pack
-_F_qhox_unpack = struct.Struct(">qh?x").unpack_from
-_F_qhox_pack = struct.Struct(">qh?x").pack
 
 
 class EndTxnRequest(Message):
@@ -93,16 +82,6 @@ def d_EndTxnRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[EndTxnRequest, 
         raise decode_error(exc, 'EndTxnRequest', pos) from None
     return EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed), pos
 
-def e_EndTxnRequest_v0(o: EndTxnRequest, w: Append) -> None:
-    try:
-        x_transactional_id = o.transactional_id
-        b1 = x_transactional_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        w(_F_qho_pack(o.producer_id, o.producer_epoch, o.committed))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'EndTxnRequest') from None
-
 def d_EndTxnRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[EndTxnRequest, int]:
     try:
         n1 = buf[pos]
@@ -134,60 +113,17 @@ def d_EndTxnRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[EndTxnRequest, 
         raise decode_error(exc, 'EndTxnRequest', pos) from None
     return EndTxnRequest(f_transactional_id, f_producer_id, f_producer_epoch, f_committed), pos
 
-def e_EndTxnRequest_v3(o: EndTxnRequest, w: Append) -> None:
-    try:
-        x_transactional_id = o.transactional_id
-        b1 = x_transactional_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        w(_F_qhox_pack(o.producer_id, o.producer_epoch, o.committed))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'EndTxnRequest') from None
-
-def d_EndTxnResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[EndTxnResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'EndTxnResponse', pos) from None
-    return EndTxnResponse(f_throttle_time_ms, f_error_code, -1, -1), pos
-
 def e_EndTxnResponse_v0(o: EndTxnResponse, w: Append) -> None:
     try:
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'EndTxnResponse') from None
 
-def d_EndTxnResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[EndTxnResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'EndTxnResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'EndTxnResponse', pos) from None
-    return EndTxnResponse(f_throttle_time_ms, f_error_code, -1, -1), pos
-
 def e_EndTxnResponse_v3(o: EndTxnResponse, w: Append) -> None:
     try:
         w(_F_ihx_pack(o.throttle_time_ms, o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'EndTxnResponse') from None
-
-def d_EndTxnResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[EndTxnResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _F_ihqh_unpack(buf, pos)
-        pos += 16
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'EndTxnResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'EndTxnResponse', pos) from None
-    return EndTxnResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
 
 def e_EndTxnResponse_v5(o: EndTxnResponse, w: Append) -> None:
     try:
@@ -196,6 +132,6 @@ def e_EndTxnResponse_v5(o: EndTxnResponse, w: Append) -> None:
         raise encode_error(exc, 'EndTxnResponse') from None
 
 EndTxnRequest.decoders = {0: d_EndTxnRequest_v0, 1: d_EndTxnRequest_v0, 2: d_EndTxnRequest_v0, 3: d_EndTxnRequest_v3, 4: d_EndTxnRequest_v3, 5: d_EndTxnRequest_v3}
-EndTxnRequest.encoders = {0: e_EndTxnRequest_v0, 1: e_EndTxnRequest_v0, 2: e_EndTxnRequest_v0, 3: e_EndTxnRequest_v3, 4: e_EndTxnRequest_v3, 5: e_EndTxnRequest_v3}
-EndTxnResponse.decoders = {0: d_EndTxnResponse_v0, 1: d_EndTxnResponse_v0, 2: d_EndTxnResponse_v0, 3: d_EndTxnResponse_v3, 4: d_EndTxnResponse_v3, 5: d_EndTxnResponse_v5}
+EndTxnRequest.encoders = {}  # the client's: protocol/generated/client/end_txn.py
+EndTxnResponse.decoders = {}  # the client's: protocol/generated/client/end_txn.py
 EndTxnResponse.encoders = {0: e_EndTxnResponse_v0, 1: e_EndTxnResponse_v0, 2: e_EndTxnResponse_v0, 3: e_EndTxnResponse_v3, 4: e_EndTxnResponse_v3, 5: e_EndTxnResponse_v5}

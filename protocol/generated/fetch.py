@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from struct import pack, unpack_from
+from struct import unpack_from
 from uuid import UUID
 
 from protocol.model import Append, Message, Struct
@@ -31,51 +31,25 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
-_F_ihi_unpack = struct.Struct(">ihi").unpack_from
 _F_ihi_pack = struct.Struct(">ihi").pack
-_F_ihq_unpack = struct.Struct(">ihq").unpack_from
 _F_ihq_pack = struct.Struct(">ihq").pack
-_F_ihqq_unpack = struct.Struct(">ihqq").unpack_from
 _F_ihqq_pack = struct.Struct(">ihqq").pack
-_F_ihqqq_unpack = struct.Struct(">ihqqq").unpack_from
 _F_ihqqq_pack = struct.Struct(">ihqqq").pack
-_F_ii_unpack = struct.Struct(">ii").unpack_from
-_F_ii_pack = struct.Struct(">ii").pack
 _F_iii_unpack = struct.Struct(">iii").unpack_from
-_F_iii_pack = struct.Struct(">iii").pack
 _F_iiibii_unpack = struct.Struct(">iiibii").unpack_from
-_F_iiibii_pack = struct.Struct(">iiibii").pack
 _F_iiii_unpack = struct.Struct(">iiii").unpack_from
-_F_iiii_pack = struct.Struct(">iiii").pack
 _F_iiiib_unpack = struct.Struct(">iiiib").unpack_from
-_F_iiiib_pack = struct.Struct(">iiiib").pack
 _F_iiiibii_unpack = struct.Struct(">iiiibii").unpack_from
-_F_iiiibii_pack = struct.Struct(">iiiibii").pack
 _F_iiqiqi_unpack = struct.Struct(">iiqiqi").unpack_from
-_F_iiqiqi_pack = struct.Struct(">iiqiqi").pack
-_F_iiqiqix_unpack = struct.Struct(">iiqiqix").unpack_from
-_F_iiqiqix_pack = struct.Struct(">iiqiqix").pack
 _F_iiqqi_unpack = struct.Struct(">iiqqi").unpack_from
-_F_iiqqi_pack = struct.Struct(">iiqqi").pack
-_F_iix_unpack = struct.Struct(">iix").unpack_from
 _F_iix_pack = struct.Struct(">iix").pack
 _F_iq_unpack = struct.Struct(">iq").unpack_from
-_F_iq_pack = struct.Struct(">iq").pack
 _F_iqi_unpack = struct.Struct(">iqi").unpack_from
-_F_iqi_pack = struct.Struct(">iqi").pack
 _F_iqqi_unpack = struct.Struct(">iqqi").unpack_from
-_F_iqqi_pack = struct.Struct(">iqqi").pack
-_F_iqx_unpack = struct.Struct(">iqx").unpack_from
 _F_iqx_pack = struct.Struct(">iqx").pack
-_F_qi_unpack = struct.Struct(">qi").unpack_from
-_F_qi_pack = struct.Struct(">qi").pack
-_F_qix_unpack = struct.Struct(">qix").unpack_from
 _F_qix_pack = struct.Struct(">qix").pack
-_F_qq_unpack = struct.Struct(">qq").unpack_from
 _F_qq_pack = struct.Struct(">qq").pack
-_F_qqx_unpack = struct.Struct(">qqx").unpack_from
 _F_qqx_pack = struct.Struct(">qqx").pack
 
 
@@ -301,35 +275,6 @@ def d_FetchRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
         raise decode_error(exc, 'FetchRequest', pos) from None
     return FetchRequest(None, f_replica_id, _FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, 2147483647, 0, 0, -1, f_topics, [], ''), pos
 
-def ea_FetchRequest_FetchPartition_v0(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iqi_pack(o.partition, o.fetch_offset, o.partition_max_bytes))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest.FetchPartition') from None
-
-def ea_FetchRequest_FetchTopic_v0(xs: list[FetchRequest.FetchTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_topic = o.topic
-            b1 = x_topic.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            ea_FetchRequest_FetchPartition_v0(x_partitions, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest.FetchTopic') from None
-
-def e_FetchRequest_v0(o: FetchRequest, w: Append) -> None:
-    try:
-        w(_F_iii_pack(o.replica_id, o.max_wait_ms, o.min_bytes))
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_FetchRequest_FetchTopic_v0(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest') from None
-
 def d_FetchRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, int]:
     try:
         (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes,) = _F_iiii_unpack(buf, pos)
@@ -346,15 +291,6 @@ def d_FetchRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
         raise decode_error(exc, 'FetchRequest', pos) from None
     return FetchRequest(None, f_replica_id, _FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, 0, 0, -1, f_topics, [], ''), pos
 
-def e_FetchRequest_v3(o: FetchRequest, w: Append) -> None:
-    try:
-        w(_F_iiii_pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes))
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_FetchRequest_FetchTopic_v0(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest') from None
-
 def d_FetchRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, int]:
     try:
         (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level,) = _F_iiiib_unpack(buf, pos)
@@ -370,15 +306,6 @@ def d_FetchRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest', pos) from None
     return FetchRequest(None, f_replica_id, _FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, 0, -1, f_topics, [], ''), pos
-
-def e_FetchRequest_v4(o: FetchRequest, w: Append) -> None:
-    try:
-        w(_F_iiiib_pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level))
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_FetchRequest_FetchTopic_v0(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest') from None
 
 def da_FetchRequest_FetchPartition_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchRequest.FetchPartition], int]:
     out: list[FetchRequest.FetchPartition] = []
@@ -438,35 +365,6 @@ def d_FetchRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
         raise decode_error(exc, 'FetchRequest', pos) from None
     return FetchRequest(None, f_replica_id, _FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, 0, -1, f_topics, [], ''), pos
 
-def ea_FetchRequest_FetchPartition_v5(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iqqi_pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest.FetchPartition') from None
-
-def ea_FetchRequest_FetchTopic_v5(xs: list[FetchRequest.FetchTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_topic = o.topic
-            b1 = x_topic.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            ea_FetchRequest_FetchPartition_v5(x_partitions, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest.FetchTopic') from None
-
-def e_FetchRequest_v5(o: FetchRequest, w: Append) -> None:
-    try:
-        w(_F_iiiib_pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level))
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_FetchRequest_FetchTopic_v5(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest') from None
-
 def da_FetchRequest_ForgottenTopic_v7(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchRequest.ForgottenTopic], int]:
     out: list[FetchRequest.ForgottenTopic] = []
     app = out.append
@@ -521,31 +419,6 @@ def d_FetchRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest', pos) from None
     return FetchRequest(None, f_replica_id, _FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, ''), pos
-
-def ea_FetchRequest_ForgottenTopic_v7(xs: list[FetchRequest.ForgottenTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_topic = o.topic
-            b1 = x_topic.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            w(pack(f'>{len(x_partitions)}i', *x_partitions))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest.ForgottenTopic') from None
-
-def e_FetchRequest_v7(o: FetchRequest, w: Append) -> None:
-    try:
-        w(_F_iiiibii_pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_FetchRequest_FetchTopic_v5(x_topics, w)
-        x_forgotten_topics_data = o.forgotten_topics_data
-        w(I32_pack(len(x_forgotten_topics_data)))
-        ea_FetchRequest_ForgottenTopic_v7(x_forgotten_topics_data, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest') from None
 
 def da_FetchRequest_FetchPartition_v9(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchRequest.FetchPartition], int]:
     out: list[FetchRequest.FetchPartition] = []
@@ -613,38 +486,6 @@ def d_FetchRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, in
         raise decode_error(exc, 'FetchRequest', pos) from None
     return FetchRequest(None, f_replica_id, _FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, ''), pos
 
-def ea_FetchRequest_FetchPartition_v9(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iiqqi_pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest.FetchPartition') from None
-
-def ea_FetchRequest_FetchTopic_v9(xs: list[FetchRequest.FetchTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_topic = o.topic
-            b1 = x_topic.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            ea_FetchRequest_FetchPartition_v9(x_partitions, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest.FetchTopic') from None
-
-def e_FetchRequest_v9(o: FetchRequest, w: Append) -> None:
-    try:
-        w(_F_iiiibii_pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_FetchRequest_FetchTopic_v9(x_topics, w)
-        x_forgotten_topics_data = o.forgotten_topics_data
-        w(I32_pack(len(x_forgotten_topics_data)))
-        ea_FetchRequest_ForgottenTopic_v7(x_forgotten_topics_data, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest') from None
-
 def d_FetchRequest_v11(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, int]:
     try:
         (f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch,) = _F_iiiibii_unpack(buf, pos)
@@ -680,22 +521,6 @@ def d_FetchRequest_v11(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest', pos) from None
     return FetchRequest(None, f_replica_id, _FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
-
-def e_FetchRequest_v11(o: FetchRequest, w: Append) -> None:
-    try:
-        w(_F_iiiibii_pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_FetchRequest_FetchTopic_v9(x_topics, w)
-        x_forgotten_topics_data = o.forgotten_topics_data
-        w(I32_pack(len(x_forgotten_topics_data)))
-        ea_FetchRequest_ForgottenTopic_v7(x_forgotten_topics_data, w)
-        x_rack_id = o.rack_id
-        b1 = x_rack_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest') from None
 
 def da_FetchRequest_FetchPartition_v12(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchRequest.FetchPartition], int]:
     out: list[FetchRequest.FetchPartition] = []
@@ -900,84 +725,6 @@ def d_FetchRequest_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
         raise decode_error(exc, 'FetchRequest', pos) from None
     return FetchRequest(f_cluster_id, f_replica_id, _FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 
-def ea_FetchRequest_FetchPartition_v12(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iiqiqix_pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest.FetchPartition') from None
-
-def ea_FetchRequest_FetchTopic_v12(xs: list[FetchRequest.FetchTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_topic = o.topic
-            b1 = x_topic.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_partitions = o.partitions
-            ln = len(x_partitions) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_FetchRequest_FetchPartition_v12(x_partitions, w)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest.FetchTopic') from None
-
-def ea_FetchRequest_ForgottenTopic_v12(xs: list[FetchRequest.ForgottenTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_topic = o.topic
-            b1 = x_topic.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_partitions = o.partitions
-            ln = len(x_partitions) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack(f'>{len(x_partitions)}i', *x_partitions))
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest.ForgottenTopic') from None
-
-def e_FetchRequest_v12(o: FetchRequest, w: Append) -> None:
-    try:
-        w(_F_iiiibii_pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
-        x_topics = o.topics
-        ln = len(x_topics) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_FetchRequest_FetchTopic_v12(x_topics, w)
-        x_forgotten_topics_data = o.forgotten_topics_data
-        ln = len(x_forgotten_topics_data) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_FetchRequest_ForgottenTopic_v12(x_forgotten_topics_data, w)
-        x_rack_id = o.rack_id
-        b1 = x_rack_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        tags: list[tuple[int, bytes]] = []
-        x_cluster_id = o.cluster_id
-        if x_cluster_id is not None:
-            parts2: list[bytes] = []
-            if x_cluster_id is None:
-                parts2.append(b'\x00')
-            else:
-                b3 = x_cluster_id.encode()
-                ln = len(b3) + 1
-                parts2.append(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                parts2.append(b3)
-            tags.append((0, b''.join(parts2)))
-        if not tags:
-            w(b'\x00')
-        else:
-            w(uvarint_bytes(len(tags)))
-            for tag, data in tags:
-                w(uvarint_bytes(tag))
-                w(uvarint_bytes(len(data)))
-                w(data)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest') from None
-
 def da_FetchRequest_FetchTopic_v13(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchRequest.FetchTopic], int]:
     out: list[FetchRequest.FetchTopic] = []
     app = out.append
@@ -1135,71 +882,6 @@ def d_FetchRequest_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
         raise decode_error(exc, 'FetchRequest', pos) from None
     return FetchRequest(f_cluster_id, f_replica_id, _FetchRequest_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 
-def ea_FetchRequest_FetchTopic_v13(xs: list[FetchRequest.FetchTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_topic_id = o.topic_id
-            w(x_topic_id.bytes)
-            x_partitions = o.partitions
-            ln = len(x_partitions) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_FetchRequest_FetchPartition_v12(x_partitions, w)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest.FetchTopic') from None
-
-def ea_FetchRequest_ForgottenTopic_v13(xs: list[FetchRequest.ForgottenTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_topic_id = o.topic_id
-            w(x_topic_id.bytes)
-            x_partitions = o.partitions
-            ln = len(x_partitions) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack(f'>{len(x_partitions)}i', *x_partitions))
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest.ForgottenTopic') from None
-
-def e_FetchRequest_v13(o: FetchRequest, w: Append) -> None:
-    try:
-        w(_F_iiiibii_pack(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
-        x_topics = o.topics
-        ln = len(x_topics) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_FetchRequest_FetchTopic_v13(x_topics, w)
-        x_forgotten_topics_data = o.forgotten_topics_data
-        ln = len(x_forgotten_topics_data) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_FetchRequest_ForgottenTopic_v13(x_forgotten_topics_data, w)
-        x_rack_id = o.rack_id
-        b1 = x_rack_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        tags: list[tuple[int, bytes]] = []
-        x_cluster_id = o.cluster_id
-        if x_cluster_id is not None:
-            parts2: list[bytes] = []
-            if x_cluster_id is None:
-                parts2.append(b'\x00')
-            else:
-                b3 = x_cluster_id.encode()
-                ln = len(b3) + 1
-                parts2.append(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                parts2.append(b3)
-            tags.append((0, b''.join(parts2)))
-        if not tags:
-            w(b'\x00')
-        else:
-            w(uvarint_bytes(len(tags)))
-            for tag, data in tags:
-                w(uvarint_bytes(tag))
-                w(uvarint_bytes(len(data)))
-                w(data)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest') from None
-
 def d_FetchRequest_ReplicaState_v15(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest.ReplicaState, int]:
     try:
         (f_replica_id, f_replica_epoch,) = _F_iq_unpack(buf, pos)
@@ -1305,56 +987,6 @@ def d_FetchRequest_v15(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest', pos) from None
     return FetchRequest(f_cluster_id, -1, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
-
-def e_FetchRequest_ReplicaState_v15(o: FetchRequest.ReplicaState, w: Append) -> None:
-    try:
-        w(_F_iqx_pack(o.replica_id, o.replica_epoch))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest.ReplicaState') from None
-
-def e_FetchRequest_v15(o: FetchRequest, w: Append) -> None:
-    try:
-        w(_F_iiibii_pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
-        x_topics = o.topics
-        ln = len(x_topics) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_FetchRequest_FetchTopic_v13(x_topics, w)
-        x_forgotten_topics_data = o.forgotten_topics_data
-        ln = len(x_forgotten_topics_data) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_FetchRequest_ForgottenTopic_v13(x_forgotten_topics_data, w)
-        x_rack_id = o.rack_id
-        b1 = x_rack_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        tags: list[tuple[int, bytes]] = []
-        x_cluster_id = o.cluster_id
-        if x_cluster_id is not None:
-            parts2: list[bytes] = []
-            if x_cluster_id is None:
-                parts2.append(b'\x00')
-            else:
-                b3 = x_cluster_id.encode()
-                ln = len(b3) + 1
-                parts2.append(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                parts2.append(b3)
-            tags.append((0, b''.join(parts2)))
-        x_replica_state = o.replica_state
-        if x_replica_state != _FetchRequest_ReplicaState():
-            parts4: list[bytes] = []
-            e_FetchRequest_ReplicaState_v15(x_replica_state, parts4.append)
-            tags.append((1, b''.join(parts4)))
-        if not tags:
-            w(b'\x00')
-        else:
-            w(uvarint_bytes(len(tags)))
-            for tag, data in tags:
-                w(uvarint_bytes(tag))
-                w(uvarint_bytes(len(data)))
-                w(data)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest') from None
 
 def da_FetchRequest_FetchPartition_v17(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchRequest.FetchPartition], int]:
     out: list[FetchRequest.FetchPartition] = []
@@ -1513,151 +1145,6 @@ def d_FetchRequest_v17(buf: bytes, pos: int, blen: int) -> tuple[FetchRequest, i
         raise decode_error(exc, 'FetchRequest', pos) from None
     return FetchRequest(f_cluster_id, -1, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id), pos
 
-def ea_FetchRequest_FetchPartition_v17(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iiqiqi_pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes))
-            tags: list[tuple[int, bytes]] = []
-            x_replica_directory_id = o.replica_directory_id
-            if x_replica_directory_id != ZERO_UUID:
-                parts1: list[bytes] = []
-                parts1.append(x_replica_directory_id.bytes)
-                tags.append((0, b''.join(parts1)))
-            if not tags:
-                w(b'\x00')
-            else:
-                w(uvarint_bytes(len(tags)))
-                for tag, data in tags:
-                    w(uvarint_bytes(tag))
-                    w(uvarint_bytes(len(data)))
-                    w(data)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest.FetchPartition') from None
-
-def ea_FetchRequest_FetchTopic_v17(xs: list[FetchRequest.FetchTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_topic_id = o.topic_id
-            w(x_topic_id.bytes)
-            x_partitions = o.partitions
-            ln = len(x_partitions) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_FetchRequest_FetchPartition_v17(x_partitions, w)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest.FetchTopic') from None
-
-def e_FetchRequest_v17(o: FetchRequest, w: Append) -> None:
-    try:
-        w(_F_iiibii_pack(o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch))
-        x_topics = o.topics
-        ln = len(x_topics) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_FetchRequest_FetchTopic_v17(x_topics, w)
-        x_forgotten_topics_data = o.forgotten_topics_data
-        ln = len(x_forgotten_topics_data) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_FetchRequest_ForgottenTopic_v13(x_forgotten_topics_data, w)
-        x_rack_id = o.rack_id
-        b1 = x_rack_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        tags: list[tuple[int, bytes]] = []
-        x_cluster_id = o.cluster_id
-        if x_cluster_id is not None:
-            parts2: list[bytes] = []
-            if x_cluster_id is None:
-                parts2.append(b'\x00')
-            else:
-                b3 = x_cluster_id.encode()
-                ln = len(b3) + 1
-                parts2.append(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                parts2.append(b3)
-            tags.append((0, b''.join(parts2)))
-        x_replica_state = o.replica_state
-        if x_replica_state != _FetchRequest_ReplicaState():
-            parts4: list[bytes] = []
-            e_FetchRequest_ReplicaState_v15(x_replica_state, parts4.append)
-            tags.append((1, b''.join(parts4)))
-        if not tags:
-            w(b'\x00')
-        else:
-            w(uvarint_bytes(len(tags)))
-            for tag, data in tags:
-                w(uvarint_bytes(tag))
-                w(uvarint_bytes(len(data)))
-                w(data)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FetchRequest') from None
-
-def da_FetchResponse_PartitionData_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.PartitionData], int]:
-    out: list[FetchResponse.PartitionData] = []
-    app = out.append
-    f_records: bytes | None
-    try:
-        for _ in range(n):
-            (f_partition_index, f_error_code, f_high_watermark,) = _F_ihq_unpack(buf, pos)
-            pos += 14
-            (n1,) = I32_unpack(buf, pos)
-            pos += 4
-            end2 = pos + n1
-            if 0 <= n1 and end2 <= blen:
-                f_records = buf[pos:end2]
-                pos = end2
-            elif n1 < 0:
-                f_records = None
-            else:
-                bad_length(n1, pos, 'FetchResponse.PartitionData', 'records', 'Records')
-            app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, -1, -1, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), [], -1, f_records))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
-    return out, pos
-
-def da_FetchResponse_FetchableTopicResponse_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.FetchableTopicResponse], int]:
-    out: list[FetchResponse.FetchableTopicResponse] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_FetchResponse_PartitionData_v0(buf, pos, blen, n3)
-            app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
-    return out, pos
-
-def d_FetchResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    try:
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
-            f_responses, pos = da_FetchResponse_FetchableTopicResponse_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse', pos) from None
-    return FetchResponse(0, 0, 0, f_responses, []), pos
-
 def ea_FetchResponse_PartitionData_v0(xs: list[FetchResponse.PartitionData], w: Append) -> None:
     try:
         for o in xs:
@@ -1692,22 +1179,6 @@ def e_FetchResponse_v0(o: FetchResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchResponse') from None
 
-def d_FetchResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
-            f_responses, pos = da_FetchResponse_FetchableTopicResponse_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse', pos) from None
-    return FetchResponse(f_throttle_time_ms, 0, 0, f_responses, []), pos
-
 def e_FetchResponse_v1(o: FetchResponse, w: Append) -> None:
     try:
         w(_F_i_pack(o.throttle_time_ms))
@@ -1716,96 +1187,6 @@ def e_FetchResponse_v1(o: FetchResponse, w: Append) -> None:
         ea_FetchResponse_FetchableTopicResponse_v0(x_responses, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchResponse') from None
-
-def da_FetchResponse_AbortedTransaction_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.AbortedTransaction], int]:
-    out: list[FetchResponse.AbortedTransaction] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_producer_id, f_first_offset,) = _F_qq_unpack(buf, pos)
-            pos += 16
-            app(_FetchResponse_AbortedTransaction(f_producer_id, f_first_offset))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.AbortedTransaction', pos) from None
-    return out, pos
-
-def da_FetchResponse_PartitionData_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.PartitionData], int]:
-    out: list[FetchResponse.PartitionData] = []
-    app = out.append
-    f_aborted_transactions: list[FetchResponse.AbortedTransaction] | None
-    f_records: bytes | None
-    try:
-        for _ in range(n):
-            (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset,) = _F_ihqq_unpack(buf, pos)
-            pos += 22
-            (n1,) = I32_unpack(buf, pos)
-            pos += 4
-            if n1 < 0:
-                f_aborted_transactions = None
-            else:
-                if n1 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'array AbortedTransactions count {n1} exceeds remaining bytes')
-                f_aborted_transactions, pos = da_FetchResponse_AbortedTransaction_v4(buf, pos, blen, n1)
-            (n2,) = I32_unpack(buf, pos)
-            pos += 4
-            end3 = pos + n2
-            if 0 <= n2 and end3 <= blen:
-                f_records = buf[pos:end3]
-                pos = end3
-            elif n2 < 0:
-                f_records = None
-            else:
-                bad_length(n2, pos, 'FetchResponse.PartitionData', 'records', 'Records')
-            app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, -1, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), f_aborted_transactions, -1, f_records))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
-    return out, pos
-
-def da_FetchResponse_FetchableTopicResponse_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.FetchableTopicResponse], int]:
-    out: list[FetchResponse.FetchableTopicResponse] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_FetchResponse_PartitionData_v4(buf, pos, blen, n3)
-            app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
-    return out, pos
-
-def d_FetchResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
-            f_responses, pos = da_FetchResponse_FetchableTopicResponse_v4(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse', pos) from None
-    return FetchResponse(f_throttle_time_ms, 0, 0, f_responses, []), pos
 
 def ea_FetchResponse_AbortedTransaction_v4(xs: list[FetchResponse.AbortedTransaction], w: Append) -> None:
     try:
@@ -1855,84 +1236,6 @@ def e_FetchResponse_v4(o: FetchResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchResponse') from None
 
-def da_FetchResponse_PartitionData_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.PartitionData], int]:
-    out: list[FetchResponse.PartitionData] = []
-    app = out.append
-    f_aborted_transactions: list[FetchResponse.AbortedTransaction] | None
-    f_records: bytes | None
-    try:
-        for _ in range(n):
-            (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _F_ihqqq_unpack(buf, pos)
-            pos += 30
-            (n1,) = I32_unpack(buf, pos)
-            pos += 4
-            if n1 < 0:
-                f_aborted_transactions = None
-            else:
-                if n1 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'array AbortedTransactions count {n1} exceeds remaining bytes')
-                f_aborted_transactions, pos = da_FetchResponse_AbortedTransaction_v4(buf, pos, blen, n1)
-            (n2,) = I32_unpack(buf, pos)
-            pos += 4
-            end3 = pos + n2
-            if 0 <= n2 and end3 <= blen:
-                f_records = buf[pos:end3]
-                pos = end3
-            elif n2 < 0:
-                f_records = None
-            else:
-                bad_length(n2, pos, 'FetchResponse.PartitionData', 'records', 'Records')
-            app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), f_aborted_transactions, -1, f_records))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
-    return out, pos
-
-def da_FetchResponse_FetchableTopicResponse_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.FetchableTopicResponse], int]:
-    out: list[FetchResponse.FetchableTopicResponse] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_FetchResponse_PartitionData_v5(buf, pos, blen, n3)
-            app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
-    return out, pos
-
-def d_FetchResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
-            f_responses, pos = da_FetchResponse_FetchableTopicResponse_v5(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse', pos) from None
-    return FetchResponse(f_throttle_time_ms, 0, 0, f_responses, []), pos
-
 def ea_FetchResponse_PartitionData_v5(xs: list[FetchResponse.PartitionData], w: Append) -> None:
     try:
         for o in xs:
@@ -1974,22 +1277,6 @@ def e_FetchResponse_v5(o: FetchResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchResponse') from None
 
-def d_FetchResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code, f_session_id,) = _F_ihi_unpack(buf, pos)
-        pos += 10
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
-            f_responses, pos = da_FetchResponse_FetchableTopicResponse_v5(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse', pos) from None
-    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
-
 def e_FetchResponse_v7(o: FetchResponse, w: Append) -> None:
     try:
         w(_F_ihi_pack(o.throttle_time_ms, o.error_code, o.session_id))
@@ -1998,86 +1285,6 @@ def e_FetchResponse_v7(o: FetchResponse, w: Append) -> None:
         ea_FetchResponse_FetchableTopicResponse_v5(x_responses, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchResponse') from None
-
-def da_FetchResponse_PartitionData_v11(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.PartitionData], int]:
-    out: list[FetchResponse.PartitionData] = []
-    app = out.append
-    f_aborted_transactions: list[FetchResponse.AbortedTransaction] | None
-    f_records: bytes | None
-    try:
-        for _ in range(n):
-            (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _F_ihqqq_unpack(buf, pos)
-            pos += 30
-            (n1,) = I32_unpack(buf, pos)
-            pos += 4
-            if n1 < 0:
-                f_aborted_transactions = None
-            else:
-                if n1 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'array AbortedTransactions count {n1} exceeds remaining bytes')
-                f_aborted_transactions, pos = da_FetchResponse_AbortedTransaction_v4(buf, pos, blen, n1)
-            (f_preferred_read_replica,) = _F_i_unpack(buf, pos)
-            pos += 4
-            (n2,) = I32_unpack(buf, pos)
-            pos += 4
-            end3 = pos + n2
-            if 0 <= n2 and end3 <= blen:
-                f_records = buf[pos:end3]
-                pos = end3
-            elif n2 < 0:
-                f_records = None
-            else:
-                bad_length(n2, pos, 'FetchResponse.PartitionData', 'records', 'Records')
-            app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), f_aborted_transactions, f_preferred_read_replica, f_records))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
-    return out, pos
-
-def da_FetchResponse_FetchableTopicResponse_v11(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.FetchableTopicResponse], int]:
-    out: list[FetchResponse.FetchableTopicResponse] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_FetchResponse_PartitionData_v11(buf, pos, blen, n3)
-            app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
-    return out, pos
-
-def d_FetchResponse_v11(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code, f_session_id,) = _F_ihi_unpack(buf, pos)
-        pos += 10
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
-            f_responses, pos = da_FetchResponse_FetchableTopicResponse_v11(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse', pos) from None
-    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
 def ea_FetchResponse_PartitionData_v11(xs: list[FetchResponse.PartitionData], w: Append) -> None:
     try:
@@ -2120,204 +1327,6 @@ def e_FetchResponse_v11(o: FetchResponse, w: Append) -> None:
         ea_FetchResponse_FetchableTopicResponse_v11(x_responses, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchResponse') from None
-
-def da_FetchResponse_AbortedTransaction_v12(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.AbortedTransaction], int]:
-    out: list[FetchResponse.AbortedTransaction] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_producer_id, f_first_offset,) = _F_qq_unpack(buf, pos)
-            pos += 16
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.AbortedTransaction')
-            app(_FetchResponse_AbortedTransaction(f_producer_id, f_first_offset))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.AbortedTransaction', pos) from None
-    return out, pos
-
-def d_FetchResponse_EpochEndOffset_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse.EpochEndOffset, int]:
-    try:
-        (f_epoch, f_end_offset,) = _F_iq_unpack(buf, pos)
-        pos += 12
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.EpochEndOffset')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.EpochEndOffset', pos) from None
-    return _FetchResponse_EpochEndOffset(f_epoch, f_end_offset), pos
-
-def d_FetchResponse_LeaderIdAndEpoch_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse.LeaderIdAndEpoch, int]:
-    try:
-        (f_leader_id, f_leader_epoch,) = _F_ii_unpack(buf, pos)
-        pos += 8
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.LeaderIdAndEpoch')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.LeaderIdAndEpoch', pos) from None
-    return _FetchResponse_LeaderIdAndEpoch(f_leader_id, f_leader_epoch), pos
-
-def d_FetchResponse_SnapshotId_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse.SnapshotId, int]:
-    try:
-        (f_end_offset, f_epoch,) = _F_qi_unpack(buf, pos)
-        pos += 12
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.SnapshotId')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.SnapshotId', pos) from None
-    return _FetchResponse_SnapshotId(f_end_offset, f_epoch), pos
-
-def da_FetchResponse_PartitionData_v12(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.PartitionData], int]:
-    out: list[FetchResponse.PartitionData] = []
-    app = out.append
-    f_diverging_epoch: FetchResponse.EpochEndOffset
-    f_current_leader: FetchResponse.LeaderIdAndEpoch
-    f_snapshot_id: FetchResponse.SnapshotId
-    f_aborted_transactions: list[FetchResponse.AbortedTransaction] | None
-    f_records: bytes | None
-    try:
-        for _ in range(n):
-            (f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset,) = _F_ihqqq_unpack(buf, pos)
-            pos += 30
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                f_aborted_transactions = None
-            else:
-                if n1 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.PartitionData', None, pos, f'array AbortedTransactions count {n1} exceeds remaining bytes')
-                f_aborted_transactions, pos = da_FetchResponse_AbortedTransaction_v12(buf, pos, blen, n1)
-            (f_preferred_read_replica,) = _F_i_unpack(buf, pos)
-            pos += 4
-            n2 = buf[pos]
-            if n2 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n2 = (n2 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n2, pos = read_uvarint(buf, pos)
-            n2 -= 1
-            end3 = pos + n2
-            if 0 <= n2 and end3 <= blen:
-                f_records = buf[pos:end3]
-                pos = end3
-            elif n2 < 0:
-                f_records = None
-            else:
-                bad_length(n2, pos, 'FetchResponse.PartitionData', 'records', 'Records')
-            f_diverging_epoch = _FetchResponse_EpochEndOffset()
-            f_current_leader = _FetchResponse_LeaderIdAndEpoch()
-            f_snapshot_id = _FetchResponse_SnapshotId()
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                ntags, pos = read_uvarint(buf, pos)
-                for _ in range(ntags):
-                    tag, pos = read_uvarint(buf, pos)
-                    size, pos = read_uvarint(buf, pos)
-                    tag_end = pos + size
-                    if tag_end > blen:
-                        raise ProtocolError('FetchResponse.PartitionData', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                    if tag == 0:
-                        f_diverging_epoch, pos = d_FetchResponse_EpochEndOffset_v12(buf, pos, blen)
-                    elif tag == 1:
-                        f_current_leader, pos = d_FetchResponse_LeaderIdAndEpoch_v12(buf, pos, blen)
-                    elif tag == 2:
-                        f_snapshot_id, pos = d_FetchResponse_SnapshotId_v12(buf, pos, blen)
-                    pos = tag_end  # unknown tags are skipped
-            app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
-    return out, pos
-
-def da_FetchResponse_FetchableTopicResponse_v12(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.FetchableTopicResponse], int]:
-    out: list[FetchResponse.FetchableTopicResponse] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
-                f_topic = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'FetchResponse.FetchableTopicResponse', 'string', 'Topic')
-                f_topic = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_FetchResponse_PartitionData_v12(buf, pos, blen, n3)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.FetchableTopicResponse')
-            app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
-    return out, pos
-
-def d_FetchResponse_v12(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code, f_session_id,) = _F_ihi_unpack(buf, pos)
-        pos += 10
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
-            f_responses, pos = da_FetchResponse_FetchableTopicResponse_v12(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse', pos) from None
-    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
 
 def ea_FetchResponse_AbortedTransaction_v12(xs: list[FetchResponse.AbortedTransaction], w: Append) -> None:
     try:
@@ -2417,66 +1426,6 @@ def e_FetchResponse_v12(o: FetchResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchResponse') from None
 
-def da_FetchResponse_FetchableTopicResponse_v13(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.FetchableTopicResponse], int]:
-    out: list[FetchResponse.FetchableTopicResponse] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            if pos + 16 > blen:
-                raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'truncated uuid TopicId')
-            f_topic_id = UUID(bytes=buf[pos:pos + 16])
-            pos += 16
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n1 * 1 > blen - pos:
-                    raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n1} exceeds remaining bytes')
-                f_partitions, pos = da_FetchResponse_PartitionData_v12(buf, pos, blen, n1)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.FetchableTopicResponse')
-            app(_FetchResponse_FetchableTopicResponse('', f_topic_id, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
-    return out, pos
-
-def d_FetchResponse_v13(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code, f_session_id,) = _F_ihi_unpack(buf, pos)
-        pos += 10
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
-            f_responses, pos = da_FetchResponse_FetchableTopicResponse_v13(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse', pos) from None
-    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, []), pos
-
 def ea_FetchResponse_FetchableTopicResponse_v13(xs: list[FetchResponse.FetchableTopicResponse], w: Append) -> None:
     try:
         for o in xs:
@@ -2500,115 +1449,6 @@ def e_FetchResponse_v13(o: FetchResponse, w: Append) -> None:
         w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FetchResponse') from None
-
-def da_FetchResponse_NodeEndpoint_v16(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FetchResponse.NodeEndpoint], int]:
-    out: list[FetchResponse.NodeEndpoint] = []
-    app = out.append
-    f_rack: str | None
-    try:
-        for _ in range(n):
-            (f_node_id,) = _F_i_unpack(buf, pos)
-            pos += 4
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'FetchResponse.NodeEndpoint', 'string', 'Host')
-                f_host = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'FetchResponse.NodeEndpoint', 'string', 'Host')
-                f_host = buf[pos:end2].decode()
-                pos = end2
-            (f_port,) = _F_i_unpack(buf, pos)
-            pos += 4
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                f_rack = None
-            elif n3 == 0:
-                f_rack = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'FetchResponse.NodeEndpoint', 'string', 'Rack')
-                f_rack = buf[pos:end4].decode()
-                pos = end4
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.NodeEndpoint')
-            app(_FetchResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse.NodeEndpoint', pos) from None
-    return out, pos
-
-def d_FetchResponse_v16(buf: bytes, pos: int, blen: int) -> tuple[FetchResponse, int]:
-    f_node_endpoints: list[FetchResponse.NodeEndpoint]
-    try:
-        (f_throttle_time_ms, f_error_code, f_session_id,) = _F_ihi_unpack(buf, pos)
-        pos += 10
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array Responses')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('FetchResponse', None, pos, f'array Responses count {n1} exceeds remaining bytes')
-            f_responses, pos = da_FetchResponse_FetchableTopicResponse_v13(buf, pos, blen, n1)
-        f_node_endpoints = []
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            ntags, pos = read_uvarint(buf, pos)
-            for _ in range(ntags):
-                tag, pos = read_uvarint(buf, pos)
-                size, pos = read_uvarint(buf, pos)
-                tag_end = pos + size
-                if tag_end > blen:
-                    raise ProtocolError('FetchResponse', None, pos, f'tagged field {tag} size {size} exceeds remaining bytes')
-                if tag == 0:
-                    n2 = buf[pos]
-                    if n2 < 128:
-                        pos += 1
-                    elif buf[pos + 1] < 128:
-                        n2 = (n2 & 0x7F) | (buf[pos + 1] << 7)
-                        pos += 2
-                    else:
-                        n2, pos = read_uvarint(buf, pos)
-                    n2 -= 1
-                    if n2 < 0:
-                        raise ProtocolError('FetchResponse', None, pos, 'null or negative count for non-nullable array NodeEndpoints')
-                    else:
-                        if n2 * 1 > blen - pos:
-                            raise ProtocolError('FetchResponse', None, pos, f'array NodeEndpoints count {n2} exceeds remaining bytes')
-                        f_node_endpoints, pos = da_FetchResponse_NodeEndpoint_v16(buf, pos, blen, n2)
-                pos = tag_end  # unknown tags are skipped
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FetchResponse', pos) from None
-    return FetchResponse(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints), pos
 
 def ea_FetchResponse_NodeEndpoint_v16(xs: list[FetchResponse.NodeEndpoint], w: Append) -> None:
     try:
@@ -2659,6 +1499,6 @@ def e_FetchResponse_v16(o: FetchResponse, w: Append) -> None:
         raise encode_error(exc, 'FetchResponse') from None
 
 FetchRequest.decoders = {0: d_FetchRequest_v0, 1: d_FetchRequest_v0, 2: d_FetchRequest_v0, 3: d_FetchRequest_v3, 4: d_FetchRequest_v4, 5: d_FetchRequest_v5, 6: d_FetchRequest_v5, 7: d_FetchRequest_v7, 8: d_FetchRequest_v7, 9: d_FetchRequest_v9, 10: d_FetchRequest_v9, 11: d_FetchRequest_v11, 12: d_FetchRequest_v12, 13: d_FetchRequest_v13, 14: d_FetchRequest_v13, 15: d_FetchRequest_v15, 16: d_FetchRequest_v15, 17: d_FetchRequest_v17}
-FetchRequest.encoders = {0: e_FetchRequest_v0, 1: e_FetchRequest_v0, 2: e_FetchRequest_v0, 3: e_FetchRequest_v3, 4: e_FetchRequest_v4, 5: e_FetchRequest_v5, 6: e_FetchRequest_v5, 7: e_FetchRequest_v7, 8: e_FetchRequest_v7, 9: e_FetchRequest_v9, 10: e_FetchRequest_v9, 11: e_FetchRequest_v11, 12: e_FetchRequest_v12, 13: e_FetchRequest_v13, 14: e_FetchRequest_v13, 15: e_FetchRequest_v15, 16: e_FetchRequest_v15, 17: e_FetchRequest_v17}
-FetchResponse.decoders = {0: d_FetchResponse_v0, 1: d_FetchResponse_v1, 2: d_FetchResponse_v1, 3: d_FetchResponse_v1, 4: d_FetchResponse_v4, 5: d_FetchResponse_v5, 6: d_FetchResponse_v5, 7: d_FetchResponse_v7, 8: d_FetchResponse_v7, 9: d_FetchResponse_v7, 10: d_FetchResponse_v7, 11: d_FetchResponse_v11, 12: d_FetchResponse_v12, 13: d_FetchResponse_v13, 14: d_FetchResponse_v13, 15: d_FetchResponse_v13, 16: d_FetchResponse_v16, 17: d_FetchResponse_v16}
+FetchRequest.encoders = {}  # the client's: protocol/generated/client/fetch.py
+FetchResponse.decoders = {}  # the client's: protocol/generated/client/fetch.py
 FetchResponse.encoders = {0: e_FetchResponse_v0, 1: e_FetchResponse_v1, 2: e_FetchResponse_v1, 3: e_FetchResponse_v1, 4: e_FetchResponse_v4, 5: e_FetchResponse_v5, 6: e_FetchResponse_v5, 7: e_FetchResponse_v7, 8: e_FetchResponse_v7, 9: e_FetchResponse_v7, 10: e_FetchResponse_v7, 11: e_FetchResponse_v11, 12: e_FetchResponse_v12, 13: e_FetchResponse_v13, 14: e_FetchResponse_v13, 15: e_FetchResponse_v13, 16: e_FetchResponse_v16, 17: e_FetchResponse_v16}

@@ -26,16 +26,9 @@ from protocol.primitives import (
 from protocol.schema import VersionRange
 
 _F_b_unpack = struct.Struct(">b").unpack_from
-_F_b_pack = struct.Struct(">b").pack
-_F_bx_unpack = struct.Struct(">bx").unpack_from
-_F_bx_pack = struct.Struct(">bx").pack
-_F_hi_unpack = struct.Struct(">hi").unpack_from
 _F_hi_pack = struct.Struct(">hi").pack
-_F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
-_F_ix_unpack = struct.Struct(">ix").unpack_from
 _F_ix_pack = struct.Struct(">ix").pack
 
 
@@ -109,15 +102,6 @@ def d_FindCoordinatorRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[FindCo
         raise decode_error(exc, 'FindCoordinatorRequest', pos) from None
     return FindCoordinatorRequest(f_key, 0, []), pos
 
-def e_FindCoordinatorRequest_v0(o: FindCoordinatorRequest, w: Append) -> None:
-    try:
-        x_key = o.key
-        b1 = x_key.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FindCoordinatorRequest') from None
-
 def d_FindCoordinatorRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[FindCoordinatorRequest, int]:
     try:
         (n1,) = I16_unpack(buf, pos)
@@ -137,16 +121,6 @@ def d_FindCoordinatorRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[FindCo
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FindCoordinatorRequest', pos) from None
     return FindCoordinatorRequest(f_key, f_key_type, []), pos
-
-def e_FindCoordinatorRequest_v1(o: FindCoordinatorRequest, w: Append) -> None:
-    try:
-        x_key = o.key
-        b1 = x_key.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        w(_F_b_pack(o.key_type))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FindCoordinatorRequest') from None
 
 def d_FindCoordinatorRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[FindCoordinatorRequest, int]:
     try:
@@ -178,17 +152,6 @@ def d_FindCoordinatorRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[FindCo
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FindCoordinatorRequest', pos) from None
     return FindCoordinatorRequest(f_key, f_key_type, []), pos
-
-def e_FindCoordinatorRequest_v3(o: FindCoordinatorRequest, w: Append) -> None:
-    try:
-        x_key = o.key
-        b1 = x_key.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        w(_F_bx_pack(o.key_type))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FindCoordinatorRequest') from None
 
 def d_FindCoordinatorRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[FindCoordinatorRequest, int]:
     f_coordinator_keys: list[str]
@@ -240,43 +203,6 @@ def d_FindCoordinatorRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[FindCo
         raise decode_error(exc, 'FindCoordinatorRequest', pos) from None
     return FindCoordinatorRequest('', f_key_type, f_coordinator_keys), pos
 
-def e_FindCoordinatorRequest_v4(o: FindCoordinatorRequest, w: Append) -> None:
-    try:
-        w(_F_b_pack(o.key_type))
-        x_coordinator_keys = o.coordinator_keys
-        ln = len(x_coordinator_keys) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        for el1 in x_coordinator_keys:
-            b2 = el1.encode()
-            ln = len(b2) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b2)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'FindCoordinatorRequest') from None
-
-def d_FindCoordinatorResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[FindCoordinatorResponse, int]:
-    try:
-        (f_error_code, f_node_id,) = _F_hi_unpack(buf, pos)
-        pos += 6
-        (n1,) = I16_unpack(buf, pos)
-        pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                bad_length(n1, pos, 'FindCoordinatorResponse', 'string', 'Host')
-            f_host = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'FindCoordinatorResponse', 'string', 'Host')
-            f_host = buf[pos:end2].decode()
-            pos = end2
-        (f_port,) = _F_i_unpack(buf, pos)
-        pos += 4
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FindCoordinatorResponse', pos) from None
-    return FindCoordinatorResponse(0, f_error_code, '', f_node_id, f_host, f_port, []), pos
-
 def e_FindCoordinatorResponse_v0(o: FindCoordinatorResponse, w: Append) -> None:
     try:
         w(_F_hi_pack(o.error_code, o.node_id))
@@ -287,43 +213,6 @@ def e_FindCoordinatorResponse_v0(o: FindCoordinatorResponse, w: Append) -> None:
         w(_F_i_pack(o.port))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FindCoordinatorResponse') from None
-
-def d_FindCoordinatorResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[FindCoordinatorResponse, int]:
-    f_error_message: str | None
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        (n1,) = I16_unpack(buf, pos)
-        pos += 2
-        if n1 < 0:
-            f_error_message = None
-        elif n1 == 0:
-            f_error_message = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'FindCoordinatorResponse', 'string', 'ErrorMessage')
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
-        (f_node_id,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n3,) = I16_unpack(buf, pos)
-        pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                bad_length(n3, pos, 'FindCoordinatorResponse', 'string', 'Host')
-            f_host = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                bad_length(n3, pos, 'FindCoordinatorResponse', 'string', 'Host')
-            f_host = buf[pos:end4].decode()
-            pos = end4
-        (f_port,) = _F_i_unpack(buf, pos)
-        pos += 4
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FindCoordinatorResponse', pos) from None
-    return FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, []), pos
 
 def e_FindCoordinatorResponse_v1(o: FindCoordinatorResponse, w: Append) -> None:
     try:
@@ -343,61 +232,6 @@ def e_FindCoordinatorResponse_v1(o: FindCoordinatorResponse, w: Append) -> None:
         w(_F_i_pack(o.port))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FindCoordinatorResponse') from None
-
-def d_FindCoordinatorResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[FindCoordinatorResponse, int]:
-    f_error_message: str | None
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            f_error_message = None
-        elif n1 == 0:
-            f_error_message = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'FindCoordinatorResponse', 'string', 'ErrorMessage')
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
-        (f_node_id,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n3 = buf[pos]
-        if n3 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n3, pos = read_uvarint(buf, pos)
-        n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                bad_length(n3, pos, 'FindCoordinatorResponse', 'string', 'Host')
-            f_host = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                bad_length(n3, pos, 'FindCoordinatorResponse', 'string', 'Host')
-            f_host = buf[pos:end4].decode()
-            pos = end4
-        (f_port,) = _F_i_unpack(buf, pos)
-        pos += 4
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'FindCoordinatorResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FindCoordinatorResponse', pos) from None
-    return FindCoordinatorResponse(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, []), pos
 
 def e_FindCoordinatorResponse_v3(o: FindCoordinatorResponse, w: Append) -> None:
     try:
@@ -419,109 +253,6 @@ def e_FindCoordinatorResponse_v3(o: FindCoordinatorResponse, w: Append) -> None:
         w(_F_ix_pack(o.port))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'FindCoordinatorResponse') from None
-
-def da_FindCoordinatorResponse_Coordinator_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[FindCoordinatorResponse.Coordinator], int]:
-    out: list[FindCoordinatorResponse.Coordinator] = []
-    app = out.append
-    f_error_message: str | None
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'FindCoordinatorResponse.Coordinator', 'string', 'Key')
-                f_key = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'FindCoordinatorResponse.Coordinator', 'string', 'Key')
-                f_key = buf[pos:end2].decode()
-                pos = end2
-            (f_node_id,) = _F_i_unpack(buf, pos)
-            pos += 4
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 <= 0:
-                if n3 < 0:
-                    bad_length(n3, pos, 'FindCoordinatorResponse.Coordinator', 'string', 'Host')
-                f_host = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'FindCoordinatorResponse.Coordinator', 'string', 'Host')
-                f_host = buf[pos:end4].decode()
-                pos = end4
-            (f_port, f_error_code,) = _F_ih_unpack(buf, pos)
-            pos += 6
-            n5 = buf[pos]
-            if n5 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n5 = (n5 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n5, pos = read_uvarint(buf, pos)
-            n5 -= 1
-            if n5 < 0:
-                f_error_message = None
-            elif n5 == 0:
-                f_error_message = ''
-            else:
-                end6 = pos + n5
-                if end6 > blen:
-                    bad_length(n5, pos, 'FindCoordinatorResponse.Coordinator', 'string', 'ErrorMessage')
-                f_error_message = buf[pos:end6].decode()
-                pos = end6
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'FindCoordinatorResponse.Coordinator')
-            app(_FindCoordinatorResponse_Coordinator(f_key, f_node_id, f_host, f_port, f_error_code, f_error_message))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FindCoordinatorResponse.Coordinator', pos) from None
-    return out, pos
-
-def d_FindCoordinatorResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[FindCoordinatorResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('FindCoordinatorResponse', None, pos, 'null or negative count for non-nullable array Coordinators')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('FindCoordinatorResponse', None, pos, f'array Coordinators count {n1} exceeds remaining bytes')
-            f_coordinators, pos = da_FindCoordinatorResponse_Coordinator_v4(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'FindCoordinatorResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'FindCoordinatorResponse', pos) from None
-    return FindCoordinatorResponse(f_throttle_time_ms, 0, '', 0, '', 0, f_coordinators), pos
 
 def ea_FindCoordinatorResponse_Coordinator_v4(xs: list[FindCoordinatorResponse.Coordinator], w: Append) -> None:
     try:
@@ -562,6 +293,6 @@ def e_FindCoordinatorResponse_v4(o: FindCoordinatorResponse, w: Append) -> None:
         raise encode_error(exc, 'FindCoordinatorResponse') from None
 
 FindCoordinatorRequest.decoders = {0: d_FindCoordinatorRequest_v0, 1: d_FindCoordinatorRequest_v1, 2: d_FindCoordinatorRequest_v1, 3: d_FindCoordinatorRequest_v3, 4: d_FindCoordinatorRequest_v4, 5: d_FindCoordinatorRequest_v4, 6: d_FindCoordinatorRequest_v4}
-FindCoordinatorRequest.encoders = {0: e_FindCoordinatorRequest_v0, 1: e_FindCoordinatorRequest_v1, 2: e_FindCoordinatorRequest_v1, 3: e_FindCoordinatorRequest_v3, 4: e_FindCoordinatorRequest_v4, 5: e_FindCoordinatorRequest_v4, 6: e_FindCoordinatorRequest_v4}
-FindCoordinatorResponse.decoders = {0: d_FindCoordinatorResponse_v0, 1: d_FindCoordinatorResponse_v1, 2: d_FindCoordinatorResponse_v1, 3: d_FindCoordinatorResponse_v3, 4: d_FindCoordinatorResponse_v4, 5: d_FindCoordinatorResponse_v4, 6: d_FindCoordinatorResponse_v4}
+FindCoordinatorRequest.encoders = {}  # the client's: protocol/generated/client/find_coordinator.py
+FindCoordinatorResponse.decoders = {}  # the client's: protocol/generated/client/find_coordinator.py
 FindCoordinatorResponse.encoders = {0: e_FindCoordinatorResponse_v0, 1: e_FindCoordinatorResponse_v1, 2: e_FindCoordinatorResponse_v1, 3: e_FindCoordinatorResponse_v3, 4: e_FindCoordinatorResponse_v4, 5: e_FindCoordinatorResponse_v4, 6: e_FindCoordinatorResponse_v4}

@@ -11,7 +11,6 @@ from protocol.model import Append, Message
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    I16_pack,
     I16_unpack,
     bad_length,
     decode_error,
@@ -21,10 +20,7 @@ from protocol.primitives import (
 from protocol.schema import VersionRange
 
 _F_hhi_unpack = struct.Struct(">hhi").unpack_from
-_F_hhi_pack = struct.Struct(">hhi").pack
-_F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
-_F_ix_unpack = struct.Struct(">ix").unpack_from
 _F_ix_pack = struct.Struct(">ix").pack
 
 
@@ -69,12 +65,6 @@ def d_RequestHeader_v0(buf: bytes, pos: int, blen: int) -> tuple[RequestHeader, 
         raise decode_error(exc, 'RequestHeader', pos) from None
     return RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, ''), pos
 
-def e_RequestHeader_v0(o: RequestHeader, w: Append) -> None:
-    try:
-        w(_F_hhi_pack(o.request_api_key, o.request_api_version, o.correlation_id))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'RequestHeader') from None
-
 def d_RequestHeader_v1(buf: bytes, pos: int, blen: int) -> tuple[RequestHeader, int]:
     f_client_id: str | None
     try:
@@ -95,19 +85,6 @@ def d_RequestHeader_v1(buf: bytes, pos: int, blen: int) -> tuple[RequestHeader, 
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'RequestHeader', pos) from None
     return RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id), pos
-
-def e_RequestHeader_v1(o: RequestHeader, w: Append) -> None:
-    try:
-        w(_F_hhi_pack(o.request_api_key, o.request_api_version, o.correlation_id))
-        x_client_id = o.client_id
-        if x_client_id is None:
-            w(b'\xff\xff')
-        else:
-            b1 = x_client_id.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'RequestHeader') from None
 
 def d_RequestHeader_v2(buf: bytes, pos: int, blen: int) -> tuple[RequestHeader, int]:
     f_client_id: str | None
@@ -134,45 +111,11 @@ def d_RequestHeader_v2(buf: bytes, pos: int, blen: int) -> tuple[RequestHeader, 
         raise decode_error(exc, 'RequestHeader', pos) from None
     return RequestHeader(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id), pos
 
-def e_RequestHeader_v2(o: RequestHeader, w: Append) -> None:
-    try:
-        w(_F_hhi_pack(o.request_api_key, o.request_api_version, o.correlation_id))
-        x_client_id = o.client_id
-        if x_client_id is None:
-            w(b'\xff\xff')
-        else:
-            b1 = x_client_id.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'RequestHeader') from None
-
-def d_ResponseHeader_v0(buf: bytes, pos: int, blen: int) -> tuple[ResponseHeader, int]:
-    try:
-        (f_correlation_id,) = _F_i_unpack(buf, pos)
-        pos += 4
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ResponseHeader', pos) from None
-    return ResponseHeader(f_correlation_id), pos
-
 def e_ResponseHeader_v0(o: ResponseHeader, w: Append) -> None:
     try:
         w(_F_i_pack(o.correlation_id))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ResponseHeader') from None
-
-def d_ResponseHeader_v1(buf: bytes, pos: int, blen: int) -> tuple[ResponseHeader, int]:
-    try:
-        (f_correlation_id,) = _F_i_unpack(buf, pos)
-        pos += 4
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'ResponseHeader')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ResponseHeader', pos) from None
-    return ResponseHeader(f_correlation_id), pos
 
 def e_ResponseHeader_v1(o: ResponseHeader, w: Append) -> None:
     try:
@@ -181,6 +124,6 @@ def e_ResponseHeader_v1(o: ResponseHeader, w: Append) -> None:
         raise encode_error(exc, 'ResponseHeader') from None
 
 RequestHeader.decoders = {0: d_RequestHeader_v0, 1: d_RequestHeader_v1, 2: d_RequestHeader_v2}
-RequestHeader.encoders = {0: e_RequestHeader_v0, 1: e_RequestHeader_v1, 2: e_RequestHeader_v2}
-ResponseHeader.decoders = {0: d_ResponseHeader_v0, 1: d_ResponseHeader_v1}
+RequestHeader.encoders = {}  # the client's: protocol/generated/client/headers.py
+ResponseHeader.decoders = {}  # the client's: protocol/generated/client/headers.py
 ResponseHeader.encoders = {0: e_ResponseHeader_v0, 1: e_ResponseHeader_v1}

@@ -11,25 +11,18 @@ from protocol.model import Append, Message
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    UVARINT_SMALL,
-    I16_pack,
     I16_unpack,
     bad_length,
     decode_error,
     encode_error,
     read_uvarint,
     skip_tagged_fields,
-    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
-_F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
-_F_i_pack = struct.Struct(">i").pack
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
-_F_ihx_unpack = struct.Struct(">ihx").unpack_from
 _F_ihx_pack = struct.Struct(">ihx").pack
 
 
@@ -99,20 +92,6 @@ def d_HeartbeatRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatReq
         raise decode_error(exc, 'HeartbeatRequest', pos) from None
     return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, None), pos
 
-def e_HeartbeatRequest_v0(o: HeartbeatRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        w(_F_i_pack(o.generation_id))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        w(I16_pack(len(b2)))
-        w(b2)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'HeartbeatRequest') from None
-
 def d_HeartbeatRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatRequest, int]:
     f_group_instance_id: str | None
     try:
@@ -157,27 +136,6 @@ def d_HeartbeatRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatReq
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'HeartbeatRequest', pos) from None
     return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id), pos
-
-def e_HeartbeatRequest_v3(o: HeartbeatRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        w(_F_i_pack(o.generation_id))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        w(I16_pack(len(b2)))
-        w(b2)
-        x_group_instance_id = o.group_instance_id
-        if x_group_instance_id is None:
-            w(b'\xff\xff')
-        else:
-            b3 = x_group_instance_id.encode()
-            w(I16_pack(len(b3)))
-            w(b3)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'HeartbeatRequest') from None
 
 def d_HeartbeatRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatRequest, int]:
     f_group_instance_id: str | None
@@ -249,70 +207,17 @@ def d_HeartbeatRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatReq
         raise decode_error(exc, 'HeartbeatRequest', pos) from None
     return HeartbeatRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id), pos
 
-def e_HeartbeatRequest_v4(o: HeartbeatRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        w(_F_i_pack(o.generation_id))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        ln = len(b2) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b2)
-        x_group_instance_id = o.group_instance_id
-        if x_group_instance_id is None:
-            w(b'\x00')
-        else:
-            b3 = x_group_instance_id.encode()
-            ln = len(b3) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b3)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'HeartbeatRequest') from None
-
-def d_HeartbeatResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatResponse, int]:
-    try:
-        (f_error_code,) = _F_h_unpack(buf, pos)
-        pos += 2
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'HeartbeatResponse', pos) from None
-    return HeartbeatResponse(0, f_error_code), pos
-
 def e_HeartbeatResponse_v0(o: HeartbeatResponse, w: Append) -> None:
     try:
         w(_F_h_pack(o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'HeartbeatResponse') from None
 
-def d_HeartbeatResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'HeartbeatResponse', pos) from None
-    return HeartbeatResponse(f_throttle_time_ms, f_error_code), pos
-
 def e_HeartbeatResponse_v1(o: HeartbeatResponse, w: Append) -> None:
     try:
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'HeartbeatResponse') from None
-
-def d_HeartbeatResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'HeartbeatResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'HeartbeatResponse', pos) from None
-    return HeartbeatResponse(f_throttle_time_ms, f_error_code), pos
 
 def e_HeartbeatResponse_v4(o: HeartbeatResponse, w: Append) -> None:
     try:
@@ -321,6 +226,6 @@ def e_HeartbeatResponse_v4(o: HeartbeatResponse, w: Append) -> None:
         raise encode_error(exc, 'HeartbeatResponse') from None
 
 HeartbeatRequest.decoders = {0: d_HeartbeatRequest_v0, 1: d_HeartbeatRequest_v0, 2: d_HeartbeatRequest_v0, 3: d_HeartbeatRequest_v3, 4: d_HeartbeatRequest_v4}
-HeartbeatRequest.encoders = {0: e_HeartbeatRequest_v0, 1: e_HeartbeatRequest_v0, 2: e_HeartbeatRequest_v0, 3: e_HeartbeatRequest_v3, 4: e_HeartbeatRequest_v4}
-HeartbeatResponse.decoders = {0: d_HeartbeatResponse_v0, 1: d_HeartbeatResponse_v1, 2: d_HeartbeatResponse_v1, 3: d_HeartbeatResponse_v1, 4: d_HeartbeatResponse_v4}
+HeartbeatRequest.encoders = {}  # the client's: protocol/generated/client/heartbeat.py
+HeartbeatResponse.decoders = {}  # the client's: protocol/generated/client/heartbeat.py
 HeartbeatResponse.encoders = {0: e_HeartbeatResponse_v0, 1: e_HeartbeatResponse_v1, 2: e_HeartbeatResponse_v1, 3: e_HeartbeatResponse_v1, 4: e_HeartbeatResponse_v4}

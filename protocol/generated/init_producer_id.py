@@ -11,30 +11,19 @@ from protocol.model import Append, Message
 from protocol.primitives import (
     DECODE_FAILURES,
     ENCODE_FAILURES,
-    UVARINT_SMALL,
-    I16_pack,
     I16_unpack,
     bad_length,
     decode_error,
     encode_error,
     read_uvarint,
     skip_tagged_fields,
-    uvarint_bytes,
 )
 from protocol.schema import VersionRange
 
 _F_i_unpack = struct.Struct(">i").unpack_from
-_F_i_pack = struct.Struct(">i").pack
-_F_ihqh_unpack = struct.Struct(">ihqh").unpack_from
 _F_ihqh_pack = struct.Struct(">ihqh").pack
-_F_ihqhx_unpack = struct.Struct(">ihqhx").unpack_from
 _F_ihqhx_pack = struct.Struct(">ihqhx").pack
 _F_iqh_unpack = struct.Struct(">iqh").unpack_from
-_F_iqh_pack = struct.Struct(">iqh").pack
-_F_iqhx_unpack = struct.Struct(">iqhx").unpack_from
-_F_iqhx_pack = struct.Struct(">iqhx").pack
-_F_ix_unpack = struct.Struct(">ix").unpack_from
-_F_ix_pack = struct.Struct(">ix").pack
 
 
 class InitProducerIdRequest(Message):
@@ -94,19 +83,6 @@ def d_InitProducerIdRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[InitPro
         raise decode_error(exc, 'InitProducerIdRequest', pos) from None
     return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1), pos
 
-def e_InitProducerIdRequest_v0(o: InitProducerIdRequest, w: Append) -> None:
-    try:
-        x_transactional_id = o.transactional_id
-        if x_transactional_id is None:
-            w(b'\xff\xff')
-        else:
-            b1 = x_transactional_id.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-        w(_F_i_pack(o.transaction_timeout_ms))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'InitProducerIdRequest') from None
-
 def d_InitProducerIdRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id: str | None
     try:
@@ -138,20 +114,6 @@ def d_InitProducerIdRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[InitPro
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'InitProducerIdRequest', pos) from None
     return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, -1, -1), pos
-
-def e_InitProducerIdRequest_v2(o: InitProducerIdRequest, w: Append) -> None:
-    try:
-        x_transactional_id = o.transactional_id
-        if x_transactional_id is None:
-            w(b'\x00')
-        else:
-            b1 = x_transactional_id.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-        w(_F_ix_pack(o.transaction_timeout_ms))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'InitProducerIdRequest') from None
 
 def d_InitProducerIdRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[InitProducerIdRequest, int]:
     f_transactional_id: str | None
@@ -185,45 +147,11 @@ def d_InitProducerIdRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[InitPro
         raise decode_error(exc, 'InitProducerIdRequest', pos) from None
     return InitProducerIdRequest(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch), pos
 
-def e_InitProducerIdRequest_v3(o: InitProducerIdRequest, w: Append) -> None:
-    try:
-        x_transactional_id = o.transactional_id
-        if x_transactional_id is None:
-            w(b'\x00')
-        else:
-            b1 = x_transactional_id.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-        w(_F_iqhx_pack(o.transaction_timeout_ms, o.producer_id, o.producer_epoch))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'InitProducerIdRequest') from None
-
-def d_InitProducerIdResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[InitProducerIdResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _F_ihqh_unpack(buf, pos)
-        pos += 16
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'InitProducerIdResponse', pos) from None
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
-
 def e_InitProducerIdResponse_v0(o: InitProducerIdResponse, w: Append) -> None:
     try:
         w(_F_ihqh_pack(o.throttle_time_ms, o.error_code, o.producer_id, o.producer_epoch))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'InitProducerIdResponse') from None
-
-def d_InitProducerIdResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[InitProducerIdResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch,) = _F_ihqh_unpack(buf, pos)
-        pos += 16
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'InitProducerIdResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'InitProducerIdResponse', pos) from None
-    return InitProducerIdResponse(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch), pos
 
 def e_InitProducerIdResponse_v2(o: InitProducerIdResponse, w: Append) -> None:
     try:
@@ -232,6 +160,6 @@ def e_InitProducerIdResponse_v2(o: InitProducerIdResponse, w: Append) -> None:
         raise encode_error(exc, 'InitProducerIdResponse') from None
 
 InitProducerIdRequest.decoders = {0: d_InitProducerIdRequest_v0, 1: d_InitProducerIdRequest_v0, 2: d_InitProducerIdRequest_v2, 3: d_InitProducerIdRequest_v3, 4: d_InitProducerIdRequest_v3, 5: d_InitProducerIdRequest_v3}
-InitProducerIdRequest.encoders = {0: e_InitProducerIdRequest_v0, 1: e_InitProducerIdRequest_v0, 2: e_InitProducerIdRequest_v2, 3: e_InitProducerIdRequest_v3, 4: e_InitProducerIdRequest_v3, 5: e_InitProducerIdRequest_v3}
-InitProducerIdResponse.decoders = {0: d_InitProducerIdResponse_v0, 1: d_InitProducerIdResponse_v0, 2: d_InitProducerIdResponse_v2, 3: d_InitProducerIdResponse_v2, 4: d_InitProducerIdResponse_v2, 5: d_InitProducerIdResponse_v2}
+InitProducerIdRequest.encoders = {}  # the client's: protocol/generated/client/init_producer_id.py
+InitProducerIdResponse.decoders = {}  # the client's: protocol/generated/client/init_producer_id.py
 InitProducerIdResponse.encoders = {0: e_InitProducerIdResponse_v0, 1: e_InitProducerIdResponse_v0, 2: e_InitProducerIdResponse_v2, 3: e_InitProducerIdResponse_v2, 4: e_InitProducerIdResponse_v2, 5: e_InitProducerIdResponse_v2}

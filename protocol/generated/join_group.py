@@ -27,15 +27,10 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_hi_unpack = struct.Struct(">hi").unpack_from
 _F_hi_pack = struct.Struct(">hi").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
-_F_i_pack = struct.Struct(">i").pack
-_F_ihi_unpack = struct.Struct(">ihi").unpack_from
 _F_ihi_pack = struct.Struct(">ihi").pack
 _F_ii_unpack = struct.Struct(">ii").unpack_from
-_F_ii_pack = struct.Struct(">ii").pack
-_F_o_unpack = struct.Struct(">?").unpack_from
 _F_o_pack = struct.Struct(">?").pack
 
 
@@ -186,40 +181,6 @@ def d_JoinGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         raise decode_error(exc, 'JoinGroupRequest', pos) from None
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, -1, f_member_id, None, f_protocol_type, f_protocols, None), pos
 
-def ea_JoinGroupRequest_JoinGroupRequestProtocol_v0(xs: list[JoinGroupRequest.JoinGroupRequestProtocol], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_metadata = o.metadata
-            w(I32_pack(len(x_metadata)))
-            w(x_metadata)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'JoinGroupRequest.JoinGroupRequestProtocol') from None
-
-def e_JoinGroupRequest_v0(o: JoinGroupRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        w(_F_i_pack(o.session_timeout_ms))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        w(I16_pack(len(b2)))
-        w(b2)
-        x_protocol_type = o.protocol_type
-        b3 = x_protocol_type.encode()
-        w(I16_pack(len(b3)))
-        w(b3)
-        x_protocols = o.protocols
-        w(I32_pack(len(x_protocols)))
-        ea_JoinGroupRequest_JoinGroupRequestProtocol_v0(x_protocols, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'JoinGroupRequest') from None
-
 def d_JoinGroupRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRequest, int]:
     try:
         (n1,) = I16_unpack(buf, pos)
@@ -271,27 +232,6 @@ def d_JoinGroupRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupRequest', pos) from None
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, None, f_protocol_type, f_protocols, None), pos
-
-def e_JoinGroupRequest_v1(o: JoinGroupRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        w(_F_ii_pack(o.session_timeout_ms, o.rebalance_timeout_ms))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        w(I16_pack(len(b2)))
-        w(b2)
-        x_protocol_type = o.protocol_type
-        b3 = x_protocol_type.encode()
-        w(I16_pack(len(b3)))
-        w(b3)
-        x_protocols = o.protocols
-        w(I32_pack(len(x_protocols)))
-        ea_JoinGroupRequest_JoinGroupRequestProtocol_v0(x_protocols, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'JoinGroupRequest') from None
 
 def d_JoinGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRequest, int]:
     f_group_instance_id: str | None
@@ -357,34 +297,6 @@ def d_JoinGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupRequest', pos) from None
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None), pos
-
-def e_JoinGroupRequest_v5(o: JoinGroupRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        w(_F_ii_pack(o.session_timeout_ms, o.rebalance_timeout_ms))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        w(I16_pack(len(b2)))
-        w(b2)
-        x_group_instance_id = o.group_instance_id
-        if x_group_instance_id is None:
-            w(b'\xff\xff')
-        else:
-            b3 = x_group_instance_id.encode()
-            w(I16_pack(len(b3)))
-            w(b3)
-        x_protocol_type = o.protocol_type
-        b4 = x_protocol_type.encode()
-        w(I16_pack(len(b4)))
-        w(b4)
-        x_protocols = o.protocols
-        w(I32_pack(len(x_protocols)))
-        ea_JoinGroupRequest_JoinGroupRequestProtocol_v0(x_protocols, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'JoinGroupRequest') from None
 
 def da_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[JoinGroupRequest.JoinGroupRequestProtocol], int]:
     out: list[JoinGroupRequest.JoinGroupRequestProtocol] = []
@@ -538,56 +450,6 @@ def d_JoinGroupRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         raise decode_error(exc, 'JoinGroupRequest', pos) from None
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None), pos
 
-def ea_JoinGroupRequest_JoinGroupRequestProtocol_v6(xs: list[JoinGroupRequest.JoinGroupRequestProtocol], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_metadata = o.metadata
-            ln = len(x_metadata) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(x_metadata)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'JoinGroupRequest.JoinGroupRequestProtocol') from None
-
-def e_JoinGroupRequest_v6(o: JoinGroupRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        w(_F_ii_pack(o.session_timeout_ms, o.rebalance_timeout_ms))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        ln = len(b2) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b2)
-        x_group_instance_id = o.group_instance_id
-        if x_group_instance_id is None:
-            w(b'\x00')
-        else:
-            b3 = x_group_instance_id.encode()
-            ln = len(b3) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b3)
-        x_protocol_type = o.protocol_type
-        b4 = x_protocol_type.encode()
-        ln = len(b4) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b4)
-        x_protocols = o.protocols
-        ln = len(x_protocols) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_JoinGroupRequest_JoinGroupRequestProtocol_v6(x_protocols, w)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'JoinGroupRequest') from None
-
 def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupRequest, int]:
     f_group_instance_id: str | None
     f_reason: str | None
@@ -712,130 +574,6 @@ def d_JoinGroupRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupReq
         raise decode_error(exc, 'JoinGroupRequest', pos) from None
     return JoinGroupRequest(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason), pos
 
-def e_JoinGroupRequest_v8(o: JoinGroupRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        w(_F_ii_pack(o.session_timeout_ms, o.rebalance_timeout_ms))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        ln = len(b2) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b2)
-        x_group_instance_id = o.group_instance_id
-        if x_group_instance_id is None:
-            w(b'\x00')
-        else:
-            b3 = x_group_instance_id.encode()
-            ln = len(b3) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b3)
-        x_protocol_type = o.protocol_type
-        b4 = x_protocol_type.encode()
-        ln = len(b4) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b4)
-        x_protocols = o.protocols
-        ln = len(x_protocols) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_JoinGroupRequest_JoinGroupRequestProtocol_v6(x_protocols, w)
-        x_reason = o.reason
-        if x_reason is None:
-            w(b'\x00')
-        else:
-            b5 = x_reason.encode()
-            ln = len(b5) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b5)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'JoinGroupRequest') from None
-
-def da_JoinGroupResponse_JoinGroupResponseMember_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[JoinGroupResponse.JoinGroupResponseMember], int]:
-    out: list[JoinGroupResponse.JoinGroupResponseMember] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            end4 = pos + n3
-            if 0 <= n3 and end4 <= blen:
-                f_metadata = buf[pos:end4]
-                pos = end4
-            else:
-                bad_length(n3, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'bytes', 'Metadata')
-            app(_JoinGroupResponse_JoinGroupResponseMember(f_member_id, None, f_metadata))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'JoinGroupResponse.JoinGroupResponseMember', pos) from None
-    return out, pos
-
-def d_JoinGroupResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupResponse, int]:
-    try:
-        (f_error_code, f_generation_id,) = _F_hi_unpack(buf, pos)
-        pos += 6
-        (n1,) = I16_unpack(buf, pos)
-        pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
-            f_protocol_name = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
-            f_protocol_name = buf[pos:end2].decode()
-            pos = end2
-        (n3,) = I16_unpack(buf, pos)
-        pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
-            f_leader = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
-            f_leader = buf[pos:end4].decode()
-            pos = end4
-        (n5,) = I16_unpack(buf, pos)
-        pos += 2
-        if n5 <= 0:
-            if n5 < 0:
-                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
-            f_member_id = ''
-        else:
-            end6 = pos + n5
-            if end6 > blen:
-                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
-            f_member_id = buf[pos:end6].decode()
-            pos = end6
-        (n7,) = I32_unpack(buf, pos)
-        pos += 4
-        if n7 < 0:
-            raise ProtocolError('JoinGroupResponse', None, pos, 'null or negative count for non-nullable array Members')
-        else:
-            if n7 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'array Members count {n7} exceeds remaining bytes')
-            f_members, pos = da_JoinGroupResponse_JoinGroupResponseMember_v0(buf, pos, blen, n7)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'JoinGroupResponse', pos) from None
-    return JoinGroupResponse(0, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
-
 def ea_JoinGroupResponse_JoinGroupResponseMember_v0(xs: list[JoinGroupResponse.JoinGroupResponseMember], w: Append) -> None:
     try:
         for o in xs:
@@ -870,58 +608,6 @@ def e_JoinGroupResponse_v0(o: JoinGroupResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'JoinGroupResponse') from None
 
-def d_JoinGroupResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code, f_generation_id,) = _F_ihi_unpack(buf, pos)
-        pos += 10
-        (n1,) = I16_unpack(buf, pos)
-        pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
-            f_protocol_name = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
-            f_protocol_name = buf[pos:end2].decode()
-            pos = end2
-        (n3,) = I16_unpack(buf, pos)
-        pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
-            f_leader = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
-            f_leader = buf[pos:end4].decode()
-            pos = end4
-        (n5,) = I16_unpack(buf, pos)
-        pos += 2
-        if n5 <= 0:
-            if n5 < 0:
-                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
-            f_member_id = ''
-        else:
-            end6 = pos + n5
-            if end6 > blen:
-                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
-            f_member_id = buf[pos:end6].decode()
-            pos = end6
-        (n7,) = I32_unpack(buf, pos)
-        pos += 4
-        if n7 < 0:
-            raise ProtocolError('JoinGroupResponse', None, pos, 'null or negative count for non-nullable array Members')
-        else:
-            if n7 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'array Members count {n7} exceeds remaining bytes')
-            f_members, pos = da_JoinGroupResponse_JoinGroupResponseMember_v0(buf, pos, blen, n7)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'JoinGroupResponse', pos) from None
-    return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
-
 def e_JoinGroupResponse_v2(o: JoinGroupResponse, w: Append) -> None:
     try:
         w(_F_ihi_pack(o.throttle_time_ms, o.error_code, o.generation_id))
@@ -942,101 +628,6 @@ def e_JoinGroupResponse_v2(o: JoinGroupResponse, w: Append) -> None:
         ea_JoinGroupResponse_JoinGroupResponseMember_v0(x_members, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'JoinGroupResponse') from None
-
-def da_JoinGroupResponse_JoinGroupResponseMember_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[JoinGroupResponse.JoinGroupResponseMember], int]:
-    out: list[JoinGroupResponse.JoinGroupResponseMember] = []
-    app = out.append
-    f_group_instance_id: str | None
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I16_unpack(buf, pos)
-            pos += 2
-            if n3 < 0:
-                f_group_instance_id = None
-            elif n3 == 0:
-                f_group_instance_id = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'GroupInstanceId')
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
-            (n5,) = I32_unpack(buf, pos)
-            pos += 4
-            end6 = pos + n5
-            if 0 <= n5 and end6 <= blen:
-                f_metadata = buf[pos:end6]
-                pos = end6
-            else:
-                bad_length(n5, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'bytes', 'Metadata')
-            app(_JoinGroupResponse_JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'JoinGroupResponse.JoinGroupResponseMember', pos) from None
-    return out, pos
-
-def d_JoinGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code, f_generation_id,) = _F_ihi_unpack(buf, pos)
-        pos += 10
-        (n1,) = I16_unpack(buf, pos)
-        pos += 2
-        if n1 <= 0:
-            if n1 < 0:
-                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
-            f_protocol_name = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
-            f_protocol_name = buf[pos:end2].decode()
-            pos = end2
-        (n3,) = I16_unpack(buf, pos)
-        pos += 2
-        if n3 <= 0:
-            if n3 < 0:
-                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
-            f_leader = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
-            f_leader = buf[pos:end4].decode()
-            pos = end4
-        (n5,) = I16_unpack(buf, pos)
-        pos += 2
-        if n5 <= 0:
-            if n5 < 0:
-                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
-            f_member_id = ''
-        else:
-            end6 = pos + n5
-            if end6 > blen:
-                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
-            f_member_id = buf[pos:end6].decode()
-            pos = end6
-        (n7,) = I32_unpack(buf, pos)
-        pos += 4
-        if n7 < 0:
-            raise ProtocolError('JoinGroupResponse', None, pos, 'null or negative count for non-nullable array Members')
-        else:
-            if n7 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'array Members count {n7} exceeds remaining bytes')
-            f_members, pos = da_JoinGroupResponse_JoinGroupResponseMember_v5(buf, pos, blen, n7)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'JoinGroupResponse', pos) from None
-    return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
 
 def ea_JoinGroupResponse_JoinGroupResponseMember_v5(xs: list[JoinGroupResponse.JoinGroupResponseMember], w: Append) -> None:
     try:
@@ -1078,158 +669,6 @@ def e_JoinGroupResponse_v5(o: JoinGroupResponse, w: Append) -> None:
         ea_JoinGroupResponse_JoinGroupResponseMember_v5(x_members, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'JoinGroupResponse') from None
-
-def da_JoinGroupResponse_JoinGroupResponseMember_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[JoinGroupResponse.JoinGroupResponseMember], int]:
-    out: list[JoinGroupResponse.JoinGroupResponseMember] = []
-    app = out.append
-    f_group_instance_id: str | None
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'MemberId')
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                f_group_instance_id = None
-            elif n3 == 0:
-                f_group_instance_id = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'string', 'GroupInstanceId')
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
-            n5 = buf[pos]
-            if n5 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n5 = (n5 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n5, pos = read_uvarint(buf, pos)
-            n5 -= 1
-            end6 = pos + n5
-            if 0 <= n5 and end6 <= blen:
-                f_metadata = buf[pos:end6]
-                pos = end6
-            else:
-                bad_length(n5, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'bytes', 'Metadata')
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'JoinGroupResponse.JoinGroupResponseMember')
-            app(_JoinGroupResponse_JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'JoinGroupResponse.JoinGroupResponseMember', pos) from None
-    return out, pos
-
-def d_JoinGroupResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code, f_generation_id,) = _F_ihi_unpack(buf, pos)
-        pos += 10
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 <= 0:
-            if n1 < 0:
-                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
-            f_protocol_name = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
-            f_protocol_name = buf[pos:end2].decode()
-            pos = end2
-        n3 = buf[pos]
-        if n3 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n3, pos = read_uvarint(buf, pos)
-        n3 -= 1
-        if n3 <= 0:
-            if n3 < 0:
-                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
-            f_leader = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'Leader')
-            f_leader = buf[pos:end4].decode()
-            pos = end4
-        n5 = buf[pos]
-        if n5 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n5 = (n5 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n5, pos = read_uvarint(buf, pos)
-        n5 -= 1
-        if n5 <= 0:
-            if n5 < 0:
-                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
-            f_member_id = ''
-        else:
-            end6 = pos + n5
-            if end6 > blen:
-                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'MemberId')
-            f_member_id = buf[pos:end6].decode()
-            pos = end6
-        n7 = buf[pos]
-        if n7 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n7 = (n7 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n7, pos = read_uvarint(buf, pos)
-        n7 -= 1
-        if n7 < 0:
-            raise ProtocolError('JoinGroupResponse', None, pos, 'null or negative count for non-nullable array Members')
-        else:
-            if n7 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'array Members count {n7} exceeds remaining bytes')
-            f_members, pos = da_JoinGroupResponse_JoinGroupResponseMember_v6(buf, pos, blen, n7)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'JoinGroupResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'JoinGroupResponse', pos) from None
-    return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members), pos
 
 def ea_JoinGroupResponse_JoinGroupResponseMember_v6(xs: list[JoinGroupResponse.JoinGroupResponseMember], w: Append) -> None:
     try:
@@ -1281,111 +720,6 @@ def e_JoinGroupResponse_v6(o: JoinGroupResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'JoinGroupResponse') from None
 
-def d_JoinGroupResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupResponse, int]:
-    f_protocol_type: str | None
-    f_protocol_name: str | None
-    try:
-        (f_throttle_time_ms, f_error_code, f_generation_id,) = _F_ihi_unpack(buf, pos)
-        pos += 10
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            f_protocol_type = None
-        elif n1 == 0:
-            f_protocol_type = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolType')
-            f_protocol_type = buf[pos:end2].decode()
-            pos = end2
-        n3 = buf[pos]
-        if n3 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n3, pos = read_uvarint(buf, pos)
-        n3 -= 1
-        if n3 < 0:
-            f_protocol_name = None
-        elif n3 == 0:
-            f_protocol_name = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
-            f_protocol_name = buf[pos:end4].decode()
-            pos = end4
-        n5 = buf[pos]
-        if n5 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n5 = (n5 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n5, pos = read_uvarint(buf, pos)
-        n5 -= 1
-        if n5 <= 0:
-            if n5 < 0:
-                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'Leader')
-            f_leader = ''
-        else:
-            end6 = pos + n5
-            if end6 > blen:
-                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'Leader')
-            f_leader = buf[pos:end6].decode()
-            pos = end6
-        n7 = buf[pos]
-        if n7 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n7 = (n7 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n7, pos = read_uvarint(buf, pos)
-        n7 -= 1
-        if n7 <= 0:
-            if n7 < 0:
-                bad_length(n7, pos, 'JoinGroupResponse', 'string', 'MemberId')
-            f_member_id = ''
-        else:
-            end8 = pos + n7
-            if end8 > blen:
-                bad_length(n7, pos, 'JoinGroupResponse', 'string', 'MemberId')
-            f_member_id = buf[pos:end8].decode()
-            pos = end8
-        n9 = buf[pos]
-        if n9 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n9 = (n9 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n9, pos = read_uvarint(buf, pos)
-        n9 -= 1
-        if n9 < 0:
-            raise ProtocolError('JoinGroupResponse', None, pos, 'null or negative count for non-nullable array Members')
-        else:
-            if n9 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'array Members count {n9} exceeds remaining bytes')
-            f_members, pos = da_JoinGroupResponse_JoinGroupResponseMember_v6(buf, pos, blen, n9)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'JoinGroupResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'JoinGroupResponse', pos) from None
-    return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, False, f_member_id, f_members), pos
-
 def e_JoinGroupResponse_v7(o: JoinGroupResponse, w: Append) -> None:
     try:
         w(_F_ihi_pack(o.throttle_time_ms, o.error_code, o.generation_id))
@@ -1422,113 +756,6 @@ def e_JoinGroupResponse_v7(o: JoinGroupResponse, w: Append) -> None:
         w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'JoinGroupResponse') from None
-
-def d_JoinGroupResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[JoinGroupResponse, int]:
-    f_protocol_type: str | None
-    f_protocol_name: str | None
-    try:
-        (f_throttle_time_ms, f_error_code, f_generation_id,) = _F_ihi_unpack(buf, pos)
-        pos += 10
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            f_protocol_type = None
-        elif n1 == 0:
-            f_protocol_type = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'JoinGroupResponse', 'string', 'ProtocolType')
-            f_protocol_type = buf[pos:end2].decode()
-            pos = end2
-        n3 = buf[pos]
-        if n3 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n3, pos = read_uvarint(buf, pos)
-        n3 -= 1
-        if n3 < 0:
-            f_protocol_name = None
-        elif n3 == 0:
-            f_protocol_name = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                bad_length(n3, pos, 'JoinGroupResponse', 'string', 'ProtocolName')
-            f_protocol_name = buf[pos:end4].decode()
-            pos = end4
-        n5 = buf[pos]
-        if n5 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n5 = (n5 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n5, pos = read_uvarint(buf, pos)
-        n5 -= 1
-        if n5 <= 0:
-            if n5 < 0:
-                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'Leader')
-            f_leader = ''
-        else:
-            end6 = pos + n5
-            if end6 > blen:
-                bad_length(n5, pos, 'JoinGroupResponse', 'string', 'Leader')
-            f_leader = buf[pos:end6].decode()
-            pos = end6
-        (f_skip_assignment,) = _F_o_unpack(buf, pos)
-        pos += 1
-        n7 = buf[pos]
-        if n7 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n7 = (n7 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n7, pos = read_uvarint(buf, pos)
-        n7 -= 1
-        if n7 <= 0:
-            if n7 < 0:
-                bad_length(n7, pos, 'JoinGroupResponse', 'string', 'MemberId')
-            f_member_id = ''
-        else:
-            end8 = pos + n7
-            if end8 > blen:
-                bad_length(n7, pos, 'JoinGroupResponse', 'string', 'MemberId')
-            f_member_id = buf[pos:end8].decode()
-            pos = end8
-        n9 = buf[pos]
-        if n9 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n9 = (n9 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n9, pos = read_uvarint(buf, pos)
-        n9 -= 1
-        if n9 < 0:
-            raise ProtocolError('JoinGroupResponse', None, pos, 'null or negative count for non-nullable array Members')
-        else:
-            if n9 * 1 > blen - pos:
-                raise ProtocolError('JoinGroupResponse', None, pos, f'array Members count {n9} exceeds remaining bytes')
-            f_members, pos = da_JoinGroupResponse_JoinGroupResponseMember_v6(buf, pos, blen, n9)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'JoinGroupResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'JoinGroupResponse', pos) from None
-    return JoinGroupResponse(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members), pos
 
 def e_JoinGroupResponse_v9(o: JoinGroupResponse, w: Append) -> None:
     try:
@@ -1569,6 +796,6 @@ def e_JoinGroupResponse_v9(o: JoinGroupResponse, w: Append) -> None:
         raise encode_error(exc, 'JoinGroupResponse') from None
 
 JoinGroupRequest.decoders = {0: d_JoinGroupRequest_v0, 1: d_JoinGroupRequest_v1, 2: d_JoinGroupRequest_v1, 3: d_JoinGroupRequest_v1, 4: d_JoinGroupRequest_v1, 5: d_JoinGroupRequest_v5, 6: d_JoinGroupRequest_v6, 7: d_JoinGroupRequest_v6, 8: d_JoinGroupRequest_v8, 9: d_JoinGroupRequest_v8}
-JoinGroupRequest.encoders = {0: e_JoinGroupRequest_v0, 1: e_JoinGroupRequest_v1, 2: e_JoinGroupRequest_v1, 3: e_JoinGroupRequest_v1, 4: e_JoinGroupRequest_v1, 5: e_JoinGroupRequest_v5, 6: e_JoinGroupRequest_v6, 7: e_JoinGroupRequest_v6, 8: e_JoinGroupRequest_v8, 9: e_JoinGroupRequest_v8}
-JoinGroupResponse.decoders = {0: d_JoinGroupResponse_v0, 1: d_JoinGroupResponse_v0, 2: d_JoinGroupResponse_v2, 3: d_JoinGroupResponse_v2, 4: d_JoinGroupResponse_v2, 5: d_JoinGroupResponse_v5, 6: d_JoinGroupResponse_v6, 7: d_JoinGroupResponse_v7, 8: d_JoinGroupResponse_v7, 9: d_JoinGroupResponse_v9}
+JoinGroupRequest.encoders = {}  # the client's: protocol/generated/client/join_group.py
+JoinGroupResponse.decoders = {}  # the client's: protocol/generated/client/join_group.py
 JoinGroupResponse.encoders = {0: e_JoinGroupResponse_v0, 1: e_JoinGroupResponse_v0, 2: e_JoinGroupResponse_v2, 3: e_JoinGroupResponse_v2, 4: e_JoinGroupResponse_v2, 5: e_JoinGroupResponse_v5, 6: e_JoinGroupResponse_v6, 7: e_JoinGroupResponse_v7, 8: e_JoinGroupResponse_v7, 9: e_JoinGroupResponse_v9}

@@ -27,11 +27,8 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
-_F_hx_unpack = struct.Struct(">hx").unpack_from
 _F_hx_pack = struct.Struct(">hx").pack
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
 
 
@@ -120,19 +117,6 @@ def d_LeaveGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
         raise decode_error(exc, 'LeaveGroupRequest', pos) from None
     return LeaveGroupRequest(f_group_id, f_member_id, []), pos
 
-def e_LeaveGroupRequest_v0(o: LeaveGroupRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        w(I16_pack(len(b2)))
-        w(b2)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'LeaveGroupRequest') from None
-
 def da_LeaveGroupRequest_MemberIdentity_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[LeaveGroupRequest.MemberIdentity], int]:
     out: list[LeaveGroupRequest.MemberIdentity] = []
     app = out.append
@@ -193,35 +177,6 @@ def d_LeaveGroupRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupRequest', pos) from None
     return LeaveGroupRequest(f_group_id, '', f_members), pos
-
-def ea_LeaveGroupRequest_MemberIdentity_v3(xs: list[LeaveGroupRequest.MemberIdentity], w: Append) -> None:
-    try:
-        for o in xs:
-            x_member_id = o.member_id
-            b1 = x_member_id.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_group_instance_id = o.group_instance_id
-            if x_group_instance_id is None:
-                w(b'\xff\xff')
-            else:
-                b2 = x_group_instance_id.encode()
-                w(I16_pack(len(b2)))
-                w(b2)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'LeaveGroupRequest.MemberIdentity') from None
-
-def e_LeaveGroupRequest_v3(o: LeaveGroupRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        x_members = o.members
-        w(I32_pack(len(x_members)))
-        ea_LeaveGroupRequest_MemberIdentity_v3(x_members, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'LeaveGroupRequest') from None
 
 def da_LeaveGroupRequest_MemberIdentity_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[LeaveGroupRequest.MemberIdentity], int]:
     out: list[LeaveGroupRequest.MemberIdentity] = []
@@ -319,41 +274,6 @@ def d_LeaveGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupRequest', pos) from None
     return LeaveGroupRequest(f_group_id, '', f_members), pos
-
-def ea_LeaveGroupRequest_MemberIdentity_v4(xs: list[LeaveGroupRequest.MemberIdentity], w: Append) -> None:
-    try:
-        for o in xs:
-            x_member_id = o.member_id
-            b1 = x_member_id.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_group_instance_id = o.group_instance_id
-            if x_group_instance_id is None:
-                w(b'\x00')
-            else:
-                b2 = x_group_instance_id.encode()
-                ln = len(b2) + 1
-                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                w(b2)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'LeaveGroupRequest.MemberIdentity') from None
-
-def e_LeaveGroupRequest_v4(o: LeaveGroupRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        x_members = o.members
-        ln = len(x_members) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_LeaveGroupRequest_MemberIdentity_v4(x_members, w)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'LeaveGroupRequest') from None
 
 def da_LeaveGroupRequest_MemberIdentity_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[LeaveGroupRequest.MemberIdentity], int]:
     out: list[LeaveGroupRequest.MemberIdentity] = []
@@ -472,129 +392,17 @@ def d_LeaveGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupR
         raise decode_error(exc, 'LeaveGroupRequest', pos) from None
     return LeaveGroupRequest(f_group_id, '', f_members), pos
 
-def ea_LeaveGroupRequest_MemberIdentity_v5(xs: list[LeaveGroupRequest.MemberIdentity], w: Append) -> None:
-    try:
-        for o in xs:
-            x_member_id = o.member_id
-            b1 = x_member_id.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_group_instance_id = o.group_instance_id
-            if x_group_instance_id is None:
-                w(b'\x00')
-            else:
-                b2 = x_group_instance_id.encode()
-                ln = len(b2) + 1
-                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                w(b2)
-            x_reason = o.reason
-            if x_reason is None:
-                w(b'\x00')
-            else:
-                b3 = x_reason.encode()
-                ln = len(b3) + 1
-                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                w(b3)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'LeaveGroupRequest.MemberIdentity') from None
-
-def e_LeaveGroupRequest_v5(o: LeaveGroupRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        x_members = o.members
-        ln = len(x_members) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_LeaveGroupRequest_MemberIdentity_v5(x_members, w)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'LeaveGroupRequest') from None
-
-def d_LeaveGroupResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupResponse, int]:
-    try:
-        (f_error_code,) = _F_h_unpack(buf, pos)
-        pos += 2
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'LeaveGroupResponse', pos) from None
-    return LeaveGroupResponse(0, f_error_code, []), pos
-
 def e_LeaveGroupResponse_v0(o: LeaveGroupResponse, w: Append) -> None:
     try:
         w(_F_h_pack(o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'LeaveGroupResponse') from None
 
-def d_LeaveGroupResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'LeaveGroupResponse', pos) from None
-    return LeaveGroupResponse(f_throttle_time_ms, f_error_code, []), pos
-
 def e_LeaveGroupResponse_v1(o: LeaveGroupResponse, w: Append) -> None:
     try:
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'LeaveGroupResponse') from None
-
-def da_LeaveGroupResponse_MemberResponse_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[LeaveGroupResponse.MemberResponse], int]:
-    out: list[LeaveGroupResponse.MemberResponse] = []
-    app = out.append
-    f_group_instance_id: str | None
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'MemberId')
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I16_unpack(buf, pos)
-            pos += 2
-            if n3 < 0:
-                f_group_instance_id = None
-            elif n3 == 0:
-                f_group_instance_id = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'GroupInstanceId')
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            app(_LeaveGroupResponse_MemberResponse(f_member_id, f_group_instance_id, f_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'LeaveGroupResponse.MemberResponse', pos) from None
-    return out, pos
-
-def d_LeaveGroupResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('LeaveGroupResponse', None, pos, 'null or negative count for non-nullable array Members')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('LeaveGroupResponse', None, pos, f'array Members count {n1} exceeds remaining bytes')
-            f_members, pos = da_LeaveGroupResponse_MemberResponse_v3(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'LeaveGroupResponse', pos) from None
-    return LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members), pos
 
 def ea_LeaveGroupResponse_MemberResponse_v3(xs: list[LeaveGroupResponse.MemberResponse], w: Append) -> None:
     try:
@@ -622,88 +430,6 @@ def e_LeaveGroupResponse_v3(o: LeaveGroupResponse, w: Append) -> None:
         ea_LeaveGroupResponse_MemberResponse_v3(x_members, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'LeaveGroupResponse') from None
-
-def da_LeaveGroupResponse_MemberResponse_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[LeaveGroupResponse.MemberResponse], int]:
-    out: list[LeaveGroupResponse.MemberResponse] = []
-    app = out.append
-    f_group_instance_id: str | None
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'MemberId')
-                f_member_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'MemberId')
-                f_member_id = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                f_group_instance_id = None
-            elif n3 == 0:
-                f_group_instance_id = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'LeaveGroupResponse.MemberResponse', 'string', 'GroupInstanceId')
-                f_group_instance_id = buf[pos:end4].decode()
-                pos = end4
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'LeaveGroupResponse.MemberResponse')
-            app(_LeaveGroupResponse_MemberResponse(f_member_id, f_group_instance_id, f_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'LeaveGroupResponse.MemberResponse', pos) from None
-    return out, pos
-
-def d_LeaveGroupResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[LeaveGroupResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('LeaveGroupResponse', None, pos, 'null or negative count for non-nullable array Members')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('LeaveGroupResponse', None, pos, f'array Members count {n1} exceeds remaining bytes')
-            f_members, pos = da_LeaveGroupResponse_MemberResponse_v4(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'LeaveGroupResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'LeaveGroupResponse', pos) from None
-    return LeaveGroupResponse(f_throttle_time_ms, f_error_code, f_members), pos
 
 def ea_LeaveGroupResponse_MemberResponse_v4(xs: list[LeaveGroupResponse.MemberResponse], w: Append) -> None:
     try:
@@ -737,6 +463,6 @@ def e_LeaveGroupResponse_v4(o: LeaveGroupResponse, w: Append) -> None:
         raise encode_error(exc, 'LeaveGroupResponse') from None
 
 LeaveGroupRequest.decoders = {0: d_LeaveGroupRequest_v0, 1: d_LeaveGroupRequest_v0, 2: d_LeaveGroupRequest_v0, 3: d_LeaveGroupRequest_v3, 4: d_LeaveGroupRequest_v4, 5: d_LeaveGroupRequest_v5}
-LeaveGroupRequest.encoders = {0: e_LeaveGroupRequest_v0, 1: e_LeaveGroupRequest_v0, 2: e_LeaveGroupRequest_v0, 3: e_LeaveGroupRequest_v3, 4: e_LeaveGroupRequest_v4, 5: e_LeaveGroupRequest_v5}
-LeaveGroupResponse.decoders = {0: d_LeaveGroupResponse_v0, 1: d_LeaveGroupResponse_v1, 2: d_LeaveGroupResponse_v1, 3: d_LeaveGroupResponse_v3, 4: d_LeaveGroupResponse_v4, 5: d_LeaveGroupResponse_v4}
+LeaveGroupRequest.encoders = {}  # the client's: protocol/generated/client/leave_group.py
+LeaveGroupResponse.decoders = {}  # the client's: protocol/generated/client/leave_group.py
 LeaveGroupResponse.encoders = {0: e_LeaveGroupResponse_v0, 1: e_LeaveGroupResponse_v1, 2: e_LeaveGroupResponse_v1, 3: e_LeaveGroupResponse_v3, 4: e_LeaveGroupResponse_v4, 5: e_LeaveGroupResponse_v4}

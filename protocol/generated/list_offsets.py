@@ -6,7 +6,7 @@ Do not edit: change the schema or protocol/codegen.py and regenerate.
 from __future__ import annotations
 
 import struct
-from struct import pack, unpack_from
+from struct import pack
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
@@ -31,25 +31,13 @@ from protocol.schema import VersionRange
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_ib_unpack = struct.Struct(">ib").unpack_from
-_F_ib_pack = struct.Struct(">ib").pack
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
-_F_ihqq_unpack = struct.Struct(">ihqq").unpack_from
 _F_ihqq_pack = struct.Struct(">ihqq").pack
-_F_ihqqi_unpack = struct.Struct(">ihqqi").unpack_from
 _F_ihqqi_pack = struct.Struct(">ihqqi").pack
-_F_ihqqix_unpack = struct.Struct(">ihqqix").unpack_from
 _F_ihqqix_pack = struct.Struct(">ihqqix").pack
 _F_iiq_unpack = struct.Struct(">iiq").unpack_from
-_F_iiq_pack = struct.Struct(">iiq").pack
-_F_iiqx_unpack = struct.Struct(">iiqx").unpack_from
-_F_iiqx_pack = struct.Struct(">iiqx").pack
 _F_iq_unpack = struct.Struct(">iq").unpack_from
-_F_iq_pack = struct.Struct(">iq").pack
 _F_iqi_unpack = struct.Struct(">iqi").unpack_from
-_F_iqi_pack = struct.Struct(">iqi").pack
-_F_ix_unpack = struct.Struct(">ix").unpack_from
-_F_ix_pack = struct.Struct(">ix").pack
 
 
 class ListOffsetsRequest(Message):
@@ -187,35 +175,6 @@ def d_ListOffsetsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
         raise decode_error(exc, 'ListOffsetsRequest', pos) from None
     return ListOffsetsRequest(f_replica_id, 0, f_topics, 0), pos
 
-def ea_ListOffsetsRequest_ListOffsetsPartition_v0(xs: list[ListOffsetsRequest.ListOffsetsPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iqi_pack(o.partition_index, o.timestamp, o.max_num_offsets))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition') from None
-
-def ea_ListOffsetsRequest_ListOffsetsTopic_v0(xs: list[ListOffsetsRequest.ListOffsetsTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            ea_ListOffsetsRequest_ListOffsetsPartition_v0(x_partitions, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListOffsetsRequest.ListOffsetsTopic') from None
-
-def e_ListOffsetsRequest_v0(o: ListOffsetsRequest, w: Append) -> None:
-    try:
-        w(_F_i_pack(o.replica_id))
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_ListOffsetsRequest_ListOffsetsTopic_v0(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListOffsetsRequest') from None
-
 def da_ListOffsetsRequest_ListOffsetsPartition_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsRequest.ListOffsetsPartition], int]:
     out: list[ListOffsetsRequest.ListOffsetsPartition] = []
     app = out.append
@@ -274,35 +233,6 @@ def d_ListOffsetsRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
         raise decode_error(exc, 'ListOffsetsRequest', pos) from None
     return ListOffsetsRequest(f_replica_id, 0, f_topics, 0), pos
 
-def ea_ListOffsetsRequest_ListOffsetsPartition_v1(xs: list[ListOffsetsRequest.ListOffsetsPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iq_pack(o.partition_index, o.timestamp))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition') from None
-
-def ea_ListOffsetsRequest_ListOffsetsTopic_v1(xs: list[ListOffsetsRequest.ListOffsetsTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            ea_ListOffsetsRequest_ListOffsetsPartition_v1(x_partitions, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListOffsetsRequest.ListOffsetsTopic') from None
-
-def e_ListOffsetsRequest_v1(o: ListOffsetsRequest, w: Append) -> None:
-    try:
-        w(_F_i_pack(o.replica_id))
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_ListOffsetsRequest_ListOffsetsTopic_v1(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListOffsetsRequest') from None
-
 def d_ListOffsetsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsRequest, int]:
     try:
         (f_replica_id, f_isolation_level,) = _F_ib_unpack(buf, pos)
@@ -318,15 +248,6 @@ def d_ListOffsetsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest', pos) from None
     return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
-
-def e_ListOffsetsRequest_v2(o: ListOffsetsRequest, w: Append) -> None:
-    try:
-        w(_F_ib_pack(o.replica_id, o.isolation_level))
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_ListOffsetsRequest_ListOffsetsTopic_v1(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListOffsetsRequest') from None
 
 def da_ListOffsetsRequest_ListOffsetsPartition_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsRequest.ListOffsetsPartition], int]:
     out: list[ListOffsetsRequest.ListOffsetsPartition] = []
@@ -385,35 +306,6 @@ def d_ListOffsetsRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest', pos) from None
     return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
-
-def ea_ListOffsetsRequest_ListOffsetsPartition_v4(xs: list[ListOffsetsRequest.ListOffsetsPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iiq_pack(o.partition_index, o.current_leader_epoch, o.timestamp))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition') from None
-
-def ea_ListOffsetsRequest_ListOffsetsTopic_v4(xs: list[ListOffsetsRequest.ListOffsetsTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            ea_ListOffsetsRequest_ListOffsetsPartition_v4(x_partitions, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListOffsetsRequest.ListOffsetsTopic') from None
-
-def e_ListOffsetsRequest_v4(o: ListOffsetsRequest, w: Append) -> None:
-    try:
-        w(_F_ib_pack(o.replica_id, o.isolation_level))
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_ListOffsetsRequest_ListOffsetsTopic_v4(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListOffsetsRequest') from None
 
 def da_ListOffsetsRequest_ListOffsetsPartition_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsRequest.ListOffsetsPartition], int]:
     out: list[ListOffsetsRequest.ListOffsetsPartition] = []
@@ -506,40 +398,6 @@ def d_ListOffsetsRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[ListOffset
         raise decode_error(exc, 'ListOffsetsRequest', pos) from None
     return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, 0), pos
 
-def ea_ListOffsetsRequest_ListOffsetsPartition_v6(xs: list[ListOffsetsRequest.ListOffsetsPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iiqx_pack(o.partition_index, o.current_leader_epoch, o.timestamp))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition') from None
-
-def ea_ListOffsetsRequest_ListOffsetsTopic_v6(xs: list[ListOffsetsRequest.ListOffsetsTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_partitions = o.partitions
-            ln = len(x_partitions) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_ListOffsetsRequest_ListOffsetsPartition_v6(x_partitions, w)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListOffsetsRequest.ListOffsetsTopic') from None
-
-def e_ListOffsetsRequest_v6(o: ListOffsetsRequest, w: Append) -> None:
-    try:
-        w(_F_ib_pack(o.replica_id, o.isolation_level))
-        x_topics = o.topics
-        ln = len(x_topics) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_ListOffsetsRequest_ListOffsetsTopic_v6(x_topics, w)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListOffsetsRequest') from None
-
 def d_ListOffsetsRequest_v10(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsRequest, int]:
     try:
         (f_replica_id, f_isolation_level,) = _F_ib_unpack(buf, pos)
@@ -568,82 +426,6 @@ def d_ListOffsetsRequest_v10(buf: bytes, pos: int, blen: int) -> tuple[ListOffse
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest', pos) from None
     return ListOffsetsRequest(f_replica_id, f_isolation_level, f_topics, f_timeout_ms), pos
-
-def e_ListOffsetsRequest_v10(o: ListOffsetsRequest, w: Append) -> None:
-    try:
-        w(_F_ib_pack(o.replica_id, o.isolation_level))
-        x_topics = o.topics
-        ln = len(x_topics) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_ListOffsetsRequest_ListOffsetsTopic_v6(x_topics, w)
-        w(_F_ix_pack(o.timeout_ms))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListOffsetsRequest') from None
-
-def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsResponse.ListOffsetsPartitionResponse], int]:
-    out: list[ListOffsetsResponse.ListOffsetsPartitionResponse] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_partition_index, f_error_code,) = _F_ih_unpack(buf, pos)
-            pos += 6
-            (n1,) = I32_unpack(buf, pos)
-            pos += 4
-            if n1 < 0:
-                raise ProtocolError('ListOffsetsResponse.ListOffsetsPartitionResponse', None, pos, 'null or negative count for non-nullable array OldStyleOffsets')
-            else:
-                if n1 * 8 > blen - pos:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsPartitionResponse', None, pos, f'array OldStyleOffsets count {n1} exceeds remaining bytes')
-                f_old_style_offsets = list(unpack_from(f'>{n1}q', buf, pos))
-                pos += 8 * n1
-            app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, f_old_style_offsets, -1, -1, -1))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse', pos) from None
-    return out, pos
-
-def da_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsResponse.ListOffsetsTopicResponse], int]:
-    out: list[ListOffsetsResponse.ListOffsetsTopicResponse] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf, pos, blen, n3)
-            app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsTopicResponse', pos) from None
-    return out, pos
-
-def d_ListOffsetsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsResponse, int]:
-    try:
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('ListOffsetsResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('ListOffsetsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ListOffsetsResponse', pos) from None
-    return ListOffsetsResponse(0, f_topics), pos
 
 def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(xs: list[ListOffsetsResponse.ListOffsetsPartitionResponse], w: Append) -> None:
     try:
@@ -676,62 +458,6 @@ def e_ListOffsetsResponse_v0(o: ListOffsetsResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ListOffsetsResponse') from None
 
-def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsResponse.ListOffsetsPartitionResponse], int]:
-    out: list[ListOffsetsResponse.ListOffsetsPartitionResponse] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_partition_index, f_error_code, f_timestamp, f_offset,) = _F_ihqq_unpack(buf, pos)
-            pos += 22
-            app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, -1))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse', pos) from None
-    return out, pos
-
-def da_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsResponse.ListOffsetsTopicResponse], int]:
-    out: list[ListOffsetsResponse.ListOffsetsTopicResponse] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(buf, pos, blen, n3)
-            app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsTopicResponse', pos) from None
-    return out, pos
-
-def d_ListOffsetsResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsResponse, int]:
-    try:
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('ListOffsetsResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('ListOffsetsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ListOffsetsResponse', pos) from None
-    return ListOffsetsResponse(0, f_topics), pos
-
 def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(xs: list[ListOffsetsResponse.ListOffsetsPartitionResponse], w: Append) -> None:
     try:
         for o in xs:
@@ -760,22 +486,6 @@ def e_ListOffsetsResponse_v1(o: ListOffsetsResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ListOffsetsResponse') from None
 
-def d_ListOffsetsResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('ListOffsetsResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('ListOffsetsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ListOffsetsResponse', pos) from None
-    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
-
 def e_ListOffsetsResponse_v2(o: ListOffsetsResponse, w: Append) -> None:
     try:
         w(_F_i_pack(o.throttle_time_ms))
@@ -784,64 +494,6 @@ def e_ListOffsetsResponse_v2(o: ListOffsetsResponse, w: Append) -> None:
         ea_ListOffsetsResponse_ListOffsetsTopicResponse_v1(x_topics, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ListOffsetsResponse') from None
-
-def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsResponse.ListOffsetsPartitionResponse], int]:
-    out: list[ListOffsetsResponse.ListOffsetsPartitionResponse] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _F_ihqqi_unpack(buf, pos)
-            pos += 26
-            app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse', pos) from None
-    return out, pos
-
-def da_ListOffsetsResponse_ListOffsetsTopicResponse_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsResponse.ListOffsetsTopicResponse], int]:
-    out: list[ListOffsetsResponse.ListOffsetsTopicResponse] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(buf, pos, blen, n3)
-            app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsTopicResponse', pos) from None
-    return out, pos
-
-def d_ListOffsetsResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('ListOffsetsResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('ListOffsetsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_ListOffsetsResponse_ListOffsetsTopicResponse_v4(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ListOffsetsResponse', pos) from None
-    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
 
 def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(xs: list[ListOffsetsResponse.ListOffsetsPartitionResponse], w: Append) -> None:
     try:
@@ -871,97 +523,6 @@ def e_ListOffsetsResponse_v4(o: ListOffsetsResponse, w: Append) -> None:
         ea_ListOffsetsResponse_ListOffsetsTopicResponse_v4(x_topics, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ListOffsetsResponse') from None
-
-def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsResponse.ListOffsetsPartitionResponse], int]:
-    out: list[ListOffsetsResponse.ListOffsetsPartitionResponse] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _F_ihqqi_unpack(buf, pos)
-            pos += 26
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsResponse.ListOffsetsPartitionResponse')
-            app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse', pos) from None
-    return out, pos
-
-def da_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListOffsetsResponse.ListOffsetsTopicResponse], int]:
-    out: list[ListOffsetsResponse.ListOffsetsTopicResponse] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'ListOffsetsResponse.ListOffsetsTopicResponse', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(buf, pos, blen, n3)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsResponse.ListOffsetsTopicResponse')
-            app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsTopicResponse', pos) from None
-    return out, pos
-
-def d_ListOffsetsResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[ListOffsetsResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('ListOffsetsResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('ListOffsetsResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ListOffsetsResponse', pos) from None
-    return ListOffsetsResponse(f_throttle_time_ms, f_topics), pos
 
 def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(xs: list[ListOffsetsResponse.ListOffsetsPartitionResponse], w: Append) -> None:
     try:
@@ -998,6 +559,6 @@ def e_ListOffsetsResponse_v6(o: ListOffsetsResponse, w: Append) -> None:
         raise encode_error(exc, 'ListOffsetsResponse') from None
 
 ListOffsetsRequest.decoders = {0: d_ListOffsetsRequest_v0, 1: d_ListOffsetsRequest_v1, 2: d_ListOffsetsRequest_v2, 3: d_ListOffsetsRequest_v2, 4: d_ListOffsetsRequest_v4, 5: d_ListOffsetsRequest_v4, 6: d_ListOffsetsRequest_v6, 7: d_ListOffsetsRequest_v6, 8: d_ListOffsetsRequest_v6, 9: d_ListOffsetsRequest_v6, 10: d_ListOffsetsRequest_v10}
-ListOffsetsRequest.encoders = {0: e_ListOffsetsRequest_v0, 1: e_ListOffsetsRequest_v1, 2: e_ListOffsetsRequest_v2, 3: e_ListOffsetsRequest_v2, 4: e_ListOffsetsRequest_v4, 5: e_ListOffsetsRequest_v4, 6: e_ListOffsetsRequest_v6, 7: e_ListOffsetsRequest_v6, 8: e_ListOffsetsRequest_v6, 9: e_ListOffsetsRequest_v6, 10: e_ListOffsetsRequest_v10}
-ListOffsetsResponse.decoders = {0: d_ListOffsetsResponse_v0, 1: d_ListOffsetsResponse_v1, 2: d_ListOffsetsResponse_v2, 3: d_ListOffsetsResponse_v2, 4: d_ListOffsetsResponse_v4, 5: d_ListOffsetsResponse_v4, 6: d_ListOffsetsResponse_v6, 7: d_ListOffsetsResponse_v6, 8: d_ListOffsetsResponse_v6, 9: d_ListOffsetsResponse_v6, 10: d_ListOffsetsResponse_v6}
+ListOffsetsRequest.encoders = {}  # the client's: protocol/generated/client/list_offsets.py
+ListOffsetsResponse.decoders = {}  # the client's: protocol/generated/client/list_offsets.py
 ListOffsetsResponse.encoders = {0: e_ListOffsetsResponse_v0, 1: e_ListOffsetsResponse_v1, 2: e_ListOffsetsResponse_v2, 3: e_ListOffsetsResponse_v2, 4: e_ListOffsetsResponse_v4, 5: e_ListOffsetsResponse_v4, 6: e_ListOffsetsResponse_v6, 7: e_ListOffsetsResponse_v6, 8: e_ListOffsetsResponse_v6, 9: e_ListOffsetsResponse_v6, 10: e_ListOffsetsResponse_v6}

@@ -6,7 +6,7 @@ Do not edit: change the schema or protocol/codegen.py and regenerate.
 from __future__ import annotations
 
 import struct
-from struct import pack, unpack_from
+from struct import unpack_from
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
@@ -24,12 +24,9 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
 _F_q_unpack = struct.Struct(">q").unpack_from
 _F_q_pack = struct.Struct(">q").pack
-_F_qx_unpack = struct.Struct(">qx").unpack_from
-_F_qx_pack = struct.Struct(">qx").pack
 
 
 class ListTransactionsRequest(Message):
@@ -143,24 +140,6 @@ def d_ListTransactionsRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[ListT
         raise decode_error(exc, 'ListTransactionsRequest', pos) from None
     return ListTransactionsRequest(f_state_filters, f_producer_id_filters, -1, None), pos
 
-def e_ListTransactionsRequest_v0(o: ListTransactionsRequest, w: Append) -> None:
-    try:
-        x_state_filters = o.state_filters
-        ln = len(x_state_filters) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        for el1 in x_state_filters:
-            b2 = el1.encode()
-            ln = len(b2) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b2)
-        x_producer_id_filters = o.producer_id_filters
-        ln = len(x_producer_id_filters) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(pack(f'>{len(x_producer_id_filters)}q', *x_producer_id_filters))
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListTransactionsRequest') from None
-
 def d_ListTransactionsRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[ListTransactionsRequest, int]:
     f_state_filters: list[str]
     try:
@@ -226,24 +205,6 @@ def d_ListTransactionsRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[ListT
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListTransactionsRequest', pos) from None
     return ListTransactionsRequest(f_state_filters, f_producer_id_filters, f_duration_filter, None), pos
-
-def e_ListTransactionsRequest_v1(o: ListTransactionsRequest, w: Append) -> None:
-    try:
-        x_state_filters = o.state_filters
-        ln = len(x_state_filters) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        for el1 in x_state_filters:
-            b2 = el1.encode()
-            ln = len(b2) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b2)
-        x_producer_id_filters = o.producer_id_filters
-        ln = len(x_producer_id_filters) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(pack(f'>{len(x_producer_id_filters)}q', *x_producer_id_filters))
-        w(_F_qx_pack(o.duration_filter))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListTransactionsRequest') from None
 
 def d_ListTransactionsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[ListTransactionsRequest, int]:
     f_state_filters: list[str]
@@ -331,152 +292,6 @@ def d_ListTransactionsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[ListT
         raise decode_error(exc, 'ListTransactionsRequest', pos) from None
     return ListTransactionsRequest(f_state_filters, f_producer_id_filters, f_duration_filter, f_transactional_id_pattern), pos
 
-def e_ListTransactionsRequest_v2(o: ListTransactionsRequest, w: Append) -> None:
-    try:
-        x_state_filters = o.state_filters
-        ln = len(x_state_filters) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        for el1 in x_state_filters:
-            b2 = el1.encode()
-            ln = len(b2) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b2)
-        x_producer_id_filters = o.producer_id_filters
-        ln = len(x_producer_id_filters) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(pack(f'>{len(x_producer_id_filters)}q', *x_producer_id_filters))
-        w(_F_q_pack(o.duration_filter))
-        x_transactional_id_pattern = o.transactional_id_pattern
-        if x_transactional_id_pattern is None:
-            w(b'\x00')
-        else:
-            b3 = x_transactional_id_pattern.encode()
-            ln = len(b3) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b3)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'ListTransactionsRequest') from None
-
-def da_ListTransactionsResponse_TransactionState_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[ListTransactionsResponse.TransactionState], int]:
-    out: list[ListTransactionsResponse.TransactionState] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'ListTransactionsResponse.TransactionState', 'string', 'TransactionalId')
-                f_transactional_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'ListTransactionsResponse.TransactionState', 'string', 'TransactionalId')
-                f_transactional_id = buf[pos:end2].decode()
-                pos = end2
-            (f_producer_id,) = _F_q_unpack(buf, pos)
-            pos += 8
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 <= 0:
-                if n3 < 0:
-                    bad_length(n3, pos, 'ListTransactionsResponse.TransactionState', 'string', 'TransactionState')
-                f_transaction_state = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'ListTransactionsResponse.TransactionState', 'string', 'TransactionState')
-                f_transaction_state = buf[pos:end4].decode()
-                pos = end4
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'ListTransactionsResponse.TransactionState')
-            app(_ListTransactionsResponse_TransactionState(f_transactional_id, f_producer_id, f_transaction_state))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ListTransactionsResponse.TransactionState', pos) from None
-    return out, pos
-
-def d_ListTransactionsResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[ListTransactionsResponse, int]:
-    f_unknown_state_filters: list[str]
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('ListTransactionsResponse', None, pos, 'null or negative count for non-nullable array UnknownStateFilters')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('ListTransactionsResponse', None, pos, f'array UnknownStateFilters count {n1} exceeds remaining bytes')
-            f_unknown_state_filters = []
-            app2 = f_unknown_state_filters.append
-            for _ in range(n1):
-                n4 = buf[pos]
-                if n4 < 128:
-                    pos += 1
-                elif buf[pos + 1] < 128:
-                    n4 = (n4 & 0x7F) | (buf[pos + 1] << 7)
-                    pos += 2
-                else:
-                    n4, pos = read_uvarint(buf, pos)
-                n4 -= 1
-                if n4 <= 0:
-                    if n4 < 0:
-                        bad_length(n4, pos, 'ListTransactionsResponse', 'string', 'UnknownStateFilters')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        bad_length(n4, pos, 'ListTransactionsResponse', 'string', 'UnknownStateFilters')
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                app2(el3)
-        n6 = buf[pos]
-        if n6 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n6 = (n6 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n6, pos = read_uvarint(buf, pos)
-        n6 -= 1
-        if n6 < 0:
-            raise ProtocolError('ListTransactionsResponse', None, pos, 'null or negative count for non-nullable array TransactionStates')
-        else:
-            if n6 * 1 > blen - pos:
-                raise ProtocolError('ListTransactionsResponse', None, pos, f'array TransactionStates count {n6} exceeds remaining bytes')
-            f_transaction_states, pos = da_ListTransactionsResponse_TransactionState_v0(buf, pos, blen, n6)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'ListTransactionsResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'ListTransactionsResponse', pos) from None
-    return ListTransactionsResponse(f_throttle_time_ms, f_error_code, f_unknown_state_filters, f_transaction_states), pos
-
 def ea_ListTransactionsResponse_TransactionState_v0(xs: list[ListTransactionsResponse.TransactionState], w: Append) -> None:
     try:
         for o in xs:
@@ -515,6 +330,6 @@ def e_ListTransactionsResponse_v0(o: ListTransactionsResponse, w: Append) -> Non
         raise encode_error(exc, 'ListTransactionsResponse') from None
 
 ListTransactionsRequest.decoders = {0: d_ListTransactionsRequest_v0, 1: d_ListTransactionsRequest_v1, 2: d_ListTransactionsRequest_v2}
-ListTransactionsRequest.encoders = {0: e_ListTransactionsRequest_v0, 1: e_ListTransactionsRequest_v1, 2: e_ListTransactionsRequest_v2}
-ListTransactionsResponse.decoders = {0: d_ListTransactionsResponse_v0, 1: d_ListTransactionsResponse_v0, 2: d_ListTransactionsResponse_v0}
+ListTransactionsRequest.encoders = {}  # the client's: protocol/generated/client/list_transactions.py
+ListTransactionsResponse.decoders = {}  # the client's: protocol/generated/client/list_transactions.py
 ListTransactionsResponse.encoders = {0: e_ListTransactionsResponse_v0, 1: e_ListTransactionsResponse_v0, 2: e_ListTransactionsResponse_v0}

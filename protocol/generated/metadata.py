@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from struct import pack, unpack_from
+from struct import pack
 from uuid import UUID
 
 from protocol.model import Append, Message, Struct
@@ -31,26 +31,15 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
-_F_hii_unpack = struct.Struct(">hii").unpack_from
 _F_hii_pack = struct.Struct(">hii").pack
-_F_hiii_unpack = struct.Struct(">hiii").unpack_from
 _F_hiii_pack = struct.Struct(">hiii").pack
-_F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
-_F_ix_unpack = struct.Struct(">ix").unpack_from
 _F_ix_pack = struct.Struct(">ix").pack
 _F_o_unpack = struct.Struct(">?").unpack_from
 _F_o_pack = struct.Struct(">?").pack
 _F_oo_unpack = struct.Struct(">??").unpack_from
-_F_oo_pack = struct.Struct(">??").pack
 _F_ooo_unpack = struct.Struct(">???").unpack_from
-_F_ooo_pack = struct.Struct(">???").pack
-_F_ooox_unpack = struct.Struct(">???x").unpack_from
-_F_ooox_pack = struct.Struct(">???x").pack
-_F_oox_unpack = struct.Struct(">??x").unpack_from
-_F_oox_pack = struct.Struct(">??x").pack
 
 
 class MetadataRequest(Message):
@@ -175,24 +164,6 @@ def d_MetadataRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
         raise decode_error(exc, 'MetadataRequest', pos) from None
     return MetadataRequest(f_topics, True, False, False), pos
 
-def ea_MetadataRequest_MetadataRequestTopic_v0(xs: list[MetadataRequest.MetadataRequestTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name: str = o.name  # type: ignore[assignment]
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'MetadataRequest.MetadataRequestTopic') from None
-
-def e_MetadataRequest_v0(o: MetadataRequest, w: Append) -> None:
-    try:
-        x_topics: list[MetadataRequest.MetadataRequestTopic] = o.topics  # type: ignore[assignment]
-        w(I32_pack(len(x_topics)))
-        ea_MetadataRequest_MetadataRequestTopic_v0(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'MetadataRequest') from None
-
 def d_MetadataRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequest, int]:
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
     try:
@@ -207,17 +178,6 @@ def d_MetadataRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest', pos) from None
     return MetadataRequest(f_topics, True, False, False), pos
-
-def e_MetadataRequest_v1(o: MetadataRequest, w: Append) -> None:
-    try:
-        x_topics = o.topics
-        if x_topics is None:
-            w(b'\xff\xff\xff\xff')
-        else:
-            w(I32_pack(len(x_topics)))
-            ea_MetadataRequest_MetadataRequestTopic_v0(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'MetadataRequest') from None
 
 def d_MetadataRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequest, int]:
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
@@ -236,18 +196,6 @@ def d_MetadataRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
         raise decode_error(exc, 'MetadataRequest', pos) from None
     return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, False), pos
 
-def e_MetadataRequest_v4(o: MetadataRequest, w: Append) -> None:
-    try:
-        x_topics = o.topics
-        if x_topics is None:
-            w(b'\xff\xff\xff\xff')
-        else:
-            w(I32_pack(len(x_topics)))
-            ea_MetadataRequest_MetadataRequestTopic_v0(x_topics, w)
-        w(_F_o_pack(o.allow_auto_topic_creation))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'MetadataRequest') from None
-
 def d_MetadataRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequest, int]:
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
     try:
@@ -264,18 +212,6 @@ def d_MetadataRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest', pos) from None
     return MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations), pos
-
-def e_MetadataRequest_v8(o: MetadataRequest, w: Append) -> None:
-    try:
-        x_topics = o.topics
-        if x_topics is None:
-            w(b'\xff\xff\xff\xff')
-        else:
-            w(I32_pack(len(x_topics)))
-            ea_MetadataRequest_MetadataRequestTopic_v0(x_topics, w)
-        w(_F_ooo_pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'MetadataRequest') from None
 
 def da_MetadataRequest_MetadataRequestTopic_v9(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataRequest.MetadataRequestTopic], int]:
     out: list[MetadataRequest.MetadataRequestTopic] = []
@@ -337,31 +273,6 @@ def d_MetadataRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[MetadataReque
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest', pos) from None
     return MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations), pos
-
-def ea_MetadataRequest_MetadataRequestTopic_v9(xs: list[MetadataRequest.MetadataRequestTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name: str = o.name  # type: ignore[assignment]
-            b1 = x_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'MetadataRequest.MetadataRequestTopic') from None
-
-def e_MetadataRequest_v9(o: MetadataRequest, w: Append) -> None:
-    try:
-        x_topics = o.topics
-        if x_topics is None:
-            w(b'\x00')
-        else:
-            ln = len(x_topics) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_MetadataRequest_MetadataRequestTopic_v9(x_topics, w)
-        w(_F_ooox_pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'MetadataRequest') from None
 
 def da_MetadataRequest_MetadataRequestTopic_v10(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataRequest.MetadataRequestTopic], int]:
     out: list[MetadataRequest.MetadataRequestTopic] = []
@@ -429,36 +340,6 @@ def d_MetadataRequest_v10(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequ
         raise decode_error(exc, 'MetadataRequest', pos) from None
     return MetadataRequest(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations), pos
 
-def ea_MetadataRequest_MetadataRequestTopic_v10(xs: list[MetadataRequest.MetadataRequestTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_topic_id = o.topic_id
-            w(x_topic_id.bytes)
-            x_name = o.name
-            if x_name is None:
-                w(b'\x00')
-            else:
-                b1 = x_name.encode()
-                ln = len(b1) + 1
-                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                w(b1)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'MetadataRequest.MetadataRequestTopic') from None
-
-def e_MetadataRequest_v10(o: MetadataRequest, w: Append) -> None:
-    try:
-        x_topics = o.topics
-        if x_topics is None:
-            w(b'\x00')
-        else:
-            ln = len(x_topics) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_MetadataRequest_MetadataRequestTopic_v10(x_topics, w)
-        w(_F_ooox_pack(o.allow_auto_topic_creation, o.include_cluster_authorized_operations, o.include_topic_authorized_operations))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'MetadataRequest') from None
-
 def d_MetadataRequest_v11(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequest, int]:
     f_topics: list[MetadataRequest.MetadataRequestTopic] | None
     try:
@@ -486,129 +367,6 @@ def d_MetadataRequest_v11(buf: bytes, pos: int, blen: int) -> tuple[MetadataRequ
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest', pos) from None
     return MetadataRequest(f_topics, f_allow_auto_topic_creation, False, f_include_topic_authorized_operations), pos
-
-def e_MetadataRequest_v11(o: MetadataRequest, w: Append) -> None:
-    try:
-        x_topics = o.topics
-        if x_topics is None:
-            w(b'\x00')
-        else:
-            ln = len(x_topics) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_MetadataRequest_MetadataRequestTopic_v10(x_topics, w)
-        w(_F_oox_pack(o.allow_auto_topic_creation, o.include_topic_authorized_operations))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'MetadataRequest') from None
-
-def da_MetadataResponse_MetadataResponseBroker_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseBroker], int]:
-    out: list[MetadataResponse.MetadataResponseBroker] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_node_id,) = _F_i_unpack(buf, pos)
-            pos += 4
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
-                f_host = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
-                f_host = buf[pos:end2].decode()
-                pos = end2
-            (f_port,) = _F_i_unpack(buf, pos)
-            pos += 4
-            app(_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, None))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse.MetadataResponseBroker', pos) from None
-    return out, pos
-
-def da_MetadataResponse_MetadataResponsePartition_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponsePartition], int]:
-    out: list[MetadataResponse.MetadataResponsePartition] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_error_code, f_partition_index, f_leader_id,) = _F_hii_unpack(buf, pos)
-            pos += 10
-            (n1,) = I32_unpack(buf, pos)
-            pos += 4
-            if n1 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array ReplicaNodes')
-            else:
-                if n1 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array ReplicaNodes count {n1} exceeds remaining bytes')
-                f_replica_nodes = list(unpack_from(f'>{n1}i', buf, pos))
-                pos += 4 * n1
-            (n2,) = I32_unpack(buf, pos)
-            pos += 4
-            if n2 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array IsrNodes')
-            else:
-                if n2 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array IsrNodes count {n2} exceeds remaining bytes')
-                f_isr_nodes = list(unpack_from(f'>{n2}i', buf, pos))
-                pos += 4 * n2
-            app(_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse.MetadataResponsePartition', pos) from None
-    return out, pos
-
-def da_MetadataResponse_MetadataResponseTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseTopic], int]:
-    out: list[MetadataResponse.MetadataResponseTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v0(buf, pos, blen, n3)
-            app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, False, f_partitions, -2147483648))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
-    return out, pos
-
-def d_MetadataResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    try:
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
-            f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v0(buf, pos, blen, n1)
-        (n2,) = I32_unpack(buf, pos)
-        pos += 4
-        if n2 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n2 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n2} exceeds remaining bytes')
-            f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v0(buf, pos, blen, n2)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse', pos) from None
-    return MetadataResponse(0, f_brokers, None, -1, f_topics, -2147483648), pos
 
 def ea_MetadataResponse_MetadataResponseBroker_v0(xs: list[MetadataResponse.MetadataResponseBroker], w: Append) -> None:
     try:
@@ -660,103 +418,6 @@ def e_MetadataResponse_v0(o: MetadataResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'MetadataResponse') from None
 
-def da_MetadataResponse_MetadataResponseBroker_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseBroker], int]:
-    out: list[MetadataResponse.MetadataResponseBroker] = []
-    app = out.append
-    f_rack: str | None
-    try:
-        for _ in range(n):
-            (f_node_id,) = _F_i_unpack(buf, pos)
-            pos += 4
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
-                f_host = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
-                f_host = buf[pos:end2].decode()
-                pos = end2
-            (f_port,) = _F_i_unpack(buf, pos)
-            pos += 4
-            (n3,) = I16_unpack(buf, pos)
-            pos += 2
-            if n3 < 0:
-                f_rack = None
-            elif n3 == 0:
-                f_rack = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Rack')
-                f_rack = buf[pos:end4].decode()
-                pos = end4
-            app(_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, f_rack))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse.MetadataResponseBroker', pos) from None
-    return out, pos
-
-def da_MetadataResponse_MetadataResponseTopic_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseTopic], int]:
-    out: list[MetadataResponse.MetadataResponseTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (f_is_internal,) = _F_o_unpack(buf, pos)
-            pos += 1
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v0(buf, pos, blen, n3)
-            app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
-    return out, pos
-
-def d_MetadataResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    try:
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
-            f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
-        (f_controller_id,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n2,) = I32_unpack(buf, pos)
-        pos += 4
-        if n2 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n2 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n2} exceeds remaining bytes')
-            f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v1(buf, pos, blen, n2)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse', pos) from None
-    return MetadataResponse(0, f_brokers, None, f_controller_id, f_topics, -2147483648), pos
-
 def ea_MetadataResponse_MetadataResponseBroker_v1(xs: list[MetadataResponse.MetadataResponseBroker], w: Append) -> None:
     try:
         for o in xs:
@@ -803,43 +464,6 @@ def e_MetadataResponse_v1(o: MetadataResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'MetadataResponse') from None
 
-def d_MetadataResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_cluster_id: str | None
-    try:
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
-            f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
-        (n2,) = I16_unpack(buf, pos)
-        pos += 2
-        if n2 < 0:
-            f_cluster_id = None
-        elif n2 == 0:
-            f_cluster_id = ''
-        else:
-            end3 = pos + n2
-            if end3 > blen:
-                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        (f_controller_id,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n4,) = I32_unpack(buf, pos)
-        pos += 4
-        if n4 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
-            f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v1(buf, pos, blen, n4)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse', pos) from None
-    return MetadataResponse(0, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648), pos
-
 def e_MetadataResponse_v2(o: MetadataResponse, w: Append) -> None:
     try:
         x_brokers = o.brokers
@@ -858,45 +482,6 @@ def e_MetadataResponse_v2(o: MetadataResponse, w: Append) -> None:
         ea_MetadataResponse_MetadataResponseTopic_v1(x_topics, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'MetadataResponse') from None
-
-def d_MetadataResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_cluster_id: str | None
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
-            f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
-        (n2,) = I16_unpack(buf, pos)
-        pos += 2
-        if n2 < 0:
-            f_cluster_id = None
-        elif n2 == 0:
-            f_cluster_id = ''
-        else:
-            end3 = pos + n2
-            if end3 > blen:
-                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        (f_controller_id,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n4,) = I32_unpack(buf, pos)
-        pos += 4
-        if n4 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
-            f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v1(buf, pos, blen, n4)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse', pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648), pos
 
 def e_MetadataResponse_v3(o: MetadataResponse, w: Append) -> None:
     try:
@@ -917,118 +502,6 @@ def e_MetadataResponse_v3(o: MetadataResponse, w: Append) -> None:
         ea_MetadataResponse_MetadataResponseTopic_v1(x_topics, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'MetadataResponse') from None
-
-def da_MetadataResponse_MetadataResponsePartition_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponsePartition], int]:
-    out: list[MetadataResponse.MetadataResponsePartition] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_error_code, f_partition_index, f_leader_id,) = _F_hii_unpack(buf, pos)
-            pos += 10
-            (n1,) = I32_unpack(buf, pos)
-            pos += 4
-            if n1 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array ReplicaNodes')
-            else:
-                if n1 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array ReplicaNodes count {n1} exceeds remaining bytes')
-                f_replica_nodes = list(unpack_from(f'>{n1}i', buf, pos))
-                pos += 4 * n1
-            (n2,) = I32_unpack(buf, pos)
-            pos += 4
-            if n2 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array IsrNodes')
-            else:
-                if n2 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array IsrNodes count {n2} exceeds remaining bytes')
-                f_isr_nodes = list(unpack_from(f'>{n2}i', buf, pos))
-                pos += 4 * n2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array OfflineReplicas')
-            else:
-                if n3 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array OfflineReplicas count {n3} exceeds remaining bytes')
-                f_offline_replicas = list(unpack_from(f'>{n3}i', buf, pos))
-                pos += 4 * n3
-            app(_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, f_offline_replicas))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse.MetadataResponsePartition', pos) from None
-    return out, pos
-
-def da_MetadataResponse_MetadataResponseTopic_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseTopic], int]:
-    out: list[MetadataResponse.MetadataResponseTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (f_is_internal,) = _F_o_unpack(buf, pos)
-            pos += 1
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v5(buf, pos, blen, n3)
-            app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
-    return out, pos
-
-def d_MetadataResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_cluster_id: str | None
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
-            f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
-        (n2,) = I16_unpack(buf, pos)
-        pos += 2
-        if n2 < 0:
-            f_cluster_id = None
-        elif n2 == 0:
-            f_cluster_id = ''
-        else:
-            end3 = pos + n2
-            if end3 > blen:
-                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        (f_controller_id,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n4,) = I32_unpack(buf, pos)
-        pos += 4
-        if n4 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
-            f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v5(buf, pos, blen, n4)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse', pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648), pos
 
 def ea_MetadataResponse_MetadataResponsePartition_v5(xs: list[MetadataResponse.MetadataResponsePartition], w: Append) -> None:
     try:
@@ -1081,118 +554,6 @@ def e_MetadataResponse_v5(o: MetadataResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'MetadataResponse') from None
 
-def da_MetadataResponse_MetadataResponsePartition_v7(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponsePartition], int]:
-    out: list[MetadataResponse.MetadataResponsePartition] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _F_hiii_unpack(buf, pos)
-            pos += 14
-            (n1,) = I32_unpack(buf, pos)
-            pos += 4
-            if n1 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array ReplicaNodes')
-            else:
-                if n1 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array ReplicaNodes count {n1} exceeds remaining bytes')
-                f_replica_nodes = list(unpack_from(f'>{n1}i', buf, pos))
-                pos += 4 * n1
-            (n2,) = I32_unpack(buf, pos)
-            pos += 4
-            if n2 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array IsrNodes')
-            else:
-                if n2 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array IsrNodes count {n2} exceeds remaining bytes')
-                f_isr_nodes = list(unpack_from(f'>{n2}i', buf, pos))
-                pos += 4 * n2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array OfflineReplicas')
-            else:
-                if n3 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array OfflineReplicas count {n3} exceeds remaining bytes')
-                f_offline_replicas = list(unpack_from(f'>{n3}i', buf, pos))
-                pos += 4 * n3
-            app(_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse.MetadataResponsePartition', pos) from None
-    return out, pos
-
-def da_MetadataResponse_MetadataResponseTopic_v7(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseTopic], int]:
-    out: list[MetadataResponse.MetadataResponseTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (f_is_internal,) = _F_o_unpack(buf, pos)
-            pos += 1
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v7(buf, pos, blen, n3)
-            app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
-    return out, pos
-
-def d_MetadataResponse_v7(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_cluster_id: str | None
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
-            f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
-        (n2,) = I16_unpack(buf, pos)
-        pos += 2
-        if n2 < 0:
-            f_cluster_id = None
-        elif n2 == 0:
-            f_cluster_id = ''
-        else:
-            end3 = pos + n2
-            if end3 > blen:
-                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        (f_controller_id,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n4,) = I32_unpack(buf, pos)
-        pos += 4
-        if n4 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
-            f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v7(buf, pos, blen, n4)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse', pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648), pos
-
 def ea_MetadataResponse_MetadataResponsePartition_v7(xs: list[MetadataResponse.MetadataResponsePartition], w: Append) -> None:
     try:
         for o in xs:
@@ -1244,83 +605,6 @@ def e_MetadataResponse_v7(o: MetadataResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'MetadataResponse') from None
 
-def da_MetadataResponse_MetadataResponseTopic_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseTopic], int]:
-    out: list[MetadataResponse.MetadataResponseTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (f_is_internal,) = _F_o_unpack(buf, pos)
-            pos += 1
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v7(buf, pos, blen, n3)
-            (f_topic_authorized_operations,) = _F_i_unpack(buf, pos)
-            pos += 4
-            app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
-    return out, pos
-
-def d_MetadataResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_cluster_id: str | None
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
-            f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v1(buf, pos, blen, n1)
-        (n2,) = I16_unpack(buf, pos)
-        pos += 2
-        if n2 < 0:
-            f_cluster_id = None
-        elif n2 == 0:
-            f_cluster_id = ''
-        else:
-            end3 = pos + n2
-            if end3 > blen:
-                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        (f_controller_id,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n4,) = I32_unpack(buf, pos)
-        pos += 4
-        if n4 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
-            f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v8(buf, pos, blen, n4)
-        (f_cluster_authorized_operations,) = _F_i_unpack(buf, pos)
-        pos += 4
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse', pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations), pos
-
 def ea_MetadataResponse_MetadataResponseTopic_v8(xs: list[MetadataResponse.MetadataResponseTopic], w: Append) -> None:
     try:
         for o in xs:
@@ -1357,247 +641,6 @@ def e_MetadataResponse_v8(o: MetadataResponse, w: Append) -> None:
         w(_F_i_pack(o.cluster_authorized_operations))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'MetadataResponse') from None
-
-def da_MetadataResponse_MetadataResponseBroker_v9(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseBroker], int]:
-    out: list[MetadataResponse.MetadataResponseBroker] = []
-    app = out.append
-    f_rack: str | None
-    try:
-        for _ in range(n):
-            (f_node_id,) = _F_i_unpack(buf, pos)
-            pos += 4
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
-                f_host = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Host')
-                f_host = buf[pos:end2].decode()
-                pos = end2
-            (f_port,) = _F_i_unpack(buf, pos)
-            pos += 4
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                f_rack = None
-            elif n3 == 0:
-                f_rack = ''
-            else:
-                end4 = pos + n3
-                if end4 > blen:
-                    bad_length(n3, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Rack')
-                f_rack = buf[pos:end4].decode()
-                pos = end4
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse.MetadataResponseBroker')
-            app(_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, f_rack))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse.MetadataResponseBroker', pos) from None
-    return out, pos
-
-def da_MetadataResponse_MetadataResponsePartition_v9(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponsePartition], int]:
-    out: list[MetadataResponse.MetadataResponsePartition] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_error_code, f_partition_index, f_leader_id, f_leader_epoch,) = _F_hiii_unpack(buf, pos)
-            pos += 14
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array ReplicaNodes')
-            else:
-                if n1 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array ReplicaNodes count {n1} exceeds remaining bytes')
-                f_replica_nodes = list(unpack_from(f'>{n1}i', buf, pos))
-                pos += 4 * n1
-            n2 = buf[pos]
-            if n2 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n2 = (n2 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n2, pos = read_uvarint(buf, pos)
-            n2 -= 1
-            if n2 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array IsrNodes')
-            else:
-                if n2 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array IsrNodes count {n2} exceeds remaining bytes')
-                f_isr_nodes = list(unpack_from(f'>{n2}i', buf, pos))
-                pos += 4 * n2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, 'null or negative count for non-nullable array OfflineReplicas')
-            else:
-                if n3 * 4 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array OfflineReplicas count {n3} exceeds remaining bytes')
-                f_offline_replicas = list(unpack_from(f'>{n3}i', buf, pos))
-                pos += 4 * n3
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse.MetadataResponsePartition')
-            app(_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse.MetadataResponsePartition', pos) from None
-    return out, pos
-
-def da_MetadataResponse_MetadataResponseTopic_v9(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseTopic], int]:
-    out: list[MetadataResponse.MetadataResponseTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (f_is_internal,) = _F_o_unpack(buf, pos)
-            pos += 1
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v9(buf, pos, blen, n3)
-            (f_topic_authorized_operations,) = _F_i_unpack(buf, pos)
-            pos += 4
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse.MetadataResponseTopic')
-            app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
-    return out, pos
-
-def d_MetadataResponse_v9(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_cluster_id: str | None
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
-            f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v9(buf, pos, blen, n1)
-        n2 = buf[pos]
-        if n2 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n2 = (n2 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n2, pos = read_uvarint(buf, pos)
-        n2 -= 1
-        if n2 < 0:
-            f_cluster_id = None
-        elif n2 == 0:
-            f_cluster_id = ''
-        else:
-            end3 = pos + n2
-            if end3 > blen:
-                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        (f_controller_id,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n4 = buf[pos]
-        if n4 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n4 = (n4 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n4, pos = read_uvarint(buf, pos)
-        n4 -= 1
-        if n4 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
-            f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v9(buf, pos, blen, n4)
-        (f_cluster_authorized_operations,) = _F_i_unpack(buf, pos)
-        pos += 4
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse', pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations), pos
 
 def ea_MetadataResponse_MetadataResponseBroker_v9(xs: list[MetadataResponse.MetadataResponseBroker], w: Append) -> None:
     try:
@@ -1683,130 +726,6 @@ def e_MetadataResponse_v9(o: MetadataResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'MetadataResponse') from None
 
-def da_MetadataResponse_MetadataResponseTopic_v10(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseTopic], int]:
-    out: list[MetadataResponse.MetadataResponseTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            if pos + 16 > blen:
-                raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'truncated uuid TopicId')
-            f_topic_id = UUID(bytes=buf[pos:pos + 16])
-            pos += 16
-            (f_is_internal,) = _F_o_unpack(buf, pos)
-            pos += 1
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v9(buf, pos, blen, n3)
-            (f_topic_authorized_operations,) = _F_i_unpack(buf, pos)
-            pos += 4
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse.MetadataResponseTopic')
-            app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
-    return out, pos
-
-def d_MetadataResponse_v10(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_cluster_id: str | None
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
-            f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v9(buf, pos, blen, n1)
-        n2 = buf[pos]
-        if n2 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n2 = (n2 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n2, pos = read_uvarint(buf, pos)
-        n2 -= 1
-        if n2 < 0:
-            f_cluster_id = None
-        elif n2 == 0:
-            f_cluster_id = ''
-        else:
-            end3 = pos + n2
-            if end3 > blen:
-                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        (f_controller_id,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n4 = buf[pos]
-        if n4 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n4 = (n4 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n4, pos = read_uvarint(buf, pos)
-        n4 -= 1
-        if n4 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
-            f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v10(buf, pos, blen, n4)
-        (f_cluster_authorized_operations,) = _F_i_unpack(buf, pos)
-        pos += 4
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse', pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations), pos
-
 def ea_MetadataResponse_MetadataResponseTopic_v10(xs: list[MetadataResponse.MetadataResponseTopic], w: Append) -> None:
     try:
         for o in xs:
@@ -1851,70 +770,6 @@ def e_MetadataResponse_v10(o: MetadataResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'MetadataResponse') from None
 
-def d_MetadataResponse_v11(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_cluster_id: str | None
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
-            f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v9(buf, pos, blen, n1)
-        n2 = buf[pos]
-        if n2 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n2 = (n2 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n2, pos = read_uvarint(buf, pos)
-        n2 -= 1
-        if n2 < 0:
-            f_cluster_id = None
-        elif n2 == 0:
-            f_cluster_id = ''
-        else:
-            end3 = pos + n2
-            if end3 > blen:
-                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        (f_controller_id,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n4 = buf[pos]
-        if n4 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n4 = (n4 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n4, pos = read_uvarint(buf, pos)
-        n4 -= 1
-        if n4 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
-            f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v10(buf, pos, blen, n4)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse', pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648), pos
-
 def e_MetadataResponse_v11(o: MetadataResponse, w: Append) -> None:
     try:
         w(_F_i_pack(o.throttle_time_ms))
@@ -1938,129 +793,6 @@ def e_MetadataResponse_v11(o: MetadataResponse, w: Append) -> None:
         w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'MetadataResponse') from None
-
-def da_MetadataResponse_MetadataResponseTopic_v12(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[MetadataResponse.MetadataResponseTopic], int]:
-    out: list[MetadataResponse.MetadataResponseTopic] = []
-    app = out.append
-    f_name: str | None
-    try:
-        for _ in range(n):
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                f_name = None
-            elif n1 == 0:
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'MetadataResponse.MetadataResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            if pos + 16 > blen:
-                raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'truncated uuid TopicId')
-            f_topic_id = UUID(bytes=buf[pos:pos + 16])
-            pos += 16
-            (f_is_internal,) = _F_o_unpack(buf, pos)
-            pos += 1
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v9(buf, pos, blen, n3)
-            (f_topic_authorized_operations,) = _F_i_unpack(buf, pos)
-            pos += 4
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse.MetadataResponseTopic')
-            app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
-    return out, pos
-
-def d_MetadataResponse_v12(buf: bytes, pos: int, blen: int) -> tuple[MetadataResponse, int]:
-    f_cluster_id: str | None
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Brokers')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Brokers count {n1} exceeds remaining bytes')
-            f_brokers, pos = da_MetadataResponse_MetadataResponseBroker_v9(buf, pos, blen, n1)
-        n2 = buf[pos]
-        if n2 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n2 = (n2 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n2, pos = read_uvarint(buf, pos)
-        n2 -= 1
-        if n2 < 0:
-            f_cluster_id = None
-        elif n2 == 0:
-            f_cluster_id = ''
-        else:
-            end3 = pos + n2
-            if end3 > blen:
-                bad_length(n2, pos, 'MetadataResponse', 'string', 'ClusterId')
-            f_cluster_id = buf[pos:end3].decode()
-            pos = end3
-        (f_controller_id,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n4 = buf[pos]
-        if n4 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n4 = (n4 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n4, pos = read_uvarint(buf, pos)
-        n4 -= 1
-        if n4 < 0:
-            raise ProtocolError('MetadataResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n4 * 1 > blen - pos:
-                raise ProtocolError('MetadataResponse', None, pos, f'array Topics count {n4} exceeds remaining bytes')
-            f_topics, pos = da_MetadataResponse_MetadataResponseTopic_v12(buf, pos, blen, n4)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'MetadataResponse', pos) from None
-    return MetadataResponse(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648), pos
 
 def ea_MetadataResponse_MetadataResponseTopic_v12(xs: list[MetadataResponse.MetadataResponseTopic], w: Append) -> None:
     try:
@@ -2110,6 +842,6 @@ def e_MetadataResponse_v12(o: MetadataResponse, w: Append) -> None:
         raise encode_error(exc, 'MetadataResponse') from None
 
 MetadataRequest.decoders = {0: d_MetadataRequest_v0, 1: d_MetadataRequest_v1, 2: d_MetadataRequest_v1, 3: d_MetadataRequest_v1, 4: d_MetadataRequest_v4, 5: d_MetadataRequest_v4, 6: d_MetadataRequest_v4, 7: d_MetadataRequest_v4, 8: d_MetadataRequest_v8, 9: d_MetadataRequest_v9, 10: d_MetadataRequest_v10, 11: d_MetadataRequest_v11, 12: d_MetadataRequest_v11}
-MetadataRequest.encoders = {0: e_MetadataRequest_v0, 1: e_MetadataRequest_v1, 2: e_MetadataRequest_v1, 3: e_MetadataRequest_v1, 4: e_MetadataRequest_v4, 5: e_MetadataRequest_v4, 6: e_MetadataRequest_v4, 7: e_MetadataRequest_v4, 8: e_MetadataRequest_v8, 9: e_MetadataRequest_v9, 10: e_MetadataRequest_v10, 11: e_MetadataRequest_v11, 12: e_MetadataRequest_v11}
-MetadataResponse.decoders = {0: d_MetadataResponse_v0, 1: d_MetadataResponse_v1, 2: d_MetadataResponse_v2, 3: d_MetadataResponse_v3, 4: d_MetadataResponse_v3, 5: d_MetadataResponse_v5, 6: d_MetadataResponse_v5, 7: d_MetadataResponse_v7, 8: d_MetadataResponse_v8, 9: d_MetadataResponse_v9, 10: d_MetadataResponse_v10, 11: d_MetadataResponse_v11, 12: d_MetadataResponse_v12}
+MetadataRequest.encoders = {}  # the client's: protocol/generated/client/metadata.py
+MetadataResponse.decoders = {}  # the client's: protocol/generated/client/metadata.py
 MetadataResponse.encoders = {0: e_MetadataResponse_v0, 1: e_MetadataResponse_v1, 2: e_MetadataResponse_v2, 3: e_MetadataResponse_v3, 4: e_MetadataResponse_v3, 5: e_MetadataResponse_v5, 6: e_MetadataResponse_v5, 7: e_MetadataResponse_v7, 8: e_MetadataResponse_v8, 9: e_MetadataResponse_v9, 10: e_MetadataResponse_v10, 11: e_MetadataResponse_v11, 12: e_MetadataResponse_v12}

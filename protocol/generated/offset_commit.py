@@ -29,18 +29,12 @@ from protocol.schema import VersionRange
 
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
-_F_ihx_unpack = struct.Struct(">ihx").unpack_from
 _F_ihx_pack = struct.Struct(">ihx").pack
 _F_iq_unpack = struct.Struct(">iq").unpack_from
-_F_iq_pack = struct.Struct(">iq").pack
 _F_iqi_unpack = struct.Struct(">iqi").unpack_from
-_F_iqi_pack = struct.Struct(">iqi").pack
 _F_iqq_unpack = struct.Struct(">iqq").unpack_from
-_F_iqq_pack = struct.Struct(">iqq").pack
 _F_q_unpack = struct.Struct(">q").unpack_from
-_F_q_pack = struct.Struct(">q").pack
 
 
 class OffsetCommitRequest(Message):
@@ -200,45 +194,6 @@ def d_OffsetCommitRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         raise decode_error(exc, 'OffsetCommitRequest', pos) from None
     return OffsetCommitRequest(f_group_id, -1, '', None, -1, f_topics), pos
 
-def ea_OffsetCommitRequest_OffsetCommitRequestPartition_v0(xs: list[OffsetCommitRequest.OffsetCommitRequestPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iq_pack(o.partition_index, o.committed_offset))
-            x_committed_metadata = o.committed_metadata
-            if x_committed_metadata is None:
-                w(b'\xff\xff')
-            else:
-                b1 = x_committed_metadata.encode()
-                w(I16_pack(len(b1)))
-                w(b1)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestPartition') from None
-
-def ea_OffsetCommitRequest_OffsetCommitRequestTopic_v0(xs: list[OffsetCommitRequest.OffsetCommitRequestTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            ea_OffsetCommitRequest_OffsetCommitRequestPartition_v0(x_partitions, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestTopic') from None
-
-def e_OffsetCommitRequest_v0(o: OffsetCommitRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_OffsetCommitRequest_OffsetCommitRequestTopic_v0(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetCommitRequest') from None
-
 def da_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetCommitRequest.OffsetCommitRequestPartition], int]:
     out: list[OffsetCommitRequest.OffsetCommitRequestPartition] = []
     app = out.append
@@ -334,50 +289,6 @@ def d_OffsetCommitRequest_v1(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         raise decode_error(exc, 'OffsetCommitRequest', pos) from None
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, -1, f_topics), pos
 
-def ea_OffsetCommitRequest_OffsetCommitRequestPartition_v1(xs: list[OffsetCommitRequest.OffsetCommitRequestPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iqq_pack(o.partition_index, o.committed_offset, o.commit_timestamp))
-            x_committed_metadata = o.committed_metadata
-            if x_committed_metadata is None:
-                w(b'\xff\xff')
-            else:
-                b1 = x_committed_metadata.encode()
-                w(I16_pack(len(b1)))
-                w(b1)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestPartition') from None
-
-def ea_OffsetCommitRequest_OffsetCommitRequestTopic_v1(xs: list[OffsetCommitRequest.OffsetCommitRequestTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            ea_OffsetCommitRequest_OffsetCommitRequestPartition_v1(x_partitions, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestTopic') from None
-
-def e_OffsetCommitRequest_v1(o: OffsetCommitRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        w(_F_i_pack(o.generation_id_or_member_epoch))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        w(I16_pack(len(b2)))
-        w(b2)
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_OffsetCommitRequest_OffsetCommitRequestTopic_v1(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetCommitRequest') from None
-
 def d_OffsetCommitRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitRequest, int]:
     try:
         (n1,) = I16_unpack(buf, pos)
@@ -420,24 +331,6 @@ def d_OffsetCommitRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         raise decode_error(exc, 'OffsetCommitRequest', pos) from None
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, f_retention_time_ms, f_topics), pos
 
-def e_OffsetCommitRequest_v2(o: OffsetCommitRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        w(_F_i_pack(o.generation_id_or_member_epoch))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        w(I16_pack(len(b2)))
-        w(b2)
-        w(_F_q_pack(o.retention_time_ms))
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_OffsetCommitRequest_OffsetCommitRequestTopic_v0(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetCommitRequest') from None
-
 def d_OffsetCommitRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitRequest, int]:
     try:
         (n1,) = I16_unpack(buf, pos)
@@ -477,23 +370,6 @@ def d_OffsetCommitRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest', pos) from None
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, -1, f_topics), pos
-
-def e_OffsetCommitRequest_v5(o: OffsetCommitRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        w(_F_i_pack(o.generation_id_or_member_epoch))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        w(I16_pack(len(b2)))
-        w(b2)
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_OffsetCommitRequest_OffsetCommitRequestTopic_v0(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetCommitRequest') from None
 
 def da_OffsetCommitRequest_OffsetCommitRequestPartition_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetCommitRequest.OffsetCommitRequestPartition], int]:
     out: list[OffsetCommitRequest.OffsetCommitRequestPartition] = []
@@ -590,50 +466,6 @@ def d_OffsetCommitRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         raise decode_error(exc, 'OffsetCommitRequest', pos) from None
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, -1, f_topics), pos
 
-def ea_OffsetCommitRequest_OffsetCommitRequestPartition_v6(xs: list[OffsetCommitRequest.OffsetCommitRequestPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iqi_pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
-            x_committed_metadata = o.committed_metadata
-            if x_committed_metadata is None:
-                w(b'\xff\xff')
-            else:
-                b1 = x_committed_metadata.encode()
-                w(I16_pack(len(b1)))
-                w(b1)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestPartition') from None
-
-def ea_OffsetCommitRequest_OffsetCommitRequestTopic_v6(xs: list[OffsetCommitRequest.OffsetCommitRequestTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            ea_OffsetCommitRequest_OffsetCommitRequestPartition_v6(x_partitions, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestTopic') from None
-
-def e_OffsetCommitRequest_v6(o: OffsetCommitRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        w(_F_i_pack(o.generation_id_or_member_epoch))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        w(I16_pack(len(b2)))
-        w(b2)
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_OffsetCommitRequest_OffsetCommitRequestTopic_v6(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetCommitRequest') from None
-
 def d_OffsetCommitRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitRequest, int]:
     f_group_instance_id: str | None
     try:
@@ -686,30 +518,6 @@ def d_OffsetCommitRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest', pos) from None
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics), pos
-
-def e_OffsetCommitRequest_v7(o: OffsetCommitRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        w(_F_i_pack(o.generation_id_or_member_epoch))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        w(I16_pack(len(b2)))
-        w(b2)
-        x_group_instance_id = o.group_instance_id
-        if x_group_instance_id is None:
-            w(b'\xff\xff')
-        else:
-            b3 = x_group_instance_id.encode()
-            w(I16_pack(len(b3)))
-            w(b3)
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_OffsetCommitRequest_OffsetCommitRequestTopic_v6(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetCommitRequest') from None
 
 def da_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetCommitRequest.OffsetCommitRequestPartition], int]:
     out: list[OffsetCommitRequest.OffsetCommitRequestPartition] = []
@@ -880,123 +688,6 @@ def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
         raise decode_error(exc, 'OffsetCommitRequest', pos) from None
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics), pos
 
-def ea_OffsetCommitRequest_OffsetCommitRequestPartition_v8(xs: list[OffsetCommitRequest.OffsetCommitRequestPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iqi_pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
-            x_committed_metadata = o.committed_metadata
-            if x_committed_metadata is None:
-                w(b'\x00')
-            else:
-                b1 = x_committed_metadata.encode()
-                ln = len(b1) + 1
-                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                w(b1)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestPartition') from None
-
-def ea_OffsetCommitRequest_OffsetCommitRequestTopic_v8(xs: list[OffsetCommitRequest.OffsetCommitRequestTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_partitions = o.partitions
-            ln = len(x_partitions) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_OffsetCommitRequest_OffsetCommitRequestPartition_v8(x_partitions, w)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestTopic') from None
-
-def e_OffsetCommitRequest_v8(o: OffsetCommitRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        w(_F_i_pack(o.generation_id_or_member_epoch))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        ln = len(b2) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b2)
-        x_group_instance_id = o.group_instance_id
-        if x_group_instance_id is None:
-            w(b'\x00')
-        else:
-            b3 = x_group_instance_id.encode()
-            ln = len(b3) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b3)
-        x_topics = o.topics
-        ln = len(x_topics) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_OffsetCommitRequest_OffsetCommitRequestTopic_v8(x_topics, w)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetCommitRequest') from None
-
-def da_OffsetCommitResponse_OffsetCommitResponsePartition_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetCommitResponse.OffsetCommitResponsePartition], int]:
-    out: list[OffsetCommitResponse.OffsetCommitResponsePartition] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_partition_index, f_error_code,) = _F_ih_unpack(buf, pos)
-            pos += 6
-            app(_OffsetCommitResponse_OffsetCommitResponsePartition(f_partition_index, f_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetCommitResponse.OffsetCommitResponsePartition', pos) from None
-    return out, pos
-
-def da_OffsetCommitResponse_OffsetCommitResponseTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetCommitResponse.OffsetCommitResponseTopic], int]:
-    out: list[OffsetCommitResponse.OffsetCommitResponseTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'OffsetCommitResponse.OffsetCommitResponseTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'OffsetCommitResponse.OffsetCommitResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_OffsetCommitResponse_OffsetCommitResponsePartition_v0(buf, pos, blen, n3)
-            app(_OffsetCommitResponse_OffsetCommitResponseTopic(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetCommitResponse.OffsetCommitResponseTopic', pos) from None
-    return out, pos
-
-def d_OffsetCommitResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitResponse, int]:
-    try:
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('OffsetCommitResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetCommitResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_OffsetCommitResponse_OffsetCommitResponseTopic_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetCommitResponse', pos) from None
-    return OffsetCommitResponse(0, f_topics), pos
-
 def ea_OffsetCommitResponse_OffsetCommitResponsePartition_v0(xs: list[OffsetCommitResponse.OffsetCommitResponsePartition], w: Append) -> None:
     try:
         for o in xs:
@@ -1025,22 +716,6 @@ def e_OffsetCommitResponse_v0(o: OffsetCommitResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'OffsetCommitResponse') from None
 
-def d_OffsetCommitResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('OffsetCommitResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetCommitResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_OffsetCommitResponse_OffsetCommitResponseTopic_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetCommitResponse', pos) from None
-    return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
-
 def e_OffsetCommitResponse_v3(o: OffsetCommitResponse, w: Append) -> None:
     try:
         w(_F_i_pack(o.throttle_time_ms))
@@ -1049,97 +724,6 @@ def e_OffsetCommitResponse_v3(o: OffsetCommitResponse, w: Append) -> None:
         ea_OffsetCommitResponse_OffsetCommitResponseTopic_v0(x_topics, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'OffsetCommitResponse') from None
-
-def da_OffsetCommitResponse_OffsetCommitResponsePartition_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetCommitResponse.OffsetCommitResponsePartition], int]:
-    out: list[OffsetCommitResponse.OffsetCommitResponsePartition] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_partition_index, f_error_code,) = _F_ih_unpack(buf, pos)
-            pos += 6
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'OffsetCommitResponse.OffsetCommitResponsePartition')
-            app(_OffsetCommitResponse_OffsetCommitResponsePartition(f_partition_index, f_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetCommitResponse.OffsetCommitResponsePartition', pos) from None
-    return out, pos
-
-def da_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetCommitResponse.OffsetCommitResponseTopic], int]:
-    out: list[OffsetCommitResponse.OffsetCommitResponseTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'OffsetCommitResponse.OffsetCommitResponseTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'OffsetCommitResponse.OffsetCommitResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_OffsetCommitResponse_OffsetCommitResponsePartition_v8(buf, pos, blen, n3)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'OffsetCommitResponse.OffsetCommitResponseTopic')
-            app(_OffsetCommitResponse_OffsetCommitResponseTopic(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetCommitResponse.OffsetCommitResponseTopic', pos) from None
-    return out, pos
-
-def d_OffsetCommitResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCommitResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('OffsetCommitResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetCommitResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'OffsetCommitResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetCommitResponse', pos) from None
-    return OffsetCommitResponse(f_throttle_time_ms, f_topics), pos
 
 def ea_OffsetCommitResponse_OffsetCommitResponsePartition_v8(xs: list[OffsetCommitResponse.OffsetCommitResponsePartition], w: Append) -> None:
     try:
@@ -1176,6 +760,6 @@ def e_OffsetCommitResponse_v8(o: OffsetCommitResponse, w: Append) -> None:
         raise encode_error(exc, 'OffsetCommitResponse') from None
 
 OffsetCommitRequest.decoders = {0: d_OffsetCommitRequest_v0, 1: d_OffsetCommitRequest_v1, 2: d_OffsetCommitRequest_v2, 3: d_OffsetCommitRequest_v2, 4: d_OffsetCommitRequest_v2, 5: d_OffsetCommitRequest_v5, 6: d_OffsetCommitRequest_v6, 7: d_OffsetCommitRequest_v7, 8: d_OffsetCommitRequest_v8, 9: d_OffsetCommitRequest_v8}
-OffsetCommitRequest.encoders = {0: e_OffsetCommitRequest_v0, 1: e_OffsetCommitRequest_v1, 2: e_OffsetCommitRequest_v2, 3: e_OffsetCommitRequest_v2, 4: e_OffsetCommitRequest_v2, 5: e_OffsetCommitRequest_v5, 6: e_OffsetCommitRequest_v6, 7: e_OffsetCommitRequest_v7, 8: e_OffsetCommitRequest_v8, 9: e_OffsetCommitRequest_v8}
-OffsetCommitResponse.decoders = {0: d_OffsetCommitResponse_v0, 1: d_OffsetCommitResponse_v0, 2: d_OffsetCommitResponse_v0, 3: d_OffsetCommitResponse_v3, 4: d_OffsetCommitResponse_v3, 5: d_OffsetCommitResponse_v3, 6: d_OffsetCommitResponse_v3, 7: d_OffsetCommitResponse_v3, 8: d_OffsetCommitResponse_v8, 9: d_OffsetCommitResponse_v8}
+OffsetCommitRequest.encoders = {}  # the client's: protocol/generated/client/offset_commit.py
+OffsetCommitResponse.decoders = {}  # the client's: protocol/generated/client/offset_commit.py
 OffsetCommitResponse.encoders = {0: e_OffsetCommitResponse_v0, 1: e_OffsetCommitResponse_v0, 2: e_OffsetCommitResponse_v0, 3: e_OffsetCommitResponse_v3, 4: e_OffsetCommitResponse_v3, 5: e_OffsetCommitResponse_v3, 6: e_OffsetCommitResponse_v3, 7: e_OffsetCommitResponse_v3, 8: e_OffsetCommitResponse_v8, 9: e_OffsetCommitResponse_v8}

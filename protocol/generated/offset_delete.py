@@ -23,11 +23,8 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_hi_unpack = struct.Struct(">hi").unpack_from
 _F_hi_pack = struct.Struct(">hi").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
-_F_i_pack = struct.Struct(">i").pack
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
 
 
@@ -168,96 +165,6 @@ def d_OffsetDeleteRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetDel
         raise decode_error(exc, 'OffsetDeleteRequest', pos) from None
     return OffsetDeleteRequest(f_group_id, f_topics), pos
 
-def ea_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(xs: list[OffsetDeleteRequest.OffsetDeleteRequestPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_i_pack(o.partition_index))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetDeleteRequest.OffsetDeleteRequestPartition') from None
-
-def ea_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(xs: list[OffsetDeleteRequest.OffsetDeleteRequestTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            ea_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(x_partitions, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetDeleteRequest.OffsetDeleteRequestTopic') from None
-
-def e_OffsetDeleteRequest_v0(o: OffsetDeleteRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetDeleteRequest') from None
-
-def da_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetDeleteResponse.OffsetDeleteResponsePartition], int]:
-    out: list[OffsetDeleteResponse.OffsetDeleteResponsePartition] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_partition_index, f_error_code,) = _F_ih_unpack(buf, pos)
-            pos += 6
-            app(_OffsetDeleteResponse_OffsetDeleteResponsePartition(f_partition_index, f_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetDeleteResponse.OffsetDeleteResponsePartition', pos) from None
-    return out, pos
-
-def da_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetDeleteResponse.OffsetDeleteResponseTopic], int]:
-    out: list[OffsetDeleteResponse.OffsetDeleteResponseTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'OffsetDeleteResponse.OffsetDeleteResponseTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'OffsetDeleteResponse.OffsetDeleteResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('OffsetDeleteResponse.OffsetDeleteResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetDeleteResponse.OffsetDeleteResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf, pos, blen, n3)
-            app(_OffsetDeleteResponse_OffsetDeleteResponseTopic(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetDeleteResponse.OffsetDeleteResponseTopic', pos) from None
-    return out, pos
-
-def d_OffsetDeleteResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetDeleteResponse, int]:
-    try:
-        (f_error_code, f_throttle_time_ms,) = _F_hi_unpack(buf, pos)
-        pos += 6
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('OffsetDeleteResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetDeleteResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetDeleteResponse', pos) from None
-    return OffsetDeleteResponse(f_error_code, f_throttle_time_ms, f_topics), pos
-
 def ea_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(xs: list[OffsetDeleteResponse.OffsetDeleteResponsePartition], w: Append) -> None:
     try:
         for o in xs:
@@ -288,6 +195,6 @@ def e_OffsetDeleteResponse_v0(o: OffsetDeleteResponse, w: Append) -> None:
         raise encode_error(exc, 'OffsetDeleteResponse') from None
 
 OffsetDeleteRequest.decoders = {0: d_OffsetDeleteRequest_v0}
-OffsetDeleteRequest.encoders = {0: e_OffsetDeleteRequest_v0}
-OffsetDeleteResponse.decoders = {0: d_OffsetDeleteResponse_v0}
+OffsetDeleteRequest.encoders = {}  # the client's: protocol/generated/client/offset_delete.py
+OffsetDeleteResponse.decoders = {}  # the client's: protocol/generated/client/offset_delete.py
 OffsetDeleteResponse.encoders = {0: e_OffsetDeleteResponse_v0}

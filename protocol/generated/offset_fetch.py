@@ -6,7 +6,7 @@ Do not edit: change the schema or protocol/codegen.py and regenerate.
 from __future__ import annotations
 
 import struct
-from struct import pack, unpack_from
+from struct import unpack_from
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
@@ -28,20 +28,13 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
-_F_hx_unpack = struct.Struct(">hx").unpack_from
 _F_hx_pack = struct.Struct(">hx").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
-_F_iq_unpack = struct.Struct(">iq").unpack_from
 _F_iq_pack = struct.Struct(">iq").pack
-_F_iqi_unpack = struct.Struct(">iqi").unpack_from
 _F_iqi_pack = struct.Struct(">iqi").pack
 _F_o_unpack = struct.Struct(">?").unpack_from
-_F_o_pack = struct.Struct(">?").pack
-_F_ox_unpack = struct.Struct(">?x").unpack_from
-_F_ox_pack = struct.Struct(">?x").pack
 
 
 class OffsetFetchRequest(Message):
@@ -219,31 +212,6 @@ def d_OffsetFetchRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
         raise decode_error(exc, 'OffsetFetchRequest', pos) from None
     return OffsetFetchRequest(f_group_id, f_topics, [], False), pos
 
-def ea_OffsetFetchRequest_OffsetFetchRequestTopic_v0(xs: list[OffsetFetchRequest.OffsetFetchRequestTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partition_indexes = o.partition_indexes
-            w(I32_pack(len(x_partition_indexes)))
-            w(pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestTopic') from None
-
-def e_OffsetFetchRequest_v0(o: OffsetFetchRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        x_topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] = o.topics  # type: ignore[assignment]
-        w(I32_pack(len(x_topics)))
-        ea_OffsetFetchRequest_OffsetFetchRequestTopic_v0(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetFetchRequest') from None
-
 def d_OffsetFetchRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchRequest, int]:
     f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
     try:
@@ -270,21 +238,6 @@ def d_OffsetFetchRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest', pos) from None
     return OffsetFetchRequest(f_group_id, f_topics, [], False), pos
-
-def e_OffsetFetchRequest_v2(o: OffsetFetchRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        x_topics = o.topics
-        if x_topics is None:
-            w(b'\xff\xff\xff\xff')
-        else:
-            w(I32_pack(len(x_topics)))
-            ea_OffsetFetchRequest_OffsetFetchRequestTopic_v0(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetFetchRequest') from None
 
 def da_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchRequest.OffsetFetchRequestTopic], int]:
     out: list[OffsetFetchRequest.OffsetFetchRequestTopic] = []
@@ -380,40 +333,6 @@ def d_OffsetFetchRequest_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
         raise decode_error(exc, 'OffsetFetchRequest', pos) from None
     return OffsetFetchRequest(f_group_id, f_topics, [], False), pos
 
-def ea_OffsetFetchRequest_OffsetFetchRequestTopic_v6(xs: list[OffsetFetchRequest.OffsetFetchRequestTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_partition_indexes = o.partition_indexes
-            ln = len(x_partition_indexes) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes))
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestTopic') from None
-
-def e_OffsetFetchRequest_v6(o: OffsetFetchRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        x_topics = o.topics
-        if x_topics is None:
-            w(b'\x00')
-        else:
-            ln = len(x_topics) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_OffsetFetchRequest_OffsetFetchRequestTopic_v6(x_topics, w)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetFetchRequest') from None
-
 def d_OffsetFetchRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchRequest, int]:
     f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopic] | None
     try:
@@ -460,24 +379,6 @@ def d_OffsetFetchRequest_v7(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest', pos) from None
     return OffsetFetchRequest(f_group_id, f_topics, [], f_require_stable), pos
-
-def e_OffsetFetchRequest_v7(o: OffsetFetchRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        x_topics = o.topics
-        if x_topics is None:
-            w(b'\x00')
-        else:
-            ln = len(x_topics) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_OffsetFetchRequest_OffsetFetchRequestTopic_v6(x_topics, w)
-        w(_F_ox_pack(o.require_stable))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetFetchRequest') from None
 
 def da_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchRequest.OffsetFetchRequestTopics], int]:
     out: list[OffsetFetchRequest.OffsetFetchRequestTopics] = []
@@ -604,51 +505,6 @@ def d_OffsetFetchRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
         raise decode_error(exc, 'OffsetFetchRequest', pos) from None
     return OffsetFetchRequest('', [], f_groups, f_require_stable), pos
 
-def ea_OffsetFetchRequest_OffsetFetchRequestTopics_v8(xs: list[OffsetFetchRequest.OffsetFetchRequestTopics], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_partition_indexes = o.partition_indexes
-            ln = len(x_partition_indexes) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(pack(f'>{len(x_partition_indexes)}i', *x_partition_indexes))
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestTopics') from None
-
-def ea_OffsetFetchRequest_OffsetFetchRequestGroup_v8(xs: list[OffsetFetchRequest.OffsetFetchRequestGroup], w: Append) -> None:
-    try:
-        for o in xs:
-            x_group_id = o.group_id
-            b1 = x_group_id.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_topics = o.topics
-            if x_topics is None:
-                w(b'\x00')
-            else:
-                ln = len(x_topics) + 1
-                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                ea_OffsetFetchRequest_OffsetFetchRequestTopics_v8(x_topics, w)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestGroup') from None
-
-def e_OffsetFetchRequest_v8(o: OffsetFetchRequest, w: Append) -> None:
-    try:
-        x_groups = o.groups
-        ln = len(x_groups) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_OffsetFetchRequest_OffsetFetchRequestGroup_v8(x_groups, w)
-        w(_F_ox_pack(o.require_stable))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetFetchRequest') from None
-
 def da_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchRequest.OffsetFetchRequestGroup], int]:
     out: list[OffsetFetchRequest.OffsetFetchRequestGroup] = []
     app = out.append
@@ -747,115 +603,6 @@ def d_OffsetFetchRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetc
         raise decode_error(exc, 'OffsetFetchRequest', pos) from None
     return OffsetFetchRequest('', [], f_groups, f_require_stable), pos
 
-def ea_OffsetFetchRequest_OffsetFetchRequestGroup_v9(xs: list[OffsetFetchRequest.OffsetFetchRequestGroup], w: Append) -> None:
-    try:
-        for o in xs:
-            x_group_id = o.group_id
-            b1 = x_group_id.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_member_id = o.member_id
-            if x_member_id is None:
-                w(b'\x00')
-            else:
-                b2 = x_member_id.encode()
-                ln = len(b2) + 1
-                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                w(b2)
-            w(_F_i_pack(o.member_epoch))
-            x_topics = o.topics
-            if x_topics is None:
-                w(b'\x00')
-            else:
-                ln = len(x_topics) + 1
-                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                ea_OffsetFetchRequest_OffsetFetchRequestTopics_v8(x_topics, w)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestGroup') from None
-
-def e_OffsetFetchRequest_v9(o: OffsetFetchRequest, w: Append) -> None:
-    try:
-        x_groups = o.groups
-        ln = len(x_groups) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_OffsetFetchRequest_OffsetFetchRequestGroup_v9(x_groups, w)
-        w(_F_ox_pack(o.require_stable))
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'OffsetFetchRequest') from None
-
-def da_OffsetFetchResponse_OffsetFetchResponsePartition_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchResponse.OffsetFetchResponsePartition], int]:
-    out: list[OffsetFetchResponse.OffsetFetchResponsePartition] = []
-    app = out.append
-    f_metadata: str | None
-    try:
-        for _ in range(n):
-            (f_partition_index, f_committed_offset,) = _F_iq_unpack(buf, pos)
-            pos += 12
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 < 0:
-                f_metadata = None
-            elif n1 == 0:
-                f_metadata = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponsePartition', 'string', 'Metadata')
-                f_metadata = buf[pos:end2].decode()
-                pos = end2
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            app(_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, -1, f_metadata, f_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponsePartition', pos) from None
-    return out, pos
-
-def da_OffsetFetchResponse_OffsetFetchResponseTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchResponse.OffsetFetchResponseTopic], int]:
-    out: list[OffsetFetchResponse.OffsetFetchResponseTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_OffsetFetchResponse_OffsetFetchResponsePartition_v0(buf, pos, blen, n3)
-            app(_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponseTopic', pos) from None
-    return out, pos
-
-def d_OffsetFetchResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchResponse, int]:
-    try:
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('OffsetFetchResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_OffsetFetchResponse_OffsetFetchResponseTopic_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetFetchResponse', pos) from None
-    return OffsetFetchResponse(0, f_topics, 0, []), pos
-
 def ea_OffsetFetchResponse_OffsetFetchResponsePartition_v0(xs: list[OffsetFetchResponse.OffsetFetchResponsePartition], w: Append) -> None:
     try:
         for o in xs:
@@ -892,22 +639,6 @@ def e_OffsetFetchResponse_v0(o: OffsetFetchResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'OffsetFetchResponse') from None
 
-def d_OffsetFetchResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchResponse, int]:
-    try:
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('OffsetFetchResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_OffsetFetchResponse_OffsetFetchResponseTopic_v0(buf, pos, blen, n1)
-        (f_error_code,) = _F_h_unpack(buf, pos)
-        pos += 2
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetFetchResponse', pos) from None
-    return OffsetFetchResponse(0, f_topics, f_error_code, []), pos
-
 def e_OffsetFetchResponse_v2(o: OffsetFetchResponse, w: Append) -> None:
     try:
         x_topics = o.topics
@@ -916,24 +647,6 @@ def e_OffsetFetchResponse_v2(o: OffsetFetchResponse, w: Append) -> None:
         w(_F_h_pack(o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'OffsetFetchResponse') from None
-
-def d_OffsetFetchResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('OffsetFetchResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_OffsetFetchResponse_OffsetFetchResponseTopic_v0(buf, pos, blen, n1)
-        (f_error_code,) = _F_h_unpack(buf, pos)
-        pos += 2
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetFetchResponse', pos) from None
-    return OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, []), pos
 
 def e_OffsetFetchResponse_v3(o: OffsetFetchResponse, w: Append) -> None:
     try:
@@ -944,81 +657,6 @@ def e_OffsetFetchResponse_v3(o: OffsetFetchResponse, w: Append) -> None:
         w(_F_h_pack(o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'OffsetFetchResponse') from None
-
-def da_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchResponse.OffsetFetchResponsePartition], int]:
-    out: list[OffsetFetchResponse.OffsetFetchResponsePartition] = []
-    app = out.append
-    f_metadata: str | None
-    try:
-        for _ in range(n):
-            (f_partition_index, f_committed_offset, f_committed_leader_epoch,) = _F_iqi_unpack(buf, pos)
-            pos += 16
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 < 0:
-                f_metadata = None
-            elif n1 == 0:
-                f_metadata = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponsePartition', 'string', 'Metadata')
-                f_metadata = buf[pos:end2].decode()
-                pos = end2
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            app(_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponsePartition', pos) from None
-    return out, pos
-
-def da_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchResponse.OffsetFetchResponseTopic], int]:
-    out: list[OffsetFetchResponse.OffsetFetchResponseTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf, pos, blen, n3)
-            app(_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponseTopic', pos) from None
-    return out, pos
-
-def d_OffsetFetchResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('OffsetFetchResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf, pos, blen, n1)
-        (f_error_code,) = _F_h_unpack(buf, pos)
-        pos += 2
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetFetchResponse', pos) from None
-    return OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, []), pos
 
 def ea_OffsetFetchResponse_OffsetFetchResponsePartition_v5(xs: list[OffsetFetchResponse.OffsetFetchResponsePartition], w: Append) -> None:
     try:
@@ -1057,121 +695,6 @@ def e_OffsetFetchResponse_v5(o: OffsetFetchResponse, w: Append) -> None:
         w(_F_h_pack(o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'OffsetFetchResponse') from None
-
-def da_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchResponse.OffsetFetchResponsePartition], int]:
-    out: list[OffsetFetchResponse.OffsetFetchResponsePartition] = []
-    app = out.append
-    f_metadata: str | None
-    try:
-        for _ in range(n):
-            (f_partition_index, f_committed_offset, f_committed_leader_epoch,) = _F_iqi_unpack(buf, pos)
-            pos += 16
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                f_metadata = None
-            elif n1 == 0:
-                f_metadata = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponsePartition', 'string', 'Metadata')
-                f_metadata = buf[pos:end2].decode()
-                pos = end2
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse.OffsetFetchResponsePartition')
-            app(_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponsePartition', pos) from None
-    return out, pos
-
-def da_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchResponse.OffsetFetchResponseTopic], int]:
-    out: list[OffsetFetchResponse.OffsetFetchResponseTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf, pos, blen, n3)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse.OffsetFetchResponseTopic')
-            app(_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponseTopic', pos) from None
-    return out, pos
-
-def d_OffsetFetchResponse_v6(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('OffsetFetchResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf, pos, blen, n1)
-        (f_error_code,) = _F_h_unpack(buf, pos)
-        pos += 2
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetFetchResponse', pos) from None
-    return OffsetFetchResponse(f_throttle_time_ms, f_topics, f_error_code, []), pos
 
 def ea_OffsetFetchResponse_OffsetFetchResponsePartition_v6(xs: list[OffsetFetchResponse.OffsetFetchResponsePartition], w: Append) -> None:
     try:
@@ -1215,169 +738,6 @@ def e_OffsetFetchResponse_v6(o: OffsetFetchResponse, w: Append) -> None:
         w(_F_hx_pack(o.error_code))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'OffsetFetchResponse') from None
-
-def da_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchResponse.OffsetFetchResponsePartitions], int]:
-    out: list[OffsetFetchResponse.OffsetFetchResponsePartitions] = []
-    app = out.append
-    f_metadata: str | None
-    try:
-        for _ in range(n):
-            (f_partition_index, f_committed_offset, f_committed_leader_epoch,) = _F_iqi_unpack(buf, pos)
-            pos += 16
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 < 0:
-                f_metadata = None
-            elif n1 == 0:
-                f_metadata = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponsePartitions', 'string', 'Metadata')
-                f_metadata = buf[pos:end2].decode()
-                pos = end2
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse.OffsetFetchResponsePartitions')
-            app(_OffsetFetchResponse_OffsetFetchResponsePartitions(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponsePartitions', pos) from None
-    return out, pos
-
-def da_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchResponse.OffsetFetchResponseTopics], int]:
-    out: list[OffsetFetchResponse.OffsetFetchResponseTopics] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopics', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseTopics', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopics', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopics', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf, pos, blen, n3)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse.OffsetFetchResponseTopics')
-            app(_OffsetFetchResponse_OffsetFetchResponseTopics(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponseTopics', pos) from None
-    return out, pos
-
-def da_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[OffsetFetchResponse.OffsetFetchResponseGroup], int]:
-    out: list[OffsetFetchResponse.OffsetFetchResponseGroup] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseGroup', 'string', 'GroupId')
-                f_group_id = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'OffsetFetchResponse.OffsetFetchResponseGroup', 'string', 'GroupId')
-                f_group_id = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseGroup', None, pos, 'null or negative count for non-nullable array Topics')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseGroup', None, pos, f'array Topics count {n3} exceeds remaining bytes')
-                f_topics, pos = da_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf, pos, blen, n3)
-            (f_error_code,) = _F_h_unpack(buf, pos)
-            pos += 2
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse.OffsetFetchResponseGroup')
-            app(_OffsetFetchResponse_OffsetFetchResponseGroup(f_group_id, f_topics, f_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponseGroup', pos) from None
-    return out, pos
-
-def d_OffsetFetchResponse_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetFetchResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('OffsetFetchResponse', None, pos, 'null or negative count for non-nullable array Groups')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('OffsetFetchResponse', None, pos, f'array Groups count {n1} exceeds remaining bytes')
-            f_groups, pos = da_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'OffsetFetchResponse', pos) from None
-    return OffsetFetchResponse(f_throttle_time_ms, [], 0, f_groups), pos
 
 def ea_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(xs: list[OffsetFetchResponse.OffsetFetchResponsePartitions], w: Append) -> None:
     try:
@@ -1439,6 +799,6 @@ def e_OffsetFetchResponse_v8(o: OffsetFetchResponse, w: Append) -> None:
         raise encode_error(exc, 'OffsetFetchResponse') from None
 
 OffsetFetchRequest.decoders = {0: d_OffsetFetchRequest_v0, 1: d_OffsetFetchRequest_v0, 2: d_OffsetFetchRequest_v2, 3: d_OffsetFetchRequest_v2, 4: d_OffsetFetchRequest_v2, 5: d_OffsetFetchRequest_v2, 6: d_OffsetFetchRequest_v6, 7: d_OffsetFetchRequest_v7, 8: d_OffsetFetchRequest_v8, 9: d_OffsetFetchRequest_v9}
-OffsetFetchRequest.encoders = {0: e_OffsetFetchRequest_v0, 1: e_OffsetFetchRequest_v0, 2: e_OffsetFetchRequest_v2, 3: e_OffsetFetchRequest_v2, 4: e_OffsetFetchRequest_v2, 5: e_OffsetFetchRequest_v2, 6: e_OffsetFetchRequest_v6, 7: e_OffsetFetchRequest_v7, 8: e_OffsetFetchRequest_v8, 9: e_OffsetFetchRequest_v9}
-OffsetFetchResponse.decoders = {0: d_OffsetFetchResponse_v0, 1: d_OffsetFetchResponse_v0, 2: d_OffsetFetchResponse_v2, 3: d_OffsetFetchResponse_v3, 4: d_OffsetFetchResponse_v3, 5: d_OffsetFetchResponse_v5, 6: d_OffsetFetchResponse_v6, 7: d_OffsetFetchResponse_v6, 8: d_OffsetFetchResponse_v8, 9: d_OffsetFetchResponse_v8}
+OffsetFetchRequest.encoders = {}  # the client's: protocol/generated/client/offset_fetch.py
+OffsetFetchResponse.decoders = {}  # the client's: protocol/generated/client/offset_fetch.py
 OffsetFetchResponse.encoders = {0: e_OffsetFetchResponse_v0, 1: e_OffsetFetchResponse_v0, 2: e_OffsetFetchResponse_v2, 3: e_OffsetFetchResponse_v3, 4: e_OffsetFetchResponse_v3, 5: e_OffsetFetchResponse_v5, 6: e_OffsetFetchResponse_v6, 7: e_OffsetFetchResponse_v6, 8: e_OffsetFetchResponse_v8, 9: e_OffsetFetchResponse_v8}

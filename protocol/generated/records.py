@@ -41,7 +41,6 @@ _F_iib_unpack = struct.Struct(">iib").unpack_from
 _F_iib_pack = struct.Struct(">iib").pack
 _F_iqi_unpack = struct.Struct(">iqi").unpack_from
 _F_iqi_pack = struct.Struct(">iqi").pack
-_F_ix_unpack = struct.Struct(">ix").unpack_from
 _F_ix_pack = struct.Struct(">ix").pack
 _F_q_unpack = struct.Struct(">q").unpack_from
 _F_q_pack = struct.Struct(">q").pack
@@ -53,9 +52,7 @@ _F_qi_unpack = struct.Struct(">qi").unpack_from
 _F_qi_pack = struct.Struct(">qi").pack
 _F_qq_unpack = struct.Struct(">qq").unpack_from
 _F_qq_pack = struct.Struct(">qq").pack
-_F_qqx_unpack = struct.Struct(">qqx").unpack_from
 _F_qqx_pack = struct.Struct(">qqx").pack
-_F_qx_unpack = struct.Struct(">qx").unpack_from
 _F_qx_pack = struct.Struct(">qx").pack
 
 

@@ -13,7 +13,6 @@ from protocol.primitives import (
     ENCODE_FAILURES,
     UVARINT_SMALL,
     I16_pack,
-    I16_unpack,
     I32_pack,
     I32_unpack,
     bad_length,
@@ -25,11 +24,8 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
-_F_q_unpack = struct.Struct(">q").unpack_from
 _F_q_pack = struct.Struct(">q").pack
-_F_qx_unpack = struct.Struct(">qx").unpack_from
 _F_qx_pack = struct.Struct(">qx").pack
 
 
@@ -80,14 +76,6 @@ def d_SaslAuthenticateRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[SaslA
         raise decode_error(exc, 'SaslAuthenticateRequest', pos) from None
     return SaslAuthenticateRequest(f_auth_bytes), pos
 
-def e_SaslAuthenticateRequest_v0(o: SaslAuthenticateRequest, w: Append) -> None:
-    try:
-        x_auth_bytes = o.auth_bytes
-        w(I32_pack(len(x_auth_bytes)))
-        w(x_auth_bytes)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'SaslAuthenticateRequest') from None
-
 def d_SaslAuthenticateRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[SaslAuthenticateRequest, int]:
     try:
         n1 = buf[pos]
@@ -113,45 +101,6 @@ def d_SaslAuthenticateRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[SaslA
         raise decode_error(exc, 'SaslAuthenticateRequest', pos) from None
     return SaslAuthenticateRequest(f_auth_bytes), pos
 
-def e_SaslAuthenticateRequest_v2(o: SaslAuthenticateRequest, w: Append) -> None:
-    try:
-        x_auth_bytes = o.auth_bytes
-        ln = len(x_auth_bytes) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(x_auth_bytes)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'SaslAuthenticateRequest') from None
-
-def d_SaslAuthenticateResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[SaslAuthenticateResponse, int]:
-    f_error_message: str | None
-    try:
-        (f_error_code,) = _F_h_unpack(buf, pos)
-        pos += 2
-        (n1,) = I16_unpack(buf, pos)
-        pos += 2
-        if n1 < 0:
-            f_error_message = None
-        elif n1 == 0:
-            f_error_message = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'SaslAuthenticateResponse', 'string', 'ErrorMessage')
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
-        (n3,) = I32_unpack(buf, pos)
-        pos += 4
-        end4 = pos + n3
-        if 0 <= n3 and end4 <= blen:
-            f_auth_bytes = buf[pos:end4]
-            pos = end4
-        else:
-            bad_length(n3, pos, 'SaslAuthenticateResponse', 'bytes', 'AuthBytes')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'SaslAuthenticateResponse', pos) from None
-    return SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, 0), pos
-
 def e_SaslAuthenticateResponse_v0(o: SaslAuthenticateResponse, w: Append) -> None:
     try:
         w(_F_h_pack(o.error_code))
@@ -167,37 +116,6 @@ def e_SaslAuthenticateResponse_v0(o: SaslAuthenticateResponse, w: Append) -> Non
         w(x_auth_bytes)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'SaslAuthenticateResponse') from None
-
-def d_SaslAuthenticateResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[SaslAuthenticateResponse, int]:
-    f_error_message: str | None
-    try:
-        (f_error_code,) = _F_h_unpack(buf, pos)
-        pos += 2
-        (n1,) = I16_unpack(buf, pos)
-        pos += 2
-        if n1 < 0:
-            f_error_message = None
-        elif n1 == 0:
-            f_error_message = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'SaslAuthenticateResponse', 'string', 'ErrorMessage')
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
-        (n3,) = I32_unpack(buf, pos)
-        pos += 4
-        end4 = pos + n3
-        if 0 <= n3 and end4 <= blen:
-            f_auth_bytes = buf[pos:end4]
-            pos = end4
-        else:
-            bad_length(n3, pos, 'SaslAuthenticateResponse', 'bytes', 'AuthBytes')
-        (f_session_lifetime_ms,) = _F_q_unpack(buf, pos)
-        pos += 8
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'SaslAuthenticateResponse', pos) from None
-    return SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms), pos
 
 def e_SaslAuthenticateResponse_v1(o: SaslAuthenticateResponse, w: Append) -> None:
     try:
@@ -215,55 +133,6 @@ def e_SaslAuthenticateResponse_v1(o: SaslAuthenticateResponse, w: Append) -> Non
         w(_F_q_pack(o.session_lifetime_ms))
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'SaslAuthenticateResponse') from None
-
-def d_SaslAuthenticateResponse_v2(buf: bytes, pos: int, blen: int) -> tuple[SaslAuthenticateResponse, int]:
-    f_error_message: str | None
-    try:
-        (f_error_code,) = _F_h_unpack(buf, pos)
-        pos += 2
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            f_error_message = None
-        elif n1 == 0:
-            f_error_message = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'SaslAuthenticateResponse', 'string', 'ErrorMessage')
-            f_error_message = buf[pos:end2].decode()
-            pos = end2
-        n3 = buf[pos]
-        if n3 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n3, pos = read_uvarint(buf, pos)
-        n3 -= 1
-        end4 = pos + n3
-        if 0 <= n3 and end4 <= blen:
-            f_auth_bytes = buf[pos:end4]
-            pos = end4
-        else:
-            bad_length(n3, pos, 'SaslAuthenticateResponse', 'bytes', 'AuthBytes')
-        (f_session_lifetime_ms,) = _F_q_unpack(buf, pos)
-        pos += 8
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'SaslAuthenticateResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'SaslAuthenticateResponse', pos) from None
-    return SaslAuthenticateResponse(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms), pos
 
 def e_SaslAuthenticateResponse_v2(o: SaslAuthenticateResponse, w: Append) -> None:
     try:
@@ -285,6 +154,6 @@ def e_SaslAuthenticateResponse_v2(o: SaslAuthenticateResponse, w: Append) -> Non
         raise encode_error(exc, 'SaslAuthenticateResponse') from None
 
 SaslAuthenticateRequest.decoders = {0: d_SaslAuthenticateRequest_v0, 1: d_SaslAuthenticateRequest_v0, 2: d_SaslAuthenticateRequest_v2}
-SaslAuthenticateRequest.encoders = {0: e_SaslAuthenticateRequest_v0, 1: e_SaslAuthenticateRequest_v0, 2: e_SaslAuthenticateRequest_v2}
-SaslAuthenticateResponse.decoders = {0: d_SaslAuthenticateResponse_v0, 1: d_SaslAuthenticateResponse_v1, 2: d_SaslAuthenticateResponse_v2}
+SaslAuthenticateRequest.encoders = {}  # the client's: protocol/generated/client/sasl_authenticate.py
+SaslAuthenticateResponse.decoders = {}  # the client's: protocol/generated/client/sasl_authenticate.py
 SaslAuthenticateResponse.encoders = {0: e_SaslAuthenticateResponse_v0, 1: e_SaslAuthenticateResponse_v1, 2: e_SaslAuthenticateResponse_v2}

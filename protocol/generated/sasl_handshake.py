@@ -15,15 +15,12 @@ from protocol.primitives import (
     I16_pack,
     I16_unpack,
     I32_pack,
-    I32_unpack,
-    ProtocolError,
     bad_length,
     decode_error,
     encode_error,
 )
 from protocol.schema import VersionRange
 
-_F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
 
 
@@ -76,47 +73,6 @@ def d_SaslHandshakeRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[SaslHand
         raise decode_error(exc, 'SaslHandshakeRequest', pos) from None
     return SaslHandshakeRequest(f_mechanism), pos
 
-def e_SaslHandshakeRequest_v0(o: SaslHandshakeRequest, w: Append) -> None:
-    try:
-        x_mechanism = o.mechanism
-        b1 = x_mechanism.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'SaslHandshakeRequest') from None
-
-def d_SaslHandshakeResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[SaslHandshakeResponse, int]:
-    f_mechanisms: list[str]
-    try:
-        (f_error_code,) = _F_h_unpack(buf, pos)
-        pos += 2
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('SaslHandshakeResponse', None, pos, 'null or negative count for non-nullable array Mechanisms')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('SaslHandshakeResponse', None, pos, f'array Mechanisms count {n1} exceeds remaining bytes')
-            f_mechanisms = []
-            app2 = f_mechanisms.append
-            for _ in range(n1):
-                (n4,) = I16_unpack(buf, pos)
-                pos += 2
-                if n4 <= 0:
-                    if n4 < 0:
-                        bad_length(n4, pos, 'SaslHandshakeResponse', 'string', 'Mechanisms')
-                    el3 = ''
-                else:
-                    end5 = pos + n4
-                    if end5 > blen:
-                        bad_length(n4, pos, 'SaslHandshakeResponse', 'string', 'Mechanisms')
-                    el3 = buf[pos:end5].decode()
-                    pos = end5
-                app2(el3)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'SaslHandshakeResponse', pos) from None
-    return SaslHandshakeResponse(f_error_code, f_mechanisms), pos
-
 def e_SaslHandshakeResponse_v0(o: SaslHandshakeResponse, w: Append) -> None:
     try:
         w(_F_h_pack(o.error_code))
@@ -130,6 +86,6 @@ def e_SaslHandshakeResponse_v0(o: SaslHandshakeResponse, w: Append) -> None:
         raise encode_error(exc, 'SaslHandshakeResponse') from None
 
 SaslHandshakeRequest.decoders = {0: d_SaslHandshakeRequest_v0, 1: d_SaslHandshakeRequest_v0}
-SaslHandshakeRequest.encoders = {0: e_SaslHandshakeRequest_v0, 1: e_SaslHandshakeRequest_v0}
-SaslHandshakeResponse.decoders = {0: d_SaslHandshakeResponse_v0, 1: d_SaslHandshakeResponse_v0}
+SaslHandshakeRequest.encoders = {}  # the client's: protocol/generated/client/sasl_handshake.py
+SaslHandshakeResponse.decoders = {}  # the client's: protocol/generated/client/sasl_handshake.py
 SaslHandshakeResponse.encoders = {0: e_SaslHandshakeResponse_v0, 1: e_SaslHandshakeResponse_v0}

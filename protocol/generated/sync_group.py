@@ -13,7 +13,6 @@ from protocol.primitives import (
     ENCODE_FAILURES,
     UNSET,
     UVARINT_SMALL,
-    I16_pack,
     I16_unpack,
     I32_pack,
     I32_unpack,
@@ -27,11 +26,8 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
-_F_i_pack = struct.Struct(">i").pack
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
 
 
@@ -155,36 +151,6 @@ def d_SyncGroupRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         raise decode_error(exc, 'SyncGroupRequest', pos) from None
     return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, None, None, None, f_assignments), pos
 
-def ea_SyncGroupRequest_SyncGroupRequestAssignment_v0(xs: list[SyncGroupRequest.SyncGroupRequestAssignment], w: Append) -> None:
-    try:
-        for o in xs:
-            x_member_id = o.member_id
-            b1 = x_member_id.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_assignment = o.assignment
-            w(I32_pack(len(x_assignment)))
-            w(x_assignment)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'SyncGroupRequest.SyncGroupRequestAssignment') from None
-
-def e_SyncGroupRequest_v0(o: SyncGroupRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        w(_F_i_pack(o.generation_id))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        w(I16_pack(len(b2)))
-        w(b2)
-        x_assignments = o.assignments
-        w(I32_pack(len(x_assignments)))
-        ea_SyncGroupRequest_SyncGroupRequestAssignment_v0(x_assignments, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'SyncGroupRequest') from None
-
 def d_SyncGroupRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRequest, int]:
     f_group_instance_id: str | None
     try:
@@ -237,30 +203,6 @@ def d_SyncGroupRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupRequest', pos) from None
     return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments), pos
-
-def e_SyncGroupRequest_v3(o: SyncGroupRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        w(_F_i_pack(o.generation_id))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        w(I16_pack(len(b2)))
-        w(b2)
-        x_group_instance_id = o.group_instance_id
-        if x_group_instance_id is None:
-            w(b'\xff\xff')
-        else:
-            b3 = x_group_instance_id.encode()
-            w(I16_pack(len(b3)))
-            w(b3)
-        x_assignments = o.assignments
-        w(I32_pack(len(x_assignments)))
-        ea_SyncGroupRequest_SyncGroupRequestAssignment_v0(x_assignments, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'SyncGroupRequest') from None
 
 def da_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[SyncGroupRequest.SyncGroupRequestAssignment], int]:
     out: list[SyncGroupRequest.SyncGroupRequestAssignment] = []
@@ -395,51 +337,6 @@ def d_SyncGroupRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         raise decode_error(exc, 'SyncGroupRequest', pos) from None
     return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments), pos
 
-def ea_SyncGroupRequest_SyncGroupRequestAssignment_v4(xs: list[SyncGroupRequest.SyncGroupRequestAssignment], w: Append) -> None:
-    try:
-        for o in xs:
-            x_member_id = o.member_id
-            b1 = x_member_id.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_assignment = o.assignment
-            ln = len(x_assignment) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(x_assignment)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'SyncGroupRequest.SyncGroupRequestAssignment') from None
-
-def e_SyncGroupRequest_v4(o: SyncGroupRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        w(_F_i_pack(o.generation_id))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        ln = len(b2) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b2)
-        x_group_instance_id = o.group_instance_id
-        if x_group_instance_id is None:
-            w(b'\x00')
-        else:
-            b3 = x_group_instance_id.encode()
-            ln = len(b3) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b3)
-        x_assignments = o.assignments
-        ln = len(x_assignments) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_SyncGroupRequest_SyncGroupRequestAssignment_v4(x_assignments, w)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'SyncGroupRequest') from None
-
 def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupRequest, int]:
     f_group_instance_id: str | None
     f_protocol_type: str | None
@@ -565,67 +462,6 @@ def d_SyncGroupRequest_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupReq
         raise decode_error(exc, 'SyncGroupRequest', pos) from None
     return SyncGroupRequest(f_group_id, f_generation_id, f_member_id, f_group_instance_id, f_protocol_type, f_protocol_name, f_assignments), pos
 
-def e_SyncGroupRequest_v5(o: SyncGroupRequest, w: Append) -> None:
-    try:
-        x_group_id = o.group_id
-        b1 = x_group_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        w(_F_i_pack(o.generation_id))
-        x_member_id = o.member_id
-        b2 = x_member_id.encode()
-        ln = len(b2) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b2)
-        x_group_instance_id = o.group_instance_id
-        if x_group_instance_id is None:
-            w(b'\x00')
-        else:
-            b3 = x_group_instance_id.encode()
-            ln = len(b3) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b3)
-        x_protocol_type = o.protocol_type
-        if x_protocol_type is None:
-            w(b'\x00')
-        else:
-            b4 = x_protocol_type.encode()
-            ln = len(b4) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b4)
-        x_protocol_name = o.protocol_name
-        if x_protocol_name is None:
-            w(b'\x00')
-        else:
-            b5 = x_protocol_name.encode()
-            ln = len(b5) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b5)
-        x_assignments = o.assignments
-        ln = len(x_assignments) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_SyncGroupRequest_SyncGroupRequestAssignment_v4(x_assignments, w)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'SyncGroupRequest') from None
-
-def d_SyncGroupResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupResponse, int]:
-    try:
-        (f_error_code,) = _F_h_unpack(buf, pos)
-        pos += 2
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        end2 = pos + n1
-        if 0 <= n1 and end2 <= blen:
-            f_assignment = buf[pos:end2]
-            pos = end2
-        else:
-            bad_length(n1, pos, 'SyncGroupResponse', 'bytes', 'Assignment')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'SyncGroupResponse', pos) from None
-    return SyncGroupResponse(0, f_error_code, None, None, f_assignment), pos
-
 def e_SyncGroupResponse_v0(o: SyncGroupResponse, w: Append) -> None:
     try:
         w(_F_h_pack(o.error_code))
@@ -635,22 +471,6 @@ def e_SyncGroupResponse_v0(o: SyncGroupResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'SyncGroupResponse') from None
 
-def d_SyncGroupResponse_v1(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        end2 = pos + n1
-        if 0 <= n1 and end2 <= blen:
-            f_assignment = buf[pos:end2]
-            pos = end2
-        else:
-            bad_length(n1, pos, 'SyncGroupResponse', 'bytes', 'Assignment')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'SyncGroupResponse', pos) from None
-    return SyncGroupResponse(f_throttle_time_ms, f_error_code, None, None, f_assignment), pos
-
 def e_SyncGroupResponse_v1(o: SyncGroupResponse, w: Append) -> None:
     try:
         w(_F_ih_pack(o.throttle_time_ms, o.error_code))
@@ -659,33 +479,6 @@ def e_SyncGroupResponse_v1(o: SyncGroupResponse, w: Append) -> None:
         w(x_assignment)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'SyncGroupResponse') from None
-
-def d_SyncGroupResponse_v4(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupResponse, int]:
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        end2 = pos + n1
-        if 0 <= n1 and end2 <= blen:
-            f_assignment = buf[pos:end2]
-            pos = end2
-        else:
-            bad_length(n1, pos, 'SyncGroupResponse', 'bytes', 'Assignment')
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'SyncGroupResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'SyncGroupResponse', pos) from None
-    return SyncGroupResponse(f_throttle_time_ms, f_error_code, None, None, f_assignment), pos
 
 def e_SyncGroupResponse_v4(o: SyncGroupResponse, w: Append) -> None:
     try:
@@ -697,73 +490,6 @@ def e_SyncGroupResponse_v4(o: SyncGroupResponse, w: Append) -> None:
         w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'SyncGroupResponse') from None
-
-def d_SyncGroupResponse_v5(buf: bytes, pos: int, blen: int) -> tuple[SyncGroupResponse, int]:
-    f_protocol_type: str | None
-    f_protocol_name: str | None
-    try:
-        (f_throttle_time_ms, f_error_code,) = _F_ih_unpack(buf, pos)
-        pos += 6
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            f_protocol_type = None
-        elif n1 == 0:
-            f_protocol_type = ''
-        else:
-            end2 = pos + n1
-            if end2 > blen:
-                bad_length(n1, pos, 'SyncGroupResponse', 'string', 'ProtocolType')
-            f_protocol_type = buf[pos:end2].decode()
-            pos = end2
-        n3 = buf[pos]
-        if n3 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n3, pos = read_uvarint(buf, pos)
-        n3 -= 1
-        if n3 < 0:
-            f_protocol_name = None
-        elif n3 == 0:
-            f_protocol_name = ''
-        else:
-            end4 = pos + n3
-            if end4 > blen:
-                bad_length(n3, pos, 'SyncGroupResponse', 'string', 'ProtocolName')
-            f_protocol_name = buf[pos:end4].decode()
-            pos = end4
-        n5 = buf[pos]
-        if n5 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n5 = (n5 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n5, pos = read_uvarint(buf, pos)
-        n5 -= 1
-        end6 = pos + n5
-        if 0 <= n5 and end6 <= blen:
-            f_assignment = buf[pos:end6]
-            pos = end6
-        else:
-            bad_length(n5, pos, 'SyncGroupResponse', 'bytes', 'Assignment')
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'SyncGroupResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'SyncGroupResponse', pos) from None
-    return SyncGroupResponse(f_throttle_time_ms, f_error_code, f_protocol_type, f_protocol_name, f_assignment), pos
 
 def e_SyncGroupResponse_v5(o: SyncGroupResponse, w: Append) -> None:
     try:
@@ -793,6 +519,6 @@ def e_SyncGroupResponse_v5(o: SyncGroupResponse, w: Append) -> None:
         raise encode_error(exc, 'SyncGroupResponse') from None
 
 SyncGroupRequest.decoders = {0: d_SyncGroupRequest_v0, 1: d_SyncGroupRequest_v0, 2: d_SyncGroupRequest_v0, 3: d_SyncGroupRequest_v3, 4: d_SyncGroupRequest_v4, 5: d_SyncGroupRequest_v5}
-SyncGroupRequest.encoders = {0: e_SyncGroupRequest_v0, 1: e_SyncGroupRequest_v0, 2: e_SyncGroupRequest_v0, 3: e_SyncGroupRequest_v3, 4: e_SyncGroupRequest_v4, 5: e_SyncGroupRequest_v5}
-SyncGroupResponse.decoders = {0: d_SyncGroupResponse_v0, 1: d_SyncGroupResponse_v1, 2: d_SyncGroupResponse_v1, 3: d_SyncGroupResponse_v1, 4: d_SyncGroupResponse_v4, 5: d_SyncGroupResponse_v5}
+SyncGroupRequest.encoders = {}  # the client's: protocol/generated/client/sync_group.py
+SyncGroupResponse.decoders = {}  # the client's: protocol/generated/client/sync_group.py
 SyncGroupResponse.encoders = {0: e_SyncGroupResponse_v0, 1: e_SyncGroupResponse_v1, 2: e_SyncGroupResponse_v1, 3: e_SyncGroupResponse_v1, 4: e_SyncGroupResponse_v4, 5: e_SyncGroupResponse_v5}

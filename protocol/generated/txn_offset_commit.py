@@ -27,20 +27,13 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
-_F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
-_F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
-_F_ihx_unpack = struct.Struct(">ihx").unpack_from
 _F_ihx_pack = struct.Struct(">ihx").pack
 _F_iq_unpack = struct.Struct(">iq").unpack_from
-_F_iq_pack = struct.Struct(">iq").pack
 _F_iqi_unpack = struct.Struct(">iqi").unpack_from
-_F_iqi_pack = struct.Struct(">iqi").pack
 _F_qh_unpack = struct.Struct(">qh").unpack_from
-_F_qh_pack = struct.Struct(">qh").pack
 _F_qhi_unpack = struct.Struct(">qhi").unpack_from
-_F_qhi_pack = struct.Struct(">qhi").pack
 
 
 class TxnOffsetCommitRequest(Message):
@@ -215,50 +208,6 @@ def d_TxnOffsetCommitRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[TxnOff
         raise decode_error(exc, 'TxnOffsetCommitRequest', pos) from None
     return TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, -1, '', None, f_topics), pos
 
-def ea_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(xs: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iq_pack(o.partition_index, o.committed_offset))
-            x_committed_metadata = o.committed_metadata
-            if x_committed_metadata is None:
-                w(b'\xff\xff')
-            else:
-                b1 = x_committed_metadata.encode()
-                w(I16_pack(len(b1)))
-                w(b1)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition') from None
-
-def ea_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(xs: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            ea_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(x_partitions, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic') from None
-
-def e_TxnOffsetCommitRequest_v0(o: TxnOffsetCommitRequest, w: Append) -> None:
-    try:
-        x_transactional_id = o.transactional_id
-        b1 = x_transactional_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        x_group_id = o.group_id
-        b2 = x_group_id.encode()
-        w(I16_pack(len(b2)))
-        w(b2)
-        w(_F_qh_pack(o.producer_id, o.producer_epoch))
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'TxnOffsetCommitRequest') from None
-
 def da_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition], int]:
     out: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = []
     app = out.append
@@ -353,50 +302,6 @@ def d_TxnOffsetCommitRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[TxnOff
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitRequest', pos) from None
     return TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, -1, '', None, f_topics), pos
-
-def ea_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(xs: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iqi_pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
-            x_committed_metadata = o.committed_metadata
-            if x_committed_metadata is None:
-                w(b'\xff\xff')
-            else:
-                b1 = x_committed_metadata.encode()
-                w(I16_pack(len(b1)))
-                w(b1)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition') from None
-
-def ea_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(xs: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            w(I16_pack(len(b1)))
-            w(b1)
-            x_partitions = o.partitions
-            w(I32_pack(len(x_partitions)))
-            ea_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(x_partitions, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic') from None
-
-def e_TxnOffsetCommitRequest_v2(o: TxnOffsetCommitRequest, w: Append) -> None:
-    try:
-        x_transactional_id = o.transactional_id
-        b1 = x_transactional_id.encode()
-        w(I16_pack(len(b1)))
-        w(b1)
-        x_group_id = o.group_id
-        b2 = x_group_id.encode()
-        w(I16_pack(len(b2)))
-        w(b2)
-        w(_F_qh_pack(o.producer_id, o.producer_epoch))
-        x_topics = o.topics
-        w(I32_pack(len(x_topics)))
-        ea_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(x_topics, w)
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'TxnOffsetCommitRequest') from None
 
 def da_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition], int]:
     out: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition] = []
@@ -586,130 +491,6 @@ def d_TxnOffsetCommitRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[TxnOff
         raise decode_error(exc, 'TxnOffsetCommitRequest', pos) from None
     return TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, f_generation_id, f_member_id, f_group_instance_id, f_topics), pos
 
-def ea_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(xs: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition], w: Append) -> None:
-    try:
-        for o in xs:
-            w(_F_iqi_pack(o.partition_index, o.committed_offset, o.committed_leader_epoch))
-            x_committed_metadata = o.committed_metadata
-            if x_committed_metadata is None:
-                w(b'\x00')
-            else:
-                b1 = x_committed_metadata.encode()
-                ln = len(b1) + 1
-                w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-                w(b1)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition') from None
-
-def ea_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(xs: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic], w: Append) -> None:
-    try:
-        for o in xs:
-            x_name = o.name
-            b1 = x_name.encode()
-            ln = len(b1) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b1)
-            x_partitions = o.partitions
-            ln = len(x_partitions) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            ea_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(x_partitions, w)
-            w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic') from None
-
-def e_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, w: Append) -> None:
-    try:
-        x_transactional_id = o.transactional_id
-        b1 = x_transactional_id.encode()
-        ln = len(b1) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b1)
-        x_group_id = o.group_id
-        b2 = x_group_id.encode()
-        ln = len(b2) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b2)
-        w(_F_qhi_pack(o.producer_id, o.producer_epoch, o.generation_id))
-        x_member_id = o.member_id
-        b3 = x_member_id.encode()
-        ln = len(b3) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        w(b3)
-        x_group_instance_id = o.group_instance_id
-        if x_group_instance_id is None:
-            w(b'\x00')
-        else:
-            b4 = x_group_instance_id.encode()
-            ln = len(b4) + 1
-            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-            w(b4)
-        x_topics = o.topics
-        ln = len(x_topics) + 1
-        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
-        ea_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(x_topics, w)
-        w(b'\x00')
-    except ENCODE_FAILURES as exc:
-        raise encode_error(exc, 'TxnOffsetCommitRequest') from None
-
-def da_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition], int]:
-    out: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_partition_index, f_error_code,) = _F_ih_unpack(buf, pos)
-            pos += 6
-            app(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(f_partition_index, f_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition', pos) from None
-    return out, pos
-
-def da_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic], int]:
-    out: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (n1,) = I16_unpack(buf, pos)
-            pos += 2
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            (n3,) = I32_unpack(buf, pos)
-            pos += 4
-            if n3 < 0:
-                raise ProtocolError('TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(buf, pos, blen, n3)
-            app(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic', pos) from None
-    return out, pos
-
-def d_TxnOffsetCommitResponse_v0(buf: bytes, pos: int, blen: int) -> tuple[TxnOffsetCommitResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        (n1,) = I32_unpack(buf, pos)
-        pos += 4
-        if n1 < 0:
-            raise ProtocolError('TxnOffsetCommitResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('TxnOffsetCommitResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(buf, pos, blen, n1)
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'TxnOffsetCommitResponse', pos) from None
-    return TxnOffsetCommitResponse(f_throttle_time_ms, f_topics), pos
-
 def ea_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(xs: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition], w: Append) -> None:
     try:
         for o in xs:
@@ -738,97 +519,6 @@ def e_TxnOffsetCommitResponse_v0(o: TxnOffsetCommitResponse, w: Append) -> None:
         ea_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(x_topics, w)
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'TxnOffsetCommitResponse') from None
-
-def da_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition], int]:
-    out: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            (f_partition_index, f_error_code,) = _F_ih_unpack(buf, pos)
-            pos += 6
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition')
-            app(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(f_partition_index, f_error_code))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition', pos) from None
-    return out, pos
-
-def da_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: int, blen: int, n: int) -> tuple[list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic], int]:
-    out: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic] = []
-    app = out.append
-    try:
-        for _ in range(n):
-            n1 = buf[pos]
-            if n1 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n1, pos = read_uvarint(buf, pos)
-            n1 -= 1
-            if n1 <= 0:
-                if n1 < 0:
-                    bad_length(n1, pos, 'TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic', 'string', 'Name')
-                f_name = ''
-            else:
-                end2 = pos + n1
-                if end2 > blen:
-                    bad_length(n1, pos, 'TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic', 'string', 'Name')
-                f_name = buf[pos:end2].decode()
-                pos = end2
-            n3 = buf[pos]
-            if n3 < 128:
-                pos += 1
-            elif buf[pos + 1] < 128:
-                n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
-                pos += 2
-            else:
-                n3, pos = read_uvarint(buf, pos)
-            n3 -= 1
-            if n3 < 0:
-                raise ProtocolError('TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic', None, pos, 'null or negative count for non-nullable array Partitions')
-            else:
-                if n3 * 1 > blen - pos:
-                    raise ProtocolError('TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
-                f_partitions, pos = da_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(buf, pos, blen, n3)
-            if buf[pos] == 0:
-                pos += 1
-            else:
-                pos = skip_tagged_fields(buf, pos, blen, 'TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic')
-            app(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(f_name, f_partitions))
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic', pos) from None
-    return out, pos
-
-def d_TxnOffsetCommitResponse_v3(buf: bytes, pos: int, blen: int) -> tuple[TxnOffsetCommitResponse, int]:
-    try:
-        (f_throttle_time_ms,) = _F_i_unpack(buf, pos)
-        pos += 4
-        n1 = buf[pos]
-        if n1 < 128:
-            pos += 1
-        elif buf[pos + 1] < 128:
-            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
-            pos += 2
-        else:
-            n1, pos = read_uvarint(buf, pos)
-        n1 -= 1
-        if n1 < 0:
-            raise ProtocolError('TxnOffsetCommitResponse', None, pos, 'null or negative count for non-nullable array Topics')
-        else:
-            if n1 * 1 > blen - pos:
-                raise ProtocolError('TxnOffsetCommitResponse', None, pos, f'array Topics count {n1} exceeds remaining bytes')
-            f_topics, pos = da_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(buf, pos, blen, n1)
-        if buf[pos] == 0:
-            pos += 1
-        else:
-            pos = skip_tagged_fields(buf, pos, blen, 'TxnOffsetCommitResponse')
-    except DECODE_FAILURES as exc:
-        raise decode_error(exc, 'TxnOffsetCommitResponse', pos) from None
-    return TxnOffsetCommitResponse(f_throttle_time_ms, f_topics), pos
 
 def ea_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(xs: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition], w: Append) -> None:
     try:
@@ -865,6 +555,6 @@ def e_TxnOffsetCommitResponse_v3(o: TxnOffsetCommitResponse, w: Append) -> None:
         raise encode_error(exc, 'TxnOffsetCommitResponse') from None
 
 TxnOffsetCommitRequest.decoders = {0: d_TxnOffsetCommitRequest_v0, 1: d_TxnOffsetCommitRequest_v0, 2: d_TxnOffsetCommitRequest_v2, 3: d_TxnOffsetCommitRequest_v3, 4: d_TxnOffsetCommitRequest_v3, 5: d_TxnOffsetCommitRequest_v3}
-TxnOffsetCommitRequest.encoders = {0: e_TxnOffsetCommitRequest_v0, 1: e_TxnOffsetCommitRequest_v0, 2: e_TxnOffsetCommitRequest_v2, 3: e_TxnOffsetCommitRequest_v3, 4: e_TxnOffsetCommitRequest_v3, 5: e_TxnOffsetCommitRequest_v3}
-TxnOffsetCommitResponse.decoders = {0: d_TxnOffsetCommitResponse_v0, 1: d_TxnOffsetCommitResponse_v0, 2: d_TxnOffsetCommitResponse_v0, 3: d_TxnOffsetCommitResponse_v3, 4: d_TxnOffsetCommitResponse_v3, 5: d_TxnOffsetCommitResponse_v3}
+TxnOffsetCommitRequest.encoders = {}  # the client's: protocol/generated/client/txn_offset_commit.py
+TxnOffsetCommitResponse.decoders = {}  # the client's: protocol/generated/client/txn_offset_commit.py
 TxnOffsetCommitResponse.encoders = {0: e_TxnOffsetCommitResponse_v0, 1: e_TxnOffsetCommitResponse_v0, 2: e_TxnOffsetCommitResponse_v0, 3: e_TxnOffsetCommitResponse_v3, 4: e_TxnOffsetCommitResponse_v3, 5: e_TxnOffsetCommitResponse_v3}

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import protocol.client  # noqa: F401  (request encoders and response decoders: the bench runs both ways)
 from protocol.messages import HeartbeatRequest, JoinGroupRequest, JoinGroupResponse, Message, OffsetCommitRequest
 
 with warnings.catch_warnings():

@@ -39,7 +39,7 @@ from coordinator.logging import configure_logging
 from coordinator.server.app import Server
 from coordinator.server.dispatch import dispatch
 from protocol.api_keys import ApiKey
-from protocol.frames import encode_request
+from protocol.client import encode_request
 from protocol.messages import OffsetCommitRequest
 from tests.bench.in_process import start_server, stop_server
 

@@ -43,8 +43,9 @@ from coordinator.server.app import Server
 from coordinator.server.connection import Connection
 from protocol.api_keys import ApiKey
 from protocol.apis import API_SPECS
+from protocol.client import decode_response, encode_request
 from protocol.error_codes import ErrorCode
-from protocol.frames import decode_response, encode_request
+from protocol.client import decode_response, encode_request
 from protocol.messages import ConsumerProtocolSubscription, HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
 from tests.bench.in_process import start_server, stop_server
 

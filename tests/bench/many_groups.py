@@ -21,7 +21,7 @@ from pathlib import Path
 from bench.compare.groups import join_and_sync
 from bench.compare.wire import Wire
 from protocol.api_keys import ApiKey
-from protocol.frames import encode_request
+from protocol.client import encode_request
 from protocol.messages import OffsetCommitRequest
 from tests.conftest import ServerProcess, free_port, server_command
 

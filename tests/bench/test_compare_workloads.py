@@ -13,7 +13,7 @@ from bench.compare.floor import HEARTBEAT
 from bench.compare.groups import FormTrace, form_group
 from bench.compare.wire import Wire
 from protocol.api_keys import ApiKey
-from protocol.frames import encode_request
+from protocol.client import encode_request
 from protocol.messages import HeartbeatRequest
 
 _SIZE = struct.Struct(">i")

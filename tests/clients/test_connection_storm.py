@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from protocol.api_keys import ApiKey
-from protocol.frames import encode_request
+from protocol.client import encode_request
 from protocol.messages import ApiVersionsRequest
 
 pytestmark = [pytest.mark.clients, pytest.mark.slow, pytest.mark.timeout(300)]

@@ -31,7 +31,7 @@ from coordinator.server.app import Server, _run_hooks
 from coordinator.server.dispatch import dispatch
 from coordinator.server.registry import HANDLERS
 from protocol.apis import API_SPECS, API_VERSIONS_KEY
-from protocol.frames import decode_response
+from protocol.client import decode_response
 from protocol.primitives import ProtocolError
 
 FAILURE_EVENTS = ("handler_failed", "response_encoding_failed", "error_response_failed")

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from coordinator.server.registry import HANDLERS
 from protocol.apis import API_SPECS
-from protocol.frames import encode_request
+from protocol.client import encode_request
 from tests.protocol.strategies import message_strategy
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

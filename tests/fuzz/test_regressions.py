@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from protocol.api_keys import ApiKey
-from protocol.frames import encode_request
+from protocol.client import encode_request
 from protocol.messages import (
     ConsumerGroupDescribeRequest,
     DeleteGroupsRequest,

@@ -10,7 +10,8 @@ import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.apis import API_SPECS
-from protocol.frames import decode_request_body, decode_request_header, encode_request, encode_response
+from protocol.client import encode_request
+from protocol.frames import decode_request_body, decode_request_header, encode_response
 from protocol.messages import HeartbeatRequest, RequestHeader
 from protocol.primitives import ProtocolError
 

@@ -24,14 +24,17 @@ def test_every_schema_has_a_generated_class() -> None:
 
 def test_check_reports_a_hand_edited_module(tmp_path: Path) -> None:
     for name, text in codegen.generated_sources().items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(text)
     assert codegen.stale_files(tmp_path) == {}
     edited = tmp_path / "heartbeat.py"
     edited.write_text(edited.read_text() + "\nEXTRA = 1\n")
     (tmp_path / "leftover.py").write_text("")
-    assert set(codegen.stale_files(tmp_path)) == {"heartbeat.py", "leftover.py"}
+    (tmp_path / "client" / "leftover.py").write_text("")
+    assert set(codegen.stale_files(tmp_path)) == {"heartbeat.py", "leftover.py", "client/leftover.py"}
     codegen.write(tmp_path)
     assert codegen.stale_files(tmp_path) == {} and not (tmp_path / "leftover.py").exists()
+    assert not (tmp_path / "client" / "leftover.py").exists()
 
 
 def test_codegen_prints_one_message_version_for_reading() -> None:
@@ -39,6 +42,24 @@ def test_codegen_prints_one_message_version_for_reading() -> None:
                          capture_output=True, text=True, check=True).stdout
     assert "def d_HeartbeatRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[HeartbeatRequest, int]:" in out
     assert "def e_HeartbeatRequest_v4(o: HeartbeatRequest, w: Append) -> None:" in out
+
+
+def test_the_server_loads_only_its_direction_of_the_codec() -> None:
+    """The server's modules hold request decoders and response encoders; protocol.client adds the
+    other direction, which the server never imports (half the generated code to compile at start)."""
+    code = ("import sys, coordinator.server.app; from protocol.messages import HeartbeatRequest, HeartbeatResponse;"
+            "print(sorted(HeartbeatRequest.encoders), sorted(HeartbeatResponse.decoders),"
+            " sorted(HeartbeatRequest.decoders), sorted(HeartbeatResponse.encoders),"
+            " any(m.startswith('protocol.generated.client') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["[]", "[]", "[0,", "1,", "2,", "3,", "4]", "[0,", "1,", "2,", "3,", "4]", "False"]
+
+
+def test_protocol_client_adds_the_client_direction() -> None:
+    import protocol.client  # noqa: F401  (tests/conftest.py imports it too; this test says why it matters)
+
+    assert sorted(HeartbeatRequest.encoders) == [0, 1, 2, 3, 4]
+    assert HeartbeatRequest.decode(HeartbeatRequest("g", 1, "m").encode(4), 4) == HeartbeatRequest("g", 1, "m")
 
 
 def test_generated_classes_are_real_classes_with_nested_structs() -> None:

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from protocol.frames import decode_request, encode_request
+from protocol.client import encode_request
+from protocol.frames import decode_request
 from protocol.messages import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

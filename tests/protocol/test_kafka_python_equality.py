@@ -28,7 +28,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.frames import decode_request, decode_response, encode_request, encode_response
+from protocol.client import decode_response, encode_request
+from protocol.frames import decode_request, encode_response
 from protocol.messages import MESSAGES, Message
 from protocol.primitives import ZERO_UUID
 from protocol.schema import FieldSpec, StructSpec

@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protocol.apis import API_SPECS
-from protocol.frames import decode_request, encode_request
+from protocol.client import encode_request
+from protocol.frames import decode_request
 from protocol.messages import ConsumerProtocolSubscription, HeartbeatRequest, JoinGroupRequest
 from protocol.primitives import ProtocolError
 

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protocol.apis import API_SPECS
-from protocol.frames import decode_request, decode_response, encode_request, encode_response
+from protocol.client import decode_response, encode_request
+from protocol.frames import decode_request, encode_response
 from protocol.messages import (
     MESSAGES,
     ApiVersionsResponse,

@@ -6,7 +6,7 @@ teardown) is the shared one in tests/conftest.py; this file adds:
 - ``shared_server``: one default server per test module, for tests that don't change its settings
   or need a fresh data dir (a server costs about a second to start);
 - ``KafkaWire``: a blocking socket speaking Kafka frames with the project's codec
-  (``protocol.frames.encode_request`` / ``decode_response``);
+  (``protocol.client.encode_request`` / ``decode_response``);
 - ``wire`` / ``connect``: connections to ``shared_server`` or to any server, closed at teardown.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from protocol.frames import decode_response, encode_request
+from protocol.client import decode_response, encode_request
 from tests.conftest import STOP_TIMEOUT_S, ServerProcess, free_port, server_command
 
 IO_TIMEOUT_S = 5.0

@@ -9,8 +9,8 @@ import pytest
 from coordinator.server.app import load_api_modules
 from coordinator.server.registry import HANDLERS
 from protocol.api_keys import ApiKey
+from protocol.client import decode_response
 from protocol.error_codes import ErrorCode
-from protocol.frames import decode_response
 from protocol.messages import ApiVersionsRequest
 
 

@@ -6,8 +6,8 @@ import struct
 import time
 
 from protocol.api_keys import ApiKey
+from protocol.client import encode_request
 from protocol.error_codes import ErrorCode
-from protocol.frames import encode_request
 from protocol.messages import (
     ApiVersionsRequest,
     CreateTopicsRequest,

@@ -7,8 +7,8 @@ import time
 import urllib.request
 
 from protocol.api_keys import ApiKey
+from protocol.client import encode_request
 from protocol.error_codes import ErrorCode
-from protocol.frames import encode_request
 from protocol.messages import ApiVersionsRequest
 from tests.conftest import free_port
 

@@ -20,7 +20,7 @@ from coordinator.server import groups as groups_module
 from coordinator.server import log_record_store
 from coordinator.server.dispatch import dispatch
 from protocol.api_keys import ApiKey
-from protocol.frames import encode_request
+from protocol.client import encode_request
 from protocol.messages import OffsetCommitRequest
 from tests.bench.commit_path import FakeClient
 from tests.bench.in_process import start_server, stop_server

@@ -12,8 +12,8 @@ import pytest
 
 from coordinator.security.users_command import add_parser as add_users_parser
 from protocol.api_keys import ApiKey
+from protocol.client import encode_request
 from protocol.error_codes import ErrorCode
-from protocol.frames import encode_request
 from protocol.messages import (
     ApiVersionsRequest,
     DescribeClusterRequest,
