@@ -178,7 +178,7 @@ def on_assignment_timer(state: ConsumerGroupsState, key: AssignmentKey, fx: Effe
     try:
         result = compute_target_assignment(state, group, group.group_epoch, group.members,
                                            group.subscription_metadata, current_targets, fx.now_ms)
-    except Exception as exc:  # noqa: BLE001 - a failed run is logged and retried, never raised from a timer
+    except Exception as exc:  # a failed run is logged and retried, never raised from a timer
         _failed(state, group, group.group_epoch, str(exc), fx)
         return
     fx.records.extend(result.records)

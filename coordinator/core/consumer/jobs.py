@@ -91,17 +91,17 @@ def execute_assignment_job(job: AssignmentJob,
         for k, member_id in enumerate(job.member_ids):
             specs[member_id] = MemberSpec(subscription_sets[member_subscriptions[k]], job.racks[k],
                                           job.instance_ids[k], decode_target(job.current[k], topic_ids))
-        counts = dict(zip(topic_ids, job.partition_counts))
+        counts = dict(zip(topic_ids, job.partition_counts, strict=False))
         result = assignors[job.assignor].assign(specs, counts)
         topic_index = {t: i for i, t in enumerate(topic_ids)}
         changed: dict[str, EncodedTarget] = {}
-        for k, member_id in enumerate(job.member_ids):
+        for member_id in job.member_ids:
             new = {t: ps for t, ps in result.get(member_id, {}).items() if ps}
             if new != specs[member_id].current:
                 changed[member_id] = encode_target(new, topic_index)
         error = None
     except PartitionAssignorError as exc:
         changed, error = {}, str(exc)
-    except Exception as exc:  # noqa: BLE001 - any failure of a run is reported, never raised into the pool
+    except Exception as exc:  # any failure of a run is reported, never raised into the pool
         changed, error = {}, f"{type(exc).__name__}: {exc}"
     return AssignmentJobResult(job.job_id, job.group_id, job.epoch, changed, error)

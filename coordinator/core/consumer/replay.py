@@ -12,6 +12,7 @@ import struct
 from dataclasses import replace
 from typing import Any
 
+from coordinator.core.classic.state import GroupState
 from coordinator.core.consumer.model import (
     LEAVE_EPOCH,
     Assignment,
@@ -23,7 +24,6 @@ from coordinator.core.consumer.model import (
 from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.topics import TopicInfo
 from coordinator.core.migration.classic_metadata import ClassicMemberMetadata
-from coordinator.core.classic.state import GroupState
 from coordinator.records import CONSUMER_GROUP_RECORD_TYPES, DecodedRecord, Record, RecordType, decode_record_versions
 from coordinator.records.consumer import sorted_assignment
 

@@ -311,7 +311,8 @@ class GroupShard:
             for record in records.records:
                 self.replay(record)
             for run in records.runs:
-                self._committed_offsets(run.group_id).update(zip(zip(repeat(run.topic), run.partitions), run.offsets))
+                keys = zip(repeat(run.topic), run.partitions)  # repeat() is endless: the outer zip bounds it
+                self._committed_offsets(run.group_id).update(zip(keys, run.offsets, strict=False))
             return
         for record in records:
             self.replay(record)
