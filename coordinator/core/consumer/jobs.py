@@ -16,8 +16,9 @@ inputs and sends back only the members whose target changed.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from coordinator.core.assignors import (
     ASSIGNORS,
@@ -28,6 +29,8 @@ from coordinator.core.assignors import (
 
 #: One member's target: topic index -> partitions, encoded as [topic index, n, p1..pn, ...].
 EncodedTarget = bytes
+#: How a target names its topics: by id in the shard, by id text in a job.
+_TopicKey = TypeVar("_TopicKey", bound=Hashable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +58,7 @@ class AssignmentJobResult:
     error: str | None = None
 
 
-def encode_target(target: Mapping[str, Iterable[int]], topic_index: Mapping[str, int]) -> EncodedTarget:
+def encode_target(target: Mapping[_TopicKey, Iterable[int]], topic_index: Mapping[_TopicKey, int]) -> EncodedTarget:
     out = array("i")
     for topic, partitions in target.items():
         ps = sorted(partitions)
