@@ -21,6 +21,7 @@ __all__ = [
     "I32_pack",
     "I32_unpack",
     "ProtocolError",
+    "Uuid",
     "at_version",
     "bad_length",
     "decode_error",
@@ -34,7 +35,9 @@ __all__ = [
     "varlong_bytes",
 ]
 
-ZERO_UUID = uuid.UUID(int=0)
+# The wire's uuid type, named here so the pure core can annotate topic ids without importing uuid.
+Uuid = uuid.UUID
+ZERO_UUID = Uuid(int=0)
 # The default of a generated `__init__` parameter whose default is a fresh list or struct.
 UNSET: Any = object()
 

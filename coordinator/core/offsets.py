@@ -238,7 +238,7 @@ def _v0_response(fetched: FetchedTopics, error: ErrorCode) -> OffsetFetchRespons
     ])
 
 
-def _v8_group(group_id: str, fetched: FetchedTopics, error: ErrorCode) -> object:
+def _v8_group(group_id: str, fetched: FetchedTopics, error: ErrorCode) -> OffsetFetchResponse.OffsetFetchResponseGroup:
     G = OffsetFetchResponse.OffsetFetchResponseGroup
     T, P = OffsetFetchResponse.OffsetFetchResponseTopics, OffsetFetchResponse.OffsetFetchResponsePartitions
     return G(group_id=group_id, error_code=error, topics=[

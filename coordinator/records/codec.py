@@ -17,6 +17,7 @@ from protocol.primitives import ProtocolError
 
 if TYPE_CHECKING:
     from coordinator.records.offsets import OffsetAndMetadata
+    from protocol.model import Message
 
 _I16 = struct.Struct(">h")
 
@@ -82,7 +83,7 @@ class UnknownRecordType(ValueError):
         self.record_type = record_type
 
 
-def encode_message(version: int, message: Any) -> bytes:
+def encode_message(version: int, message: Message) -> bytes:
     """The int16 version (or record type, for a key) and the message in that version."""
     return _I16.pack(version) + message.encode(version)
 

@@ -20,7 +20,7 @@ import the core); replaying them is the core's business (`core/consumer_group/re
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Protocol
 
 from coordinator.records.codec import Record, encode_message
@@ -39,46 +39,72 @@ from protocol.messages import (
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
 )
+from protocol.primitives import Uuid
 
 #: topic id -> partitions (the core's Assignment)
-AssignmentLike = Mapping[Any, Collection[int]]
+AssignmentLike = Mapping[Uuid, Collection[int]]
 
 
 class TopicLike(Protocol):
-    topic_id: Any
-    name: str
-    num_partitions: int
+    """Read-only views: the factories only read, so frozen dataclasses satisfy them."""
+
+    @property
+    def topic_id(self) -> Uuid: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def num_partitions(self) -> int: ...
 
 
 class ClassicMetadataLike(Protocol):
     """A classic-protocol member's JoinGroup metadata, kept in a consumer group (KIP-848 upgrade)."""
 
-    session_timeout_ms: int
-    protocols: tuple[tuple[str, bytes], ...]
+    @property
+    def session_timeout_ms(self) -> int: ...
+    @property
+    def protocols(self) -> tuple[tuple[str, bytes], ...]: ...
 
 
 class ConsumerMemberLike(Protocol):
-    member_id: str
-    instance_id: str | None
-    rack_id: str | None
-    client_id: str
-    client_host: str
-    subscribed_topic_names: Iterable[str]
-    subscribed_topic_regex: str | None
-    rebalance_timeout_ms: int
-    server_assignor: str | None
-    classic: ClassicMetadataLike | None
-    member_epoch: int
-    previous_member_epoch: int
-    state: Any  # an int enum
-    assigned_partitions: AssignmentLike
-    partitions_pending_revocation: AssignmentLike
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def instance_id(self) -> str | None: ...
+    @property
+    def rack_id(self) -> str | None: ...
+    @property
+    def client_id(self) -> str: ...
+    @property
+    def client_host(self) -> str: ...
+    @property
+    def subscribed_topic_names(self) -> Iterable[str]: ...
+    @property
+    def subscribed_topic_regex(self) -> str | None: ...
+    @property
+    def rebalance_timeout_ms(self) -> int: ...
+    @property
+    def server_assignor(self) -> str | None: ...
+    @property
+    def classic(self) -> ClassicMetadataLike | None: ...
+    @property
+    def member_epoch(self) -> int: ...
+    @property
+    def previous_member_epoch(self) -> int: ...
+    @property
+    def state(self) -> int: ...  # an int enum
+    @property
+    def assigned_partitions(self) -> AssignmentLike: ...
+    @property
+    def partitions_pending_revocation(self) -> AssignmentLike: ...
 
 
 class ConsumerGroupLike(Protocol):
-    group_id: str
-    members: Mapping[str, Any]
-    target_assignment: Mapping[str, Any]
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def members(self) -> Mapping[str, object]: ...
+    @property
+    def target_assignment(self) -> Mapping[str, object]: ...
 
 
 def _record(record_type: int, key: Any, value: Any | None) -> Record:
@@ -86,7 +112,7 @@ def _record(record_type: int, key: Any, value: Any | None) -> Record:
     return Record(encode_message(record_type, key), value_bytes)
 
 
-def sorted_assignment(assignment: AssignmentLike) -> list[tuple[Any, list[int]]]:
+def sorted_assignment(assignment: AssignmentLike) -> list[tuple[Uuid, list[int]]]:
     """(topic id, sorted partitions) by topic id: the order the records carry."""
     return [(topic_id, sorted(assignment[topic_id])) for topic_id in sorted(assignment, key=str)]
 
@@ -100,7 +126,7 @@ def consumer_group_epoch_tombstone(group_id: str) -> Record:
     return _record(RecordType.CONSUMER_GROUP_METADATA, ConsumerGroupMetadataKey(group_id=group_id), None)
 
 
-def subscription_metadata_record(group_id: str, metadata: Mapping[Hashable, TopicLike]) -> Record:
+def subscription_metadata_record(group_id: str, metadata: Mapping[str, TopicLike]) -> Record:
     """Topics sorted by name; per-partition rack metadata is left empty, as in the snapshot."""
     topic = ConsumerGroupPartitionMetadataValue.TopicMetadata
     value = ConsumerGroupPartitionMetadataValue(topics=[

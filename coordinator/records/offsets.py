@@ -85,7 +85,7 @@ def _offset_commit_value_v3(value: Any) -> bytes:
         if not metadata:
             return _VALUE_V3_EMPTY.pack(OFFSET_COMMIT_VALUE_VERSION, value.offset, value.leader_epoch, 0,
                                         value.commit_timestamp)
-        raw = metadata.encode()
+        raw: bytes = metadata.encode()
         if len(raw) <= _MAX_INT16:
             return (_VALUE_V3_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, value.offset, value.leader_epoch, len(raw))
                     + raw + _I64.pack(value.commit_timestamp))

@@ -99,10 +99,10 @@ class ConsumerGroupContext:
             self.set_topic(name, partitions)
 
     @property
-    def state(self):  # noqa: ANN201 - test convenience
+    def state(self):
         return self.coordinator.state
 
-    def group(self, group_id: str = "g"):  # noqa: ANN201 - test convenience
+    def group(self, group_id: str = "g"):
         return self.coordinator.state.groups[group_id]
 
     # ---- topics --------------------------------------------------------------------------------
@@ -134,7 +134,8 @@ class ConsumerGroupContext:
                               **fields)
 
     def advance(self, ms: int) -> list[Outcome]:
-        return self.timers.advance(self.clock, ms, lambda key, data: self._apply(self.coordinator.on_timer(key, data, self.clock.now_ms, self.topics)))
+        return self.timers.advance(self.clock, ms, lambda key, data: self._apply(
+            self.coordinator.on_timer(key, data, self.clock.now_ms, self.topics)))
 
     def write(self, records: list[Record]) -> None:
         """Append records as another writer would (a later version, an admin operation): replayed and logged."""
@@ -153,7 +154,8 @@ class ConsumerGroupContext:
         assert rebuilt.durable_view() == self.coordinator.durable_view()
         # What a restart replays: the log as compaction leaves it (LogRecordStore.read_all).
         compacted = [Record(k, v) for k, v in latest_per_key(([r.key], [r.value]) for r in self.log).items()]
-        assert ConsumerGroupCoordinator.from_log(compacted, self.config).durable_view() == self.coordinator.durable_view()
+        restored = ConsumerGroupCoordinator.from_log(compacted, self.config)
+        assert restored.durable_view() == self.coordinator.durable_view()
 
     # ---- clients -------------------------------------------------------------------------------
 

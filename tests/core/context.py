@@ -140,7 +140,8 @@ class CoordinatorContext:
         return out
 
     def advance(self, ms: int) -> list[Outcome]:
-        return self.timers.advance(self.clock, ms, lambda key, data: self._apply(self.shard.on_timer(key, data, self.clock.now_ms)))
+        return self.timers.advance(
+            self.clock, ms, lambda key, data: self._apply(self.shard.on_timer(key, data, self.clock.now_ms)))
 
     def _apply(self, out: Outcome) -> Outcome:
         for record in out.records:
@@ -238,7 +239,7 @@ class CoordinatorContext:
         ids: list[str] = []
         for i in range(n):
             if static:
-                ref, out = self.join(group_id, instance_id=f"i{i}", protocols=protocols)
+                ref, _out = self.join(group_id, instance_id=f"i{i}", protocols=protocols)
                 refs.append(ref)
             else:
                 ref, _ = self.join_dynamic(group_id, protocols=protocols)
@@ -257,7 +258,7 @@ class CoordinatorContext:
         self.sync(group_id, leader, generation, assignments={m: f"a-{i}".encode() for i, m in enumerate(ordered)})
         return ordered
 
-    def group(self, group_id: str = "g"):  # noqa: ANN201 - test convenience
+    def group(self, group_id: str = "g"):
         return self.shard.state.groups[group_id]
 
 

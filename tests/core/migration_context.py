@@ -75,7 +75,8 @@ class MixedContext(CoordinatorContext):
         return out
 
     def advance(self, ms: int) -> list[Outcome]:
-        return self.timers.advance(self.clock, ms, lambda key, data: self._apply(self.shard.on_timer(key, data, self.clock.now_ms, self.topics)))
+        return self.timers.advance(self.clock, ms, lambda key, data: self._apply(
+            self.shard.on_timer(key, data, self.clock.now_ms, self.topics)))
 
     def restart(self) -> Outcome:
         """Rebuild the shard from its log, as a server restart does; timers restart from the load."""

@@ -55,13 +55,15 @@ def test_18_a_member_leaving_is_tombstoned_and_bumps_the_group_epoch() -> None:
     out = ctx.heartbeat("g", b.member_id, -1)
     assert out.response == ConsumerGroupHeartbeatResponse(member_id=b.member_id, member_epoch=-1,
                                                           heartbeat_interval_ms=0)
-    assert out.records == member_removal_tombstones("g", b.member_id) + [
+    assert out.records == [
+        *member_removal_tombstones("g", b.member_id),
         subscription_metadata_record("g", {"foo": ctx.topics.by_name("foo")}),  # nobody reads bar any more
         consumer_group_epoch_record("g", 3)]
     assert out.timers == [Cancel(SessionKey("g", b.member_id)),
                           Cancel(RebalanceKey("g", b.member_id)),
                           # a classic-protocol member's join and sync timers go too (Kafka's cancelTimers)
-                          Cancel(ClassicMemberJoinKey("g", b.member_id)), Cancel(ClassicMemberSyncKey("g", b.member_id))]
+                          Cancel(ClassicMemberJoinKey("g", b.member_id)),
+                          Cancel(ClassicMemberSyncKey("g", b.member_id))]
     assert b.member_id not in ctx.group().members
     ctx.assert_replay_matches()
 
@@ -105,7 +107,8 @@ def test_20_a_returning_static_member_takes_over_the_assignment_without_a_rebala
                                subscribed_topic_names=("foo",), rebalance_timeout_ms=300_000,
                                member_epoch=0, previous_member_epoch=0,
                                assigned_partitions=old.assigned_partitions)
-    assert out.records == member_removal_tombstones("g", a.member_id) + [
+    assert out.records == [
+        *member_removal_tombstones("g", a.member_id),
         member_subscription_record("g", successor),
         target_assignment_record("g", r.member_id, ctx.group().target_assignment[r.member_id]),
         current_assignment_record("g", successor),
@@ -246,7 +249,7 @@ def test_replay_refuses_to_give_a_partition_to_two_members() -> None:
 
 def test_tombstones_of_unknown_groups_and_members_are_ignored() -> None:
     fresh = ConsumerGroupCoordinator(random_bytes=bytes)
-    for record in member_removal_tombstones("g", "m") + [consumer_group_epoch_tombstone("g")]:
+    for record in [*member_removal_tombstones("g", "m"), consumer_group_epoch_tombstone("g")]:
         assert fresh.replay(record)
     assert fresh.state.groups == {}
 

@@ -118,7 +118,8 @@ def test_offset_delete_respects_subscriptions_and_state() -> None:
     T, P = OffsetDeleteRequest.OffsetDeleteRequestTopic, OffsetDeleteRequest.OffsetDeleteRequestPartition
 
     def delete(group_id: str, topic: str):
-        return ctx.send(OffsetDeleteRequest(group_id=group_id, topics=[T(name=topic, partitions=[P(partition_index=0)])]), 0)
+        request = OffsetDeleteRequest(group_id=group_id, topics=[T(name=topic, partitions=[P(partition_index=0)])])
+        return ctx.send(request, 0)
 
     assert delete("nope", "t").response.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     ctx.commit("simple", {("t", 0): 1})
@@ -155,7 +156,7 @@ def test_stable_consumer_group_keeps_subscribed_offsets_and_expires_others() -> 
     # docs/spec/classic-groups.md#case-80
     ctx = CoordinatorContext()
     subscription = b"\x00\x00" + b"\x00\x00\x00\x01" + b"\x00\x03foo" + b"\xff\xff\xff\xff"
-    leader, follower = ctx.stable_group(protocols=[("range", subscription)])
+    leader, _follower = ctx.stable_group(protocols=[("range", subscription)])
     ctx.commit("g", {("foo", 0): 1, ("bar", 0): 2}, generation_id=1, member_id=leader)
     committed_at = ctx.clock.now_ms
     # Jump the clock without firing session timers (members are alive) and run the sweep by hand.

@@ -162,7 +162,8 @@ def test_metadata_too_long_for_an_int16_length_is_refused_by_the_codec_as_before
 
 def test_record_decoder_gives_what_decode_record_versions_gives_and_decodes_each_key_once() -> None:
     records = [offset_commit_record("g", "t", p % 3, p, -1, "", 9) for p in range(9)]
-    records += [offset_commit_tombstone("g", "t", 1), empty_group_metadata_record("g", 4), group_metadata_tombstone("g")]
+    records += [offset_commit_tombstone("g", "t", 1), empty_group_metadata_record("g", 4),
+                group_metadata_tombstone("g")]
     decoder = RecordDecoder()
     for rec in records:
         assert decoder.decode(rec.key, rec.value) == decode_record_versions(rec.key, rec.value)
@@ -194,10 +195,11 @@ def test_record_decoder_raises_what_decode_record_versions_raises_for_bad_values
         assert str(ours.value) == str(expected.value)
 
 
-def _latest_one_record_at_a_time(batches: list[tuple[list[bytes], list[bytes | None]]]) -> list[tuple[bytes, bytes | None]]:
+def _latest_one_record_at_a_time(
+        batches: list[tuple[list[bytes], list[bytes | None]]]) -> list[tuple[bytes, bytes | None]]:
     latest: dict[bytes, bytes | None] = {}
     for keys, values in batches:
-        for key, value in zip(keys, values):
+        for key, value in zip(keys, values, strict=True):
             latest.pop(key, None)
             latest[key] = value
     return list(latest.items())

@@ -141,11 +141,11 @@ def topics_by_subscribers(subscriptions: Sequence[frozenset[TopicId]]) -> list[t
         topics_of_groups.setdefault(tuple(group_indices), []).append(topic_id)
 
     classes: list[tuple[list[int], list[TopicId]]] = []
-    for group_indices, topic_ids in topics_of_groups.items():
-        if len(group_indices) == 1:
-            subscribers = groups[group_indices[0]]
+    for class_groups, topic_ids in topics_of_groups.items():
+        if len(class_groups) == 1:
+            subscribers = groups[class_groups[0]]
         else:
-            subscribers = sorted(chain.from_iterable(groups[group_index] for group_index in group_indices))
+            subscribers = sorted(chain.from_iterable(groups[group_index] for group_index in class_groups))
         topic_ids.sort()
         classes.append((subscribers, topic_ids))
     classes.sort(key=lambda subscribers_and_topics: subscribers_and_topics[1][0])

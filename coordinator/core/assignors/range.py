@@ -54,7 +54,7 @@ def assign(members: Mapping[MemberId, MemberSpec], topics: Mapping[TopicId, int]
                 by_count.setdefault(count, {})[topic_id] = None
         for count, same_count_topics in sorted(by_count.items()):
             _assign_ranges(subscribers, count, same_count_topics, assignments)
-    return dict(zip(ordered, assignments))
+    return dict(zip(ordered, assignments, strict=False))
 
 
 def _assign_ranges(subscribers: list[int], count: int, topic_ids: dict[TopicId, None],

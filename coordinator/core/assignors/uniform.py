@@ -64,7 +64,7 @@ def assign(members: Mapping[MemberId, MemberSpec], topics: Mapping[TopicId, int]
         assignments = _assign_homogeneous(specs, topics)
     else:
         assignments = _assign_heterogeneous(specs, topics)
-    return dict(zip(member_ids, assignments))
+    return dict(zip(member_ids, assignments, strict=False))
 
 
 # --- homogeneous -------------------------------------------------------------------------------
@@ -121,7 +121,7 @@ def _shares(loads: list[int], total: int, member_count: int) -> list[int]:
 class _TopicGroup:
     """Topics with exactly the same subscribers, handed out and balanced together."""
 
-    __slots__ = ("subscribers", "topic_ids", "topic_set", "partition_total")
+    __slots__ = ("partition_total", "subscribers", "topic_ids", "topic_set")
 
     def __init__(self, subscribers: list[int], topic_ids: list[TopicId], counts: Mapping[TopicId, int]) -> None:
         self.subscribers = subscribers
@@ -205,7 +205,7 @@ def _balance_group(group: _TopicGroup, kept: list[MemberAssignment], loads: list
     # A subscriber can go down to its load from other topics (its floor), no further.
     topic_set = group.topic_set
     floors = []
-    for index, load in zip(subscribers, subscriber_loads):
+    for index, load in zip(subscribers, subscriber_loads, strict=False):
         movable = sum(len(partitions) for topic_id, partitions in kept[index].items() if topic_id in topic_set)
         floors.append(load - movable)
     level, one_more = _balanced_level(floors, sum(subscriber_loads))
@@ -214,7 +214,7 @@ def _balance_group(group: _TopicGroup, kept: list[MemberAssignment], loads: list
     # extra partitions go to subscribers above the level first (they then give up one fewer).
     finals = [max(floor, level) for floor in floors]
     for prefer_donors in (True, False):
-        for position, (floor, load) in enumerate(zip(floors, subscriber_loads)):
+        for position, (floor, load) in enumerate(zip(floors, subscriber_loads, strict=False)):
             if one_more and floor <= level and finals[position] == level and (load > level) is prefer_donors:
                 finals[position] += 1
                 one_more -= 1

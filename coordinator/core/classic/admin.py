@@ -37,7 +37,7 @@ def describe_groups(st: ShardState, req: DescribeGroupsRequest, ctx: RequestCont
     return Outcome(response=DescribeGroupsResponse(groups=[_describe(st, group_id) for group_id in req.groups]))
 
 
-def _describe(st: ShardState, group_id: str) -> object:
+def _describe(st: ShardState, group_id: str) -> Described:
     if st.loading:
         return Described(group_id=group_id, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     group = st.groups.get(group_id)

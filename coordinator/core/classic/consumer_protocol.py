@@ -35,7 +35,8 @@ def protocol_version(data: bytes) -> int:
     """The int16 version prefix (Kafka's deserializeVersion). Raises ValueError when absent."""
     if len(data) < 2:
         raise ValueError("embedded consumer protocol shorter than its version")
-    return _I16.unpack_from(data, 0)[0]
+    version: int = _I16.unpack_from(data, 0)[0]
+    return version
 
 
 def _readable_version(version: int) -> int:

@@ -184,9 +184,9 @@ class ClassicGroup:
         if removed is not None and self._support is not None:
             self._support.subtract(set(removed.protocol_names()))
             self._support += Counter()
-        if removed is not None and removed.group_instance_id is not None:
-            if self.static_members.get(removed.group_instance_id) == member_id:
-                del self.static_members[removed.group_instance_id]
+        if (removed is not None and removed.group_instance_id is not None
+                and self.static_members.get(removed.group_instance_id) == member_id):
+            del self.static_members[removed.group_instance_id]
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
         self.pending_join_members.discard(member_id)

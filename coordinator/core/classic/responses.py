@@ -21,7 +21,7 @@ def join_response(
     protocol_name: str | None = None,
     leader: str = "",
     skip_assignment: bool = False,
-    members: Iterable[object] = (),
+    members: Iterable[JoinGroupResponse.JoinGroupResponseMember] = (),
 ) -> JoinGroupResponse:
     if version >= 7:
         name = protocol_name or None  # v7+: no protocol is null
@@ -38,7 +38,7 @@ def join_error(version: int, error: ErrorCode, member_id: str = "") -> JoinGroup
     return join_response(version, error, member_id=member_id)
 
 
-def current_members(group: ClassicGroup) -> list[object]:
+def current_members(group: ClassicGroup) -> list[JoinGroupResponse.JoinGroupResponseMember]:
     """Every member with its metadata for the selected protocol (the leader's member list)."""
     return [JoinMember(member_id=m.member_id, group_instance_id=m.group_instance_id,
                        metadata=m.metadata(group.protocol_name)) for m in group.members.values()]

@@ -70,6 +70,7 @@ from protocol.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
+    ListGroupsResponse,
     SyncGroupRequest,
 )
 
@@ -100,7 +101,8 @@ class ConsumerGroupCoordinator:
                                 topics: TopicsView) -> Outcome:
         return Outcome(response=consumer_group_describe(self.state, req, topics))
 
-    def listed_groups(self, states_filter: Collection[str] = (), types_filter: Collection[str] = ()) -> list[object]:
+    def listed_groups(self, states_filter: Collection[str] = (),
+                      types_filter: Collection[str] = ()) -> list[ListGroupsResponse.ListedGroup]:
         return listed_consumer_groups(self.state, states_filter, types_filter)
 
     def deletion_records(self, group_id: str) -> list[Record]:

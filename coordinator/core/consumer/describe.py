@@ -34,7 +34,7 @@ def consumer_group_describe(state: ConsumerGroupsState, req: ConsumerGroupDescri
     return ConsumerGroupDescribeResponse(groups=[describe_group(state, gid, topics) for gid in req.group_ids])
 
 
-def describe_group(state: ConsumerGroupsState, group_id: str | None, topics: TopicsView) -> object:
+def describe_group(state: ConsumerGroupsState, group_id: str | None, topics: TopicsView) -> _Group:
     if not group_id:
         # Kafka 4.4 answers it without a message; GroupId is not nullable on the wire.
         return _Group(error_code=ErrorCode.INVALID_GROUP_ID, group_id="")
@@ -54,7 +54,7 @@ CLASSIC_MEMBER_TYPE = 0
 CONSUMER_MEMBER_TYPE = 1
 
 
-def _describe_member(group: ConsumerGroup, member: ConsumerMember, topics: TopicsView) -> object:
+def _describe_member(group: ConsumerGroup, member: ConsumerMember, topics: TopicsView) -> _Member:
     return _Member(
         member_id=member.member_id, instance_id=member.instance_id, rack_id=member.rack_id,
         member_epoch=member.member_epoch, client_id=member.client_id, client_host=member.client_host,
@@ -68,7 +68,7 @@ def _describe_member(group: ConsumerGroup, member: ConsumerMember, topics: Topic
         member_type=CLASSIC_MEMBER_TYPE if member.uses_classic_protocol else CONSUMER_MEMBER_TYPE)
 
 
-def _with_names(assignment: Assignment, topics: TopicsView) -> object:
+def _with_names(assignment: Assignment, topics: TopicsView) -> _Assignment:
     """Topics the cluster no longer knows are left out, as Kafka does (it has no name for them)."""
     entries = []
     for topic_id in sorted(assignment, key=str):
@@ -80,7 +80,7 @@ def _with_names(assignment: Assignment, topics: TopicsView) -> object:
 
 
 def listed_consumer_groups(state: ConsumerGroupsState, states_filter: Collection[str] = (),
-                           types_filter: Collection[str] = ()) -> list[object]:
+                           types_filter: Collection[str] = ()) -> list[ListGroupsResponse.ListedGroup]:
     """ListGroups entries (v4 state filter, v5 type filter; filters compare case-insensitively)."""
     wanted_states = {s.lower() for s in states_filter}
     wanted_types = {t.lower() for t in types_filter}

@@ -64,6 +64,7 @@ def consumer_group_heartbeat(state: ConsumerGroupsState, req: ConsumerGroupHeart
         if state.loading:
             raise ApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         validate_heartbeat(req, state.config)
+        response: ConsumerGroupHeartbeatResponse | None  # None: parked on a write
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             response = leave_group(state, req, fx, topics)
         else:

@@ -16,8 +16,9 @@ inputs and sends back only the members whose target changed.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from coordinator.core.assignors import (
     ASSIGNORS,
@@ -28,6 +29,8 @@ from coordinator.core.assignors import (
 
 #: One member's target: topic index -> partitions, encoded as [topic index, n, p1..pn, ...].
 EncodedTarget = bytes
+#: How a target names its topics: by id in the shard, by id text in a job.
+_TopicKey = TypeVar("_TopicKey", bound=Hashable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +58,7 @@ class AssignmentJobResult:
     error: str | None = None
 
 
-def encode_target(target: Mapping[str, Iterable[int]], topic_index: Mapping[str, int]) -> EncodedTarget:
+def encode_target(target: Mapping[_TopicKey, Iterable[int]], topic_index: Mapping[_TopicKey, int]) -> EncodedTarget:
     out = array("i")
     for topic, partitions in target.items():
         ps = sorted(partitions)
@@ -91,17 +94,17 @@ def execute_assignment_job(job: AssignmentJob,
         for k, member_id in enumerate(job.member_ids):
             specs[member_id] = MemberSpec(subscription_sets[member_subscriptions[k]], job.racks[k],
                                           job.instance_ids[k], decode_target(job.current[k], topic_ids))
-        counts = dict(zip(topic_ids, job.partition_counts))
+        counts = dict(zip(topic_ids, job.partition_counts, strict=False))
         result = assignors[job.assignor].assign(specs, counts)
         topic_index = {t: i for i, t in enumerate(topic_ids)}
         changed: dict[str, EncodedTarget] = {}
-        for k, member_id in enumerate(job.member_ids):
+        for member_id in job.member_ids:
             new = {t: ps for t, ps in result.get(member_id, {}).items() if ps}
             if new != specs[member_id].current:
                 changed[member_id] = encode_target(new, topic_index)
         error = None
     except PartitionAssignorError as exc:
         changed, error = {}, str(exc)
-    except Exception as exc:  # noqa: BLE001 - any failure of a run is reported, never raised into the pool
+    except Exception as exc:  # any failure of a run is reported, never raised into the pool
         changed, error = {}, f"{type(exc).__name__}: {exc}"
     return AssignmentJobResult(job.job_id, job.group_id, job.epoch, changed, error)

@@ -9,6 +9,7 @@ shared codec and hands the consumer group types here; never apply a record twice
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -100,6 +101,7 @@ def _replay_group_metadata(state: ConsumerGroupsState, key: Any, value: Any) -> 
 
 
 def _replay_partition_metadata(state: ConsumerGroupsState, key: Any, value: Any) -> None:
+    group: ConsumerGroup | None  # a value's group always exists; a tombstone's may not
     if value is not None:
         group = _group_for_value(state, key.group_id)
         group.subscription_metadata = {t.topic_name: TopicInfo(t.topic_id, t.topic_name, t.num_partitions)
@@ -109,6 +111,7 @@ def _replay_partition_metadata(state: ConsumerGroupsState, key: Any, value: Any)
 
 
 def _replay_member_metadata(state: ConsumerGroupsState, key: Any, value: Any) -> None:
+    group: ConsumerGroup | None  # a value's group always exists; a tombstone's may not
     if value is not None:
         group = _group_for_value(state, key.group_id)
         member = replace(
@@ -139,6 +142,7 @@ def _interned(state: ConsumerGroupsState, names: tuple[str, ...]) -> tuple[str, 
 
 
 def _replay_assignment_epoch(state: ConsumerGroupsState, key: Any, value: Any) -> None:
+    group: ConsumerGroup | None  # a value's group always exists; a tombstone's may not
     if value is not None:
         group = _group_for_value(state, key.group_id)
         group.assignment_epoch = value.assignment_epoch
@@ -149,6 +153,7 @@ def _replay_assignment_epoch(state: ConsumerGroupsState, key: Any, value: Any) -
 
 
 def _replay_target_member(state: ConsumerGroupsState, key: Any, value: Any) -> None:
+    group: ConsumerGroup | None  # a value's group always exists; a tombstone's may not
     if value is not None:
         group = _group_for_value(state, key.group_id)
         group.target_assignment[key.member_id] = assignment_of((t.topic_id, t.partitions)
@@ -158,6 +163,7 @@ def _replay_target_member(state: ConsumerGroupsState, key: Any, value: Any) -> N
 
 
 def _replay_current_assignment(state: ConsumerGroupsState, key: Any, value: Any) -> None:
+    group: ConsumerGroup | None  # a value's group always exists; a tombstone's may not
     if value is not None:
         group = _group_for_value(state, key.group_id)
         member = replace(
@@ -176,7 +182,7 @@ def _replay_current_assignment(state: ConsumerGroupsState, key: Any, value: Any)
                         assigned_partitions={}, partitions_pending_revocation={}))
 
 
-_APPLY = {
+_APPLY: dict[int, Callable[[ConsumerGroupsState, Any, Any], None]] = {  # by record type
     RecordType.CONSUMER_GROUP_METADATA: _replay_group_metadata,
     RecordType.CONSUMER_GROUP_PARTITION_METADATA: _replay_partition_metadata,
     RecordType.CONSUMER_GROUP_MEMBER_METADATA: _replay_member_metadata,

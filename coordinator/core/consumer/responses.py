@@ -11,7 +11,7 @@ _Assignment = ConsumerGroupHeartbeatResponse.Assignment
 _TopicPartitions = ConsumerGroupHeartbeatResponse.TopicPartitions
 
 
-def heartbeat_assignment(assigned: Assignment) -> object:
+def heartbeat_assignment(assigned: Assignment) -> _Assignment:
     """The member's assigned partitions; never those pending revocation
     (docs/spec/consumer-protocol.md#heartbeat-response)."""
     return _Assignment(topic_partitions=[

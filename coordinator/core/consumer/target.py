@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 from coordinator.core.consumer.errors import ConsumerGroupError
@@ -97,7 +98,7 @@ def build_assignment_job(state: ConsumerGroupsState, group: ConsumerGroup, group
         member_subscriptions.tobytes(), tuple(current))
 
 
-def restrict(assignment: Assignment, topic_ids: Mapping[TopicId, object] | set[TopicId]) -> Assignment:
+def restrict(assignment: Assignment, topic_ids: Mapping[TopicId, object] | AbstractSet[TopicId]) -> Assignment:
     """The assignment without topics outside `topic_ids` (the same object when nothing goes)."""
     if all(t in topic_ids for t in assignment):
         return assignment

@@ -9,13 +9,15 @@ docs/spec/consumer-protocol.md#group-epoch-bumps).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-# The uuid.UUID objects the codec decodes. The core treats them as opaque hashable values
-# (it may not import uuid, see tests/core/test_purity.py) and orders them by their text.
-TopicId = Hashable
+from protocol.primitives import Uuid
+
+# The uuid.UUID objects the codec decodes. The core treats them as opaque values ordered by
+# their text; it names their type through the codec (tests/core/test_purity.py forbids uuid).
+TopicId = Uuid
 
 
 @dataclass(frozen=True, slots=True)

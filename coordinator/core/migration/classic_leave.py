@@ -69,4 +69,4 @@ def _leaving_member(group: ConsumerGroup, identity: Identity) -> ConsumerMember:
     if member is None:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
     # An empty member id names the static member by instance id alone (admin removal).
-    return classic_member(group, member.member_id if not member_id else member_id, instance_id)
+    return classic_member(group, member_id or member.member_id, instance_id)

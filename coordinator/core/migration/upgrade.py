@@ -27,7 +27,7 @@ from coordinator.core.consumer.model import (
 from coordinator.core.consumer.replay import ReplayInvariantError, replay_consumer_group_record
 from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.timers import schedule_session_timeout
-from coordinator.core.consumer.topics import TopicsView
+from coordinator.core.consumer.topics import TopicId, TopicsView
 from coordinator.core.migration.classic_metadata import ClassicMemberMetadata
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.timer_keys import HeartbeatKey, JoinKey, SyncKey
@@ -48,9 +48,9 @@ def upgrade_allowed(state: ConsumerGroupsState, classic: ClassicGroup) -> bool:
             and len(classic.members) <= state.config.max_size)
 
 
-def ids_of(partitions: dict[str, frozenset[int]], topics: TopicsView) -> dict[object, frozenset[int]]:
+def ids_of(partitions: dict[str, frozenset[int]], topics: TopicsView) -> dict[TopicId, frozenset[int]]:
     """Partitions by topic name -> by topic id; topics that do not exist (any more) are dropped."""
-    out: dict[object, frozenset[int]] = {}
+    out: dict[TopicId, frozenset[int]] = {}
     for name, ps in partitions.items():
         info = topics.by_name(name)
         if info is not None and ps:

@@ -14,7 +14,7 @@ from coordinator.records import OffsetCommitRun, Record, RecordsToWrite
 class Effects:
     """Flows append here; answers to the request being handled become `response`, others `replies`."""
 
-    __slots__ = ("now_ms", "current", "records", "commit_runs", "replies", "timers", "events", "jobs", "response")
+    __slots__ = ("commit_runs", "current", "events", "jobs", "now_ms", "records", "replies", "response", "timers")
 
     def __init__(self, now_ms: int, current: RequestRef | None = None) -> None:
         self.now_ms = now_ms

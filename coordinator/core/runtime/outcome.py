@@ -66,7 +66,7 @@ class Outcome:
     no object per record.
     """
 
-    __slots__ = ("records", "response", "replies", "timers", "events", "jobs")
+    __slots__ = ("events", "jobs", "records", "replies", "response", "timers")
 
     def __init__(self, *, records: Sequence[Record] | None = None, response: object | None = None,
                  replies: Sequence[tuple[RequestRef, object]] | None = None, timers: Sequence[TimerOp] | None = None,

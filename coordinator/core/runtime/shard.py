@@ -236,13 +236,15 @@ class GroupShard:
 
     def list_groups(self, req: m.ListGroupsRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
         out = admin.list_groups(self.state, req, ctx)
-        if out.response.error_code or not self.consumer.state.groups:
+        response = out.response
+        assert isinstance(response, m.ListGroupsResponse)  # admin.list_groups always answers (narrows Outcome's object)
+        if response.error_code or not self.consumer.state.groups:
             return out
         states = req.states_filter if ctx.api_version >= 4 else ()
         types = req.types_filter if ctx.api_version >= 5 else ()
-        listed = out.response.groups + self.consumer.listed_groups([s.strip() for s in states],
-                                                                   [t.strip() for t in types])
-        out.response.groups = sorted(listed, key=lambda g: g.group_id)
+        listed = response.groups + self.consumer.listed_groups([s.strip() for s in states],
+                                                               [t.strip() for t in types])
+        response.groups = sorted(listed, key=lambda g: g.group_id)
         return out
 
     def delete_groups(self, req: m.DeleteGroupsRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
@@ -251,14 +253,17 @@ class GroupShard:
             return admin.delete_groups(self.state, req, ctx)
         classic = admin.delete_groups(
             self.state, m.DeleteGroupsRequest(groups_names=[g for g in req.groups_names if g not in consumer_ids]), ctx)
-        results = {r.group_id: r for r in classic.response.results}
+        classic_response = classic.response
+        assert isinstance(classic_response, m.DeleteGroupsResponse)  # admin.delete_groups always answers
+        results = {r.group_id: r for r in classic_response.results}
         records = list(classic.records)
         for group_id in consumer_ids:
             results[group_id] = self._delete_consumer_group(group_id, records)
         return Outcome(records=records, response=m.DeleteGroupsResponse(
             results=[results[g] for g in dict.fromkeys(req.groups_names)]))
 
-    def _delete_consumer_group(self, group_id: str, records: list[Record]) -> object:
+    def _delete_consumer_group(self, group_id: str,
+                               records: list[Record]) -> m.DeleteGroupsResponse.DeletableGroupResult:
         """docs/spec/offsets.md#consumer-groups: only an Empty consumer group is deleted, its offsets first, then its
         own records."""
         try:
@@ -311,7 +316,8 @@ class GroupShard:
             for record in records.records:
                 self.replay(record)
             for run in records.runs:
-                self._committed_offsets(run.group_id).update(zip(zip(repeat(run.topic), run.partitions), run.offsets))
+                keys = zip(repeat(run.topic), run.partitions)  # repeat() is endless: the outer zip bounds it
+                self._committed_offsets(run.group_id).update(zip(keys, run.offsets, strict=False))
             return
         for record in records:
             self.replay(record)

@@ -22,7 +22,7 @@ class _Key(tuple[Any, ...]):
     _fields: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self[1:]))
+        fields = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self[1:], strict=False))
         return f"{type(self).__name__}({fields})"
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -228,7 +228,7 @@ def test_leader_rejoin_in_stable_group_starts_rebalance_completed_by_follower() 
     leader, follower = ctx.stable_group()
     r1, out = ctx.join("g", leader)
     assert out.response is None and ctx.group().state is GroupState.PREPARING_REBALANCE
-    r2, out = ctx.join("g", follower)
+    _r2, out = ctx.join("g", follower)
     assert out.response == join_response(9, member_id=follower, generation_id=2, protocol_type="consumer",
                                          protocol_name="range", leader=leader)
     assert ctx.answer(r1).members and ctx.group().state is GroupState.COMPLETING_REBALANCE
@@ -286,7 +286,7 @@ def test_pending_member_blocks_completion_until_it_expires() -> None:
     # docs/spec/classic-groups.md#case-23
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
-    _, pending = ctx.join("g", session_timeout_ms=10_000)  # MEMBER_ID_REQUIRED: pending now
+    _, _pending = ctx.join("g", session_timeout_ms=10_000)  # MEMBER_ID_REQUIRED: pending now
     r1, _ = ctx.join("g", leader)
     r2, _ = ctx.join("g", follower)
     assert ctx.answer(r1) is None and ctx.answer(r2) is None
@@ -300,7 +300,7 @@ def test_pending_member_expiring_during_initial_rebalance_completes_the_join_at_
     # rebalance or not (only joins and LeaveGroup wait for the initial delay: maybeCompleteJoinPhase).
     ctx = CoordinatorContext(initial_rebalance_delay_ms=10_000)
     ref, member_id = ctx.join_dynamic("g")
-    _, pending = ctx.join("g", session_timeout_ms=6_000)  # MEMBER_ID_REQUIRED: pending until 6,000
+    _, _pending = ctx.join("g", session_timeout_ms=6_000)  # MEMBER_ID_REQUIRED: pending until 6,000
     [expired] = ctx.advance(6_000)
     group = ctx.group()
     expected = join_response(9, member_id=member_id, generation_id=1, protocol_type="consumer",
@@ -348,7 +348,7 @@ def test_new_member_parked_in_long_rebalance_expires_after_five_minutes() -> Non
     # docs/spec/classic-groups.md#case-24
     ctx = CoordinatorContext()
     leader, follower = ctx.stable_group()
-    r1, _ = ctx.join("g", leader, rebalance_timeout_ms=1_000_000)
+    _r1, _ = ctx.join("g", leader, rebalance_timeout_ms=1_000_000)
     new_ref, new_id = ctx.join_dynamic("g", rebalance_timeout_ms=1_000_000)
     for _ in range(60):  # the old members keep heartbeating but never complete the phase
         ctx.advance(5_000)
@@ -406,8 +406,8 @@ def test_follower_rejoin_with_new_metadata_starts_rebalance() -> None:
 def test_rejoin_with_same_protocols_in_completing_rebalance_is_answered_at_once() -> None:
     # docs/spec/classic-groups.md#case-30
     ctx = CoordinatorContext()
-    a, a_id = ctx.join_dynamic("g")
-    b, b_id = ctx.join_dynamic("g")
+    _a, a_id = ctx.join_dynamic("g")
+    _b, b_id = ctx.join_dynamic("g")
     ctx.advance(2 * D)
     group = ctx.group()
     _, out = ctx.join("g", a_id)

@@ -15,10 +15,11 @@ def test_leave_starts_rebalance_with_per_member_and_top_level_answers() -> None:
     # docs/spec/classic-groups.md#case-60
     for version in (5, 1):
         ctx = CoordinatorContext()
-        leader, follower = ctx.stable_group()
+        _leader, follower = ctx.stable_group()
         out = ctx.leave("g", [(follower, None)], version=version)
         if version >= 3:
-            assert out.response == LeaveGroupResponse(members=[R(member_id=follower, group_instance_id=None, error_code=ErrorCode.NONE)])
+            assert out.response == LeaveGroupResponse(
+                members=[R(member_id=follower, group_instance_id=None, error_code=ErrorCode.NONE)])
         else:
             assert out.response == LeaveGroupResponse(error_code=ErrorCode.NONE)
         assert ctx.group().state is GroupState.PREPARING_REBALANCE  # the leader must rejoin
@@ -42,7 +43,7 @@ def test_leave_batch_reports_each_member() -> None:
 def test_admin_removes_static_member_by_instance_id() -> None:
     # docs/spec/classic-groups.md#case-62
     ctx = CoordinatorContext()
-    leader, follower = ctx.stable_group(static=True)
+    _leader, follower = ctx.stable_group(static=True)
     out = ctx.leave("g", [("", "i1"), ("", "nope")])
     assert out.response.members == [R(member_id="", group_instance_id="i1", error_code=ErrorCode.NONE),
                                     R(member_id="", group_instance_id="nope", error_code=ErrorCode.UNKNOWN_MEMBER_ID)]
@@ -57,7 +58,7 @@ def test_pending_member_leaving_unblocks_join_completion() -> None:
     _, out = ctx.join("g")
     pending = out.response.member_id
     r1, _ = ctx.join("g", leader)
-    r2, _ = ctx.join("g", follower)
+    _r2, _ = ctx.join("g", follower)
     assert ctx.answer(r1) is None
     out = ctx.leave("g", [(pending, None)])
     assert out.response.members[0].error_code == ErrorCode.NONE
@@ -90,7 +91,7 @@ def test_static_member_does_not_leave_on_restart_but_rejoins_without_rebalance()
 def test_leave_reason_is_kept_in_a_record_and_an_event() -> None:
     # KIP-800
     ctx = CoordinatorContext()
-    leader, follower = ctx.stable_group()
+    _leader, follower = ctx.stable_group()
     out = ctx.leave("g", [(follower, None)], reason="shutting down")
     assert group_reason_record("g", GroupReason("LeaveGroup", follower, None, "shutting down", ctx.clock.now_ms)) \
         in out.records

@@ -20,7 +20,7 @@ from tests.core.helpers import assert_outcome
 def test_static_member_is_admitted_without_member_id_required() -> None:
     # docs/spec/classic-groups.md#case-48
     ctx = CoordinatorContext()
-    ref, out = ctx.join("g", instance_id="inst", version=5)
+    _ref, out = ctx.join("g", instance_id="inst", version=5)
     assert out.response is None
     assert list(ctx.group().members) == ["inst-uuid-1"]
     assert ctx.group().static_members == {"inst": "inst-uuid-1"}
@@ -42,7 +42,7 @@ def test_second_join_with_same_instance_id_fences_the_parked_one() -> None:
 def test_static_follower_replaced_in_stable_group_keeps_generation_and_assignment() -> None:
     # docs/spec/classic-groups.md#case-50
     ctx = CoordinatorContext()
-    leader, follower = ctx.stable_group(static=True)
+    leader, _follower = ctx.stable_group(static=True)
     now = ctx.clock.now_ms
     _, out = ctx.join("g", instance_id="i1")
     group = ctx.group()
@@ -60,7 +60,7 @@ def test_static_follower_replaced_in_stable_group_keeps_generation_and_assignmen
 def test_static_leader_replaced_on_v9_skips_assignment_and_learns_leadership() -> None:
     # docs/spec/classic-groups.md#case-52
     ctx = CoordinatorContext()
-    leader, follower = ctx.stable_group(static=True)
+    _leader, _follower = ctx.stable_group(static=True)
     _, out = ctx.join("g", instance_id="i0", version=9)
     group = ctx.group()
     new_id = "i0-uuid-3"
@@ -152,6 +152,6 @@ def test_static_member_rejoining_with_known_id_behaves_like_any_member() -> None
 def test_unknown_instance_with_member_id_is_unknown_and_wrong_member_is_fenced() -> None:
     # docs/spec/classic-groups.md#case-59
     ctx = CoordinatorContext()
-    leader, _ = ctx.stable_group(static=True)
+    _leader, _ = ctx.stable_group(static=True)
     assert ctx.join("g", "whoever", instance_id="nope")[1].response.error_code == ErrorCode.UNKNOWN_MEMBER_ID
     assert ctx.join("g", "whoever", instance_id="i0")[1].response.error_code == ErrorCode.FENCED_INSTANCE_ID

@@ -17,8 +17,8 @@ D = 3000
 
 
 def completing_group(ctx: CoordinatorContext) -> tuple[str, str]:
-    a, a_id = ctx.join_dynamic("g")
-    b, b_id = ctx.join_dynamic("g")
+    _a, a_id = ctx.join_dynamic("g")
+    _b, b_id = ctx.join_dynamic("g")
     ctx.advance(2 * D)
     assert ctx.group().state is GroupState.COMPLETING_REBALANCE
     return a_id, b_id
@@ -31,7 +31,7 @@ def test_follower_sync_waits_for_leader_then_both_get_assignments() -> None:
     f_ref, out = ctx.sync("g", follower, 1)
     assert_outcome(out)  # parked
     now = ctx.clock.now_ms
-    l_ref, out = ctx.sync("g", leader, 1, assignments={leader: b"L", follower: b"F"})
+    _l_ref, out = ctx.sync("g", leader, 1, assignments={leader: b"L", follower: b"F"})
     group = ctx.group()
     assert_outcome(
         out,
@@ -101,7 +101,7 @@ def test_sync_during_preparing_rebalance_is_rebalance_in_progress() -> None:
 def test_parked_follower_is_told_to_rejoin_when_leader_session_expires() -> None:
     # docs/spec/classic-groups.md#case-38
     ctx = CoordinatorContext()
-    leader, follower = completing_group(ctx)
+    _leader, follower = completing_group(ctx)
     f_ref, _ = ctx.sync("g", follower, 1)
     ctx.advance(10_000)
     # No protocol in an error answer (Kafka's propagateAssignment sets them only on success).

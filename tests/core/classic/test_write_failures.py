@@ -29,7 +29,7 @@ def test_failed_leader_sync_write_answers_parked_syncs_and_reverts_to_the_durabl
     # group is what the log says (here: the empty record written when it was created).
     ctx = CoordinatorContext()
     r0, leader = ctx.join_dynamic("g")
-    r1, follower = ctx.join_dynamic("g")
+    _r1, follower = ctx.join_dynamic("g")
     ctx.advance(6_000)  # the second arrival extended the initial delay once
     assert ctx.answer(r0).leader == leader
     follower_sync, out = ctx.sync("g", follower, 1)
@@ -85,7 +85,7 @@ def test_failed_commit_is_not_visible_after_reload_and_sessions_restart() -> Non
     # docs/spec/classic-groups.md#loading (after loading, every member's heartbeat timer runs) and
     # docs/spec/classic-groups.md#visibility-and-failed-writes (offsets appear only once durable)
     ctx = CoordinatorContext()
-    leader, follower = ctx.stable_group()
+    leader, _follower = ctx.stable_group()
     ctx.commit("g", {("t", 0): 1}, generation_id=1, member_id=leader)
     req = OffsetCommitRequest(
         group_id="g", generation_id_or_member_epoch=1, member_id=leader,

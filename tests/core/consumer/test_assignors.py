@@ -207,7 +207,7 @@ def test_uniform_heterogeneous_disjoint_subscription_groups_are_each_balanced_an
     assert_complete_and_exclusive(after, topics, rebalanced)
     assert_buckets_balanced(len(buckets), rebalanced)
     share = sizes(rebalanced)
-    for member_id, spec in members.items():
+    for member_id in members:
         assert kept(after[member_id], rebalanced[member_id]) == min(sizes(result)[member_id], share[member_id])
         for topic_id, partitions in rebalanced[member_id].items():
             assert partitions <= result[member_id].get(topic_id, frozenset())

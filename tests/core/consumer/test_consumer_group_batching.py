@@ -186,7 +186,7 @@ def test_an_offloaded_run_is_a_job_and_the_heartbeat_that_started_it_is_answered
     member_id = next(iter(group.members))
     assert group.members[member_id].member_epoch == 1  # reconciled to the reserved empty epoch 1
     landed = land(ctx, out.jobs[0])
-    [(ref, response)] = landed.replies
+    [(_ref, response)] = landed.replies
     assert isinstance(response, ConsumerGroupHeartbeatResponse)
     assert response.member_epoch == 2
     assert sorted(response.assignment.topic_partitions[0].partitions) == list(range(6))

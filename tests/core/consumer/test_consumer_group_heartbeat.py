@@ -41,7 +41,7 @@ from tests.core.consumer_group_context import (
 FOO, BAR = topic_id("foo"), topic_id("bar")
 
 
-def error_of(out) -> tuple[ErrorCode, str | None]:  # noqa: ANN001
+def error_of(out) -> tuple[ErrorCode, str | None]:
     r = out.response
     assert (r.member_id, r.member_epoch, r.heartbeat_interval_ms, r.assignment) == (None, 0, 0, None)
     assert out.records == [] and out.timers == []
@@ -65,7 +65,8 @@ def test_2_a_join_needs_rebalance_timeout_empty_owned_partitions_and_topics() ->
     assert error_of(ctx.heartbeat("g", "", 0, rebalance_timeout_ms=5000, subscribed_topic_names=["foo"],
                                   topic_partitions=owned({"foo": [0]})))[0] == ErrorCode.INVALID_REQUEST
     assert error_of(ctx.heartbeat("g", "", 0, rebalance_timeout_ms=5000, topic_partitions=[])) == (
-        ErrorCode.INVALID_REQUEST, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
+        ErrorCode.INVALID_REQUEST,
+        "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
     assert error_of(ctx.heartbeat("g", "", 0, rebalance_timeout_ms=5000, topic_partitions=[],
                                   subscribed_topic_names=[]))[0] == ErrorCode.INVALID_REQUEST
 
@@ -238,7 +239,7 @@ def test_26_a_full_group_refuses_new_members_but_keeps_serving_its_own() -> None
 
 
 def _failing(name: str) -> PartitionAssignor:
-    def assign(members, topics):  # noqa: ANN001, ANN202
+    def assign(members, topics):
         raise PartitionAssignorError("boom")
     return PartitionAssignor(name, assign)
 

@@ -56,7 +56,8 @@ class ExpiryContext:
         return self._apply(self.shard.on_timer(OFFSETS_EXPIRATION_KEY, None, now_ms, TOPICS))
 
     def advance(self, ms: int) -> list[Outcome]:
-        return self.timers.advance(self.clock, ms, lambda key, data: self._apply(self.shard.on_timer(key, data, self.clock.now_ms, TOPICS)))
+        return self.timers.advance(
+            self.clock, ms, lambda key, data: self._apply(self.shard.on_timer(key, data, self.clock.now_ms, TOPICS)))
 
     def _apply(self, out: Outcome) -> Outcome:
         for record in out.records:
@@ -159,7 +160,7 @@ def test_an_empty_group_keeps_living_while_some_offsets_are_young():
     assert "g" in ctx.shard.consumer.state.groups
     group = ctx.shard.consumer.state.groups["g"]
     assert ctx.sweep_at(10 * 60_000 + RETENTION_MS).records == \
-        [offset_commit_tombstone("g", "bar", 0)] + group_deletion_tombstones(group)
+        [offset_commit_tombstone("g", "bar", 0), *group_deletion_tombstones(group)]
     ctx.assert_replay_matches()
 
 

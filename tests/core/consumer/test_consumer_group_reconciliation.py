@@ -85,7 +85,7 @@ def test_a_member_in_an_unknown_state_is_fenced_unless_it_owns_nothing() -> None
     for claimed in (None, {T: frozenset({0})}):
         try:
             reconcile(member, 5, parts(0), claimed, nothing_held)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             assert exc.code == ErrorCode.FENCED_MEMBER_EPOCH  # type: ignore[attr-defined]
         else:
             raise AssertionError("not fenced")
@@ -125,7 +125,7 @@ def test_13_a_third_member_waits_while_the_others_are_asked_to_revoke() -> None:
 
 def test_14_15_a_revoking_member_moves_on_only_once_it_reports_the_partitions_gone() -> None:
     ctx = ConsumerGroupContext({"foo": 6})
-    a, b = _two_stable_members(ctx)
+    a, _b = _two_stable_members(ctx)
     ctx.poll(Client("g", ["foo"]))
     full = a.owned_request()
     first = ctx.heartbeat("g", a.member_id, a.epoch, topic_partitions=full)

@@ -15,7 +15,7 @@ from tests.core.migration_context import MixedContext, assigned
 FOO = topic_id("foo")
 
 
-def _record_types(records) -> list[int | None]:  # noqa: ANN001
+def _record_types(records) -> list[int | None]:
     return [int.from_bytes(r.key[:2], "big") if r.value is not None else -int.from_bytes(r.key[:2], "big")
             for r in records]
 
@@ -71,7 +71,7 @@ def test_34_upgrade_records_follow_kafkas_order() -> None:
 
 def test_34_parked_classic_requests_get_rebalance_in_progress() -> None:
     ctx = MixedContext({"foo": 6})
-    leader, follower = ctx.classic_stable_group(n=2)
+    _leader, _follower = ctx.classic_stable_group(n=2)
     parked, _ = ctx.join_dynamic("g", protocols=[("range", b"\xff\xff")])  # a negative version
     assert ctx.answer(parked) is None and ctx.group().state is GroupState.PREPARING_REBALANCE
     # the parked member's metadata does not parse: the upgrade fails and nothing changes
@@ -114,7 +114,7 @@ def _consumer_group_with_classic_member(ctx: MixedContext, **kw: object) -> tupl
 
 def test_36_a_classic_member_joins_a_consumer_group_and_syncs_its_assignment() -> None:
     ctx = MixedContext({"foo": 6})
-    consumer_id, classic_id, generation = _consumer_group_with_classic_member(ctx)
+    consumer_id, classic_id, _generation = _consumer_group_with_classic_member(ctx)
     _, out = ctx.classic_join(member_id=classic_id, version=5)
     joined = out.response
     assert (joined.error_code, joined.leader, joined.members, joined.protocol_name) == (ErrorCode.NONE, "", [],
