@@ -77,7 +77,8 @@ def pending_offsets_tombstone(transactional_id: str) -> TxnRecord:
 
 
 def is_pending_offsets(key: bytes) -> bool:
-    return _I16.unpack_from(key)[0] == PENDING_OFFSETS_KEY_VERSION
+    record_type: int = _I16.unpack_from(key)[0]
+    return record_type == PENDING_OFFSETS_KEY_VERSION
 
 
 def decode_pending_offsets(key: bytes, value: bytes | None) -> tuple[str, tuple[int, int, PendingOffsets] | None]:

@@ -4,6 +4,7 @@ so a test can rebuild the coordinator from that log and compare (loading is repl
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 from coordinator.core.txn import TxnConfig, TxnCoordinator, TxnOutcome
 from coordinator.core.txn.records import TxnRecord
@@ -50,7 +51,9 @@ class TxnContext:
 
     def assert_replay_matches(self) -> None:
         fresh = self.reloaded()
-        strip = lambda ts: {k: (m.producer_id, m.producer_epoch, m.state, m.partitions, m.start_ms, m.timeout_ms)
-                            for k, m in ts.items()}
+        def strip(ts: Any) -> dict[Any, tuple[Any, ...]]:
+            return {k: (m.producer_id, m.producer_epoch, m.state, m.partitions, m.start_ms, m.timeout_ms)
+                    for k, m in ts.items()}
+
         assert strip(fresh.transactions) == strip(self.coordinator.transactions)
         assert fresh.pending_offsets == self.coordinator.pending_offsets

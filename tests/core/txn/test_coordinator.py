@@ -178,7 +178,8 @@ def test_pending_offsets_survive_replay_and_go_with_the_completion() -> None:  #
     ctx.assert_replay_matches()
     out = ctx.end("tx", 1000, 0, commit=True)
     [job] = out.markers
-    assert ctx.coordinator.offsets_of(job) == {("g", "t", 0): (10, -1, "", ctx.now), ("g", "t", 1): (4, -1, "m", ctx.now)}
+    assert ctx.coordinator.offsets_of(job) == {("g", "t", 0): (10, -1, "", ctx.now),
+                                               ("g", "t", 1): (4, -1, "m", ctx.now)}
     assert ctx.reloaded().offsets_of(job) == ctx.coordinator.offsets_of(job)  # a restart before the marker
     ctx.finish_markers(out)
     assert not ctx.coordinator.is_pending("g", "t", 0)
@@ -226,4 +227,5 @@ def test_log_dump_describes_transaction_log_records() -> None:
     lines = [describe_txn_record(r.key, r.value) for r in ctx.log]
     assert lines[1].startswith("TransactionLog key(v0): 'tx' value(v1): producerId=1000 producerEpoch=0 "
                                "state=Ongoing partitions=[__consumer_offsets-7,t-0]")
-    assert lines[2] == "TxnPendingOffsets key(type 30001): 'tx' value: producerId=1000 producerEpoch=0 offsets=[g/t-0=10]"
+    assert lines[2] == ("TxnPendingOffsets key(type 30001): 'tx' value: producerId=1000 producerEpoch=0 "
+                        "offsets=[g/t-0=10]")
