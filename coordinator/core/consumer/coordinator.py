@@ -118,9 +118,6 @@ class ConsumerGroupCoordinator:
 
     # ---- classic-protocol members (docs/spec/consumer-protocol.md#classic-members), routed here by the shell ----
 
-    def has_group(self, group_id: str) -> bool:
-        return self.state.groups.consumer(group_id) is not None
-
     def classic_join_group(self, req: JoinGroupRequest, ctx: RequestContext, topics: TopicsView) -> Outcome:
         return classic_join_group(self.state, req, ctx, topics)
 

@@ -21,6 +21,10 @@ class GroupType(Enum):
     CONSUMER = "consumer"
 
 
+# Module constants: the getters are on every request's path, a global is cheaper than an enum lookup.
+_CLASSIC = GroupType.CLASSIC
+_CONSUMER = GroupType.CONSUMER
+
 #: Every group type a shard holds; a new type (share groups) joins this union, GroupType and the getters.
 Group = Union["ClassicGroup", "ConsumerGroup"]
 
@@ -37,11 +41,11 @@ class GroupMap(dict[str, Group]):
 
     def classic(self, group_id: str) -> ClassicGroup | None:
         group = self.get(group_id)
-        return group if group is not None and group.group_type is GroupType.CLASSIC else None
+        return group if group is not None and group.group_type is _CLASSIC else None
 
     def consumer(self, group_id: str) -> ConsumerGroup | None:
         group = self.get(group_id)
-        return group if group is not None and group.group_type is GroupType.CONSUMER else None
+        return group if group is not None and group.group_type is _CONSUMER else None
 
     def consumer_group(self, group_id: str) -> ConsumerGroup:
         """The consumer group `group_id`; GROUP_ID_NOT_FOUND otherwise (Kafka's consumerGroup)."""

@@ -191,7 +191,7 @@ class GroupShard:
 
     def _routes_to_consumer_group(self, group_id: str) -> bool:
         """A classic API naming a consumer group, once the checks every group gets (loading, empty id) passed."""
-        return bool(group_id) and not self.state.loading and self.consumer.has_group(group_id)
+        return bool(group_id) and not self.state.loading and self.state.groups.consumer(group_id) is not None
 
     def offset_commit(self, req: m.OffsetCommitRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
         if self.state.loading or self.state.groups.consumer(req.group_id) is None:
