@@ -115,7 +115,7 @@ def _validate_offset_commit(st: ShardState, req: OffsetCommitRequest, version: i
         raise ApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     generation = req.generation_id_or_member_epoch
     instance_id = req.group_instance_id if version >= 7 else None
-    group = st.groups.get(req.group_id)
+    group = st.groups.classic(req.group_id)
     if group is None:
         if generation < 0:
             return None  # admin tools and manually assigned consumers
@@ -167,7 +167,7 @@ StoredOffsets = Callable[[ShardState, str, "str | None", int], Mapping[tuple[str
 def classic_stored_offsets(st: ShardState, group_id: str, member_id: str | None,
                            member_epoch: int) -> Mapping[tuple[str, int], OffsetAndMetadata]:
     """Classic groups check no member id/epoch; unknown groups are not an error."""
-    group = st.groups.get(group_id)
+    group = st.groups.classic(group_id)
     return {} if group is None or group.state is S.DEAD else st.offsets.get(group_id, {})
 
 
@@ -284,7 +284,7 @@ def delete_unsubscribed_offsets(st: ShardState, req: OffsetDeleteRequest, fx: Ef
 def _validate_offset_delete(st: ShardState, group_id: str) -> ClassicGroup:
     if st.loading:
         raise ApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-    group = st.groups.get(group_id)
+    group = st.groups.classic(group_id)
     if group is None or group.state is S.DEAD:
         raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND)
     if group.state is not S.EMPTY and group.protocol_type != "consumer":
@@ -318,8 +318,8 @@ def is_offset_expired(offset: OffsetAndMetadata, now_ms: int, retention_ms: int,
 def expire_offsets(st: ShardState, fx: Effects) -> None:
     """The periodic sweep: tombstone expired offsets, then delete empty groups left without offsets."""
     retention = st.config.offsets_retention_ms
-    for group_id in sorted(st.groups):
-        group = st.groups[group_id]
+    for group in sorted(st.groups.classic_groups(), key=lambda g: g.group_id):
+        group_id = group.group_id
         base = expiration_base(group)
         if base is None:
             continue

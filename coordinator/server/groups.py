@@ -130,7 +130,6 @@ class GroupRuntime:
     def _load_partition(self, partition: int, records: Iterable[Record]) -> int:
         """Build the partition's shard from its records; returns how many were replayed."""
         shard = self._new_shard()
-        shard.begin_loading()
         count = 0
 
         def counted() -> Iterator[Record]:
@@ -139,10 +138,9 @@ class GroupRuntime:
                 count += 1
                 yield record
 
-        shard.replay_all(counted())
+        shard.replay_log(counted())
         self.shards[partition] = shard
-        self._apply(partition, shard.finish_loading(now_ms()))
-        self._apply(partition, shard.start_offset_expiration(now_ms()))
+        self._apply(partition, shard.start(now_ms()))
         return count
 
     def _new_shard(self) -> GroupShard:

@@ -88,10 +88,10 @@ class ConsumerGroupContext:
         self.clock = FakeClock(start_ms=0)
         self.timers = FakeTimers()
         self.config = ConsumerGroupConfig(**config)
-        # The classic core of the same shard: group ids are one namespace, records go to both replays.
-        self.classic = GroupShard(GroupConfig(), new_uuid=SequentialIds())
-        self.coordinator = ConsumerGroupCoordinator(self.config, random_bytes=CountingBytes(),
-                                                    classic_groups=self.classic.state.groups)
+        # The shard the consumer core belongs to: one map of groups (one namespace of ids), one replay.
+        self.classic = GroupShard(GroupConfig(), new_uuid=SequentialIds(), consumer_config=self.config,
+                                  random_bytes=CountingBytes())
+        self.coordinator = self.classic.consumer
         self.log: list[Record] = []
         self._refs = itertools.count(1)
         self.topics = TopicsSnapshot()
@@ -144,7 +144,6 @@ class ConsumerGroupContext:
     def _apply(self, out: Outcome) -> Outcome:
         for record in out.records:
             self.classic.replay(record)
-            self.coordinator.replay(record)
             self.log.append(record)
         self.timers.apply(out.timers)
         return out

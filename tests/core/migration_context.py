@@ -21,7 +21,7 @@ from coordinator.core.classic.consumer_protocol import (
     parse_assignment,
     serialize_assignment,
 )
-from coordinator.core.consumer import ConsumerGroupConfig, TopicInfo, TopicsSnapshot
+from coordinator.core.consumer import ConsumerGroup, ConsumerGroupConfig, TopicInfo, TopicsSnapshot
 from protocol.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerProtocolSubscription,
@@ -62,8 +62,8 @@ class MixedContext(CoordinatorContext):
             [TopicInfo(topic_id(name), name, n) for name, n in (topics or {}).items()], 1)
 
     @property
-    def consumer_groups(self) -> dict[str, Any]:
-        return self.shard.consumer.state.groups
+    def consumer_groups(self) -> dict[str, ConsumerGroup]:
+        return {group.group_id: group for group in self.shard.state.groups.consumer_groups()}
 
     def send(self, request: Any, version: int, client_id: str = "client", client_host: str = "127.0.0.1") -> Outcome:
         self.last_ref = RequestRef(next(self._refs))

@@ -40,7 +40,7 @@ def describe_groups(st: ShardState, req: DescribeGroupsRequest, ctx: RequestCont
 def _describe(st: ShardState, group_id: str) -> Described:
     if st.loading:
         return Described(group_id=group_id, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-    group = st.groups.get(group_id)
+    group = st.groups.classic(group_id)
     if group is None or group.state is S.DEAD:
         return Described(group_id=group_id, group_state=S.DEAD.value)
     stable = group.state is S.STABLE
@@ -64,7 +64,7 @@ def list_groups(st: ShardState, req: ListGroupsRequest, ctx: RequestContext) -> 
     types = {t.strip().lower() for t in req.types_filter} if version >= 5 else set()
     listed = [
         Listed(group_id=g.group_id, protocol_type=g.protocol_type or "", group_state=g.state.value, group_type=CLASSIC)
-        for g in (st.groups[k] for k in sorted(st.groups))
+        for g in sorted(st.groups.classic_groups(), key=lambda g: g.group_id)
         if (not states or g.state.value.lower() in states) and (not types or CLASSIC in types)
     ]
     return Outcome(response=ListGroupsResponse(groups=listed))
@@ -86,7 +86,7 @@ def delete_groups(st: ShardState, req: DeleteGroupsRequest, ctx: RequestContext)
 def _delete_error(st: ShardState, group_id: str) -> ErrorCode:
     if st.loading:
         return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-    group = st.groups.get(group_id)
+    group = st.groups.classic(group_id)
     if group is None or group.state is S.DEAD:
         return ErrorCode.GROUP_ID_NOT_FOUND
     if group.state is not S.EMPTY:

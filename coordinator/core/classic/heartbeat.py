@@ -29,7 +29,7 @@ def heartbeat(st: ShardState, req: HeartbeatRequest, ctx: RequestContext) -> Out
     try:
         if not req.group_id:
             raise ApiError(ErrorCode.INVALID_GROUP_ID)
-        group = st.groups.get(req.group_id)
+        group = st.groups.classic(req.group_id)
         if group is None:
             raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
         state = group.state

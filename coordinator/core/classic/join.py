@@ -88,7 +88,7 @@ def join_group(st: ShardState, req: JoinGroupRequest, ctx: RequestContext) -> Ou
         return Outcome(response=join_error(version, error, req.member_id))
     config = st.config
 
-    group = st.groups.get(req.group_id)
+    group = st.groups.classic(req.group_id)
     created = False
     if group is None:
         if req.member_id:

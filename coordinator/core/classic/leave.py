@@ -38,7 +38,7 @@ def leave_group(st: ShardState, req: LeaveGroupRequest, ctx: RequestContext) -> 
         return Outcome(response=LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID))
     identities = leave_group_identities(req, version)
 
-    group = st.groups.get(req.group_id)
+    group = st.groups.classic(req.group_id)
     if group is None:
         return Outcome(response=leave_group_response(version, [(i, ErrorCode.UNKNOWN_MEMBER_ID) for i in identities]))
     if group.state is S.DEAD:

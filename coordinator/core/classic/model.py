@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import ClassVar, Literal
 
 from coordinator.core.classic.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
@@ -17,6 +18,7 @@ from coordinator.core.classic.consumer_protocol import (
 )
 from coordinator.core.classic.state import GroupState
 from coordinator.core.runtime.context import RequestRef
+from coordinator.core.runtime.groups import GroupType
 
 Protocols = tuple[tuple[str, bytes], ...]  # (name, metadata) in the client's preference order
 
@@ -64,6 +66,7 @@ class Member:
 
 @dataclass(slots=True, eq=False)
 class ClassicGroup:
+    group_type: ClassVar[Literal[GroupType.CLASSIC]] = GroupType.CLASSIC
     group_id: str
     state: GroupState = GroupState.EMPTY
     previous_state: GroupState | None = None

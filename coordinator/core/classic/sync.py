@@ -55,7 +55,7 @@ def _validate(st: ShardState, req: SyncGroupRequest, version: int) -> ClassicGro
         raise ApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     if not req.group_id:
         raise ApiError(ErrorCode.INVALID_GROUP_ID)
-    group = st.groups.get(req.group_id)
+    group = st.groups.classic(req.group_id)
     if group is None or group.state is S.EMPTY:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
     if group.state is S.DEAD:

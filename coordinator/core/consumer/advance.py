@@ -44,7 +44,7 @@ def advance_member(state: ConsumerGroupsState, group: ConsumerGroup, members: Ma
 
     # 2. Group epoch: bumped by a subscription change or changed subscription metadata.
     group_epoch, assignment_epoch = group.group_epoch, group.assignment_epoch
-    if state.config.reserves_empty_epoch and gid not in state.groups and group.group_epoch == 0:
+    if state.config.reserves_empty_epoch and state.groups.consumer(gid) is None and group.group_epoch == 0:
         # KIP-1263: a new group starts at epoch 1 with an empty epoch-1 target, so its members have
         # an epoch > 0 to reconcile to while the first real run (epoch 2) is computed.
         group_epoch = assignment_epoch = INITIAL_EPOCH

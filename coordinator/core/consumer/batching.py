@@ -166,7 +166,7 @@ def on_assignment_wait_timer(state: ConsumerGroupsState, key: AssignmentWaitKey,
 
 def on_assignment_timer(state: ConsumerGroupsState, key: AssignmentKey, fx: Effects, topics: TopicsView) -> None:
     group_id = key.group_id
-    group = state.groups.get(group_id)
+    group = state.groups.consumer(group_id)
     if group is None or not group.members or group.group_epoch <= group.assignment_epoch:
         return  # nothing to assign (an empty group is assigned when a member joins)
     if not _may_start_run(state, group, fx.now_ms, fx):
@@ -201,7 +201,7 @@ def on_assignment_result(state: ConsumerGroupsState, result: AssignmentJobResult
     if run is None or run.job_id != result.job_id:
         return  # a run of a group deleted meanwhile, or of a shard since rebuilt: stale
     del state.runs[group_id]
-    group = state.groups.get(group_id)
+    group = state.groups.consumer(group_id)
     if group is None or group.assignment_epoch >= result.epoch:
         _answer_all(state, group_id, fx)
         return

@@ -11,10 +11,9 @@ counts, with a version that changes whenever any of them does.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, MutableMapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from coordinator.core.classic.model import ClassicGroup
 from coordinator.core.consumer.batching import (
     on_assignment_result,
     on_assignment_timer,
@@ -53,6 +52,7 @@ from coordinator.core.migration.classic_sync import (
 )
 from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
+from coordinator.core.runtime.groups import GroupMap
 from coordinator.core.runtime.outcome import Outcome
 from coordinator.core.runtime.timer_keys import (
     AssignmentKey,
@@ -77,13 +77,13 @@ from protocol.messages import (
 
 class ConsumerGroupCoordinator:
     def __init__(self, config: ConsumerGroupConfig | None = None, random_bytes: RandomBytes | None = None,
-                 classic_groups: MutableMapping[str, ClassicGroup] | None = None,
+                 groups: GroupMap | None = None,
                  group_configs: Mapping[str, GroupConfigOverrides] | None = None) -> None:
         if random_bytes is None:
             raise ValueError("ConsumerGroupCoordinator needs a random source (the core draws no randomness)")
         self.state = ConsumerGroupsState(config or ConsumerGroupConfig(), random_bytes)
-        if classic_groups is not None:
-            self.state.classic_groups = classic_groups
+        if groups is not None:  # the shard's one map of groups
+            self.state.groups = groups
         if group_configs is not None:
             self.state.group_configs = group_configs
 
@@ -119,9 +119,6 @@ class ConsumerGroupCoordinator:
         return ensure_offset_fetch_allowed(self.state, group_id, member_id, member_epoch) is not None
 
     # ---- classic-protocol members (docs/spec/consumer-protocol.md#classic-members), routed here by the shell ----
-
-    def has_group(self, group_id: str) -> bool:
-        return group_id in self.state.groups
 
     def classic_join_group(self, req: JoinGroupRequest, ctx: RequestContext, topics: TopicsView) -> Outcome:
         return classic_join_group(self.state, req, ctx, topics)
@@ -172,7 +169,7 @@ class ConsumerGroupCoordinator:
     def finish_loading(self, now_ms: int) -> Outcome:
         self.state.loading = False
         fx = Effects(now_ms)
-        for group in self.state.groups.values():
+        for group in self.state.groups.consumer_groups():
             schedule_loaded_group_timers(fx, group, session_timeout_ms(self.state, group.group_id))
             for member in group.members.values():
                 if member.classic is not None:  # its own session timeout, as it joined with (replaces the above)

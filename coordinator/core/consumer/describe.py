@@ -38,9 +38,9 @@ def describe_group(state: ConsumerGroupsState, group_id: str | None, topics: Top
     if not group_id:
         # Kafka 4.4 answers it without a message; GroupId is not nullable on the wire.
         return _Group(error_code=ErrorCode.INVALID_GROUP_ID, group_id="")
-    group = state.groups.get(group_id)
+    group = state.groups.consumer(group_id)
     if group is None:
-        kind = "is not a consumer group" if group_id in state.classic_groups else "not found"
+        kind = "is not a consumer group" if group_id in state.groups else "not found"
         return _Group(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} {kind}.",
                       group_id=group_id)
     return _Group(
@@ -88,7 +88,7 @@ def listed_consumer_groups(state: ConsumerGroupsState, states_filter: Collection
         return []
     return [ListGroupsResponse.ListedGroup(group_id=gid, protocol_type=CONSUMER_GROUP_TYPE,
                                            group_state=state_name, group_type=CONSUMER_GROUP_TYPE)
-            for gid, state_name in _states(state.groups.values())
+            for gid, state_name in _states(state.groups.consumer_groups())
             if not wanted_states or state_name.lower() in wanted_states]
 
 

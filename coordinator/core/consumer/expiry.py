@@ -32,8 +32,8 @@ def is_expired(offset: OffsetAndMetadata, now_ms: int, retention_ms: int) -> boo
 def expire_consumer_group_offsets(state: ConsumerGroupsState, offsets: StoredOffsets, retention_ms: int,
                                   fx: Effects) -> None:
     """Tombstones for the expired offsets of every consumer group, then for the Empty groups left without any."""
-    for group_id in sorted(state.groups):
-        group = state.groups[group_id]
+    for group in sorted(state.groups.consumer_groups(), key=lambda g: g.group_id):
+        group_id = group.group_id
         subscribed = group.subscribed_topic_names()
         stored = offsets.get(group_id, {})
         expired = [tp for tp, offset in sorted(stored.items())

@@ -43,10 +43,10 @@ from protocol.messages import (
 
 
 def ensure_consumer_group(state: ConsumerGroupsState, group_id: str) -> ConsumerGroup:
-    group = state.groups.get(group_id)
+    group = state.groups.consumer(group_id)
     if group is not None:
         return group
-    if group_id in state.classic_groups:
+    if group_id in state.groups:
         raise ConsumerGroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
     raise ConsumerGroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
 
@@ -122,7 +122,7 @@ def on_member_timer(state: ConsumerGroupsState, key: MemberTimerKey, data: Any, 
     group_id, member_id = key.group_id, key.member_id
     if isinstance(key, ClassicMemberJoinKey):
         state.classic_join_deadlines.pop((group_id, member_id), None)
-    group = state.groups.get(group_id)
+    group = state.groups.consumer(group_id)
     member = None if group is None else group.members.get(member_id)
     if group is None or member is None:
         return

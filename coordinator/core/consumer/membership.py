@@ -52,11 +52,11 @@ def group_for_heartbeat(state: ConsumerGroupsState, group_id: str, member_epoch:
     """The consumer group, or for a join: a new empty one (replacing an empty classic group,
     docs/spec/consumer-protocol.md#empty-group-replacement) or the upgrade of a non-empty classic group
     (docs/spec/consumer-protocol.md#upgrade). Records and replies go into fx."""
-    group = state.groups.get(group_id)
+    group = state.groups.consumer(group_id)
     if group is not None:
         return group
     joining = member_epoch == JOIN_EPOCH
-    classic = state.classic_groups.get(group_id)
+    classic = state.groups.classic(group_id)
     if classic is not None:
         if not joining:
             raise ConsumerGroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")

@@ -13,10 +13,11 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 from coordinator.core.consumer.topics import TopicId, TopicInfo
 from coordinator.core.migration.classic_metadata import ClassicMemberMetadata
+from coordinator.core.runtime.groups import GroupType
 
 #: Partitions by topic id; topics without partitions are left out. Frozen sets, so members can share them.
 Assignment = Mapping[TopicId, frozenset[int]]
@@ -113,6 +114,7 @@ class ConsumerMember:
 
 @dataclass(slots=True, eq=False)
 class ConsumerGroup:
+    group_type: ClassVar[Literal[GroupType.CONSUMER]] = GroupType.CONSUMER
     group_id: str
     group_epoch: int = 0
     assignment_epoch: int = 0  # -1 once the target assignment metadata was tombstoned

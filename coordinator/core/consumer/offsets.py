@@ -22,7 +22,7 @@ def ensure_offset_commit_allowed(state: ConsumerGroupsState, group_id: str, memb
                                  api_version: int, *, transactional: bool = False) -> ConsumerGroup | None:
     """Kafka's ConsumerGroup.validateOffsetCommit. Raises UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION or
     STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for transactional commits and classic-protocol members)."""
-    group = state.groups.get(group_id)
+    group = state.groups.consumer(group_id)
     if group is None:
         return None
     if member_epoch < 0 and not group.members:
@@ -41,7 +41,7 @@ def ensure_offset_commit_allowed(state: ConsumerGroupsState, group_id: str, memb
 def ensure_offset_fetch_allowed(state: ConsumerGroupsState, group_id: str, member_id: str | None,
                                 member_epoch: int) -> ConsumerGroup | None:
     """Kafka's ConsumerGroup.validateOffsetFetch: no member id and a negative epoch is an admin fetch."""
-    group = state.groups.get(group_id)
+    group = state.groups.consumer(group_id)
     if group is None:
         return None
     if member_id is None and member_epoch < 0:

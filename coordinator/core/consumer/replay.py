@@ -59,16 +59,16 @@ def replay_decoded(state: ConsumerGroupsState, decoded: DecodedRecord) -> None:
 
 
 def _group_for_value(state: ConsumerGroupsState, group_id: str) -> ConsumerGroup:
-    group = state.groups.get(group_id)
+    group = state.groups.consumer(group_id)
     if group is not None:
         return group
-    classic = state.classic_groups.get(group_id)
+    classic = state.groups.classic(group_id)
     if classic is not None:
         # A simple classic group (made by offset commits) has no records of its own, so a consumer
         # group may take its place; any other classic group must have been tombstoned first.
         if classic.protocol_type is not None or classic.members or classic.state is not GroupState.EMPTY:
             raise ReplayInvariantError(f"group {group_id} is a classic group, not a consumer group")
-        del state.classic_groups[group_id]
+        del state.groups[group_id]
     group = state.groups[group_id] = ConsumerGroup(group_id)
     return group
 
@@ -88,7 +88,10 @@ def _replay_group_metadata(state: ConsumerGroupsState, key: Any, value: Any) -> 
     if value is not None:
         _group_for_value(state, key.group_id).group_epoch = value.epoch
         return
-    group = state.groups.get(key.group_id)
+    # Soft state of the group goes with it: a run still in flight finds no group and is dropped.
+    # (Also when a classic group took the id over already: a downgrade or a classic join converts in place.)
+    state.runs.pop(key.group_id, None)
+    group = state.groups.consumer(key.group_id)
     if group is None:
         return
     if group.members or group.target_assignment or group.assignment_epoch != -1:
@@ -96,8 +99,6 @@ def _replay_group_metadata(state: ConsumerGroupsState, key: Any, value: Any) -> 
             f"group {key.group_id} tombstoned while it still has {len(group.members)} members, "
             f"{len(group.target_assignment)} targets or assignment epoch {group.assignment_epoch}")
     del state.groups[key.group_id]
-    # Soft state of the group goes with it: a run still in flight finds no group and is dropped.
-    state.runs.pop(key.group_id, None)
 
 
 def _replay_partition_metadata(state: ConsumerGroupsState, key: Any, value: Any) -> None:
@@ -106,7 +107,7 @@ def _replay_partition_metadata(state: ConsumerGroupsState, key: Any, value: Any)
         group = _group_for_value(state, key.group_id)
         group.subscription_metadata = {t.topic_name: TopicInfo(t.topic_id, t.topic_name, t.num_partitions)
                                        for t in value.topics}
-    elif (group := state.groups.get(key.group_id)) is not None:
+    elif (group := state.groups.consumer(key.group_id)) is not None:
         group.subscription_metadata = {}
 
 
@@ -122,7 +123,7 @@ def _replay_member_metadata(state: ConsumerGroupsState, key: Any, value: Any) ->
             server_assignor=value.server_assignor, classic=_classic_metadata(value.classic_member_metadata))
         _put(group, member)
         return
-    group = state.groups.get(key.group_id)
+    group = state.groups.consumer(key.group_id)
     if group is None or key.member_id not in group.members:
         return
     if group.members[key.member_id].member_epoch != LEAVE_EPOCH:
@@ -147,7 +148,7 @@ def _replay_assignment_epoch(state: ConsumerGroupsState, key: Any, value: Any) -
         group = _group_for_value(state, key.group_id)
         group.assignment_epoch = value.assignment_epoch
         group.assignment_timestamp_ms = value.assignment_timestamp
-    elif (group := state.groups.get(key.group_id)) is not None:
+    elif (group := state.groups.consumer(key.group_id)) is not None:
         group.assignment_epoch = -1
         group.assignment_timestamp_ms = 0
 
@@ -158,7 +159,7 @@ def _replay_target_member(state: ConsumerGroupsState, key: Any, value: Any) -> N
         group = _group_for_value(state, key.group_id)
         group.target_assignment[key.member_id] = assignment_of((t.topic_id, t.partitions)
                                                                for t in value.topic_partitions)
-    elif (group := state.groups.get(key.group_id)) is not None:
+    elif (group := state.groups.consumer(key.group_id)) is not None:
         group.target_assignment.pop(key.member_id, None)
 
 
@@ -174,7 +175,7 @@ def _replay_current_assignment(state: ConsumerGroupsState, key: Any, value: Any)
                                                         for t in value.partitions_pending_revocation))
         _put(group, member)
         return
-    group = state.groups.get(key.group_id)
+    group = state.groups.consumer(key.group_id)
     if group is None or key.member_id not in group.members:
         return
     # Kafka marks a member whose assignment is gone with epoch -1; its subscription tombstone checks for it.
@@ -202,7 +203,7 @@ def _plain_assignment(assignment: Assignment) -> dict[str, list[int]]:
 def durable_view(state: ConsumerGroupsState) -> dict[str, Any]:
     """Everything the records carry, as plain values: equal for a live state and one rebuilt from its log."""
     view: dict[str, Any] = {}
-    for gid, group in sorted(state.groups.items()):
+    for gid, group in sorted((g.group_id, g) for g in state.groups.consumer_groups()):
         view[gid] = {
             "group_epoch": group.group_epoch,
             "assignment_epoch": group.assignment_epoch,

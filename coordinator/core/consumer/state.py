@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator.core.assignors import ASSIGNORS, PartitionAssignor
 from coordinator.core.classic.config import GroupConfig
-from coordinator.core.classic.model import ClassicGroup
 from coordinator.core.consumer.config import ConsumerGroupConfig
 from coordinator.core.consumer.group_configs import GroupConfigOverrides
 from coordinator.core.consumer.member_ids import RandomBytes
-from coordinator.core.consumer.model import Assignment, ConsumerGroup, ConsumerMember
+from coordinator.core.consumer.model import Assignment, ConsumerMember
 from coordinator.core.consumer.topics import TopicInfo
 from coordinator.core.runtime.context import RequestRef
+from coordinator.core.runtime.groups import GroupMap
 
 
 @dataclass(slots=True)
@@ -49,12 +49,11 @@ class Waiter:
 class ConsumerGroupsState:
     config: ConsumerGroupConfig
     random_bytes: RandomBytes  # injected: the core draws no randomness itself
-    # Durable: exactly what the replayed ConsumerGroup* records say.
-    groups: dict[str, ConsumerGroup] = field(default_factory=dict)
-    # The classic groups of the same shard (GroupShard.state.groups). Group ids are one namespace:
-    # a heartbeat may replace an empty classic group (docs/spec/consumer-protocol.md#joining), and replaying a consumer
-    # group record drops a simple classic group of the same id (docs/spec/consumer-protocol.md#records).
-    classic_groups: MutableMapping[str, ClassicGroup] = field(default_factory=dict)
+    # The shard's one map of groups (GroupShard.state.groups); consumer groups in it are exactly
+    # what the replayed ConsumerGroup* records say. Group ids are one namespace: a heartbeat may
+    # replace an empty classic group (docs/spec/consumer-protocol.md#joining), and replaying a consumer
+    # group record replaces a simple classic group of the same id (docs/spec/consumer-protocol.md#records).
+    groups: GroupMap = field(default_factory=GroupMap)
     # Name -> assignor; tests swap in failing ones. Only names in config.assignors are used.
     assignors: Mapping[str, PartitionAssignor] = field(default_factory=lambda: dict(ASSIGNORS))
     loading: bool = False

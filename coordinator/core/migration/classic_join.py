@@ -71,7 +71,7 @@ def classic_join_group(state: ConsumerGroupsState, req: JoinGroupRequest, ctx: R
     """Answer a JoinGroup to a consumer group; the shell has checked group id and session timeout."""
     fx = Effects(ctx.now_ms, ctx.ref)
     try:
-        return fx.outcome(_join(state, state.groups[req.group_id], req, ctx, fx, topics))
+        return fx.outcome(_join(state, state.groups.consumer_group(req.group_id), req, ctx, fx, topics))
     except ApiError as exc:
         return Outcome(response=join_error(ctx.api_version, exc.code, req.member_id))
 

@@ -35,7 +35,7 @@ from protocol.messages import LeaveGroupRequest
 def classic_leave_group(state: ConsumerGroupsState, req: LeaveGroupRequest, ctx: RequestContext,
                         topics: TopicsView) -> Outcome:
     fx = Effects(ctx.now_ms, ctx.ref)
-    group = state.groups[req.group_id]
+    group = state.groups.consumer_group(req.group_id)
     removed: dict[str, ConsumerMember] = {}
     results: list[tuple[Identity, ErrorCode]] = []
     for identity in leave_group_identities(req, ctx.api_version):

@@ -66,7 +66,7 @@ def classic_sync_group(state: ConsumerGroupsState, req: SyncGroupRequest, ctx: R
     fx = Effects(ctx.now_ms, ctx.ref)
     version = ctx.api_version
     try:
-        group = state.groups[req.group_id]
+        group = state.groups.consumer_group(req.group_id)
         if not group.members:
             raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID)
         member = classic_member(group, req.member_id, req.group_instance_id if version >= 3 else None)
@@ -105,7 +105,7 @@ def _ensure_protocol(member: ConsumerMember, protocol_type: str | None, protocol
 def classic_heartbeat(state: ConsumerGroupsState, req: HeartbeatRequest, ctx: RequestContext) -> Outcome:
     fx = Effects(ctx.now_ms, ctx.ref)
     try:
-        group = state.groups[req.group_id]
+        group = state.groups.consumer_group(req.group_id)
         member = classic_member(group, req.member_id, req.group_instance_id if ctx.api_version >= 3 else None)
         ensure_generation_is_member_epoch(member, req.generation_id)
     except ApiError as exc:

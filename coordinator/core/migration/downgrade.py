@@ -78,7 +78,7 @@ def downgrade_group(state: ConsumerGroupsState, group: ConsumerGroup, leaving_id
     fx.records.append(group_metadata_record(gid, group_metadata_value(classic)))
     for member_id in list(group.members) + ([joining.member_id] if joining is not None else []):
         cancel_all_member_timers(state, fx, gid, member_id)
-    state.classic_groups[gid] = classic
+    state.groups[gid] = classic  # converted in place: the consumer group's tombstones then find no group
     for member in classic.members.values():
         schedule_heartbeat(fx, classic, member.member_id, member.session_timeout_ms)
     fx.event("group_downgraded", gid, from_protocol="consumer", to_protocol="classic",

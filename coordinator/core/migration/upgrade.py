@@ -91,7 +91,7 @@ def upgrade_group(state: ConsumerGroupsState, classic: ClassicGroup, fx: Effects
         schedule_session_timeout(fx, gid, member.member_id, member.classic.session_timeout_ms)
     fx.event("group_upgraded", gid, from_protocol="classic", to_protocol="consumer", group_epoch=epoch,
              members=len(members))
-    return scratch.groups.get(gid) or ConsumerGroup(gid, group_epoch=epoch, assignment_epoch=epoch)
+    return scratch.groups.consumer(gid) or ConsumerGroup(gid, group_epoch=epoch, assignment_epoch=epoch)
 
 
 def _consumer_member(classic: ClassicGroup, member: Member, epoch: int, topics: TopicsView) -> ConsumerMember:

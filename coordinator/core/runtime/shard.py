@@ -4,10 +4,8 @@ one facade (Kafka's GroupCoordinatorShard).
 How the shell drives it (all calls are synchronous and pure apart from the shard's own state):
 
     shard = GroupShard(GroupConfig(...), new_uuid=lambda: str(uuid.uuid4()))
-    shard.begin_loading()
-    for record in log: shard.replay(record)            # loading is replay, nothing else
-    apply(shard.finish_loading(now_ms))                 # heartbeat timers, oversize groups rebalance
-    apply(shard.start_offset_expiration(now_ms))        # the periodic retention sweep
+    shard.replay_log(log)                               # loading is replay, nothing else
+    apply(shard.start(now_ms))                          # heartbeat timers, oversize rebalances, retention sweep
     # or in one call: shard, started = GroupShard.load(log, now_ms, config, new_uuid); apply(started)
 
     out = shard.join_group(request, RequestContext(api_version, now_ms, ref, client_id, client_host), topics)
@@ -16,8 +14,9 @@ How the shell drives it (all calls are synchronous and pure apart from the shard
     ... apply out.timers (Schedule replaces by key, Cancel is idempotent); log out.events.
     on a timer:  out = shard.on_timer(key, data, now_ms)   # handled exactly like a request's outcome
 
-Consumer groups (KIP-848) live in `self.consumer`, a ConsumerGroupCoordinator sharing this shard's
-classic groups (one namespace of group ids) and offsets (stored in `state.offsets` like classic ones).
+Every group, whatever its type, is in one map, `state.groups` (a GroupMap with typed getters: one
+namespace of group ids). Consumer groups (KIP-848) are handled by `self.consumer`, a
+ConsumerGroupCoordinator given that map; their offsets are (stored in `state.offsets` like classic ones).
 Their requests and timers take the shell's current TopicsView; `replay` feeds both cores, each
 record once. Metrics and logs read the shard only through its queries (`group_summaries`, ...).
 
@@ -126,7 +125,7 @@ class GroupShard:
             raise ValueError("GroupShard needs an id generator (the core draws no randomness)")
         self.state = ShardState(config or GroupConfig(), new_uuid)
         self.consumer = ConsumerGroupCoordinator(consumer_config, random_bytes or _no_random_bytes,
-                                                 classic_groups=self.state.groups, group_configs=group_configs)
+                                                 groups=self.state.groups, group_configs=group_configs)
         self.consumer.state.classic_config = self.state.config  # a downgrade builds classic groups
 
     @property
@@ -137,13 +136,10 @@ class GroupShard:
 
     def group_summaries(self) -> Iterator[GroupSummary]:
         for group in self.state.groups.values():
-            yield GroupSummary(group.group_id, "classic", group.state.value, len(group.members))
-        for consumer_group in self.consumer.state.groups.values():
-            yield GroupSummary(consumer_group.group_id, "consumer", consumer_group.state.value,
-                               len(consumer_group.members))
+            yield GroupSummary(group.group_id, group.group_type.value, group.state.value, len(group.members))
 
     def group_count(self) -> int:
-        return len(self.state.groups) + len(self.consumer.state.groups)
+        return len(self.state.groups)
 
     def offset_count(self) -> int:
         """Committed offsets retained, over every group of the shard."""
@@ -163,7 +159,7 @@ class GroupShard:
         return self.consumer.consumer_group_describe(req, ctx, topics)
 
     def join_group(self, req: m.JoinGroupRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
-        group = self.consumer.state.groups.get(req.group_id)
+        group = self.state.groups.consumer(req.group_id)
         if group is None or self.state.loading:
             return join_group(self.state, req, ctx)
         error = validate_join(self.state, req)
@@ -195,10 +191,10 @@ class GroupShard:
 
     def _routes_to_consumer_group(self, group_id: str) -> bool:
         """A classic API naming a consumer group, once the checks every group gets (loading, empty id) passed."""
-        return bool(group_id) and not self.state.loading and self.consumer.has_group(group_id)
+        return bool(group_id) and not self.state.loading and self.state.groups.consumer(group_id) is not None
 
     def offset_commit(self, req: m.OffsetCommitRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
-        if self.state.loading or req.group_id not in self.consumer.state.groups:
+        if self.state.loading or self.state.groups.consumer(req.group_id) is None:
             return offsets.offset_commit(self.state, req, ctx)
         fx = Effects(ctx.now_ms, ctx.ref)
         # docs/spec/offsets.md#consumer-groups: member id and epoch checks; the offsets are stored where classic ones
@@ -221,7 +217,7 @@ class GroupShard:
         return offsets.classic_stored_offsets(st, group_id, member_id, member_epoch)
 
     def offset_delete(self, req: m.OffsetDeleteRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
-        consumer_group = self.consumer.state.groups.get(req.group_id)
+        consumer_group = self.state.groups.consumer(req.group_id)
         if consumer_group is None or self.state.loading:
             return offsets.offset_delete(self.state, req, ctx)
         # A consumer group in any state deletes the offsets of topics none of its members subscribes to
@@ -238,7 +234,7 @@ class GroupShard:
         out = admin.list_groups(self.state, req, ctx)
         response = out.response
         assert isinstance(response, m.ListGroupsResponse)  # admin.list_groups always answers (narrows Outcome's object)
-        if response.error_code or not self.consumer.state.groups:
+        if response.error_code or next(self.state.groups.consumer_groups(), None) is None:
             return out
         states = req.states_filter if ctx.api_version >= 4 else ()
         types = req.types_filter if ctx.api_version >= 5 else ()
@@ -248,7 +244,7 @@ class GroupShard:
         return out
 
     def delete_groups(self, req: m.DeleteGroupsRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
-        consumer_ids = [g for g in dict.fromkeys(req.groups_names) if g in self.consumer.state.groups]
+        consumer_ids = [g for g in dict.fromkeys(req.groups_names) if self.state.groups.consumer(g) is not None]
         if self.state.loading or not consumer_ids:
             return admin.delete_groups(self.state, req, ctx)
         classic = admin.delete_groups(
@@ -289,13 +285,13 @@ class GroupShard:
         fx = Effects(now_ms)
         st = self.state
         if isinstance(key, HeartbeatKey):
-            on_heartbeat_expired(st.groups.get(key.group_id), key.member_id, fx, st.config)
+            on_heartbeat_expired(st.groups.classic(key.group_id), key.member_id, fx, st.config)
         elif isinstance(key, JoinKey):
             if isinstance(data, JoinDeadline):
-                on_join_deadline(st.groups.get(key.group_id), data, fx, st.config)
+                on_join_deadline(st.groups.classic(key.group_id), data, fx, st.config)
         elif isinstance(key, SyncKey):
             if isinstance(data, SyncDeadline):
-                on_sync_deadline(st.groups.get(key.group_id), data, fx, st.config)
+                on_sync_deadline(st.groups.classic(key.group_id), data, fx, st.config)
         elif isinstance(key, OffsetsExpirationKey):
             expire_consumer_group_offsets(self.consumer.state, st.offsets, st.config.offsets_retention_ms, fx)
             offsets.expire_offsets(st, fx)
@@ -343,10 +339,11 @@ class GroupShard:
         elif decoded.record_type == _GROUP_METADATA:
             if decoded.value is None:
                 st.persisted.pop(group_id, None)
-                st.groups.pop(group_id, None)
+                if st.groups.classic(group_id) is not None:  # a group converted in place is no longer classic
+                    del st.groups[group_id]
             else:
                 st.persisted[group_id] = decoded.value
-                if st.loading or group_id not in st.groups:
+                if st.loading or st.groups.classic(group_id) is None:
                     # While running, the live group is ahead of its records; when loading, it is the record.
                     st.groups[group_id] = group_from_value(group_id, decoded.value)
         elif decoded.record_type in _OFFSET_COMMITS:  # a tombstone
@@ -367,7 +364,7 @@ class GroupShard:
         group_offsets = st.offsets.get(group_id)
         if group_offsets is None:
             group_offsets = st.offsets[group_id] = {}
-        if group_id not in st.groups and group_id not in self.consumer.state.groups:
+        if group_id not in st.groups:
             st.groups[group_id] = ClassicGroup(group_id)  # a simple group, as Kafka's replay creates
         return group_offsets
 
@@ -384,7 +381,7 @@ class GroupShard:
         fx.records.extend(consumer.records)
         fx.timers.extend(consumer.timers)
         fx.events.extend(consumer.events)
-        for group in st.groups.values():
+        for group in st.groups.classic_groups():
             for member in group.members.values():
                 schedule_heartbeat(fx, group, member.member_id, member.session_timeout_ms)
             if len(group.members) > st.config.max_size and group.state is GroupState.STABLE:
@@ -395,7 +392,7 @@ class GroupShard:
     def unload(self, now_ms: int) -> Outcome:
         """The partition moved away: every group is Dead and parked requests get NOT_COORDINATOR."""
         fx = Effects(now_ms)
-        for group in self.state.groups.values():
+        for group in self.state.groups.classic_groups():
             for member in group.members.values():
                 if member.awaiting_join is not None:
                     fx.answer(member.awaiting_join, join_error(member.awaiting_join.api_version,
@@ -409,32 +406,39 @@ class GroupShard:
             fx.cancel(JoinKey(group.group_id))
             fx.cancel(SyncKey(group.group_id))
             transition_to(group, GroupState.DEAD, now_ms, fx)
-        for consumer_group in self.consumer.state.groups.values():
+        for consumer_group in self.state.groups.consumer_groups():
             for member_id in consumer_group.members:
                 cancel_all_member_timers(self.consumer.state, fx, consumer_group.group_id, member_id)
         fx.cancel(OFFSETS_EXPIRATION_KEY)
         return fx.outcome()
 
+    def replay_log(self, records: Iterable[Record]) -> None:
+        """Replay a partition's log into this fresh shard, in loading mode (Kafka's CoordinatorLoader):
+        the one loading loop. `start(now_ms)` then ends loading; a durable rebuild may stop here."""
+        self.begin_loading()
+        self.replay_all(records)
+
+    def start(self, now_ms: int) -> Outcome:
+        """End loading: every loaded member's heartbeat timer, the rebalances of groups above
+        group.max.size and the periodic offset-expiration timer."""
+        return self.finish_loading(now_ms).then(self.start_offset_expiration(now_ms))
+
     @classmethod
     def load(cls, records: Iterable[Record], now_ms: int, config: GroupConfig | None = None,
              new_uuid: Callable[[], str] | None = None, consumer_config: ConsumerGroupConfig | None = None,
              random_bytes: RandomBytes | None = None) -> tuple[GroupShard, Outcome]:
-        """A shard rebuilt from its log and started: at startup, and after a failed append.
-
-        The Outcome carries every loaded member's heartbeat timer, the rebalances of
-        groups above group.max.size and the periodic offset-expiration timer.
-        """
+        """A shard rebuilt from its log and started (`replay_log`, then `start`): at startup, and after a
+        failed append."""
         shard = cls(config, new_uuid, consumer_config, random_bytes)
-        shard.begin_loading()
-        shard.replay_all(records)
-        return shard, shard.finish_loading(now_ms).then(shard.start_offset_expiration(now_ms))
+        shard.replay_log(records)
+        return shard, shard.start(now_ms)
 
     @classmethod
     def from_log(cls, records: Iterable[Record], config: GroupConfig | None = None,
                  new_uuid: Callable[[], str] | None = None) -> GroupShard:
+        """The durable state a log rebuilds (`replay_log`), not started: no timers, no rebalances."""
         shard = cls(config, new_uuid or (lambda: "00000000-0000-0000-0000-000000000000"))
-        shard.begin_loading()
-        shard.replay_all(records)
+        shard.replay_log(records)
         shard.state.loading = False
         shard.consumer.state.loading = False
         return shard
@@ -443,7 +447,7 @@ class GroupShard:
         """Everything records carry, in plain values: equal for a live shard and one rebuilt from its log."""
         st = self.state
         return {
-            "group_ids": sorted(st.groups),
+            "group_ids": sorted(g.group_id for g in st.groups.classic_groups()),
             "group_metadata": {g: v.to_dict() for g, v in sorted(st.persisted.items())},
             "offsets": {g: dict(sorted(o.items())) for g, o in sorted(st.offsets.items())},
             "reasons": dict(sorted(st.reasons.items())),

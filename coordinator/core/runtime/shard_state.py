@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from coordinator.core.classic.config import GroupConfig
-from coordinator.core.classic.model import ClassicGroup
+from coordinator.core.runtime.groups import GroupMap
 from coordinator.records import GroupReason, OffsetAndMetadata
 from protocol.messages import GroupMetadataValue
 
@@ -17,10 +17,10 @@ TopicPartition = tuple[str, int]
 class ShardState:
     config: GroupConfig
     new_uuid: Callable[[], str]  # injected: the core never draws randomness itself
-    # Live classic groups. Membership and rebalance progress are soft state changed by the
-    # handlers; a group comes into being or disappears only through replay (or JoinGroup,
-    # which always writes a record for the group it creates).
-    groups: dict[str, ClassicGroup] = field(default_factory=dict)
+    # Live groups of every type, one namespace of ids. Membership and rebalance progress are soft
+    # state changed by the handlers; a group comes into being or disappears only through replay (or
+    # a handler that writes the records of the group it creates or converts in place).
+    groups: GroupMap = field(default_factory=GroupMap)
     # Durable state: exactly what the replayed records say.
     persisted: dict[str, GroupMetadataValue] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)

@@ -71,5 +71,5 @@ def test_delete_groups_by_state() -> None:
         R(group_id="nope", error_code=ErrorCode.GROUP_ID_NOT_FOUND)])
     assert out.records == [offset_commit_tombstone("e", "t", 0), offset_commit_tombstone("e", "t", 1),
                            group_metadata_tombstone("e")]
-    assert "e" not in ctx.shard.state.groups and "e" not in ctx.shard.state.offsets
+    assert ctx.shard.state.groups.classic("e") is None and "e" not in ctx.shard.state.offsets
     ctx.assert_replay_matches()

@@ -30,7 +30,7 @@ def test_join_with_member_id_for_missing_group_is_unknown_member_and_creates_not
     assert_outcome(out, response=join_error(9, ErrorCode.UNKNOWN_MEMBER_ID, "someone"))
     _, out = ctx.join("g", "someone", instance_id="i")
     assert out.response.error_code == ErrorCode.UNKNOWN_MEMBER_ID
-    assert "g" not in ctx.shard.state.groups
+    assert ctx.shard.state.groups.classic("g") is None
     ctx.assert_replay_matches()
 
 

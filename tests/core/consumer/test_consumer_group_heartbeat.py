@@ -313,7 +313,7 @@ def test_29_group_state_is_derived_from_members_and_epochs() -> None:
 
 def test_30_describe_reports_epochs_assignor_members_and_topic_names() -> None:
     ctx = ConsumerGroupContext({"foo": 2, "bar": 1})
-    ctx.state.classic_groups["classic"] = ClassicGroup("classic")
+    ctx.state.groups["classic"] = ClassicGroup("classic")
     a = Client("g", ["foo", "bar"])
     ctx.settle([a])
     ctx.heartbeat("g", a.member_id, a.epoch, server_assignor="range")
@@ -348,11 +348,12 @@ def test_30_describe_names_the_default_assignor_when_nobody_asked() -> None:
 
 def test_a_join_replaces_an_empty_classic_group() -> None:
     ctx = ConsumerGroupContext({"foo": 1})
-    ctx.state.classic_groups["g"] = ClassicGroup("g")
+    ctx.state.groups["g"] = ClassicGroup("g")
     out = ctx.join()
     assert out.records[0] == group_metadata_tombstone("g")
     assert out.response.error_code == ErrorCode.NONE
-    assert "g" not in ctx.state.classic_groups and "g" in ctx.state.groups  # replay replaced the simple group
+    # Replay replaced the simple group.
+    assert ctx.state.groups.classic("g") is None and ctx.state.groups.consumer("g") is not None
 
 
 @pytest.mark.parametrize("epoch", [0, 1])
@@ -360,7 +361,7 @@ def test_a_non_empty_classic_group_of_another_protocol_type_is_not_a_consumer_gr
     from coordinator.core.classic.state import GroupState
     ctx = ConsumerGroupContext({"foo": 1})
     # (a "consumer" classic group is upgraded instead: tests/core/migration/test_consumer_group_migration.py)
-    ctx.state.classic_groups["g"] = ClassicGroup("g", state=GroupState.STABLE, protocol_type="connect")
+    ctx.state.groups["g"] = ClassicGroup("g", state=GroupState.STABLE, protocol_type="connect")
     out = ctx.join() if epoch == 0 else ctx.heartbeat("g", "m", 1)
     assert error_of(out) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group g is not a consumer group.")
 

@@ -110,7 +110,7 @@ def test_offsets_of_topics_no_member_subscribes_to_expire_retention_after_their_
     # The subscribed topic's offset never expires, and a group with members is never deleted.
     assert ctx.sweep_at(10 * RETENTION_MS).records == []
     assert ctx.stored() == [("foo", 0)]
-    assert "g" in ctx.shard.consumer.state.groups
+    assert ctx.shard.state.groups.consumer("g") is not None
     ctx.assert_replay_matches()
 
 
@@ -119,7 +119,7 @@ def test_an_empty_consumer_group_is_deleted_with_its_tombstones_once_its_offsets
     member = ctx.join(["foo"])
     ctx.commit(member, {("foo", 0): 5, ("foo", 1): 6})
     ctx.leave(member[0])
-    group = ctx.shard.consumer.state.groups["g"]
+    group = ctx.shard.state.groups["g"]
     assert not group.members
 
     assert [o.records for o in ctx.advance(RETENTION_MS - 1) if o.records] == []  # sweeps every minute: too young
@@ -128,7 +128,7 @@ def test_an_empty_consumer_group_is_deleted_with_its_tombstones_once_its_offsets
     [expiry] = [o for o in ctx.advance(CHECK_MS) if o.records]
     assert expiry.records == expected
     assert [e.name for e in expiry.events] == ["offsets_expired", "group_expired"]
-    assert "g" not in ctx.shard.consumer.state.groups and "g" not in ctx.shard.state.groups
+    assert ctx.shard.state.groups.consumer("g") is None and ctx.shard.state.groups.classic("g") is None
     assert ctx.stored() == []
     [described] = ctx.send(m.ConsumerGroupDescribeRequest(group_ids=["g"]), 0).groups
     assert described.error_code == ErrorCode.GROUP_ID_NOT_FOUND
@@ -141,10 +141,10 @@ def test_an_empty_consumer_group_without_offsets_is_deleted_at_the_next_sweep():
     ctx = ExpiryContext()
     member = ctx.join(["foo"])
     ctx.leave(member[0])
-    group = ctx.shard.consumer.state.groups["g"]
+    group = ctx.shard.state.groups["g"]
     [expiry] = [o for o in ctx.advance(CHECK_MS) if o.records]
     assert expiry.records == group_deletion_tombstones(group)
-    assert "g" not in ctx.shard.consumer.state.groups
+    assert ctx.shard.state.groups.consumer("g") is None
     ctx.assert_replay_matches()
 
 
@@ -157,8 +157,8 @@ def test_an_empty_group_keeps_living_while_some_offsets_are_young():
     ctx.leave(member[0])
 
     assert ctx.sweep_at(RETENTION_MS).records == [offset_commit_tombstone("g", "foo", 0)]
-    assert "g" in ctx.shard.consumer.state.groups
-    group = ctx.shard.consumer.state.groups["g"]
+    assert ctx.shard.state.groups.consumer("g") is not None
+    group = ctx.shard.state.groups["g"]
     assert ctx.sweep_at(10 * 60_000 + RETENTION_MS).records == \
         [offset_commit_tombstone("g", "bar", 0), *group_deletion_tombstones(group)]
     ctx.assert_replay_matches()
@@ -185,5 +185,5 @@ def test_classic_groups_and_consumer_groups_expire_in_the_same_sweep():
     ctx.commit(member, {("bar", 0): 2})
     records = ctx.sweep_at(RETENTION_MS).records
     assert offset_commit_tombstone("g", "bar", 0) in records and offset_commit_tombstone("simple", "foo", 0) in records
-    assert "g" in ctx.shard.consumer.state.groups and "simple" not in ctx.shard.state.groups
+    assert ctx.shard.state.groups.consumer("g") is not None and ctx.shard.state.groups.classic("simple") is None
     ctx.assert_replay_matches()

@@ -53,7 +53,7 @@ def test_member_commits_with_its_epoch_and_the_offset_is_stored_with_classic_off
     assert ctx.commit(joined.member_id, joined.member_epoch, version=8) == ErrorCode.UNSUPPORTED_VERSION
     assert ctx.commit(joined.member_id, joined.member_epoch) == ErrorCode.NONE
     assert ctx.shard.state.offsets["g"][("t", 0)].offset == 42
-    assert "g" not in ctx.shard.state.groups  # the commit's replay made no simple classic group
+    assert ctx.shard.state.groups.classic("g") is None  # the commit's replay made no simple classic group
     fetch = m.OffsetFetchRequest(groups=[m.OffsetFetchRequest.OffsetFetchRequestGroup(
         group_id="g", member_id=joined.member_id, member_epoch=joined.member_epoch, topics=None)])
     [group] = ctx.send(fetch, 9).response.groups
@@ -79,5 +79,5 @@ def test_delete_groups_refuses_a_non_empty_consumer_group_and_deletes_an_empty_o
     ctx.send(m.ConsumerGroupHeartbeatRequest(group_id="g", member_id=joined.member_id, member_epoch=-1), 0)
     [result] = ctx.send(m.DeleteGroupsRequest(groups_names=["g"]), 2).response.results
     assert result.error_code == ErrorCode.NONE
-    assert ctx.shard.consumer.state.groups == {} and ctx.shard.state.offsets == {}
+    assert list(ctx.shard.state.groups.consumer_groups()) == [] and ctx.shard.state.offsets == {}
     ctx.assert_replay_matches()

@@ -30,7 +30,7 @@ def test_33_a_consumer_member_joining_an_empty_classic_group_replaces_it() -> No
     assert (response.error_code, response.member_epoch) == (ErrorCode.NONE, 1)
     assert ctx.log[before] == group_metadata_tombstone("g")
     assert _record_types(ctx.log[before:]) == [-2, 5, 4, 3, 7, 6, 8]
-    assert "g" not in ctx.shard.state.groups and "g" in ctx.consumer_groups
+    assert ctx.shard.state.groups.classic("g") is None and "g" in ctx.consumer_groups
     ctx.assert_replay_matches()
 
 
@@ -41,7 +41,7 @@ def test_34_a_stable_classic_group_is_upgraded_with_its_members_and_assignments(
     response = ctx.consumer_join()
     assert response.error_code == ErrorCode.NONE
     group = ctx.consumer_groups["g"]
-    assert "g" not in ctx.shard.state.groups
+    assert ctx.shard.state.groups.classic("g") is None
     old = {leader: {0, 2, 4}, follower: {1, 3, 5}}
     for member_id in (leader, follower):
         member = group.members[member_id]
@@ -76,7 +76,7 @@ def test_34_parked_classic_requests_get_rebalance_in_progress() -> None:
     assert ctx.answer(parked) is None and ctx.group().state is GroupState.PREPARING_REBALANCE
     # the parked member's metadata does not parse: the upgrade fails and nothing changes
     assert ctx.consumer_join().error_code == ErrorCode.GROUP_ID_NOT_FOUND
-    assert ctx.answer(parked) is None and "g" in ctx.shard.state.groups
+    assert ctx.answer(parked) is None and ctx.shard.state.groups.classic("g") is not None
 
 
 def test_34_a_parked_join_is_answered_when_the_group_is_upgraded() -> None:
@@ -203,7 +203,7 @@ def test_40_a_classic_join_replaces_an_empty_consumer_group() -> None:
     _, out = ctx.classic_join(version=5)
     assert out.response.error_code == ErrorCode.MEMBER_ID_REQUIRED
     assert _record_types(ctx.log[before:]) == [-6, -4, -3, 2]
-    assert "g" not in ctx.consumer_groups and "g" in ctx.shard.state.groups
+    assert "g" not in ctx.consumer_groups and ctx.shard.state.groups.classic("g") is not None
     ctx.assert_replay_matches()
 
 
