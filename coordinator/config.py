@@ -357,7 +357,7 @@ _BY_ENV: dict[str, Setting] = {s.env_name: s for s in SETTINGS} | {
 class Config(Mapping[str, Any]):
     """Parsed, immutable settings: `config["num.partitions"] -> 1`, or `config.num_partitions`."""
 
-    __slots__ = ("_values", "_sources")
+    __slots__ = ("_sources", "_values")
 
     def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str]) -> None:
         object.__setattr__(self, "_values", MappingProxyType(dict(values)))

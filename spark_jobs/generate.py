@@ -36,9 +36,17 @@ import structlog
 
 from coordinator.log.batch import build_batch
 from coordinator.log.segment import segment_name
-from coordinator.records import (GroupReason, Record, group_metadata_record, group_metadata_tombstone,
-                                 group_reason_record, group_reason_tombstone, offset_commit_record,
-                                 offset_commit_tombstone, partition_for)
+from coordinator.records import (
+    GroupReason,
+    Record,
+    group_metadata_record,
+    group_metadata_tombstone,
+    group_reason_record,
+    group_reason_tombstone,
+    offset_commit_record,
+    offset_commit_tombstone,
+    partition_for,
+)
 from protocol.messages import GroupMetadataValue
 
 log = structlog.get_logger(__name__)

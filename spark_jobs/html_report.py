@@ -35,7 +35,7 @@ def _e(value: object) -> str:
 def _ts(ms: int | None) -> str:
     if ms is None:
         return ""
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _nice_max(v: float) -> float:

@@ -130,8 +130,17 @@ class Chunk:
     in the CPU cache: reading them later, one column at a time over a chunk of scattered messages,
     cost a cache miss per field (six passes over the group metadata took longer than decoding it)."""
 
-    __slots__ = ("offsets", "timestamps", "kids", "versions", "commits", "tombstones", "metadata", "reasons",
-                 "json_values")
+    __slots__ = (
+        "commits",
+        "json_values",
+        "kids",
+        "metadata",
+        "offsets",
+        "reasons",
+        "timestamps",
+        "tombstones",
+        "versions",
+    )
 
     def __init__(self) -> None:
         self.offsets: list[int] = []

@@ -33,8 +33,20 @@ import pyarrow.compute as pc
 
 from coordinator.log.chunk_columns import ChunkColumns
 from spark_jobs.decode import batch_columns, begin_segment
-from spark_jobs.rows import (COLUMNS, COMMIT, NO_COMMIT, Chunk, DecodeStats, KeyTable, append_record, arrow_schema,
-                             commit_fields, decode_value, flags, to_batch)
+from spark_jobs.rows import (
+    COLUMNS,
+    COMMIT,
+    NO_COMMIT,
+    Chunk,
+    DecodeStats,
+    KeyTable,
+    append_record,
+    arrow_schema,
+    commit_fields,
+    decode_value,
+    flags,
+    to_batch,
+)
 
 KEY_KIND = "offset_commit_key"
 MINUTE_KIND = "offset_commit_minute"
@@ -60,7 +72,7 @@ class _Records:
     """A segment's records as plain columns, every kind: ``kids`` is null (None) in the rows that are not
     offset commits, so Arrow picks the commits out at the end."""
 
-    __slots__ = ("kids", "offsets", "timestamps", "values", "tombstones")
+    __slots__ = ("kids", "offsets", "timestamps", "tombstones", "values")
 
     def __init__(self) -> None:
         self.kids: list[int | None] = []

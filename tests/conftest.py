@@ -118,7 +118,7 @@ class ServerProcess:
             return "(no server log)"
         return data[-limit:].decode("utf-8", "replace")
 
-    def start(self) -> "ServerProcess":
+    def start(self) -> ServerProcess:
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             self.argv,

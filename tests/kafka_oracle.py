@@ -26,8 +26,15 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.conftest import (REPO_ROOT, STOP_TIMEOUT_S, _group_alive, _recv_exactly, _signal_group,
-                            api_versions_round_trip, free_port)
+from tests.conftest import (
+    REPO_ROOT,
+    STOP_TIMEOUT_S,
+    _group_alive,
+    _recv_exactly,
+    _signal_group,
+    api_versions_round_trip,
+    free_port,
+)
 
 KAFKA_START_TIMEOUT_S = float(os.environ.get("GC_TEST_KAFKA_START_TIMEOUT", "90"))
 JAVA_DIR = REPO_ROOT / "tests" / "clients" / "java"
@@ -122,7 +129,7 @@ class KafkaOracle:
         path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         return path
 
-    def start(self) -> "KafkaOracle":
+    def start(self) -> KafkaOracle:
         self.workdir.mkdir(parents=True, exist_ok=True)
         properties = self._write_properties()
         formatted = subprocess.run(

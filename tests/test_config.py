@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.config import (SETTINGS, ConfigError, Listener, load_config, main, markdown_table,
-                                read_properties)
+from coordinator.config import SETTINGS, ConfigError, Listener, load_config, main, markdown_table, read_properties
 
 
 def load(tmp_path: Path | None = None, file_text: str | None = None, env: dict[str, str] | None = None,

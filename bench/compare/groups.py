@@ -15,8 +15,13 @@ from dataclasses import dataclass, field
 from bench.compare.wire import Wire
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages import (ConsumerProtocolAssignment, ConsumerProtocolSubscription, HeartbeatRequest,
-                               JoinGroupRequest, SyncGroupRequest)
+from protocol.messages import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    SyncGroupRequest,
+)
 
 SUBSCRIPTION = ConsumerProtocolSubscription(topics=["bench"]).encode(0)
 REBALANCE_TIMEOUT_MS = 1_000

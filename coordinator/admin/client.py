@@ -17,7 +17,7 @@ from protocol.api_keys import ApiKey
 from protocol.apis import API_SPECS
 from protocol.error_codes import ErrorCode
 from protocol.frames import decode_response, encode_request
-from protocol.messages import (ApiVersionsRequest, FindCoordinatorRequest, Message, MetadataRequest)
+from protocol.messages import ApiVersionsRequest, FindCoordinatorRequest, Message, MetadataRequest
 from protocol.primitives import ProtocolError
 
 CLIENT_ID = "groupcoord-admin"

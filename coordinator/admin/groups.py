@@ -12,9 +12,17 @@ from dataclasses import dataclass, field
 from coordinator.admin.client import AdminClient, AdminError, error_name
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages import (ConsumerProtocolAssignment, DeleteGroupsRequest, DescribeGroupsRequest,
-                               LeaveGroupRequest, ListGroupsRequest, ListOffsetsRequest, OffsetCommitRequest,
-                               OffsetDeleteRequest, OffsetFetchRequest)
+from protocol.messages import (
+    ConsumerProtocolAssignment,
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
+    ListOffsetsRequest,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+)
 from protocol.primitives import ProtocolError
 
 TopicPartition = tuple[str, int]

@@ -20,8 +20,8 @@ from __future__ import annotations
 import struct
 import time
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Callable, NamedTuple, Union
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import NamedTuple, Union
 
 import crc32c as _crc32c
 
@@ -54,11 +54,11 @@ NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 
 Buffer = Union[bytes, bytearray, memoryview]
-Headers = Sequence[tuple[str, Union[bytes, None]]]
+Headers = Sequence[tuple[str, bytes | None]]
 # What build_batch takes per record: (key, value), (key, value, headers) or (key, value, timestamp, headers).
-RecordInput = Union[tuple[Union[bytes, None], Union[bytes, None]],
-                    tuple[Union[bytes, None], Union[bytes, None], Headers],
-                    tuple[Union[bytes, None], Union[bytes, None], Union[int, None], Headers]]
+RecordInput = Union[tuple[bytes | None, bytes | None],
+                    tuple[bytes | None, bytes | None, Headers],
+                    tuple[bytes | None, bytes | None, int | None, Headers]]
 
 
 class CorruptBatchError(ValueError):
@@ -73,9 +73,21 @@ class CorruptBatchError(ValueError):
 class BatchHeader:
     """The 61-byte v2 batch header; built positionally from one ``HEADER.unpack_from``."""
 
-    __slots__ = ("base_offset", "batch_length", "partition_leader_epoch", "magic", "crc", "attributes",
-                 "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id", "producer_epoch",
-                 "base_sequence", "records_count")
+    __slots__ = (
+        "attributes",
+        "base_offset",
+        "base_sequence",
+        "base_timestamp",
+        "batch_length",
+        "crc",
+        "last_offset_delta",
+        "magic",
+        "max_timestamp",
+        "partition_leader_epoch",
+        "producer_epoch",
+        "producer_id",
+        "records_count",
+    )
 
     def __init__(self, base_offset: int, batch_length: int, partition_leader_epoch: int, magic: int, crc: int,
                  attributes: int, last_offset_delta: int, base_timestamp: int, max_timestamp: int,
@@ -137,7 +149,7 @@ class BatchHeader:
 class Record:
     """One record with its absolute offset and timestamp (deltas already applied)."""
 
-    __slots__ = ("offset", "timestamp", "key", "value", "headers")
+    __slots__ = ("headers", "key", "offset", "timestamp", "value")
 
     def __init__(self, offset: int, timestamp: int, key: bytes | None, value: bytes | None,
                  headers: tuple[tuple[str, bytes | None], ...] = ()) -> None:
@@ -498,8 +510,8 @@ def record_columns(batch: Buffer, pos: int = 0, header: BatchHeader | None = Non
         raise CorruptBatchError(pos, f"bad record: {e}") from e
 
 
-_Columns = tuple[list[int], list[int], list[Union[bytes, None]], list[Union[bytes, None]],
-                 list[tuple[tuple[str, Union[bytes, None]], ...]]]
+_Columns = tuple[list[int], list[int], list[bytes | None], list[bytes | None],
+                 list[tuple[tuple[str, bytes | None], ...]]]
 
 
 def _frame_records(data: bytes, count: int) -> _Columns:

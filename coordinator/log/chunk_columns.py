@@ -22,9 +22,22 @@ import os
 import struct
 from collections.abc import Iterator
 
-from .batch import (COMPRESSION_MASK, CONTROL_BIT, CRC_START, HEADER, HEADER_SIZE, LENGTH_PREFIX, MAGIC,
-                    MIN_BATCH_LENGTH, TIMESTAMP_TYPE_BIT, BatchHeader, CorruptBatchError, crc32c,
-                    decompressed_records, frame_records_into)
+from .batch import (
+    COMPRESSION_MASK,
+    CONTROL_BIT,
+    CRC_START,
+    HEADER,
+    HEADER_SIZE,
+    LENGTH_PREFIX,
+    MAGIC,
+    MIN_BATCH_LENGTH,
+    TIMESTAMP_TYPE_BIT,
+    BatchHeader,
+    CorruptBatchError,
+    crc32c,
+    decompressed_records,
+    frame_records_into,
+)
 from .segment import SCAN_CHUNK_BYTES
 
 _unpack_header = HEADER.unpack_from
@@ -41,7 +54,7 @@ _RECORDS_AT = HEADER_SIZE - CRC_START  # where the records start in the CRC-cove
 class ChunkColumns:
     """The records of consecutive batches, field by field; ``batches`` counts control batches too."""
 
-    __slots__ = ("offsets", "timestamps", "keys", "values", "headers", "batches")
+    __slots__ = ("batches", "headers", "keys", "offsets", "timestamps", "values")
 
     def __init__(self) -> None:
         self.offsets: list[int] = []

@@ -32,8 +32,15 @@ from pathlib import Path
 
 import structlog
 
-from .batch import (COMPRESSION_MASK, DELETE_HORIZON_BIT, BatchHeader, Record, assemble_batch, encode_record,
-                    iter_records)
+from .batch import (
+    COMPRESSION_MASK,
+    DELETE_HORIZON_BIT,
+    BatchHeader,
+    Record,
+    assemble_batch,
+    encode_record,
+    iter_records,
+)
 from .partition import CLEANED_SUFFIX, SWAP_SUFFIX, Partition, fsync_dir, swap_name, wall_clock_ms
 from .segment import Segment, scan_batches
 

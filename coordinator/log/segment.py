@@ -16,8 +16,17 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
 from pathlib import Path
 
-from .batch import (CRC_START, HEADER, HEADER_SIZE, MAGIC, MIN_BATCH_LENGTH, BatchHeader, CorruptBatchError,
-                    crc32c, verify_crc)
+from .batch import (
+    CRC_START,
+    HEADER,
+    HEADER_SIZE,
+    MAGIC,
+    MIN_BATCH_LENGTH,
+    BatchHeader,
+    CorruptBatchError,
+    crc32c,
+    verify_crc,
+)
 
 SUFFIX = ".log"
 SCAN_CHUNK_BYTES = 1 << 20

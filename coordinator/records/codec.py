@@ -9,8 +9,9 @@ through here, with the schemas of `registry.REGISTRY`.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from coordinator.records.registry import REGISTRY
 from protocol.primitives import ProtocolError

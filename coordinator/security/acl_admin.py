@@ -19,8 +19,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from coordinator.security.acls import (CLUSTER_NAME, WILDCARD, AclBinding, Operation, PatternType, Permission,
-                                       ResourceType)
+from coordinator.security.acls import (
+    CLUSTER_NAME,
+    WILDCARD,
+    AclBinding,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+)
 
 ANY = 1  # the ANY code of every one of Kafka's four ACL enums
 MATCH = 2  # PatternType.MATCH

@@ -11,9 +11,20 @@ import sys
 from itertools import product
 from pathlib import Path
 
-from coordinator.security.acls import (CLUSTER_NAME, WILDCARD, AclBinding, AclError, Operation, PatternType,
-                                       Permission, ResourceType, acls_path, locked, read_acls,
-                                       write_acls)
+from coordinator.security.acls import (
+    CLUSTER_NAME,
+    WILDCARD,
+    AclBinding,
+    AclError,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+    acls_path,
+    locked,
+    read_acls,
+    write_acls,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

@@ -25,15 +25,15 @@ from dataclasses import dataclass
 
 import structlog
 
+from coordinator.security.credentials import CredentialStore
+from coordinator.security.sasl import SaslAuthenticationError, SaslServer, new_sasl_server
+from coordinator.server.registry import HANDLERS
 from protocol.api_keys import ApiKey
 from protocol.apis import API_SPECS
 from protocol.error_codes import ErrorCode
 from protocol.frames import decode_request_body, decode_request_header, encode_response
 from protocol.messages import SaslAuthenticateResponse, SaslHandshakeResponse
 from protocol.primitives import ProtocolError
-from coordinator.security.credentials import CredentialStore
-from coordinator.security.sasl import SaslAuthenticationError, SaslServer, new_sasl_server
-from coordinator.server.registry import HANDLERS
 
 log = structlog.get_logger()
 

@@ -16,8 +16,16 @@ from pathlib import Path
 
 import structlog
 
-from coordinator.security.acls import (WILDCARD, AclBinding, AclError, Operation, PatternType, Permission,
-                                       ResourceType, read_acls)
+from coordinator.security.acls import (
+    WILDCARD,
+    AclBinding,
+    AclError,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+    read_acls,
+)
 
 log = structlog.get_logger()
 

@@ -23,8 +23,7 @@ import secrets
 from collections.abc import Callable
 from typing import Protocol
 
-from coordinator.security.credentials import (MIN_ITERATIONS, PLAIN, SCRAM_HASHES, ScramCredential, User,
-                                              verify_plain)
+from coordinator.security.credentials import MIN_ITERATIONS, PLAIN, SCRAM_HASHES, ScramCredential, User, verify_plain
 
 UserLookup = Callable[[str], "User | None"]
 NonceFactory = Callable[[], str]

@@ -20,9 +20,17 @@ import sys
 from pathlib import Path
 
 from coordinator.config import ConfigError, load_config
-from coordinator.security.credentials import (MECHANISMS, MIN_ITERATIONS, Credentials, CredentialsError,
-                                              credentials_path, locked, make_user, read_credentials,
-                                              write_credentials)
+from coordinator.security.credentials import (
+    MECHANISMS,
+    MIN_ITERATIONS,
+    Credentials,
+    CredentialsError,
+    credentials_path,
+    locked,
+    make_user,
+    read_credentials,
+    write_credentials,
+)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

@@ -169,7 +169,7 @@ class Server:
             self._idle_changed.clear()
             try:
                 await asyncio.wait_for(self._idle_changed.wait(), timeout=max(0.0, deadline - self.loop.time()))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break
         unfinished = sum(1 for c in self.connections if c.busy)
         if unfinished:

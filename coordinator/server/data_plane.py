@@ -131,7 +131,7 @@ class AppendSignal:
             self._waiter = asyncio.get_running_loop().create_future()
         try:
             await asyncio.wait_for(asyncio.shield(self._waiter), timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
 

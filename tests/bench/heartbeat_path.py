@@ -45,7 +45,7 @@ from protocol.api_keys import ApiKey
 from protocol.apis import API_SPECS
 from protocol.error_codes import ErrorCode
 from protocol.frames import decode_response, encode_request
-from protocol.messages import (ConsumerProtocolSubscription, HeartbeatRequest, JoinGroupRequest, SyncGroupRequest)
+from protocol.messages import ConsumerProtocolSubscription, HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
 from tests.bench.in_process import start_server, stop_server
 
 _SIZE = struct.Struct(">i").unpack_from

@@ -29,9 +29,9 @@ import time
 from pathlib import Path
 
 from spark_jobs.decode import decode_segment, find_segments
-from spark_jobs.rows import DecodeStats
 from spark_jobs.generate import generate
 from spark_jobs.reader import gc_paused
+from spark_jobs.rows import DecodeStats
 from spark_jobs.summarize import summarize_segment
 
 TARGET_S = 90.0

@@ -25,7 +25,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition

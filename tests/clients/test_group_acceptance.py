@@ -120,7 +120,7 @@ class ThreadMember:
     def _report(self, partitions: list[int]) -> None:
         self.assignment = sorted(partitions)
 
-    def start(self) -> "ThreadMember":
+    def start(self) -> ThreadMember:
         self._thread.start()
         return self
 

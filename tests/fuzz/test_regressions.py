@@ -8,8 +8,14 @@ import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.frames import encode_request
-from protocol.messages import (ConsumerGroupDescribeRequest, DeleteGroupsRequest, DescribeGroupsRequest,
-                               JoinGroupRequest, MetadataRequest, OffsetCommitRequest)
+from protocol.messages import (
+    ConsumerGroupDescribeRequest,
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    JoinGroupRequest,
+    MetadataRequest,
+    OffsetCommitRequest,
+)
 from tests.fuzz.harness import FuzzTarget
 
 

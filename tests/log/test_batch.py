@@ -7,10 +7,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.log.batch import (HEADER, HEADER_SIZE, TIMESTAMP_TYPE_BIT, BatchHeader, CorruptBatchError, Record,
-                                   assemble_batch, build_batch, build_keyed_batch, build_keyed_batch_from_columns,
-                                   encode_record, iter_batches, iter_records, record_columns, set_base_offset,
-                                   verify_crc)
+from coordinator.log.batch import (
+    HEADER,
+    HEADER_SIZE,
+    TIMESTAMP_TYPE_BIT,
+    BatchHeader,
+    CorruptBatchError,
+    Record,
+    assemble_batch,
+    build_batch,
+    build_keyed_batch,
+    build_keyed_batch_from_columns,
+    encode_record,
+    iter_batches,
+    iter_records,
+    record_columns,
+    set_base_offset,
+    verify_crc,
+)
 
 
 def test_header_is_61_bytes_and_parses_fields_written_by_build_batch():

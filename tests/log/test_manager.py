@@ -1,7 +1,6 @@
+from coordinator.log.batch import build_batch, iter_batches, iter_records
 from coordinator.log.manager import LogManager
 from coordinator.log.partition import LogConfig
-
-from coordinator.log.batch import build_batch, iter_batches, iter_records
 
 from .helpers import simple_batch
 

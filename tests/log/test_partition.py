@@ -1,7 +1,7 @@
 import pytest
 
 from coordinator.log.batch import CorruptBatchError, build_batch, iter_batches, iter_records
-from coordinator.log.partition import OffsetOutOfRangeError, Partition, LogConfig
+from coordinator.log.partition import LogConfig, OffsetOutOfRangeError, Partition
 
 from .helpers import open_partition, simple_batch
 

@@ -7,8 +7,17 @@ import json
 import pytest
 
 from coordinator.cli import main
-from coordinator.security.acls import (AclBinding, AclError, Operation, PatternType, Permission, ResourceType,
-                                       acls_path, read_acls, write_acls)
+from coordinator.security.acls import (
+    AclBinding,
+    AclError,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+    acls_path,
+    read_acls,
+    write_acls,
+)
 from coordinator.security.authorizer import Authorizer, decide, decide_any, parse_super_users
 
 G, T, C = ResourceType.GROUP, ResourceType.TOPIC, ResourceType.CLUSTER

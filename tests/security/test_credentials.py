@@ -13,9 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.security.credentials import (MIN_ITERATIONS, CredentialsError, Credentials, CredentialStore,
-                                              credentials_path, dumps, loads, make_user, read_credentials,
-                                              salted_password, scram_credential, verify_plain, write_credentials)
+from coordinator.security.credentials import (
+    MIN_ITERATIONS,
+    Credentials,
+    CredentialsError,
+    CredentialStore,
+    credentials_path,
+    dumps,
+    loads,
+    make_user,
+    read_credentials,
+    salted_password,
+    scram_credential,
+    verify_plain,
+    write_credentials,
+)
 from coordinator.security.users_command import add_parser
 
 

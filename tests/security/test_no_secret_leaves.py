@@ -23,7 +23,8 @@ import pytest
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 from kafka import KafkaAdminClient
-from kafka.admin import ConfigResource as KpConfigResource, ConfigResourceType as KpType
+from kafka.admin import ConfigResource as KpConfigResource
+from kafka.admin import ConfigResourceType as KpType
 
 from coordinator.cli import main as groupcoord
 from protocol.api_keys import ApiKey

@@ -7,8 +7,13 @@ import base64
 import pytest
 
 from coordinator.security.credentials import User, make_user, plain_credential, scram_credential
-from coordinator.security.sasl import (PlainServer, SaslAuthenticationError, ScramServer, decode_sasl_name,
-                                       encode_sasl_name)
+from coordinator.security.sasl import (
+    PlainServer,
+    SaslAuthenticationError,
+    ScramServer,
+    decode_sasl_name,
+    encode_sasl_name,
+)
 from tests.security.scram_client import ScramClient
 
 ALICE = make_user("alice", "alice-secret")

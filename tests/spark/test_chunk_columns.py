@@ -14,8 +14,20 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.log.batch import (CONTROL_BIT, CRC_POSITION, CRC_START, GZIP, HEADER, HEADER_SIZE, LENGTH_PREFIX,
-                                   TIMESTAMP_TYPE_BIT, CorruptBatchError, build_batch, crc32c, record_columns)
+from coordinator.log.batch import (
+    CONTROL_BIT,
+    CRC_POSITION,
+    CRC_START,
+    GZIP,
+    HEADER,
+    HEADER_SIZE,
+    LENGTH_PREFIX,
+    TIMESTAMP_TYPE_BIT,
+    CorruptBatchError,
+    build_batch,
+    crc32c,
+    record_columns,
+)
 from coordinator.log.chunk_columns import scan_columns
 from coordinator.log.segment import scan_batches
 from spark_jobs.decode import find_segments

@@ -19,7 +19,6 @@ import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -146,7 +145,7 @@ def scenario(tmp_path_factory, request):
     from kafka import KafkaAdminClient, KafkaProducer
     from kafka.admin import NewTopic
 
-    from tests.conftest import free_port, server_command, ServerProcess
+    from tests.conftest import ServerProcess, free_port, server_command
 
     # server_factory is function-scoped; a module-scoped server is started the same way by hand.
     port = free_port()

@@ -15,8 +15,8 @@ import pytest
 
 from coordinator.log.segment import scan_batches
 from spark_jobs.decode import decode_segment, find_segments
-from spark_jobs.rows import DecodeStats
 from spark_jobs.generate import generate
+from spark_jobs.rows import DecodeStats
 from spark_jobs.summarize import KEY_KIND, MINUTE_KIND, summarize_segment
 
 from .segments import whole_and_cut
