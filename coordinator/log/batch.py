@@ -21,7 +21,7 @@ import struct
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import NamedTuple, Union
+from typing import NamedTuple
 
 import crc32c as _crc32c
 
@@ -53,12 +53,12 @@ DELETE_HORIZON_BIT = 0x40  # KIP-534: baseTimestamp holds the time after which t
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer = bytes | bytearray | memoryview
 Headers = Sequence[tuple[str, bytes | None]]
 # What build_batch takes per record: (key, value), (key, value, headers) or (key, value, timestamp, headers).
-RecordInput = Union[tuple[bytes | None, bytes | None],
-                    tuple[bytes | None, bytes | None, Headers],
-                    tuple[bytes | None, bytes | None, int | None, Headers]]
+RecordInput = (tuple[bytes | None, bytes | None]
+               | tuple[bytes | None, bytes | None, Headers]
+               | tuple[bytes | None, bytes | None, int | None, Headers])
 
 
 class CorruptBatchError(ValueError):
@@ -315,7 +315,7 @@ def _records_by_shape(keys: Sequence[bytes], values: Sequence[bytes]) -> bytes:
     extend = parts.extend
     key_size = value_size = -1
     head = key_length = value_length = b""
-    for delta, key, value in zip(range(len(keys)), keys, values):
+    for delta, key, value in zip(range(len(keys)), keys, values, strict=True):
         if len(key) != key_size or len(value) != value_size or delta == 64:  # offset deltas from 64 take 2 bytes
             key_size, value_size = len(key), len(value)
             key_length = varints[key_size] if key_size < len(varints) else _varint(key_size)
@@ -332,7 +332,7 @@ def _records(keys: Sequence[bytes], values: Sequence[bytes | None]) -> bytes:
     small = len(varints)
     parts: list[bytes] = []
     extend = parts.extend
-    for delta, (key, value) in enumerate(zip(keys, values)):
+    for delta, (key, value) in enumerate(zip(keys, values, strict=True)):
         offset_delta = varints[delta] if delta < small else _varint(delta)
         key_size = len(key)
         key_length = varints[key_size] if key_size < small else _varint(key_size)
@@ -529,12 +529,14 @@ def _frame_records(data: bytes, count: int) -> _Columns:
 # One-byte zigzag varints (0x00-0x7f) decoded: indexing a list is cheaper than the shift, xor and negation.
 _ZIGZAG_BYTE = [(b >> 1) ^ -(b & 1) for b in range(0x80)]
 
-Append = Callable[[object], None]
+AppendInt = Callable[[int], None]
+AppendBytes = Callable[[bytes | None], None]
+AppendHeaders = Callable[[tuple[tuple[str, bytes | None], ...]], None]
 
 
 def frame_records_into(data: bytes, start: int, end: int, count: int, base_offset: int, base_timestamp: int,
-                       add_offset: Append, add_timestamp: Append, add_key: Append, add_value: Append,
-                       add_headers: Append) -> None:
+                       add_offset: AppendInt, add_timestamp: AppendInt, add_key: AppendBytes, add_value: AppendBytes,
+                       add_headers: AppendHeaders) -> None:
     """The hot loop of every read: append the fields of the ``count`` records in ``data[start:end]``
     (a batch's records section, read in place) through the ``add_*`` appends of the caller's columns,
     offsets and timestamps plus the bases (0 and 0: the stored deltas). A reader of many batches

@@ -21,6 +21,7 @@ waits (one per acknowledged append), so waits/rounds is how many appends an fsyn
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -205,10 +206,8 @@ class GroupCommitFlusher:
         """Stop the ticker and flush what is left."""
         if self._ticker is not None:
             self._ticker.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
-            except asyncio.CancelledError:
-                pass
             self._ticker = None
         await self.flush_all()
         log.info("log_flush_stats", policy=self.policy, **self.stats())

@@ -51,9 +51,9 @@ def latest_per_key(batches: Iterable[tuple[Sequence[bytes], Sequence[bytes | Non
         for key in latest.keys() & keys:
             del latest[key]
         before = len(latest)
-        latest.update(zip(keys, values))
+        latest.update(zip(keys, values, strict=True))
         if len(latest) - before != len(keys):  # a key twice in the batch: its place is its last record
-            for key, value in zip(keys, values):
+            for key, value in zip(keys, values, strict=True):
                 latest.pop(key, None)
                 latest[key] = value
     return latest

@@ -141,7 +141,7 @@ class OffsetCommitRun:
                     _OFFSET_COMMIT, _offset_key(group_id, topic, partition)[1],
                     OffsetCommitValue(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp_ms),
                     OFFSET_COMMIT_VALUE_VERSION, o))
-                for partition, key, value, o in zip(self.partitions, self.keys, self.values, self.offsets)]
+                for partition, key, value, o in zip(self.partitions, self.keys, self.values, self.offsets, strict=True)]
 
 
 class RecordsToWrite(Sequence[Record]):
