@@ -49,7 +49,7 @@ class Client:
     client_host: str = "127.0.0.1"
     client_id: str | None = None
     principal: str = "User:ANONYMOUS"
-    listener: Listener = Listener("PLAINTEXT", "127.0.0.1", 9092)
+    listener: Listener = field(default_factory=lambda: Listener("PLAINTEXT", "127.0.0.1", 9092))
 
 
 @dataclass
