@@ -368,7 +368,7 @@ _BY_ENV: dict[str, Setting] = {s.env_name: s for s in SETTINGS} | {
 class Config(Mapping[str, Any]):
     """Parsed, immutable settings: `config["num.partitions"] -> 1`, or `config.num_partitions`."""
 
-    __slots__ = ("_values", "_sources")
+    __slots__ = ("_sources", "_values")
 
     def __init__(self, values: Mapping[str, Any], sources: Mapping[str, str]) -> None:
         object.__setattr__(self, "_values", MappingProxyType(dict(values)))
@@ -521,11 +521,11 @@ def load_config(file: Path | str | None = None, overrides: Iterable[str] = (),
         for name, value in read_properties(text).items():
             _apply(values, sources, name, value, f"file {file}")
     for key in sorted(k for k in env if k.startswith(ENV_PREFIX)):
-        setting = _BY_ENV.get(key)
-        if setting is None:
+        env_setting = _BY_ENV.get(key)
+        if env_setting is None:
             known = ", ".join(sorted(s.env_name for s in SETTINGS))
             raise ConfigError(f"unknown environment setting {key}; known: {known}")
-        _apply(values, sources, setting.name, env[key], f"env {key}")
+        _apply(values, sources, env_setting.name, env[key], f"env {key}")
     for item in overrides:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():

@@ -55,7 +55,9 @@ def confluent_member(args: argparse.Namespace, name: str, instance_id: str | Non
             messages = consumer.consume(500, timeout=0.2)
             good = [m for m in messages if m.error() is None]
             for m in good:
-                tally.add(name, m.partition(), 1)
+                partition = m.partition()
+                assert partition is not None  # a message without an error was read from a partition
+                tally.add(name, partition, 1)
             if good:
                 consumer.commit(asynchronous=False)
     finally:
@@ -106,7 +108,8 @@ def main() -> int:
         member.join(timeout=30)
     summary = {"expected": args.expected, "consumed": tally.consumed,
                "seconds": round(time.monotonic() - started, 2),
-               "members": {k: {**v, "partitions": sorted(v["partitions"])} for k, v in sorted(tally.per_member.items())}}
+               "members": {k: {**v, "partitions": sorted(v["partitions"])}
+                           for k, v in sorted(tally.per_member.items())}}
     print(json.dumps(summary))
     if tally.consumed < args.expected:
         print(f"consumers: only {tally.consumed} of {args.expected} messages consumed", file=sys.stderr)

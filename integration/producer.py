@@ -44,7 +44,7 @@ def main() -> int:
     end_offsets: dict[int, int] = {}
     failures: list[str] = []
 
-    def delivered(err, msg) -> None:  # noqa: ANN001 - librdkafka's callback signature
+    def delivered(err, msg) -> None:
         if err is not None:
             failures.append(str(err))
         else:

@@ -106,12 +106,14 @@ def main() -> int:
         wait_ready(http_port, server)
         producer = [sys.executable, str(HERE / "producer.py"), "--bootstrap", bootstrap, "--topic", workload["TOPIC"],
                     "--partitions", workload["PARTITIONS"], "--messages", workload["MESSAGES"]]
-        step("topic", producer + ["--create-topic-only"])
+        step("topic", [*producer, "--create-topic-only"])
         # The group forms first, so that all three members share the work (in compose they start together).
         consumers_argv = [sys.executable, str(HERE / "consumers.py"), "--bootstrap", bootstrap,
-                          "--topic", workload["TOPIC"], "--group", workload["GROUP"], "--expected", workload["MESSAGES"]]
+                          "--topic", workload["TOPIC"], "--group", workload["GROUP"],
+                          "--expected", workload["MESSAGES"]]
         print(f"==> consumers (background): {' '.join(consumers_argv)}", flush=True)
-        consumers = subprocess.Popen(consumers_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+        consumers = subprocess.Popen(consumers_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     cwd=REPO)
         try:
             wait_for_group(bootstrap, workload["GROUP"], members=3)
             produced = json.loads(last_line(step("producer", producer)))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pyarrow as pa  # the spark extra; nothing the server imports comes here
 import structlog
@@ -26,7 +27,7 @@ from coordinator.log.batch import CorruptBatchError
 from coordinator.log.chunk_columns import ChunkColumns, scan_columns
 from coordinator.log.partition import parse_partition_dir
 from coordinator.log.segment import SUFFIX, base_offset_of, scan_batches
-from spark_jobs.rows import COMMIT, Chunk, DecodeStats, KeyTable, append_value, decode_value, to_batch
+from spark_jobs.rows import COMMIT, Chunk, DecodeStats, KeyTable, append_value, decode_value, record_keys, to_batch
 
 log = structlog.get_logger(__name__)
 
@@ -112,19 +113,22 @@ def _append_rows(chunk: Chunk, keys: KeyTable, columns: ChunkColumns, stats: Dec
     """Add the records of a read chunk as rows of ``chunk``: offsets, timestamps and key numbers as
     whole lists, live offset commits (nine records in ten) decoded in one loop, the rest by `append_value`."""
     index = keys.index
-    kids = list(map(index.get, columns.keys))
-    if None in kids:  # keys first seen in this chunk, numbered in order of appearance
-        for key in dict.fromkeys(columns.keys):
+    key_bytes = record_keys(columns.keys)
+    found = list(map(index.get, key_bytes))
+    if None in found:  # keys first seen in this chunk, numbered in order of appearance
+        for key in dict.fromkeys(key_bytes):
             if key not in index:
                 keys.add(key)
-        kids = list(map(index.__getitem__, columns.keys))
+        kids = list(map(index.__getitem__, key_bytes))
+    else:
+        kids = cast("list[int]", found)  # no None in it
     start = len(chunk.offsets)
     chunk.offsets += columns.offsets
     chunk.timestamps += columns.timestamps
     chunk.kids += kids
     kind_code = keys.kind_code
     add_version, add_commit = chunk.versions.append, chunk.commits.append
-    for row, kid, value in zip(range(start, start + len(kids)), kids, columns.values):
+    for row, kid, value in zip(range(start, start + len(kids)), kids, columns.values, strict=True):
         if value is not None and kind_code[kid] == COMMIT:
             version, message = decode_value(keys, kid, value)
             add_version(version)

@@ -36,9 +36,17 @@ import structlog
 
 from coordinator.log.batch import build_batch
 from coordinator.log.segment import segment_name
-from coordinator.records import (GroupReason, Record, group_metadata_record, group_metadata_tombstone,
-                                 group_reason_record, group_reason_tombstone, offset_commit_record,
-                                 offset_commit_tombstone, partition_for)
+from coordinator.records import (
+    GroupReason,
+    Record,
+    group_metadata_record,
+    group_metadata_tombstone,
+    group_reason_record,
+    group_reason_tombstone,
+    offset_commit_record,
+    offset_commit_tombstone,
+    partition_for,
+)
 from protocol.messages import GroupMetadataValue
 
 log = structlog.get_logger(__name__)
@@ -47,7 +55,8 @@ SEGMENT_BYTES = 100 * 1024 * 1024  # Kafka's offsets.topic.segment.bytes default
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z: fixed, so a seed gives the same bytes
 
 JOIN_REASONS = ("need to re-join with the given member-id: {m}",
-                "rebalance failed due to 'The group is rebalancing, so a rejoin is needed.' (RebalanceInProgressException)",
+                "rebalance failed due to 'The group is rebalancing, so a rejoin is needed.' "
+                "(RebalanceInProgressException)",
                 "Updating metadata: subscribed topics changed")
 LEAVE_REASONS = ("the consumer is being closed", "the consumer unsubscribed from all topics",
                  "consumer poll timeout has expired.")
@@ -118,14 +127,15 @@ class PartitionWriter:
         directory.mkdir(parents=True, exist_ok=True)
         self.next_offset = 0
         self.records = 0
-        self.file = open(directory / segment_name(0), "wb")
+        # The writer holds its segment open across appends (no with-block can span them); close() ends it.
+        self.file = open(directory / segment_name(0), "wb")  # noqa: SIM115
         self.size = 0
 
     def append(self, records: list[Record], timestamp_ms: int) -> None:
         batch = build_batch([(r.key, r.value) for r in records], base_offset=self.next_offset, timestamp=timestamp_ms)
         if self.size and self.size + len(batch) > SEGMENT_BYTES:
             self.file.close()
-            self.file = open(self.directory / segment_name(self.next_offset), "wb")
+            self.file = open(self.directory / segment_name(self.next_offset), "wb")  # noqa: SIM115
             self.size = 0
         self.file.write(batch)
         self.size += len(batch)
@@ -292,7 +302,7 @@ def generate(out_dir: Path | str, records: int, groups: int = 1000, partitions: 
     workers = workers or min(len(jobs), os.cpu_count() or 1)
     if workers > 1:
         with ProcessPoolExecutor(workers) as pool:
-            results = list(pool.map(_simulate_partition, *zip(*jobs)))
+            results = list(pool.map(_simulate_partition, *zip(*jobs, strict=True)))
     else:
         results = [_simulate_partition(*job) for job in jobs]
     ends: dict[str, dict[int, int]] = {}

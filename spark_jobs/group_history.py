@@ -166,7 +166,8 @@ def offset_views(spark: SparkSession, records: DataFrame, as_of_ms: int, ends: d
         F.col("l_expire_timestamp").alias("expire_timestamp"), F.col("l_offset").alias("log_offset"))
     # From Arrow: a DataFrame of Python rows would start Python workers to read them.
     end_df = spark.createDataFrame(pa.table({
-        "topic": pa.array([t for t, _ in ends], pa.string()), "topic_partition": pa.array([p for _, p in ends], pa.int32()),
+        "topic": pa.array([t for t, _ in ends], pa.string()),
+        "topic_partition": pa.array([p for _, p in ends], pa.int32()),
         "log_end_offset": pa.array(list(ends.values()), pa.int64())}))
     progress = per_key.filter(F.col("commits") > 0).select(*key, "commits", "first_commit_ms", "last_commit_ms",
                                                            "first_offset", "last_offset")
@@ -177,8 +178,9 @@ def offset_views(spark: SparkSession, records: DataFrame, as_of_ms: int, ends: d
                         .join(current.select(*key, F.lit(True).alias("current")), key, "left")
                         .withColumn("current", F.coalesce("current", F.lit(False)))
                         .join(end_df, ["topic", "topic_partition"], "left")
-                        .withColumn("lag", F.when(F.col("current") & F.col("log_end_offset").isNotNull(),
-                                                  F.greatest(F.lit(0), F.col("log_end_offset") - F.col("last_offset")))))
+                        .withColumn("lag", F.when(
+                            F.col("current") & F.col("log_end_offset").isNotNull(),
+                            F.greatest(F.lit(0), F.col("log_end_offset") - F.col("last_offset")))))
     current = current.join(end_df, ["topic", "topic_partition"], "left").withColumn(
         "lag", F.greatest(F.lit(0), F.col("log_end_offset") - F.col("committed_offset")))
     return {"commits_per_minute": per_minute, "offset_progress": progress, "current_offsets": current}

@@ -10,7 +10,7 @@ import datetime as dt
 import html
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -35,7 +35,7 @@ def _e(value: object) -> str:
 def _ts(ms: int | None) -> str:
     if ms is None:
         return ""
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _nice_max(v: float) -> float:
@@ -70,7 +70,7 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], y_label: str, colo
     slot = (W - PAD_L - PAD_R) / n
     parts = _axes(y_max, y_label)
     label_every = max(1, n // 12)
-    for i, (label, v) in enumerate(zip(labels, values)):
+    for i, (label, v) in enumerate(zip(labels, values, strict=True)):
         h = (H - PAD_B - PAD_T) * v / y_max
         x = PAD_L + i * slot
         parts.append(f'<rect x="{x + slot * 0.1:.1f}" y="{H - PAD_B - h:.1f}" width="{max(slot * 0.8, 0.5):.1f}" '
@@ -81,7 +81,7 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], y_label: str, colo
     return _svg(parts, chart_id)
 
 
-def hbar_chart(rows: Sequence[tuple[str, dict[str, float]]], series: Sequence[str], chart_id: str = "") -> str:
+def hbar_chart(rows: Sequence[tuple[str, Mapping[str, float]]], series: Sequence[str], chart_id: str = "") -> str:
     """Horizontal stacked bars, one per row label; `series` names the stacked parts (legend)."""
     if not rows:
         return '<p class="empty">No data.</p>'
@@ -117,7 +117,7 @@ def line_chart(xs: Sequence[int], ys: Sequence[float], y_label: str, chart_id: s
     y_max = _nice_max(max(ys))
     parts = _axes(y_max, y_label)
     pts = [(PAD_L + (W - PAD_L - PAD_R) * (x - x0) / span, H - PAD_B - (H - PAD_B - PAD_T) * y / y_max)
-           for x, y in zip(xs, ys)]
+           for x, y in zip(xs, ys, strict=True)]
     if dots:
         parts += [f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2.5" fill="#c62828" fill-opacity="0.6"/>' for px, py in pts]
     else:
@@ -167,7 +167,7 @@ def _commit_series(per_minute: pa.Table, bucket_us: int) -> list[tuple[int, int]
     bucket = pc.multiply(pc.divide(per_minute["minute"], bucket_us), bucket_us)
     sums = pa.table({"t": bucket, "commits": per_minute["commits"]}).group_by("t", use_threads=False).aggregate(
         [("commits", "sum")]).sort_by("t")
-    return [(t // 1000, n) for t, n in zip(sums["t"].to_pylist(), sums["commits_sum"].to_pylist())]
+    return [(t // 1000, n) for t, n in zip(sums["t"].to_pylist(), sums["commits_sum"].to_pylist(), strict=True)]
 
 
 def render(data: ViewData, summary: dict[str, Any]) -> str:
@@ -254,7 +254,8 @@ h1{{margin:0 0 4px}} .sub{{color:#666;margin-bottom:16px}} nav{{margin:12px 0 20
 .card .v{{font-size:22px;font-weight:600}} .card .k{{color:#666;font-size:12px}}
 section{{margin:28px 0}} .chart{{max-width:100%;height:auto;display:block;margin:8px 0}}
 .axis{{stroke:#444}} .grid{{stroke:#eee}} .tick{{font-size:10px;fill:#555}}
-table{{border-collapse:collapse;font-size:12px;margin-top:8px}} th,td{{border:1px solid #ddd;padding:3px 6px;text-align:left}}
+table{{border-collapse:collapse;font-size:12px;margin-top:8px}}
+th,td{{border:1px solid #ddd;padding:3px 6px;text-align:left}}
 th{{background:#f5f5f5}} .empty{{color:#999}}
 </style></head><body>
 <h1>Group history report</h1>

@@ -28,8 +28,16 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-from pyspark.sql.types import (ArrayType, BooleanType, IntegerType, LongType, ShortType, StringType, StructField,
-                               StructType)
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 # The decoders are imported where they are used (`partitions`, `read`), not here: Spark plans a
 # Python data source in Python processes of its own, which import this module, and the record codec

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import struct
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import pyarrow as pa  # the spark extra; nothing the server imports comes here
 import pyarrow.compute as pc
@@ -71,6 +72,12 @@ _KIND_CODE = {"offset_commit": COMMIT, "group_metadata": GROUP_METADATA, "group_
               "unknown": UNKNOWN}
 
 
+def record_keys(keys: list[bytes | None]) -> list[bytes]:
+    """A chunk's key column as the keys it holds: every record of a coordinator log has one (Kafka's
+    coordinator loader fails on a record without a key, and so does `KeyTable.add`)."""
+    return cast("list[bytes]", keys)
+
+
 class KeyTable:
     """Every distinct record key of a segment, decoded once by the codec, and what its rows share.
 
@@ -93,6 +100,7 @@ class KeyTable:
         self.value_class: list[object] = []  # the value message class (for `value_json`)
 
     def add(self, key: bytes) -> int:
+        message: Any  # the key message; None for an unknown type (never an offset commit then)
         try:
             decoded = decode_record_versions(key, None)  # the key alone (as for a tombstone)
         except UnknownRecordType as e:
@@ -130,8 +138,17 @@ class Chunk:
     in the CPU cache: reading them later, one column at a time over a chunk of scattered messages,
     cost a cache miss per field (six passes over the group metadata took longer than decoding it)."""
 
-    __slots__ = ("offsets", "timestamps", "kids", "versions", "commits", "tombstones", "metadata", "reasons",
-                 "json_values")
+    __slots__ = (
+        "commits",
+        "json_values",
+        "kids",
+        "metadata",
+        "offsets",
+        "reasons",
+        "timestamps",
+        "tombstones",
+        "versions",
+    )
 
     def __init__(self) -> None:
         self.offsets: list[int] = []
@@ -229,9 +246,10 @@ def _sparse_columns(n: int, rows: list[tuple], names: tuple[str, ...]) -> dict[s
     schema = arrow_schema()
     if not rows:
         return {name: pa.nulls(n, schema.field(name).type) for name in names}
-    row_numbers, *fields = zip(*rows)
+    row_numbers, *fields = zip(*rows, strict=True)
     at = _spread(n, row_numbers)
-    return {name: pa.array(values, schema.field(name).type).take(at) for name, values in zip(names, fields)}
+    return {name: pa.array(values, schema.field(name).type).take(at)
+            for name, values in zip(names, fields, strict=True)}
 
 
 def flags(n: int, positions: list[int]) -> pa.BooleanArray:
@@ -252,7 +270,7 @@ def to_batch(chunk: Chunk, keys: KeyTable, partition: int, seg_name: str) -> pa.
         return pa.array(values, schema.field(name).type).take(kids)
 
     committed_offset, leader_epoch, metadata, commit_timestamp, expire_timestamp = (
-        zip(*chunk.commits) if n else ((),) * len(NO_COMMIT))
+        zip(*chunk.commits, strict=True) if n else ((),) * len(NO_COMMIT))
     expire = pa.array(expire_timestamp, pa.int64())
     columns = {
         "partition": pa.repeat(pa.scalar(partition, pa.int32()), n),

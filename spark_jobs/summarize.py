@@ -33,8 +33,21 @@ import pyarrow.compute as pc
 
 from coordinator.log.chunk_columns import ChunkColumns
 from spark_jobs.decode import batch_columns, begin_segment
-from spark_jobs.rows import (COLUMNS, COMMIT, NO_COMMIT, Chunk, DecodeStats, KeyTable, append_record, arrow_schema,
-                             commit_fields, decode_value, flags, to_batch)
+from spark_jobs.rows import (
+    COLUMNS,
+    COMMIT,
+    NO_COMMIT,
+    Chunk,
+    DecodeStats,
+    KeyTable,
+    append_record,
+    arrow_schema,
+    commit_fields,
+    decode_value,
+    flags,
+    record_keys,
+    to_batch,
+)
 
 KEY_KIND = "offset_commit_key"
 MINUTE_KIND = "offset_commit_minute"
@@ -60,7 +73,7 @@ class _Records:
     """A segment's records as plain columns, every kind: ``kids`` is null (None) in the rows that are not
     offset commits, so Arrow picks the commits out at the end."""
 
-    __slots__ = ("kids", "offsets", "timestamps", "values", "tombstones")
+    __slots__ = ("kids", "offsets", "timestamps", "tombstones", "values")
 
     def __init__(self) -> None:
         self.kids: list[int | None] = []
@@ -94,7 +107,7 @@ def _split(pending: ChunkColumns, keys: KeyTable, records: _Records, others: Chu
     """Every record goes to ``records`` as columns (C-level maps and list extends, no per-record
     bytecode), with its key's number if it is an offset commit; the rest (a few %: found by C-level
     scans for None) also become rows of ``others``."""
-    key_bytes = pending.keys
+    key_bytes = record_keys(pending.keys)
     n = len(key_bytes)
     if not n:
         return
@@ -168,7 +181,7 @@ def _key_batch(agg: pa.Table, records: _Records, offsets: pa.Array, keys: KeyTab
 
     rows = Chunk()  # one row per key: its newest record, as row mode would show it
     first_committed, last_committed = [], []
-    for kid, first, last, offset in zip(agg["kid"].to_pylist(), first_live, last_live, newest):
+    for kid, first, last, offset in zip(agg["kid"].to_pylist(), first_live, last_live, newest, strict=True):
         first_committed.append(committed_offset(kid, first))
         last_committed.append(committed_offset(kid, last))
         i = at[offset]
@@ -195,7 +208,7 @@ def _key_batch(agg: pa.Table, records: _Records, offsets: pa.Array, keys: KeyTab
 def _minute_batch(live: pa.Table, keys: KeyTable, partition: int, seg_name: str) -> pa.RecordBatch:
     # (group, topic) of each key as one number, so Arrow groups by two integers.
     pairs: dict[tuple[str | None, str | None], int] = {}
-    pair_of_kid = [pairs.setdefault((g, t), len(pairs)) for g, t in zip(keys.group, keys.topic)]
+    pair_of_kid = [pairs.setdefault((g, t), len(pairs)) for g, t in zip(keys.group, keys.topic, strict=True)]
     kids = live["kid"]
     # Floored in UTC as Spark's date_trunc("minute", ...) does in the job's UTC session.
     minute = pc.floor_temporal(live["ts"].cast(pa.timestamp("ms")), unit="minute").cast(pa.int64())

@@ -14,6 +14,7 @@ started".
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -122,19 +123,19 @@ class ServerProcess:
             return "(no server log)"
         return data[-limit:].decode("utf-8", "replace")
 
-    def start(self) -> "ServerProcess":
-        self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            self.argv,
-            cwd=REPO_ROOT,
-            env={**_environ_without_server_settings(), **self.env},
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            # Own process group: a Ctrl-C at the terminal reaches pytest only, and SIGKILL can take
-            # any helper children the server might spawn with it.
-            start_new_session=True,
-        )
+    def start(self) -> ServerProcess:
+        with open(self.log_path, "ab") as log:  # the child keeps its own copy of the fd
+            self.proc = subprocess.Popen(
+                self.argv,
+                cwd=REPO_ROOT,
+                env={**_environ_without_server_settings(), **self.env},
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                # Own process group: a Ctrl-C at the terminal reaches pytest only, and SIGKILL can take
+                # any helper children the server might spawn with it.
+                start_new_session=True,
+            )
         return self
 
     def wait_ready(self, timeout: float = START_TIMEOUT_S) -> None:
@@ -167,22 +168,17 @@ class ServerProcess:
         proc = self.proc
         if proc is None:
             return None
-        try:
-            _signal_group(proc.pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                pass
-            while _group_alive(proc.pid) and time.monotonic() < deadline:
-                time.sleep(0.05)  # the leader exited; give the rest of the group its grace period
-            if _group_alive(proc.pid) or proc.poll() is None:
-                warnings.warn(f"server {self.bootstrap} outlived SIGTERM by {timeout}s; killing it", stacklevel=2)
-                _signal_group(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=timeout)
-            return proc.returncode
-        finally:
-            self._log.close()
+        _signal_group(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=timeout)
+        while _group_alive(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the leader exited; give the rest of the group its grace period
+        if _group_alive(proc.pid) or proc.poll() is None:
+            warnings.warn(f"server {self.bootstrap} outlived SIGTERM by {timeout}s; killing it", stacklevel=2)
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=timeout)
+        return proc.returncode
 
 
 def _environ_without_server_settings() -> dict[str, str]:
@@ -192,10 +188,8 @@ def _environ_without_server_settings() -> dict[str, str]:
 
 
 def _signal_group(pgid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _group_alive(pgid: int) -> bool:
@@ -235,11 +229,8 @@ def server_factory(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fix
         data_dir = workdir / "data"
         fill = {"port": port, "host": host, "data_dir": data_dir}
         if command is None:
-            argv = server_command() + [
-                "serve",
-                "--override", f"listeners=PLAINTEXT://{host}:{port}",
-                "--override", f"log.dirs={data_dir}",
-            ]
+            argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://{host}:{port}",
+                    "--override", f"log.dirs={data_dir}"]
             for item in overrides:
                 argv += ["--override", item]
         else:

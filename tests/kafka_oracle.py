@@ -17,6 +17,7 @@ The session fixture ``kafka_oracle`` (tests/conftest.py) starts one for the whol
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import socket
 import struct
@@ -129,7 +130,7 @@ class KafkaOracle:
         path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         return path
 
-    def start(self) -> "KafkaOracle":
+    def start(self) -> KafkaOracle:
         self.workdir.mkdir(parents=True, exist_ok=True)
         properties = self._write_properties()
         formatted = subprocess.run(
@@ -140,12 +141,12 @@ class KafkaOracle:
         if formatted.returncode != 0:
             raise RuntimeError(f"kafka-storage format failed ({formatted.returncode}):\n"
                                f"{formatted.stdout}\n{formatted.stderr}")
-        self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            kafka_java_command("kafka.Kafka", str(properties), heap=self.heap),
-            cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: stop() signals all of it
-        )
+        with open(self.log_path, "ab") as log:  # the child keeps its own copy of the fd
+            self.proc = subprocess.Popen(
+                kafka_java_command("kafka.Kafka", str(properties), heap=self.heap),
+                cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: stop() signals all of it
+            )
         return self
 
     def wait_ready(self, timeout: float = KAFKA_START_TIMEOUT_S) -> None:
@@ -210,18 +211,13 @@ class KafkaOracle:
         proc = self.proc
         if proc is None:
             return None
-        try:
-            _signal_group(proc.pid, 15)
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                pass
-            if proc.poll() is None or _group_alive(proc.pid):
-                _signal_group(proc.pid, 9)
-                proc.wait(timeout=timeout)
-            return proc.returncode
-        finally:
-            self._log.close()
+        _signal_group(proc.pid, 15)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=timeout)
+        if proc.poll() is None or _group_alive(proc.pid):
+            _signal_group(proc.pid, 9)
+            proc.wait(timeout=timeout)
+        return proc.returncode
 
 
 def find_coordinator_error(host: str, port: int, group_id: str, timeout: float = 2.0) -> int:

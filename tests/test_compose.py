@@ -183,7 +183,8 @@ def test_the_services_make_integration_runs_natively_are_the_ones_in_the_file(co
 
 
 def test_every_build_target_is_a_stage_of_the_dockerfile(compose):
-    stages = set(re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)", (REPO_ROOT / "Dockerfile").read_text(), re.MULTILINE | re.IGNORECASE))
+    dockerfile = (REPO_ROOT / "Dockerfile").read_text()
+    stages = set(re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)", dockerfile, re.MULTILINE | re.IGNORECASE))
     for name, service in services(compose).items():
         target = (service.get("build") or {}).get("target")
         if target:

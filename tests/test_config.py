@@ -67,7 +67,7 @@ def test_typed_attribute_access_and_immutability():
     config = load(overrides=("num.partitions=7",))
     assert config.num_partitions == 7 and config.get("num.partitions") == 7
     assert config.auto_create_topics_enable is True
-    with pytest.raises(AttributeError, match="no setting named 'no.such'"):
+    with pytest.raises(AttributeError, match=r"no setting named 'no\.such'"):
         config.no_such  # noqa: B018
     with pytest.raises(AttributeError):
         config.num_partitions = 8
@@ -111,7 +111,7 @@ def test_error_says_where_the_bad_value_came_from(tmp_path):
 
 
 def test_unknown_name_in_file_stops_loading(tmp_path):
-    with pytest.raises(ConfigError, match="unknown setting 'zookeeper.connect'"):
+    with pytest.raises(ConfigError, match=r"unknown setting 'zookeeper\.connect'"):
         load(tmp_path, "zookeeper.connect=localhost:2181\n")
 
 
@@ -121,7 +121,7 @@ def test_unknown_groupcoord_environment_variable_stops_loading():
 
 
 def test_session_timeout_bounds_must_be_ordered():
-    with pytest.raises(ConfigError, match="group.min.session.timeout.ms .* must not exceed"):
+    with pytest.raises(ConfigError, match=r"group\.min\.session\.timeout\.ms .* must not exceed"):
         load(overrides=("group.min.session.timeout.ms=10000", "group.max.session.timeout.ms=5000"))
 
 

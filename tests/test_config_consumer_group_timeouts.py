@@ -56,5 +56,5 @@ def test_bounds_come_from_the_environment_too():
     env = {"GROUPCOORD_GROUP_CONSUMER_MIN_SESSION_TIMEOUT_MS": "1000",
            "GROUPCOORD_GROUP_CONSUMER_SESSION_TIMEOUT_MS": "6000"}
     assert load_config(environ=env)[P + "session.timeout.ms"] == 6000
-    with pytest.raises(ConfigError, match="group.consumer.min.session.timeout.ms: must be at least 1"):
+    with pytest.raises(ConfigError, match=r"group\.consumer\.min\.session\.timeout\.ms: must be at least 1"):
         load_config(environ={"GROUPCOORD_GROUP_CONSUMER_MIN_SESSION_TIMEOUT_MS": "0"})

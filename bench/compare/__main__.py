@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -22,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from bench.compare import groups, targets, workloads
 
@@ -46,8 +48,11 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
-def _run(coro: Awaitable[dict[str, float]]) -> dict[str, float]:
-    async def bounded() -> dict[str, float]:
+T = TypeVar("T")
+
+
+def _run(coro: Awaitable[T]) -> T:
+    async def bounded() -> T:
         return await asyncio.wait_for(coro, WORKLOAD_TIMEOUT_S)
 
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
@@ -63,7 +68,9 @@ def time_to_stable_group(port: int, partitions: int = 6, consumers: int = 3, tim
     bootstrap = f"127.0.0.1:{port}"
     quiet = logging.getLogger("bench.librdkafka")
     quiet.setLevel(logging.CRITICAL)
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": quiet})
+    # librdkafka's client takes a logging.Logger for "logger"; the stubs list scalar values only.
+    admin_config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": quiet}
+    admin = AdminClient(admin_config)
     admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(30)
     time.sleep(0.5)  # let the topic settle in the broker's metadata
     assigned: dict[int, int] = {}
@@ -133,15 +140,15 @@ def measure(profile: Profile, runs: int, quick: bool) -> Figures:
     for _ in range(runs):
         target = profile.factory().start()
         try:
-            _attempt(figures, profile.name, "heartbeats", lambda: _run(workloads.heartbeats(target.port, seconds=seconds)))
+            _attempt(figures, profile.name, "heartbeats", _workload(workloads.heartbeats, target.port, seconds=seconds))
             for n in storms:
-                _attempt(figures, profile.name, f"join_storm_{n}", lambda: _run(workloads.join_storm(
-                    target.port, n, target.cpu_s)))
+                _attempt(figures, profile.name, f"join_storm_{n}",
+                         _workload(workloads.join_storm, target.port, n, target.cpu_s))
             _attempt(figures, profile.name, "commits",
-                     lambda: _run(workloads.offset_commits(target.port, seconds=seconds)))
-            _attempt(figures, profile.name, "rolling_restart",
-                     lambda: _run(workloads.static_rolling_restart(target.port)))
-            _attempt(figures, profile.name, "time_to_stable_group", lambda: time_to_stable_group(target.port))
+                     _workload(workloads.offset_commits, target.port, seconds=seconds))
+            _attempt(figures, profile.name, "rolling_restart", _workload(workloads.static_rolling_restart, target.port))
+            _attempt(figures, profile.name, "time_to_stable_group",
+                     functools.partial(time_to_stable_group, target.port))
         finally:
             target.cleanup()
     target = profile.factory().start()  # memory: once, on a fresh broker
@@ -158,6 +165,12 @@ FAILURES: dict[str, str] = {}  # "broker workload" -> why it could not be measur
 WORKLOAD_TIMEOUT_S = 120
 
 
+def _workload(make: Callable[..., Awaitable[dict[str, float]]], *args: Any,
+              **kwargs: Any) -> Callable[[], dict[str, float]]:
+    """A workload to run later with the arguments of now (the loop's target and storm size, bound here)."""
+    return lambda: _run(make(*args, **kwargs))
+
+
 def _attempt(figures: Figures, broker: str, workload: str, run: Callable[[], dict[str, float]]) -> None:
     """One workload; a broker that cannot do it gets a note in the report instead of a figure (and is
     not asked again in later runs: a timed-out workload would only cost the run its time budget)."""
@@ -165,7 +178,7 @@ def _attempt(figures: Figures, broker: str, workload: str, run: Callable[[], dic
         return
     try:
         _add(figures, run())
-    except Exception as exc:  # noqa: BLE001 - any failure of a peer is a finding to print, not a crash
+    except Exception as exc:
         FAILURES[f"{broker} {workload}"] = f"{type(exc).__name__}: {exc}"[:200]
         print(f"{broker} {workload} failed: {exc}", file=sys.stderr, flush=True)
 
@@ -213,7 +226,7 @@ def report(ours: Figures, peer: Figures, floor: Figures, peer_name: str, runs: i
     for key in ("p50_ms_at_rate", "p99_ms_at_rate"):
         rows.append((f"floor server {key} (the generator's own latency)", _fmt(floor.get(key)), "", ""))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

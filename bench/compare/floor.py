@@ -12,12 +12,12 @@ import sys
 
 from protocol.api_keys import ApiKey
 from protocol.frames import encode_response
-from protocol.messages import ApiVersionsResponse, HeartbeatResponse
+from protocol.messages import ApiVersionsResponse, HeartbeatResponse, Message
 
 _HEADER = struct.Struct(">ihhi")  # size, api key, version, correlation id
 
 
-def _canned(api_key: int, version: int, message: object) -> tuple[bytes, bytes]:
+def _canned(api_key: int, version: int, message: Message) -> tuple[bytes, bytes]:
     """The response with a correlation id of 0, split around the 4 correlation-id bytes."""
     frame = encode_response(0, api_key, version, message)
     return frame[:4], frame[8:]
@@ -31,6 +31,7 @@ API_VERSIONS = _canned(ApiKey.API_VERSIONS, 0, ApiVersionsResponse(error_code=0,
 
 class Floor(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)  # a TCP server's
         self.transport = transport
         self.buffer = bytearray()
 

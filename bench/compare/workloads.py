@@ -211,7 +211,7 @@ async def _paced(wires: list[Wire], frames: list[list[bytes]], rate: float, seco
     transports = [w.writer.transport for w in wires]
     streams = [t.get_protocol() for t in transports]
     receivers = [_PacedReceiver(q, latencies) for q in queues]
-    for transport, receiver in zip(transports, receivers):
+    for transport, receiver in zip(transports, receivers, strict=True):
         transport.set_protocol(receiver)
     cycles = [itertools.cycle(f) for f in frames]
     n = len(wires)
@@ -225,7 +225,7 @@ async def _paced(wires: list[Wire], frames: list[list[bytes]], rate: float, seco
                 for k in range(sent, sent + due):
                     batches[k % n].append(next(cycles[k % n]))
                 sent += due
-                for queue, transport, batch in zip(queues, transports, batches):
+                for queue, transport, batch in zip(queues, transports, batches, strict=True):
                     if batch:
                         queue.extend(itertools.repeat(now, len(batch)))
                         transport.write(b"".join(batch))
@@ -246,7 +246,7 @@ async def _paced(wires: list[Wire], frames: list[list[bytes]], rate: float, seco
             answered = len(latencies)
         drained.result()
     finally:
-        for transport, stream in zip(transports, streams):
+        for transport, stream in zip(transports, streams, strict=True):
             transport.set_protocol(stream)
     return latencies
 
@@ -409,7 +409,8 @@ async def first_offset_fetch(port: int, deadline_s: float = 120) -> dict[str, fl
             continue
         try:
             while True:
-                response = await wire.request(ApiKey.OFFSET_FETCH, OffsetFetchRequest(group_id="restart-0", topics=None),
+                request = OffsetFetchRequest(group_id="restart-0", topics=None)
+                response = await wire.request(ApiKey.OFFSET_FETCH, request,
                                               version=min(7, wire.version(ApiKey.OFFSET_FETCH)))
                 if response.error_code == ErrorCode.NONE and response.topics:
                     return {"seconds": time.perf_counter() - start}

@@ -17,7 +17,6 @@ from protocol.api_keys import ApiKey
 from protocol.apis import API_SPECS
 from protocol.client import decode_response, encode_request
 from protocol.error_codes import ErrorCode
-from protocol.client import decode_response, encode_request
 from protocol.messages import ApiVersionsRequest, FindCoordinatorRequest, Message, MetadataRequest
 from protocol.primitives import ProtocolError
 

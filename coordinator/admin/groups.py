@@ -152,7 +152,8 @@ def committed_offsets(client: AdminClient, group: str) -> dict[TopicPartition, i
     return offsets
 
 
-def list_offsets(client: AdminClient, partitions: Iterable[TopicPartition], timestamp: int) -> dict[TopicPartition, int]:
+def list_offsets(client: AdminClient, partitions: Iterable[TopicPartition],
+                 timestamp: int) -> dict[TopicPartition, int]:
     """Offsets for a timestamp (LATEST/EARLIEST or milliseconds) from each partition's leader;
     a partition with no offset at or after the timestamp maps to the log end (as Kafka's tool does)."""
     partitions = sorted(set(partitions))
@@ -248,7 +249,8 @@ def resolve_partitions(client: AdminClient, group: str, topics: list[str], all_t
     return sorted(set(wanted))
 
 
-def plan_reset(client: AdminClient, group: str, partitions: list[TopicPartition], spec: ResetSpec) -> dict[TopicPartition, int]:
+def plan_reset(client: AdminClient, group: str, partitions: list[TopicPartition],
+               spec: ResetSpec) -> dict[TopicPartition, int]:
     """New offsets for `partitions`, clamped to each log's [earliest, latest] range as Kafka does."""
     state = describe_group(client, group).state
     if state not in INACTIVE_STATES:
@@ -272,7 +274,8 @@ def plan_reset(client: AdminClient, group: str, partitions: list[TopicPartition]
     elif spec.to_datetime_ms is not None:
         target = list_offsets(client, partitions, spec.to_datetime_ms)
     else:
-        raise AdminError("choose a reset strategy: --to-earliest, --to-latest, --to-offset, --shift-by or --to-datetime")
+        raise AdminError("choose a reset strategy: --to-earliest, --to-latest, --to-offset, --shift-by "
+                         "or --to-datetime")
     return {tp: min(max(target[tp], earliest[tp]), latest[tp]) for tp in partitions}
 
 

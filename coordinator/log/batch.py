@@ -20,8 +20,8 @@ from __future__ import annotations
 import struct
 import time
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Callable, NamedTuple, Union
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 import crc32c as _crc32c
 
@@ -53,12 +53,12 @@ DELETE_HORIZON_BIT = 0x40  # KIP-534: baseTimestamp holds the time after which t
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
 
-Buffer = Union[bytes, bytearray, memoryview]
-Headers = Sequence[tuple[str, Union[bytes, None]]]
+Buffer = bytes | bytearray | memoryview
+Headers = Sequence[tuple[str, bytes | None]]
 # What build_batch takes per record: (key, value), (key, value, headers) or (key, value, timestamp, headers).
-RecordInput = Union[tuple[Union[bytes, None], Union[bytes, None]],
-                    tuple[Union[bytes, None], Union[bytes, None], Headers],
-                    tuple[Union[bytes, None], Union[bytes, None], Union[int, None], Headers]]
+RecordInput = (tuple[bytes | None, bytes | None]
+               | tuple[bytes | None, bytes | None, Headers]
+               | tuple[bytes | None, bytes | None, int | None, Headers])
 
 
 class CorruptBatchError(ValueError):
@@ -73,9 +73,21 @@ class CorruptBatchError(ValueError):
 class BatchHeader:
     """The 61-byte v2 batch header; built positionally from one ``HEADER.unpack_from``."""
 
-    __slots__ = ("base_offset", "batch_length", "partition_leader_epoch", "magic", "crc", "attributes",
-                 "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id", "producer_epoch",
-                 "base_sequence", "records_count")
+    __slots__ = (
+        "attributes",
+        "base_offset",
+        "base_sequence",
+        "base_timestamp",
+        "batch_length",
+        "crc",
+        "last_offset_delta",
+        "magic",
+        "max_timestamp",
+        "partition_leader_epoch",
+        "producer_epoch",
+        "producer_id",
+        "records_count",
+    )
 
     def __init__(self, base_offset: int, batch_length: int, partition_leader_epoch: int, magic: int, crc: int,
                  attributes: int, last_offset_delta: int, base_timestamp: int, max_timestamp: int,
@@ -137,7 +149,7 @@ class BatchHeader:
 class Record:
     """One record with its absolute offset and timestamp (deltas already applied)."""
 
-    __slots__ = ("offset", "timestamp", "key", "value", "headers")
+    __slots__ = ("headers", "key", "offset", "timestamp", "value")
 
     def __init__(self, offset: int, timestamp: int, key: bytes | None, value: bytes | None,
                  headers: tuple[tuple[str, bytes | None], ...] = ()) -> None:
@@ -303,7 +315,7 @@ def _records_by_shape(keys: Sequence[bytes], values: Sequence[bytes]) -> bytes:
     extend = parts.extend
     key_size = value_size = -1
     head = key_length = value_length = b""
-    for delta, key, value in zip(range(len(keys)), keys, values):
+    for delta, key, value in zip(range(len(keys)), keys, values, strict=True):
         if len(key) != key_size or len(value) != value_size or delta == 64:  # offset deltas from 64 take 2 bytes
             key_size, value_size = len(key), len(value)
             key_length = varints[key_size] if key_size < len(varints) else _varint(key_size)
@@ -320,7 +332,7 @@ def _records(keys: Sequence[bytes], values: Sequence[bytes | None]) -> bytes:
     small = len(varints)
     parts: list[bytes] = []
     extend = parts.extend
-    for delta, (key, value) in enumerate(zip(keys, values)):
+    for delta, (key, value) in enumerate(zip(keys, values, strict=True)):
         offset_delta = varints[delta] if delta < small else _varint(delta)
         key_size = len(key)
         key_length = varints[key_size] if key_size < small else _varint(key_size)
@@ -498,8 +510,8 @@ def record_columns(batch: Buffer, pos: int = 0, header: BatchHeader | None = Non
         raise CorruptBatchError(pos, f"bad record: {e}") from e
 
 
-_Columns = tuple[list[int], list[int], list[Union[bytes, None]], list[Union[bytes, None]],
-                 list[tuple[tuple[str, Union[bytes, None]], ...]]]
+_Columns = tuple[list[int], list[int], list[bytes | None], list[bytes | None],
+                 list[tuple[tuple[str, bytes | None], ...]]]
 
 
 def _frame_records(data: bytes, count: int) -> _Columns:
@@ -517,12 +529,14 @@ def _frame_records(data: bytes, count: int) -> _Columns:
 # One-byte zigzag varints (0x00-0x7f) decoded: indexing a list is cheaper than the shift, xor and negation.
 _ZIGZAG_BYTE = [(b >> 1) ^ -(b & 1) for b in range(0x80)]
 
-Append = Callable[[object], None]
+AppendInt = Callable[[int], None]
+AppendBytes = Callable[[bytes | None], None]
+AppendHeaders = Callable[[tuple[tuple[str, bytes | None], ...]], None]
 
 
 def frame_records_into(data: bytes, start: int, end: int, count: int, base_offset: int, base_timestamp: int,
-                       add_offset: Append, add_timestamp: Append, add_key: Append, add_value: Append,
-                       add_headers: Append) -> None:
+                       add_offset: AppendInt, add_timestamp: AppendInt, add_key: AppendBytes, add_value: AppendBytes,
+                       add_headers: AppendHeaders) -> None:
     """The hot loop of every read: append the fields of the ``count`` records in ``data[start:end]``
     (a batch's records section, read in place) through the ``add_*`` appends of the caller's columns,
     offsets and timestamps plus the bases (0 and 0: the stored deltas). A reader of many batches

@@ -54,7 +54,7 @@ _RECORDS_AT = HEADER_SIZE - CRC_START  # where the records start in the CRC-cove
 class ChunkColumns:
     """The records of consecutive batches, field by field; ``batches`` counts control batches too."""
 
-    __slots__ = ("offsets", "timestamps", "keys", "values", "headers", "batches")
+    __slots__ = ("batches", "headers", "keys", "offsets", "timestamps", "values")
 
     def __init__(self) -> None:
         self.offsets: list[int] = []

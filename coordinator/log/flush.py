@@ -21,9 +21,10 @@ waits (one per acknowledged append), so waits/rounds is how many appends an fsyn
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import structlog
 
@@ -205,10 +206,8 @@ class GroupCommitFlusher:
         """Stop the ticker and flush what is left."""
         if self._ticker is not None:
             self._ticker.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
-            except asyncio.CancelledError:
-                pass
             self._ticker = None
         await self.flush_all()
         log.info("log_flush_stats", policy=self.policy, **self.stats())

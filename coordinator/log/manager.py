@@ -5,6 +5,7 @@ delete-policy topics, and compaction for compacted ones (prepared in a dedicated
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -188,10 +189,8 @@ class LogManager:
         """Stop maintenance and the flusher, fsync what is left, close every file."""
         if self._maintenance is not None:
             self._maintenance.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._maintenance
-            except asyncio.CancelledError:
-                pass
             self._maintenance = None
         await self.flusher.close()
         self.close()

@@ -88,7 +88,7 @@ class LogStorageError(OSError):
 class FlushJob:
     """What one fsync round covers: duplicated fds (safe if a segment is closed meanwhile) and the end offset."""
 
-    __slots__ = ("fds", "end_offset")
+    __slots__ = ("end_offset", "fds")
 
     def __init__(self, fds: list[int], end_offset: int) -> None:
         self.fds = fds

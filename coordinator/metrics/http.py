@@ -66,7 +66,7 @@ class OpsEndpoint:
                          f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
                          + (payload if parts[0] != "HEAD" else b""))
             await writer.drain()
-        except (asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
             pass  # a probe that hung up or sent garbage: nothing to answer
         finally:
             writer.close()

@@ -4,7 +4,8 @@ protocols below (records never import the core)."""
 
 from __future__ import annotations
 
-from typing import Iterable, Protocol
+from collections.abc import Iterable
+from typing import Protocol
 
 from coordinator.records.codec import Record, encode_message
 from coordinator.records.registry import GROUP_METADATA_VALUE_VERSION, RecordType

@@ -9,8 +9,9 @@ through here, with the schemas of `registry.REGISTRY`.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from coordinator.records.registry import REGISTRY
 from protocol.primitives import ProtocolError
@@ -51,9 +52,9 @@ def latest_per_key(batches: Iterable[tuple[Sequence[bytes], Sequence[bytes | Non
         for key in latest.keys() & keys:
             del latest[key]
         before = len(latest)
-        latest.update(zip(keys, values))
+        latest.update(zip(keys, values, strict=True))
         if len(latest) - before != len(keys):  # a key twice in the batch: its place is its last record
-            for key, value in zip(keys, values):
+            for key, value in zip(keys, values, strict=True):
                 latest.pop(key, None)
                 latest[key] = value
     return latest

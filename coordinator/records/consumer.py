@@ -170,7 +170,8 @@ def assignment_epoch_record(group_id: str, epoch: int, timestamp_ms: int = 0) ->
     """`timestamp_ms`: when the computation finished (KIP-1263 tagged field; 0 is left off the wire)."""
     return _record(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
                    ConsumerGroupTargetAssignmentMetadataKey(group_id=group_id),
-                   ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch, assignment_timestamp=timestamp_ms))
+                   ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch,
+                                                              assignment_timestamp=timestamp_ms))
 
 
 def assignment_epoch_tombstone(group_id: str) -> Record:

@@ -10,8 +10,9 @@ of columns.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Protocol
 
 from coordinator.records.codec import DecodedRecord, Record, encode_message
 from coordinator.records.registry import (
@@ -140,7 +141,7 @@ class OffsetCommitRun:
                     _OFFSET_COMMIT, _offset_key(group_id, topic, partition)[1],
                     OffsetCommitValue(o.offset, o.leader_epoch, o.metadata, o.commit_timestamp_ms),
                     OFFSET_COMMIT_VALUE_VERSION, o))
-                for partition, key, value, o in zip(self.partitions, self.keys, self.values, self.offsets)]
+                for partition, key, value, o in zip(self.partitions, self.keys, self.values, self.offsets, strict=True)]
 
 
 class RecordsToWrite(Sequence[Record]):
@@ -148,7 +149,7 @@ class RecordsToWrite(Sequence[Record]):
     writes bytes takes `columns()` and never sees a Record for a run; a store that keeps Record
     objects reads this as a sequence of them, built once on first use."""
 
-    __slots__ = ("records", "runs", "_all")
+    __slots__ = ("_all", "records", "runs")
 
     def __init__(self, records: list[Record], runs: list[OffsetCommitRun]) -> None:
         self.records, self.runs = records, runs

@@ -53,7 +53,8 @@ _KNOWN = (set(_RESOURCE_TYPES) | {ANY}, set(_PATTERNS) | {ANY, MATCH}, set(_OPER
 
 
 def _all_known(resource_type: int, pattern_type: int, operation: int, permission: int) -> bool:
-    return all(code in known for code, known in zip((resource_type, pattern_type, operation, permission), _KNOWN))
+    codes = (resource_type, pattern_type, operation, permission)
+    return all(code in known for code, known in zip(codes, _KNOWN, strict=True))
 
 
 class RequestInvalid(ValueError):

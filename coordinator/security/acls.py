@@ -98,7 +98,7 @@ class AclBinding:
         return {k: (v.value if isinstance(v, Enum) else v) for k, v in asdict(self).items()}
 
     @classmethod
-    def from_json(cls, item: dict[str, str]) -> "AclBinding":
+    def from_json(cls, item: dict[str, str]) -> AclBinding:
         try:
             return cls(ResourceType(item["resource_type"]), item["resource_name"], PatternType(item["pattern_type"]),
                        item["principal"], item.get("host", WILDCARD), Operation(item["operation"]),

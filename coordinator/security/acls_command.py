@@ -37,7 +37,7 @@ def _operation(text: str) -> Operation:
         return OPERATION_NAMES[text.replace("_", "").replace("-", "").lower()]
     except KeyError:
         raise argparse.ArgumentTypeError(f"unknown operation {text!r}; one of "
-                                         f"{', '.join(o.value.title().replace('_', '') for o in Operation)}")
+                                         f"{', '.join(o.value.title().replace('_', '') for o in Operation)}") from None
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -204,7 +204,7 @@ class ScramServer:
         client_signature = hmac.digest(credential.stored_key, auth_message, self.hash_name)
         if len(proof) != len(client_signature):
             raise SaslAuthenticationError(self._invalid_credentials())
-        client_key = bytes(a ^ b for a, b in zip(proof, client_signature))
+        client_key = bytes(a ^ b for a, b in zip(proof, client_signature, strict=True))
         computed_stored_key = hashlib.new(self.hash_name, client_key).digest()
         if not (hmac.compare_digest(computed_stored_key, credential.stored_key) and self._known_user):
             raise SaslAuthenticationError(self._invalid_credentials())

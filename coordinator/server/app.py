@@ -13,6 +13,7 @@ Hooks may be plain functions or coroutine functions; they run in list order.
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import importlib
 import inspect
@@ -88,7 +89,7 @@ class Server:
             context = self.security.ssl_context(listener)
             # A TLS handshake is held to the time a request may take to arrive (a slow one is a slowloris).
             handshake_s = self.config["request.read.timeout.ms"] / 1000 if context is not None else None
-            server = await self.loop.create_server(lambda l=listener, c=connection_class: c(self, l),
+            server = await self.loop.create_server(functools.partial(connection_class, self, listener),
                                                    listener.host or None, listener.port, reuse_address=True,
                                                    backlog=1024, ssl=context, ssl_handshake_timeout=handshake_s,
                                                    start_serving=False)
@@ -96,7 +97,7 @@ class Server:
         # Every listener is bound before any accepts, and all start in one loop iteration (gather): a
         # client that reached one can reach them all.
         await asyncio.gather(*(server.start_serving() for server in self.servers))
-        for listener, server in zip(self.config["listeners"], self.servers):
+        for listener, server in zip(self.config["listeners"], self.servers, strict=True):
             host, port = server.sockets[0].getsockname()[:2]
             log.info("server_ready", listener=listener.name, host=host, port=port,
                      advertised=str(self.broker.advertised_for(listener.name)), cluster_id=self.broker.cluster_id)
@@ -171,7 +172,7 @@ class Server:
             self._idle_changed.clear()
             try:
                 await asyncio.wait_for(self._idle_changed.wait(), timeout=max(0.0, deadline - self.loop.time()))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 break
         unfinished = sum(1 for c in self.connections if c.busy)
         if unfinished:
@@ -228,7 +229,8 @@ def run(config: Config) -> None:
             import uvloop
         except ImportError:
             if choice == "uvloop":
-                raise SystemExit("event.loop=uvloop but uvloop is not installed (pip install 'groupcoord[speed]')")
+                raise SystemExit("event.loop=uvloop but uvloop is not installed "
+                                 "(pip install 'groupcoord[speed]')") from None
         else:
             uvloop.run(serve(config, tune_gc=True))
             return

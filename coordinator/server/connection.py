@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import struct
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, cast
 
 import structlog
 
@@ -158,7 +159,7 @@ class Connection(asyncio.Protocol):
                 self.buffer += memoryview(fresh)[start:]
             buffer = self.buffer
         elif start:
-            del buffer[:start]
+            del self.buffer[:start]  # `buffer` is self.buffer here (no fresh read)
         if not buffer:
             self.partial_since = None
         elif start or self.partial_since is None:
@@ -184,7 +185,7 @@ class Connection(asyncio.Protocol):
             self._flush(out)  # what was answered before this frame still goes out, in order
             self.close("bad_request")
         else:
-            self.waiting = asyncio.ensure_future(reply)
+            self.waiting = asyncio.ensure_future(cast(Awaitable[bytes | None], reply))
             self.waiting.add_done_callback(self._on_response)
 
     def _on_response(self, future: asyncio.Future[bytes | None]) -> None:

@@ -9,6 +9,7 @@ idempotent-producer sequence checks, and a wake-up for fetches waiting on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -68,10 +69,8 @@ class AppendSignal:
     async def wait(self, timeout_s: float) -> None:
         if self._waiter is None:
             self._waiter = asyncio.get_running_loop().create_future()
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(self._waiter), timeout_s)
-        except asyncio.TimeoutError:
-            pass
 
 
 def partition_config(broker_config, topic: Topic) -> LogConfig:  # type: ignore[no-untyped-def]

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from coordinator.config import Listener
 from coordinator.core.runtime.context import RequestRef
 from coordinator.server.broker import Broker
 from coordinator.server.registry import (
@@ -50,6 +51,8 @@ class Client(Protocol):
     peer: str  # "host:port"
     client_host: str
     client_id: str | None  # from the latest request header; dispatch keeps it current
+    principal: str
+    listener: Listener
 
 
 def dispatch(broker: Broker, frame: bytes, client: Client) -> FrameReply:

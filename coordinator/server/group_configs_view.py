@@ -16,7 +16,7 @@ from coordinator.group_configs import effective_overrides
 
 
 class StoreGroupConfigs(Mapping[str, GroupConfigOverrides]):
-    __slots__ = ("store", "broker", "_cache", "_cache_version")
+    __slots__ = ("_cache", "_cache_version", "broker", "store")
 
     def __init__(self, store: GroupConfigStore, broker: Config) -> None:
         self.store = store

@@ -14,6 +14,7 @@ waits for it).
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 import uuid
@@ -180,8 +181,8 @@ class GroupRuntime:
         """Run one request against its group's shard with `call`, the shard's method for the API:
         the response, or a Pending one (parked, or waiting for a write)."""
         partition = self._partitions.get(group_id)
-        shard = self.shards.get(partition) if partition is not None else None  # type: ignore[arg-type]
-        if shard is None:  # first sight of the group, or its shard not created yet
+        shard = self.shards.get(partition) if partition is not None else None
+        if partition is None or shard is None:  # first sight of the group, or its shard not created yet
             partition, shard = self.shard_for(group_id)
         outcome = call(shard, request, ctx, self.topics if self.topics is not None else NO_TOPICS)
         durable = self._apply(partition, outcome)
@@ -232,11 +233,12 @@ class GroupRuntime:
         writes the new group's record, heard back after members who joined after it."""
         writes = outcome.records  # offset commits stay columns (a RecordsToWrite): no Record per partition
         shard = self.shards.get(partition) if writes else None
+        durable: asyncio.Future[None] | None
         if writes and shard is not None:
             shard.replay_all(writes)
             durable = self.store.append(partition, writes)
-            durable.add_done_callback(lambda f, t=time.perf_counter(): self._time_append(f, t))
-            durable.add_done_callback(lambda f, p=partition: self._check_append(p, f))
+            durable.add_done_callback(functools.partial(self._time_append, started=time.perf_counter()))
+            durable.add_done_callback(functools.partial(self._check_append, partition))
             self._last_append[partition] = durable
         else:
             durable = self._last_append.get(partition)
@@ -256,7 +258,7 @@ class GroupRuntime:
             if durable is None:
                 waiting.set_result(response)
             else:
-                durable.add_done_callback(lambda f, w=waiting, r=response: _release(w, r, f))
+                durable.add_done_callback(functools.partial(_release, waiting, response))
         return durable
 
     def _submit_assignment(self, partition: int, job: AssignmentJob) -> None:
@@ -264,7 +266,7 @@ class GroupRuntime:
         shard = self.shards.get(partition)
         if self.assignments is None or shard is None:
             return
-        self.assignments.submit(job, lambda result, s=shard: self._assignment_landed(partition, s, result))
+        self.assignments.submit(job, functools.partial(self._assignment_landed, partition, shard))
 
     def _assignment_landed(self, partition: int, shard: GroupShard, result: AssignmentJobResult) -> None:
         if self.shards.get(partition) is not shard:  # rebuilt or unloaded meanwhile: the run is stale

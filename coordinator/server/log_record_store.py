@@ -64,8 +64,8 @@ class LogRecordStore:
         pool = forked_pool(workers)
         try:
             jobs = [pool.submit(latest_keys_and_values, files, log.log_start_offset)
-                    for files, log in zip(snapshots, logs)]
-            for partition, job in zip(partitions, jobs):
+                    for files, log in zip(snapshots, logs, strict=True)]
+            for partition, job in zip(partitions, jobs, strict=True):
                 yield partition, _decoded(*job.result())
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -121,7 +121,7 @@ def _decoded(keys: list[bytes], values: list[bytes | None]) -> Iterator[Record]:
     """Records decoded already where this project knows the record type (the shard then skips
     decoding them); each distinct key is decoded once."""
     decode = RecordDecoder().decode
-    for key, value in zip(keys, values):
+    for key, value in zip(keys, values, strict=True):
         try:
             decoded = decode(key, value)
         except UnknownRecordType:  # another writer's record type: the shard skips it, as Kafka's loader does

@@ -15,7 +15,7 @@ class RegistryTopics:
     on each join, which for 1,000-topic subscriptions was a tenth of the loop's time when each
     lookup built a new TopicInfo (and hashed its UUID)."""
 
-    __slots__ = ("registry", "_infos", "_infos_version")
+    __slots__ = ("_infos", "_infos_version", "registry")
 
     def __init__(self, registry: TopicRegistry) -> None:
         self.registry = registry

@@ -95,7 +95,7 @@ class TxnService:
                 continue
             plog = self._log(partition)
             keys, values = latest_keys_and_values([(s.fd, s.size) for s in plog.segments], plog.log_start_offset)
-            for key, value in zip(keys, values):
+            for key, value in zip(keys, values, strict=True):  # one value per key, tombstones as None
                 self.core.replay(TxnRecord(key, value))
                 count += 1
         self.loading = False

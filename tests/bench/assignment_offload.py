@@ -109,14 +109,15 @@ async def join(wire: Wire, group: str, topics: list[str]) -> tuple[str, int]:
 async def scenario(port: int, members: int, topics: int, seconds: float) -> list[float]:
     names = [f"big-{i:04d}" for i in range(topics)]
     admin = await Wire.connect("127.0.0.1", port)
-    await create_topics(admin, names + ["small"])
+    await create_topics(admin, [*names, "small"])
     wires = [await Wire.connect("127.0.0.1", port) for _ in range(JOIN_CONNECTIONS)]
 
     async def join_some(wire: Wire, count: int) -> list[tuple[str, int]]:
         return [await join(wire, "big", names) for _ in range(count)]
 
     per = [members // JOIN_CONNECTIONS + (1 if i < members % JOIN_CONNECTIONS else 0) for i in range(JOIN_CONNECTIONS)]
-    joined = [m for batch in await asyncio.gather(*(join_some(w, n) for w, n in zip(wires, per))) for m in batch]
+    batches = await asyncio.gather(*(join_some(w, n) for w, n in zip(wires, per, strict=True)))
+    joined = [m for batch in batches for m in batch]
     small = await Wire.connect("127.0.0.1", port)
     small_id, small_epoch = await join(small, "small", ["small"])
     stop = time.monotonic() + seconds
@@ -125,7 +126,7 @@ async def scenario(port: int, members: int, topics: int, seconds: float) -> list
     async def churn() -> None:
         wire, i = wires[0], 0
         while time.monotonic() < stop:
-            member_id, epoch = joined[i % len(joined)]
+            member_id, _epoch = joined[i % len(joined)]
             await wire.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, heartbeat("big", member_id, -1), 0)
             joined[i % len(joined)] = await join(wire, "big", names)
             i += 1
@@ -135,7 +136,8 @@ async def scenario(port: int, members: int, topics: int, seconds: float) -> list
         nonlocal small_epoch
         while time.monotonic() < stop:
             started = time.perf_counter()
-            response = await small.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, heartbeat("small", small_id, small_epoch), 0)
+            response = await small.request(ApiKey.CONSUMER_GROUP_HEARTBEAT,
+                                           heartbeat("small", small_id, small_epoch), 0)
             latencies.append((time.perf_counter() - started) * 1000)
             if response.error_code == 0:
                 small_epoch = response.member_epoch
@@ -150,11 +152,10 @@ async def scenario(port: int, members: int, topics: int, seconds: float) -> list
 def run_mode(offload: bool, members: int, topics: int, seconds: float, extra: tuple[str, ...] = ()) -> list[float]:
     with tempfile.TemporaryDirectory(prefix="offload-bench-") as data:
         port = free_port()
-        argv = server_command() + ["serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-                                   "--override", f"log.dirs={data}/data", "--override",
-                                   f"group.consumer.assignor.offload.enable={'true' if offload else 'false'}",
-                                   "--override", "flush.policy=interval", "--override", "log.level=WARNING",
-                                   *extra]
+        argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                "--override", f"log.dirs={data}/data",
+                "--override", f"group.consumer.assignor.offload.enable={'true' if offload else 'false'}",
+                "--override", "flush.policy=interval", "--override", "log.level=WARNING", *extra]
         server = ServerProcess("127.0.0.1", port, Path(data) / "data", Path(data) / "server.log", argv).start()
         try:
             server.wait_ready()
@@ -169,7 +170,7 @@ def run_mode(offload: bool, members: int, topics: int, seconds: float, extra: tu
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, int(round(q * len(ordered))) - 1))]
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
 def main() -> int:
@@ -188,11 +189,13 @@ def main() -> int:
         print("  " + ", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in costs.items()))
     failed = False
     for offload in (True, False):
-        extra = () if args.interval_ms is None else ("--override", f"group.consumer.assignment.interval.ms={args.interval_ms}")
+        extra = (() if args.interval_ms is None
+                 else ("--override", f"group.consumer.assignment.interval.ms={args.interval_ms}"))
         latencies = run_mode(offload, args.members, args.topics, args.seconds, extra)
         p50, p99, worst = percentile(latencies, 0.5), percentile(latencies, 0.99), max(latencies)
         print(f"offload {'on ' if offload else 'off'}: small-group heartbeat round trip over {len(latencies)} "
-              f"requests: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms, mean {statistics.mean(latencies):.1f}")
+              f"requests: p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {worst:.1f} ms, "
+              f"mean {statistics.mean(latencies):.1f}")
         if offload and p99 >= TARGET_P99_MS:
             failed = True
     return 1 if failed else 0

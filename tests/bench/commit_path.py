@@ -53,7 +53,7 @@ class FakeClient:
     client_id: str | None = None
     principal = "User:ANONYMOUS"
 
-    class listener:  # noqa: N801 - stands in for a Listener
+    class listener:
         name = "PLAINTEXT"
 
 

@@ -59,13 +59,9 @@ class FetchResult:
 
 def start_server(workdir: Path, partitions: int) -> ServerProcess:
     port = free_port()
-    argv = server_command() + [
-        "serve",
-        "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-        "--override", f"log.dirs={workdir / 'data'}",
-        "--override", "flush.policy=always",
-        "--override", f"num.partitions={partitions}",
-    ]
+    argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+            "--override", f"log.dirs={workdir / 'data'}", "--override", "flush.policy=always",
+            "--override", f"num.partitions={partitions}"]
     srv = ServerProcess(host="127.0.0.1", port=port, data_dir=workdir / "data", log_path=workdir / "server.log",
                         argv=argv)
     srv.start()
@@ -207,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     header = ("phase", "count", "rate", "throughput", "time")
     widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
     for row in (header, tuple("-" * w for w in widths), *rows):
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     return 0
 
 

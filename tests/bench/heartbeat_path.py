@@ -45,7 +45,6 @@ from protocol.api_keys import ApiKey
 from protocol.apis import API_SPECS
 from protocol.client import decode_response, encode_request
 from protocol.error_codes import ErrorCode
-from protocol.client import decode_response, encode_request
 from protocol.messages import ConsumerProtocolSubscription, HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
 from tests.bench.in_process import start_server, stop_server
 
@@ -110,7 +109,8 @@ async def form_group(server: Server, group: str, members: int) -> list[tuple[str
     subscription = ConsumerProtocolSubscription(topics=["bench"]).encode(0)
 
     def join(member_id: str) -> JoinGroupRequest:
-        return JoinGroupRequest(group_id=group, session_timeout_ms=SESSION_TIMEOUT_MS, rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
+        return JoinGroupRequest(group_id=group, session_timeout_ms=SESSION_TIMEOUT_MS,
+                                rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
                                 member_id=member_id, protocol_type="consumer", protocols=[
                                     JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=subscription)])
 
@@ -119,7 +119,8 @@ async def form_group(server: Server, group: str, members: int) -> list[tuple[str
         response = await request(conn, transport, ApiKey.JOIN_GROUP, join(""))
         assert response.error_code == ErrorCode.MEMBER_ID_REQUIRED, response
         ids.append(response.member_id)
-    joined = await asyncio.gather(*(request(c, t, ApiKey.JOIN_GROUP, join(m)) for (c, t), m in zip(conns, ids)))
+    joined = await asyncio.gather(*(request(c, t, ApiKey.JOIN_GROUP, join(m))
+                                    for (c, t), m in zip(conns, ids, strict=True)))
     assert all(r.error_code == ErrorCode.NONE for r in joined), [r.error_code for r in joined]
     generation = joined[0].generation_id
     leader = joined[0].leader
@@ -130,7 +131,8 @@ async def form_group(server: Server, group: str, members: int) -> list[tuple[str
                                 protocol_type="consumer", protocol_name="range",
                                 assignments=assignments if member_id == leader else [])
 
-    synced = await asyncio.gather(*(request(c, t, ApiKey.SYNC_GROUP, sync(m)) for (c, t), m in zip(conns, ids)))
+    synced = await asyncio.gather(*(request(c, t, ApiKey.SYNC_GROUP, sync(m))
+                                    for (c, t), m in zip(conns, ids, strict=True)))
     assert all(r.error_code == ErrorCode.NONE for r in synced), [r.error_code for r in synced]
     return [(m, generation) for m in ids]
 

@@ -6,8 +6,9 @@
 The real server runs as a subprocess on a free 127.0.0.1 port in a temporary data dir (default
 settings: flush.policy=always). Each group gets one committed offset (a simple-consumer commit,
 as a tool or a one-off job leaves behind), pipelined over 16 connections; a tenth of them also get
-a classic member that joins and syncs (measured right after, well within its session timeout). The server's resident memory (VmRSS) is read before and after, and again after a
-restart, with the time the restart took to replay the log and serve.
+a classic member that joins and syncs (measured right after, well within its session timeout).
+The server's resident memory (VmRSS) is read before and after, and again after a restart, with
+the time the restart took to replay the log and serve.
 """
 
 from __future__ import annotations
@@ -79,9 +80,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-many-groups-") as tmp:
         work = Path(tmp)
         port = free_port()
-        argv = server_command() + ["serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-                                   "--override", f"log.dirs={work / 'data'}", "--override", "log.level=WARNING",
-                                   "--override", "group.initial.rebalance.delay.ms=0"]
+        argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                "--override", f"log.dirs={work / 'data'}", "--override", "log.level=WARNING",
+                "--override", "group.initial.rebalance.delay.ms=0"]
         server = ServerProcess("127.0.0.1", port, work / "data", work / "server.log", argv).start()
         try:
             server.wait_ready()

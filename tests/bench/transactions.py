@@ -33,8 +33,8 @@ TOPIC = "bench-transactions"
 
 def start_server(workdir: Path) -> ServerProcess:
     port = free_port()
-    argv = server_command() + ["serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-                               "--override", f"log.dirs={workdir / 'data'}", "--override", "flush.policy=always"]
+    argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+            "--override", f"log.dirs={workdir / 'data'}", "--override", "flush.policy=always"]
     srv = ServerProcess(host="127.0.0.1", port=port, data_dir=workdir / "data", log_path=workdir / "server.log",
                         argv=argv)
     srv.start()

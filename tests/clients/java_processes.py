@@ -7,6 +7,7 @@ orderly close; SIGKILL after a timeout), which the tests call in ``finally`` blo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -43,11 +44,11 @@ class JavaProcess:
         self.name = name
         self.events: list[tuple[float, dict[str, Any]]] = []
         self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
-        self._stderr = open(log_dir / f"{name}.stderr", "wb")
         self.stderr_path = log_dir / f"{name}.stderr"
-        self.proc = subprocess.Popen(quick_java_command(main_class, *args), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self._stderr, text=True,
-                                     start_new_session=True)
+        with open(self.stderr_path, "wb") as stderr:  # the child keeps its own copy of the fd
+            self.proc = subprocess.Popen(quick_java_command(main_class, *args), stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                         start_new_session=True)
         self._reader = threading.Thread(target=self._read, name=f"{name}-stdout", daemon=True)
         self._reader.start()
 
@@ -68,10 +69,8 @@ class JavaProcess:
         """Closes stdin (the program's signal to close its client) and waits; SIGKILL if it hangs."""
         try:
             if self.proc.poll() is None:
-                try:
+                with contextlib.suppress(BrokenPipeError):
                     self.proc.stdin.close()
-                except BrokenPipeError:
-                    pass
                 try:
                     self.proc.wait(timeout_s)
                 except subprocess.TimeoutExpired:
@@ -82,7 +81,6 @@ class JavaProcess:
             self.proc.stdout.close()
             if not self.proc.stdin.closed:
                 self.proc.stdin.close()
-            self._stderr.close()
         return self.proc.returncode
 
     def stderr_tail(self, lines: int = 30) -> str:

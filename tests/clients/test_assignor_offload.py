@@ -32,7 +32,7 @@ def _consumer(bootstrap: str, group: str, topic: str, owned: dict[str, set[int]]
     return consumer
 
 
-def _poll_until(consumers: dict[str, Consumer], done, timeout_s: float) -> bool:  # noqa: ANN001
+def _poll_until(consumers: dict[str, Consumer], done, timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for consumer in consumers.values():
@@ -42,7 +42,7 @@ def _poll_until(consumers: dict[str, Consumer], done, timeout_s: float) -> bool:
     return False
 
 
-def _runs(server) -> list[dict]:  # noqa: ANN001
+def _runs(server) -> list[dict]:
     runs = []
     for line in server.log_path.read_text(errors="replace").splitlines():
         if "assignor_run_completed" in line:

@@ -11,6 +11,7 @@ or nothing), at least the last n acknowledged before the read and at most the la
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import random
@@ -134,13 +135,13 @@ def test_acknowledged_commits_survive_30_sigkills_under_commits_and_rebalances(s
         for w in workers:
             w.join(30)
     # Commits went on between the kills, and so did the rebalances.
-    assert sum(b > a for a, b in zip(checked, checked[1:])) >= KILLS // 2, checked
+    assert sum(b > a for a, b in itertools.pairwise(checked)) >= KILLS // 2, checked
     assert churn.rounds >= KILLS, churn.rounds
     for c in committers:
         assert committed(server.bootstrap, c.group, topic_name) == [c.acked] * PARTITIONS
 
     assert server.stop() == 0
-    dump = subprocess.run(server_command() + ["log", "dump", "--no-records", str(server.data_dir)],
+    dump = subprocess.run([*server_command(), "log", "dump", "--no-records", str(server.data_dir)],
                           capture_output=True, text=True, timeout=120)
     assert dump.returncode == 0, dump.stdout[-2000:] + dump.stderr[-2000:]
     print(f"{KILLS} SIGKILLs: {sum(c.acked for c in committers)} commits of {PARTITIONS} partitions acknowledged, "

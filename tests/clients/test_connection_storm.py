@@ -187,12 +187,12 @@ def test_ten_thousand_connections_half_malformed_leave_a_consuming_group_alone(s
     assert still_open == CONNECTIONS // 2, "the server dropped well-behaved connections"
     assert [m.rebalances for m in members] == [0, 0], "the storm caused a rebalance"
     assert all(not m.errors for m in members), [m.errors[:3] for m in members]
-    assert all(a[0] > b[0] and a[1] > b[1] for a, b in zip(after, before)), (before, after)
+    assert all(a[0] > b[0] and a[1] > b[1] for a, b in zip(after, before, strict=True)), (before, after)
     assert rss_held < 500, f"{rss_held:.0f} MB resident with {CONNECTIONS // 2} idle connections open"
     print(f"{CONNECTIONS} connections ({CONNECTIONS // 2} malformed) in {storm_s:.1f}s; server RSS "
           f"{rss_before:.0f} MB before, {rss_held:.0f} MB with {still_open} idle connections open; "
-          f"group consumed {sum(a[0] - b[0] for a, b in zip(after, before))} messages and committed "
-          f"{sum(a[1] - b[1] for a, b in zip(after, before))} times meanwhile, no rebalance")
+          f"group consumed {sum(a[0] - b[0] for a, b in zip(after, before, strict=True))} messages and committed "
+          f"{sum(a[1] - b[1] for a, b in zip(after, before, strict=True))} times meanwhile, no rebalance")
 
 
 async def _storm_and_measure(server, rng: random.Random) -> tuple[tuple[float, int], dict[str, int]]:

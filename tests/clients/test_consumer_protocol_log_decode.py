@@ -28,8 +28,10 @@ pytestmark = [pytest.mark.clients, pytest.mark.timeout(600)]
 
 MESSAGES = 60
 GROUP = "kip848-log"
-CONSUMER_GROUP_TYPES = range(RecordType.CONSUMER_GROUP_METADATA, RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT + 1)
-RECORD_LINE = re.compile(r"^\| offset: \d+ .*?headers: \d+ (?P<name>\w+) key\(type (?P<type>\d+)\): .* value(?P<rest>.*)$")
+CONSUMER_GROUP_TYPES = range(RecordType.CONSUMER_GROUP_METADATA,
+                             RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT + 1)
+RECORD_LINE = re.compile(r"^\| offset: \d+ .*?headers: \d+ (?P<name>\w+) "
+                         r"key\(type (?P<type>\d+)\): .* value(?P<rest>.*)$")
 
 
 def read_all_and_commit(members: list[Consumer], topic: str, timeout_s: float = 90.0) -> int:
@@ -41,7 +43,7 @@ def read_all_and_commit(members: list[Consumer], topic: str, timeout_s: float = 
     deadline = time.monotonic() + timeout_s
     while read < MESSAGES or any(pending):
         assert time.monotonic() < deadline, f"read {read} of {MESSAGES} messages, {pending} uncommitted"
-        for member, uncommitted in zip(members, pending):
+        for member, uncommitted in zip(members, pending, strict=True):
             msg = member.poll(0.1)
             if msg is not None and not msg.error():
                 read += 1
@@ -98,7 +100,7 @@ def test_log_dump_and_spark_reader_decode_every_record_a_consumer_protocol_group
     offsets_lines = _offsets_topic_record_lines(result.stdout)
     assert offsets_lines, "no __consumer_offsets records in the dump"
     described = [RECORD_LINE.match(line) for line in offsets_lines]
-    assert all(described), [line for line, m in zip(offsets_lines, described) if not m][:5]
+    assert all(described), [line for line, m in zip(offsets_lines, described, strict=True) if not m][:5]
     assert not [line for line in offsets_lines if "Unknown" in line or "cannot describe" in line]
     seen = Counter((int(m["type"]), m["rest"].startswith(": tombstone")) for m in described if m)
     for m in described:

@@ -14,6 +14,7 @@ server stops cleanly and ``groupcoord log dump`` finds no bad batch in any segme
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import random
@@ -115,7 +116,8 @@ def check_log(rows: dict[int, list[tuple[int, str]]], acked: dict[int, set[int]]
         for _, value in messages:
             producer, n = map(int, value.split(":"))
             seen[(producer, n)] += 1
-            assert n > last.get(producer, -1), f"partition {partition}: {producer}:{n} after {producer}:{last[producer]}"
+            assert n > last.get(producer, -1), \
+                f"partition {partition}: {producer}:{n} after {producer}:{last[producer]}"
             last[producer] = n
     doubled = [m for m, times in seen.items() if times > 1]
     assert not doubled, f"{len(doubled)} messages written twice, e.g. {doubled[:5]}"
@@ -155,10 +157,10 @@ def test_acknowledged_messages_survive_22_sigkills_exactly_once_and_in_order(ser
     assert all(len(final[p.index]) == p.sent for p in producers)
     assert check_log(read_partitions(server.bootstrap, topic_name), final) == sum(p.sent for p in producers)
     # The load went on between the kills, not only before the first.
-    assert sum(b > a for a, b in zip(progress, progress[1:])) >= KILLS // 2, progress
+    assert sum(b > a for a, b in itertools.pairwise(progress)) >= KILLS // 2, progress
 
     assert server.stop() == 0
-    dump = subprocess.run(server_command() + ["log", "dump", "--no-records", str(server.data_dir)],
+    dump = subprocess.run([*server_command(), "log", "dump", "--no-records", str(server.data_dir)],
                           capture_output=True, text=True, timeout=120)
     assert dump.returncode == 0, dump.stdout[-2000:] + dump.stderr[-2000:]
     truncations = server.log_path.read_text().count("truncat")

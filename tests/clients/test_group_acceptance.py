@@ -120,7 +120,7 @@ class ThreadMember:
     def _report(self, partitions: list[int]) -> None:
         self.assignment = sorted(partitions)
 
-    def start(self) -> "ThreadMember":
+    def start(self) -> ThreadMember:
         self._thread.start()
         return self
 
@@ -292,10 +292,10 @@ class MemberProcess:
     def __init__(self, server, topic: str, group: str, name: str, log_dir: Path) -> None:
         self.name = name
         self.events: list[tuple[float, dict]] = []
-        self._stderr = open(log_dir / f"{name}.stderr", "wb")
-        self.proc = subprocess.Popen([sys.executable, str(MEMBER_SCRIPT), server.bootstrap, topic, group, name],
-                                     stdout=subprocess.PIPE, stderr=self._stderr, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
+        with open(log_dir / f"{name}.stderr", "wb") as stderr:  # the child keeps its own copy of the fd
+            self.proc = subprocess.Popen([sys.executable, str(MEMBER_SCRIPT), server.bootstrap, topic, group, name],
+                                         stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -331,7 +331,6 @@ class MemberProcess:
         finally:
             self._reader.join(10)
             self.proc.stdout.close()
-            self._stderr.close()
 
 
 def test_10000_messages_survive_a_member_sigkill_with_manual_commits(server_factory, topic_name, tmp_path,

@@ -28,7 +28,7 @@ GROUPCOORD = [str(Path(sys.executable).with_name("groupcoord"))]
 
 
 def groups(server, *args: str, expect: int = 0) -> subprocess.CompletedProcess:
-    result = subprocess.run(GROUPCOORD + ["groups", "--bootstrap-server", server.bootstrap, *args],
+    result = subprocess.run([*GROUPCOORD, "groups", "--bootstrap-server", server.bootstrap, *args],
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == expect, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     return result
@@ -165,14 +165,14 @@ def test_groups_tool_reports_what_a_real_group_did_and_changes_it_as_kafkas_tool
 
 
 def test_groups_tool_usage_and_connection_errors_are_readable(server):
-    no_group = subprocess.run(GROUPCOORD + ["groups", "--bootstrap-server", server.bootstrap, "--describe"],
+    no_group = subprocess.run([*GROUPCOORD, "groups", "--bootstrap-server", server.bootstrap, "--describe"],
                               capture_output=True, text=True, timeout=30)
     assert no_group.returncode == 2 and "--group is required" in no_group.stderr
-    bad_date = subprocess.run(GROUPCOORD + ["groups", "--bootstrap-server", server.bootstrap, "--reset-offsets",
-                                            "--group", "g", "--all-topics", "--to-datetime", "yesterday"],
+    bad_date = subprocess.run([*GROUPCOORD, "groups", "--bootstrap-server", server.bootstrap, "--reset-offsets",
+                               "--group", "g", "--all-topics", "--to-datetime", "yesterday"],
                               capture_output=True, text=True, timeout=30)
     assert bad_date.returncode == 2 and "not ISO 8601" in bad_date.stderr
-    refused = subprocess.run(GROUPCOORD + ["groups", "--bootstrap-server", "127.0.0.1:1", "--list"],
+    refused = subprocess.run([*GROUPCOORD, "groups", "--bootstrap-server", "127.0.0.1:1", "--list"],
                              capture_output=True, text=True, timeout=30)
     assert refused.returncode == 1 and "cannot connect to 127.0.0.1:1" in refused.stderr
     unknown_topic = groups(server, "--reset-offsets", "--group", "g", "--topic", "nope", "--to-earliest", expect=1)

@@ -52,11 +52,11 @@ class ConnectWorker:
             "scheduled.rebalance.max.delay.ms=0",
             "plugin.discovery=only_scan",
         ]) + "\n")
-        self._log = open(log_dir / f"{name}.log", "wb")
-        self.proc = subprocess.Popen(quick_java_command("org.apache.kafka.connect.cli.ConnectDistributed",
-                                                        str(properties)),
-                                     stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        with open(log_dir / f"{name}.log", "wb") as log:  # the child keeps its own copy of the fd
+            self.proc = subprocess.Popen(quick_java_command("org.apache.kafka.connect.cli.ConnectDistributed",
+                                                            str(properties)),
+                                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
 
     def rest(self, method: str, path: str, body: dict | None = None):
         data = None if body is None else json.dumps(body).encode()
@@ -84,7 +84,6 @@ class ConnectWorker:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
-        self._log.close()
 
 
 def _topic_lines(bootstrap: str, topic: str) -> set[str]:
@@ -127,7 +126,8 @@ def test_a_connect_cluster_of_two_workers_survives_a_worker_sigkill(server_facto
                     and status["tasks"][0]["state"] == "RUNNING":
                 return status["tasks"][0]["worker_id"]
             return None
-        runner = wait_until(lambda: task_running(workers[1]), 60, lambda: workers[1].try_rest("/connectors/lines/status"))
+        runner = wait_until(lambda: task_running(workers[1]), 60,
+                            lambda: workers[1].try_rest("/connectors/lines/status"))
         wait_until(lambda: len(_topic_lines(server.bootstrap, topic)) == 100, 30,
                    lambda: len(_topic_lines(server.bootstrap, topic)), interval_s=0.5)
 

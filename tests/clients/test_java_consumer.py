@@ -50,7 +50,7 @@ def _admin(processes: list, server, log_dir: Path, topic: str) -> JavaAdmin:
 def _members(processes: list, server, topic: str, group: str, log_dir: Path, count: int, *config: str,
              names: list[str] | None = None) -> list[JavaMember]:
     members = []
-    for i, name in enumerate(names or [f"java-{i}" for i in range(count)]):
+    for _i, name in enumerate(names or [f"java-{i}" for i in range(count)]):
         member = JavaMember(server.bootstrap, topic, group, name, log_dir, *config)
         processes.append(member)
         members.append(member)
@@ -157,7 +157,8 @@ def test_static_java_members_rejoin_without_a_rebalance_follower_and_leader(star
         assert members[bounced].stop() == 0  # a static member's close() sends no LeaveGroup
         mark = time.monotonic()
         members[bounced] = member(bounced)
-        wait_until(members[bounced].assignment, 45, lambda: members[bounced].events)
+        rejoined = members[bounced]
+        wait_until(rejoined.assignment, 45, lambda rejoined=rejoined: rejoined.events)
         time.sleep(2)  # room for a rebalance that must not come
         # The rejoined instance got its old partitions back in the same generation (a leader's rejoin is
         # answered with SkipAssignment: it does not assign again), and nobody else noticed.

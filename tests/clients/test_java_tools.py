@@ -43,7 +43,7 @@ def _table(output: str, first_column: str) -> list[dict[str, str]]:
             break
         values = [v.strip() for v in line.split(None, len(header) - 1)]
         assert len(values) == len(header), f"row {line!r} does not fit header {header}"
-        rows.append(dict(zip(header, values)))
+        rows.append(dict(zip(header, values, strict=True)))
     return rows
 
 
@@ -168,7 +168,8 @@ def test_kafka_consumer_groups_and_kafka_configs_against_groupcoord(server_facto
         assert "  consumer.session.timeout.ms=50000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:" \
                "consumer.session.timeout.ms=50000, DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000}" in output
         assert "  consumer.heartbeat.interval.ms=6000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:" \
-               "consumer.heartbeat.interval.ms=6000, DEFAULT_CONFIG:group.consumer.heartbeat.interval.ms=5000}" in output
+               "consumer.heartbeat.interval.ms=6000, " \
+               "DEFAULT_CONFIG:group.consumer.heartbeat.interval.ms=5000}" in output
         output = _run(server, CONFIGS_TOOL, *configs, "--describe", "--all")
         assert f"All configs for group {group} are:" in output
         assert "  consumer.assignment.interval.ms=1000 sensitive=false " \

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import time
 from collections import defaultdict
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 

@@ -51,7 +51,7 @@ async def _collect_datagrams(listener: asyncio_dgram.DatagramServer, seconds: fl
             return lines
         try:
             data, _ = await asyncio.wait_for(listener.recv(), remaining)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return lines
         lines += data.decode().splitlines()
 

@@ -94,14 +94,15 @@ def assert_exactly_once(bootstrap: str, source: str, sink: str, group: str) -> N
 def start_worker(bootstrap: str, group: str, transactional_id: str, source: str, sink: str,
                  log_dir: Path, module: str = "tests.clients.eos_worker") -> subprocess.Popen:
     """A worker process: a Python module, or "js" for the kafkajs worker (tests/clients/js/eos_worker.js)."""
-    log = open(log_dir / f"{transactional_id}-{time.monotonic_ns()}.log", "wb")
     if module == "js":
         from .support import JS_DIR, require_tool
         argv, cwd = [require_tool("node"), "eos_worker.js", bootstrap.rsplit(":", 1)[1]], JS_DIR
     else:
         argv, cwd = [sys.executable, "-m", module, bootstrap], REPO_ROOT
-    return subprocess.Popen(argv + [group, transactional_id, source, sink], cwd=cwd, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    # The child keeps its own copy of the log's descriptor; ours is closed once it has started.
+    with open(log_dir / f"{transactional_id}-{time.monotonic_ns()}.log", "wb") as log:
+        return subprocess.Popen([*argv, group, transactional_id, source, sink], cwd=cwd, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def stop(worker: subprocess.Popen, sig: int = signal.SIGTERM) -> None:

@@ -23,8 +23,8 @@ REPORT_NAME = "differential-report.txt"
 def groupcoord_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     port = free_port()
     workdir = tmp_path_factory.mktemp("groupcoord-differential")
-    argv = server_command() + ["serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-                               "--override", f"log.dirs={workdir / 'data'}"]
+    argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+            "--override", f"log.dirs={workdir / 'data'}"]
     for setting in GROUPCOORD_SETTINGS:
         argv += ["--override", setting]
     srv = ServerProcess(host="127.0.0.1", port=port, data_dir=workdir / "data", log_path=workdir / "server.log",

@@ -127,7 +127,8 @@ def join_errors(s: Side) -> None:
         joined = join_one(s, group, version=version)
         s.call("b", K.JOIN_GROUP, version, join(group, protocol_type="connect"))  # C4
         s.call("b", K.JOIN_GROUP, version, join(group, member_id="stranger"))  # C11
-        s.call("b", K.JOIN_GROUP, version, join(group, protocols=[("roundrobin", b"x")]))  # C7 (MEMBER_ID_REQUIRED first)
+        # C7 (MEMBER_ID_REQUIRED first)
+        s.call("b", K.JOIN_GROUP, version, join(group, protocols=[("roundrobin", b"x")]))
         s.call("a", K.SYNC_GROUP, min(version, 5), sync(group, joined.generation_id, joined.member_id, {}))
 
 
@@ -203,7 +204,8 @@ def static_membership(s: Side) -> None:
     s.call("b", K.HEARTBEAT, 4, heartbeat(group, 2, b_joined.member_id, instance="inst-b"))
     s.call("b", K.HEARTBEAT, 4, heartbeat(group, 2, b_joined.member_id))
     s.call("b", K.SYNC_GROUP, 5, sync(group, 2, b_joined.member_id, instance="inst-b"))
-    s.call("b", K.JOIN_GROUP, 9, join(group, member_id=b_joined.member_id, instance="inst-b", protocols=[("range", b"b")]))
+    s.call("b", K.JOIN_GROUP, 9, join(group, member_id=b_joined.member_id, instance="inst-b",
+                                      protocols=[("range", b"b")]))
     s.call("b", K.OFFSET_COMMIT, 8, commit(group, s.name_of("none"), {0: 1}, 2, b_joined.member_id, "inst-b"))
     # C59: unknown instance with a member id; known instance with another member id.
     s.call("c", K.JOIN_GROUP, 9, join(group, member_id="made-up", instance="inst-c"))

@@ -36,7 +36,8 @@ class Action:
     detail: int = 0  # kind-specific: protocol choice, partition, with-assignments...
 
     def __str__(self) -> str:
-        return f"{self.kind}(slot={self.slot}, v{self.version}, member={self.member!r}, gen={self.generation}, {self.detail})"
+        return (f"{self.kind}(slot={self.slot}, v{self.version}, member={self.member!r}, gen={self.generation}, "
+                f"{self.detail})")
 
 
 def generate(seed: int, steps: int) -> list[Action]:
@@ -118,7 +119,8 @@ def _act(s: Side, group: str, topic: str, action: Action, memory: _Memory) -> No
     elif action.kind == "leave":
         Identity = m.LeaveGroupRequest.MemberIdentity
         if version >= 3:
-            request = m.LeaveGroupRequest(group_id=group, members=[Identity(member_id=member, group_instance_id=instance)])
+            request = m.LeaveGroupRequest(group_id=group,
+                                          members=[Identity(member_id=member, group_instance_id=instance)])
         else:
             request = m.LeaveGroupRequest(group_id=group, member_id=member)
         s.call("fz", K.LEAVE_GROUP, version, request)
@@ -137,6 +139,7 @@ def _act(s: Side, group: str, topic: str, action: Action, memory: _Memory) -> No
     elif action.kind == "delete":
         s.call("fz", K.DELETE_GROUPS, version, m.DeleteGroupsRequest(groups_names=[group]))
     elif action.kind == "offset_delete":
-        Topic, Partition = m.OffsetDeleteRequest.OffsetDeleteRequestTopic, m.OffsetDeleteRequest.OffsetDeleteRequestPartition
+        Topic = m.OffsetDeleteRequest.OffsetDeleteRequestTopic
+        Partition = m.OffsetDeleteRequest.OffsetDeleteRequestPartition
         s.call("fz", K.OFFSET_DELETE, 0, m.OffsetDeleteRequest(group_id=group, topics=[
             Topic(name=topic, partitions=[Partition(partition_index=action.detail % 2)])]))

@@ -173,7 +173,8 @@ class Normaliser:
         if value not in self.placeholders:
             shape = UUID_TEXT.sub("<uuid>", value.replace(self.token, "T"))
             shape = "<uuid>" if KAFKA_UUID_TEXT.fullmatch(shape) else shape
-            self.placeholders[value] = f"{kind}:{shape}#{sum(1 for p in self.placeholders.values() if p.startswith(kind)) + 1}"
+            number = sum(1 for p in self.placeholders.values() if p.startswith(kind)) + 1
+            self.placeholders[value] = f"{kind}:{shape}#{number}"
         return self.placeholders[value]
 
     def value(self, name: str, value: Any) -> Any:
@@ -236,7 +237,7 @@ def compare(name: str, kafka: Side, groupcoord: Side) -> tuple[list[Difference],
     if len(kafka.transcript) != len(groupcoord.transcript):
         differences.append(Difference(name, -1, "-", 0, "transcript.len", len(kafka.transcript),
                                       len(groupcoord.transcript)))
-    for k, g in zip(kafka.transcript, groupcoord.transcript):
+    for k, g in zip(kafka.transcript, groupcoord.transcript, strict=False):  # a length difference is noted above
         k_request, g_request = kn.plain(k.request), gn.plain(g.request)
         k_response, g_response = canonical(kn.plain(k.response)), canonical(gn.plain(g.response))
         lines.append(f"-- step {k.step} [{k.connection}] {k.api_name} v{k.version}")

@@ -21,7 +21,7 @@ def play(conversation: Conversation, name: str, host: str, port: int, token: str
     try:
         conversation(side)
         return side, None
-    except Exception as e:  # noqa: BLE001 - reported as a divergence, not hidden
+    except Exception as e:
         last = side.transcript[-1] if side.transcript else None
         where = f" (last request: step {last.step} {last.api_name} v{last.version})" if last else ""
         return side, f"{type(e).__name__}: {e}{where}"

@@ -148,7 +148,8 @@ def test_keyed_batch_of_records_of_few_shapes_matches_build_batch(records):
 @pytest.mark.parametrize("count", [63, 64, 65, 8191, 8192, 8193])
 def test_keyed_batch_from_columns_matches_build_batch_at_the_varint_table_bounds(count):
     keys, values = [b"k%d" % (i % 10) for i in range(count)], [b"v" * 30] * count
-    assert build_keyed_batch_from_columns(keys, values, 5) == build_batch(list(zip(keys, values)), timestamp=5)
+    expected = build_batch(list(zip(keys, values, strict=True)), timestamp=5)
+    assert build_keyed_batch_from_columns(keys, values, 5) == expected
 
 
 def test_keyed_batch_from_columns_wants_a_value_per_key_and_a_record():

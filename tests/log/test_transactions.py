@@ -46,7 +46,7 @@ def test_a_control_batch_is_kafkas_end_transaction_marker():
     [record] = iter_records(batch)
     assert struct.unpack(">hh", record.key) == (0, 1)
     assert struct.unpack(">hi", record.value) == (0, 5)
-    abort = list(iter_records(control_batch(P, 2, commit=False, coordinator_epoch=0, timestamp=1)))[0]
+    abort = next(iter(iter_records(control_batch(P, 2, commit=False, coordinator_epoch=0, timestamp=1))))
     assert struct.unpack(">hh", abort.key) == (0, 0)
 
 

@@ -166,7 +166,7 @@ def test_the_spark_decoder_decodes_every_record_type(tmp_path: Path) -> None:
             for batch in decode_segment(segment, stats=stats) for row in batch.to_pylist()]
     assert stats.unknown_records == 0 and not stats.problems
     assert len(rows) == len(samples)
-    for record, row in zip(samples, rows):
+    for record, row in zip(samples, rows, strict=True):
         decoded = decode_record_versions(record.key, record.value)
         schema = REGISTRY[decoded.record_type]
         assert (row["record_type"], row["kind"], row["group_id"], row["tombstone"], row["value_version"]) == (

@@ -33,7 +33,7 @@ class ScramClient:
         without_proof = f"c={binding},r={nonce}"
         auth_message = f"{self.client_first_bare},{server_first.decode()},{without_proof}".encode()
         signature = hmac.digest(stored_key, auth_message, self.hash_name)
-        proof = bytes(a ^ b for a, b in zip(client_key, signature))
+        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
         server_key = hmac.digest(salted, b"Server Key", self.hash_name)
         self.server_signature = hmac.digest(server_key, auth_message, self.hash_name)
         return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()

@@ -7,7 +7,6 @@ the server starts.
 
 from __future__ import annotations
 
-import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -91,5 +90,5 @@ def connection_refused_or_closed(wire: KafkaWire) -> bool:
         return wire.sock.recv(65536) == b""
     except (ConnectionResetError, ssl.SSLError, BrokenPipeError):
         return True
-    except socket.timeout:
+    except TimeoutError:
         return False

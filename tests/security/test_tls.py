@@ -52,9 +52,9 @@ def test_encrypted_key_needs_its_password(certs):
 
 
 def test_missing_keystore_or_truststore_is_a_start_error(certs, tmp_path):
-    with pytest.raises(TlsConfigError, match="ssl.keystore.location"):
+    with pytest.raises(TlsConfigError, match=r"ssl\.keystore\.location"):
         server_ssl_context(config())
-    with pytest.raises(TlsConfigError, match="needs ssl.truststore.location"):
+    with pytest.raises(TlsConfigError, match=r"needs ssl\.truststore\.location"):
         server_ssl_context(config(ssl_keystore_location=certs.server_keystore, ssl_client_auth="requested"))
     with pytest.raises(TlsConfigError, match="cannot load"):
         server_ssl_context(config(ssl_keystore_location=tmp_path / "missing.pem"))

@@ -94,8 +94,8 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
     port = free_port()
     workdir = tmp_path_factory.mktemp("shared-server")
     data_dir = workdir / "data"
-    argv = server_command() + ["serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-                               "--override", f"log.dirs={data_dir}"]
+    argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+            "--override", f"log.dirs={data_dir}"]
     srv = ServerProcess(host="127.0.0.1", port=port, data_dir=data_dir, log_path=workdir / "server.log", argv=argv)
     srv.start()
     try:

@@ -170,6 +170,6 @@ def test_a_malformed_frame_behind_commits_closes_only_after_their_answers(wire):
     bad = frame(header_v1(ApiKey.METADATA, 1, 99) + struct.pack(">i", 5))
     wire.send_raw(b"".join(commits) + bad)
     for i in range(5):
-        got, response = wire.receive(ApiKey.OFFSET_COMMIT, 8)
+        got, _response = wire.receive(ApiKey.OFFSET_COMMIT, 8)
         assert got == 70 + i
     assert wire.closed_by_server()

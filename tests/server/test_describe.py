@@ -139,7 +139,8 @@ def test_topic_config_default_set_on_the_broker_is_static_broker_config(server_f
     [retention] = result.configs
     assert (retention.value, retention.config_source) == ("5000", STATIC_BROKER_CONFIG)
     assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
-        ("log.retention.ms", "5000", STATIC_BROKER_CONFIG), ("log.retention.hours", "168", DEFAULT_CONFIG)]  # as Kafka 4.4
+        # as Kafka 4.4
+        ("log.retention.ms", "5000", STATIC_BROKER_CONFIG), ("log.retention.hours", "168", DEFAULT_CONFIG)]
 
 
 def test_unknown_and_illegal_topics(wire):

@@ -85,7 +85,7 @@ def test_out_of_space_answers_with_error_codes_and_the_server_recovers_when_spac
     server.wait_ready()
     assert _committed(connect(server)) == 30
     assert server.stop() == 0
-    dump = subprocess.run(server_command() + ["log", "dump", "--no-records", str(server.data_dir)],
+    dump = subprocess.run([*server_command(), "log", "dump", "--no-records", str(server.data_dir)],
                           capture_output=True, text=True, timeout=60)
     assert dump.returncode == 0, dump.stdout[-2000:] + dump.stderr[-2000:]  # no torn or corrupt batch anywhere
     assert "t-0/00000000000000000000.log: 2 batches" in dump.stdout  # before and after: the refused one left nothing

@@ -64,7 +64,7 @@ def test_cluster_id_is_generated_once_and_kept_in_meta_properties(server_factory
 
 def run_serve(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("GROUPCOORD_")}
-    return subprocess.run(server_command() + ["serve", *args], cwd=REPO_ROOT, env={**environ, **(env or {})},
+    return subprocess.run([*server_command(), "serve", *args], cwd=REPO_ROOT, env={**environ, **(env or {})},
                           capture_output=True, text=True, timeout=30)
 
 
@@ -107,9 +107,9 @@ def test_config_file_env_and_overrides_reach_the_server(server_factory, connect,
     properties.write_text("# a Kafka-style file\nnode.id=7\nnum.partitions : 2\n")
     srv = server_factory("num.partitions=4", command=None, env={"GROUPCOORD_NODE_ID": "8"}) if False else None
     del srv
-    srv = server_factory(command=server_command() + [
-        "serve", "--config", str(properties), "--override", "listeners=PLAINTEXT://127.0.0.1:{port}",
-        "--override", "log.dirs={data_dir}", "--override", "num.partitions=4"],
+    srv = server_factory(command=[*server_command(), "serve", "--config", str(properties),
+                                  "--override", "listeners=PLAINTEXT://127.0.0.1:{port}",
+                                  "--override", "log.dirs={data_dir}", "--override", "num.partitions=4"],
         env={"GROUPCOORD_NODE_ID": "8"})
     response = connect(srv).request(ApiKey.DESCRIBE_CLUSTER, 0, DescribeClusterRequest())
     assert response.controller_id == 8  # env beats the file

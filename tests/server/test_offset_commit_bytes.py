@@ -62,7 +62,8 @@ def _requests() -> list[tuple[int, OffsetCommitRequest]]:
         (9, _commit("bench-2", [T(name="big", partitions=[
             P(partition_index=0, committed_offset=1, committed_metadata="x" * 4096),
             P(partition_index=1, committed_offset=2, committed_metadata="x" * 4097),  # too large
-            P(partition_index=2, committed_offset=3, committed_metadata="é" * 2049),  # 4098 UTF-8 bytes, 2049 UTF-16 units: fits
+            # 4098 UTF-8 bytes, 2049 UTF-16 units: fits
+            P(partition_index=2, committed_offset=3, committed_metadata="é" * 2049),
             P(partition_index=3, committed_offset=4, committed_metadata="y" * 300)])])),
         (9, _commit("g" * 200, [T(name="t" * 150, partitions=_partitions(70, 3))])),
         (9, _commit("many", [T(name="m", partitions=_partitions(9000, 11))])),

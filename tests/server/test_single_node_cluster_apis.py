@@ -106,7 +106,7 @@ def test_describe_quorum_shows_this_node_as_the_only_voter_and_leader(shared_ser
     if version >= 2:
         assert voter.replica_directory_id == ZERO_UUID
         [node] = response.nodes
-        assert (node.node_id, [(l.host, l.port) for l in node.listeners]) == (
+        assert (node.node_id, [(listener.host, listener.port) for listener in node.listeners]) == (
             0, [(shared_server.host, shared_server.port)])
 
 

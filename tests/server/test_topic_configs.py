@@ -59,7 +59,7 @@ def test_incremental_set_delete_append_and_subtract_show_up_in_describe_configs(
     assert incremental(wire, topic, ("retention.ms", SET, "3600000"), ("segment.bytes", SET, "1048576")) == (0, None)
     configs = described(wire, topic, synonyms=True)
     assert (configs["retention.ms"].value, configs["retention.ms"].config_source) == ("3600000", DYNAMIC_TOPIC_CONFIG)
-    assert [(s.name, s.value, s.source) for s in configs["retention.ms"].synonyms][0] == (
+    assert next((s.name, s.value, s.source) for s in configs["retention.ms"].synonyms) == (
         "retention.ms", "3600000", DYNAMIC_TOPIC_CONFIG)
     assert configs["retention.bytes"].config_source == DEFAULT_CONFIG
     assert incremental(wire, topic, ("cleanup.policy", APPEND, "compact")) == (0, None)

@@ -22,7 +22,7 @@ def split_segments(log_dir: Path, pieces: int) -> None:
         data = segment.read_bytes()
         cuts = [batches[i * len(batches) // pieces] for i in range(1, pieces)]
         segment.write_bytes(data[:cuts[0][0]])
-        for (start, base), (end, _) in zip(cuts, [*cuts[1:], (len(data), None)]):
+        for (start, base), (end, _) in zip(cuts, [*cuts[1:], (len(data), None)], strict=True):
             (segment.parent / segment_name(base)).write_bytes(data[start:end])
 
 

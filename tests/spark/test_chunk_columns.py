@@ -64,7 +64,7 @@ def _collect(path: Path, read: Callable[[int], Iterator[tuple[int, tuple[list, .
     try:
         for n, columns in read(fd):
             batches += n
-            for column, values in zip(out, columns):
+            for column, values in zip(out, columns, strict=False):  # a control batch yields no columns
                 column += values
     except CorruptBatchError as e:
         return out, batches, e

@@ -102,7 +102,8 @@ def _window_timeline(gm, reasons):
     leaves = F.filter("reasons", lambda x: x["api"] == "LeaveGroup")
     t = t.select("*", leaves["member_id"].alias("leave_ids"), leaves["group_instance_id"].alias("leave_instances"),
                  F.col("joined.group_instance_id").alias("joined_instances"))
-    leave_ids, leave_instances, joined_instances = F.col("leave_ids"), F.col("leave_instances"), F.col("joined_instances")
+    leave_ids, leave_instances = F.col("leave_ids"), F.col("leave_instances")
+    joined_instances = F.col("joined_instances")
     t = (t.withColumn("left_with_reason", F.filter("left", lambda m: _has(leave_ids, m["member_id"])
                                                    | _has(leave_instances, m["group_instance_id"])))
           .withColumn("static_rejoined", F.filter("left", lambda m: m["group_instance_id"].isNotNull()
@@ -120,7 +121,8 @@ def _window_timeline(gm, reasons):
                 .when(F.size("joined") > 0, "member_joined")
                 .otherwise("rejoin"))
     return t.select("group_id", "offset", trigger.alias("trigger"), F.col("reasons.reason").alias("all_reasons"),
-                    "end_ms", F.col("joined.member_id").alias("joined"), F.col("left_with_reason.member_id").alias("left"),
+                    "end_ms", F.col("joined.member_id").alias("joined"),
+                    F.col("left_with_reason.member_id").alias("left"),
                     F.col("expired.member_id").alias("expired"),
                     F.col("static_rejoined.group_instance_id").alias("static_rejoined"), "static_members")
 
@@ -185,7 +187,8 @@ def test_history_gives_what_the_window_formulation_gave(logs, spark_session):
     assert {r["trigger"] for r in timeline_then.collect()} >= {"initial", "member_left", "member_expired"}
 
     events = ("group_id", "offset", "event", "member_id", "group_instance_id", "client_id", "client_host")
-    assert _rows(membership_events(gm_now).select(*events)) == _rows(_window_events(gm_then, timeline_then).select(*events))
+    assert (_rows(membership_events(gm_now).select(*events))
+            == _rows(_window_events(gm_then, timeline_then).select(*events)))
 
     current_then = (gm_then.filter(F.col("current_members").isNotNull() & ~F.col("tombstone"))
                     .select("group_id", F.col("current_members.member_id").alias("member_ids")))
@@ -216,7 +219,7 @@ def test_an_unknown_groups_mode_is_refused(spark_session, logs):
     from spark_jobs.reader import read_log
 
     with pytest.raises(Exception, match="option groups is one of rows, history"):
-        read_log(spark_session, logs[0], groups="sequence").schema
+        _ = read_log(spark_session, logs[0], groups="sequence").schema  # the schema is where it is refused
 
 
 # ---- the one-pass rules on hand-made records ------------------------------------------------------
@@ -230,8 +233,8 @@ def _member(member_id: str, instance: str | None = None) -> dict:
 def _metadata(offset: int, generation: int | None, members: list[dict] | None, group: str = "g") -> dict:
     row = {name: None for name in COLUMNS}
     row.update(partition=0, offset=offset, timestamp=1000 * offset, segment="s", record_type=3, kind="group_metadata",
-               tombstone=members is None, group_id=group, generation=generation, current_state_timestamp=1000 * offset - 1,
-               members=members)
+               tombstone=members is None, group_id=group, generation=generation,
+               current_state_timestamp=1000 * offset - 1, members=members)
     return row
 
 

@@ -70,7 +70,7 @@ def test_report_page_renders_every_section_with_its_charts_in_headless_chromium(
         pytest.fail("no headless Chromium on PATH; `make test` installs Debian's chromium (Makefile system-deps)")
     common = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
               "--allow-file-access-from-files", "--window-size=1200,5000"]
-    dom = subprocess.run(common + ["--dump-dom", report_html.as_uri()], capture_output=True, text=True, timeout=120,
+    dom = subprocess.run([*common, "--dump-dom", report_html.as_uri()], capture_output=True, text=True, timeout=120,
                          check=True).stdout
     page = _Page()
     page.feed(dom)
@@ -80,7 +80,7 @@ def test_report_page_renders_every_section_with_its_charts_in_headless_chromium(
     assert page.shapes > 50
 
     shot = tmp_path / "report.png"
-    subprocess.run(common + [f"--screenshot={shot}", report_html.as_uri()], capture_output=True, timeout=120,
+    subprocess.run([*common, f"--screenshot={shot}", report_html.as_uri()], capture_output=True, timeout=120,
                    check=True)
     width, height, colours = _png_size_and_colours(shot)
     assert (width, height) == (1200, 5000)

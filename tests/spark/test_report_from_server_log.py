@@ -151,10 +151,9 @@ def scenario(tmp_path_factory, request):
     port = free_port()
     work = tmp_path_factory.mktemp("scenario")
     data_dir = work / "data"
-    argv = server_command() + ["serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-                               "--override", f"log.dirs={data_dir}",
-                               "--override", "group.initial.rebalance.delay.ms=0",
-                               "--override", "group.min.session.timeout.ms=1000"]
+    argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+            "--override", f"log.dirs={data_dir}", "--override", "group.initial.rebalance.delay.ms=0",
+            "--override", "group.min.session.timeout.ms=1000"]
     server = ServerProcess("127.0.0.1", port, data_dir, work / "server.log", argv).start()
     child = None
     members: list[_Member] = []
@@ -224,8 +223,8 @@ def scenario(tmp_path_factory, request):
         except ValueError:
             continue
         generations += event.get("event") == "join_completed" and event.get("group_id") == GROUP
-    yield data_dir, {"commits": commits, "server_generations": generations, "live_offsets": live_offsets, "live_members": live_members,
-                     "live_state": live_state}
+    yield data_dir, {"commits": commits, "server_generations": generations, "live_offsets": live_offsets,
+                     "live_members": live_members, "live_state": live_state}
 
 
 @pytest.fixture(scope="module")
@@ -240,7 +239,7 @@ def report(scenario, spark_session, tmp_path_factory):
 
 
 def test_report_counts_the_scenarios_rebalances_with_their_triggers_and_reasons(report, scenario):
-    out, summary = report
+    _out, summary = report
     group = summary["per_group"][GROUP]
     triggers = [g["trigger"] for g in group["generations"]]
     # kafka-python's leader may re-join once more when topic metadata arrives after its first assignment
@@ -265,7 +264,7 @@ def test_report_counts_the_static_replacement_as_absorbed_without_a_rebalance(re
 
 
 def test_report_counts_every_commit_the_clients_made(report, scenario):
-    out, summary = report
+    _out, summary = report
     assert summary["per_group"][GROUP]["commits"] == scenario[1]["commits"]
     assert summary["offsets"]["commit_records"] == scenario[1]["commits"]
 
@@ -284,7 +283,7 @@ def test_current_state_after_compaction_matches_what_the_live_coordinator_report
 
 
 def test_report_writes_a_summary_parquet_views_and_a_self_contained_html_page(report, scenario):
-    out, summary = report
+    out, _summary = report
     assert json.loads((out / "summary.json").read_text())["rebalances"]["total"] == scenario[1]["server_generations"]
     for view in ("rebalance_timeline", "rebalances_per_hour", "top_groups", "membership_events",
                  "churn_by_member", "churn_by_instance", "commits_per_minute", "offset_progress",

@@ -88,7 +88,8 @@ def _config_entries(broker: Broker, configs: dict[str, str]) -> list[ConfigEntry
             value, source = configs[setting.name], DYNAMIC_TOPIC_CONFIG
         else:
             value = topic_default(broker.config, setting)
-            set_on_broker = setting.broker_default is not None and broker.config.source(setting.broker_default) != "default"
+            set_on_broker = (setting.broker_default is not None
+                             and broker.config.source(setting.broker_default) != "default")
             source = STATIC_BROKER_CONFIG if set_on_broker else DEFAULT_CONFIG
         entries.append(ConfigEntry(name=setting.name, value=value, read_only=False, config_source=source,
                                    is_sensitive=False))

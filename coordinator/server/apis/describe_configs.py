@@ -74,9 +74,10 @@ def _topic_entry(broker: Broker, setting: TopicSetting, overrides: dict[str, str
     levels: list[tuple[str, str, int]] = []
     if setting.name in overrides:
         levels.append((setting.name, overrides[setting.name], DYNAMIC_TOPIC_CONFIG))
-    set_on_broker = setting.broker_default is not None and broker.config.source(setting.broker_default) != "default"
-    if set_on_broker:
-        levels.append((setting.broker_default, broker.config.raw(setting.broker_default), STATIC_BROKER_CONFIG))
+    broker_default = setting.broker_default
+    set_on_broker = broker_default is not None and broker.config.source(broker_default) != "default"
+    if broker_default is not None and set_on_broker:
+        levels.append((broker_default, broker.config.raw(broker_default), STATIC_BROKER_CONFIG))
     default = builtin_default(setting)
     if setting.default_synonym is not None and (set_on_broker or setting.default_synonym_shown_alone):
         # Kafka's broker synonym carrying the default, as Kafka names and values it

@@ -12,6 +12,7 @@ topic whose log has not been opened yet counts as empty (Kafka creates it with t
 from __future__ import annotations
 
 import os
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from coordinator.security.acls import Operation
@@ -46,14 +47,16 @@ def describe_log_dirs(broker: Broker, request: Any, ctx: RequestContext) -> Desc
         return DescribeLogDirsResponse(throttle_time_ms=0, error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
                                        results=[])
     hosted = _hosted(broker)
+    wanted: Mapping[str, Collection[int]]
     if request.topics is None:
         wanted = hosted
     else:
-        wanted = {}
+        asked: dict[str, set[int]] = {}
         for t in request.topics:
             indexes = set(hosted.get(t.topic, ())) & set(t.partitions)
             if indexes:
-                wanted.setdefault(t.topic, set()).update(indexes)
+                asked.setdefault(t.topic, set()).update(indexes)
+        wanted = asked
     log_dir = os.path.abspath(broker.data_dir)
     logs = broker.data.logs
     topics = []

@@ -40,7 +40,8 @@ def _describe(broker: Broker, tid: str) -> Any:
     return Described(error_code=0, transactional_id=tid, transaction_state=meta.state.display_name,
                      transaction_timeout_ms=meta.timeout_ms, transaction_start_time_ms=meta.start_ms,
                      producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
-                     topics=[TopicData(topic=t, partitions=ps) for t, ps in partitions_by_topic(meta.partitions).items()])
+                     topics=[TopicData(topic=t, partitions=ps)
+                             for t, ps in partitions_by_topic(meta.partitions).items()])
 
 
 @api(ApiKey.DESCRIBE_TRANSACTIONS, versions=(0, 0))

@@ -35,7 +35,11 @@ def offset_fetch(broker: Broker, request: Any, ctx: RequestContext) -> Any:
     answer = fan_out(broker, request, ctx, [g.group_id for g in request.groups], "groups", "groups",
                      Operation.DESCRIBE, GroupShard.offset_fetch)
     if request.require_stable:
-        answer = amend_answer(answer, lambda r: [_mark_unstable(broker, g.group_id, g.topics) for g in r.groups])
+        def mark_unstable(response: Any) -> None:
+            for group in response.groups:
+                _mark_unstable(broker, group.group_id, group.topics)
+
+        answer = amend_answer(answer, mark_unstable)
     if broker.authorizer is None:
         return answer
     explicit = {g.group_id: g.topics is not None for g in request.groups}
