@@ -133,11 +133,16 @@ def test_kafka_target_starts_as_users_run_it_and_the_table_has_its_column() -> N
     finally:
         target.cleanup()
     assert target.proc is None and not target.workdir.exists()
-    ours = {"join_storm_20_ms": [kafka["join_storm_20_ms"][0] / 2], "join_storm_20_rounds": [1.0]}
-    table = compare.report(ours, {"kafka": kafka, "tansu": {}}, floor={})
+    ours = {"join_storm_20_ms": [kafka["join_storm_20_ms"][0] / 2], "join_storm_20_rounds": [1.0],
+            "idle_groups": [10.0], "idle_groups_rss_mb": [100.0]}
+    kafka |= {"idle_groups": [10.0], "idle_groups_rss_mb": [400.0]}
+    tansu = {"idle_groups": [1.0], "idle_groups_rss_mb": [50.0]}
+    table = compare.report(ours, {"kafka": kafka, "tansu": tansu}, floor={})
     header, _, *rows = table.splitlines()
     assert header.split() == ["figure", "groupcoord", "kafka", "tansu", "vs", "kafka", "vs", "tansu"]
     storm = next(r.split() for r in rows if r.startswith("join_storm_20_ms "))
     assert storm[-2:] == ["2.00x", "n/a"]  # groupcoord twice as fast as this Kafka figure; no Tansu figure
     rounds = next(r.split() for r in rows if r.startswith("join_storm_20_rounds "))
     assert rounds[-2] == "-"  # counts are shown, not compared
+    memory = next(r.split() for r in rows if r.startswith("idle_groups_rss_mb "))
+    assert memory[-2:] == ["4.00x", "-"]  # memory with groups compares only under the same number of groups
