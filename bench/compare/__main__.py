@@ -299,7 +299,8 @@ def report(ours: Figures, peers: dict[str, Figures], floor: Figures) -> str:
 
 
 NOTES = """\
-vs X: groupcoord's figure against X's, >1 = groupcoord better (rates: ours/theirs; times, latencies, memory: theirs/ours).
+vs X: groupcoord's figure against X's, >1 = groupcoord better
+  (rates: ours/theirs; times, latencies, memory: theirs/ours).
 durability: groupcoord fsyncs __consumer_offsets before it acknowledges a commit (group commit: one fsync per batch);
   Kafka 4.4 (single KRaft node, kafka-server-start's JVM: -Xmx1G -Xms1G G1, defaults otherwise) acknowledges after
   the append to its log in the page cache and never fsyncs on its own (log.flush.interval.messages = Long.MAX_VALUE);
