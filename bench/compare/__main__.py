@@ -215,6 +215,7 @@ def measure(profile: Profile, runs: int, quick: bool) -> Figures:
         _attempt(figures, profile.name, "start_to_first_answer", lambda: start_to_first_answer(profile.factory))
     target = profile.factory().start()  # memory: once, on a fresh broker
     try:
+        _add(figures, {"rss_idle_mb": target.rss_mb()})  # apart: a failed idle_groups leaves this figure
         count = profile.idle_groups // (10 if quick else 1)
         _attempt(figures, profile.name, "idle_groups", lambda: {**_run(workloads.idle_groups(
             target.port, count, 10, target.rss_mb, profile.idle_concurrency), LONG_WORKLOAD_TIMEOUT_S),
@@ -311,7 +312,7 @@ durability: groupcoord fsyncs __consumer_offsets before it acknowledges a commit
   Tansu runs on its in-memory storage (memory://), nothing on disk.
 time_to_stable_java_group_s counts from launching three JVMs (Kafka's Java consumer, classic protocol, range), so
   JVM start-up is in every broker's figure; time_to_stable_group_s is the same with three librdkafka consumers.
-rss_before_mb: a fresh broker, idle; idle_groups_rss_mb: with idle_groups stable groups of 10 members (Tansu is
+rss_idle_mb: a fresh broker, idle; idle_groups_rss_mb: with idle_groups stable groups of 10 members (Tansu is
   given 1,000: its groups expire while more form), compared only where the counts match.
 start_to_first_answer_s: launch to the first ApiVersions answer; start_to_coordinator_s: to FindCoordinator NONE
   (Kafka's storage formatted beforehand, as at install time)."""
