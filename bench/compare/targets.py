@@ -145,3 +145,56 @@ def floor() -> Target:
     port = free_port()
     return Target("floor", [sys.executable, "-m", "bench.compare.floor", str(port)], port,
                   env={"PYTHONPATH": str(REPO)})
+
+
+# Apache Kafka as a user runs it on one machine: kafka-server-start's heap (-Xmx1G -Xms1G) and
+# collector (G1, 20 ms pause goal), Kafka's defaults for everything else (50 __consumer_offsets
+# partitions, no fsync: log.flush.interval.messages is Long.MAX_VALUE, so an OffsetCommit is
+# acknowledged after the append to the page cache). Only the initial rebalance delay is 0, as for
+# groupcoord above.
+KAFKA_JVM_FLAGS = ("-Xms1G", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+                   "-XX:+ExplicitGCInvokesConcurrent")
+KAFKA_SETTINGS = {"offsets.topic.num.partitions": "50", "num.partitions": "1", "auto.create.topics.enable": "true"}
+
+
+class KafkaTarget(Target):
+    """Apache Kafka 4.4 (the broker jars of `make java`), started the way tests/kafka_oracle.py starts
+    the oracle: a single-node KRaft broker+controller, formatted in the target's workdir."""
+
+    def __init__(self) -> None:
+        from tests.kafka_oracle import KafkaOracle  # needs the test extras, which bench-compare installs
+
+        super().__init__("kafka", [], 0)
+        self.oracle = KafkaOracle(workdir=self.workdir, heap="1G", settings=KAFKA_SETTINGS,
+                                  jvm_flags=KAFKA_JVM_FLAGS)
+        self.oracle._write_properties()  # picks its free ports now: the port is known before spawn
+        self.port = self.oracle.port
+
+    def spawn(self) -> Target:
+        """Formats the storage (once: a user does that at install time), then launches the broker."""
+        self.oracle.start()
+        self.proc = self.oracle.proc
+        return self
+
+    def start(self) -> Target:
+        self.spawn()
+        self.oracle.wait_ready(START_TIMEOUT_S * 3)
+        return self
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc is None:
+            return
+        if sig == signal.SIGKILL:
+            os.killpg(self.proc.pid, sig)
+        self.oracle.stop()
+        self.proc = None
+
+
+def kafka() -> Target:
+    return KafkaTarget()
+
+
+def kafka_available() -> bool:
+    from tests.kafka_oracle import CLASSPATH_FILE
+
+    return CLASSPATH_FILE.exists() and shutil.which("java") is not None

@@ -371,7 +371,7 @@ async def idle_groups(port: int, groups: int, members: int, rss: Callable[[], fl
         formed_s = time.perf_counter() - start
         await asyncio.sleep(1.0)
         after = rss()
-        return {"idle_groups_rss_mb": after, "rss_before_mb": before, "idle_groups_form_s": formed_s,
+        return {"idle_groups_rss_mb": after, "idle_groups_form_s": formed_s,
                 "rss_mb_per_1k_idle_groups": (after - before) / groups * 1000}
     finally:
         await _close_all([w for pool in pools for w in pool])

@@ -112,3 +112,37 @@ async def test_members_keep_their_ids_through_later_rounds_and_leave_clean_conne
             assert response.error_code == 0
     finally:
         await asyncio.gather(*(w.close() for w in wires))
+
+
+@pytest.mark.slow
+def test_kafka_target_starts_as_users_run_it_and_the_table_has_its_column() -> None:
+    """The Kafka column of `make bench-compare`: Apache Kafka (make java's jars) starts with the
+    bench's settings, answers a join storm, and the table prints its figures and the ratio to it."""
+    from bench.compare import __main__ as compare
+    from bench.compare import targets
+
+    target = targets.kafka().start()
+    try:
+        properties = (target.workdir / "server.properties").read_text()
+        assert "offsets.topic.num.partitions=50" in properties  # Kafka's default, not the oracle's 1
+        command = " ".join(target.proc.args)
+        assert "-XX:+UseG1GC" in command and "-Xmx1G" in command and "TieredStopAtLevel" not in command
+        kafka = {}
+        compare._add(kafka, asyncio.run(asyncio.wait_for(workloads.join_storm(target.port, 20, target.cpu_s), 60)))
+        assert target.rss_mb() > 100  # the broker's JVM is what is measured
+    finally:
+        target.cleanup()
+    assert target.proc is None and not target.workdir.exists()
+    ours = {"join_storm_20_ms": [kafka["join_storm_20_ms"][0] / 2], "join_storm_20_rounds": [1.0],
+            "idle_groups": [10.0], "idle_groups_rss_mb": [100.0]}
+    kafka |= {"idle_groups": [10.0], "idle_groups_rss_mb": [400.0]}
+    tansu = {"idle_groups": [1.0], "idle_groups_rss_mb": [50.0]}
+    table = compare.report(ours, {"kafka": kafka, "tansu": tansu}, floor={})
+    header, _, *rows = table.splitlines()
+    assert header.split() == ["figure", "groupcoord", "kafka", "tansu", "vs", "kafka", "vs", "tansu"]
+    storm = next(r.split() for r in rows if r.startswith("join_storm_20_ms "))
+    assert storm[-2:] == ["2.00x", "n/a"]  # groupcoord twice as fast as this Kafka figure; no Tansu figure
+    rounds = next(r.split() for r in rows if r.startswith("join_storm_20_rounds "))
+    assert rounds[-2] == "-"  # counts are shown, not compared
+    memory = next(r.split() for r in rows if r.startswith("idle_groups_rss_mb "))
+    assert memory[-2:] == ["4.00x", "-"]  # memory with groups compares only under the same number of groups
