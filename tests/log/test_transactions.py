@@ -50,7 +50,9 @@ def test_a_control_batch_is_kafkas_end_transaction_marker():
     assert struct.unpack(">hh", abort.key) == (0, 0)
 
 
-def test_open_transactions_hold_the_lso_and_aborts_are_indexed(tmp_path):  # spec §15 cases 21-23, 26
+# docs/spec/transactions.md#case-21, docs/spec/transactions.md#case-22, docs/spec/transactions.md#case-23,
+# docs/spec/transactions.md#case-26
+def test_open_transactions_hold_the_lso_and_aborts_are_indexed(tmp_path):
     partition = open_partition(tmp_path)
     state = ProducerState()
     assert append(partition, state, txn_batch(P, 0, 0)) == 0  # A: 0-2
@@ -70,7 +72,8 @@ def test_open_transactions_hold_the_lso_and_aborts_are_indexed(tmp_path):  # spe
     assert again.last_stable_offset(partition.high_watermark) == 7
 
 
-def test_retries_are_answered_with_the_original_offset_and_gaps_refused(tmp_path):  # spec §15 case 20
+# docs/spec/transactions.md#case-20
+def test_retries_are_answered_with_the_original_offset_and_gaps_refused(tmp_path):
     partition = open_partition(tmp_path)
     state = ProducerState()
     append(partition, state, txn_batch(P, 0, 0, n=5, transactional=False))
@@ -81,7 +84,8 @@ def test_retries_are_answered_with_the_original_offset_and_gaps_refused(tmp_path
     assert gap.value.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
-def test_a_fencing_marker_refuses_the_old_epoch(tmp_path):  # spec §15 case 31
+# docs/spec/transactions.md#case-31
+def test_a_fencing_marker_refuses_the_old_epoch(tmp_path):
     partition = open_partition(tmp_path)
     state = ProducerState()
     append(partition, state, txn_batch(P, 0, 0))
@@ -99,7 +103,8 @@ def test_a_fencing_marker_refuses_the_old_epoch(tmp_path):  # spec §15 case 31
     assert old_coordinator.value.code == ErrorCode.TRANSACTION_COORDINATOR_FENCED
 
 
-def test_a_plain_batch_of_a_producer_inside_a_transaction_is_refused(tmp_path):  # spec §15 case 18
+# docs/spec/transactions.md#case-18
+def test_a_plain_batch_of_a_producer_inside_a_transaction_is_refused(tmp_path):
     partition = open_partition(tmp_path)
     state = ProducerState()
     append(partition, state, txn_batch(P, 0, 0))
@@ -125,7 +130,8 @@ def keyed_txn_batch(pid: int, seq: int, key: bytes, value: bytes) -> bytes:
                        transactional=True)
 
 
-def test_compaction_drops_aborted_data_and_leaves_open_transactions_alone(tmp_path):  # spec §15 cases 52, 53
+# docs/spec/transactions.md#case-52, docs/spec/transactions.md#case-53
+def test_compaction_drops_aborted_data_and_leaves_open_transactions_alone(tmp_path):
     from coordinator.log.cleaner import compact
     from tests.log.helpers import read_everything
 

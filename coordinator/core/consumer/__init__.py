@@ -1,7 +1,7 @@
 """Consumer groups (KIP-848): the consumer group protocol core, pure, deterministic, record-driven.
 
 Classic-protocol members inside consumer groups, upgrade and downgrade live in core/migration/;
-the consumer group records in core/consumer_group/records.py.
+the consumer group records' factories in coordinator/records/consumer.py, their replay in replay.py.
 
 Modules, one job each:
     config          ConsumerGroupConfig (group.consumer.* settings)
@@ -9,7 +9,8 @@ Modules, one job each:
     topics          TopicsView: the topic metadata the caller hands in
     member_ids      Kafka-style random member ids from an injected random source
     model           ConsumerGroup, ConsumerMember, MemberState, ConsumerGroupState
-    state           ConsumerGroupsState: the groups of one shard
+    state           ConsumerGroupsState: the consumer core's view of its shard (the shard's one GroupMap)
+    replay          applying the consumer group records (types 3-8) decoded by coordinator.records
     validation      docs/spec/consumer-protocol.md#heartbeat-request: request checks before the group is touched
     membership      docs/spec/consumer-protocol.md#joining and docs/spec/consumer-protocol.md#epoch-validation: group
                     and member lookup, static replacement, epoch checks
