@@ -186,3 +186,10 @@ def test_a_header_parsed_already_frames_the_same_records():
     by_header = [r for pos, h in iter_batches(buf) for r in iter_records(buf, pos, h)]
     assert by_header == [r for pos, _ in iter_batches(buf) for r in iter_records(buf, pos)]
     assert [r.offset for r in by_header] == [3, 4, 5]
+
+
+def test_varint_table_is_the_encoder_s_output() -> None:
+    # The precomputed lengths and deltas build_keyed_batch indexes must be the varints _varint writes.
+    from coordinator.log.batch import _VARINTS, _varint
+
+    assert [_varint(n) for n in range(len(_VARINTS))] == _VARINTS
