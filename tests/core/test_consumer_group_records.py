@@ -248,7 +248,7 @@ def test_replay_refuses_to_give_a_partition_to_two_members() -> None:
 
 
 def test_tombstones_of_unknown_groups_and_members_are_ignored() -> None:
-    fresh = ConsumerGroupCoordinator(random_bytes=bytes)
+    fresh = ConsumerGroupCoordinator.standalone(random_bytes=bytes)
     for record in [*member_removal_tombstones("g", "m"), consumer_group_epoch_tombstone("g")]:
         assert fresh.replay(record)
     assert fresh.state.groups == {}
@@ -256,7 +256,7 @@ def test_tombstones_of_unknown_groups_and_members_are_ignored() -> None:
 
 def test_records_of_other_kinds_are_not_consumer_group_records() -> None:
     from coordinator.records import group_metadata_tombstone
-    fresh = ConsumerGroupCoordinator(random_bytes=bytes)
+    fresh = ConsumerGroupCoordinator.standalone(random_bytes=bytes)
     assert fresh.replay(group_metadata_tombstone("g")) is False
 
 

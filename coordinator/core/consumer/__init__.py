@@ -9,7 +9,7 @@ Modules, one job each:
     topics          TopicsView: the topic metadata the caller hands in
     member_ids      Kafka-style random member ids from an injected random source
     model           ConsumerGroup, ConsumerMember, MemberState, ConsumerGroupState
-    state           ConsumerGroupsState: the consumer core's view of its shard (the shard's one GroupMap)
+    state           ShardState: the consumer core's view of its shard (the shard's one GroupMap)
     replay          applying the consumer group records (types 3-8) decoded by coordinator.records
     validation      docs/spec/consumer-protocol.md#heartbeat-request: request checks before the group is touched
     membership      docs/spec/consumer-protocol.md#joining and docs/spec/consumer-protocol.md#epoch-validation: group

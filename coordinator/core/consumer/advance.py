@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from coordinator.core.consumer.batching import update_target
 from coordinator.core.consumer.member_step import reconcile_member, subscription_filter
 from coordinator.core.consumer.model import Assignment, ConsumerGroup, ConsumerMember
-from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.subscription import compute_subscription_metadata
 from coordinator.core.consumer.topics import TopicsView
 from coordinator.core.runtime.effects import Effects
+from coordinator.core.runtime.shard_state import ShardState
 from coordinator.records.consumer import (
     assignment_epoch_record,
     consumer_group_epoch_record,
@@ -28,7 +28,7 @@ from coordinator.records.consumer import (
 INITIAL_EPOCH = 1
 
 
-def advance_member(state: ConsumerGroupsState, group: ConsumerGroup, members: Mapping[str, ConsumerMember],
+def advance_member(state: ShardState, group: ConsumerGroup, members: Mapping[str, ConsumerMember],
                    updated: ConsumerMember, owned: Assignment | None, subscription_changed: bool,
                    fx: Effects, topics: TopicsView) -> ConsumerMember:
     """The member as its records will leave it, once the group epoch, target and reconciliation
@@ -44,7 +44,7 @@ def advance_member(state: ConsumerGroupsState, group: ConsumerGroup, members: Ma
 
     # 2. Group epoch: bumped by a subscription change or changed subscription metadata.
     group_epoch, assignment_epoch = group.group_epoch, group.assignment_epoch
-    if state.config.reserves_empty_epoch and state.groups.consumer(gid) is None and group.group_epoch == 0:
+    if state.consumer_config.reserves_empty_epoch and state.groups.consumer(gid) is None and group.group_epoch == 0:
         # KIP-1263: a new group starts at epoch 1 with an empty epoch-1 target, so its members have
         # an epoch > 0 to reconcile to while the first real run (epoch 2) is computed.
         group_epoch = assignment_epoch = INITIAL_EPOCH

@@ -50,7 +50,7 @@ from coordinator.core.consumer.jobs import AssignmentJob, AssignmentJobResult
 from coordinator.core.consumer.member_step import reconcile_member, subscription_filter
 from coordinator.core.consumer.model import Assignment, ConsumerGroup, ConsumerMember
 from coordinator.core.consumer.responses import heartbeat_response
-from coordinator.core.consumer.state import AssignmentRun, ConsumerGroupsState, Waiter
+from coordinator.core.consumer.state import AssignmentRun, Waiter
 from coordinator.core.consumer.target import (
     build_assignment_job,
     compute_target_assignment,
@@ -62,13 +62,14 @@ from coordinator.core.consumer.target import (
 from coordinator.core.consumer.topics import TopicId, TopicInfo, TopicsView
 from coordinator.core.runtime.context import RequestRef
 from coordinator.core.runtime.effects import Effects
+from coordinator.core.runtime.shard_state import ShardState
 from coordinator.core.runtime.timer_keys import AssignmentKey, AssignmentWaitKey
 
 #: A run in flight this long is taken as lost (its worker died); the next trigger starts another.
 RUN_EXPIRY_MS = 60_000
 
 
-def update_target(state: ConsumerGroupsState, group: ConsumerGroup, group_epoch: int, assignment_epoch: int,
+def update_target(state: ShardState, group: ConsumerGroup, group_epoch: int, assignment_epoch: int,
                   members: Mapping[str, ConsumerMember], metadata: Mapping[str, TopicInfo], member: ConsumerMember,
                   fx: Effects) -> tuple[int, Assignment]:
     """(assignment epoch, target) `member` reconciles towards in this request; records, timers and
@@ -76,7 +77,7 @@ def update_target(state: ConsumerGroupsState, group: ConsumerGroup, group_epoch:
     current_targets = None
     if _may_start_run(state, group, fx.now_ms, fx):
         current_targets = {mid: group.target_for(mid, m.instance_id) for mid, m in members.items()}
-        if not state.config.assignor_offload:
+        if not state.consumer_config.assignor_offload:
             result = compute_target_assignment(state, group, group_epoch, members, metadata, current_targets,
                                                fx.now_ms)
             fx.records.extend(result.records)
@@ -87,7 +88,7 @@ def update_target(state: ConsumerGroupsState, group: ConsumerGroup, group_epoch:
     return assignment_epoch, group.target_for(member.member_id, member.instance_id)
 
 
-def _may_start_run(state: ConsumerGroupsState, group: ConsumerGroup, now_ms: int, fx: Effects) -> bool:
+def _may_start_run(state: ShardState, group: ConsumerGroup, now_ms: int, fx: Effects) -> bool:
     """False while a run is in flight or the interval since the last one has not passed (then the
     assignment timer is armed for its end)."""
     run = state.runs.get(group.group_id)
@@ -101,7 +102,7 @@ def _may_start_run(state: ConsumerGroupsState, group: ConsumerGroup, now_ms: int
     return True
 
 
-def start_run(state: ConsumerGroupsState, group: ConsumerGroup, group_epoch: int,
+def start_run(state: ShardState, group: ConsumerGroup, group_epoch: int,
               members: Mapping[str, ConsumerMember], metadata: Mapping[str, TopicInfo],
               current_targets: Mapping[str, Assignment], fx: Effects) -> AssignmentJob:
     job = build_assignment_job(state, group, group_epoch, members, metadata, current_targets)
@@ -115,7 +116,7 @@ def start_run(state: ConsumerGroupsState, group: ConsumerGroup, group_epoch: int
     return job
 
 
-def abandon_runs(state: ConsumerGroupsState, fx: Effects) -> None:
+def abandon_runs(state: ShardState, fx: Effects) -> None:
     """The request that emitted `fx.jobs` failed: its records are dropped, so are its runs."""
     for job in fx.jobs:
         run = state.runs.get(job.group_id)
@@ -127,23 +128,23 @@ def abandon_runs(state: ConsumerGroupsState, fx: Effects) -> None:
 # ---- parked heartbeats -----------------------------------------------------------------------
 
 
-def park(state: ConsumerGroupsState, group_id: str, waiter: Waiter, fx: Effects) -> None:
+def park(state: ShardState, group_id: str, waiter: Waiter, fx: Effects) -> None:
     """Hold the heartbeat's answer until the group's run lands (bounded by assignment_wait_ms)."""
     state.waiters.setdefault(group_id, []).append(waiter)
-    fx.schedule(AssignmentWaitKey(group_id, waiter.ref.id), state.config.assignment_wait_ms)
+    fx.schedule(AssignmentWaitKey(group_id, waiter.ref.id), state.consumer_config.assignment_wait_ms)
 
 
-def maybe_park(state: ConsumerGroupsState, group_id: str, ref: RequestRef | None, member: ConsumerMember,
+def maybe_park(state: ShardState, group_id: str, ref: RequestRef | None, member: ConsumerMember,
                before_assigned: Assignment, owned: Assignment | None, full: bool, response: Any,
                fx: Effects) -> Any | None:
     """None (parked) when this request started the group's offloaded run; else `response`."""
-    if ref is None or state.config.assignment_wait_ms <= 0 or not any(j.group_id == group_id for j in fx.jobs):
+    if ref is None or state.consumer_config.assignment_wait_ms <= 0 or not any(j.group_id == group_id for j in fx.jobs):
         return response
     park(state, group_id, Waiter(ref, member.member_id, member, before_assigned, owned, full, response), fx)
     return None
 
 
-def _answer_all(state: ConsumerGroupsState, group_id: str, fx: Effects) -> None:
+def _answer_all(state: ShardState, group_id: str, fx: Effects) -> None:
     """The run will not help them: parked heartbeats get their provisional answers now."""
     for waiter in state.waiters.pop(group_id, []):
         fx.cancel(AssignmentWaitKey(group_id, waiter.ref.id))
@@ -153,7 +154,7 @@ def _answer_all(state: ConsumerGroupsState, group_id: str, fx: Effects) -> None:
 # ---- timers ----------------------------------------------------------------------------------
 
 
-def on_assignment_wait_timer(state: ConsumerGroupsState, key: AssignmentWaitKey, fx: Effects) -> None:
+def on_assignment_wait_timer(state: ShardState, key: AssignmentWaitKey, fx: Effects) -> None:
     """A parked heartbeat's wait is over: it gets its provisional answer."""
     group_id = key.group_id
     waiters = state.waiters.get(group_id, [])
@@ -164,7 +165,7 @@ def on_assignment_wait_timer(state: ConsumerGroupsState, key: AssignmentWaitKey,
         state.waiters.pop(group_id, None)
 
 
-def on_assignment_timer(state: ConsumerGroupsState, key: AssignmentKey, fx: Effects, topics: TopicsView) -> None:
+def on_assignment_timer(state: ShardState, key: AssignmentKey, fx: Effects, topics: TopicsView) -> None:
     group_id = key.group_id
     group = state.groups.consumer(group_id)
     if group is None or not group.members or group.group_epoch <= group.assignment_epoch:
@@ -172,7 +173,7 @@ def on_assignment_timer(state: ConsumerGroupsState, key: AssignmentKey, fx: Effe
     if not _may_start_run(state, group, fx.now_ms, fx):
         return
     current_targets = {mid: group.target_for(mid, m.instance_id) for mid, m in group.members.items()}
-    if state.config.assignor_offload:
+    if state.consumer_config.assignor_offload:
         start_run(state, group, group.group_epoch, group.members, group.subscription_metadata, current_targets, fx)
         return
     try:
@@ -185,7 +186,7 @@ def on_assignment_timer(state: ConsumerGroupsState, key: AssignmentKey, fx: Effe
     fx.event("consumer_assignment_computed", group_id, assignment_epoch=group.group_epoch, inline=True)
 
 
-def _failed(state: ConsumerGroupsState, group: ConsumerGroup, epoch: int, error: str, fx: Effects) -> None:
+def _failed(state: ShardState, group: ConsumerGroup, epoch: int, error: str, fx: Effects) -> None:
     fx.event("consumer_assignment_failed", group.group_id, group_epoch=epoch, error=error)
     fx.schedule(AssignmentKey(group.group_id), max(assignment_interval_ms(state, group.group_id), 1))
 
@@ -193,7 +194,7 @@ def _failed(state: ConsumerGroupsState, group: ConsumerGroup, epoch: int, error:
 # ---- a run lands -----------------------------------------------------------------------------
 
 
-def on_assignment_result(state: ConsumerGroupsState, result: AssignmentJobResult, fx: Effects,
+def on_assignment_result(state: ShardState, result: AssignmentJobResult, fx: Effects,
                          topics: TopicsView) -> None:
     """Apply a finished run if the group still waits for it, with the changes it missed."""
     group_id = result.group_id
@@ -249,7 +250,7 @@ def _still_subscribed(target: Assignment, names: tuple[str, ...], metadata: Mapp
     return {t: frozenset(p for p in ps if p < counts[t]) for t, ps in target.items() if min(ps) < counts[t]}
 
 
-def _answer_waiters(state: ConsumerGroupsState, group: ConsumerGroup, epoch: int, targets: Mapping[str, Assignment],
+def _answer_waiters(state: ShardState, group: ConsumerGroup, epoch: int, targets: Mapping[str, Assignment],
                     fx: Effects, topics: TopicsView) -> None:
     """Parked heartbeats are answered as if they had arrived now, against the new target."""
     group_id = group.group_id

@@ -11,9 +11,10 @@ counts, with a version that changes whenever any of them does.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from typing import Any
 
+from coordinator.core.classic.config import GroupConfig
 from coordinator.core.consumer.batching import (
     on_assignment_result,
     on_assignment_timer,
@@ -25,10 +26,7 @@ from coordinator.core.consumer.describe import (
     consumer_group_describe,
     listed_consumer_groups,
 )
-from coordinator.core.consumer.group_configs import (
-    GroupConfigOverrides,
-    session_timeout_ms,
-)
+from coordinator.core.consumer.group_configs import session_timeout_ms
 from coordinator.core.consumer.heartbeat import consumer_group_heartbeat
 from coordinator.core.consumer.jobs import AssignmentJobResult
 from coordinator.core.consumer.leave import on_member_timer
@@ -38,7 +36,6 @@ from coordinator.core.consumer.offsets import (
     ensure_offset_fetch_allowed,
 )
 from coordinator.core.consumer.replay import durable_view, replay_consumer_group_record, replay_decoded
-from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.timers import (
     schedule_loaded_group_timers,
     schedule_session_timeout,
@@ -52,8 +49,8 @@ from coordinator.core.migration.classic_sync import (
 )
 from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
-from coordinator.core.runtime.groups import GroupMap
 from coordinator.core.runtime.outcome import Outcome
+from coordinator.core.runtime.shard_state import ShardState
 from coordinator.core.runtime.timer_keys import (
     AssignmentKey,
     AssignmentWaitKey,
@@ -75,21 +72,28 @@ from protocol.messages import (
 )
 
 
+def _no_uuid() -> str:
+    raise ValueError("a standalone ConsumerGroupCoordinator makes no classic member ids")
+
+
 class ConsumerGroupCoordinator:
-    def __init__(self, config: ConsumerGroupConfig | None = None, random_bytes: RandomBytes | None = None,
-                 groups: GroupMap | None = None,
-                 group_configs: Mapping[str, GroupConfigOverrides] | None = None) -> None:
+    """The consumer protocol's handlers over the shard's one state (`ShardState`): it holds no
+    state of its own, so the classic and consumer handlers see the same groups and offsets."""
+
+    def __init__(self, state: ShardState) -> None:
+        self.state = state
+
+    @classmethod
+    def standalone(cls, config: ConsumerGroupConfig | None = None,
+                   random_bytes: RandomBytes | None = None) -> ConsumerGroupCoordinator:
+        """Over a state of its own (tests and tools that drive consumer groups alone)."""
         if random_bytes is None:
             raise ValueError("ConsumerGroupCoordinator needs a random source (the core draws no randomness)")
-        self.state = ConsumerGroupsState(config or ConsumerGroupConfig(), random_bytes)
-        if groups is not None:  # the shard's one map of groups
-            self.state.groups = groups
-        if group_configs is not None:
-            self.state.group_configs = group_configs
+        return cls(ShardState(GroupConfig(), config or ConsumerGroupConfig(), _no_uuid, random_bytes))
 
     @property
     def config(self) -> ConsumerGroupConfig:
-        return self.state.config
+        return self.state.consumer_config
 
     # ---- requests ------------------------------------------------------------------------------
 
@@ -179,7 +183,7 @@ class ConsumerGroupCoordinator:
     @classmethod
     def from_log(cls, records: Iterable[Record], config: ConsumerGroupConfig | None = None,
                  random_bytes: RandomBytes | None = None) -> ConsumerGroupCoordinator:
-        coordinator = cls(config, random_bytes or (lambda n: bytes(n)))
+        coordinator = cls.standalone(config, random_bytes or (lambda n: bytes(n)))
         for record in records:
             coordinator.replay(record)
         return coordinator

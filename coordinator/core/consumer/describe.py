@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 
 from coordinator.core.consumer.model import Assignment, ConsumerGroup, ConsumerMember
-from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.target import choose_assignor
 from coordinator.core.consumer.topics import TopicsView
+from coordinator.core.runtime.shard_state import ShardState
 from protocol.error_codes import ErrorCode
 from protocol.messages import (
     ConsumerGroupDescribeRequest,
@@ -26,7 +26,7 @@ _Assignment = ConsumerGroupDescribeResponse.Assignment
 _TopicPartitions = ConsumerGroupDescribeResponse.TopicPartitions
 
 
-def consumer_group_describe(state: ConsumerGroupsState, req: ConsumerGroupDescribeRequest,
+def consumer_group_describe(state: ShardState, req: ConsumerGroupDescribeRequest,
                             topics: TopicsView) -> ConsumerGroupDescribeResponse:
     """One entry per requested id. AuthorizedOperations is left at its default: the shell, which
     knows the ACLs, fills it in when IncludeAuthorizedOperations is set (and answers
@@ -34,7 +34,7 @@ def consumer_group_describe(state: ConsumerGroupsState, req: ConsumerGroupDescri
     return ConsumerGroupDescribeResponse(groups=[describe_group(state, gid, topics) for gid in req.group_ids])
 
 
-def describe_group(state: ConsumerGroupsState, group_id: str | None, topics: TopicsView) -> _Group:
+def describe_group(state: ShardState, group_id: str | None, topics: TopicsView) -> _Group:
     if not group_id:
         # Kafka 4.4 answers it without a message; GroupId is not nullable on the wire.
         return _Group(error_code=ErrorCode.INVALID_GROUP_ID, group_id="")
@@ -79,7 +79,7 @@ def _with_names(assignment: Assignment, topics: TopicsView) -> _Assignment:
     return _Assignment(topic_partitions=entries)
 
 
-def listed_consumer_groups(state: ConsumerGroupsState, states_filter: Collection[str] = (),
+def listed_consumer_groups(state: ShardState, states_filter: Collection[str] = (),
                            types_filter: Collection[str] = ()) -> list[ListGroupsResponse.ListedGroup]:
     """ListGroups entries (v4 state filter, v5 type filter; filters compare case-insensitively)."""
     wanted_states = {s.lower() for s in states_filter}

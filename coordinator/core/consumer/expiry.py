@@ -16,8 +16,8 @@ from collections.abc import Mapping
 
 from coordinator.core.consumer.deletion import consumer_group_deletion_records
 from coordinator.core.consumer.model import ConsumerGroupState
-from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.runtime.effects import Effects
+from coordinator.core.runtime.shard_state import ShardState
 from coordinator.records import OffsetAndMetadata, offset_commit_tombstone
 
 StoredOffsets = Mapping[str, Mapping[tuple[str, int], OffsetAndMetadata]]  # group -> (topic, partition) -> offset
@@ -29,7 +29,7 @@ def is_expired(offset: OffsetAndMetadata, now_ms: int, retention_ms: int) -> boo
     return now_ms - offset.commit_timestamp_ms >= retention_ms
 
 
-def expire_consumer_group_offsets(state: ConsumerGroupsState, offsets: StoredOffsets, retention_ms: int,
+def expire_consumer_group_offsets(state: ShardState, offsets: StoredOffsets, retention_ms: int,
                                   fx: Effects) -> None:
     """Tombstones for the expired offsets of every consumer group, then for the Empty groups left without any."""
     for group in sorted(state.groups.consumer_groups(), key=lambda g: g.group_id):

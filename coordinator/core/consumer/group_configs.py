@@ -3,7 +3,7 @@
 An admin sets `consumer.session.timeout.ms`, `consumer.heartbeat.interval.ms` or
 `consumer.assignment.interval.ms` for one group with IncrementalAlterConfigs. The shell keeps them
 (durably, validated against the broker's bounds) and hands the core a read-only mapping
-group id -> `GroupConfigOverrides` in `ConsumerGroupsState.group_configs`, the way it hands in
+group id -> `GroupConfigOverrides` in `ShardState.group_configs`, the way it hands in
 topics: the core reads it at the moment it needs a value and never changes it.
 
 A change applies from the next time the value is read, as in Kafka: the session timeout when a
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from coordinator.core.consumer.state import ConsumerGroupsState
+    from coordinator.core.runtime.shard_state import ShardState
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,20 +36,20 @@ GroupConfigsView = Mapping[str, GroupConfigOverrides]
 NO_OVERRIDES = GroupConfigOverrides()
 
 
-def _overrides(state: ConsumerGroupsState, group_id: str) -> GroupConfigOverrides:
+def _overrides(state: ShardState, group_id: str) -> GroupConfigOverrides:
     return state.group_configs.get(group_id, NO_OVERRIDES)
 
 
-def session_timeout_ms(state: ConsumerGroupsState, group_id: str) -> int:
+def session_timeout_ms(state: ShardState, group_id: str) -> int:
     value = _overrides(state, group_id).session_timeout_ms
-    return state.config.session_timeout_ms if value is None else value
+    return state.consumer_config.session_timeout_ms if value is None else value
 
 
-def heartbeat_interval_ms(state: ConsumerGroupsState, group_id: str) -> int:
+def heartbeat_interval_ms(state: ShardState, group_id: str) -> int:
     value = _overrides(state, group_id).heartbeat_interval_ms
-    return state.config.heartbeat_interval_ms if value is None else value
+    return state.consumer_config.heartbeat_interval_ms if value is None else value
 
 
-def assignment_interval_ms(state: ConsumerGroupsState, group_id: str) -> int:
+def assignment_interval_ms(state: ShardState, group_id: str) -> int:
     value = _overrides(state, group_id).assignment_interval_ms
-    return state.config.assignment_interval_ms if value is None else value
+    return state.consumer_config.assignment_interval_ms if value is None else value

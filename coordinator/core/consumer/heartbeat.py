@@ -37,7 +37,6 @@ from coordinator.core.consumer.model import (
     assignment_of,
 )
 from coordinator.core.consumer.responses import heartbeat_error, heartbeat_response
-from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.timers import (
     cancel_member_timers,
     schedule_session_timeout,
@@ -48,6 +47,7 @@ from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
 from coordinator.core.runtime.outcome import Outcome
+from coordinator.core.runtime.shard_state import ShardState
 from coordinator.records.consumer import member_subscription_record
 from protocol.error_codes import ErrorCode
 from protocol.messages import (
@@ -56,14 +56,14 @@ from protocol.messages import (
 )
 
 
-def consumer_group_heartbeat(state: ConsumerGroupsState, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext,
+def consumer_group_heartbeat(state: ShardState, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext,
                              topics: TopicsView) -> Outcome:
     """Answer one ConsumerGroupHeartbeat. On error nothing is written and no timer changes."""
     fx = Effects(ctx.now_ms, ctx.ref)
     try:
         if state.loading:
             raise ApiError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-        validate_heartbeat(req, state.config)
+        validate_heartbeat(req, state.consumer_config)
         response: ConsumerGroupHeartbeatResponse | None  # None: parked on a write
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             response = leave_group(state, req, fx, topics)
@@ -81,11 +81,11 @@ def owned_partitions(req: ConsumerGroupHeartbeatRequest) -> Assignment | None:
     return assignment_of((tp.topic_id, tp.partitions) for tp in req.topic_partitions)
 
 
-def _join_or_heartbeat(state: ConsumerGroupsState, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext,
+def _join_or_heartbeat(state: ShardState, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext,
                        fx: Effects, topics: TopicsView) -> ConsumerGroupHeartbeatResponse | None:
     records = fx.records
     group = group_for_heartbeat(state, req.group_id, req.member_epoch, fx, topics)
-    ensure_group_not_full(group, req.member_id, state.config.max_size)
+    ensure_group_not_full(group, req.member_id, state.consumer_config.max_size)
     owned = owned_partitions(req)
     joining = member_for_heartbeat(state, group, req, owned)
     records.extend(joining.records)

@@ -13,7 +13,6 @@ from coordinator.core.consumer.model import (
     ConsumerMember,
 )
 from coordinator.core.consumer.responses import leave_response
-from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.subscription import compute_subscription_metadata
 from coordinator.core.consumer.topics import TopicsView
 from coordinator.core.migration.classic_timers import cancel_all_member_timers
@@ -23,6 +22,7 @@ from coordinator.core.migration.downgrade import (
 )
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
+from coordinator.core.runtime.shard_state import ShardState
 from coordinator.core.runtime.timer_keys import (
     ClassicMemberJoinKey,
     ClassicMemberSyncKey,
@@ -42,7 +42,7 @@ from protocol.messages import (
 )
 
 
-def ensure_consumer_group(state: ConsumerGroupsState, group_id: str) -> ConsumerGroup:
+def ensure_consumer_group(state: ShardState, group_id: str) -> ConsumerGroup:
     group = state.groups.consumer(group_id)
     if group is not None:
         return group
@@ -71,7 +71,7 @@ def ensure_member(group: ConsumerGroup, member_id: str) -> ConsumerMember:
     return member
 
 
-def leave_group(state: ConsumerGroupsState, req: ConsumerGroupHeartbeatRequest, fx: Effects,
+def leave_group(state: ShardState, req: ConsumerGroupHeartbeatRequest, fx: Effects,
                 topics: TopicsView) -> ConsumerGroupHeartbeatResponse:
     """A heartbeat with epoch -1 (leave for good) or -2 (static member, back soon)."""
     group = ensure_consumer_group(state, req.group_id)
@@ -90,7 +90,7 @@ def leave_group(state: ConsumerGroupsState, req: ConsumerGroupHeartbeatRequest, 
     return leave_response(req.member_id, req.member_epoch)
 
 
-def fence_member(state: ConsumerGroupsState, group: ConsumerGroup, member: ConsumerMember, fx: Effects,
+def fence_member(state: ShardState, group: ConsumerGroup, member: ConsumerMember, fx: Effects,
                  topics: TopicsView, reason: str) -> None:
     """Remove the member: its tombstones, the subscription metadata without it, a group epoch bump;
     or, when it was the last consumer-protocol member among classic ones, downgrade the group (10.3)."""
@@ -115,7 +115,7 @@ def fence_member(state: ConsumerGroupsState, group: ConsumerGroup, member: Consu
 MemberTimerKey = SessionKey | RebalanceKey | ClassicMemberJoinKey | ClassicMemberSyncKey
 
 
-def on_member_timer(state: ConsumerGroupsState, key: MemberTimerKey, data: Any, fx: Effects,
+def on_member_timer(state: ShardState, key: MemberTimerKey, data: Any, fx: Effects,
                     topics: TopicsView) -> None:
     """A session, rebalance, classic join or classic sync timer came due; stale timers (member gone,
     or moved on) do nothing."""

@@ -22,10 +22,10 @@ from coordinator.core.consumer.model import (
     ConsumerGroup,
     ConsumerMember,
 )
-from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.topics import TopicsView
 from coordinator.core.migration.upgrade import upgrade_allowed, upgrade_group
 from coordinator.core.runtime.effects import Effects
+from coordinator.core.runtime.shard_state import ShardState
 from coordinator.records import Record, group_metadata_tombstone
 from coordinator.records.consumer import (
     current_assignment_record,
@@ -47,7 +47,7 @@ class JoiningMember:
     records: list[Record] = field(default_factory=list)
 
 
-def group_for_heartbeat(state: ConsumerGroupsState, group_id: str, member_epoch: int, fx: Effects,
+def group_for_heartbeat(state: ShardState, group_id: str, member_epoch: int, fx: Effects,
                         topics: TopicsView) -> ConsumerGroup:
     """The consumer group, or for a join: a new empty one (replacing an empty classic group,
     docs/spec/consumer-protocol.md#empty-group-replacement) or the upgrade of a non-empty classic group
@@ -100,7 +100,7 @@ def ensure_valid_member_epoch(member: ConsumerMember, received_epoch: int, owned
             f"the group coordinator ({known}). The member must abandon all its partitions and rejoin.")
 
 
-def member_for_heartbeat(state: ConsumerGroupsState, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest,
+def member_for_heartbeat(state: ShardState, group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest,
                          owned: Assignment | None) -> JoiningMember:
     member_id = req.member_id or new_member_id(state.random_bytes)
     joining = req.member_epoch == JOIN_EPOCH

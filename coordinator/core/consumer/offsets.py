@@ -11,14 +11,14 @@ from __future__ import annotations
 from coordinator.core.consumer.errors import ConsumerGroupError
 from coordinator.core.consumer.leave import ensure_member
 from coordinator.core.consumer.model import ConsumerGroup, ConsumerMember
-from coordinator.core.consumer.state import ConsumerGroupsState
+from coordinator.core.runtime.shard_state import ShardState
 from protocol.error_codes import ErrorCode
 
 #: The first OffsetCommit version that carries a member epoch (KIP-848).
 OFFSET_COMMIT_MEMBER_EPOCH_VERSION = 9
 
 
-def ensure_offset_commit_allowed(state: ConsumerGroupsState, group_id: str, member_id: str, member_epoch: int,
+def ensure_offset_commit_allowed(state: ShardState, group_id: str, member_id: str, member_epoch: int,
                                  api_version: int, *, transactional: bool = False) -> ConsumerGroup | None:
     """Kafka's ConsumerGroup.validateOffsetCommit. Raises UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION or
     STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for transactional commits and classic-protocol members)."""
@@ -38,7 +38,7 @@ def ensure_offset_commit_allowed(state: ConsumerGroupsState, group_id: str, memb
     return group
 
 
-def ensure_offset_fetch_allowed(state: ConsumerGroupsState, group_id: str, member_id: str | None,
+def ensure_offset_fetch_allowed(state: ShardState, group_id: str, member_id: str | None,
                                 member_epoch: int) -> ConsumerGroup | None:
     """Kafka's ConsumerGroup.validateOffsetFetch: no member id and a negative epoch is an admin fetch."""
     group = state.groups.consumer(group_id)

@@ -22,9 +22,9 @@ from coordinator.core.consumer.model import (
     MemberState,
     assignment_of,
 )
-from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.topics import TopicInfo
 from coordinator.core.migration.classic_metadata import ClassicMemberMetadata
+from coordinator.core.runtime.shard_state import ShardState
 from coordinator.records import CONSUMER_GROUP_RECORD_TYPES, DecodedRecord, Record, RecordType, decode_record_versions
 from coordinator.records.consumer import sorted_assignment
 
@@ -40,7 +40,7 @@ def is_consumer_group_record(record: Record) -> bool:
     return len(record.key) >= 2 and _I16.unpack_from(record.key, 0)[0] in CONSUMER_GROUP_RECORD_TYPES
 
 
-def replay_consumer_group_record(state: ConsumerGroupsState, record: Record) -> bool:
+def replay_consumer_group_record(state: ShardState, record: Record) -> bool:
     """Apply one record: the only way consumer group state changes. False if it is not a consumer group record.
 
     Raises ReplayInvariantError when the record breaks an order of docs/spec/consumer-protocol.md#records or would give
@@ -53,12 +53,12 @@ def replay_consumer_group_record(state: ConsumerGroupsState, record: Record) -> 
     return True
 
 
-def replay_decoded(state: ConsumerGroupsState, decoded: DecodedRecord) -> None:
+def replay_decoded(state: ShardState, decoded: DecodedRecord) -> None:
     """`replay_consumer_group_record` of a record decoded already (by `coordinator.records`)."""
     _APPLY[decoded.record_type](state, decoded.key, decoded.value)
 
 
-def _group_for_value(state: ConsumerGroupsState, group_id: str) -> ConsumerGroup:
+def _group_for_value(state: ShardState, group_id: str) -> ConsumerGroup:
     group = state.groups.consumer(group_id)
     if group is not None:
         return group
@@ -84,7 +84,7 @@ def _put(group: ConsumerGroup, member: ConsumerMember) -> None:
         raise ReplayInvariantError(str(exc)) from None
 
 
-def _replay_group_metadata(state: ConsumerGroupsState, key: Any, value: Any) -> None:
+def _replay_group_metadata(state: ShardState, key: Any, value: Any) -> None:
     if value is not None:
         _group_for_value(state, key.group_id).group_epoch = value.epoch
         return
@@ -101,7 +101,7 @@ def _replay_group_metadata(state: ConsumerGroupsState, key: Any, value: Any) -> 
     del state.groups[key.group_id]
 
 
-def _replay_partition_metadata(state: ConsumerGroupsState, key: Any, value: Any) -> None:
+def _replay_partition_metadata(state: ShardState, key: Any, value: Any) -> None:
     group: ConsumerGroup | None  # a value's group always exists; a tombstone's may not
     if value is not None:
         group = _group_for_value(state, key.group_id)
@@ -111,7 +111,7 @@ def _replay_partition_metadata(state: ConsumerGroupsState, key: Any, value: Any)
         group.subscription_metadata = {}
 
 
-def _replay_member_metadata(state: ConsumerGroupsState, key: Any, value: Any) -> None:
+def _replay_member_metadata(state: ShardState, key: Any, value: Any) -> None:
     group: ConsumerGroup | None  # a value's group always exists; a tombstone's may not
     if value is not None:
         group = _group_for_value(state, key.group_id)
@@ -135,14 +135,14 @@ def _replay_member_metadata(state: ConsumerGroupsState, key: Any, value: Any) ->
     group.remove_member(key.member_id)
 
 
-def _interned(state: ConsumerGroupsState, names: tuple[str, ...]) -> tuple[str, ...]:
-    """One tuple object per distinct subscription (see ConsumerGroupsState.subscriptions)."""
+def _interned(state: ShardState, names: tuple[str, ...]) -> tuple[str, ...]:
+    """One tuple object per distinct subscription (see ShardState.subscriptions)."""
     if len(state.subscriptions) > 100_000:  # bounded: subscriptions nobody uses any more pile up
         state.subscriptions.clear()
     return state.subscriptions.setdefault(names, names)
 
 
-def _replay_assignment_epoch(state: ConsumerGroupsState, key: Any, value: Any) -> None:
+def _replay_assignment_epoch(state: ShardState, key: Any, value: Any) -> None:
     group: ConsumerGroup | None  # a value's group always exists; a tombstone's may not
     if value is not None:
         group = _group_for_value(state, key.group_id)
@@ -153,7 +153,7 @@ def _replay_assignment_epoch(state: ConsumerGroupsState, key: Any, value: Any) -
         group.assignment_timestamp_ms = 0
 
 
-def _replay_target_member(state: ConsumerGroupsState, key: Any, value: Any) -> None:
+def _replay_target_member(state: ShardState, key: Any, value: Any) -> None:
     group: ConsumerGroup | None  # a value's group always exists; a tombstone's may not
     if value is not None:
         group = _group_for_value(state, key.group_id)
@@ -163,7 +163,7 @@ def _replay_target_member(state: ConsumerGroupsState, key: Any, value: Any) -> N
         group.target_assignment.pop(key.member_id, None)
 
 
-def _replay_current_assignment(state: ConsumerGroupsState, key: Any, value: Any) -> None:
+def _replay_current_assignment(state: ShardState, key: Any, value: Any) -> None:
     group: ConsumerGroup | None  # a value's group always exists; a tombstone's may not
     if value is not None:
         group = _group_for_value(state, key.group_id)
@@ -183,7 +183,7 @@ def _replay_current_assignment(state: ConsumerGroupsState, key: Any, value: Any)
                         assigned_partitions={}, partitions_pending_revocation={}))
 
 
-_APPLY: dict[int, Callable[[ConsumerGroupsState, Any, Any], None]] = {  # by record type
+_APPLY: dict[int, Callable[[ShardState, Any, Any], None]] = {  # by record type
     RecordType.CONSUMER_GROUP_METADATA: _replay_group_metadata,
     RecordType.CONSUMER_GROUP_PARTITION_METADATA: _replay_partition_metadata,
     RecordType.CONSUMER_GROUP_MEMBER_METADATA: _replay_member_metadata,
@@ -200,7 +200,7 @@ def _plain_assignment(assignment: Assignment) -> dict[str, list[int]]:
     return {str(t): ps for t, ps in sorted_assignment(assignment)}
 
 
-def durable_view(state: ConsumerGroupsState) -> dict[str, Any]:
+def durable_view(state: ShardState) -> dict[str, Any]:
     """Everything the records carry, as plain values: equal for a live state and one rebuilt from its log."""
     view: dict[str, Any] = {}
     for gid, group in sorted((g.group_id, g) for g in state.groups.consumer_groups()):

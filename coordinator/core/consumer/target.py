@@ -27,8 +27,8 @@ from coordinator.core.consumer.jobs import (
     execute_assignment_job,
 )
 from coordinator.core.consumer.model import Assignment, ConsumerGroup, ConsumerMember
-from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.topics import TopicId, TopicInfo
+from coordinator.core.runtime.shard_state import ShardState
 from coordinator.records import Record
 from coordinator.records.consumer import assignment_epoch_record, target_assignment_record
 from protocol.error_codes import ErrorCode
@@ -40,15 +40,15 @@ class TargetAssignmentResult:
     records: list[Record] = field(default_factory=list)
 
 
-def choose_assignor(state: ConsumerGroupsState, group: ConsumerGroup, members: Mapping[str, ConsumerMember]) -> str:
+def choose_assignor(state: ShardState, group: ConsumerGroup, members: Mapping[str, ConsumerMember]) -> str:
     """The assignor most members asked for, else the default (first of group.consumer.assignors)."""
     preferred = group.preferred_assignor(members.values())
-    if preferred is None or preferred not in state.config.assignors:
-        return state.config.default_assignor  # a stored choice the config no longer offers falls back
+    if preferred is None or preferred not in state.consumer_config.assignors:
+        return state.consumer_config.default_assignor  # a stored choice the config no longer offers falls back
     return preferred
 
 
-def build_assignment_job(state: ConsumerGroupsState, group: ConsumerGroup, group_epoch: int,
+def build_assignment_job(state: ShardState, group: ConsumerGroup, group_epoch: int,
                          members: Mapping[str, ConsumerMember], metadata: Mapping[str, TopicInfo],
                          current_targets: Mapping[str, Assignment]) -> AssignmentJob:
     """Freeze the inputs of a run for `group_epoch` (compactly: they may be pickled on the event loop)."""
@@ -105,7 +105,7 @@ def restrict(assignment: Assignment, topic_ids: Mapping[TopicId, object] | Abstr
     return {t: ps for t, ps in assignment.items() if t in topic_ids}
 
 
-def run_inline(state: ConsumerGroupsState, job: AssignmentJob) -> AssignmentJobResult:
+def run_inline(state: ShardState, job: AssignmentJob) -> AssignmentJobResult:
     """The run on the coordinator's own thread (offload off). Raises UNKNOWN_SERVER_ERROR on failure."""
     result = execute_assignment_job(job, state.assignors)
     if result.error is not None:
@@ -137,7 +137,7 @@ def target_records(group: ConsumerGroup, targets: Mapping[str, Assignment], epoc
     return records
 
 
-def compute_target_assignment(state: ConsumerGroupsState, group: ConsumerGroup, group_epoch: int,
+def compute_target_assignment(state: ShardState, group: ConsumerGroup, group_epoch: int,
                               members: Mapping[str, ConsumerMember], metadata: Mapping[str, TopicInfo],
                               current_targets: Mapping[str, Assignment], now_ms: int) -> TargetAssignmentResult:
     """Run the chosen assignor inline for `group_epoch`.

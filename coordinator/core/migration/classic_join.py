@@ -29,7 +29,6 @@ from coordinator.core.consumer.membership import (
     replace_static_member,
 )
 from coordinator.core.consumer.model import ConsumerGroup, ConsumerMember
-from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.timers import schedule_session_timeout
 from coordinator.core.consumer.topics import TopicsView
 from coordinator.core.migration.classic_metadata import ClassicMemberMetadata
@@ -47,6 +46,7 @@ from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
 from coordinator.core.runtime.outcome import Outcome
+from coordinator.core.runtime.shard_state import ShardState
 from coordinator.records.consumer import member_subscription_record
 from protocol.error_codes import ErrorCode
 from protocol.messages import JoinGroupRequest
@@ -66,7 +66,7 @@ def supports_classic_protocols(group: ConsumerGroup, protocol_type: str, names: 
     return any(all(name in c.protocol_names() for c in classic) for name in names)
 
 
-def classic_join_group(state: ConsumerGroupsState, req: JoinGroupRequest, ctx: RequestContext,
+def classic_join_group(state: ShardState, req: JoinGroupRequest, ctx: RequestContext,
                        topics: TopicsView) -> Outcome:
     """Answer a JoinGroup to a consumer group; the shell has checked group id and session timeout."""
     fx = Effects(ctx.now_ms, ctx.ref)
@@ -76,7 +76,7 @@ def classic_join_group(state: ConsumerGroupsState, req: JoinGroupRequest, ctx: R
         return Outcome(response=join_error(ctx.api_version, exc.code, req.member_id))
 
 
-def _join(state: ConsumerGroupsState, group: ConsumerGroup, req: JoinGroupRequest, ctx: RequestContext,
+def _join(state: ShardState, group: ConsumerGroup, req: JoinGroupRequest, ctx: RequestContext,
           fx: Effects, topics: TopicsView) -> object:
     version = ctx.api_version
     instance_id = req.group_instance_id if version >= 5 else None
@@ -85,7 +85,7 @@ def _join(state: ConsumerGroupsState, group: ConsumerGroup, req: JoinGroupReques
     unknown = not req.member_id
     member_id = new_member_id(state.random_bytes) if unknown else req.member_id
 
-    ensure_group_not_full(group, member_id, state.config.max_size)
+    ensure_group_not_full(group, member_id, state.consumer_config.max_size)
     if not supports_classic_protocols(group, req.protocol_type, {name for name, _ in protocols}):
         raise ConsumerGroupError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                                  f"Member {member_id}'s protocols are not supported.")
@@ -156,7 +156,7 @@ def _apply_join(member: ConsumerMember, instance_id: str | None, subscription: S
         client_id=ctx.client_id, client_host=ctx.client_address, classic=classic)
 
 
-def _join_downgrading(state: ConsumerGroupsState, group: ConsumerGroup, joining: JoiningMember,
+def _join_downgrading(state: ShardState, group: ConsumerGroup, joining: JoiningMember,
                       subscription: Subscription, classic: ClassicMemberMetadata, rebalance_timeout_ms: int,
                       req: JoinGroupRequest, ctx: RequestContext, fx: Effects, topics: TopicsView) -> object:
     """The classic static member replaced the last consumer-protocol member: the group turns classic

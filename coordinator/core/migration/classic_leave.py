@@ -14,7 +14,6 @@ from coordinator.core.classic.leave import (
     leave_group_response,
 )
 from coordinator.core.consumer.model import ConsumerGroup, ConsumerMember
-from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.subscription import compute_subscription_metadata
 from coordinator.core.consumer.topics import TopicsView
 from coordinator.core.migration.classic_sync import classic_member
@@ -23,6 +22,7 @@ from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
 from coordinator.core.runtime.outcome import Outcome
+from coordinator.core.runtime.shard_state import ShardState
 from coordinator.records.consumer import (
     consumer_group_epoch_record,
     member_removal_tombstones,
@@ -32,7 +32,7 @@ from protocol.error_codes import ErrorCode
 from protocol.messages import LeaveGroupRequest
 
 
-def classic_leave_group(state: ConsumerGroupsState, req: LeaveGroupRequest, ctx: RequestContext,
+def classic_leave_group(state: ShardState, req: LeaveGroupRequest, ctx: RequestContext,
                         topics: TopicsView) -> Outcome:
     fx = Effects(ctx.now_ms, ctx.ref)
     group = state.groups.consumer_group(req.group_id)

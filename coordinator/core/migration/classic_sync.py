@@ -18,7 +18,6 @@ from coordinator.core.classic.responses import sync_response
 from coordinator.core.consumer.errors import ConsumerGroupError
 from coordinator.core.consumer.leave import ensure_member, ensure_static_member
 from coordinator.core.consumer.model import ConsumerGroup, ConsumerMember, MemberState
-from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.timers import schedule_session_timeout
 from coordinator.core.consumer.topics import TopicsView
 from coordinator.core.migration.classic_timers import schedule_join_timeout_if_absent
@@ -27,6 +26,7 @@ from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
 from coordinator.core.runtime.outcome import Outcome
+from coordinator.core.runtime.shard_state import ShardState
 from coordinator.core.runtime.timer_keys import ClassicMemberSyncKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import HeartbeatRequest, HeartbeatResponse, SyncGroupRequest
@@ -60,7 +60,7 @@ def epoch_to_catch_up_with(group: ConsumerGroup) -> int:
     return group.assignment_epoch
 
 
-def classic_sync_group(state: ConsumerGroupsState, req: SyncGroupRequest, ctx: RequestContext,
+def classic_sync_group(state: ShardState, req: SyncGroupRequest, ctx: RequestContext,
                        topics: TopicsView) -> Outcome:
     """The shell has checked group id, loading and the v5+ protocol fields."""
     fx = Effects(ctx.now_ms, ctx.ref)
@@ -102,7 +102,7 @@ def _ensure_protocol(member: ConsumerMember, protocol_type: str | None, protocol
                                  "returned in the join response.")
 
 
-def classic_heartbeat(state: ConsumerGroupsState, req: HeartbeatRequest, ctx: RequestContext) -> Outcome:
+def classic_heartbeat(state: ShardState, req: HeartbeatRequest, ctx: RequestContext) -> Outcome:
     fx = Effects(ctx.now_ms, ctx.ref)
     try:
         group = state.groups.consumer_group(req.group_id)

@@ -9,16 +9,16 @@ re-checked when they fire, and a gone member makes them no-ops.
 
 from __future__ import annotations
 
-from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.timers import cancel_member_timers
 from coordinator.core.runtime.effects import Effects
+from coordinator.core.runtime.shard_state import ShardState
 from coordinator.core.runtime.timer_keys import (
     ClassicMemberJoinKey,
     ClassicMemberSyncKey,
 )
 
 
-def schedule_join_timeout_if_absent(state: ConsumerGroupsState, fx: Effects, group_id: str, member_id: str,
+def schedule_join_timeout_if_absent(state: ShardState, fx: Effects, group_id: str, member_id: str,
                                     timeout_ms: int) -> None:
     """Heartbeats keep asking the member to rejoin; only the first arms the timer, or it would never fire."""
     deadline = state.classic_join_deadlines.get((group_id, member_id))
@@ -28,7 +28,7 @@ def schedule_join_timeout_if_absent(state: ConsumerGroupsState, fx: Effects, gro
     fx.schedule(ClassicMemberJoinKey(group_id, member_id), timeout_ms)
 
 
-def cancel_join_timeout(state: ConsumerGroupsState, fx: Effects, group_id: str, member_id: str) -> None:
+def cancel_join_timeout(state: ShardState, fx: Effects, group_id: str, member_id: str) -> None:
     state.classic_join_deadlines.pop((group_id, member_id), None)
     fx.cancel(ClassicMemberJoinKey(group_id, member_id))
 
@@ -37,7 +37,7 @@ def schedule_sync_timeout(fx: Effects, group_id: str, member_id: str, timeout_ms
     fx.schedule(ClassicMemberSyncKey(group_id, member_id), timeout_ms)
 
 
-def cancel_all_member_timers(state: ConsumerGroupsState, fx: Effects, group_id: str, member_id: str) -> None:
+def cancel_all_member_timers(state: ShardState, fx: Effects, group_id: str, member_id: str) -> None:
     """Session, rebalance, join and sync timers (Kafka's cancelTimers)."""
     cancel_member_timers(fx, group_id, member_id)
     cancel_join_timeout(state, fx, group_id, member_id)

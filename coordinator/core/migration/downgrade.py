@@ -23,10 +23,10 @@ from coordinator.core.classic.rebalance import prepare_rebalance, schedule_heart
 from coordinator.core.classic.state import GroupState
 from coordinator.core.consumer.errors import ConsumerGroupError
 from coordinator.core.consumer.model import Assignment, ConsumerGroup, ConsumerMember
-from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.topics import TopicsView
 from coordinator.core.migration.classic_timers import cancel_all_member_timers
 from coordinator.core.runtime.effects import Effects
+from coordinator.core.runtime.shard_state import ShardState
 from coordinator.records import group_metadata_record, group_metadata_value
 from coordinator.records.consumer import group_deletion_tombstones
 from protocol.error_codes import ErrorCode
@@ -39,17 +39,17 @@ def _others_use_classic_protocol(group: ConsumerGroup, member_id: str) -> bool:
             and all(m.uses_classic_protocol for mid, m in group.members.items() if mid != member_id))
 
 
-def downgrade_allowed_after_fencing(state: ConsumerGroupsState, group: ConsumerGroup, member_id: str) -> bool:
+def downgrade_allowed_after_fencing(state: ShardState, group: ConsumerGroup, member_id: str) -> bool:
     return (_others_use_classic_protocol(group, member_id) and len(group.members) > 1
-            and state.config.downgrade_enabled and len(group.members) - 1 <= state.classic_config.max_size)
+            and state.consumer_config.downgrade_enabled and len(group.members) - 1 <= state.config.max_size)
 
 
-def downgrade_allowed_after_replacing(state: ConsumerGroupsState, group: ConsumerGroup, replaced_id: str) -> bool:
-    return (_others_use_classic_protocol(group, replaced_id) and state.config.downgrade_enabled
-            and len(group.members) <= state.classic_config.max_size)
+def downgrade_allowed_after_replacing(state: ShardState, group: ConsumerGroup, replaced_id: str) -> bool:
+    return (_others_use_classic_protocol(group, replaced_id) and state.consumer_config.downgrade_enabled
+            and len(group.members) <= state.config.max_size)
 
 
-def downgrade_group(state: ConsumerGroupsState, group: ConsumerGroup, leaving_id: str, fx: Effects,
+def downgrade_group(state: ShardState, group: ConsumerGroup, leaving_id: str, fx: Effects,
                     topics: TopicsView, joining: ConsumerMember | None = None) -> ClassicGroup:
     """Replace `group` by a classic group without `leaving_id` (with `joining` in its place when a
     static member replaces it). Raises GROUP_ID_NOT_FOUND when an embedded protocol does not parse."""
@@ -84,7 +84,7 @@ def downgrade_group(state: ConsumerGroupsState, group: ConsumerGroup, leaving_id
     fx.event("group_downgraded", gid, from_protocol="consumer", to_protocol="classic",
              generation_id=classic.generation_id, leaving_member_id=leaving_id, members=len(classic.members))
     if joining is None:  # members must rejoin to learn of the leave (a static replacement keeps the assignment)
-        prepare_rebalance(classic, f"Downgrade group {gid} from consumer to classic.", fx, state.classic_config)
+        prepare_rebalance(classic, f"Downgrade group {gid} from consumer to classic.", fx, state.config)
     return classic
 
 

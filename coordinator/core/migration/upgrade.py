@@ -25,11 +25,11 @@ from coordinator.core.consumer.model import (
     MemberState,
 )
 from coordinator.core.consumer.replay import ReplayInvariantError, replay_consumer_group_record
-from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.timers import schedule_session_timeout
 from coordinator.core.consumer.topics import TopicId, TopicsView
 from coordinator.core.migration.classic_metadata import ClassicMemberMetadata
 from coordinator.core.runtime.effects import Effects
+from coordinator.core.runtime.shard_state import ShardState
 from coordinator.core.runtime.timer_keys import HeartbeatKey, JoinKey, SyncKey
 from coordinator.records import Record, group_metadata_tombstone
 from coordinator.records.consumer import (
@@ -42,10 +42,10 @@ from coordinator.records.consumer import (
 from protocol.error_codes import ErrorCode
 
 
-def upgrade_allowed(state: ConsumerGroupsState, classic: ClassicGroup) -> bool:
+def upgrade_allowed(state: ShardState, classic: ClassicGroup) -> bool:
     """Kafka's validateOnlineUpgrade: the policy, the embedded consumer protocol, the size."""
-    return (state.config.upgrade_enabled and classic.protocol_type == CONSUMER_PROTOCOL_TYPE
-            and len(classic.members) <= state.config.max_size)
+    return (state.consumer_config.upgrade_enabled and classic.protocol_type == CONSUMER_PROTOCOL_TYPE
+            and len(classic.members) <= state.consumer_config.max_size)
 
 
 def ids_of(partitions: dict[str, frozenset[int]], topics: TopicsView) -> dict[TopicId, frozenset[int]]:
@@ -58,7 +58,7 @@ def ids_of(partitions: dict[str, frozenset[int]], topics: TopicsView) -> dict[To
     return out
 
 
-def upgrade_group(state: ConsumerGroupsState, classic: ClassicGroup, fx: Effects, topics: TopicsView) -> ConsumerGroup:
+def upgrade_group(state: ShardState, classic: ClassicGroup, fx: Effects, topics: TopicsView) -> ConsumerGroup:
     """The records that replace `classic` by a consumer group (into fx), and that group. Parked
     JoinGroup/SyncGroup requests are answered REBALANCE_IN_PROGRESS so their members rejoin.
     Raises GROUP_ID_NOT_FOUND (nothing converted) when an embedded protocol does not parse."""
@@ -75,7 +75,7 @@ def upgrade_group(state: ConsumerGroupsState, classic: ClassicGroup, fx: Effects
     converted += [target_assignment_record(gid, m.member_id, m.assigned_partitions) for m in members]
     converted.append(assignment_epoch_record(gid, epoch))
     converted += [current_assignment_record(gid, m) for m in members]
-    scratch = ConsumerGroupsState(state.config, state.random_bytes)
+    scratch = state.empty_copy()
     try:
         for record in converted:
             replay_consumer_group_record(scratch, record)

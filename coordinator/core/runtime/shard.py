@@ -14,9 +14,10 @@ How the shell drives it (all calls are synchronous and pure apart from the shard
     ... apply out.timers (Schedule replaces by key, Cancel is idempotent); log out.events.
     on a timer:  out = shard.on_timer(key, data, now_ms)   # handled exactly like a request's outcome
 
-Every group, whatever its type, is in one map, `state.groups` (a GroupMap with typed getters: one
-namespace of group ids). Consumer groups (KIP-848) are handled by `self.consumer`, a
-ConsumerGroupCoordinator given that map; their offsets are (stored in `state.offsets` like classic ones).
+Everything the shard knows, for every group type, is one ShardState, `self.state`: every group in
+one map, `state.groups` (a GroupMap with typed getters: one namespace of group ids), every offset in
+`state.offsets`. Consumer groups (KIP-848) are handled by `self.consumer`, a ConsumerGroupCoordinator
+over that same state (it holds none of its own).
 Their requests and timers take the shell's current TopicsView; `replay` feeds both cores, each
 record once. Metrics and logs read the shard only through its queries (`group_summaries`, ...).
 
@@ -60,6 +61,7 @@ from coordinator.core.consumer import (
 )
 from coordinator.core.consumer.expiry import expire_consumer_group_offsets
 from coordinator.core.consumer.jobs import AssignmentJobResult
+from coordinator.core.consumer.member_ids import RandomBytes
 from coordinator.core.migration.classic_timers import cancel_all_member_timers
 from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
@@ -98,7 +100,6 @@ _CONSUMER_GROUP_RECORD_TYPES = frozenset(map(int, CONSUMER_GROUP_RECORD_TYPES))
 
 #: The TopicsView of callers that know no topics (classic-only tests and tools).
 NO_TOPICS = TopicsSnapshot()
-RandomBytes = Callable[[int], bytes]
 
 
 def _no_random_bytes(n: int) -> bytes:
@@ -123,10 +124,11 @@ class GroupShard:
         shell keeps up to date; the core only reads it."""
         if new_uuid is None:
             raise ValueError("GroupShard needs an id generator (the core draws no randomness)")
-        self.state = ShardState(config or GroupConfig(), new_uuid)
-        self.consumer = ConsumerGroupCoordinator(consumer_config, random_bytes or _no_random_bytes,
-                                                 groups=self.state.groups, group_configs=group_configs)
-        self.consumer.state.classic_config = self.state.config  # a downgrade builds classic groups
+        self.state = ShardState(config or GroupConfig(), consumer_config or ConsumerGroupConfig(), new_uuid,
+                                random_bytes or _no_random_bytes)
+        if group_configs is not None:  # the shell's live view (possibly empty now): kept, not copied
+            self.state.group_configs = group_configs
+        self.consumer = ConsumerGroupCoordinator(self.state)  # the consumer protocol's handlers, over the same state
 
     @property
     def config(self) -> GroupConfig:
@@ -293,7 +295,7 @@ class GroupShard:
             if isinstance(data, SyncDeadline):
                 on_sync_deadline(st.groups.classic(key.group_id), data, fx, st.config)
         elif isinstance(key, OffsetsExpirationKey):
-            expire_consumer_group_offsets(self.consumer.state, st.offsets, st.config.offsets_retention_ms, fx)
+            expire_consumer_group_offsets(self.state, st.offsets, st.config.offsets_retention_ms, fx)
             offsets.expire_offsets(st, fx)
         return fx.outcome()
 
@@ -370,7 +372,6 @@ class GroupShard:
 
     def begin_loading(self) -> None:
         self.state.loading = True
-        self.consumer.begin_loading()
 
     def finish_loading(self, now_ms: int) -> Outcome:
         """Start every loaded member's session; rebalance groups above group.max.size."""
@@ -408,7 +409,7 @@ class GroupShard:
             transition_to(group, GroupState.DEAD, now_ms, fx)
         for consumer_group in self.state.groups.consumer_groups():
             for member_id in consumer_group.members:
-                cancel_all_member_timers(self.consumer.state, fx, consumer_group.group_id, member_id)
+                cancel_all_member_timers(self.state, fx, consumer_group.group_id, member_id)
         fx.cancel(OFFSETS_EXPIRATION_KEY)
         return fx.outcome()
 
@@ -440,7 +441,6 @@ class GroupShard:
         shard = cls(config, new_uuid or (lambda: "00000000-0000-0000-0000-000000000000"))
         shard.replay_log(records)
         shard.state.loading = False
-        shard.consumer.state.loading = False
         return shard
 
     def durable_view(self) -> dict[str, Any]:
