@@ -1,6 +1,9 @@
 """Generic test helpers shared by every test directory.
 
 - ``free_port()``: a TCP port on 127.0.0.1 that nothing listens on right now.
+- ``serve_argv()`` / ``local_server()``: the server's command line, and an unstarted ServerProcess
+  on a free port, for every fixture and benchmark that starts a server; servers started through
+  ``ServerProcess.start`` die with the process that started them (Linux), even a SIGKILLed pytest.
 - ``server_factory`` fixture: starts the real server as a subprocess (per docs/CONTRACTS.md,
   "Server start-up") in a fresh data dir on a free port, returns once the port accepts AND an
   ApiVersions round trip succeeds, and always stops it at teardown (SIGTERM, then SIGKILL after
@@ -15,6 +18,7 @@ started".
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shlex
 import signal
@@ -24,6 +28,7 @@ import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +37,7 @@ import pytest
 # Tests build requests and read responses as a client does: that direction of the codec is not
 # loaded by the server's modules (protocol/client.py says why).
 import protocol.client  # noqa: F401
+from coordinator.server.worker_processes import die_with_parent
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,6 +71,27 @@ def server_command() -> list[str]:
     if script.exists():
         return [str(script)]
     return [sys.executable, "-m", "coordinator"]
+
+
+def serve_argv(host: str, port: int, data_dir: Path, overrides: Iterable[str] = ()) -> list[str]:
+    """The server's command line per docs/CONTRACTS.md ("Server start-up"): ``serve`` listening on
+    ``host:port`` with its data in ``data_dir``, each of ``overrides`` (``key=value``) one more
+    ``--override``. Every test and benchmark that starts a server builds its command here."""
+    argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://{host}:{port}",
+            "--override", f"log.dirs={data_dir}"]
+    for item in overrides:
+        argv += ["--override", item]
+    return argv
+
+
+def local_server(workdir: Path, *overrides: str, host: str = "127.0.0.1") -> ServerProcess:
+    """A server (not started yet) on a free port of ``host``, its data in ``workdir/data`` and its
+    log in ``workdir/server.log``: for module- or session-scoped fixtures and benchmarks, which
+    cannot use the function-scoped ``server_factory``. The caller starts and stops it."""
+    port = free_port(host)
+    data_dir = workdir / "data"
+    return ServerProcess(host=host, port=port, data_dir=data_dir, log_path=workdir / "server.log",
+                         argv=serve_argv(host, port, data_dir, overrides))
 
 
 def api_versions_round_trip(host: str, port: int, timeout: float = 2.0) -> None:
@@ -135,6 +162,9 @@ class ServerProcess:
                 # Own process group: a Ctrl-C at the terminal reaches pytest only, and SIGKILL can take
                 # any helper children the server might spawn with it.
                 start_new_session=True,
+                # And dies with us (Linux) if we are killed before teardown: the kernel SIGKILLs it when
+                # this thread ends. A wrapper command such as `make run` dies, not what it started.
+                preexec_fn=functools.partial(die_with_parent, os.getpid()),
             )
         return self
 
@@ -229,10 +259,7 @@ def server_factory(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fix
         data_dir = workdir / "data"
         fill = {"port": port, "host": host, "data_dir": data_dir}
         if command is None:
-            argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://{host}:{port}",
-                    "--override", f"log.dirs={data_dir}"]
-            for item in overrides:
-                argv += ["--override", item]
+            argv = serve_argv(host, port, data_dir, overrides)
         else:
             argv = [part.format(**fill) for part in command]
         srv = ServerProcess(

@@ -24,18 +24,27 @@ def forked_pool(workers: int) -> ProcessPoolExecutor:
                                initializer=_exit_with_parent, initargs=(os.getpid(),))
 
 
+def die_with_parent(parent: int) -> bool:
+    """Ask Linux to SIGKILL this process when its parent (pid `parent`) dies (prctl
+    PR_SET_PDEATHSIG). False where that is unavailable (not Linux): nothing was armed. Run in the
+    child: a pool worker's initializer, or a subprocess's preexec_fn (the tests start servers so)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols, libc's among them
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    if os.getppid() != parent:  # died before the request took effect
+        os._exit(1)
+    return True
+
+
 def _exit_with_parent(parent: int) -> None:
     """Worker initializer: a worker must not outlive a server killed with SIGKILL (nothing would
     ever end it: forked workers hold the job pipe's write end too, so they never see EOF). On Linux
     the kernel sends SIGKILL when the parent dies; elsewhere a thread polls for reparenting."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols, libc's among them
-        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
-            if os.getppid() != parent:  # died before the request took effect
-                os._exit(1)
-            return
-    except (OSError, AttributeError):
-        pass
+    if die_with_parent(parent):
+        return
 
     def watch() -> None:
         while os.getppid() == parent:

@@ -29,7 +29,7 @@ from pathlib import Path
 from bench.compare.wire import Wire
 from protocol.api_keys import ApiKey
 from protocol.messages import ConsumerGroupHeartbeatRequest, CreateTopicsRequest
-from tests.conftest import ServerProcess, free_port, server_command
+from tests.conftest import local_server
 
 PARTITIONS_PER_TOPIC = 50
 JOIN_CONNECTIONS = 20
@@ -151,12 +151,9 @@ async def scenario(port: int, members: int, topics: int, seconds: float) -> list
 
 def run_mode(offload: bool, members: int, topics: int, seconds: float, extra: tuple[str, ...] = ()) -> list[float]:
     with tempfile.TemporaryDirectory(prefix="offload-bench-") as data:
-        port = free_port()
-        argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-                "--override", f"log.dirs={data}/data",
-                "--override", f"group.consumer.assignor.offload.enable={'true' if offload else 'false'}",
-                "--override", "flush.policy=interval", "--override", "log.level=WARNING", *extra]
-        server = ServerProcess("127.0.0.1", port, Path(data) / "data", Path(data) / "server.log", argv).start()
+        server = local_server(Path(data), f"group.consumer.assignor.offload.enable={'true' if offload else 'false'}",
+                              "flush.policy=interval", "log.level=WARNING", *extra).start()
+        port = server.port
         try:
             server.wait_ready()
             try:

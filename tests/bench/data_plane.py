@@ -36,7 +36,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.conftest import ServerProcess, free_port, server_command
+from tests.conftest import ServerProcess, local_server
 
 MB = 1 << 20
 TOPIC = "bench-data-plane"
@@ -58,14 +58,7 @@ class FetchResult:
 
 
 def start_server(workdir: Path, partitions: int) -> ServerProcess:
-    port = free_port()
-    argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-            "--override", f"log.dirs={workdir / 'data'}", "--override", "flush.policy=always",
-            "--override", f"num.partitions={partitions}"]
-    srv = ServerProcess(host="127.0.0.1", port=port, data_dir=workdir / "data", log_path=workdir / "server.log",
-                        argv=argv)
-    srv.start()
-    return srv
+    return local_server(workdir, "flush.policy=always", f"num.partitions={partitions}").start()
 
 
 def create_topic(bootstrap: str, partitions: int) -> None:

@@ -24,7 +24,7 @@ from bench.compare.wire import Wire
 from protocol.api_keys import ApiKey
 from protocol.client import encode_request
 from protocol.messages import OffsetCommitRequest
-from tests.conftest import ServerProcess, free_port, server_command
+from tests.conftest import local_server
 
 CONNECTIONS = 16
 WINDOW = 64  # requests in flight per connection
@@ -79,11 +79,8 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-many-groups-") as tmp:
         work = Path(tmp)
-        port = free_port()
-        argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-                "--override", f"log.dirs={work / 'data'}", "--override", "log.level=WARNING",
-                "--override", "group.initial.rebalance.delay.ms=0"]
-        server = ServerProcess("127.0.0.1", port, work / "data", work / "server.log", argv).start()
+        server = local_server(work, "log.level=WARNING", "group.initial.rebalance.delay.ms=0").start()
+        port = server.port
         try:
             server.wait_ready()
             baseline = rss_mb(server.proc.pid)

@@ -26,19 +26,13 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.conftest import ServerProcess, free_port, server_command
+from tests.conftest import ServerProcess, local_server
 
 TOPIC = "bench-transactions"
 
 
 def start_server(workdir: Path) -> ServerProcess:
-    port = free_port()
-    argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-            "--override", f"log.dirs={workdir / 'data'}", "--override", "flush.policy=always"]
-    srv = ServerProcess(host="127.0.0.1", port=port, data_dir=workdir / "data", log_path=workdir / "server.log",
-                        argv=argv)
-    srv.start()
-    return srv
+    return local_server(workdir, "flush.policy=always").start()
 
 
 def transactions(bootstrap: str, seconds: float, records: int) -> tuple[int, float]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ServerProcess, free_port, server_command
+from tests.conftest import ServerProcess, local_server
 
 # The settings tests/kafka_oracle.py gives Kafka, for groupcoord.
 GROUPCOORD_SETTINGS = ("group.initial.rebalance.delay.ms=0", "offsets.topic.num.partitions=1",
@@ -21,15 +21,7 @@ REPORT_NAME = "differential-report.txt"
 
 @pytest.fixture(scope="session")
 def groupcoord_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    port = free_port()
-    workdir = tmp_path_factory.mktemp("groupcoord-differential")
-    argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-            "--override", f"log.dirs={workdir / 'data'}"]
-    for setting in GROUPCOORD_SETTINGS:
-        argv += ["--override", setting]
-    srv = ServerProcess(host="127.0.0.1", port=port, data_dir=workdir / "data", log_path=workdir / "server.log",
-                        argv=argv)
-    srv.start()
+    srv = local_server(tmp_path_factory.mktemp("groupcoord-differential"), *GROUPCOORD_SETTINGS).start()
     try:
         srv.wait_ready()
         yield srv

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from protocol.client import decode_response, encode_request
-from tests.conftest import STOP_TIMEOUT_S, ServerProcess, free_port, server_command
+from tests.conftest import STOP_TIMEOUT_S, ServerProcess, local_server
 
 IO_TIMEOUT_S = 5.0
 
@@ -91,13 +91,7 @@ class KafkaWire:
 @pytest.fixture(scope="module")
 def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One default server for a whole test module (tests use unique topic names to stay independent)."""
-    port = free_port()
-    workdir = tmp_path_factory.mktemp("shared-server")
-    data_dir = workdir / "data"
-    argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-            "--override", f"log.dirs={data_dir}"]
-    srv = ServerProcess(host="127.0.0.1", port=port, data_dir=data_dir, log_path=workdir / "server.log", argv=argv)
-    srv.start()
+    srv = local_server(tmp_path_factory.mktemp("shared-server")).start()
     try:
         srv.wait_ready()
         yield srv

@@ -15,7 +15,7 @@ import pytest
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import ApiVersionsRequest, DescribeClusterRequest
-from tests.conftest import REPO_ROOT, free_port, server_command
+from tests.conftest import REPO_ROOT, server_command
 
 
 def log_events(srv) -> list[dict]:
@@ -93,11 +93,9 @@ def test_port_already_in_use_exits_1_with_a_message(server, tmp_path):
 
 
 def test_python_dash_m_coordinator_serves_too(server_factory, connect):
-    port = free_port()
     srv = server_factory(command=[sys.executable, "-m", "coordinator", "serve",
                                   "--override", "listeners=PLAINTEXT://127.0.0.1:{port}",
                                   "--override", "log.dirs={data_dir}", "--log-level", "debug"])
-    del port
     assert connect(srv).request(ApiKey.API_VERSIONS, 0, ApiVersionsRequest()).error_code == ErrorCode.NONE
     assert any(e["level"] == "debug" for e in log_events(srv))  # --log-level reached the logger
 
@@ -105,8 +103,6 @@ def test_python_dash_m_coordinator_serves_too(server_factory, connect):
 def test_config_file_env_and_overrides_reach_the_server(server_factory, connect, tmp_path):
     properties = tmp_path / "server.properties"
     properties.write_text("# a Kafka-style file\nnode.id=7\nnum.partitions : 2\n")
-    srv = server_factory("num.partitions=4", command=None, env={"GROUPCOORD_NODE_ID": "8"}) if False else None
-    del srv
     srv = server_factory(command=[*server_command(), "serve", "--config", str(properties),
                                   "--override", "listeners=PLAINTEXT://127.0.0.1:{port}",
                                   "--override", "log.dirs={data_dir}", "--override", "num.partitions=4"],
@@ -144,3 +140,33 @@ def _state(pid: int) -> str:
         return next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("State:"))
     except (OSError, StopIteration):
         return "zombie"
+
+
+def test_a_test_server_dies_with_the_process_that_started_it(tmp_path):
+    """A SIGKILLed pytest leaves no server behind: ServerProcess.start has the kernel SIGKILL the
+    server when its starter dies (tests/conftest.py). Here the starter is a child we kill."""
+    starter = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from tests.conftest import local_server; "
+         "srv = local_server(Path(sys.argv[1])).start(); srv.wait_ready(); print(srv.proc.pid, flush=True); "
+         "time.sleep(120)", str(tmp_path)],
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
+    server_pid = None
+    try:
+        server_pid = int(starter.stdout.readline())
+        assert _running(server_pid)
+        starter.kill()
+        starter.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while _running(server_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)  # polling for the kernel's SIGKILL to land, not a synchronisation sleep
+        assert not _running(server_pid)
+    finally:
+        starter.kill()
+        starter.wait(timeout=10)
+        starter.stdout.close()
+        if server_pid is not None and _running(server_pid):  # the test failed: stop what it started
+            os.kill(server_pid, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid)

@@ -145,16 +145,11 @@ def scenario(tmp_path_factory, request):
     from kafka import KafkaAdminClient, KafkaProducer
     from kafka.admin import NewTopic
 
-    from tests.conftest import ServerProcess, free_port, server_command
+    from tests.conftest import local_server
 
     # server_factory is function-scoped; a module-scoped server is started the same way by hand.
-    port = free_port()
-    work = tmp_path_factory.mktemp("scenario")
-    data_dir = work / "data"
-    argv = [*server_command(), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-            "--override", f"log.dirs={data_dir}", "--override", "group.initial.rebalance.delay.ms=0",
-            "--override", "group.min.session.timeout.ms=1000"]
-    server = ServerProcess("127.0.0.1", port, data_dir, work / "server.log", argv).start()
+    server = local_server(tmp_path_factory.mktemp("scenario"), "group.initial.rebalance.delay.ms=0",
+                          "group.min.session.timeout.ms=1000").start()
     child = None
     members: list[_Member] = []
     try:
@@ -217,13 +212,13 @@ def scenario(tmp_path_factory, request):
         server.stop()
     # The server's own account of the generations, from its structlog events (independent of the log).
     generations = 0
-    for line in (work / "server.log").read_text().splitlines():
+    for line in server.log_path.read_text().splitlines():
         try:
             event = json.loads(line)
         except ValueError:
             continue
         generations += event.get("event") == "join_completed" and event.get("group_id") == GROUP
-    yield data_dir, {"commits": commits, "server_generations": generations, "live_offsets": live_offsets,
+    yield server.data_dir, {"commits": commits, "server_generations": generations, "live_offsets": live_offsets,
                      "live_members": live_members, "live_state": live_state}
 
 

@@ -9,7 +9,7 @@ Modules, one job each:
     topics          TopicsView: the topic metadata the caller hands in
     member_ids      Kafka-style random member ids from an injected random source
     model           ConsumerGroup, ConsumerMember, MemberState, ConsumerGroupState
-    state           ShardState: the consumer core's view of its shard (the shard's one GroupMap)
+    state           AssignmentRun, Waiter: the soft state of assignor runs (held in the shard's ShardState)
     replay          applying the consumer group records (types 3-8) decoded by coordinator.records
     validation      docs/spec/consumer-protocol.md#heartbeat-request: request checks before the group is touched
     membership      docs/spec/consumer-protocol.md#joining and docs/spec/consumer-protocol.md#epoch-validation: group
@@ -30,7 +30,7 @@ Modules, one job each:
     deletion        DeleteGroups of an empty consumer group
     expiry          docs/spec/offsets.md#consumer-groups: offset retention, and deletion of empty groups left without
                     offsets
-    coordinator     ConsumerGroupCoordinator: the facade the server calls
+    coordinator     ConsumerGroupCoordinator: these handlers over the shard's one state, called by GroupShard
 """
 
 from coordinator.core.consumer.config import ConsumerGroupConfig, parse_assignors
