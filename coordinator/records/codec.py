@@ -40,6 +40,10 @@ class Record:
     key: bytes
     value: bytes | None
     decoded: DecodedRecord | None = field(default=None, compare=False, repr=False)
+    # The producer of a transactional record (TxnOffsetCommit), -1 for an ordinary one: written in a
+    # transactional batch of that producer, pending until its transaction's marker.
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 def latest_per_key(batches: Iterable[tuple[Sequence[bytes], Sequence[bytes | None]]]) -> dict[bytes, bytes | None]:
@@ -48,16 +52,21 @@ def latest_per_key(batches: Iterable[tuple[Sequence[bytes], Sequence[bytes | Non
     batch, as (keys, values) in record order."""
     latest: dict[bytes, bytes | None] = {}
     for keys, values in batches:
-        # Keys seen before move to this batch's place: drop them, then insert the batch in one call.
-        for key in latest.keys() & keys:
-            del latest[key]
-        before = len(latest)
-        latest.update(zip(keys, values, strict=True))
-        if len(latest) - before != len(keys):  # a key twice in the batch: its place is its last record
-            for key, value in zip(keys, values, strict=True):
-                latest.pop(key, None)
-                latest[key] = value
+        merge_batch(latest, keys, values)
     return latest
+
+
+def merge_batch(latest: dict[bytes, bytes | None], keys: Sequence[bytes], values: Sequence[bytes | None]) -> None:
+    """One batch into `latest_per_key`'s map: each key moves to the place of its latest record."""
+    # Keys seen before move to this batch's place: drop them, then insert the batch in one call.
+    for key in latest.keys() & keys:
+        del latest[key]
+    before = len(latest)
+    latest.update(zip(keys, values, strict=True))
+    if len(latest) - before != len(keys):  # a key twice in the batch: its place is its last record
+        for key, value in zip(keys, values, strict=True):
+            latest.pop(key, None)
+            latest[key] = value
 
 
 @dataclass(slots=True)

@@ -447,6 +447,71 @@ def consumer_group_errors(s: Side) -> None:
     s.call("a", K.DELETE_GROUPS, 2, m.DeleteGroupsRequest(groups_names=[group]))
 
 
+def await_transaction_coordinator(s: Side, transactional_id: str, timeout: float = 60.0) -> None:
+    """Wait (unrecorded) until InitProducerId of ``transactional_id`` succeeds: Kafka creates
+    ``__transaction_state`` on the first FindCoordinator of a transactional id and loads it before
+    it answers; the probe's producer is then fenced by the conversation's own InitProducerId."""
+    wire = s.wire("_await")
+    deadline = time.monotonic() + timeout
+    while True:
+        found = wire.request(K.FIND_COORDINATOR, 4, m.FindCoordinatorRequest(key_type=1,
+                                                                            coordinator_keys=[transactional_id]))
+        if found.coordinators[0].error_code == E.NONE:
+            init = wire.request(K.INIT_PRODUCER_ID, 4, m.InitProducerIdRequest(
+                transactional_id=transactional_id, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1))
+            if init.error_code == E.NONE:
+                return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{s.name}: no transaction coordinator for {transactional_id}")
+        time.sleep(0.1)  # poll interval
+
+
+def await_stable_offsets(s: Side, group: str, topic: str, partitions: list[int], timeout: float = 10.0) -> None:
+    """Wait (unrecorded) until OffsetFetch RequireStable answers no UNSTABLE_OFFSET_COMMIT: Kafka answers
+    EndTxn before its markers are written."""
+    wire = s.wire("_await")
+    deadline = time.monotonic() + timeout
+    Topic = m.OffsetFetchRequest.OffsetFetchRequestTopic
+    while True:
+        response = wire.request(K.OFFSET_FETCH, 7, m.OffsetFetchRequest(
+            group_id=group, topics=[Topic(name=topic, partition_indexes=partitions)], require_stable=True))
+        if all(p.error_code != E.UNSTABLE_OFFSET_COMMIT for t in response.topics for p in t.partitions):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{s.name}: offsets of {group} still unstable")
+        time.sleep(0.05)  # poll interval
+
+
+def transactional_offsets(s: Side) -> None:
+    """A producer commits offsets inside transactions (InitProducerId, AddOffsetsToTxn, TxnOffsetCommit,
+    EndTxn): one committed, one aborted, a plain commit between them; OffsetFetch RequireStable after
+    each (docs/spec/transactions.md)."""
+    (topic,) = create_topics(s, "txn-offsets", partitions=3)
+    group, tid = s.name_of("txn-group"), s.name_of("txn-id")
+    await_transaction_coordinator(s, tid)
+    init = s.call("a", K.INIT_PRODUCER_ID, 4, m.InitProducerIdRequest(
+        transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1))
+    pid, epoch = init.producer_id, init.producer_epoch
+    Topic = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+    Partition = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition
+
+    def transaction(offsets: dict[int, int], commit: bool) -> None:
+        s.call("a", K.ADD_OFFSETS_TO_TXN, 4, m.AddOffsetsToTxnRequest(
+            transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group))
+        s.call("a", K.TXN_OFFSET_COMMIT, 4, m.TxnOffsetCommitRequest(
+            transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id=-1,
+            topics=[Topic(name=topic, partitions=[Partition(partition_index=p, committed_offset=o)
+                                                  for p, o in offsets.items()])]))
+        s.call("a", K.END_TXN, 4, m.EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                                                  committed=commit))
+        await_stable_offsets(s, group, topic, [0, 1, 2])
+        s.call("a", K.OFFSET_FETCH, 7, fetch(7, group, topic, [0, 1, 2]))
+
+    transaction({0: 5, 1: 6}, commit=True)
+    s.call("a", K.OFFSET_COMMIT, 8, commit(group, topic, {2: 7}))
+    transaction({0: 50, 2: 70}, commit=False)
+
+
 CONVERSATIONS: dict[str, Conversation] = {
     f.__name__: f for f in (
         join_every_version, join_errors, two_members_sync, stale_generation_and_unknown_member,

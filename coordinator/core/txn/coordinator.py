@@ -25,17 +25,7 @@ from coordinator.core.txn.model import (
     TxnState,
     is_epoch_exhausted,
 )
-from coordinator.core.txn.records import (
-    PendingOffsets,
-    TxnRecord,
-    decode_pending_offsets,
-    decode_txn_record,
-    is_pending_offsets,
-    pending_offsets_record,
-    pending_offsets_tombstone,
-    txn_record,
-    txn_tombstone,
-)
+from coordinator.core.txn.records import TxnRecord, decode_txn_record, txn_record, txn_tombstone
 from protocol.error_codes import ErrorCode
 
 S = TxnState
@@ -77,19 +67,10 @@ class TxnCoordinator:
         self.config = config
         self.allocate_producer_id = allocate_producer_id  # durable, supplied by the shell
         self.transactions: dict[str, TxnMetadata] = {}
-        # transactional id -> (producer id, epoch, offsets its open transaction committed)
-        self.pending_offsets: dict[str, tuple[int, int, PendingOffsets]] = {}
 
     # ---- replay ---------------------------------------------------------------------------------
 
     def replay(self, record: TxnRecord) -> None:
-        if is_pending_offsets(record.key):
-            ptid, pending = decode_pending_offsets(record.key, record.value)
-            if pending is None:
-                self.pending_offsets.pop(ptid, None)
-            else:
-                self.pending_offsets[ptid] = pending
-            return
         tid, meta = decode_txn_record(record.key, record.value)
         if meta is None:
             self.transactions.pop(tid, None)
@@ -282,31 +263,7 @@ class TxnCoordinator:
                                   partitions=frozenset(), last_update_ms=now_ms)
         out = TxnOutcome()
         self._write(meta, new, out)
-        if job.transactional_id in self.pending_offsets:  # the marker applied or dropped them
-            out.records.append(pending_offsets_tombstone(job.transactional_id))
         return out
-
-    # ---- transactional offsets -------------------------------------------------------------------
-
-    def commit_offsets(self, tid: str, pid: int, epoch: int, offsets: PendingOffsets) -> TxnOutcome:
-        """TxnOffsetCommit, once verified: the transaction's pending offsets, merged and written."""
-        current = self.pending_offsets.get(tid)
-        merged: PendingOffsets = {}
-        if current is not None and current[0] == pid:
-            merged.update(current[2])
-        merged.update(offsets)
-        return TxnOutcome(records=[pending_offsets_record(tid, pid, epoch, merged)])
-
-    def is_pending(self, group_id: str, topic: str, partition: int) -> bool:
-        key = (group_id, topic, partition)
-        return any(key in offsets for _, _, offsets in self.pending_offsets.values())
-
-    def offsets_of(self, job: MarkerJob) -> PendingOffsets:
-        """The offsets the job's transaction committed (empty if none, or another producer's)."""
-        pending = self.pending_offsets.get(job.transactional_id)
-        if pending is None or pending[0] != job.producer_id:
-            return {}
-        return pending[2]
 
     def abort_timed_out(self, now_ms: int) -> list[TxnOutcome]:
         """The periodic scan: fence and abort every Ongoing transaction past its timeout."""
@@ -319,8 +276,6 @@ class TxnCoordinator:
         for tid, meta in sorted(self.transactions.items()):
             if meta.state in EXPIRABLE and meta.last_update_ms <= now_ms - self.config.id_expiration_ms:
                 out.records.append(txn_tombstone(tid))
-                if tid in self.pending_offsets:
-                    out.records.append(pending_offsets_tombstone(tid))
         return out
 
     def resume(self) -> list[MarkerJob]:

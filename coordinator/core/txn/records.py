@@ -4,11 +4,8 @@ Byte format as Kafka's TransactionLog: key = int16 version 0 + message; value = 
 message (v1: flexible, tagged PreviousProducerId/NextProducerId/ClientTransactionVersion).
 `TransactionPartitions` is null in Empty, the partitions grouped by topic otherwise.
 
-One extension of ours, key version 30001 (`TxnPendingOffsetsKey/Value`): the offsets an open
-transaction committed with TxnOffsetCommit, per transactional id, tombstoned when the transaction
-completes. Kafka keeps them as transactional batches in `__consumer_offsets`; here they sit next to
-the transaction's own record (same key partition), so compaction and loading need no knowledge of
-transactions, and a restart finds them again for the marker still to come.
+The offsets a transaction commits (TxnOffsetCommit) are not here: as in Kafka they are records of a
+transactional batch in `__consumer_offsets` (coordinator.records.transactional).
 """
 
 from __future__ import annotations
@@ -17,13 +14,9 @@ import struct
 from dataclasses import dataclass
 
 from coordinator.core.txn.model import TxnMetadata, TxnState, partitions_by_topic
-from protocol.messages import TransactionLogKey, TransactionLogValue, TxnPendingOffsetsKey, TxnPendingOffsetsValue
+from protocol.messages import TransactionLogKey, TransactionLogValue
 
 KEY_VERSION = 0
-PENDING_OFFSETS_KEY_VERSION = 30001
-PENDING_OFFSETS_VALUE_VERSION = 0
-# (group, topic, partition) -> (offset, leader epoch, metadata, commit timestamp)
-PendingOffsets = dict[tuple[str, str, int], tuple[int, int, str, int]]
 VALUE_VERSION = 1
 _I16 = struct.Struct(">h")
 Partitions = TransactionLogValue.PartitionsSchema
@@ -58,46 +51,7 @@ class UnknownTxnRecordVersion(ValueError):
     pass
 
 
-def pending_offsets_record(transactional_id: str, producer_id: int, producer_epoch: int,
-                           offsets: PendingOffsets) -> TxnRecord:
-    key = _I16.pack(PENDING_OFFSETS_KEY_VERSION) + TxnPendingOffsetsKey(transactional_id=transactional_id).encode(
-        PENDING_OFFSETS_KEY_VERSION)
-    rows = [TxnPendingOffsetsValue.PendingOffset(group_id=g, topic=t, partition=p, committed_offset=o,
-                                                 committed_leader_epoch=e, committed_metadata=m,
-                                                 commit_timestamp_ms=ts)
-            for (g, t, p), (o, e, m, ts) in sorted(offsets.items())]
-    value = TxnPendingOffsetsValue(producer_id=producer_id, producer_epoch=producer_epoch, offsets=rows)
-    return TxnRecord(key, _I16.pack(PENDING_OFFSETS_VALUE_VERSION) + value.encode(PENDING_OFFSETS_VALUE_VERSION))
-
-
-def pending_offsets_tombstone(transactional_id: str) -> TxnRecord:
-    key = _I16.pack(PENDING_OFFSETS_KEY_VERSION) + TxnPendingOffsetsKey(transactional_id=transactional_id).encode(
-        PENDING_OFFSETS_KEY_VERSION)
-    return TxnRecord(key, None)
-
-
-def is_pending_offsets(key: bytes) -> bool:
-    record_type: int = _I16.unpack_from(key)[0]
-    return record_type == PENDING_OFFSETS_KEY_VERSION
-
-
-def decode_pending_offsets(key: bytes, value: bytes | None) -> tuple[str, tuple[int, int, PendingOffsets] | None]:
-    """(transactional id, (producer id, epoch, offsets) or None for a tombstone)."""
-    tid = TxnPendingOffsetsKey.decode(key[2:], PENDING_OFFSETS_KEY_VERSION).transactional_id
-    if value is None:
-        return tid, None
-    (version,) = _I16.unpack_from(value)
-    if version != PENDING_OFFSETS_VALUE_VERSION:
-        raise UnknownTxnRecordVersion(f"pending offsets value version {version}")
-    v = TxnPendingOffsetsValue.decode(value[2:], version)
-    return tid, (v.producer_id, v.producer_epoch, {
-        (o.group_id, o.topic, o.partition): (o.committed_offset, o.committed_leader_epoch, o.committed_metadata,
-                                             o.commit_timestamp_ms) for o in v.offsets})
-
-
 def transactional_id_of(key: bytes) -> str:
-    if is_pending_offsets(key):
-        return TxnPendingOffsetsKey.decode(key[2:], PENDING_OFFSETS_KEY_VERSION).transactional_id
     return TransactionLogKey.decode(key[2:], KEY_VERSION).transactional_id
 
 
@@ -121,14 +75,6 @@ def decode_txn_record(key: bytes, value: bytes | None) -> tuple[str, TxnMetadata
 
 def describe_txn_record(key: bytes, value: bytes | None) -> str:
     """One line for a `__transaction_state` record (`groupcoord log dump`)."""
-    if is_pending_offsets(key):
-        tid, pending = decode_pending_offsets(key, value)
-        if pending is None:
-            return f"TxnPendingOffsets key(type {PENDING_OFFSETS_KEY_VERSION}): {tid!r} value: tombstone"
-        pid, epoch, offsets = pending
-        shown = ", ".join(f"{g}/{t}-{p}={o[0]}" for (g, t, p), o in sorted(offsets.items()))
-        return (f"TxnPendingOffsets key(type {PENDING_OFFSETS_KEY_VERSION}): {tid!r} value: producerId={pid} "
-                f"producerEpoch={epoch} offsets=[{shown}]")
     tid, meta = decode_txn_record(key, value)
     if meta is None:
         return f"TransactionLog key(v{KEY_VERSION}): {tid!r} value: tombstone"

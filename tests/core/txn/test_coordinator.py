@@ -166,26 +166,6 @@ def test_a_restart_resumes_the_markers_of_decided_transactions() -> None:  # §1
     assert reloaded.transactions["o"].start_ms == ctx.now
 
 
-def test_pending_offsets_survive_replay_and_go_with_the_completion() -> None:  # §15 cases 41, 49
-    ctx = TxnContext()
-    ctx.init()
-    offsets_partition = ("__consumer_offsets", 7)
-    ctx.add("tx", 1000, 0, offsets_partition)
-    ctx.apply(ctx.coordinator.commit_offsets("tx", 1000, 0, {("g", "t", 0): (10, -1, "", ctx.now)}))
-    ctx.apply(ctx.coordinator.commit_offsets("tx", 1000, 0, {("g", "t", 1): (4, -1, "m", ctx.now)}))
-    assert ctx.coordinator.is_pending("g", "t", 0) and ctx.coordinator.is_pending("g", "t", 1)
-    assert not ctx.coordinator.is_pending("g", "t", 2)
-    ctx.assert_replay_matches()
-    out = ctx.end("tx", 1000, 0, commit=True)
-    [job] = out.markers
-    assert ctx.coordinator.offsets_of(job) == {("g", "t", 0): (10, -1, "", ctx.now),
-                                               ("g", "t", 1): (4, -1, "m", ctx.now)}
-    assert ctx.reloaded().offsets_of(job) == ctx.coordinator.offsets_of(job)  # a restart before the marker
-    ctx.finish_markers(out)
-    assert not ctx.coordinator.is_pending("g", "t", 0)
-    ctx.assert_replay_matches()
-
-
 def test_verify_answers_for_the_partitions_of_the_open_transaction() -> None:  # §15 case 14
     ctx = TxnContext()
     ctx.init()
@@ -223,9 +203,6 @@ def test_log_dump_describes_transaction_log_records() -> None:
     ctx = TxnContext()
     ctx.init()
     ctx.add("tx", 1000, 0, T0, ("__consumer_offsets", 7))
-    ctx.apply(ctx.coordinator.commit_offsets("tx", 1000, 0, {("g", "t", 0): (10, -1, "", ctx.now)}))
     lines = [describe_txn_record(r.key, r.value) for r in ctx.log]
     assert lines[1].startswith("TransactionLog key(v0): 'tx' value(v1): producerId=1000 producerEpoch=0 "
                                "state=Ongoing partitions=[__consumer_offsets-7,t-0]")
-    assert lines[2] == ("TxnPendingOffsets key(type 30001): 'tx' value: producerId=1000 producerEpoch=0 "
-                        "offsets=[g/t-0=10]")
