@@ -274,7 +274,9 @@ def delete_unsubscribed_offsets(st: ShardState, req: OffsetDeleteRequest, fx: Ef
         else:
             code = ErrorCode.NONE
             for p in topic.partitions:
-                if (topic.name, p.partition_index) in stored:
+                # A pending transactional offset gets a tombstone too: it leaves its transaction.
+                if (topic.name, p.partition_index) in stored or (
+                        (req.group_id, topic.name, p.partition_index) in st.open_transactions):
                     fx.records.append(offset_commit_tombstone(req.group_id, topic.name, p.partition_index))
         topics.append(DeleteTopic(name=topic.name, partitions=[
             DeletePartition(partition_index=p.partition_index, error_code=code) for p in topic.partitions]))

@@ -24,13 +24,12 @@ import time
 import structlog
 
 from coordinator.config import Config
-from coordinator.core.txn import MarkerJob, TxnConfig, TxnCoordinator, TxnOutcome, TxnRecord, TxnState
-from coordinator.core.txn.records import transactional_id_of
+from coordinator.core.txn import MarkerJob, TxnConfig, TxnCoordinator, TxnOutcome, TxnState, transactional_id_of
 from coordinator.log.batch import build_keyed_batch_from_columns
 from coordinator.log.manager import LogManager
 from coordinator.log.partition import LogConfig, Partition
 from coordinator.log.transactions import ProduceError
-from coordinator.records import partition_for
+from coordinator.records import Record, partition_for
 from coordinator.server.log_record_store import latest_keys_and_values
 from coordinator.topics import OFFSETS_TOPIC
 from protocol.error_codes import ErrorCode
@@ -92,10 +91,10 @@ class TxnService:
             plog = self._log(partition)
             latest = latest_keys_and_values([(s.fd, s.size) for s in plog.segments], plog.log_start_offset)
             for key, value in zip(latest.keys, latest.values, strict=True):  # one value per key, tombstones as None
-                self.core.replay(TxnRecord(key, value))
+                self.core.replay(Record(key, value))
                 count += 1
         self.loading = False
-        log.info("transactions_loaded", records=count, transactional_ids=len(self.core.transactions),
+        log.info("transactions_loaded", records=count, transactional_ids=len(self.core.all_transactions()),
                  seconds=round(time.perf_counter() - started, 3))
         for job in self.core.resume():
             self._spawn(self._write_markers(job))
@@ -108,10 +107,10 @@ class TxnService:
         """Replay and append the outcome's records, start its markers once they are durable;
         returns what an answer waits for (None: nothing was written and nothing is pending)."""
         durable: asyncio.Future[None] | None = None
-        by_partition: dict[int, list[TxnRecord]] = {}
+        by_partition: dict[int, list[Record]] = {}
         for record in outcome.records:
             self.core.replay(record)
-            tid = transactional_id_of(record.key)
+            tid = transactional_id_of(record)
             by_partition.setdefault(self.partition_of(tid), []).append(record)
         for partition, records in by_partition.items():
             durable = self._append(partition, records)
@@ -119,7 +118,7 @@ class TxnService:
                                           else self._markers_after(durable, job)) for job in outcome.markers]
         return durable
 
-    def _append(self, partition: int, records: list[TxnRecord]) -> asyncio.Future[None]:
+    def _append(self, partition: int, records: list[Record]) -> asyncio.Future[None]:
         plog = self._log(partition)
         batch = build_keyed_batch_from_columns([r.key for r in records], [r.value for r in records], now_ms())
         try:
@@ -234,7 +233,7 @@ class TxnService:
 
     def _open(self) -> dict[tuple[tuple[str, str], ...], float]:
         counts: dict[tuple[tuple[str, str], ...], float] = {}
-        for meta in self.core.transactions.values():
+        for meta in self.core.all_transactions():
             if meta.state in OPEN_STATES:
                 key = (("state", meta.state.display_name),)
                 counts[key] = counts.get(key, 0) + 1

@@ -495,13 +495,20 @@ def transactional_offsets(s: Side) -> None:
     Topic = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
     Partition = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition
 
+    def txn_commit(offsets: dict[int, int], producer_epoch: int) -> None:
+        s.call("a", K.TXN_OFFSET_COMMIT, 4, m.TxnOffsetCommitRequest(
+            transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=producer_epoch, generation_id=-1,
+            topics=[Topic(name=topic, partitions=[Partition(partition_index=p, committed_offset=o)
+                                                  for p, o in offsets.items()])]))
+
     def transaction(offsets: dict[int, int], commit: bool) -> None:
         s.call("a", K.ADD_OFFSETS_TO_TXN, 4, m.AddOffsetsToTxnRequest(
             transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group))
-        s.call("a", K.TXN_OFFSET_COMMIT, 4, m.TxnOffsetCommitRequest(
-            transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id=-1,
-            topics=[Topic(name=topic, partitions=[Partition(partition_index=p, committed_offset=o)
-                                                  for p, o in offsets.items()])]))
+        txn_commit(offsets, epoch)
+        txn_commit(offsets, epoch - 1)  # a fenced epoch
+        stable = fetch(7, group, topic, [0, 1, 2])
+        stable.require_stable = True
+        s.call("a", K.OFFSET_FETCH, 7, stable)  # UNSTABLE_OFFSET_COMMIT while the transaction holds them
         s.call("a", K.END_TXN, 4, m.EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
                                                   committed=commit))
         await_stable_offsets(s, group, topic, [0, 1, 2])
@@ -510,12 +517,22 @@ def transactional_offsets(s: Side) -> None:
     transaction({0: 5, 1: 6}, commit=True)
     s.call("a", K.OFFSET_COMMIT, 8, commit(group, topic, {2: 7}))
     transaction({0: 50, 2: 70}, commit=False)
+    # Refusals: no transaction open, an unknown producer, a bad timeout, a group not in the transaction.
+    s.call("a", K.END_TXN, 4, m.EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                                              committed=True))
+    s.call("a", K.ADD_OFFSETS_TO_TXN, 4, m.AddOffsetsToTxnRequest(
+        transactional_id=tid, producer_id=pid + 1, producer_epoch=epoch, group_id=group))
+    s.call("a", K.INIT_PRODUCER_ID, 4, m.InitProducerIdRequest(
+        transactional_id=tid, transaction_timeout_ms=0, producer_id=-1, producer_epoch=-1))
+    txn_commit({0: 1}, epoch)
+    s.call("a", K.DESCRIBE_TRANSACTIONS, 0, m.DescribeTransactionsRequest(
+        transactional_ids=[tid, s.name_of("txn-unknown")]))
 
 
 CONVERSATIONS: dict[str, Conversation] = {
     f.__name__: f for f in (
         join_every_version, join_errors, two_members_sync, stale_generation_and_unknown_member,
         static_membership, duplicate_instance_fencing, leave_batches, offsets_across_versions,
-        describe_list_delete, consumer_group_lifecycle, consumer_group_errors,
+        describe_list_delete, consumer_group_lifecycle, consumer_group_errors, transactional_offsets,
     )
 }

@@ -20,7 +20,7 @@ from coordinator.core import GroupShard
 from coordinator.log.batch import iter_batches, iter_records
 from coordinator.log.manager import LogManager
 from coordinator.log.transactions import COMMIT, marker_of
-from coordinator.records import decode_record_versions, describe_record
+from coordinator.records import decode_record_versions, decode_transaction_log_record, describe_record
 from coordinator.server.log_record_store import LogRecordStore
 from protocol.api_keys import ApiKey
 from protocol.messages import ConsumerGroupMemberMetadataKey
@@ -158,6 +158,14 @@ def test_transactional_offset_commits_are_logged_and_loaded_as_kafka_does(
         shapes[name] = _wait_for_markers(partition_dir(), group, init.producer_id, 2)
         offsets[name] = _loaded_offsets(partition_dir(), tmp_path / name, group)
 
+    # __transaction_state: every record of both logs decodes with the one registry (TransactionLog key
+    # v0, value v0/v1), and the conversation's transactional id went through the same states.
+    tid = f"txn-id-{token}"
+    states = {name: _transaction_states(root, tid)
+              for name, root in (("kafka", kafka_oracle.data_dir), ("groupcoord", groupcoord_server.data_dir))}
+    assert states["kafka"][-1] == states["groupcoord"][-1] == 5, states  # CompleteAbort
+    assert set(states["kafka"]) == set(states["groupcoord"]), states
+
     topic = f"txn-offsets-{token}"
     assert offsets["kafka"] == offsets["groupcoord"] == {(topic, 0): 5, (topic, 1): 6, (topic, 2): 7}
     assert shapes["groupcoord"] == shapes["kafka"], f"kafka: {shapes['kafka']}\ngroupcoord: {shapes['groupcoord']}"
@@ -165,3 +173,24 @@ def test_transactional_offset_commits_are_logged_and_loaded_as_kafka_does(
                                                                                   "__consumer_offsets-0")],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert dump.returncode == 0 and "does not decode" not in dump.stdout, dump.stderr[-2000:]
+    dump = subprocess.run([sys.executable, "-m", "coordinator", "log", "dump",
+                           *map(str, sorted(groupcoord_server.data_dir.glob("__transaction_state-*")))],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert dump.returncode == 0 and "does not decode" not in dump.stdout, dump.stderr[-2000:]
+    assert "unknown" not in dump.stdout.lower() and f'TransactionLog key(type 0): {{"TransactionalId":"{tid}"}}' \
+        in dump.stdout
+
+
+def _transaction_states(data_dir: Path, transactional_id: str) -> list[int]:
+    """The TransactionStatus of every `__transaction_state` record of the id, in log order; every
+    record of the topic must decode."""
+    states = []
+    for partition_dir in sorted(data_dir.glob("__transaction_state-*")):
+        for segment in sorted(partition_dir.glob("*.log")):
+            data = segment.read_bytes()
+            for pos, header in iter_batches(data):
+                for record in iter_records(data, pos, header):
+                    decoded = decode_transaction_log_record(record.key, record.value)
+                    if decoded.key.transactional_id == transactional_id and decoded.value is not None:
+                        states.append(decoded.value.transaction_status)
+    return states

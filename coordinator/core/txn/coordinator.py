@@ -23,9 +23,12 @@ from coordinator.core.txn.model import (
     TopicPartition,
     TxnMetadata,
     TxnState,
+    decode_txn_record,
     is_epoch_exhausted,
+    txn_record,
+    txn_tombstone,
 )
-from coordinator.core.txn.records import TxnRecord, decode_txn_record, txn_record, txn_tombstone
+from coordinator.records import Record
 from protocol.error_codes import ErrorCode
 
 S = TxnState
@@ -52,7 +55,7 @@ class MarkerJob:
 @dataclass(slots=True)
 class TxnOutcome:
     code: ErrorCode = ErrorCode.NONE
-    records: list[TxnRecord] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
     producer_id: int = -1
     producer_epoch: int = -1
     markers: list[MarkerJob] = field(default_factory=list)
@@ -68,10 +71,21 @@ class TxnCoordinator:
         self.allocate_producer_id = allocate_producer_id  # durable, supplied by the shell
         self.transactions: dict[str, TxnMetadata] = {}
 
+    # ---- queries (read-only: the shell's API handlers, metrics) ----------------------------------
+
+    def transaction(self, tid: str) -> TxnMetadata | None:
+        """A copy of the transactional id's metadata (None: unknown)."""
+        meta = self.transactions.get(tid)
+        return None if meta is None else dataclasses.replace(meta)
+
+    def all_transactions(self) -> list[TxnMetadata]:
+        """Copies of every transactional id's metadata, by id."""
+        return [dataclasses.replace(meta) for _, meta in sorted(self.transactions.items())]
+
     # ---- replay ---------------------------------------------------------------------------------
 
-    def replay(self, record: TxnRecord) -> None:
-        tid, meta = decode_txn_record(record.key, record.value)
+    def replay(self, record: Record) -> None:
+        tid, meta = decode_txn_record(record)
         if meta is None:
             self.transactions.pop(tid, None)
             return

@@ -3,8 +3,7 @@ ending with the state rebuilt from the written records equal to the live one."""
 
 from __future__ import annotations
 
-from coordinator.core.txn import TxnConfig, TxnState
-from coordinator.core.txn.records import decode_txn_record
+from coordinator.core.txn import TxnConfig, TxnState, decode_txn_record
 from protocol.error_codes import ErrorCode as E
 from tests.core.txn.context import TxnContext
 
@@ -16,7 +15,7 @@ def test_init_creates_then_bumps_the_epoch_and_writes_kafkas_record() -> None:  
     ctx = TxnContext()
     first = ctx.init()
     assert (first.code, first.producer_id, first.producer_epoch) == (E.NONE, 1000, 0)
-    tid, meta = decode_txn_record(ctx.log[0].key, ctx.log[0].value)
+    tid, meta = decode_txn_record(ctx.log[0])
     assert (tid, meta.producer_id, meta.producer_epoch, meta.state, meta.partitions, meta.start_ms,
             meta.timeout_ms) == ("tx", 1000, 0, S.EMPTY, frozenset(), -1, 60_000)
     assert ctx.log[0].value[:2] == b"\x00\x01"  # value version 1
@@ -198,11 +197,19 @@ def test_end_txn_v5_bumps_the_epoch_and_answers_retries() -> None:  # §15 cases
 
 
 def test_log_dump_describes_transaction_log_records() -> None:
-    from coordinator.core.txn.records import describe_txn_record
+    from coordinator.records import describe_transaction_log_record
 
     ctx = TxnContext()
     ctx.init()
     ctx.add("tx", 1000, 0, T0, ("__consumer_offsets", 7))
-    lines = [describe_txn_record(r.key, r.value) for r in ctx.log]
-    assert lines[1].startswith("TransactionLog key(v0): 'tx' value(v1): producerId=1000 producerEpoch=0 "
-                               "state=Ongoing partitions=[__consumer_offsets-7,t-0]")
+    lines = [describe_transaction_log_record(r.key, r.value) for r in ctx.log]
+    assert lines[1] == (
+        'TransactionLog key(type 0): {"TransactionalId":"tx"} value(v1): {"ProducerId":1000,'
+        '"PreviousProducerId":-1,"NextProducerId":-1,"ProducerEpoch":0,"TransactionTimeoutMs":60000,'
+        '"TransactionStatus":1,"TransactionPartitions":[{"Topic":"__consumer_offsets","PartitionIds":[7]},'
+        '{"Topic":"t","PartitionIds":[0]}],"TransactionLastUpdateTimestampMs":1000000,'
+        '"TransactionStartTimestampMs":1000000,"ClientTransactionVersion":0}')
+    from coordinator.core.txn import txn_tombstone
+
+    assert describe_transaction_log_record(txn_tombstone("tx").key, None) == (
+        'TransactionLog key(type 0): {"TransactionalId":"tx"} value: tombstone')

@@ -135,3 +135,42 @@ def _outcome_of(records):
     from coordinator.core import Outcome
 
     return Outcome(records=records)
+
+
+def test_offset_delete_tombstones_a_partition_with_only_a_pending_offset() -> None:
+    from protocol.messages import OffsetDeleteRequest
+
+    ctx = CoordinatorContext()
+    txn_commit(ctx, {0: 10})
+    Topic, Partition = OffsetDeleteRequest.OffsetDeleteRequestTopic, OffsetDeleteRequest.OffsetDeleteRequestPartition
+    out = ctx.send(OffsetDeleteRequest(group_id="g", topics=[Topic(name="t", partitions=[
+        Partition(partition_index=0), Partition(partition_index=1)])]), 0)
+    assert list(out.records) == [offset_commit_tombstone("g", "t", 0)]
+    assert [p.error_code for p in out.response.topics[0].partitions] == [0, 0]
+    ctx.marker(PID, EPOCH, commit=True)
+    assert fetched(ctx, [0]) == [(0, -1, 0)]
+    ctx.assert_replay_matches()
+
+
+def test_a_consumer_group_member_commits_in_a_transaction_with_its_member_epoch() -> None:
+    """KIP-447 for consumer-protocol groups: the member epoch goes in as the generation; a stale one is
+    ILLEGAL_GENERATION (OffsetMetadataManager.validateTransactionalOffsetCommit)."""
+    from tests.core.migration_context import MixedContext
+
+    ctx = MixedContext({"t": 2})
+    joined = ctx.send(_heartbeat("cg"), 1)
+    member, epoch = joined.response.member_id, joined.response.member_epoch
+    assert _codes(txn_commit(ctx, {0: 1}, group="cg", generation=epoch, member_id=member)) == [ErrorCode.NONE]
+    assert _codes(txn_commit(ctx, {0: 1}, group="cg", generation=epoch + 1,
+                             member_id=member)) == [ErrorCode.ILLEGAL_GENERATION]
+    assert _codes(txn_commit(ctx, {0: 1}, group="cg", generation=epoch,
+                             member_id="stranger")) == [ErrorCode.UNKNOWN_MEMBER_ID]
+    assert _codes(txn_commit(ctx, {0: 1}, group="cg", generation=-1)) == [ErrorCode.UNKNOWN_MEMBER_ID]  # not empty
+
+
+def _heartbeat(group: str):
+    from protocol.messages import ConsumerGroupHeartbeatRequest
+
+    return ConsumerGroupHeartbeatRequest(group_id=group, member_id="member-0000000000001", member_epoch=0,
+                                         rebalance_timeout_ms=30_000, subscribed_topic_names=["t"],
+                                         topic_partitions=[])
