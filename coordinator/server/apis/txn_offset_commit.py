@@ -14,7 +14,7 @@ from typing import Any
 
 from coordinator.core import GroupShard
 from coordinator.security.acls import Operation
-from coordinator.server.apis._acl import permits_group, permits_topic
+from coordinator.server.apis._acl import permits_group, permits_topic, permits_transactional_id
 from coordinator.server.broker import Broker
 from coordinator.server.registry import HandlerError, Pending, Reply, RequestContext, api
 from protocol.api_keys import ApiKey
@@ -42,6 +42,8 @@ def txn_offset_commit(broker: Broker, request: Any, ctx: RequestContext) -> Repl
 
 
 async def _txn_offset_commit(broker: Broker, request: Any, ctx: RequestContext) -> TxnOffsetCommitResponse:
+    if not permits_transactional_id(broker, ctx, Operation.WRITE, request.transactional_id):
+        return _response(request, int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
     if not permits_group(broker, ctx, Operation.READ, request.group_id):
         return _response(request, int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     codes: dict[tuple[str, int], int] = {}
