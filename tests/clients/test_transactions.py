@@ -7,6 +7,7 @@ id is fenced; a hung transaction is aborted after its timeout and the LSO moves 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -196,6 +197,35 @@ def test_the_older_of_two_producers_with_one_transactional_id_is_fenced(bootstra
         zombie.commit_transaction(20)
     assert raised.value.args[0].fatal()
     assert read_committed(bootstrap, topic_name, 1, 10) == [b"successor"]
+
+
+def transactions_listed(bootstrap: str) -> list[dict]:
+    listed = subprocess.run([str(Path(sys.executable).with_name("groupcoord")), "groups", "--bootstrap-server",
+                             bootstrap, "--transactions", "--output", "json"], capture_output=True, text=True,
+                            timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    return json.loads(listed.stdout)  # type: ignore[no-any-return]
+
+
+def test_the_groups_tool_lists_open_transactions_first_and_completed_ones_after(bootstrap, topic_name):
+    create_topics(bootstrap, topic_name)
+    producers = {}
+    for name in ("done", "open"):
+        producer = producers[name] = Producer({"bootstrap.servers": bootstrap,
+                                               "transactional.id": f"{topic_name}-{name}"})
+        producer.init_transactions(20)
+        producer.begin_transaction()
+        producer.produce(topic_name, value=name.encode(), partition=0)
+        producer.produce(topic_name, value=name.encode(), partition=1)
+        assert producer.flush(20) == 0
+    producers["done"].abort_transaction(20)
+
+    mine = [t for t in transactions_listed(bootstrap) if t["TRANSACTIONAL-ID"].startswith(topic_name)]
+    assert [(t["TRANSACTIONAL-ID"], t["STATE"], t["TIMEOUT-MS"], t["PARTITIONS"]) for t in mine] == [
+        (f"{topic_name}-open", "Ongoing", 60_000, 2), (f"{topic_name}-done", "CompleteAbort", 60_000, 0)]
+    assert mine[0]["DURATION-MS"] >= 0 and mine[1]["DURATION-MS"] is None
+    producers["open"].commit_transaction(20)
+    assert read_committed(bootstrap, topic_name, 2, 10) == [b"open", b"open"]
 
 
 def test_a_hung_transaction_is_aborted_after_its_timeout_and_the_lso_moves_on(server_factory, topic_name):
