@@ -94,10 +94,14 @@ def assert_exactly_once(bootstrap: str, source: str, sink: str, group: str) -> N
 
 def start_worker(bootstrap: str, group: str, transactional_id: str, source: str, sink: str,
                  log_dir: Path, module: str = "tests.clients.eos_worker") -> subprocess.Popen:
-    """A worker process: a Python module, or "js" for the kafkajs worker (tests/clients/js/eos_worker.js)."""
+    """A worker process: a Python module, "js" for the kafkajs worker (tests/clients/js/eos_worker.js) or
+    "java" for the Java client's (tests/clients/java: groupcoord.clients.EosWorker)."""
     if module == "js":
         from .support import JS_DIR, require_tool
         argv, cwd = [require_tool("node"), "eos_worker.js", bootstrap.rsplit(":", 1)[1]], JS_DIR
+    elif module == "java":
+        from .java_processes import quick_java_command
+        argv, cwd = [*quick_java_command("groupcoord.clients.EosWorker"), bootstrap], REPO_ROOT
     else:
         argv, cwd = [sys.executable, "-m", module, bootstrap], REPO_ROOT
     # The child keeps its own copy of the log's descriptor; ours is closed once it has started.
@@ -113,8 +117,8 @@ def stop(worker: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
 
 
 @pytest.mark.parametrize("worker", ["tests.clients.eos_worker", "tests.clients.eos_worker_kafka_python",
-                                    "tests.clients.eos_worker_aiokafka", "js"],
-                         ids=["confluent_kafka", "kafka_python", "aiokafka", "kafkajs"])
+                                    "tests.clients.eos_worker_aiokafka", "js", "java"],
+                         ids=["confluent_kafka", "kafka_python", "aiokafka", "kafkajs", "java"])
 def test_pipeline_is_exactly_once_across_a_killed_and_restarted_worker(bootstrap, topic_name, tmp_path, worker):
     source, sink, group = f"{topic_name}-in", f"{topic_name}-out", f"{topic_name}-g"
     create_topics(bootstrap, source, sink)
