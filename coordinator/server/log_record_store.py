@@ -81,11 +81,12 @@ class LogRecordStore:
     def append(self, partition: int, records: Sequence[Record]) -> asyncio.Future[None]:
         log = self._log(partition)
         now = int(time.time() * 1000)
-        if isinstance(records, RecordsToWrite):
+        producer_id = -1
+        if isinstance(records, RecordsToWrite):  # plain commits; indexing it would build every record
             keys, values = records.columns()
         else:
             keys, values = [r.key for r in records], [r.value for r in records]
-        producer_id = records[0].producer_id if records else -1
+            producer_id = records[0].producer_id if records else -1
         if producer_id >= 0:  # a TxnOffsetCommit: a transactional batch of the producer, as Kafka writes it
             # Base sequence 0, as Kafka's coordinator runtime writes its batches (the oracle's log shows it).
             batch = build_batch([(k, v) for k, v in zip(keys, values, strict=True)], producer_id=producer_id,
@@ -151,9 +152,17 @@ def _decoded(resolved: ResolvedLog) -> Iterator[Record]:
     decoding them); each distinct key is decoded once. Pending transactional records carry their
     producer."""
     decode = RecordDecoder().decode
-    for key, value, producer_id, producer_epoch in resolved_records(resolved):
+    if resolved.pending_before or resolved.pending_after:
+        for key, value, producer_id, producer_epoch in resolved_records(resolved):
+            try:
+                decoded = decode(key, value)
+            except UnknownRecordType:  # another writer's record type: the shard skips it, as Kafka's loader does
+                decoded = None
+            yield Record(key, value, decoded, producer_id, producer_epoch)
+        return
+    for key, value in zip(resolved.keys, resolved.values, strict=True):  # no open transaction: the usual load
         try:
             decoded = decode(key, value)
-        except UnknownRecordType:  # another writer's record type: the shard skips it, as Kafka's loader does
+        except UnknownRecordType:
             decoded = None
-        yield Record(key, value, decoded, producer_id, producer_epoch)
+        yield Record(key, value, decoded)
