@@ -61,3 +61,15 @@ def test_aborted_and_open_transactional_commits_are_left_out_and_counted(tmp_pat
     cut = find_segments(tmp_path / f"{OFFSETS_TOPIC}-3")
     assert len(cut) == 4
     assert _offsets(cut, DecodeStats()) == [(0, 1), (0, 10), (1, 11), (3, 1), (3, 2)]
+
+
+def test_the_report_section_counts_committed_aborted_and_open_transactional_commits(tmp_path: Path) -> None:
+    from spark_jobs.transactions_report import section, transaction_summary
+
+    _write(tmp_path)
+    summary = transaction_summary(find_segments(tmp_path))
+    assert summary == {"committed_records": 2, "aborted_records": 1, "open_records": 1}
+    section_id, title, html = section(summary)
+    assert (section_id, title) == ("transactional-commits", "Transactional offset commits")
+    assert "<td>committed (counted as offset commits)</td><td>2</td>" in html
+    assert "<td>aborted (left out)</td><td>1</td>" in html
