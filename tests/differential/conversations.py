@@ -501,9 +501,18 @@ def transactional_offsets(s: Side) -> None:
             topics=[Topic(name=topic, partitions=[Partition(partition_index=p, committed_offset=o)
                                                   for p, o in offsets.items()])]))
 
-    def transaction(offsets: dict[int, int], commit: bool) -> None:
+    def transaction(offsets: dict[int, int], commit: bool, describe: bool = False) -> None:
         s.call("a", K.ADD_OFFSETS_TO_TXN, 4, m.AddOffsetsToTxnRequest(
             transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group))
+        if describe:  # a data partition too, then the open transaction as the admin APIs show it
+            s.call("a", K.ADD_PARTITIONS_TO_TXN, 3, m.AddPartitionsToTxnRequest(
+                v3_and_below_transactional_id=tid, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+                v3_and_below_topics=[m.AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=[1])]))
+            s.call("a", K.DESCRIBE_TRANSACTIONS, 0, m.DescribeTransactionsRequest(transactional_ids=[tid]))
+            pattern = f".*{s.token}.*"  # only this run's ids: the oracle is shared by the whole session
+            s.call("a", K.LIST_TRANSACTIONS, 2, m.ListTransactionsRequest(transactional_id_pattern=pattern))
+            s.call("a", K.LIST_TRANSACTIONS, 2, m.ListTransactionsRequest(
+                state_filters=["Ongoing", "NoSuchState"], transactional_id_pattern=pattern))
         txn_commit(offsets, epoch)
         txn_commit(offsets, epoch - 1)  # a fenced epoch
         stable = fetch(7, group, topic, [0, 1, 2])
@@ -514,7 +523,7 @@ def transactional_offsets(s: Side) -> None:
         await_stable_offsets(s, group, topic, [0, 1, 2])
         s.call("a", K.OFFSET_FETCH, 7, fetch(7, group, topic, [0, 1, 2]))
 
-    transaction({0: 5, 1: 6}, commit=True)
+    transaction({0: 5, 1: 6}, commit=True, describe=True)
     s.call("a", K.OFFSET_COMMIT, 8, commit(group, topic, {2: 7}))
     transaction({0: 50, 2: 70}, commit=False)
     # Refusals: no transaction open, an unknown producer, a bad timeout, a group not in the transaction.
