@@ -3,7 +3,7 @@ OffsetCommit records of the producer, pending until the marker (docs/spec/transa
 
 from __future__ import annotations
 
-from coordinator.records import offset_commit_record, offset_commit_tombstone
+from coordinator.records import group_metadata_tombstone, offset_commit_record, offset_commit_tombstone
 from protocol.error_codes import ErrorCode
 from protocol.messages import (
     DeleteGroupsRequest,
@@ -174,3 +174,20 @@ def _heartbeat(group: str):
     return ConsumerGroupHeartbeatRequest(group_id=group, member_id="member-0000000000001", member_epoch=0,
                                          rebalance_timeout_ms=30_000, subscribed_topic_names=["t"],
                                          topic_partitions=[])
+
+
+def test_expiry_keeps_an_offset_with_a_pending_commit_and_its_group() -> None:
+    """cleanupExpiredOffsets: an offset an open transaction holds a pending commit of is not expired,
+    and the group is not deleted while the transaction is open; after the marker both go as usual."""
+    week = 7 * 24 * 3600 * 1000
+    ctx = CoordinatorContext()
+    ctx._apply(ctx.shard.start_offset_expiration(0))
+    ctx.commit("g", {("t", 0): 1, ("t", 1): 1})  # a simple group: offsets age from their commit
+    txn_commit(ctx, {0: 10})
+    outs = ctx.advance(week + 600_000)
+    assert [r for o in outs for r in o.records] == [offset_commit_tombstone("g", "t", 1)]
+    ctx.marker(PID, EPOCH, commit=False)
+    outs = ctx.advance(600_000)
+    assert [r for o in outs for r in o.records] == [offset_commit_tombstone("g", "t", 0),
+                                                    group_metadata_tombstone("g")]
+    ctx.assert_replay_matches()
