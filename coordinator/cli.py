@@ -17,11 +17,10 @@ import structlog
 
 from coordinator.admin.groups_commands import add_parser as _add_groups
 from coordinator.config import ConfigError, load_config
-from coordinator.core.txn.records import describe_txn_record
 from coordinator.log.dump import dump
 from coordinator.log.segment import CorruptLogError
 from coordinator.logging import configure_logging
-from coordinator.records import describe_record
+from coordinator.records import describe_record, describe_transaction_log_record
 from coordinator.security.acls_command import add_parser as _add_acls
 from coordinator.security.users_command import add_parser as _add_users
 from coordinator.server.app import run
@@ -79,7 +78,7 @@ def _log_dump(args: argparse.Namespace) -> int:
         if key is None:
             return None
         if topic == "__transaction_state":
-            return describe_txn_record(key, value)
+            return describe_transaction_log_record(key, value)
         if topic != OFFSETS_TOPIC:
             return None
         return describe_record(key, value)

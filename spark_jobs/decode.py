@@ -15,8 +15,10 @@ reported in `DecodeStats`, and the rest of that file is skipped.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -27,6 +29,8 @@ from coordinator.log.batch import CorruptBatchError
 from coordinator.log.chunk_columns import ChunkColumns, scan_columns
 from coordinator.log.partition import parse_partition_dir
 from coordinator.log.segment import SUFFIX, base_offset_of, scan_batches
+from coordinator.log.transactions import COMMIT as COMMIT_MARKER
+from coordinator.log.transactions import marker_of
 from spark_jobs.rows import COMMIT, Chunk, DecodeStats, KeyTable, append_value, decode_value, record_keys, to_batch
 
 log = structlog.get_logger(__name__)
@@ -64,16 +68,82 @@ def find_segments(path: Path | str) -> list[Path]:
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class SegmentTransactions:
+    """The transactional batches of one segment file, decided by the markers of its partition."""
+
+    left_out: frozenset[int] = frozenset()  # base offsets of batches of aborted or still-open transactions
+    committed_records: int = 0
+    aborted_records: int = 0
+    open_records: int = 0
+
+
+NO_TRANSACTIONS = SegmentTransactions()
+
+
+def segment_transactions(segment: Path) -> SegmentTransactions:
+    """What the markers decided for the transactional batches of ``segment`` (a marker may be in a
+    later file of the partition, so every segment of its directory is read: once per directory and
+    process, cached)."""
+    directory = segment.parent
+    files = [segment] if partition_of(segment) < 0 else _segments_in(directory)
+    if segment not in files:
+        files = [segment]
+    key = tuple((str(f), f.stat().st_size) for f in files)
+    return _partition_transactions(key).get(str(segment), NO_TRANSACTIONS)
+
+
+@functools.lru_cache(maxsize=64)
+def _partition_transactions(files: tuple[tuple[str, int], ...]) -> dict[str, SegmentTransactions]:
+    # pid -> its open transaction's batches as (file, base offset, records)
+    open_batches: dict[int, list[tuple[str, int, int]]] = {}
+    decided: dict[str, tuple[set[int], int, int, int]] = {}  # file -> (left out, committed, aborted, open)
+    for name, size in files:
+        fd = os.open(name, os.O_RDONLY)
+        try:
+            for _, header, view in scan_batches(fd, size, verify=False):
+                if not header.is_transactional:
+                    continue
+                if not header.is_control:
+                    open_batches.setdefault(header.producer_id, []).append((name, header.base_offset,
+                                                                           header.records_count))
+                    continue
+                marker = marker_of(view, header)
+                for file, base_offset, count in open_batches.pop(header.producer_id, []):
+                    left_out, committed, aborted, still_open = decided.get(file, (set(), 0, 0, 0))
+                    if marker is not None and marker[0] == COMMIT_MARKER:
+                        committed += count
+                    else:
+                        left_out.add(base_offset)
+                        aborted += count
+                    decided[file] = (left_out, committed, aborted, still_open)
+        except CorruptBatchError:
+            pass  # the file ends there, as for every reader (batch_columns notes the problem)
+        finally:
+            os.close(fd)
+    for batches in open_batches.values():
+        for file, base_offset, count in batches:
+            left_out, committed, aborted, still_open = decided.get(file, (set(), 0, 0, 0))
+            left_out.add(base_offset)
+            decided[file] = (left_out, committed, aborted, still_open + count)
+    return {file: SegmentTransactions(frozenset(left_out), committed, aborted, still_open)
+            for file, (left_out, committed, aborted, still_open) in decided.items()}
+
+
 def batch_columns(segment: Path, stats: DecodeStats) -> Iterator[ChunkColumns]:
     """The records of a segment file as columns, a read chunk of batches at a time, in order
-    (transaction markers skipped). Same rule as the server's loader: the file ends at the first bad
-    batch, noted in `stats.problems`. Columns rather than Record objects: the summary reader keeps
-    only a few fields of most records, and a log of small batches makes per-record and per-batch
-    objects the larger cost."""
+    (transaction markers skipped, and the records of aborted or still-open transactions). Same rule
+    as the server's loader: the file ends at the first bad batch, noted in `stats.problems`. Columns
+    rather than Record objects: the summary reader keeps only a few fields of most records, and a
+    log of small batches makes per-record and per-batch objects the larger cost."""
+    txns = segment_transactions(segment)
+    stats.committed_txn_records += txns.committed_records
+    stats.aborted_txn_records += txns.aborted_records
+    stats.open_txn_records += txns.open_records
     fd = os.open(segment, os.O_RDONLY)
     try:
         try:
-            for columns in scan_columns(fd, os.fstat(fd).st_size, verify=True):
+            for columns in scan_columns(fd, os.fstat(fd).st_size, verify=True, skip_batches=txns.left_out):
                 stats.batches += columns.batches
                 yield columns
         except CorruptBatchError as e:

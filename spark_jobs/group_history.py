@@ -53,6 +53,7 @@ from spark_jobs.decode import find_segments, log_end_offsets
 from spark_jobs.figures import group_sums, top_counts
 from spark_jobs.reader import local_session, read_log
 from spark_jobs.summarize import KEY_KIND, MINUTE_KIND
+from spark_jobs.transactions_report import transaction_summary
 
 log = structlog.get_logger(__name__)
 
@@ -411,6 +412,7 @@ def run(spark: SparkSession, log_dir: Path, out: Path, html: bool = True) -> dic
     data = read_back(spark, out)
     phases.done("read_back")
     summary = summarize(data, facts, log_dir, len(segments))
+    summary["transactions"] = transaction_summary(segments)  # spark_jobs/transactions_report.py
     phases.done("summary")
     summary["seconds"] = round(time.monotonic() - started, 2)
     summary["phase_seconds"] = phases.seconds  # the page embeds them up to here; summary.json has them all

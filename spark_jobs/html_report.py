@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from spark_jobs.figures import group_sums
+from spark_jobs.transactions_report import section as transactions_section
 
 if TYPE_CHECKING:
     from spark_jobs.group_history import ViewData
@@ -238,6 +239,8 @@ def render(data: ViewData, summary: dict[str, Any]) -> str:
          table(current, ["group_id", "state", "generation", "protocol", "leader", "member_count",
                          "group_instance_ids", "since_ms", "last_reason"], time_columns=("since_ms",))),
     ]
+    if "transactions" in summary:  # its own module: spark_jobs/transactions_report.py
+        sections.append(transactions_section(summary["transactions"]))
     nav = " · ".join(f'<a href="#{sid}">{_e(title)}</a>' for sid, title, _ in sections)
     body = "".join(f'<section id="{sid}"><h2>{_e(title)}</h2>{content}</section>' for sid, title, content in sections)
     card_html = "".join(f'<div class="card"><div class="v">{_e(v)}</div><div class="k">{_e(k)}</div></div>'

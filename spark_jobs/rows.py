@@ -59,6 +59,12 @@ class DecodeStats:
     batches: int = 0
     records: int = 0
     unknown_records: int = 0
+    # Offset commits written in transactions (TxnOffsetCommit): committed ones are read like any
+    # commit; aborted ones, and those of transactions still open at the end of the log, are left
+    # out, as the server's loader leaves them out.
+    committed_txn_records: int = 0
+    aborted_txn_records: int = 0
+    open_txn_records: int = 0
     problems: list[str] = field(default_factory=list)
 
 

@@ -16,9 +16,11 @@ from protocol.messages import (
     ConsumerProtocolAssignment,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
+    DescribeTransactionsRequest,
     LeaveGroupRequest,
     ListGroupsRequest,
     ListOffsetsRequest,
+    ListTransactionsRequest,
     OffsetCommitRequest,
     OffsetDeleteRequest,
     OffsetFetchRequest,
@@ -321,3 +323,42 @@ def remove_members(client: AdminClient, group: str, instance_ids: list[str],
     response = conn.request(ApiKey.LEAVE_GROUP, request, version)
     _raise_for(group, "LeaveGroup", response.error_code)
     return {m.group_instance_id: m.error_code for m in response.members}
+
+
+@dataclass(frozen=True)
+class TransactionListing:
+    transactional_id: str
+    state: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    start_ms: int  # -1: no transaction started
+    partitions: int
+
+
+OPEN_TRANSACTION_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")
+
+
+def list_transactions(client: AdminClient, states: Iterable[str] = ()) -> list[TransactionListing]:
+    """Every transactional id on every broker (ListTransactions, then DescribeTransactions for the
+    details), open transactions first, then by id (kafka-transactions.sh list and describe)."""
+    found: list[TransactionListing] = []
+    for node in client.brokers():
+        conn = client.node_connection(node.node_id)
+        listed = conn.request(ApiKey.LIST_TRANSACTIONS, ListTransactionsRequest(state_filters=list(states)),
+                              conn.version_for(ApiKey.LIST_TRANSACTIONS))
+        if listed.error_code != ErrorCode.NONE:
+            raise AdminError(f"ListTransactions on broker {node.node_id}: {error_name(listed.error_code)}",
+                             listed.error_code)
+        ids = [t.transactional_id for t in listed.transaction_states]
+        if not ids:
+            continue
+        described = conn.request(ApiKey.DESCRIBE_TRANSACTIONS, DescribeTransactionsRequest(transactional_ids=ids),
+                                 conn.version_for(ApiKey.DESCRIBE_TRANSACTIONS))
+        for t in described.transaction_states:
+            if t.error_code != ErrorCode.NONE:
+                continue  # gone (expired) between the two requests
+            found.append(TransactionListing(t.transactional_id, t.transaction_state, t.producer_id, t.producer_epoch,
+                                            t.transaction_timeout_ms, t.transaction_start_time_ms,
+                                            sum(len(topic.partitions) for topic in t.topics)))
+    return sorted(found, key=lambda t: (t.state not in OPEN_TRANSACTION_STATES, t.transactional_id))

@@ -23,6 +23,8 @@ def add_arguments(commands: argparse._SubParsersAction) -> argparse.ArgumentPars
     actions.add_argument("--reset-offsets", action="store_true", help="plan or execute an offset reset")
     actions.add_argument("--delete-offsets", action="store_true", help="delete a group's offsets of topics")
     actions.add_argument("--remove-members", action="store_true", help="remove static members by instance id")
+    actions.add_argument("--transactions", action="store_true",
+                         help="the transactions the coordinators know, open ones first (--state filters by state)")
     p.add_argument("--group", action="append", default=[], metavar="GROUP", help="repeatable")
     p.add_argument("--all-groups", action="store_true", help="every group (describe, delete, reset)")
     p.add_argument("--members", action="store_true", help="with --describe: the members view")
@@ -52,7 +54,7 @@ def add_arguments(commands: argparse._SubParsersAction) -> argparse.ArgumentPars
 
 
 def check_usage(args: argparse.Namespace) -> str | None:
-    if args.list:
+    if args.list or args.transactions:
         return None
     if not args.group and not (args.all_groups and (args.describe or args.delete or args.reset_offsets)):
         return "--group is required" + (" (or --all-groups)" if not args.delete_offsets else "")

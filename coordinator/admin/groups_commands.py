@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,7 +52,22 @@ def _dispatch(client: AdminClient, args: argparse.Namespace) -> int:
         return _reset(client, args)
     if args.delete_offsets:
         return _delete_offsets(client, args)
+    if args.transactions:
+        return _transactions(client, args)
     return _remove_members(client, args)
+
+
+def _transactions(client: AdminClient, args: argparse.Namespace) -> int:
+    """One row per transactional id; DURATION-MS: how long its open transaction has run."""
+    states = [s for s in (args.state or "").split(",") if s]
+    now = int(time.time() * 1000)
+    rows = [{"TRANSACTIONAL-ID": t.transactional_id, "STATE": t.state, "PRODUCER-ID": t.producer_id,
+             "EPOCH": t.producer_epoch, "TIMEOUT-MS": t.timeout_ms,
+             "DURATION-MS": now - t.start_ms if t.state in ops.OPEN_TRANSACTION_STATES and t.start_ms >= 0 else None,
+             "PARTITIONS": t.partitions}
+            for t in ops.list_transactions(client, states)]
+    return _emit(args, rows, ["TRANSACTIONAL-ID", "STATE", "PRODUCER-ID", "EPOCH", "TIMEOUT-MS", "DURATION-MS",
+                              "PARTITIONS"])
 
 
 def _groups_of(client: AdminClient, args: argparse.Namespace) -> list[str]:

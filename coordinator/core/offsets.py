@@ -274,7 +274,9 @@ def delete_unsubscribed_offsets(st: ShardState, req: OffsetDeleteRequest, fx: Ef
         else:
             code = ErrorCode.NONE
             for p in topic.partitions:
-                if (topic.name, p.partition_index) in stored:
+                # A pending transactional offset gets a tombstone too: it leaves its transaction.
+                if (topic.name, p.partition_index) in stored or (
+                        (req.group_id, topic.name, p.partition_index) in st.open_transactions):
                     fx.records.append(offset_commit_tombstone(req.group_id, topic.name, p.partition_index))
         topics.append(DeleteTopic(name=topic.name, partitions=[
             DeletePartition(partition_index=p.partition_index, error_code=code) for p in topic.partitions]))
@@ -324,16 +326,28 @@ def expire_offsets(st: ShardState, fx: Effects) -> None:
         if base is None:
             continue
         stored = st.offsets.get(group_id, {})
+        # An offset an open transaction holds a pending commit of is kept (cleanupExpiredOffsets).
         expired = [tp for tp, o in sorted(stored.items())
-                   if not group.is_subscribed_to_topic(tp[0]) and is_offset_expired(o, fx.now_ms, retention, base)]
+                   if not group.is_subscribed_to_topic(tp[0]) and is_offset_expired(o, fx.now_ms, retention, base)
+                   and (group_id, *tp) not in st.open_transactions]
         for topic, partition in expired:
             fx.records.append(offset_commit_tombstone(group_id, topic, partition))
         if expired:
             fx.event("offsets_expired", group_id, partitions=len(expired))
-        if len(expired) == len(stored) and group.state is S.EMPTY:
+        if len(expired) == len(stored) and group.state is S.EMPTY and not _has_open_transaction(st, group_id):
             fx.records.extend(group_tombstones(st, group_id))
             fx.event("group_expired", group_id)
     fx.schedule(OFFSETS_EXPIRATION_KEY, st.config.offsets_retention_check_interval_ms)
+
+
+def offset_tombstones(st: ShardState, group_id: str) -> list[Record]:
+    """Tombstones of every offset of the group, committed or pending in an open transaction (a
+    pending one with no committed offset gets its own, which drops it from the transaction):
+    OffsetMetadataManager.deleteAllOffsets."""
+    committed = st.offsets.get(group_id, {})
+    pending = {(topic, partition) for g, topic, partition in st.open_transactions if g == group_id}
+    return [offset_commit_tombstone(group_id, topic, partition)
+            for topic, partition in sorted(committed.keys() | pending)]
 
 
 def group_tombstones(st: ShardState, group_id: str) -> list[Record]:
@@ -341,3 +355,7 @@ def group_tombstones(st: ShardState, group_id: str) -> list[Record]:
     if group_id in st.reasons:
         records.append(group_reason_tombstone(group_id))
     return records
+
+
+def _has_open_transaction(st: ShardState, group_id: str) -> bool:
+    return bool(st.open_transactions) and any(key[0] == group_id for key in st.open_transactions)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 
 from .batch import (
     COMPRESSION_MASK,
@@ -69,23 +69,24 @@ class ChunkColumns:
 
 
 def scan_columns(fd: int, size: int, verify: bool = True, start: int = 0, skip_control: bool = True,
-                 chunk_bytes: int = SCAN_CHUNK_BYTES) -> Iterator[ChunkColumns]:
+                 chunk_bytes: int = SCAN_CHUNK_BYTES, skip_batches: Container[int] = ()) -> Iterator[ChunkColumns]:
     """The records of an open file from ``start``, one ``ChunkColumns`` per read chunk.
 
     Raises ``CorruptBatchError`` (a file position) at the first bad batch, as ``scan_batches`` does,
     after yielding the records of the whole batches before it. ``skip_control``: leave out the
-    records of control batches (transaction markers)."""
+    records of control batches (transaction markers); ``skip_batches``: those of the batches with
+    these base offsets (aborted or still open transactions)."""
     pos = start
     while pos < size:
         data = os.pread(fd, min(chunk_bytes, size - pos), pos)
         columns = ChunkColumns()
-        used, error = _frame_batches(data, pos, size, columns, verify, skip_control)
+        used, error = _frame_batches(data, pos, size, columns, verify, skip_control, skip_batches)
         if used == 0 and error is None:  # no whole batch in the chunk
             if len(data) < HEADER_SIZE:
                 raise CorruptBatchError(pos, f"short header: {len(data)} of {HEADER_SIZE} bytes")
             (batch_length,) = _unpack_batch_length(data, 8)  # one batch larger than the chunk: read it whole
             data = os.pread(fd, batch_length + 12, pos)
-            used, error = _frame_batches(data, pos, size, columns, verify, skip_control)
+            used, error = _frame_batches(data, pos, size, columns, verify, skip_control, skip_batches)
             if used == 0 and error is None:
                 raise CorruptBatchError(pos, f"batch of {batch_length + 12} bytes truncated at {len(data)}")
         if columns.batches:
@@ -96,7 +97,7 @@ def scan_columns(fd: int, size: int, verify: bool = True, start: int = 0, skip_c
 
 
 def _frame_batches(data: bytes, file_pos: int, size: int, out: ChunkColumns, verify: bool,
-                   skip_control: bool) -> tuple[int, CorruptBatchError | None]:
+                   skip_control: bool, skip_batches: Container[int] = ()) -> tuple[int, CorruptBatchError | None]:
     """Frame the whole batches at the start of ``data`` (read at ``file_pos``) into ``out``:
     (bytes used, the error that stopped it or None). A batch cut by the end of ``data`` is left
     for the next read; the records of a bad batch are not kept."""
@@ -135,7 +136,7 @@ def _frame_batches(data: bytes, file_pos: int, size: int, out: ChunkColumns, ver
                 error = CorruptBatchError(file_pos + p, f"crc mismatch: stored {crc:#010x}, computed {actual:#010x}")
                 break
         batches += 1
-        if attributes & CONTROL_BIT and skip_control:
+        if (attributes & CONTROL_BIT and skip_control) or (skip_batches and base_offset in skip_batches):
             p = end
             continue
         try:

@@ -6,6 +6,8 @@
     classic.py       classic group metadata (type 2)
     consumer.py      KIP-848 consumer group records (types 3-8)
     reasons.py       our KIP-800 reason records (type 30000)
+    transaction_log.py  `__transaction_state` records (TransactionLog key v0, value v0/v1)
+    transactional.py    transactional offset commits and markers in a log, resolved for replay
     describe.py      one line of text per record (`groupcoord log dump`)
     partitioning.py  the `__consumer_offsets` partition of a group
 
@@ -29,10 +31,11 @@ from coordinator.records.codec import (
     UnknownRecordType,
     decode_record,
     decode_record_versions,
+    decode_transaction_log_record,
     encode_message,
     latest_per_key,
 )
-from coordinator.records.describe import describe_record
+from coordinator.records.describe import describe_record, describe_transaction_log_record
 from coordinator.records.offsets import (
     OFFSET_KEY_CACHE_SIZE,
     CommittedPartition,
@@ -60,19 +63,30 @@ from coordinator.records.registry import (
     OFFSET_COMMIT_VALUE_VERSION,
     OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY,
     REGISTRY,
+    TRANSACTION_LOG_KEY_VERSION,
+    TRANSACTION_LOG_REGISTRY,
     RecordSchema,
     RecordType,
     register,
+)
+from coordinator.records.transaction_log import (
+    TRANSACTION_LOG_VALUE_VERSION,
+    transaction_log_key,
+    transaction_log_record,
+    transaction_log_tombstone,
 )
 
 __all__ = [
     "CLASSIC_GROUP_REASON_VALUE_VERSION", "CONSUMER_GROUP_RECORD_TYPES", "GROUP_METADATA_VALUE_VERSION",
     "OFFSET_COMMIT_VALUE_VERSION", "OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY", "OFFSET_KEY_CACHE_SIZE", "REGISTRY",
+    "TRANSACTION_LOG_KEY_VERSION", "TRANSACTION_LOG_REGISTRY", "TRANSACTION_LOG_VALUE_VERSION",
     "ClassicGroupLike", "CommittedPartition", "DecodedRecord", "GroupReason", "MemberLike", "OffsetAndMetadata",
     "OffsetCommitRun", "Record", "RecordDecoder", "RecordSchema", "RecordType", "RecordsToWrite",
-    "UnknownRecordType", "decode_record", "decode_record_versions", "describe_record", "empty_group_metadata_record",
+    "UnknownRecordType", "decode_record", "decode_record_versions", "decode_transaction_log_record",
+    "describe_record", "describe_transaction_log_record", "empty_group_metadata_record",
     "encode_message", "group_metadata_key", "group_metadata_record", "group_metadata_tombstone",
     "group_metadata_value", "group_reason_key", "group_reason_record", "group_reason_tombstone",
     "java_string_hash", "latest_per_key", "offset_commit_key", "offset_commit_record", "offset_commit_run",
     "offset_commit_tombstone", "offset_from_value", "partition_for", "reason_from_value", "register",
+    "transaction_log_key", "transaction_log_record", "transaction_log_tombstone",
 ]

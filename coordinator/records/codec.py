@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from coordinator.records.registry import REGISTRY
+from coordinator.records.registry import REGISTRY, TRANSACTION_LOG_REGISTRY, RecordSchema
 from protocol.primitives import ProtocolError
 
 if TYPE_CHECKING:
@@ -40,6 +40,10 @@ class Record:
     key: bytes
     value: bytes | None
     decoded: DecodedRecord | None = field(default=None, compare=False, repr=False)
+    # The producer of a transactional record (TxnOffsetCommit), -1 for an ordinary one: written in a
+    # transactional batch of that producer, pending until its transaction's marker.
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 def latest_per_key(batches: Iterable[tuple[Sequence[bytes], Sequence[bytes | None]]]) -> dict[bytes, bytes | None]:
@@ -48,16 +52,21 @@ def latest_per_key(batches: Iterable[tuple[Sequence[bytes], Sequence[bytes | Non
     batch, as (keys, values) in record order."""
     latest: dict[bytes, bytes | None] = {}
     for keys, values in batches:
-        # Keys seen before move to this batch's place: drop them, then insert the batch in one call.
-        for key in latest.keys() & keys:
-            del latest[key]
-        before = len(latest)
-        latest.update(zip(keys, values, strict=True))
-        if len(latest) - before != len(keys):  # a key twice in the batch: its place is its last record
-            for key, value in zip(keys, values, strict=True):
-                latest.pop(key, None)
-                latest[key] = value
+        merge_batch(latest, keys, values)
     return latest
+
+
+def merge_batch(latest: dict[bytes, bytes | None], keys: Sequence[bytes], values: Sequence[bytes | None]) -> None:
+    """One batch into `latest_per_key`'s map: each key moves to the place of its latest record."""
+    # Keys seen before move to this batch's place: drop them, then insert the batch in one call.
+    for key in latest.keys() & keys:
+        del latest[key]
+    before = len(latest)
+    latest.update(zip(keys, values, strict=True))
+    if len(latest) - before != len(keys):  # a key twice in the batch: its place is its last record
+        for key, value in zip(keys, values, strict=True):
+            latest.pop(key, None)
+            latest[key] = value
 
 
 @dataclass(slots=True)
@@ -107,23 +116,30 @@ def decode_record_versions(key: bytes, value: bytes | None) -> DecodedRecord:
     return _decode_value(record_type, key_message, value)
 
 
-def _decode_key(key: bytes) -> tuple[int, Any]:
+def decode_transaction_log_record(key: bytes, value: bytes | None) -> DecodedRecord:
+    """Like decode_record_versions, for a record of `__transaction_state` (TRANSACTION_LOG_REGISTRY)."""
+    record_type, key_message = _decode_key(key, TRANSACTION_LOG_REGISTRY)
+    return _decode_value(record_type, key_message, value, TRANSACTION_LOG_REGISTRY)
+
+
+def _decode_key(key: bytes, registry: dict[int, RecordSchema] = REGISTRY) -> tuple[int, Any]:
     if len(key) < 2:
         raise ValueError("record key shorter than its type prefix")
     (record_type,) = _I16.unpack_from(key, 0)
-    schema = REGISTRY.get(record_type)
+    schema = registry.get(record_type)
     if schema is None:
         raise UnknownRecordType(record_type)
     return record_type, _decode_after_prefix(schema.key_class, key, record_type)
 
 
-def _decode_value(record_type: int, key_message: Any, value: bytes | None) -> DecodedRecord:
+def _decode_value(record_type: int, key_message: Any, value: bytes | None,
+                  registry: dict[int, RecordSchema] = REGISTRY) -> DecodedRecord:
     if value is None:
         return DecodedRecord(record_type, key_message, None, None)
     if len(value) < 2:
         raise ValueError("record value shorter than its version prefix")
     (value_version,) = _I16.unpack_from(value, 0)
-    value_message = _decode_after_prefix(REGISTRY[record_type].value_class, value, value_version)
+    value_message = _decode_after_prefix(registry[record_type].value_class, value, value_version)
     return DecodedRecord(record_type, key_message, value_message, value_version)
 
 

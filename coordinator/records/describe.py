@@ -7,8 +7,8 @@ import json
 import struct
 from typing import Any
 
-from coordinator.records.codec import UnknownRecordType, decode_record_versions
-from coordinator.records.registry import REGISTRY
+from coordinator.records.codec import UnknownRecordType, decode_record_versions, decode_transaction_log_record
+from coordinator.records.registry import REGISTRY, TRANSACTION_LOG_REGISTRY
 from protocol.messages import ConsumerProtocolAssignment, ConsumerProtocolSubscription, GroupMetadataValue
 from protocol.primitives import ProtocolError
 
@@ -39,6 +39,25 @@ def describe_record(key: bytes, value: bytes | None) -> str:
             member["subscription"] = _consumer_subscription(member["subscription"])
             member["assignment"] = _consumer_assignment(member["assignment"])
     return f"{schema.name} key(type {record_type}): {key_text} value(v{version}): {_json(fields)}"
+
+
+def describe_transaction_log_record(key: bytes, value: bytes | None) -> str:
+    """One line for a `__transaction_state` record, as `describe_record` writes one:
+
+        TransactionLog key(type 0): {"transactionalId":"tx"} value(v1): {"producerId":1000,...}
+    """
+    try:
+        decoded = decode_transaction_log_record(key, value)
+    except UnknownRecordType as e:
+        return f"UnknownRecordType key(type {e.record_type}): {len(key) - 2} bytes"
+    schema = TRANSACTION_LOG_REGISTRY[decoded.record_type]
+    key_text = _json(_fields(schema.key_class.spec.root, decoded.key, decoded.record_type))
+    if decoded.value is None:
+        return f"{schema.name} key(type {decoded.record_type}): {key_text} value: tombstone"
+    version = decoded.value_version
+    assert version is not None
+    fields = _json(_fields(schema.value_class.spec.root, decoded.value, version))
+    return f"{schema.name} key(type {decoded.record_type}): {key_text} value(v{version}): {fields}"
 
 
 def _fields(struct_spec: Any, obj: Any, version: int) -> dict[str, Any]:

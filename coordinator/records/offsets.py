@@ -96,9 +96,11 @@ def _offset_commit_value_v3(value: Any) -> bytes:
 
 
 def offset_commit_record(group_id: str, topic: str, partition: int, offset: int, leader_epoch: int,
-                         metadata: str, commit_timestamp: int, expire_timestamp: int | None = None) -> Record:
+                         metadata: str, commit_timestamp: int, expire_timestamp: int | None = None,
+                         producer_id: int = -1, producer_epoch: int = -1) -> Record:
     """OffsetCommit: key type 1; value v3, or v1 when an expire timestamp is given (OffsetCommit v2-4
-    with a retention time): v1 is the only value version with one, and it has no leader epoch."""
+    with a retention time): v1 is the only value version with one, and it has no leader epoch.
+    With a producer: a TxnOffsetCommit's record, written in the producer's transactional batch."""
     key_bytes, key = _offset_key(group_id, topic, partition)
     if expire_timestamp is None:
         version = OFFSET_COMMIT_VALUE_VERSION
@@ -109,7 +111,8 @@ def offset_commit_record(group_id: str, topic: str, partition: int, offset: int,
         value = OffsetCommitValue(offset=offset, metadata=metadata, commit_timestamp=commit_timestamp,
                                   expire_timestamp=expire_timestamp)
         value_bytes = encode_message(version, value)
-    return Record(key_bytes, value_bytes, DecodedRecord(_OFFSET_COMMIT, key, value, version, offset_from_value(value)))
+    return Record(key_bytes, value_bytes, DecodedRecord(_OFFSET_COMMIT, key, value, version, offset_from_value(value)),
+                  producer_id, producer_epoch)
 
 
 class CommittedPartition(Protocol):

@@ -41,6 +41,8 @@ from protocol.messages import (
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
+    TransactionLogKey,
+    TransactionLogValue,
 )
 
 
@@ -82,16 +84,23 @@ class RecordSchema:
 REGISTRY: dict[int, RecordSchema] = {}
 
 
+#: The records of `__transaction_state`, by key version: the same byte format, its own numbering
+#: (Kafka's TransactionLog: key version 0, value versions 0 and the flexible 1).
+TRANSACTION_LOG_REGISTRY: dict[int, RecordSchema] = {}
+
+
 def register(record_type: int, kind: str, key_class: Any, value_class: Any, written_value_version: int,
-             group_attr: str, member_attr: str | None = None) -> RecordSchema:
-    """Add a record type; the key class must carry `record_type` among its versions."""
-    if record_type in REGISTRY:
+             group_attr: str, member_attr: str | None = None,
+             registry: dict[int, RecordSchema] = REGISTRY) -> RecordSchema:
+    """Add a record type (of `__consumer_offsets`, or of the log `registry` is the table of); the key
+    class must carry `record_type` among its versions."""
+    if record_type in registry:
         raise ValueError(f"record type {record_type} registered twice")
     if record_type not in key_class.spec.versions:
         raise ValueError(f"{key_class.name} has no version {record_type}")
     schema = RecordSchema(record_type, key_class.name.removesuffix("Key"), kind, key_class, value_class,
                           written_value_version, group_attr, member_attr)
-    REGISTRY[record_type] = schema
+    registry[record_type] = schema
     return schema
 
 
@@ -118,6 +127,10 @@ register(RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, "consumer_group_cu
 register(RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION, "consumer_group_regular_expression",
          ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue, 0, "group_id")
 register(RecordType.CLASSIC_GROUP_REASON, "group_reason", ClassicGroupReasonKey, ClassicGroupReasonValue, 0, "group")
+# __transaction_state: value v1 (flexible), what Kafka 4.x writes once transaction.version >= 1.
+TRANSACTION_LOG_KEY_VERSION = 0
+register(TRANSACTION_LOG_KEY_VERSION, "transaction_log", TransactionLogKey, TransactionLogValue, 1,
+         "transactional_id", registry=TRANSACTION_LOG_REGISTRY)
 
 #: The KIP-848 consumer group record types, which the consumer group core replays.
 CONSUMER_GROUP_RECORD_TYPES = frozenset(range(RecordType.CONSUMER_GROUP_METADATA,

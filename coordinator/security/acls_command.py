@@ -61,17 +61,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("--topic", action="append", default=[], metavar="TOPIC")
     p.add_argument("--group", action="append", default=[], metavar="GROUP")
     p.add_argument("--cluster", action="store_true", help="the cluster resource")
+    p.add_argument("--transactional-id", action="append", default=[], metavar="ID")
     p.add_argument("--resource-pattern-type", choices=["literal", "prefixed"], default="literal")
     p.add_argument("--consumer", action="store_true",
                    help="with --topic and --group: Read and Describe on the topics, Read on the groups")
     p.add_argument("--producer", action="store_true",
-                   help="with --topic: Write, Describe and Create on the topics, IdempotentWrite on the cluster")
+                   help="with --topic: Write, Describe and Create on the topics, IdempotentWrite on the cluster; "
+                        "Write and Describe on the --transactional-id")
     p.set_defaults(run=run)
 
 
 def _resources(args: argparse.Namespace) -> list[tuple[ResourceType, str]]:
     return ([(ResourceType.TOPIC, t) for t in args.topic] + [(ResourceType.GROUP, g) for g in args.group]
-            + ([(ResourceType.CLUSTER, CLUSTER_NAME)] if args.cluster else []))
+            + ([(ResourceType.CLUSTER, CLUSTER_NAME)] if args.cluster else [])
+            + [(ResourceType.TRANSACTIONAL_ID, t) for t in args.transactional_id])
 
 
 def _wanted_operations(args: argparse.Namespace, resource_type: ResourceType) -> list[Operation]:
@@ -82,7 +85,8 @@ def _wanted_operations(args: argparse.Namespace, resource_type: ResourceType) ->
                 ResourceType.GROUP: [Operation.READ]}.get(resource_type, [])
     if args.producer:
         ops += {ResourceType.TOPIC: [Operation.WRITE, Operation.DESCRIBE, Operation.CREATE],
-                ResourceType.CLUSTER: [Operation.IDEMPOTENT_WRITE]}.get(resource_type, [])
+                ResourceType.CLUSTER: [Operation.IDEMPOTENT_WRITE],
+                ResourceType.TRANSACTIONAL_ID: [Operation.WRITE, Operation.DESCRIBE]}.get(resource_type, [])
     return list(dict.fromkeys(ops))
 
 
@@ -113,7 +117,8 @@ def run(args: argparse.Namespace) -> int:
                     print(b.describe())
             return EXIT_OK
         if not _resources(args):
-            print("groupcoord acls: name a resource: --topic, --group or --cluster", file=sys.stderr)
+            print("groupcoord acls: name a resource: --topic, --group, --cluster or --transactional-id",
+                  file=sys.stderr)
             return EXIT_USAGE
         wanted = bindings_from(args)
         if not wanted:

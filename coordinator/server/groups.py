@@ -166,6 +166,27 @@ class GroupRuntime:
             self._apply(partition, shard.start_offset_expiration(now_ms()))
         return partition, shard
 
+    # ---- transaction markers
+
+    def write_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int) -> asyncio.Future[None]:
+        """The transaction coordinator's marker for this `__consumer_offsets` partition: the shard
+        applies or drops the producer's pending offsets, and the control batch is appended after the
+        transaction's offset records (one node: WriteTxnMarkers without the round trip)."""
+        shard = self.shards.get(partition)
+        if shard is None:
+            if partition in self.unavailable:
+                failed: asyncio.Future[None] = self.loop.create_future()
+                failed.set_exception(OSError(f"__consumer_offsets partition {partition} is unavailable"))
+                return failed
+            shard = self.shards[partition] = self._new_shard()
+            self._apply(partition, shard.start_offset_expiration(now_ms()))
+        shard.replay_end_transaction_marker(producer_id, commit)
+        durable = self.store.append_marker(partition, producer_id, producer_epoch, commit, coordinator_epoch)
+        durable.add_done_callback(functools.partial(self._check_append, partition))
+        self._last_append[partition] = durable
+        return durable
+
     # ---- queries (read-only: metrics, logs)
 
     def group_summaries(self) -> Iterator[GroupSummary]:

@@ -16,11 +16,13 @@ import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 
-from coordinator.log.batch import build_keyed_batch_from_columns, record_columns
+from coordinator.log.batch import build_batch, build_keyed_batch_from_columns, record_columns
 from coordinator.log.manager import LogManager
 from coordinator.log.partition import LogConfig, Partition
 from coordinator.log.segment import scan_batches
-from coordinator.records import Record, RecordDecoder, RecordsToWrite, UnknownRecordType, latest_per_key
+from coordinator.log.transactions import COMMIT, control_batch, marker_of
+from coordinator.records import Record, RecordDecoder, RecordsToWrite, UnknownRecordType
+from coordinator.records.transactional import LogBatch, ResolvedLog, resolve, resolved_records
 from coordinator.server.worker_processes import forked_pool
 from coordinator.topics import OFFSETS_TOPIC
 
@@ -48,7 +50,7 @@ class LogRecordStore:
         (the restart benchmark: 1M records, 100k keys), so this decodes and replays a tenth."""
         log = self._log(partition)
         files = [(seg.fd, seg.size) for seg in log.segments]
-        return _decoded(*latest_keys_and_values(files, log.log_start_offset))
+        return _decoded(latest_keys_and_values(files, log.log_start_offset))
 
     def read_partitions(self) -> Iterator[tuple[int, Iterable[Record]]]:
         """Every partition with its records (as `read_all`), in partition order. A big log is framed
@@ -66,7 +68,7 @@ class LogRecordStore:
             jobs = [pool.submit(latest_keys_and_values, files, log.log_start_offset)
                     for files, log in zip(snapshots, logs, strict=True)]
             for partition, job in zip(partitions, jobs, strict=True):
-                yield partition, _decoded(*job.result())
+                yield partition, _decoded(job.result())
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             for files in snapshots:
@@ -79,11 +81,30 @@ class LogRecordStore:
     def append(self, partition: int, records: Sequence[Record]) -> asyncio.Future[None]:
         log = self._log(partition)
         now = int(time.time() * 1000)
-        if isinstance(records, RecordsToWrite):
+        producer_id = -1
+        if isinstance(records, RecordsToWrite):  # plain commits; indexing it would build every record
             keys, values = records.columns()
         else:
             keys, values = [r.key for r in records], [r.value for r in records]
-        batch = build_keyed_batch_from_columns(keys, values, now)
+            producer_id = records[0].producer_id if records else -1
+        if producer_id >= 0:  # a TxnOffsetCommit: a transactional batch of the producer, as Kafka writes it
+            # Base sequence 0, as Kafka's coordinator runtime writes its batches (the oracle's log shows it).
+            batch = build_batch([(k, v) for k, v in zip(keys, values, strict=True)], producer_id=producer_id,
+                                producer_epoch=records[0].producer_epoch, base_sequence=0, timestamp=now,
+                                transactional=True)
+        else:
+            batch = build_keyed_batch_from_columns(keys, values, now)
+        return self._append_batch(log, batch)
+
+    def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                      coordinator_epoch: int) -> asyncio.Future[None]:
+        """The transaction's commit/abort marker: a control batch, as the coordinator writes it to every
+        partition of the transaction (WriteTxnMarkers)."""
+        log = self._log(partition)
+        batch = control_batch(producer_id, producer_epoch, commit, coordinator_epoch, int(time.time() * 1000))
+        return self._append_batch(log, batch)
+
+    def _append_batch(self, log: Partition, batch: bytes) -> asyncio.Future[None]:
         try:
             log.append(batch, keys_checked=True)  # coordinator records always have keys
         except OSError as exc:
@@ -96,34 +117,52 @@ class LogRecordStore:
         return None
 
 
-def latest_keys_and_values(files: list[tuple[int, int]], start_offset: int) -> KeysAndValues:
+def latest_keys_and_values(files: list[tuple[int, int]], start_offset: int) -> ResolvedLog:
     """Runs in a load worker (or inline): the latest record of each key in the segment files
-    ``(fd, size)``, from ``start_offset`` on, as keys and values in the order of those records."""
-    latest = latest_per_key(_keys_and_values(files, start_offset))
-    return list(latest), list(latest.values())
+    ``(fd, size)``, from ``start_offset`` on, as keys and values in the order of those records, with
+    transactional records resolved by their markers (coordinator.records.transactional)."""
+    return resolve(_batches(files, start_offset))
 
 
-def _keys_and_values(files: list[tuple[int, int]], offset: int) -> Iterator[KeysAndValues]:
-    """Per batch, its records' keys and values (framed as columns: no object per record)."""
+def _batches(files: list[tuple[int, int]], offset: int) -> Iterator[KeysAndValues | LogBatch]:
+    """Per batch, its records' keys and values (framed as columns: no object per record); the batches
+    of a producer (transactional) and control batches with what `resolve` needs of them."""
     for fd, size in files:
         for _, header, batch in scan_batches(fd, size, verify=False):  # CRCs were checked when the log opened
             if header.base_offset + header.last_offset_delta < offset:
+                continue
+            if header.is_control:
+                marker = marker_of(batch, header)
+                yield (), (), header.producer_id, header.producer_epoch, True, (
+                    None if marker is None else marker[0] == COMMIT)
                 continue
             columns = record_columns(batch, 0, header)
             keys, values = columns.keys, columns.values
             if header.base_offset < offset:  # the log starts inside this batch
                 kept = [i for i, record_offset in enumerate(columns.offsets()) if record_offset >= offset]
                 keys, values = [keys[i] for i in kept], [values[i] for i in kept]
-            yield keys, values  # type: ignore[misc]  # coordinator records always have keys
+            if header.is_transactional:
+                yield keys, values, header.producer_id, header.producer_epoch, True, None  # type: ignore[misc]
+            else:
+                yield keys, values  # type: ignore[misc]  # coordinator records always have keys
 
 
-def _decoded(keys: list[bytes], values: list[bytes | None]) -> Iterator[Record]:
+def _decoded(resolved: ResolvedLog) -> Iterator[Record]:
     """Records decoded already where this project knows the record type (the shard then skips
-    decoding them); each distinct key is decoded once."""
+    decoding them); each distinct key is decoded once. Pending transactional records carry their
+    producer."""
     decode = RecordDecoder().decode
-    for key, value in zip(keys, values, strict=True):
+    if resolved.pending_before or resolved.pending_after:
+        for key, value, producer_id, producer_epoch in resolved_records(resolved):
+            try:
+                decoded = decode(key, value)
+            except UnknownRecordType:  # another writer's record type: the shard skips it, as Kafka's loader does
+                decoded = None
+            yield Record(key, value, decoded, producer_id, producer_epoch)
+        return
+    for key, value in zip(resolved.keys, resolved.values, strict=True):  # no open transaction: the usual load
         try:
             decoded = decode(key, value)
-        except UnknownRecordType:  # another writer's record type: the shard skips it, as Kafka's loader does
+        except UnknownRecordType:
             decoded = None
         yield Record(key, value, decoded)

@@ -7,14 +7,13 @@ records are replayed into the core, appended, and the answer waits until they ar
 
 Markers: one node, so no WriteTxnMarkers round trip: the control batches are appended to the data
 partitions straight through the data plane (same epoch checks as Kafka's append of a marker), and
-for `__consumer_offsets` partitions the pending transactional offsets of the producer are
-materialized as ordinary offset commit records (COMMIT) or dropped (ABORT). Once every marker is
-durable, the Complete* record is written.
+to the `__consumer_offsets` partitions through the group runtime. Once every marker is durable, the
+Complete* record is written.
 
-Pending transactional offsets are records of `__transaction_state` (our record type 30001, see
-coordinator.core.txn.records), not transactional batches of `__consumer_offsets`: the group
-store's loader reads keys and values only, and its compaction knows no transactions. They come
-back on restart with the transaction they belong to, and the marker still to come applies them.
+Pending transactional offsets live where Kafka keeps them: TxnOffsetCommit writes OffsetCommit
+records in a transactional batch of the producer to the group's `__consumer_offsets` partition
+(GroupShard.txn_offset_commit), and the marker is a control batch in that partition
+(GroupRuntime.write_marker), on whose replay the group shard applies or drops them.
 """
 
 from __future__ import annotations
@@ -25,16 +24,12 @@ import time
 import structlog
 
 from coordinator.config import Config
-from coordinator.core.runtime.errors import ApiError
-from coordinator.core.runtime.outcome import Outcome
-from coordinator.core.txn import MarkerJob, TxnConfig, TxnCoordinator, TxnOutcome, TxnRecord, TxnState
-from coordinator.core.txn.offsets import validate_txn_offset_commit
-from coordinator.core.txn.records import transactional_id_of
+from coordinator.core.txn import MarkerJob, TxnConfig, TxnCoordinator, TxnOutcome, TxnState, transactional_id_of
 from coordinator.log.batch import build_keyed_batch_from_columns
 from coordinator.log.manager import LogManager
 from coordinator.log.partition import LogConfig, Partition
 from coordinator.log.transactions import ProduceError
-from coordinator.records import offset_commit_record, partition_for
+from coordinator.records import Record, partition_for
 from coordinator.server.log_record_store import latest_keys_and_values
 from coordinator.topics import OFFSETS_TOPIC
 from protocol.error_codes import ErrorCode
@@ -94,12 +89,12 @@ class TxnService:
             if topic != TRANSACTION_STATE_TOPIC:
                 continue
             plog = self._log(partition)
-            keys, values = latest_keys_and_values([(s.fd, s.size) for s in plog.segments], plog.log_start_offset)
-            for key, value in zip(keys, values, strict=True):  # one value per key, tombstones as None
-                self.core.replay(TxnRecord(key, value))
+            latest = latest_keys_and_values([(s.fd, s.size) for s in plog.segments], plog.log_start_offset)
+            for key, value in zip(latest.keys, latest.values, strict=True):  # one value per key, tombstones as None
+                self.core.replay(Record(key, value))
                 count += 1
         self.loading = False
-        log.info("transactions_loaded", records=count, transactional_ids=len(self.core.transactions),
+        log.info("transactions_loaded", records=count, transactional_ids=len(self.core.all_transactions()),
                  seconds=round(time.perf_counter() - started, 3))
         for job in self.core.resume():
             self._spawn(self._write_markers(job))
@@ -112,10 +107,10 @@ class TxnService:
         """Replay and append the outcome's records, start its markers once they are durable;
         returns what an answer waits for (None: nothing was written and nothing is pending)."""
         durable: asyncio.Future[None] | None = None
-        by_partition: dict[int, list[TxnRecord]] = {}
+        by_partition: dict[int, list[Record]] = {}
         for record in outcome.records:
             self.core.replay(record)
-            tid = transactional_id_of(record.key)
+            tid = transactional_id_of(record)
             by_partition.setdefault(self.partition_of(tid), []).append(record)
         for partition, records in by_partition.items():
             durable = self._append(partition, records)
@@ -123,7 +118,7 @@ class TxnService:
                                           else self._markers_after(durable, job)) for job in outcome.markers]
         return durable
 
-    def _append(self, partition: int, records: list[TxnRecord]) -> asyncio.Future[None]:
+    def _append(self, partition: int, records: list[Record]) -> asyncio.Future[None]:
         plog = self._log(partition)
         batch = build_keyed_batch_from_columns([r.key for r in records], [r.value for r in records], now_ms())
         try:
@@ -188,8 +183,8 @@ class TxnService:
         now = now_ms()
         for topic_name, index in sorted(job.partitions):
             if topic_name == OFFSETS_TOPIC:
-                if not offsets_written:  # one partition per group coordinator shard: once for all
-                    offsets_written = self._end_offsets(job) or [_done()]
+                offsets_written.append(self.broker.groups.write_marker(index, job.producer_id, job.producer_epoch,
+                                                                       job.commit, COORDINATOR_EPOCH))
                 continue
             topic = self.broker.topics.get(topic_name)
             if topic is None or not 0 <= index < topic.partitions:
@@ -201,28 +196,11 @@ class TxnService:
                 log.warning("transaction_marker_refused", topic=topic_name, partition=index, error=exc.code.name)
         return written, offsets_written
 
-    def _end_offsets(self, job: MarkerJob) -> list[asyncio.Future[None]]:
-        """The marker on `__consumer_offsets`: a COMMIT writes the transaction's pending offsets as
-        offset commit records (an ABORT drops them: the Complete* record tombstones them)."""
-        if not job.commit:
-            return []
-        by_group: dict[str, list] = {}  # type: ignore[type-arg]
-        for (group_id, topic, partition), (offset, epoch, metadata, ts) in sorted(self.core.offsets_of(job).items()):
-            by_group.setdefault(group_id, []).append(offset_commit_record(group_id, topic, partition, offset, epoch,
-                                                                          metadata, ts))
-        runtime = self.broker.groups
-        writes = []
-        for group_id, records in by_group.items():
-            partition, _ = runtime.shard_for(group_id)
-            durable = runtime._apply(partition, Outcome(records=records))  # replayed and written like a commit's
-            if durable is not None:
-                writes.append(durable)
-        return writes
-
     # ---- TxnOffsetCommit ----------------------------------------------------------------------
 
     def check_txn_offset_commit(self, request, version: int) -> ErrorCode:  # type: ignore[no-untyped-def]
-        """The transaction and group checks of a TxnOffsetCommit; the per-request error (NONE: go on)."""
+        """The transaction coordinator's checks of a TxnOffsetCommit (the group's partition is in the
+        producer's transaction, current epoch): the per-request error (NONE: on to the group)."""
         if not request.group_id:
             return ErrorCode.INVALID_GROUP_ID
         if self.loading:
@@ -234,15 +212,7 @@ class TxnService:
             code = ErrorCode.INVALID_TXN_STATE
         elif code == ErrorCode.PRODUCER_FENCED:
             code = ErrorCode.INVALID_PRODUCER_EPOCH
-        if code != ErrorCode.NONE:
-            return code
-        _, shard = self.broker.groups.shard_for(request.group_id)
-        try:
-            validate_txn_offset_commit(shard.state, request.group_id, request.generation_id,
-                                       request.member_id, request.group_instance_id)
-        except ApiError as exc:
-            return exc.code
-        return ErrorCode.NONE
+        return code
 
     # ---- timers --------------------------------------------------------------------------------
 
@@ -263,7 +233,7 @@ class TxnService:
 
     def _open(self) -> dict[tuple[tuple[str, str], ...], float]:
         counts: dict[tuple[tuple[str, str], ...], float] = {}
-        for meta in self.core.transactions.values():
+        for meta in self.core.all_transactions():
             if meta.state in OPEN_STATES:
                 key = (("state", meta.state.display_name),)
                 counts[key] = counts.get(key, 0) + 1
@@ -286,8 +256,3 @@ class TxnService:
             task.cancel()
         self._tasks.clear()
 
-
-def _done() -> asyncio.Future[None]:
-    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    done.set_result(None)
-    return done

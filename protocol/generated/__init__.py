@@ -78,8 +78,6 @@ from protocol.generated.records import (
     OffsetCommitValue,
     TransactionLogKey,
     TransactionLogValue,
-    TxnPendingOffsetsKey,
-    TxnPendingOffsetsValue,
 )
 from protocol.generated.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.generated.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
@@ -204,8 +202,6 @@ __all__ = [
     'TransactionLogValue',
     'TxnOffsetCommitRequest',
     'TxnOffsetCommitResponse',
-    'TxnPendingOffsetsKey',
-    'TxnPendingOffsetsValue',
 ]
 
 #: Every message class, by schema name.
@@ -324,8 +320,6 @@ MESSAGES: dict[str, type[Message]] = {
     'TransactionLogValue': TransactionLogValue,
     'TxnOffsetCommitRequest': TxnOffsetCommitRequest,
     'TxnOffsetCommitResponse': TxnOffsetCommitResponse,
-    'TxnPendingOffsetsKey': TxnPendingOffsetsKey,
-    'TxnPendingOffsetsValue': TxnPendingOffsetsValue,
 }
 
 

@@ -7,6 +7,7 @@ id is fenced; a hung transaction is aborted after its timeout and the LSO moves 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -93,10 +94,14 @@ def assert_exactly_once(bootstrap: str, source: str, sink: str, group: str) -> N
 
 def start_worker(bootstrap: str, group: str, transactional_id: str, source: str, sink: str,
                  log_dir: Path, module: str = "tests.clients.eos_worker") -> subprocess.Popen:
-    """A worker process: a Python module, or "js" for the kafkajs worker (tests/clients/js/eos_worker.js)."""
+    """A worker process: a Python module, "js" for the kafkajs worker (tests/clients/js/eos_worker.js) or
+    "java" for the Java client's (tests/clients/java: groupcoord.clients.EosWorker)."""
     if module == "js":
         from .support import JS_DIR, require_tool
         argv, cwd = [require_tool("node"), "eos_worker.js", bootstrap.rsplit(":", 1)[1]], JS_DIR
+    elif module == "java":
+        from .java_processes import quick_java_command
+        argv, cwd = [*quick_java_command("groupcoord.clients.EosWorker"), bootstrap], REPO_ROOT
     else:
         argv, cwd = [sys.executable, "-m", module, bootstrap], REPO_ROOT
     # The child keeps its own copy of the log's descriptor; ours is closed once it has started.
@@ -112,8 +117,8 @@ def stop(worker: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
 
 
 @pytest.mark.parametrize("worker", ["tests.clients.eos_worker", "tests.clients.eos_worker_kafka_python",
-                                    "tests.clients.eos_worker_aiokafka", "js"],
-                         ids=["confluent_kafka", "kafka_python", "aiokafka", "kafkajs"])
+                                    "tests.clients.eos_worker_aiokafka", "js", "java"],
+                         ids=["confluent_kafka", "kafka_python", "aiokafka", "kafkajs", "java"])
 def test_pipeline_is_exactly_once_across_a_killed_and_restarted_worker(bootstrap, topic_name, tmp_path, worker):
     source, sink, group = f"{topic_name}-in", f"{topic_name}-out", f"{topic_name}-g"
     create_topics(bootstrap, source, sink)
@@ -196,6 +201,35 @@ def test_the_older_of_two_producers_with_one_transactional_id_is_fenced(bootstra
         zombie.commit_transaction(20)
     assert raised.value.args[0].fatal()
     assert read_committed(bootstrap, topic_name, 1, 10) == [b"successor"]
+
+
+def transactions_listed(bootstrap: str) -> list[dict]:
+    listed = subprocess.run([str(Path(sys.executable).with_name("groupcoord")), "groups", "--bootstrap-server",
+                             bootstrap, "--transactions", "--output", "json"], capture_output=True, text=True,
+                            timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    return json.loads(listed.stdout)  # type: ignore[no-any-return]
+
+
+def test_the_groups_tool_lists_open_transactions_first_and_completed_ones_after(bootstrap, topic_name):
+    create_topics(bootstrap, topic_name)
+    producers = {}
+    for name in ("done", "open"):
+        producer = producers[name] = Producer({"bootstrap.servers": bootstrap,
+                                               "transactional.id": f"{topic_name}-{name}"})
+        producer.init_transactions(20)
+        producer.begin_transaction()
+        producer.produce(topic_name, value=name.encode(), partition=0)
+        producer.produce(topic_name, value=name.encode(), partition=1)
+        assert producer.flush(20) == 0
+    producers["done"].abort_transaction(20)
+
+    mine = [t for t in transactions_listed(bootstrap) if t["TRANSACTIONAL-ID"].startswith(topic_name)]
+    assert [(t["TRANSACTIONAL-ID"], t["STATE"], t["TIMEOUT-MS"], t["PARTITIONS"]) for t in mine] == [
+        (f"{topic_name}-open", "Ongoing", 60_000, 2), (f"{topic_name}-done", "CompleteAbort", 60_000, 0)]
+    assert mine[0]["DURATION-MS"] >= 0 and mine[1]["DURATION-MS"] is None
+    producers["open"].commit_transaction(20)
+    assert read_committed(bootstrap, topic_name, 2, 10) == [b"open", b"open"]
 
 
 def test_a_hung_transaction_is_aborted_after_its_timeout_and_the_lso_moves_on(server_factory, topic_name):

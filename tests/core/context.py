@@ -20,7 +20,8 @@ from coordinator.core import (
     RequestRef,
     Schedule,
 )
-from coordinator.records import Record, latest_per_key
+from coordinator.records import Record
+from coordinator.records.transactional import LogBatch, resolve, resolved_records
 from protocol.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -101,6 +102,7 @@ class CoordinatorContext:
         self.answers: dict[RequestRef, object] = {}
         self._refs = itertools.count(1)
         self.last_ref: RequestRef | None = None
+        self.markers: dict[int, tuple[int, int, bool]] = {}  # index in `log` -> (producer id, epoch, commit)
 
     # ---- driving -------------------------------------------------------------------------------
 
@@ -156,13 +158,42 @@ class CoordinatorContext:
     def answer(self, ref: RequestRef) -> Any:
         return self.answers.get(ref)
 
+    def marker(self, producer_id: int, producer_epoch: int, commit: bool) -> None:
+        """The transaction coordinator's marker for this partition (GroupRuntime.write_marker)."""
+        self.shard.replay_end_transaction_marker(producer_id, commit)
+        self.markers[len(self.log)] = (producer_id, producer_epoch, commit)
+        self.log.append(Record(b"", None))  # its place in the log; `markers` says what it is
+
+    def log_batches(self) -> list[tuple[list[bytes], list[bytes | None]] | LogBatch]:
+        """The log as the store frames it: one batch per record, markers as control batches."""
+        batches: list[tuple[list[bytes], list[bytes | None]] | LogBatch] = []
+        for index, r in enumerate(self.log):
+            if index in self.markers:
+                producer_id, epoch, commit = self.markers[index]
+                batches.append(((), (), producer_id, epoch, True, commit))
+            elif r.producer_id >= 0:
+                batches.append(([r.key], [r.value], r.producer_id, r.producer_epoch, True, None))
+            else:
+                batches.append(([r.key], [r.value]))
+        return batches
+
     def assert_replay_matches(self) -> None:
-        rebuilt = GroupShard.from_log(self.log, config=self.shard.config)
+        rebuilt = GroupShard(self.shard.config, SequentialIds())
+        rebuilt.begin_loading()
+        for index, record in enumerate(self.log):  # the whole log in order, markers replayed as Kafka's loader does
+            if index in self.markers:
+                producer_id, _, commit = self.markers[index]
+                rebuilt.replay_end_transaction_marker(producer_id, commit)
+            else:
+                rebuilt.replay(record)
+        rebuilt.state.loading = rebuilt.consumer.state.loading = False
         assert rebuilt.durable_view() == self.shard.durable_view()
-        # What a restart replays: the log as compaction leaves it (LogRecordStore.read_all). The one
-        # difference allowed: a simple group whose offsets were all deleted lives on in memory (empty,
-        # until the next expiry sweep removes it) but has no record left to come back from, as in Kafka.
-        compacted = [Record(k, v) for k, v in latest_per_key(([r.key], [r.value]) for r in self.log).items()]
+        # What a restart replays: the log as compaction leaves it, transactions resolved
+        # (LogRecordStore.read_all). The one difference allowed: a simple group whose offsets were all
+        # deleted lives on in memory (empty, until the next expiry sweep removes it) but has no record
+        # left to come back from, as in Kafka.
+        compacted = [Record(k, v, None, pid, epoch)
+                     for k, v, pid, epoch in resolved_records(resolve(self.log_batches()))]
         reloaded = GroupShard.from_log(compacted, config=self.shard.config).durable_view()
         assert reloaded == without_bare_simple_groups(self.shard.durable_view())
 
@@ -263,6 +294,8 @@ class CoordinatorContext:
 
 
 def without_bare_simple_groups(view: dict[str, Any]) -> dict[str, Any]:
-    """The durable view without groups that have neither a GroupMetadata record nor offsets."""
-    kept = [g for g in view["group_ids"] if g in view["group_metadata"] or view["offsets"].get(g)]
+    """The durable view without groups that have neither a GroupMetadata record nor offsets (committed
+    or pending)."""
+    pending = {key[0] for offsets in view["pending_offsets"].values() for key in offsets}
+    kept = [g for g in view["group_ids"] if g in view["group_metadata"] or view["offsets"].get(g) or g in pending]
     return {**view, "group_ids": kept}

@@ -33,6 +33,7 @@ SHARD_CALLS: dict[type, Callable[[GroupShard, Any, RequestContext, TopicsView], 
     m.DeleteGroupsRequest: GroupShard.delete_groups,
     m.ConsumerGroupHeartbeatRequest: GroupShard.consumer_group_heartbeat,
     m.ConsumerGroupDescribeRequest: GroupShard.consumer_group_describe,
+    m.TxnOffsetCommitRequest: GroupShard.txn_offset_commit,
 }
 
 

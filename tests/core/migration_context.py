@@ -55,6 +55,7 @@ class MixedContext(CoordinatorContext):
         self.shard = GroupShard(GroupConfig(**(classic or {})), new_uuid=self._ids,
                                 consumer_config=self.consumer_config, random_bytes=CountingBytes())
         self.log = []
+        self.markers = {}
         self.answers = {}
         self._refs = itertools.count(1)
         self.last_ref = None

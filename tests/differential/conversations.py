@@ -447,10 +447,101 @@ def consumer_group_errors(s: Side) -> None:
     s.call("a", K.DELETE_GROUPS, 2, m.DeleteGroupsRequest(groups_names=[group]))
 
 
+def await_transaction_coordinator(s: Side, transactional_id: str, timeout: float = 60.0) -> None:
+    """Wait (unrecorded) until InitProducerId of ``transactional_id`` succeeds: Kafka creates
+    ``__transaction_state`` on the first FindCoordinator of a transactional id and loads it before
+    it answers; the probe's producer is then fenced by the conversation's own InitProducerId."""
+    wire = s.wire("_await")
+    deadline = time.monotonic() + timeout
+    while True:
+        found = wire.request(K.FIND_COORDINATOR, 4, m.FindCoordinatorRequest(key_type=1,
+                                                                            coordinator_keys=[transactional_id]))
+        if found.coordinators[0].error_code == E.NONE:
+            init = wire.request(K.INIT_PRODUCER_ID, 4, m.InitProducerIdRequest(
+                transactional_id=transactional_id, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1))
+            if init.error_code == E.NONE:
+                return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{s.name}: no transaction coordinator for {transactional_id}")
+        time.sleep(0.1)  # poll interval
+
+
+def await_stable_offsets(s: Side, group: str, topic: str, partitions: list[int], timeout: float = 10.0) -> None:
+    """Wait (unrecorded) until OffsetFetch RequireStable answers no UNSTABLE_OFFSET_COMMIT: Kafka answers
+    EndTxn before its markers are written."""
+    wire = s.wire("_await")
+    deadline = time.monotonic() + timeout
+    Topic = m.OffsetFetchRequest.OffsetFetchRequestTopic
+    while True:
+        response = wire.request(K.OFFSET_FETCH, 7, m.OffsetFetchRequest(
+            group_id=group, topics=[Topic(name=topic, partition_indexes=partitions)], require_stable=True))
+        if all(p.error_code != E.UNSTABLE_OFFSET_COMMIT for t in response.topics for p in t.partitions):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{s.name}: offsets of {group} still unstable")
+        time.sleep(0.05)  # poll interval
+
+
+def transactional_offsets(s: Side) -> None:
+    """A producer commits offsets inside transactions (InitProducerId, AddOffsetsToTxn, TxnOffsetCommit,
+    EndTxn): one committed, one aborted, a plain commit between them; OffsetFetch RequireStable after
+    each (docs/spec/transactions.md)."""
+    (topic,) = create_topics(s, "txn-offsets", partitions=3)
+    group, tid = s.name_of("txn-group"), s.name_of("txn-id")
+    await_transaction_coordinator(s, tid)
+    init = s.call("a", K.INIT_PRODUCER_ID, 4, m.InitProducerIdRequest(
+        transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1))
+    pid, epoch = init.producer_id, init.producer_epoch
+    Topic = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+    Partition = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition
+
+    def txn_commit(offsets: dict[int, int], producer_epoch: int) -> None:
+        s.call("a", K.TXN_OFFSET_COMMIT, 4, m.TxnOffsetCommitRequest(
+            transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=producer_epoch, generation_id=-1,
+            topics=[Topic(name=topic, partitions=[Partition(partition_index=p, committed_offset=o)
+                                                  for p, o in offsets.items()])]))
+
+    def transaction(offsets: dict[int, int], commit: bool, describe: bool = False) -> None:
+        s.call("a", K.ADD_OFFSETS_TO_TXN, 4, m.AddOffsetsToTxnRequest(
+            transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group))
+        if describe:  # a data partition too, then the open transaction as the admin APIs show it
+            s.call("a", K.ADD_PARTITIONS_TO_TXN, 3, m.AddPartitionsToTxnRequest(
+                v3_and_below_transactional_id=tid, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+                v3_and_below_topics=[m.AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(name=topic, partitions=[1])]))
+            s.call("a", K.DESCRIBE_TRANSACTIONS, 0, m.DescribeTransactionsRequest(transactional_ids=[tid]))
+            pattern = f".*{s.token}.*"  # only this run's ids: the oracle is shared by the whole session
+            s.call("a", K.LIST_TRANSACTIONS, 2, m.ListTransactionsRequest(transactional_id_pattern=pattern))
+            s.call("a", K.LIST_TRANSACTIONS, 2, m.ListTransactionsRequest(
+                state_filters=["Ongoing", "NoSuchState"], transactional_id_pattern=pattern))
+        txn_commit(offsets, epoch)
+        txn_commit(offsets, epoch - 1)  # a fenced epoch
+        stable = fetch(7, group, topic, [0, 1, 2])
+        stable.require_stable = True
+        s.call("a", K.OFFSET_FETCH, 7, stable)  # UNSTABLE_OFFSET_COMMIT while the transaction holds them
+        s.call("a", K.END_TXN, 4, m.EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                                                  committed=commit))
+        await_stable_offsets(s, group, topic, [0, 1, 2])
+        s.call("a", K.OFFSET_FETCH, 7, fetch(7, group, topic, [0, 1, 2]))
+
+    transaction({0: 5, 1: 6}, commit=True, describe=True)
+    s.call("a", K.OFFSET_COMMIT, 8, commit(group, topic, {2: 7}))
+    transaction({0: 50, 2: 70}, commit=False)
+    # Refusals: no transaction open, an unknown producer, a bad timeout, a group not in the transaction.
+    s.call("a", K.END_TXN, 4, m.EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                                              committed=True))
+    s.call("a", K.ADD_OFFSETS_TO_TXN, 4, m.AddOffsetsToTxnRequest(
+        transactional_id=tid, producer_id=pid + 1, producer_epoch=epoch, group_id=group))
+    s.call("a", K.INIT_PRODUCER_ID, 4, m.InitProducerIdRequest(
+        transactional_id=tid, transaction_timeout_ms=0, producer_id=-1, producer_epoch=-1))
+    txn_commit({0: 1}, epoch)
+    s.call("a", K.DESCRIBE_TRANSACTIONS, 0, m.DescribeTransactionsRequest(
+        transactional_ids=[tid, s.name_of("txn-unknown")]))
+
+
 CONVERSATIONS: dict[str, Conversation] = {
     f.__name__: f for f in (
         join_every_version, join_errors, two_members_sync, stale_generation_and_unknown_member,
         static_membership, duplicate_instance_fencing, leave_batches, offsets_across_versions,
-        describe_list_delete, consumer_group_lifecycle, consumer_group_errors,
+        describe_list_delete, consumer_group_lifecycle, consumer_group_errors, transactional_offsets,
     )
 }

@@ -7,8 +7,9 @@ same script drives both servers. Each side keeps a transcript of (request, respo
 script order; ``compare`` normalises both transcripts and lists every field that differs.
 
 Normalised (never compared as-is): generated ids (member ids keep their shape, e.g.
-``client-<uuid>#1``, numbered in order of first appearance on each side), topic ids, the run token
-that keeps group and topic names unique, cluster ids, node ids, hosts, ports and throttle times.
+``client-<uuid>#1``, numbered in order of first appearance on each side), topic ids, producer ids, the run token
+that keeps group and topic names unique, cluster ids, node ids, hosts, ports, throttle times and
+wall-clock timestamps (compared only as set or not).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ KAFKA_UUID_TEXT = re.compile(r"[A-Za-z0-9_-]{22}")  # Kafka's Uuid.toString(): u
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 MEMBER_ID_FIELDS = frozenset({"member_id", "leader", "leader_id"})
 ID_FIELDS = frozenset({"topic_id"})
+PRODUCER_ID_FIELDS = frozenset({"producer_id"})  # each server allocates its own: numbered by first appearance
+TIME_FIELDS = frozenset({"transaction_start_time_ms"})  # wall-clock times: compared as set (> 0) or not
 NODE_FIELDS = frozenset({"node_id", "controller_id", "broker_id", "leader_id_node"})
 HOST_PORT_FIELDS = frozenset({"host", "port"})
 DROPPED_FIELDS = frozenset({"throttle_time_ms", "cluster_id"})
@@ -182,6 +185,10 @@ class Normaliser:
             return "<dropped>"
         if name in NODE_FIELDS and isinstance(value, int):
             return "<node>" if value >= 0 else value
+        if name in TIME_FIELDS and isinstance(value, int) and value > 0:
+            return "<time>"
+        if name in PRODUCER_ID_FIELDS and isinstance(value, int) and value >= 0:
+            return self._placeholder(str(value), "producer")
         if name in HOST_PORT_FIELDS and value not in ("", -1, None):
             return f"<{name}>"
         if isinstance(value, str):

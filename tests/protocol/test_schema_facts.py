@@ -78,8 +78,6 @@ EXTRA_SCHEMAS_ALLOWED: dict[str, str] = {
     "DescribeTransactionsResponse": _KAFKA_4_SCHEMA.format(65, "v0", "0+"),
     "ListTransactionsRequest": _KAFKA_4_SCHEMA.format(66, "v0-2", "0+"),
     "ListTransactionsResponse": _KAFKA_4_SCHEMA.format(66, "v0-2", "0+"),
-    "TxnPendingOffsetsKey": "groupcoord record type 30001 of __transaction_state: an open transaction's offsets",
-    "TxnPendingOffsetsValue": "groupcoord record type 30001 of __transaction_state: an open transaction's offsets",
     "TransactionLogKey": "__transaction_state key v0 (Kafka's transaction-coordinator TransactionLogKey.json)",
     "TransactionLogValue": "__transaction_state value v0-1 (Kafka's transaction-coordinator TransactionLogValue.json)",
 }

@@ -29,8 +29,6 @@ JARS_WITH_SCHEMAS = ("kafka-clients-", "kafka-group-coordinator-", "kafka-transa
 OURS_ONLY: dict[str, str] = {
     "ClassicGroupReasonKey": "groupcoord record type 30000 (the last KIP-800 reason of a classic group)",
     "ClassicGroupReasonValue": "groupcoord record type 30000 (the last KIP-800 reason of a classic group)",
-    "TxnPendingOffsetsKey": "groupcoord record type 30001 of __transaction_state (an open transaction's offsets)",
-    "TxnPendingOffsetsValue": "groupcoord record type 30001 of __transaction_state (an open transaction's offsets)",
 }
 
 

@@ -170,3 +170,63 @@ def test_metadata_and_find_coordinator_show_only_what_the_principal_may_describe
                                                                  "theirs": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     old = wire.request(ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="theirs", key_type=0))
     assert old.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+def test_transactional_id_and_idempotent_write_acls_are_enforced_as_kafka_does(server_factory, connect):
+    """KafkaApis: WRITE on the TRANSACTIONAL_ID for InitProducerId, AddOffsetsToTxn, EndTxn, TxnOffsetCommit
+    and transactional Produce; DESCRIBE for FindCoordinator, DescribeTransactions, ListTransactions;
+    IDEMPOTENT_WRITE on the cluster (or WRITE on a topic) for an idempotent InitProducerId."""
+    from protocol.messages import (
+        AddOffsetsToTxnRequest,
+        DescribeTransactionsRequest,
+        EndTxnRequest,
+        InitProducerIdRequest,
+        ListTransactionsRequest,
+        TxnOffsetCommitRequest,
+    )
+
+    server = server_factory(*CHECKS)
+    wire = connect(server)
+
+    def init(tid: str | None):
+        return wire.request(ApiKey.INIT_PRODUCER_ID, 4, InitProducerIdRequest(
+            transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1))
+
+    def find(tid: str) -> int:
+        return wire.request(ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(
+            key_type=1, coordinator_keys=[tid])).coordinators[0].error_code
+
+    denied = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    assert find("tx") == denied and init("tx").error_code == denied
+    assert init(None).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+    _acls(server, "--add", "--allow-principal", ME, "--producer", "--topic", "t", "--transactional-id", "tx")
+    _wait_until(lambda: init("tx").error_code == ErrorCode.NONE)
+    assert init(None).error_code == ErrorCode.NONE  # IdempotentWrite came with --producer
+    assert find("tx") == ErrorCode.NONE and find("other") == denied and init("other").error_code == denied
+    producer = init("tx")
+    pid, epoch = producer.producer_id, producer.producer_epoch
+    assert wire.request(ApiKey.ADD_OFFSETS_TO_TXN, 3, AddOffsetsToTxnRequest(
+        transactional_id="tx", producer_id=pid, producer_epoch=epoch, group_id="billing")).error_code \
+        == ErrorCode.GROUP_AUTHORIZATION_FAILED  # the id passes, the group does not
+    assert wire.request(ApiKey.ADD_OFFSETS_TO_TXN, 3, AddOffsetsToTxnRequest(
+        transactional_id="other", producer_id=pid, producer_epoch=epoch, group_id="billing")).error_code == denied
+    assert wire.request(ApiKey.END_TXN, 3, EndTxnRequest(
+        transactional_id="other", producer_id=pid, producer_epoch=epoch, committed=True)).error_code == denied
+    committed = wire.request(ApiKey.TXN_OFFSET_COMMIT, 3, TxnOffsetCommitRequest(
+        transactional_id="other", group_id="billing", producer_id=pid, producer_epoch=epoch, topics=[
+            TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name="t", partitions=[
+                TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1)])]))
+    assert committed.topics[0].partitions[0].error_code == denied
+    described = wire.request(ApiKey.DESCRIBE_TRANSACTIONS, 0, DescribeTransactionsRequest(
+        transactional_ids=["tx", "other"]))
+    assert [(s.transactional_id, s.error_code) for s in described.transaction_states] == [
+        ("tx", ErrorCode.NONE), ("other", denied)]
+    # An id the principal may no longer describe leaves the list.
+    _acls(server, "--add", "--allow-principal", ME, "--producer", "--transactional-id", "hidden")
+    _wait_until(lambda: init("hidden").error_code == ErrorCode.NONE)
+    listed = wire.request(ApiKey.LIST_TRANSACTIONS, 0, ListTransactionsRequest())
+    assert sorted(s.transactional_id for s in listed.transaction_states) == ["hidden", "tx"]
+    _acls(server, "--add", "--deny-principal", ME, "--operation", "Describe", "--transactional-id", "hidden")
+    _wait_until(lambda: [s.transactional_id for s in wire.request(
+        ApiKey.LIST_TRANSACTIONS, 0, ListTransactionsRequest()).transaction_states] == ["tx"])

@@ -61,3 +61,50 @@ def test_parallel_load_reads_what_the_inline_load_reads_and_closes_what_it_opene
     assert _read(tmp_path) == inline
     assert pools == [min(os.cpu_count() or 1, 3, log_record_store.MAX_LOAD_WORKERS)]  # 3 partitions
     assert _open_fds() == fds
+
+
+def test_transactional_offsets_are_written_as_kafka_writes_them_and_load_resolved(tmp_path):
+    """TxnOffsetCommit records go in a transactional batch of the producer, markers are control
+    batches; reading back applies committed transactions where their records are, drops aborted
+    ones and returns the open transaction's records as pending (Record.producer_id)."""
+    import asyncio
+
+    from coordinator.log.batch import iter_batches
+    from coordinator.log.transactions import COMMIT, marker_of
+
+    def commit(offset: int, pid: int = -1, partition: int = 0):
+        return offset_commit_record("g", "t", partition, offset, -1, "", 1, producer_id=pid, producer_epoch=0)
+
+    async def write() -> None:
+        logs = LogManager(tmp_path)
+        store = LogRecordStore(logs, 50)
+        writes = [store.append(7, [commit(1)]),
+                  store.append(7, [commit(10, pid=500), commit(11, pid=500, partition=1)]),
+                  store.append(7, [commit(20, pid=501)]),
+                  store.append_marker(7, 501, 0, False, 0),  # aborted: 20 never counts
+                  store.append_marker(7, 500, 0, True, 0),   # committed: 10 and 11
+                  store.append(7, [commit(30, pid=502, partition=1)])]  # still open at the restart
+        await asyncio.gather(*writes)
+        logs.close()
+
+    asyncio.run(write())
+    segment = next((tmp_path / f"{OFFSETS_TOPIC}-7").glob("*.log")).read_bytes()
+    headers = [h for _, h in iter_batches(segment)]
+    assert [(h.producer_id, h.is_transactional, h.is_control) for h in headers] == [
+        (-1, False, False), (500, True, False), (501, True, False), (501, True, True), (500, True, True),
+        (502, True, False)]
+    assert marker_of(segment[_pos(segment, 4):], headers[4])[0] == COMMIT
+
+    logs = LogManager(tmp_path)
+    try:
+        records = list(LogRecordStore(logs, 50).read_all(7))
+    finally:
+        logs.close()
+    assert [(r.decoded.key.partition, r.decoded.value.offset, r.producer_id) for r in records] == [
+        (0, 10, -1), (1, 11, -1), (1, 30, 502)]
+
+
+def _pos(data: bytes, index: int) -> int:
+    from coordinator.log.batch import iter_batches
+
+    return [pos for pos, _ in iter_batches(data)][index]

@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 SECTIONS = ("rebalances-over-time", "rebalances-per-group", "rebalance-durations", "membership-churn",
-            "commit-rate", "commits-per-group", "timeline", "current-state")
+            "commit-rate", "commits-per-group", "timeline", "current-state", "transactional-commits")
 
 
 class _Page(HTMLParser):

@@ -286,7 +286,7 @@ def test_report_writes_a_summary_parquet_views_and_a_self_contained_html_page(re
         assert list((out / view).glob("*.parquet")), view
     page = (out / "report.html").read_text()
     for section in ("rebalances-over-time", "rebalance-durations", "membership-churn", "commit-rate", "timeline",
-                    "current-state"):
+                    "current-state", "transactional-commits"):
         assert f'id="{section}"' in page
     assert page.count("<svg") >= 5
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")  # nothing fetched at view time

@@ -10,11 +10,11 @@ v4 member instance ids; ListGroups v4 StatesFilter, v5 TypesFilter; DeleteGroups
 from __future__ import annotations
 
 from coordinator.core.classic.state import GroupState
-from coordinator.core.offsets import group_tombstones
+from coordinator.core.offsets import group_tombstones, offset_tombstones
 from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.outcome import Outcome
 from coordinator.core.runtime.shard_state import ShardState
-from coordinator.records import Record, offset_commit_tombstone
+from coordinator.records import Record
 from protocol.error_codes import ErrorCode
 from protocol.messages import (
     DeleteGroupsRequest,
@@ -76,8 +76,7 @@ def delete_groups(st: ShardState, req: DeleteGroupsRequest, ctx: RequestContext)
     for group_id in dict.fromkeys(req.groups_names):  # de-duplicated, first-seen order
         code = _delete_error(st, group_id)
         if code is ErrorCode.NONE:
-            for topic, partition in sorted(st.offsets.get(group_id, {})):
-                records.append(offset_commit_tombstone(group_id, topic, partition))
+            records.extend(offset_tombstones(st, group_id))
             records.extend(group_tombstones(st, group_id))
         results.append(Deleted(group_id=group_id, error_code=code))
     return Outcome(records=records, response=DeleteGroupsResponse(results=results))

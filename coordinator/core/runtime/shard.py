@@ -77,6 +77,7 @@ from coordinator.core.runtime.timer_keys import (
     SyncKey,
     TimerKey,
 )
+from coordinator.core.txn import offsets as txn_offsets
 from coordinator.records import (
     CONSUMER_GROUP_RECORD_TYPES,
     OffsetAndMetadata,
@@ -85,7 +86,6 @@ from coordinator.records import (
     RecordType,
     UnknownRecordType,
     decode_record_versions,
-    offset_commit_tombstone,
     offset_from_value,
     reason_from_value,
 )
@@ -209,7 +209,19 @@ class GroupShard:
         return offsets.commit_offsets(self.state, req, ctx, fx)
 
     def offset_fetch(self, req: m.OffsetFetchRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
-        return offsets.offset_fetch(self.state, req, ctx, self._stored_offsets)
+        out = offsets.offset_fetch(self.state, req, ctx, self._stored_offsets)
+        if ctx.api_version >= 7 and req.require_stable and self.state.open_transactions:
+            txn_offsets.mark_unstable(self.state, req, out.response, ctx.api_version)
+        return out
+
+    def txn_offset_commit(self, req: m.TxnOffsetCommitRequest, ctx: RequestContext,
+                          topics: TopicsView = NO_TOPICS) -> Outcome:
+        """The group's half of a TxnOffsetCommit (the transaction coordinator checked the producer)."""
+        return txn_offsets.txn_offset_commit(self.state, self.consumer, req, ctx)
+
+    def has_pending_offsets(self, group_id: str) -> bool:
+        """An open transaction holds offsets of the group (read-only query)."""
+        return txn_offsets.group_has_pending(self.state, group_id)
 
     def _stored_offsets(self, st: ShardState, group_id: str, member_id: str | None,
                         member_epoch: int) -> Mapping[tuple[str, int], OffsetAndMetadata]:
@@ -268,8 +280,7 @@ class GroupShard:
             deletion = self.consumer.deletion_records(group_id)
         except ApiError as exc:
             return m.DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=exc.code)
-        records.extend(offset_commit_tombstone(group_id, topic, partition)
-                       for topic, partition in sorted(self.state.offsets.get(group_id, {})))
+        records.extend(offsets.offset_tombstones(self.state, group_id))
         records.extend(deletion)
         return m.DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=ErrorCode.NONE)
 
@@ -316,6 +327,9 @@ class GroupShard:
             for run in records.runs:
                 keys = zip(repeat(run.topic), run.partitions)  # repeat() is endless: the outer zip bounds it
                 self._committed_offsets(run.group_id).update(zip(keys, run.offsets, strict=False))
+                if self.state.open_transactions:
+                    for partition in run.partitions:
+                        txn_offsets.supersede_pending(self.state, (run.group_id, run.topic, partition))
             return
         for record in records:
             self.replay(record)
@@ -337,7 +351,15 @@ class GroupShard:
         if stored is None and decoded.value is not None and decoded.record_type in _OFFSET_COMMITS:
             stored = offset_from_value(decoded.value)
         if stored is not None:
+            if record.producer_id >= 0:  # a TxnOffsetCommit's: pending until its transaction's marker
+                if group_id not in st.groups:
+                    st.groups[group_id] = ClassicGroup(group_id)  # a simple group, as Kafka's replay creates
+                txn_offsets.replay_pending(st, record.producer_id, (group_id, decoded.key.topic,
+                                                                    decoded.key.partition), stored)
+                return
             self._committed_offsets(group_id)[decoded.key.topic, decoded.key.partition] = stored
+            if st.open_transactions:
+                txn_offsets.supersede_pending(st, (group_id, decoded.key.topic, decoded.key.partition))
         elif decoded.record_type == _GROUP_METADATA:
             if decoded.value is None:
                 st.persisted.pop(group_id, None)
@@ -349,6 +371,8 @@ class GroupShard:
                     # While running, the live group is ahead of its records; when loading, it is the record.
                     st.groups[group_id] = group_from_value(group_id, decoded.value)
         elif decoded.record_type in _OFFSET_COMMITS:  # a tombstone
+            if st.open_transactions:
+                txn_offsets.drop_pending(st, (group_id, decoded.key.topic, decoded.key.partition))
             group_offsets = st.offsets.get(group_id)
             if group_offsets is not None:
                 group_offsets.pop((decoded.key.topic, decoded.key.partition), None)
@@ -359,6 +383,12 @@ class GroupShard:
                 st.reasons.pop(group_id, None)
             else:
                 st.reasons[group_id] = reason_from_value(decoded.value)
+
+    def replay_end_transaction_marker(self, producer_id: int, commit: bool) -> None:
+        """The producer's transaction ended (its marker, written to this partition): its pending
+        offsets are applied (COMMIT) or dropped (ABORT). Kafka's replayEndTransactionMarker."""
+        for (group_id, topic, partition), offset in txn_offsets.end_transaction(self.state, producer_id, commit):
+            self._committed_offsets(group_id)[topic, partition] = offset
 
     def _committed_offsets(self, group_id: str) -> dict[tuple[str, int], OffsetAndMetadata]:
         """The group's stored offsets, for a commit to add to; a commit to no group makes a simple one."""
@@ -451,6 +481,7 @@ class GroupShard:
             "group_metadata": {g: v.to_dict() for g, v in sorted(st.persisted.items())},
             "offsets": {g: dict(sorted(o.items())) for g, o in sorted(st.offsets.items())},
             "reasons": dict(sorted(st.reasons.items())),
+            "pending_offsets": txn_offsets.pending_view(st),
             "consumer_groups": self.consumer.durable_view(),
         }
 

@@ -26,6 +26,19 @@ if TYPE_CHECKING:
     from coordinator.core.consumer.state import AssignmentRun, Waiter
 
 TopicPartition = tuple[str, int]
+GroupPartition = tuple[str, str, int]  # (group id, topic, partition)
+
+
+@dataclass(slots=True)
+class PendingOffset:
+    """A transactional offset commit waiting for its transaction's marker (Kafka's pending
+    transactional offsets). `seq` orders pending records as the log does; `superseded` is set when a
+    commit written after it already decides the partition, so the marker's COMMIT must not apply it
+    (Kafka compares record offsets: replayEndTransactionMarker)."""
+
+    offset: OffsetAndMetadata
+    seq: int
+    superseded: bool = False
 
 
 @dataclass(slots=True)
@@ -46,6 +59,11 @@ class ShardState:
     persisted: dict[str, GroupMetadataValue] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = field(default_factory=dict)
     reasons: dict[str, GroupReason] = field(default_factory=dict)
+    # Transactional offsets (TxnOffsetCommit) by producer id until their marker, and which producers
+    # hold a pending offset of each partition (Kafka's pendingTransactionalOffsets / openTransactions).
+    pending_offsets: dict[int, dict[GroupPartition, PendingOffset]] = field(default_factory=dict)
+    open_transactions: dict[GroupPartition, set[int]] = field(default_factory=dict)
+    pending_seq: int = 0
     loading: bool = False
     # Per-group overrides (Kafka's GROUP config resource): a read-only view the shell keeps up to
     # date, group id -> overrides; see consumer/group_configs.py. Not state of ours: never written here.

@@ -6,8 +6,14 @@ fresh records and for loading alike.
 """
 
 from coordinator.core.txn.coordinator import MarkerJob, TxnConfig, TxnCoordinator, TxnOutcome
-from coordinator.core.txn.model import TxnMetadata, TxnState
-from coordinator.core.txn.records import TxnRecord, decode_txn_record, txn_record, txn_tombstone
+from coordinator.core.txn.model import (
+    TxnMetadata,
+    TxnState,
+    decode_txn_record,
+    transactional_id_of,
+    txn_record,
+    txn_tombstone,
+)
 
 __all__ = [
            "MarkerJob",
@@ -15,9 +21,9 @@ __all__ = [
            "TxnCoordinator",
            "TxnMetadata",
            "TxnOutcome",
-           "TxnRecord",
            "TxnState",
            "decode_txn_record",
+           "transactional_id_of",
            "txn_record",
            "txn_tombstone",
 ]

@@ -23,19 +23,12 @@ from coordinator.core.txn.model import (
     TopicPartition,
     TxnMetadata,
     TxnState,
-    is_epoch_exhausted,
-)
-from coordinator.core.txn.records import (
-    PendingOffsets,
-    TxnRecord,
-    decode_pending_offsets,
     decode_txn_record,
-    is_pending_offsets,
-    pending_offsets_record,
-    pending_offsets_tombstone,
+    is_epoch_exhausted,
     txn_record,
     txn_tombstone,
 )
+from coordinator.records import Record
 from protocol.error_codes import ErrorCode
 
 S = TxnState
@@ -62,7 +55,7 @@ class MarkerJob:
 @dataclass(slots=True)
 class TxnOutcome:
     code: ErrorCode = ErrorCode.NONE
-    records: list[TxnRecord] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
     producer_id: int = -1
     producer_epoch: int = -1
     markers: list[MarkerJob] = field(default_factory=list)
@@ -77,20 +70,22 @@ class TxnCoordinator:
         self.config = config
         self.allocate_producer_id = allocate_producer_id  # durable, supplied by the shell
         self.transactions: dict[str, TxnMetadata] = {}
-        # transactional id -> (producer id, epoch, offsets its open transaction committed)
-        self.pending_offsets: dict[str, tuple[int, int, PendingOffsets]] = {}
+
+    # ---- queries (read-only: the shell's API handlers, metrics) ----------------------------------
+
+    def transaction(self, tid: str) -> TxnMetadata | None:
+        """A copy of the transactional id's metadata (None: unknown)."""
+        meta = self.transactions.get(tid)
+        return None if meta is None else dataclasses.replace(meta)
+
+    def all_transactions(self) -> list[TxnMetadata]:
+        """Copies of every transactional id's metadata, by id."""
+        return [dataclasses.replace(meta) for _, meta in sorted(self.transactions.items())]
 
     # ---- replay ---------------------------------------------------------------------------------
 
-    def replay(self, record: TxnRecord) -> None:
-        if is_pending_offsets(record.key):
-            ptid, pending = decode_pending_offsets(record.key, record.value)
-            if pending is None:
-                self.pending_offsets.pop(ptid, None)
-            else:
-                self.pending_offsets[ptid] = pending
-            return
-        tid, meta = decode_txn_record(record.key, record.value)
+    def replay(self, record: Record) -> None:
+        tid, meta = decode_txn_record(record)
         if meta is None:
             self.transactions.pop(tid, None)
             return
@@ -282,31 +277,7 @@ class TxnCoordinator:
                                   partitions=frozenset(), last_update_ms=now_ms)
         out = TxnOutcome()
         self._write(meta, new, out)
-        if job.transactional_id in self.pending_offsets:  # the marker applied or dropped them
-            out.records.append(pending_offsets_tombstone(job.transactional_id))
         return out
-
-    # ---- transactional offsets -------------------------------------------------------------------
-
-    def commit_offsets(self, tid: str, pid: int, epoch: int, offsets: PendingOffsets) -> TxnOutcome:
-        """TxnOffsetCommit, once verified: the transaction's pending offsets, merged and written."""
-        current = self.pending_offsets.get(tid)
-        merged: PendingOffsets = {}
-        if current is not None and current[0] == pid:
-            merged.update(current[2])
-        merged.update(offsets)
-        return TxnOutcome(records=[pending_offsets_record(tid, pid, epoch, merged)])
-
-    def is_pending(self, group_id: str, topic: str, partition: int) -> bool:
-        key = (group_id, topic, partition)
-        return any(key in offsets for _, _, offsets in self.pending_offsets.values())
-
-    def offsets_of(self, job: MarkerJob) -> PendingOffsets:
-        """The offsets the job's transaction committed (empty if none, or another producer's)."""
-        pending = self.pending_offsets.get(job.transactional_id)
-        if pending is None or pending[0] != job.producer_id:
-            return {}
-        return pending[2]
 
     def abort_timed_out(self, now_ms: int) -> list[TxnOutcome]:
         """The periodic scan: fence and abort every Ongoing transaction past its timeout."""
@@ -319,8 +290,6 @@ class TxnCoordinator:
         for tid, meta in sorted(self.transactions.items()):
             if meta.state in EXPIRABLE and meta.last_update_ms <= now_ms - self.config.id_expiration_ms:
                 out.records.append(txn_tombstone(tid))
-                if tid in self.pending_offsets:
-                    out.records.append(pending_offsets_tombstone(tid))
         return out
 
     def resume(self) -> list[MarkerJob]:

@@ -5,6 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from coordinator.records import (
+    Record,
+    decode_transaction_log_record,
+    transaction_log_record,
+    transaction_log_tombstone,
+)
+from protocol.messages import TransactionLogValue
+
 
 class TxnState(Enum):
     """The state ids are those `TransactionStatus` stores in `__transaction_state`.
@@ -76,3 +84,42 @@ class TxnMetadata:
     last_update_ms: int = -1
     previous_producer_id: int = -1
     last_producer_epoch: int = -1  # in memory only (KIP-360 retries), as Kafka's lastProducerEpoch
+
+
+# ---- records: the metadata as Kafka's TransactionLog value (coordinator.records.transaction_log) ----
+
+
+def txn_record(meta: TxnMetadata) -> Record:
+    """`TransactionPartitions` is null in Empty, the partitions grouped by topic otherwise
+    (TransactionLog.valueToBytes)."""
+    partitions = None if meta.state is TxnState.EMPTY else [
+        TransactionLogValue.PartitionsSchema(topic=t, partition_ids=p)
+        for t, p in partitions_by_topic(meta.partitions).items()]
+    return transaction_log_record(meta.transactional_id, TransactionLogValue(
+        producer_id=meta.producer_id, previous_producer_id=meta.previous_producer_id,
+        producer_epoch=meta.producer_epoch, transaction_timeout_ms=meta.timeout_ms,
+        transaction_status=meta.state.value, transaction_partitions=partitions,
+        transaction_last_update_timestamp_ms=meta.last_update_ms, transaction_start_timestamp_ms=meta.start_ms))
+
+
+def txn_tombstone(transactional_id: str) -> Record:
+    return transaction_log_tombstone(transactional_id)
+
+
+def transactional_id_of(record: Record) -> str:
+    return decode_transaction_log_record(record.key, None).key.transactional_id  # type: ignore[no-any-return]
+
+
+def decode_txn_record(record: Record) -> tuple[str, TxnMetadata | None]:
+    """(transactional id, metadata or None for a tombstone). Raises UnknownRecordType for a key
+    version this project does not know (a fatal load error, as in Kafka), ValueError/ProtocolError
+    for bytes that do not decode."""
+    decoded = decode_transaction_log_record(record.key, record.value)
+    tid: str = decoded.key.transactional_id
+    v = decoded.value
+    if v is None:
+        return tid, None
+    partitions = frozenset((p.topic, i) for p in v.transaction_partitions or () for i in p.partition_ids)
+    return tid, TxnMetadata(tid, v.producer_id, v.producer_epoch, v.transaction_timeout_ms,
+                            TxnState(v.transaction_status), partitions, v.transaction_start_timestamp_ms,
+                            v.transaction_last_update_timestamp_ms, v.previous_producer_id)

@@ -25,6 +25,13 @@ def permits_idempotent_write(broker: Broker, ctx: RequestContext) -> bool:
             or authorizer.allows_any(ctx.principal, ctx.client_host, Operation.WRITE, ResourceType.TOPIC))
 
 
+def permits_transactional_id(broker: Broker, ctx: RequestContext, operation: Operation, transactional_id: str) -> bool:
+    """WRITE (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, a
+    transactional Produce) or DESCRIBE (FindCoordinator, DescribeTransactions, ListTransactions) on
+    the TRANSACTIONAL_ID resource, as KafkaApis checks them."""
+    return permits(broker, ctx, operation, ResourceType.TRANSACTIONAL_ID, transactional_id)
+
+
 def permits_group(broker: Broker, ctx: RequestContext, operation: Operation, group_id: str) -> bool:
     return permits(broker, ctx, operation, ResourceType.GROUP, group_id)
 

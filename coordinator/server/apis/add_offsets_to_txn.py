@@ -10,7 +10,7 @@ from typing import Any
 
 from coordinator.records import partition_for
 from coordinator.security.acls import Operation
-from coordinator.server.apis._acl import permits_group
+from coordinator.server.apis._acl import permits_group, permits_transactional_id
 from coordinator.server.apis._txn import for_version
 from coordinator.server.broker import Broker
 from coordinator.server.registry import Pending, Reply, RequestContext, api
@@ -27,6 +27,8 @@ def add_offsets_to_txn(broker: Broker, request: Any, ctx: RequestContext) -> Rep
 
 
 async def _add_offsets_to_txn(broker: Broker, request: Any, ctx: RequestContext) -> AddOffsetsToTxnResponse:
+    if not permits_transactional_id(broker, ctx, Operation.WRITE, request.transactional_id):
+        return AddOffsetsToTxnResponse(error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
     if not permits_group(broker, ctx, Operation.READ, request.group_id):
         return AddOffsetsToTxnResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     txn = broker.txn

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.security.acls import Operation
-from coordinator.server.apis._acl import permits_cluster, permits_topic
+from coordinator.server.apis._acl import permits_cluster, permits_topic, permits_transactional_id
 from coordinator.server.apis._txn import for_version
 from coordinator.server.broker import Broker
 from coordinator.server.registry import Pending, Reply, RequestContext, api
@@ -42,6 +42,9 @@ def add_partitions_error(request: Any, code: ErrorCode, version: int) -> AddPart
 async def _one(broker: Broker, ctx: RequestContext, tid: str, pid: int, epoch: int, topics: Any,
                verify_only: bool) -> list[Any]:
     version = ctx.api_version
+    if version < BROKER_FORM_SINCE and not permits_transactional_id(broker, ctx, Operation.WRITE, tid):
+        # the client form (the broker form is checked as CLUSTER_ACTION): KafkaApis.handleAddPartitionsToTxnRequest
+        return _results(topics, {}, int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
     refused: dict[tuple[str, int], int] = {}
     for t in topics:
         topic = broker.topics.get(t.name)

@@ -13,6 +13,8 @@ from typing import Any
 
 from coordinator.core.txn import TxnState
 from coordinator.core.txn.model import partitions_by_topic
+from coordinator.security.acls import Operation
+from coordinator.server.apis._acl import permits_topic, permits_transactional_id
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
 from coordinator.server.transactions import now_ms
@@ -27,26 +29,29 @@ STATE_NAMES = {state.display_name: state for state in TxnState if state not in (
                                                                               TxnState.PREPARE_EPOCH_FENCE)}
 
 
-def _describe(broker: Broker, tid: str) -> Any:
+def _describe(broker: Broker, ctx: RequestContext, tid: str) -> Any:
+    # An error entry leaves every other field at its schema default (0, ""), as Kafka's does (the
+    # differential run compares them).
+    if not permits_transactional_id(broker, ctx, Operation.DESCRIBE, tid):
+        return Described(error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), transactional_id=tid)
     if broker.txn.loading:
-        return Described(error_code=int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), transactional_id=tid,
-                         transaction_state="", transaction_timeout_ms=0, transaction_start_time_ms=-1,
-                         producer_id=-1, producer_epoch=-1, topics=[])
-    meta = broker.txn.core.transactions.get(tid) if tid else None
+        return Described(error_code=int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), transactional_id=tid)
+    meta = broker.txn.core.transaction(tid) if tid else None
     if meta is None:
         code = ErrorCode.INVALID_REQUEST if tid == "" else ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
-        return Described(error_code=int(code), transactional_id=tid, transaction_state="", transaction_timeout_ms=0,
-                         transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[])
+        return Described(error_code=int(code), transactional_id=tid)
     return Described(error_code=0, transactional_id=tid, transaction_state=meta.state.display_name,
                      transaction_timeout_ms=meta.timeout_ms, transaction_start_time_ms=meta.start_ms,
                      producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
-                     topics=[TopicData(topic=t, partitions=ps)
-                             for t, ps in partitions_by_topic(meta.partitions).items()])
+                     topics=[TopicData(topic=t, partitions=ps)  # topics it may not DESCRIBE left out, as Kafka does
+                             for t, ps in partitions_by_topic(meta.partitions).items()
+                             if permits_topic(broker, ctx, Operation.DESCRIBE, t)])
 
 
 @api(ApiKey.DESCRIBE_TRANSACTIONS, versions=(0, 0))
 def describe_transactions(broker: Broker, request: Any, ctx: RequestContext) -> DescribeTransactionsResponse:
-    return DescribeTransactionsResponse(transaction_states=[_describe(broker, t) for t in request.transactional_ids])
+    return DescribeTransactionsResponse(
+        transaction_states=[_describe(broker, ctx, t) for t in request.transactional_ids])
 
 
 @api(ApiKey.LIST_TRANSACTIONS, versions=(0, 2))
@@ -64,7 +69,8 @@ def list_transactions(broker: Broker, request: Any, ctx: RequestContext) -> List
         return ListTransactionsResponse(error_code=int(ErrorCode.INVALID_REGULAR_EXPRESSION))
     now = now_ms()
     listed = []
-    for tid, meta in sorted(broker.txn.core.transactions.items()):
+    for meta in broker.txn.core.all_transactions():
+        tid = meta.transactional_id
         if request.state_filters and meta.state not in states:
             continue
         if pids and meta.producer_id not in pids:
@@ -73,6 +79,8 @@ def list_transactions(broker: Broker, request: Any, ctx: RequestContext) -> List
             continue
         if pattern is not None and not pattern.fullmatch(tid):
             continue
+        if not permits_transactional_id(broker, ctx, Operation.DESCRIBE, tid):
+            continue  # only the ids the principal may describe are listed
         listed.append(Listed(transactional_id=tid, producer_id=meta.producer_id,
                              transaction_state=meta.state.display_name))
     return ListTransactionsResponse(error_code=0, unknown_state_filters=unknown, transaction_states=listed)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator.security.acls import Operation
+from coordinator.server.apis._acl import permits_transactional_id
 from coordinator.server.apis._txn import for_version
 from coordinator.server.broker import Broker
 from coordinator.server.registry import Pending, Reply, RequestContext, api
@@ -28,6 +30,9 @@ def end_txn(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
 
 async def _end_txn(broker: Broker, request: Any, ctx: RequestContext) -> EndTxnResponse:
     txn = broker.txn
+    if not permits_transactional_id(broker, ctx, Operation.WRITE, request.transactional_id):
+        return EndTxnResponse(error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), producer_id=-1,
+                              producer_epoch=-1)
     if txn.loading:
         return EndTxnResponse(error_code=int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), producer_id=-1,
                               producer_epoch=-1)

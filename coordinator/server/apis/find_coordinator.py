@@ -10,7 +10,7 @@ INVALID_REQUEST; share groups are not served.
 from __future__ import annotations
 
 from coordinator.security.acls import Operation
-from coordinator.server.apis._acl import permits_group
+from coordinator.server.apis._acl import permits_group, permits_transactional_id
 from coordinator.server.broker import Broker
 from coordinator.server.registry import RequestContext, api
 from protocol.api_keys import ApiKey
@@ -52,8 +52,14 @@ def find_coordinator(broker: Broker, request, ctx: RequestContext) -> FindCoordi
     advertised = broker.advertised_for(ctx.listener)  # the listener the client reached us on
     node, host, port = broker.node_id, advertised.host, advertised.port
 
-    def may_describe(group_id: str) -> bool:  # what Kafka asks of a client looking for a group's coordinator
-        return request.key_type == TRANSACTION or permits_group(broker, ctx, Operation.DESCRIBE, group_id)
+    # What Kafka asks of a client looking for a coordinator: DESCRIBE on the group or the transactional id.
+    def may_describe(key: str) -> bool:
+        if request.key_type == TRANSACTION:
+            return permits_transactional_id(broker, ctx, Operation.DESCRIBE, key)
+        return permits_group(broker, ctx, Operation.DESCRIBE, key)
+
+    refused = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED if request.key_type == TRANSACTION \
+        else ErrorCode.GROUP_AUTHORIZATION_FAILED
 
     if request.key_type == TRANSACTION:  # an empty transactional id names no coordinator
         keys = [request.key] if version < BATCHED_SINCE else request.coordinator_keys
@@ -67,9 +73,9 @@ def find_coordinator(broker: Broker, request, ctx: RequestContext) -> FindCoordi
 
     if version < BATCHED_SINCE:
         if not may_describe(request.key):
-            return _failure(ErrorCode.GROUP_AUTHORIZATION_FAILED, None, request, version)
+            return _failure(refused, None, request, version)
         return FindCoordinatorResponse(error_code=0, error_message=None, node_id=node, host=host, port=port)
     return FindCoordinatorResponse(coordinators=[
         Coordinator(key, node, host, port, 0, None) if may_describe(key)
-        else Coordinator(key, -1, "", -1, int(ErrorCode.GROUP_AUTHORIZATION_FAILED), None)
+        else Coordinator(key, -1, "", -1, int(refused), None)
         for key in request.coordinator_keys])

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.server.apis._acl import permits_idempotent_write
+from coordinator.security.acls import Operation
+from coordinator.server.apis._acl import permits_idempotent_write, permits_transactional_id
 from coordinator.server.apis._txn import for_version
 from coordinator.server.broker import Broker
 from coordinator.server.registry import Pending, Reply, RequestContext, api
@@ -37,6 +38,9 @@ def init_producer_id(broker: Broker, request: Any, ctx: RequestContext) -> Reply
 
 async def _transactional(broker: Broker, request: Any, ctx: RequestContext) -> InitProducerIdResponse:
     txn = broker.txn
+    if not permits_transactional_id(broker, ctx, Operation.WRITE, request.transactional_id):
+        return InitProducerIdResponse(error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), producer_id=-1,
+                                      producer_epoch=-1)
     if txn.loading:
         outcome_code, pid, epoch = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1, -1
     else:

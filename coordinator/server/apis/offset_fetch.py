@@ -27,19 +27,11 @@ def offset_fetch(broker: Broker, request: Any, ctx: RequestContext) -> Any:
         if not permits_group(broker, ctx, Operation.DESCRIBE, request.group_id):
             raise HandlerError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         answer = broker.groups.handle(request.group_id, GroupShard.offset_fetch, request, ctx)
-        if getattr(request, "require_stable", False) and ctx.api_version >= 7:
-            answer = amend_answer(answer, lambda r: _mark_unstable(broker, request.group_id, r.topics))
         if broker.authorizer is None:
             return answer
         return amend_answer(answer, lambda r: _hide_topics(broker, ctx, r.topics, explicit=request.topics is not None))
     answer = fan_out(broker, request, ctx, [g.group_id for g in request.groups], "groups", "groups",
                      Operation.DESCRIBE, GroupShard.offset_fetch)
-    if request.require_stable:
-        def mark_unstable(response: Any) -> None:
-            for group in response.groups:
-                _mark_unstable(broker, group.group_id, group.topics)
-
-        answer = amend_answer(answer, mark_unstable)
     if broker.authorizer is None:
         return answer
     explicit = {g.group_id: g.topics is not None for g in request.groups}
@@ -63,14 +55,3 @@ def _hide_topics(broker: Broker, ctx: RequestContext, topics: list[Any], explici
         for partition in topic.partitions:
             partition.committed_offset, partition.metadata = NO_OFFSET, ""
             partition.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-
-
-def _mark_unstable(broker: Broker, group_id: str, topics: list[Any]) -> None:
-    """RequireStable (KIP-447): partitions an open transaction holds offsets of answer
-    UNSTABLE_OFFSET_COMMIT, and the client retries until the marker."""
-    is_pending = broker.txn.core.is_pending
-    for topic in topics:
-        for partition in topic.partitions:
-            if partition.error_code == 0 and is_pending(group_id, topic.name, partition.partition_index):
-                partition.committed_offset, partition.committed_leader_epoch = NO_OFFSET, -1
-                partition.metadata, partition.error_code = "", int(ErrorCode.UNSTABLE_OFFSET_COMMIT)

@@ -18,7 +18,7 @@ from typing import Any
 
 from coordinator.log.batch import CONTROL_BIT, TRANSACTIONAL_BIT
 from coordinator.security.acls import Operation
-from coordinator.server.apis._acl import permits_topic
+from coordinator.server.apis._acl import permits_topic, permits_transactional_id
 from coordinator.server.broker import Broker
 from coordinator.server.data_plane import ProduceError
 from coordinator.server.registry import NO_RESPONSE, Pending, Reply, RequestContext, api
@@ -45,7 +45,8 @@ def produce_error(request: Any, code: ErrorCode, version: int) -> ProduceRespons
 @api(ApiKey.PRODUCE, versions=(3, 11), error_response=produce_error)
 def produce(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
     transactional = _transactional_producers(request)
-    if transactional and request.transactional_id is None:
+    if transactional and (request.transactional_id is None or not permits_transactional_id(
+            broker, ctx, Operation.WRITE, request.transactional_id)):
         return produce_error(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ctx.api_version)
     if len(transactional) > 1:  # ReplicaManager.appendRecords: one transaction per request
         return produce_error(request, ErrorCode.INVALID_PRODUCER_ID_MAPPING, ctx.api_version)

@@ -2,21 +2,21 @@
 
 v2 leader epoch; v3 flexible, and the member fields of KIP-447 (generation, member id, group
 instance id) checked like Kafka's validateTransactionalOffsetCommit; v4 TRANSACTION_ABORTABLE.
-The offsets stay pending (a record of __transaction_state), invisible to OffsetFetch, until the
-transaction's marker commits or drops them (coordinator.server.transactions). The answer waits
-until they are durable.
+The offsets are OffsetCommit records in a transactional batch of the producer in the group's
+`__consumer_offsets` partition, pending (invisible to OffsetFetch) until the transaction's marker
+commits or drops them (coordinator.server.transactions). The answer waits until they are durable.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from coordinator.core.offsets import java_length
+from coordinator.core import GroupShard
 from coordinator.security.acls import Operation
-from coordinator.server.apis._acl import permits_group, permits_topic
+from coordinator.server.apis._acl import permits_group, permits_topic, permits_transactional_id
 from coordinator.server.broker import Broker
-from coordinator.server.registry import Pending, Reply, RequestContext, api
-from coordinator.server.transactions import now_ms
+from coordinator.server.registry import HandlerError, Pending, Reply, RequestContext, api
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import TxnOffsetCommitResponse
@@ -42,6 +42,8 @@ def txn_offset_commit(broker: Broker, request: Any, ctx: RequestContext) -> Repl
 
 
 async def _txn_offset_commit(broker: Broker, request: Any, ctx: RequestContext) -> TxnOffsetCommitResponse:
+    if not permits_transactional_id(broker, ctx, Operation.WRITE, request.transactional_id):
+        return _response(request, int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
     if not permits_group(broker, ctx, Operation.READ, request.group_id):
         return _response(request, int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     codes: dict[tuple[str, int], int] = {}
@@ -55,23 +57,19 @@ async def _txn_offset_commit(broker: Broker, request: Any, ctx: RequestContext) 
     code = broker.txn.check_txn_offset_commit(request, ctx.api_version)
     if code != ErrorCode.NONE:
         return _response(request, int(code), codes)
-    max_bytes = broker.config["offset.metadata.max.bytes"]
-    now = now_ms()
-    accepted: dict[tuple[str, str, int], tuple[int, int, str, int]] = {}
-    for t in request.topics:
+    # The group's checks and records: the shard of the group writes the offsets as the producer's
+    # transactional batch, pending until the marker (GroupShard.txn_offset_commit).
+    accepted = copy.copy(request)
+    accepted.topics = [copy.copy(t) for t in request.topics]
+    for t in accepted.topics:
+        t.partitions = [p for p in t.partitions if (t.name, p.partition_index) not in codes]
+    accepted.topics = [t for t in accepted.topics if t.partitions]
+    try:
+        answer = broker.groups.handle(request.group_id, GroupShard.txn_offset_commit, accepted, ctx)
+        response = await answer.answer if isinstance(answer, Pending) else answer
+    except HandlerError as exc:  # the records are not durable
+        return _response(request, int(exc.code), codes)
+    for t in response.topics:
         for p in t.partitions:
-            key = (t.name, p.partition_index)
-            if key in codes:
-                continue
-            metadata = p.committed_metadata or ""
-            if java_length(metadata) > max_bytes:
-                codes[key] = int(ErrorCode.OFFSET_METADATA_TOO_LARGE)
-                continue
-            accepted[request.group_id, t.name, p.partition_index] = (p.committed_offset, p.committed_leader_epoch,
-                                                                     metadata, now)
-    txn = broker.txn
-    outcome = await txn.answer(txn.core.commit_offsets(request.transactional_id, request.producer_id,
-                                                       request.producer_epoch, accepted))
-    if outcome.code != ErrorCode.NONE:  # the pending offsets are not durable
-        return _response(request, int(outcome.code), codes)
+            codes[t.name, p.partition_index] = p.error_code
     return _response(request, 0, codes)

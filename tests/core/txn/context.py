@@ -7,7 +7,7 @@ import itertools
 from typing import Any
 
 from coordinator.core.txn import TxnConfig, TxnCoordinator, TxnOutcome
-from coordinator.core.txn.records import TxnRecord
+from coordinator.records import Record
 
 
 class TxnContext:
@@ -15,7 +15,7 @@ class TxnContext:
         self.config = config or TxnConfig()
         self._ids = itertools.count(first_producer_id)
         self.coordinator = TxnCoordinator(self.config, lambda: next(self._ids))
-        self.log: list[TxnRecord] = []
+        self.log: list[Record] = []
         self.now = 1_000_000
 
     def apply(self, out: TxnOutcome) -> TxnOutcome:
@@ -40,7 +40,7 @@ class TxnContext:
 
     def reloaded(self) -> TxnCoordinator:
         """A coordinator rebuilt from the log (each key's latest record, as compaction leaves it)."""
-        latest: dict[bytes, TxnRecord] = {}
+        latest: dict[bytes, Record] = {}
         for record in self.log:
             latest.pop(record.key, None)
             latest[record.key] = record
@@ -56,4 +56,3 @@ class TxnContext:
                     for k, m in ts.items()}
 
         assert strip(fresh.transactions) == strip(self.coordinator.transactions)
-        assert fresh.pending_offsets == self.coordinator.pending_offsets

@@ -3,8 +3,7 @@ ending with the state rebuilt from the written records equal to the live one."""
 
 from __future__ import annotations
 
-from coordinator.core.txn import TxnConfig, TxnState
-from coordinator.core.txn.records import decode_txn_record
+from coordinator.core.txn import TxnConfig, TxnState, decode_txn_record
 from protocol.error_codes import ErrorCode as E
 from tests.core.txn.context import TxnContext
 
@@ -16,7 +15,7 @@ def test_init_creates_then_bumps_the_epoch_and_writes_kafkas_record() -> None:  
     ctx = TxnContext()
     first = ctx.init()
     assert (first.code, first.producer_id, first.producer_epoch) == (E.NONE, 1000, 0)
-    tid, meta = decode_txn_record(ctx.log[0].key, ctx.log[0].value)
+    tid, meta = decode_txn_record(ctx.log[0])
     assert (tid, meta.producer_id, meta.producer_epoch, meta.state, meta.partitions, meta.start_ms,
             meta.timeout_ms) == ("tx", 1000, 0, S.EMPTY, frozenset(), -1, 60_000)
     assert ctx.log[0].value[:2] == b"\x00\x01"  # value version 1
@@ -166,26 +165,6 @@ def test_a_restart_resumes_the_markers_of_decided_transactions() -> None:  # §1
     assert reloaded.transactions["o"].start_ms == ctx.now
 
 
-def test_pending_offsets_survive_replay_and_go_with_the_completion() -> None:  # §15 cases 41, 49
-    ctx = TxnContext()
-    ctx.init()
-    offsets_partition = ("__consumer_offsets", 7)
-    ctx.add("tx", 1000, 0, offsets_partition)
-    ctx.apply(ctx.coordinator.commit_offsets("tx", 1000, 0, {("g", "t", 0): (10, -1, "", ctx.now)}))
-    ctx.apply(ctx.coordinator.commit_offsets("tx", 1000, 0, {("g", "t", 1): (4, -1, "m", ctx.now)}))
-    assert ctx.coordinator.is_pending("g", "t", 0) and ctx.coordinator.is_pending("g", "t", 1)
-    assert not ctx.coordinator.is_pending("g", "t", 2)
-    ctx.assert_replay_matches()
-    out = ctx.end("tx", 1000, 0, commit=True)
-    [job] = out.markers
-    assert ctx.coordinator.offsets_of(job) == {("g", "t", 0): (10, -1, "", ctx.now),
-                                               ("g", "t", 1): (4, -1, "m", ctx.now)}
-    assert ctx.reloaded().offsets_of(job) == ctx.coordinator.offsets_of(job)  # a restart before the marker
-    ctx.finish_markers(out)
-    assert not ctx.coordinator.is_pending("g", "t", 0)
-    ctx.assert_replay_matches()
-
-
 def test_verify_answers_for_the_partitions_of_the_open_transaction() -> None:  # §15 case 14
     ctx = TxnContext()
     ctx.init()
@@ -218,14 +197,19 @@ def test_end_txn_v5_bumps_the_epoch_and_answers_retries() -> None:  # §15 cases
 
 
 def test_log_dump_describes_transaction_log_records() -> None:
-    from coordinator.core.txn.records import describe_txn_record
+    from coordinator.records import describe_transaction_log_record
 
     ctx = TxnContext()
     ctx.init()
     ctx.add("tx", 1000, 0, T0, ("__consumer_offsets", 7))
-    ctx.apply(ctx.coordinator.commit_offsets("tx", 1000, 0, {("g", "t", 0): (10, -1, "", ctx.now)}))
-    lines = [describe_txn_record(r.key, r.value) for r in ctx.log]
-    assert lines[1].startswith("TransactionLog key(v0): 'tx' value(v1): producerId=1000 producerEpoch=0 "
-                               "state=Ongoing partitions=[__consumer_offsets-7,t-0]")
-    assert lines[2] == ("TxnPendingOffsets key(type 30001): 'tx' value: producerId=1000 producerEpoch=0 "
-                        "offsets=[g/t-0=10]")
+    lines = [describe_transaction_log_record(r.key, r.value) for r in ctx.log]
+    assert lines[1] == (
+        'TransactionLog key(type 0): {"TransactionalId":"tx"} value(v1): {"ProducerId":1000,'
+        '"PreviousProducerId":-1,"NextProducerId":-1,"ProducerEpoch":0,"TransactionTimeoutMs":60000,'
+        '"TransactionStatus":1,"TransactionPartitions":[{"Topic":"__consumer_offsets","PartitionIds":[7]},'
+        '{"Topic":"t","PartitionIds":[0]}],"TransactionLastUpdateTimestampMs":1000000,'
+        '"TransactionStartTimestampMs":1000000,"ClientTransactionVersion":0}')
+    from coordinator.core.txn import txn_tombstone
+
+    assert describe_transaction_log_record(txn_tombstone("tx").key, None) == (
+        'TransactionLog key(type 0): {"TransactionalId":"tx"} value: tombstone')
