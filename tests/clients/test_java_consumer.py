@@ -287,9 +287,6 @@ def test_a_static_consumer_protocol_member_bounce_keeps_its_partitions(server_fa
     assert len(after["members"]) == 2
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="groupcoord refuses SubscribedTopicRegex (INVALID_REQUEST 'not supported yet'); "
-                          "Kafka 4.x resolves it on the server (KIP-848)")
 def test_a_consumer_protocol_group_subscribed_by_a_server_side_regex(server_factory, java_processes, topic_name,
                                                                      tmp_path):
     """KIP-848 regular expressions (SubscriptionPattern): the coordinator resolves the pattern to the matching

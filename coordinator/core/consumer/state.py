@@ -77,3 +77,7 @@ class ConsumerGroupsState:
     # Per-group overrides (Kafka's GROUP config resource): a read-only view the shell keeps up to
     # date, group id -> overrides; see group_configs.py. Not state of ours: never written here.
     group_configs: Mapping[str, GroupConfigOverrides] = field(default_factory=dict)
+    # Soft state, from the shell's topic events (Kafka's lastMetadataImageWithNewTopics): the TopicsView
+    # version at which topics were last created; groups resolved against an older one refresh their
+    # regular expressions (docs/spec/consumer-protocol.md#regular-expressions).
+    topics_created_version: int = 0

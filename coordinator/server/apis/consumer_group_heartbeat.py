@@ -1,7 +1,7 @@
 """ConsumerGroupHeartbeat (key 68), v0–1: the consumer group protocol (KIP-848). Needs READ on the group.
-v0 flexible; v1 adds SubscribedTopicRegex. librdkafka 2.16 insists on v1 and sends "" there when it
-subscribes by name: the core reads "" as no regex and rejects any real pattern with INVALID_REQUEST
-("not supported yet", docs/spec/consumer-protocol.md#heartbeat-request).
+v0 flexible; v1 adds SubscribedTopicRegex (KIP-848 regex subscriptions, resolved by the core against the
+topics: docs/spec/consumer-protocol.md#regular-expressions; INVALID_REGULAR_EXPRESSION for a pattern RE2/J
+refuses). librdkafka 2.16 insists on v1 and sends "" there when it subscribes by name: "" means no regex.
 """
 
 from __future__ import annotations
