@@ -6,14 +6,11 @@ those of a matching topic created later within 30 s, and never a partition of a 
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from .polling_member import PollingMember, assigned_exactly_once, wait_for
 from .support import CLIENT_TEST_TIMEOUT_S
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(CLIENT_TEST_TIMEOUT_S * 2)]
@@ -21,50 +18,6 @@ pytestmark = [pytest.mark.clients, pytest.mark.timeout(CLIENT_TEST_TIMEOUT_S * 2
 LOG = logging.getLogger("librdkafka")
 SERVER_SETTINGS = ("group.consumer.heartbeat.interval.ms=500", "group.consumer.min.heartbeat.interval.ms=500",
                    "group.consumer.session.timeout.ms=6000", "group.consumer.min.session.timeout.ms=6000")
-
-
-class RegexMember(threading.Thread):
-    """A consumer polling in its own thread; `owned` follows its assign and revoke callbacks."""
-
-    def __init__(self, bootstrap: str, group: str, pattern: str) -> None:
-        super().__init__(daemon=True)
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-                                  "logger": LOG, "auto.offset.reset": "earliest"})
-        self.pattern = pattern
-        self.lock = threading.Lock()
-        self.owned: set[tuple[str, int]] = set()
-        self.ever: set[tuple[str, int]] = set()
-        self.errors: list[str] = []
-        self.stop_event = threading.Event()
-
-    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        with self.lock:
-            self.owned |= {(tp.topic, tp.partition) for tp in partitions}
-            self.ever |= {(tp.topic, tp.partition) for tp in partitions}
-
-    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        with self.lock:
-            self.owned -= {(tp.topic, tp.partition) for tp in partitions}
-
-    def run(self) -> None:
-        self.consumer.subscribe([self.pattern], on_assign=self._on_assign, on_revoke=self._on_revoke,
-                                on_lost=self._on_revoke)
-        try:
-            while not self.stop_event.is_set():
-                message = self.consumer.poll(0.2)
-                if message is not None and message.error() is not None and message.error().fatal():
-                    self.errors.append(str(message.error()))
-                    return
-        finally:
-            self.consumer.close()
-
-    def snapshot(self) -> set[tuple[str, int]]:
-        with self.lock:
-            return set(self.owned)
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.join(timeout=30)
 
 
 def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
@@ -75,26 +28,14 @@ def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
         future.result(20)
 
 
-def wait_for(condition: Callable[[], bool], timeout_s: float, what: Callable[[], object]) -> float:
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        if condition():
-            return time.monotonic() - started
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout_s} s: {what()}")
-
-
-def assigned_exactly_once(members: list[RegexMember], wanted: set[tuple[str, int]]) -> bool:
-    views = [m.snapshot() for m in members]
-    return sum(len(v) for v in views) == len(wanted) and set().union(*views) == wanted
-
-
 def test_a_librdkafka_regex_group_gets_matching_topics_and_those_created_later(server_factory, topic_name):
     server = server_factory(*SERVER_SETTINGS)
     prefix = f"orders-{topic_name[-8:]}"
     create_topics(server.bootstrap, {f"{prefix}-a": 3, f"{prefix}-b": 1, f"other-{prefix}": 2, f"{prefix}x": 1})
     group = f"g-{topic_name}"
-    members = [RegexMember(server.bootstrap, group, f"^{prefix}-.*") for _ in range(2)]
+    config = {"bootstrap.servers": server.bootstrap, "group.id": group, "group.protocol": "consumer", "logger": LOG,
+              "auto.offset.reset": "earliest"}
+    members = [PollingMember(config, [f"^{prefix}-.*"], f"regex-{i}") for i in range(2)]
     try:
         for member in members:
             member.start()
