@@ -104,7 +104,10 @@ def _join_or_heartbeat(state: ConsumerGroupsState, req: ConsumerGroupHeartbeatRe
     updated = _apply_request(before, req, ctx)
     members = _members_after(group, updated, joining)
     regexes = update_member_regexes(state, group, before, updated, members, topics, ctx.now_ms)
-    updated = replace(updated, regex_topics=topics_of(regexes.resolved, updated.subscribed_topic_regex))
+    regex_topics = topics_of(regexes.resolved, updated.subscribed_topic_regex)
+    if regex_topics != updated.regex_topics:  # (a copy costs more than the rest of a plain heartbeat's core)
+        updated = members[member_id] = replace(updated, regex_topics=regex_topics)
+    with_regex_topics(members, regexes)
     # A new member starts from an empty subscription, so joining counts as a change (as a subscription of
     # no names in Kafka, where a new member's names start null); a static successor inherits its holder's.
     subscription_changed = (updated.subscribed_topic_names != before.subscribed_topic_names or regexes.bump
@@ -115,8 +118,6 @@ def _join_or_heartbeat(state: ConsumerGroupsState, req: ConsumerGroupHeartbeatRe
     for regex, resolved in sorted(regexes.changed.items()):
         fx.event("consumer_group_regex_resolved" if resolved is not None else "consumer_group_regex_dropped", gid,
                  regex=regex, topics=None if resolved is None else len(resolved.topics), member_id=member_id)
-    members = _members_after(group, updated, joining)
-    with_regex_topics(members, regexes)
 
     reconciled = advance_member(state, group, members, updated, owned, subscription_changed, fx, topics)
 

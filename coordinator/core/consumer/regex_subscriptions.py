@@ -30,6 +30,8 @@ def update_member_regexes(state: ConsumerGroupsState, group: ConsumerGroup, befo
                           now_ms: int) -> RegexUpdate:
     """The group's expressions once `before` became `updated` (`members_after`: the members after the request).
     Raises INVALID_REGULAR_EXPRESSION for a new expression that RE2/J would refuse."""
+    if not (group.resolved_regexes or before.subscribed_topic_regex or updated.subscribed_topic_regex):
+        return RegexUpdate(group.resolved_regexes, {}, False)  # the common case: no member uses one (no scan)
     return update_regexes(
         group.resolved_regexes, subscribed_regexes(m.subscribed_topic_regex for m in group.members.values()),
         subscribed_regexes(m.subscribed_topic_regex for m in members_after.values()),
@@ -55,6 +57,8 @@ def with_regex_topics(members: MutableMapping[str, ConsumerMember], update: Rege
 
 def unused_regex_tombstones(group: ConsumerGroup, remaining: Iterable[ConsumerMember]) -> list[Record]:
     """Kafka's maybeDeleteResolvedRegularExpressions: expressions no remaining member subscribes to go."""
+    if not group.resolved_regexes:
+        return []
     still = subscribed_regexes(m.subscribed_topic_regex for m in remaining)
     return [regular_expression_tombstone(group.group_id, regex) for regex in sorted(group.resolved_regexes)
             if regex not in still]
