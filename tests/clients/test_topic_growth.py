@@ -124,3 +124,27 @@ def test_the_new_partitions_take_produce_and_fetch_and_metadata_shows_them(serve
         assert (message.partition(), message.offset(), message.value()) == (2, 0, b"in the new partition")
     finally:
         consumer.close()
+
+
+def test_groupcoord_topics_alter_says_what_kafka_topics_says(server_factory, topic_name):
+    """The refusals of `groupcoord topics --alter`, in kafka-topics.sh's words (tests/clients/
+    test_java_tools_oracle.py compares Kafka's own tool against both servers)."""
+    server = server_factory()
+    create_topic(server.bootstrap, topic_name, 2)
+
+    def topics(*args: str) -> tuple[int, str, str]:
+        done = subprocess.run([sys.executable, "-m", "coordinator", "topics", "--bootstrap-server", server.bootstrap,
+                               *args], capture_output=True, text=True, timeout=60)
+        return done.returncode, done.stdout, done.stderr
+
+    assert topics("--alter", "--topic", topic_name, "--partitions", "1") == (
+        1, "", f"Error while executing topic command : The topic {topic_name} currently has 2 partition(s); 1 would "
+               "not be an increase.\n")
+    assert topics("--alter", "--topic", f"{topic_name}-none", "--partitions", "3") == (
+        1, "", f"Error while executing topic command : Topic '{topic_name}-none' does not exist as expected\n")
+    assert topics("--alter", "--topic", f"{topic_name}-none", "--partitions", "3", "--if-exists") == (0, "", "")
+    assert topics("--alter", "--topic", topic_name)[0] == 2  # no --partitions: a usage error
+    # --topic is a regular expression over whole names, as in kafka-topics.sh
+    assert topics("--alter", "--topic", f"{topic_name[:-4]}.*", "--partitions", "3") == (0, "", "")
+    admin = AdminClient({"bootstrap.servers": server.bootstrap, "logger": LOG})
+    assert len(admin.list_topics(topic_name, timeout=10).topics[topic_name].partitions) == 3
