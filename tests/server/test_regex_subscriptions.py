@@ -1,12 +1,15 @@
 """KIP-848 regex subscriptions on the wire (docs/spec/consumer-protocol.md#regular-expressions): a pattern RE2/J
 refuses gets INVALID_REGULAR_EXPRESSION, a valid one is resolved against the topics, and a restart keeps
-the resolution (the ConsumerGroupRegularExpression record is replayed)."""
+the resolution (the ConsumerGroupRegularExpression record is replayed); with an authorizer it resolves to the
+topics the member may describe."""
 
 from __future__ import annotations
 
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, CreateTopicsRequest
+
+from .test_authorization import CHECKS, ME, _acls, _wait_until
 
 Hb = ConsumerGroupHeartbeatRequest
 
@@ -54,3 +57,20 @@ def test_a_regex_group_is_refused_or_resolved_and_keeps_its_resolution_across_a_
             Hb.TopicPartitions(topic_id=tp.topic_id, partitions=tp.partitions)
             for tp in member.assignment.topic_partitions]))
     assert (heartbeat.error_code, heartbeat.member_epoch) == (ErrorCode.NONE, member.member_epoch)
+
+
+def test_with_an_authorizer_a_regex_resolves_only_to_topics_the_member_may_describe(server_factory, connect):
+    """Kafka's filterTopicDescribeAuthorizedTopics: the resolution keeps the topics the principal of the heartbeat
+    that refreshed it may DESCRIBE."""
+    server = server_factory(*CHECKS)
+    wire = connect(server)
+    _acls(server, "--add", "--allow-principal", ME, "--operation", "Create", "--cluster")
+    _acls(server, "--add", "--allow-principal", ME, "--operation", "Read", "--group", "g")
+    _acls(server, "--add", "--allow-principal", ME, "--operation", "Describe", "--topic", "rx-a")
+    Topic = CreateTopicsRequest.CreatableTopic
+    _wait_until(lambda: wire.request(ApiKey.CREATE_TOPICS, 7, CreateTopicsRequest(topics=[
+        Topic(name=name, num_partitions=1, replication_factor=1) for name in ("rx-a", "rx-b")])).topics[0].error_code
+        in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS))
+    joined = _join(wire, "g", "rx-.*")
+    assert joined.error_code == ErrorCode.NONE
+    assert [tp.partitions for tp in joined.assignment.topic_partitions] == [[0]]  # rx-a only, not rx-b

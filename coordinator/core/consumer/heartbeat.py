@@ -103,7 +103,7 @@ def _join_or_heartbeat(state: ConsumerGroupsState, req: ConsumerGroupHeartbeatRe
     #    docs/spec/consumer-protocol.md#regular-expressions).
     updated = _apply_request(before, req, ctx)
     members = _members_after(group, updated, joining)
-    regexes = update_member_regexes(state, group, before, updated, members, topics, ctx.now_ms)
+    regexes = update_member_regexes(state, group, before, updated, members, topics, ctx)
     regex_topics = topics_of(regexes.resolved, updated.subscribed_topic_regex)
     if regex_topics != updated.regex_topics:  # (a copy costs more than the rest of a plain heartbeat's core)
         updated = members[member_id] = replace(updated, regex_topics=regex_topics)

@@ -18,7 +18,7 @@ resolution carries its records (the topic set is data, so resolving is a pure co
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,10 +116,11 @@ def compile_regex(regex: str) -> Any:
     return compiled
 
 
-def resolve_regexes(regexes: Iterable[str], topic_names: Iterable[str], version: int,
-                    now_ms: int) -> dict[str, ResolvedRegex]:
-    """Kafka's refreshRegularExpressions: every name each expression fully matches. An expression that no
-    longer compiles (it was checked when it arrived) resolves to nothing."""
+def resolve_regexes(regexes: Iterable[str], topic_names: Iterable[str], version: int, now_ms: int,
+                    may_describe: Callable[[str], bool] | None = None) -> dict[str, ResolvedRegex]:
+    """Kafka's refreshRegularExpressions: every name each expression fully matches and, with an authorizer,
+    that the requesting principal may DESCRIBE. An expression that no longer compiles (it was checked when
+    it arrived) resolves to nothing."""
     compiled = {}
     for regex in regexes:
         try:
@@ -127,6 +128,8 @@ def resolve_regexes(regexes: Iterable[str], topic_names: Iterable[str], version:
         except ConsumerGroupError:
             compiled[regex] = None
     names = sorted(topic_names)
+    if may_describe is not None:
+        names = [n for n in names if may_describe(n)]
     return {regex: ResolvedRegex(tuple(n for n in names if pattern is not None and pattern.fullmatch(n)),
                                  version, now_ms)
             for regex, pattern in compiled.items()}
@@ -149,7 +152,7 @@ class RegexUpdate:
 
 def update_regexes(resolved: Mapping[str, ResolvedRegex], before: Counter[str], after: Counter[str],
                    old_regex: str | None, new_regex: str | None, refresh_due: bool, topic_names: Iterable[str],
-                   version: int, now_ms: int) -> RegexUpdate:
+                   version: int, now_ms: int, may_describe: Callable[[str], bool] | None = None) -> RegexUpdate:
     """Kafka's maybeUpdateRegularExpressions for one member moving from `old_regex` to `new_regex`.
 
     `before`/`after`: subscribers per expression before and after the request; `refresh_due`: topics
@@ -174,7 +177,7 @@ def update_regexes(resolved: Mapping[str, ResolvedRegex], before: Counter[str], 
     if ((require_refresh or before) and after
             and (last_refresh_ms is None or now_ms > last_refresh_ms + REGEX_BATCH_REFRESH_INTERVAL_MS)
             and (require_refresh or set(after) != set(remaining) or refresh_due)):
-        for regex, fresh in resolve_regexes(sorted(after), topic_names, version, now_ms).items():
+        for regex, fresh in resolve_regexes(sorted(after), topic_names, version, now_ms, may_describe).items():
             old = remaining.get(regex)
             if (() if old is None else old.topics) != fresh.topics:  # Kafka compares with an empty resolution
                 bump = True

@@ -11,6 +11,7 @@ from coordinator.core.consumer.model import ConsumerGroup, ConsumerMember
 from coordinator.core.consumer.regex import RegexUpdate, ResolvedRegex, subscribed_regexes, update_regexes
 from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.topics import TopicsView
+from coordinator.core.runtime.context import RequestContext
 from coordinator.records import Record
 from coordinator.records.consumer import regular_expression_record, regular_expression_tombstone
 
@@ -27,16 +28,17 @@ def regex_refresh_due(state: ConsumerGroupsState, group: ConsumerGroup) -> bool:
 
 def update_member_regexes(state: ConsumerGroupsState, group: ConsumerGroup, before: ConsumerMember,
                           updated: ConsumerMember, members_after: Mapping[str, ConsumerMember], topics: TopicsView,
-                          now_ms: int) -> RegexUpdate:
+                          ctx: RequestContext) -> RegexUpdate:
     """The group's expressions once `before` became `updated` (`members_after`: the members after the request).
-    Raises INVALID_REGULAR_EXPRESSION for a new expression that RE2/J would refuse."""
+    A refresh keeps the topics this request's principal may describe, as Kafka resolves with the context of
+    the member that triggered it. Raises INVALID_REGULAR_EXPRESSION for a new expression RE2/J would refuse."""
     if not (group.resolved_regexes or before.subscribed_topic_regex or updated.subscribed_topic_regex):
         return RegexUpdate(group.resolved_regexes, {}, False)  # the common case: no member uses one (no scan)
     return update_regexes(
         group.resolved_regexes, subscribed_regexes(m.subscribed_topic_regex for m in group.members.values()),
         subscribed_regexes(m.subscribed_topic_regex for m in members_after.values()),
         before.subscribed_topic_regex or None, updated.subscribed_topic_regex or None,
-        regex_refresh_due(state, group), topics.names(), topics.version, now_ms)
+        regex_refresh_due(state, group), topics.names(), topics.version, ctx.now_ms, ctx.may_describe_topic)
 
 
 def regex_records(group_id: str, update: RegexUpdate) -> list[Record]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.core import RequestContext, RequestRef
 from coordinator.core.consumer.errors import ConsumerGroupError
 from coordinator.core.consumer.regex import REGEX_BATCH_REFRESH_INTERVAL_MS, compile_regex, resolve_regexes
 from coordinator.core.consumer.regex_subscriptions import topics_of
@@ -50,6 +51,12 @@ def test_a_regex_must_match_the_whole_topic_name() -> None:
     assert {regex: r.topics for regex, r in resolved.items()} == {
         "orders": ("orders",), "orders-.*": ("orders-1",), ".*-eu": ("x-eu",)}
     assert {(r.version, r.timestamp_ms) for r in resolved.values()} == {(3, 7)}
+
+
+def _assigned_pairs(ctx: ConsumerGroupContext, out) -> set[tuple[str, int]]:
+    """(topic name, partition) of a response's assignment, names through the context's topics."""
+    return {(ctx.topics.by_id(tp.topic_id).name, p) for tp in out.response.assignment.topic_partitions
+            for p in tp.partitions}
 
 
 def _assigned(out) -> dict[str, list[int]]:
@@ -156,3 +163,15 @@ def test_a_restart_keeps_the_resolution() -> None:
     [member] = group.members.values()
     assert member.subscribed_topics == ("t1", "t2")
     assert set(member.assigned_partitions) == {topic_id("t1"), topic_id("t2")}
+
+
+def test_with_an_authorizer_a_regex_resolves_to_the_topics_the_member_may_describe() -> None:
+    ctx = ConsumerGroupContext({"t1": 1, "t2": 1, "t3": 1})
+    request = ConsumerGroupHeartbeatRequest(group_id="g", member_id="m-described-000000000", member_epoch=0,
+                                            rebalance_timeout_ms=300_000, topic_partitions=[],
+                                            subscribed_topic_regex="t.")
+    context = RequestContext(api_version=1, now_ms=0, ref=RequestRef(1), may_describe_topic=lambda t: t != "t2")
+    out = ctx._apply(ctx.coordinator.consumer_group_heartbeat(request, context, ctx.topics))
+    assert {topic for topic, _ in _assigned_pairs(ctx, out)} == {"t1", "t3"}
+    assert ctx.group().resolved_regexes["t."].topics == ("t1", "t3")
+    ctx.assert_replay_matches()
