@@ -16,6 +16,7 @@ from pathlib import Path
 import structlog
 
 from coordinator.admin.groups_commands import add_parser as _add_groups
+from coordinator.admin.topics_command import add_parser as _add_topics
 from coordinator.config import ConfigError, load_config
 from coordinator.log.dump import dump
 from coordinator.log.segment import CorruptLogError
@@ -115,7 +116,7 @@ def _add_log(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
 
 
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [  # type: ignore[type-arg]
-    _add_serve, _add_groups, _add_log, _add_report, _add_acls, _add_users]
+    _add_serve, _add_groups, _add_topics, _add_log, _add_report, _add_acls, _add_users]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -40,6 +40,15 @@ def validate_topic_name(name: str) -> None:
     raise TopicError("INVALID_TOPIC_EXCEPTION", f"Topic name is invalid: {reason}")
 
 
+@dataclass(frozen=True, slots=True)
+class TopicChange:
+    """What listeners hear after a change: `kind` is "created", "deleted" or "grown"; `version` the registry's."""
+
+    kind: str
+    name: str
+    version: int
+
+
 @dataclass(slots=True)
 class Topic:
     name: str
@@ -56,6 +65,7 @@ class TopicRegistry:
         self._new_id = new_id
         # Bumped on every create and delete: consumer groups recheck their topics when it moves.
         self.version = 0
+        self._listeners: list[Callable[[TopicChange], None]] = []
         self._file = directory / "topics.json" if directory is not None else None
         if self._file is not None and self._file.exists():
             for raw in json.loads(self._file.read_text()):
@@ -66,6 +76,16 @@ class TopicRegistry:
         self._topics[topic.name] = topic
         self._by_id[topic.topic_id] = topic
         self.version += 1
+
+    def on_change(self, listener: Callable[[TopicChange], None]) -> None:
+        """Call `listener` after every create, delete and partition growth (the group coordinator's shards
+        hear of topic changes this way)."""
+        self._listeners.append(listener)
+
+    def _notify(self, kind: str, name: str) -> None:
+        change = TopicChange(kind, name, self.version)
+        for listener in self._listeners:
+            listener(change)
 
     def _save(self) -> None:
         if self._file is None:
@@ -102,6 +122,7 @@ class TopicRegistry:
         if not validate_only:
             self._add(topic)
             self._save()
+            self._notify("created", name)
         return topic
 
     def set_configs(self, name: str, configs: dict[str, str]) -> Topic:
@@ -117,6 +138,25 @@ class TopicRegistry:
             raise
         return topic
 
+    def add_partitions(self, name: str, count: int) -> Topic:
+        """Grow the topic to `count` partitions, durably (on failure nothing changes); the caller checked that
+        `count` is more than it has. New partitions start empty; listeners hear "grown"."""
+        topic = self._topics.get(name)
+        if topic is None:
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{name}' does not exist.")
+        if count <= topic.partitions:
+            raise TopicError("INVALID_PARTITIONS", f"The topic {name} currently has {topic.partitions} partition(s); "
+                                                   f"{count} would not be an increase.")
+        previous, topic.partitions = topic.partitions, count
+        try:
+            self._save()
+        except OSError:
+            topic.partitions = previous
+            raise
+        self.version += 1
+        self._notify("grown", name)
+        return topic
+
     def delete(self, name: str) -> Topic:
         topic = self._topics.pop(name, None)
         if topic is None:
@@ -124,4 +164,5 @@ class TopicRegistry:
         del self._by_id[topic.topic_id]
         self.version += 1
         self._save()
+        self._notify("deleted", name)
         return topic

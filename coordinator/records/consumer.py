@@ -8,11 +8,12 @@
     6     ConsumerGroupTargetAssignmentMetadataKey  assignment epoch (and, tagged, when it was computed)
     7     ConsumerGroupTargetAssignmentMemberKey    a member's target assignment
     8     ConsumerGroupCurrentMemberAssignmentKey   a member's epochs, state and current assignment
+    16    ConsumerGroupRegularExpressionKey         a resolved regular expression (topics, version, time)
 
 Orders the handlers write (and the consumer group core's replay checks):
-    heartbeat:      [static replacement: 8-tomb, 7-tomb, 5-tomb (old id), 5, 7, 8 (new id)], 5, 4?, 3?, 7*, 6?, 8?
-    member removal: 8-tomb, 7-tomb, 5-tomb, 4?, 3
-    group deletion: 8-tomb all, 7-tomb all, 6-tomb, 5-tomb all, 4-tomb, 3-tomb
+    heartbeat:      [static replacement: 8-tomb, 7-tomb, 5-tomb (old id), 5, 7, 8 (new id)], 5, 16*, 4?, 3?, 7*, 6?, 8?
+    member removal: 8-tomb, 7-tomb, 5-tomb, 16-tomb*, 4?, 3
+    group deletion: 8-tomb all, 7-tomb all, 6-tomb, 5-tomb all, 16-tomb all, 4-tomb, 3-tomb
 
 Built from the core's ConsumerGroup / ConsumerMember through the protocols below (records never
 import the core); replaying them is the core's business (`core/consumer_group/replay.py`).
@@ -34,6 +35,8 @@ from protocol.messages import (
     ConsumerGroupMetadataValue,
     ConsumerGroupPartitionMetadataKey,
     ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
     ConsumerGroupTargetAssignmentMemberKey,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
@@ -105,6 +108,8 @@ class ConsumerGroupLike(Protocol):
     def members(self) -> Mapping[str, object]: ...
     @property
     def target_assignment(self) -> Mapping[str, object]: ...
+    @property
+    def resolved_regexes(self) -> Mapping[str, object]: ...
 
 
 def _record(record_type: int, key: Any, value: Any | None) -> Record:
@@ -209,6 +214,19 @@ def current_assignment_tombstone(group_id: str, member_id: str) -> Record:
                    ConsumerGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), None)
 
 
+def regular_expression_record(group_id: str, regex: str, topics: Iterable[str], version: int,
+                              timestamp_ms: int) -> Record:
+    """A resolved regular expression: the topics it matched in the topic image of `version`, at `timestamp_ms`."""
+    return _record(RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION,
+                   ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex),
+                   ConsumerGroupRegularExpressionValue(topics=sorted(topics), version=version, timestamp=timestamp_ms))
+
+
+def regular_expression_tombstone(group_id: str, regex: str) -> Record:
+    return _record(RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION,
+                   ConsumerGroupRegularExpressionKey(group_id=group_id, regular_expression=regex), None)
+
+
 def member_removal_tombstones(group_id: str, member_id: str) -> list[Record]:
     """Removing a member: current assignment, target, then subscription (replay checks this order)."""
     return [current_assignment_tombstone(group_id, member_id), target_assignment_tombstone(group_id, member_id),
@@ -224,4 +242,5 @@ def group_deletion_tombstones(group: ConsumerGroupLike) -> list[Record]:
             + [target_assignment_tombstone(gid, m) for m in target_ids]
             + [assignment_epoch_tombstone(gid)]
             + [member_subscription_tombstone(gid, m) for m in member_ids]
+            + [regular_expression_tombstone(gid, regex) for regex in sorted(group.resolved_regexes)]
             + [subscription_metadata_tombstone(gid), consumer_group_epoch_tombstone(gid)])

@@ -58,7 +58,7 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
-    CONSUMER_GROUP_REGULAR_EXPRESSION = 16  # KIP-848 regex subscriptions: Kafka 4.x writes it; we read it
+    CONSUMER_GROUP_REGULAR_EXPRESSION = 16  # KIP-848 regex subscriptions: a resolved regular expression
     CLASSIC_GROUP_REASON = 30000  # ours, see the module docstring
 
 
@@ -123,7 +123,6 @@ register(RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER, "consumer_group_tar
 register(RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, "consumer_group_current_member_assignment",
          ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue, 0, "group_id",
          "member_id")
-# Read (log dump, Spark) but not yet written or replayed here: regex subscriptions are issue 20's.
 register(RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION, "consumer_group_regular_expression",
          ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue, 0, "group_id")
 register(RecordType.CLASSIC_GROUP_REASON, "group_reason", ClassicGroupReasonKey, ClassicGroupReasonValue, 0, "group")
@@ -133,8 +132,9 @@ register(TRANSACTION_LOG_KEY_VERSION, "transaction_log", TransactionLogKey, Tran
          "transactional_id", registry=TRANSACTION_LOG_REGISTRY)
 
 #: The KIP-848 consumer group record types, which the consumer group core replays.
-CONSUMER_GROUP_RECORD_TYPES = frozenset(range(RecordType.CONSUMER_GROUP_METADATA,
-                                              RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT + 1))
+CONSUMER_GROUP_RECORD_TYPES = frozenset([*range(RecordType.CONSUMER_GROUP_METADATA,
+                                                RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT + 1),
+                                         RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION])
 
 GROUP_METADATA_VALUE_VERSION = REGISTRY[RecordType.GROUP_METADATA].written_value_version
 OFFSET_COMMIT_VALUE_VERSION = REGISTRY[RecordType.OFFSET_COMMIT].written_value_version

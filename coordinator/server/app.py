@@ -63,6 +63,7 @@ class Server:
         self.broker.groups = GroupRuntime(config, LogRecordStore(self.broker.data.logs, offsets_partitions),
                                           self.broker.metrics, topics=RegistryTopics(self.broker.topics),
                                           group_configs=GroupConfigStore(self.broker.data_dir))
+        self.broker.topics.on_change(self.broker.groups.topics_changed)
         self.broker.txn = TxnService(config, self.broker)  # transactions: after the data plane and groups
         self.broker.startup_hooks += [self.broker.data.logs.start, self.broker.groups.load, self.broker.txn.load]
         self.broker.shutdown_hooks += [self.broker.txn.close, self.broker.groups.close, self.broker.data.close]

@@ -33,7 +33,7 @@ from coordinator.core import (
     RequestRef,
     Schedule,
 )
-from coordinator.core.consumer import ConsumerGroupConfig, TopicsView
+from coordinator.core.consumer import ConsumerGroupConfig, TopicsChanged, TopicsView
 from coordinator.core.consumer.jobs import AssignmentJob, AssignmentJobResult
 from coordinator.core.runtime.shard import NO_TOPICS, GroupSummary
 from coordinator.core.runtime.timer_keys import CONSUMER_GROUP_TIMERS
@@ -44,6 +44,7 @@ from coordinator.server.assignment_pool import AssignmentPool
 from coordinator.server.group_configs_view import StoreGroupConfigs
 from coordinator.server.record_store import RecordStore
 from coordinator.server.registry import HandlerError, Pending
+from coordinator.topics import TopicChange
 from protocol.error_codes import ErrorCode
 
 log = structlog.get_logger()
@@ -148,6 +149,12 @@ class GroupRuntime:
         return GroupShard(self.group_config, new_uuid=lambda: str(uuid.uuid4()),
                           consumer_config=self.consumer_group_config, random_bytes=os.urandom,
                           group_configs=self._group_overrides)
+
+    def topics_changed(self, change: TopicChange) -> None:
+        """A topic was created, deleted or grew: every loaded shard hears of it (Kafka's onNewMetadataImage)."""
+        event = TopicsChanged(change.version, **{change.kind: (change.name,)})
+        for shard in self.shards.values():
+            shard.on_topics_changed(event)
 
     def _topics(self) -> TopicsView:
         return self.topics if self.topics is not None else NO_TOPICS

@@ -36,6 +36,9 @@ class RegistryTopics:
             info = self._infos[name] = _info(self.registry.get(name))
             return info
 
+    def names(self) -> list[str]:
+        return [topic.name for topic in self.registry]
+
     def by_id(self, topic_id: object) -> TopicInfo | None:
         return _info(self.registry.by_id(topic_id)) if isinstance(topic_id, uuid.UUID) else None
 

@@ -18,6 +18,7 @@ from protocol.generated.api_versions import ApiVersionsRequest, ApiVersionsRespo
 from protocol.generated.consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 from protocol.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from protocol.generated.create_acls import CreateAclsRequest, CreateAclsResponse
+from protocol.generated.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from protocol.generated.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.generated.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.generated.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
@@ -122,6 +123,8 @@ __all__ = [
     'ConsumerProtocolSubscription',
     'CreateAclsRequest',
     'CreateAclsResponse',
+    'CreatePartitionsRequest',
+    'CreatePartitionsResponse',
     'CreateTopicsRequest',
     'CreateTopicsResponse',
     'DeleteAclsRequest',
@@ -240,6 +243,8 @@ MESSAGES: dict[str, type[Message]] = {
     'ConsumerProtocolSubscription': ConsumerProtocolSubscription,
     'CreateAclsRequest': CreateAclsRequest,
     'CreateAclsResponse': CreateAclsResponse,
+    'CreatePartitionsRequest': CreatePartitionsRequest,
+    'CreatePartitionsResponse': CreatePartitionsResponse,
     'CreateTopicsRequest': CreateTopicsRequest,
     'CreateTopicsResponse': CreateTopicsResponse,
     'DeleteAclsRequest': DeleteAclsRequest,
@@ -356,6 +361,7 @@ class ApiKey(IntEnum):
     ALTER_CONFIGS = 33
     DESCRIBE_LOG_DIRS = 35
     SASL_AUTHENTICATE = 36
+    CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44

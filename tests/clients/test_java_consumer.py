@@ -287,13 +287,11 @@ def test_a_static_consumer_protocol_member_bounce_keeps_its_partitions(server_fa
     assert len(after["members"]) == 2
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="groupcoord refuses SubscribedTopicRegex (INVALID_REQUEST 'not supported yet'); "
-                          "Kafka 4.x resolves it on the server (KIP-848)")
 def test_a_consumer_protocol_group_subscribed_by_a_server_side_regex(server_factory, java_processes, topic_name,
                                                                      tmp_path):
     """KIP-848 regular expressions (SubscriptionPattern): the coordinator resolves the pattern to the matching
-    topics and assigns their partitions; a topic that does not match is left alone."""
+    topics and assigns their partitions, and those of a matching topic created afterwards within 30 s; a
+    topic that does not match is left alone."""
     server = server_factory("group.consumer.min.heartbeat.interval.ms=500", "group.consumer.heartbeat.interval.ms=1000")
     processes = java_processes
     admin = JavaAdmin(server.bootstrap, tmp_path)
@@ -317,6 +315,12 @@ def test_a_consumer_protocol_group_subscribed_by_a_server_side_regex(server_fact
                and all(len(v) == 2 for v in owned()), 30, lambda: [m.events[-2:] for m in members])
     description = _served(admin, group)
     assert sorted(p for m in description["members"] for p in m["partitions"]) == wanted
+
+    admin(f"createTopic {topic_name}-c 2")
+    admin(f"createTopic other-c-{topic_name} 2")
+    wanted = sorted([*wanted, f"{topic_name}-c-0", f"{topic_name}-c-1"])
+    wait_until(lambda: sorted(p for v in owned() or [] for p in v) == wanted, 30,
+               lambda: [m.events[-2:] for m in members])
 
 
 COOPERATIVE_CLASSIC = (*CLASSIC,

@@ -187,10 +187,11 @@ def test_kafka_consumer_groups_and_kafka_configs_against_groupcoord(server_facto
 
 
 def test_kafka_topics_creates_lists_and_describes_topics(server, topic_name):
-    """kafka-topics (org.apache.kafka.tools.TopicCommand) --create, --list and --describe. (--alter
-    --partitions waits for CreatePartitions, which groupcoord does not serve yet.)"""
+    """kafka-topics (org.apache.kafka.tools.TopicCommand) --create, --alter --partitions (CreatePartitions),
+    --list and --describe."""
     tool = "org.apache.kafka.tools.TopicCommand"
-    assert f"Created topic {topic_name}." in _run(server, tool, "--create", "--topic", topic_name, "--partitions", "3")
+    assert f"Created topic {topic_name}." in _run(server, tool, "--create", "--topic", topic_name, "--partitions", "2")
+    _run(server, tool, "--alter", "--topic", topic_name, "--partitions", "3")
     assert topic_name in _run(server, tool, "--list").split()
     lines = [line.strip().split("\t") for line in _run(server, tool, "--describe", "--topic", topic_name).splitlines()
              if line.strip().startswith("Topic:")]

@@ -7,8 +7,11 @@ group.protocol=consumer), both consuming everything and committing it. Then each
 both servers (one tool JVM each, the two sides in parallel): kafka-consumer-groups --list (--state,
 --type), --describe --members --verbose, --offsets, --state, --reset-offsets (refused while active,
 --dry-run and --execute once the members are gone), --delete-offsets, --delete; kafka-configs
---entity-type groups --alter/--describe. Outputs are compared table by table and column by column after
-normalising what differs by nature: member ids (shape kept), the coordinator's port and node id.
+--entity-type groups --alter/--describe; kafka-topics --alter --partitions (growth, fewer, a missing
+topic) and --describe after it. Outputs are compared table by table and column by column after
+normalising what differs by nature: member ids (shape kept), the coordinator's port and node id (also
+as a partition's leader, replicas and ISR), and Kafka's cluster-level min.insync.replicas in a topic
+description.
 Differences Kafka's side is right about are fixed in groupcoord or listed in
 tests/differential/allowlist.py (CLI_ALLOWLIST, "BUG, to fix: ..."); anything else fails.
 """
@@ -34,6 +37,7 @@ pytestmark = [pytest.mark.clients, pytest.mark.slow, pytest.mark.timeout(420)]
 
 GROUPS_TOOL = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 CONFIGS_TOOL = "org.apache.kafka.tools.ConfigCommand"
+TOPICS_TOOL = "org.apache.kafka.tools.TopicCommand"
 PARTITIONS, PER_PARTITION = 3, 5
 UUID36 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 ID22 = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{22}(?![A-Za-z0-9_-])")  # Kafka's Uuid.toString()
@@ -113,6 +117,10 @@ def run_tool(t: Target, tool: str, args: tuple[str, ...]) -> str:
 def normalise(output: str, t: Target, n: Names) -> str:
     text = output.replace(f"127.0.0.1:{t.port}", "127.0.0.1:PORT")
     text = re.sub(r"127\.0\.0\.1:PORT\s+\(\d+\)", "127.0.0.1:PORT (NODE)", text)
+    text = re.sub(r"\b(Leader|Replicas|Isr): \d+\b", r"\1: NODE", text)
+    # kafka-topics --describe lists the settings that are not defaults: Kafka 4.4 shows the cluster-level
+    # min.insync.replicas=1 its controller keeps (ELR, KIP-966); groupcoord has no cluster-level settings.
+    text = re.sub(r"(?m)(\tConfigs: )min\.insync\.replicas=1$", r"\1", text)
     text = UUID36.sub("<uuid>", text)
     names = {n.topic, n.classic, n.consumer, n.configured}
     return ID22.sub(lambda m: m.group(0) if m.group(0) in names else "<id22>", text)
@@ -221,6 +229,11 @@ def commands(n: Names, phase: str) -> list[tuple[str, str, tuple[str, ...]]]:
                                                        "consumer.session.timeout.ms")),
             ("configs --describe after delete", CONFIGS_TOOL, (*configs, "--describe")),
             ("configs bad value", CONFIGS_TOOL, (*configs, "--alter", "--add-config", "consumer.session.timeout.ms=1")),
+            ("topics --alter --partitions", TOPICS_TOOL, ("--alter", "--topic", n.topic, "--partitions", "5")),
+            ("topics --alter fewer", TOPICS_TOOL, ("--alter", "--topic", n.topic, "--partitions", "4")),
+            ("topics --alter missing", TOPICS_TOOL, ("--alter", "--topic", f"tools-missing-{n.token}",
+                                                     "--partitions", "4")),
+            ("topics --describe after alter", TOPICS_TOOL, ("--describe", "--topic", n.topic)),
         ]
     raise ValueError(phase)
 

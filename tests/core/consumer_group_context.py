@@ -23,6 +23,7 @@ from coordinator.core.consumer import (
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
     TopicInfo,
+    TopicsChanged,
     TopicsSnapshot,
 )
 from coordinator.records import Record, latest_per_key
@@ -109,8 +110,15 @@ class ConsumerGroupContext:
 
     def set_topic(self, name: str, partitions: int) -> None:
         infos = {t.name: t for t in self._all_topics()}
+        kind = "grown" if name in infos else "created"
         infos[name] = TopicInfo(topic_id(name), name, partitions)
         self.topics = TopicsSnapshot.from_infos(infos.values(), self.topics.version + 1)
+        self.classic.on_topics_changed(TopicsChanged(self.topics.version, **{kind: (name,)}))
+
+    def delete_topic(self, name: str) -> None:
+        self.topics = TopicsSnapshot.from_infos([t for t in self._all_topics() if t.name != name],
+                                                self.topics.version + 1)
+        self.classic.on_topics_changed(TopicsChanged(self.topics.version, deleted=(name,)))
 
     def _all_topics(self) -> list[TopicInfo]:
         return list(self.topics._by_name.values())

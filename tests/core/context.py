@@ -186,7 +186,7 @@ class CoordinatorContext:
                 rebuilt.replay_end_transaction_marker(producer_id, commit)
             else:
                 rebuilt.replay(record)
-        rebuilt.state.loading = rebuilt.consumer.state.loading = False
+        rebuilt.state.loading = False
         assert rebuilt.durable_view() == self.shard.durable_view()
         # What a restart replays: the log as compaction leaves it, transactions resolved
         # (LogRecordStore.read_all). The one difference allowed: a simple group whose offsets were all

@@ -538,10 +538,43 @@ def transactional_offsets(s: Side) -> None:
         transactional_ids=[tid, s.name_of("txn-unknown")]))
 
 
+def create_partitions(s: Side) -> None:
+    """CreatePartitions v0-3 (issue 20): growth, validate_only, the per-topic errors in the controller's order and
+    words, manual assignments on a one-node cluster (only the node itself is a registered broker), and Metadata
+    showing the new partitions."""
+    (topic,) = create_topics(s, "cp", partitions=2)
+    node = s.call("admin", K.METADATA, 12, m.MetadataRequest(topics=[])).brokers[0].node_id
+    Grow = m.CreatePartitionsRequest.CreatePartitionsTopic
+    On = m.CreatePartitionsRequest.CreatePartitionsAssignment
+
+    def grow(version: int, *topics: Any, validate_only: bool = False) -> Any:
+        return s.call("admin", K.CREATE_PARTITIONS, version, m.CreatePartitionsRequest(
+            topics=list(topics), timeout_ms=10_000, validate_only=validate_only))
+
+    grow(3, Grow(name=topic, count=4, assignments=None), validate_only=True)
+    grow(0, Grow(name=topic, count=2, assignments=None))  # the same count
+    grow(1, Grow(name=topic, count=1, assignments=None))  # fewer
+    grow(2, Grow(name=s.name_of("cp-none"), count=3, assignments=None))  # no such topic
+    grow(3, Grow(name=topic, count=5, assignments=None), Grow(name=topic, count=6, assignments=None))  # twice
+    grow(3, Grow(name=topic, count=4, assignments=[]))  # fewer assignments than new partitions
+    for assignments in ([[7], [7]], [[], []], [[7, 7], [7]]):  # broker 7 is registered on neither
+        grow(3, Grow(name=topic, count=4, assignments=[On(broker_ids=ids) for ids in assignments]))
+    # Steps 11-13 name the node itself, whose id differs (allowlist.py).
+    for assignments in ([[node], [node, node]], [[node], [node, 7]], [[node, node], [node]]):
+        grow(3, Grow(name=topic, count=4, assignments=[On(broker_ids=ids) for ids in assignments]))
+    grow(3, Grow(name=topic, count=4, assignments=None), validate_only=True)
+    s.await_topics([topic], 2)
+    grow(3, Grow(name=topic, count=4, assignments=None))
+    s.await_topics([topic], 4)
+    grow(3, Grow(name=topic, count=5, assignments=[On(broker_ids=[node])]))
+    s.await_topics([topic], 5)  # Metadata has the new partitions (their leader is the node, whose id differs)
+
+
 CONVERSATIONS: dict[str, Conversation] = {
     f.__name__: f for f in (
         join_every_version, join_errors, two_members_sync, stale_generation_and_unknown_member,
         static_membership, duplicate_instance_fencing, leave_batches, offsets_across_versions,
         describe_list_delete, consumer_group_lifecycle, consumer_group_errors, transactional_offsets,
+        create_partitions,
     )
 }

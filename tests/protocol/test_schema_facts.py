@@ -56,6 +56,8 @@ EXTRA_SCHEMAS_ALLOWED: dict[str, str] = {
     "DeleteRecordsResponse": _CHECKED_AGAINST_KAFKA_JAR.format(21),
     "DescribeLogDirsRequest": _CHECKED_AGAINST_KAFKA_JAR.format(35),
     "DescribeLogDirsResponse": _CHECKED_AGAINST_KAFKA_JAR.format(35),
+    "CreatePartitionsRequest": _CHECKED_AGAINST_KAFKA_JAR.format(37),
+    "CreatePartitionsResponse": _CHECKED_AGAINST_KAFKA_JAR.format(37),
     "DescribeQuorumRequest": _CHECKED_AGAINST_KAFKA_JAR.format(55),
     "DescribeQuorumResponse": _CHECKED_AGAINST_KAFKA_JAR.format(55),
     "DescribeTopicPartitionsRequest": _CHECKED_AGAINST_KAFKA_JAR.format(75),

@@ -57,11 +57,13 @@ def sample_records() -> list[Record]:
     group.members = {"m-1": member()}
     legacy_key = encode_message(RecordType.OFFSET_COMMIT_V0, OffsetCommitKey(group="g", topic="t", partition=1))
     reason = GroupReason("JoinGroup", "m-9", None, "rebalance", 1_700_000_000_000)
-    # Type 16 has no factory yet (regex subscriptions are to come): built as Kafka 4.4 writes it.
+    # Type 16 built as Kafka 4.4 writes it, to hold the factories to the same bytes.
     regex_key = encode_message(RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION,
                                ConsumerGroupRegularExpressionKey(group_id="cg", regular_expression="foo.*"))
     regex_value = encode_message(0, ConsumerGroupRegularExpressionValue(topics=["foo"], version=7,
                                                                         timestamp=1_700_000_000_000))
+    assert cg.regular_expression_record("cg", "foo.*", ["foo"], 7, 1_700_000_000_000) == Record(regex_key, regex_value)
+    assert cg.regular_expression_tombstone("cg", "foo.*") == Record(regex_key, None)
     return [
         Record(legacy_key, encode_message(1, OffsetCommitValue(offset=7, metadata="", commit_timestamp=5,
                                                                 expire_timestamp=9))),

@@ -1,4 +1,4 @@
-"""The topic admin APIs with the authorizer on: DELETE / ALTER_CONFIGS / DESCRIBE on the topic and
+"""The topic admin APIs with the authorizer on: DELETE / ALTER_CONFIGS / DESCRIBE / ALTER on the topic and
 DESCRIBE / ALTER on the cluster, refused with Kafka's errors until an ACL allows them."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import (
+    CreatePartitionsRequest,
     CreateTopicsRequest,
     DeleteRecordsRequest,
     DescribeLogDirsRequest,
@@ -40,6 +41,13 @@ def _alter(wire, topic: str) -> int:
         2, topic, [IAC.AlterableConfig("retention.ms", 0, "1000")])], validate_only=False)).responses[0].error_code
 
 
+def _grow(wire, topic: str, count: int) -> int:
+    """CreatePartitions needs ALTER on the topic (Kafka's ControllerApis.handleCreatePartitions)."""
+    grow = CreatePartitionsRequest.CreatePartitionsTopic(name=topic, count=count, assignments=None)
+    return wire.request(ApiKey.CREATE_PARTITIONS, 3, CreatePartitionsRequest(
+        topics=[grow], timeout_ms=1000, validate_only=False)).results[0].error_code
+
+
 def test_topic_admin_apis_need_their_acls(server_factory, connect):
     server = server_factory(*CHECKS)
     wire = connect(server)
@@ -49,6 +57,7 @@ def test_topic_admin_apis_need_their_acls(server_factory, connect):
 
     assert _delete_records(wire, "open") == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1)
     assert _alter(wire, "open") == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert _grow(wire, "open", 2) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
     logdirs = wire.request(ApiKey.DESCRIBE_LOG_DIRS, 4, DescribeLogDirsRequest(topics=None))
     assert (logdirs.error_code, logdirs.results) == (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, [])
     elect = wire.request(ApiKey.ELECT_LEADERS, 2, ElectLeadersRequest(
@@ -62,12 +71,14 @@ def test_topic_admin_apis_need_their_acls(server_factory, connect):
     assert listed.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
     _acls(server, "--add", "--allow-principal", ME, "--operation", "Delete", "--operation", "AlterConfigs",
-          "--operation", "Describe", "--topic", "open")
+          "--operation", "Describe", "--operation", "Alter", "--topic", "open")
     _acls(server, "--add", "--allow-principal", ME, "--operation", "Describe", "--operation", "Alter", "--cluster")
     _wait_until(lambda: _delete_records(wire, "open") == (ErrorCode.NONE, 0))
     assert _delete_records(wire, "closed") == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1)
     assert _alter(wire, "open") == ErrorCode.NONE
     assert _alter(wire, "closed") == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert _grow(wire, "open", 2) == ErrorCode.NONE
+    assert _grow(wire, "closed", 2) == ErrorCode.TOPIC_AUTHORIZATION_FAILED  # ALTER on the cluster is not enough
     assert wire.request(ApiKey.DESCRIBE_LOG_DIRS, 4, DescribeLogDirsRequest(topics=None)).error_code == 0
     described = wire.request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, DTP(topics=[DTP.TopicRequest("open"),
                                                                               DTP.TopicRequest("closed")]))

@@ -117,6 +117,9 @@ def test_v12_looks_topics_up_by_id(wire):
     missing = uuid.uuid4()
     unknown = wire.request(ApiKey.METADATA, 12, MetadataRequest(topics=[Wanted(missing, None)]))
     assert [(t.topic_id, t.error_code) for t in unknown.topics] == [(missing, ErrorCode.UNKNOWN_TOPIC_ID)]
+    # The Java consumer subscribed to a server-side regex sends its assigned topic ids with the name "".
+    by_id_empty_name = wire.request(ApiKey.METADATA, 12, MetadataRequest(topics=[Wanted(created.topic_id, "")]))
+    assert [(t.name, t.topic_id, t.error_code) for t in by_id_empty_name.topics] == [(name, created.topic_id, 0)]
 
 
 def test_authorized_operations_are_given_when_asked_for(wire):

@@ -42,9 +42,10 @@ from coordinator.core.consumer.model import (
     ConsumerMember,
     MemberState,
 )
-from coordinator.core.consumer.topics import TopicInfo, TopicsSnapshot, TopicsView
+from coordinator.core.consumer.topics import TopicInfo, TopicsChanged, TopicsSnapshot, TopicsView
 
 __all__ = [
     "ConsumerGroup", "ConsumerGroupConfig", "ConsumerGroupCoordinator", "ConsumerGroupState", "ConsumerMember",
-    "GroupConfigOverrides", "MemberState", "TopicInfo", "TopicsSnapshot", "TopicsView", "parse_assignors",
+    "GroupConfigOverrides", "MemberState", "TopicInfo", "TopicsChanged", "TopicsSnapshot", "TopicsView",
+    "parse_assignors",
 ]

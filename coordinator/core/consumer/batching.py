@@ -107,7 +107,7 @@ def start_run(state: ShardState, group: ConsumerGroup, group_epoch: int,
               current_targets: Mapping[str, Assignment], fx: Effects) -> AssignmentJob:
     job = build_assignment_job(state, group, group_epoch, members, metadata, current_targets)
     state.runs[group.group_id] = AssignmentRun(
-        job.job_id, group_epoch, fx.now_ms, {mid: m.subscribed_topic_names for mid, m in members.items()},
+        job.job_id, group_epoch, fx.now_ms, {mid: m.subscribed_topics for mid, m in members.items()},
         metadata, {m.instance_id: mid for mid, m in members.items() if m.instance_id is not None}, job.topic_ids)
     fx.jobs.append(job)
     fx.cancel(AssignmentKey(group.group_id))
@@ -223,8 +223,8 @@ def on_assignment_result(state: ShardState, result: AssignmentJobResult, fx: Eff
             target = decode_assignment(result.changed[source], run.topic_ids, by_text)
         else:  # unchanged by the run (or joined since: empty)
             target = group.target_for(member_id, member.instance_id)
-        if run.subscriptions.get(source) != member.subscribed_topic_names or metadata is not run.metadata:
-            target = _still_subscribed(target, member.subscribed_topic_names, metadata, counts, subscribed_ids)
+        if run.subscriptions.get(source) != member.subscribed_topics or metadata is not run.metadata:
+            target = _still_subscribed(target, member.subscribed_topics, metadata, counts, subscribed_ids)
         targets[member_id] = target
     fx.records.extend(target_records(group, targets, result.epoch, fx.now_ms))
     fx.event("consumer_assignment_computed", group_id, assignment_epoch=result.epoch, inline=False,

@@ -40,7 +40,7 @@ from coordinator.core.consumer.timers import (
     schedule_loaded_group_timers,
     schedule_session_timeout,
 )
-from coordinator.core.consumer.topics import TopicsView
+from coordinator.core.consumer.topics import TopicsChanged, TopicsView
 from coordinator.core.migration.classic_join import classic_join_group
 from coordinator.core.migration.classic_leave import classic_leave_group
 from coordinator.core.migration.classic_sync import (
@@ -159,12 +159,19 @@ class ConsumerGroupCoordinator:
 
     # ---- replay and loading --------------------------------------------------------------------
 
+    def on_topics_changed(self, change: TopicsChanged) -> None:
+        """Kafka's onNewMetadataImage for consumer groups. Soft state only: created topics make every group's
+        regular expressions due for a refresh at its next heartbeat; deleted topics and new partitions reach
+        the groups through the TopicsView version their subscription metadata is checked against."""
+        if change.created:
+            self.state.topics_created_version = max(self.state.topics_created_version, change.version)
+
     def replay(self, record: Record) -> bool:
         """Apply one record; False (and nothing done) for records of other kinds."""
         return replay_consumer_group_record(self.state, record)
 
     def replay_decoded(self, decoded: DecodedRecord) -> None:
-        """Apply one consumer group record (types 3-8) decoded already by `coordinator.records`."""
+        """Apply one consumer group record (types 3-8, 16) decoded already by `coordinator.records`."""
         replay_decoded(self.state, decoded)
 
     def begin_loading(self) -> None:
@@ -175,6 +182,8 @@ class ConsumerGroupCoordinator:
         fx = Effects(now_ms)
         for group in self.state.groups.consumer_groups():
             schedule_loaded_group_timers(fx, group, session_timeout_ms(self.state, group.group_id))
+            # Stored resolutions name the topic versions of the process that wrote them: refresh once.
+            group.regex_checked_version = None
             for member in group.members.values():
                 if member.classic is not None:  # its own session timeout, as it joined with (replaces the above)
                     schedule_session_timeout(fx, group.group_id, member.member_id, member.classic.session_timeout_ms)

@@ -36,6 +36,12 @@ from coordinator.core.consumer.model import (
     ConsumerMember,
     assignment_of,
 )
+from coordinator.core.consumer.regex_subscriptions import (
+    regex_records,
+    topics_of,
+    update_member_regexes,
+    with_regex_topics,
+)
 from coordinator.core.consumer.responses import heartbeat_error, heartbeat_response
 from coordinator.core.consumer.timers import (
     cancel_member_timers,
@@ -92,13 +98,26 @@ def _join_or_heartbeat(state: ShardState, req: ConsumerGroupHeartbeatRequest, ct
     before = joining.member
     gid, member_id = group.group_id, before.member_id
 
-    # 1. The member as this request leaves it; its subscription record when anything changed.
+    # 1. The member as this request leaves it; its subscription record when anything changed; then what its
+    #    regular expression does to the group's (a new one is checked and resolved:
+    #    docs/spec/consumer-protocol.md#regular-expressions).
     updated = _apply_request(before, req, ctx)
-    # A new member starts from an empty subscription, so joining counts as a change.
-    subscription_changed = updated.subscribed_topic_names != before.subscribed_topic_names
+    members = _members_after(group, updated, joining)
+    regexes = update_member_regexes(state, group, before, updated, members, topics, ctx)
+    regex_topics = topics_of(regexes.resolved, updated.subscribed_topic_regex)
+    if regex_topics != updated.regex_topics:  # (a copy costs more than the rest of a plain heartbeat's core)
+        updated = members[member_id] = replace(updated, regex_topics=regex_topics)
+    with_regex_topics(members, regexes)
+    # A new member starts from an empty subscription, so joining counts as a change (as a subscription of
+    # no names in Kafka, where a new member's names start null); a static successor inherits its holder's.
+    subscription_changed = (updated.subscribed_topic_names != before.subscribed_topic_names or regexes.bump
+                            or (joining.is_new and joining.replaced is None))
     if updated.metadata_fields() != before.metadata_fields():
         records.append(member_subscription_record(gid, updated))
-    members = _members_after(group, updated, joining)
+    records.extend(regex_records(gid, regexes))
+    for regex, resolved in sorted(regexes.changed.items()):
+        fx.event("consumer_group_regex_resolved" if resolved is not None else "consumer_group_regex_dropped", gid,
+                 regex=regex, topics=None if resolved is None else len(resolved.topics), member_id=member_id)
 
     reconciled = advance_member(state, group, members, updated, owned, subscription_changed, fx, topics)
 
@@ -131,6 +150,8 @@ def _apply_request(member: ConsumerMember, req: ConsumerGroupHeartbeatRequest, c
         server_assignor=member.server_assignor if req.server_assignor is None else req.server_assignor,
         subscribed_topic_names=member.subscribed_topic_names if req.subscribed_topic_names is None
         else tuple(sorted(set(req.subscribed_topic_names))),
+        subscribed_topic_regex=member.subscribed_topic_regex if req.subscribed_topic_regex is None
+        else req.subscribed_topic_regex,  # "" drops the expression (Kafka keeps "" and reads it as none)
         client_id=ctx.client_id, client_host=ctx.client_address, classic=None)  # now speaks the consumer protocol
 
 

@@ -12,6 +12,7 @@ from coordinator.core.consumer.model import (
     ConsumerGroup,
     ConsumerMember,
 )
+from coordinator.core.consumer.regex_subscriptions import unused_regex_tombstones
 from coordinator.core.consumer.responses import leave_response
 from coordinator.core.consumer.subscription import compute_subscription_metadata
 from coordinator.core.consumer.topics import TopicsView
@@ -103,6 +104,7 @@ def fence_member(state: ShardState, group: ConsumerGroup, member: ConsumerMember
     gid = group.group_id
     fx.records.extend(member_removal_tombstones(gid, member.member_id))
     remaining = [m for mid, m in group.members.items() if mid != member.member_id]
+    fx.records.extend(unused_regex_tombstones(group, remaining))
     metadata = compute_subscription_metadata(remaining, topics)
     if metadata != group.subscription_metadata:
         fx.records.append(subscription_metadata_record(gid, metadata))

@@ -21,7 +21,7 @@ from coordinator.records.consumer import current_assignment_record
 def subscription_filter(member: ConsumerMember, metadata: Mapping[str, TopicInfo],
                         topics: TopicsView) -> IsSubscribed:
     """topic id -> does `member` subscribe to it? Topics the view does not know are left to the assignor."""
-    names = member.subscribed_topic_names  # sorted, as records keep them
+    names = member.subscribed_topics  # sorted
 
     def is_subscribed(topic_id: TopicId) -> bool:
         info = topics.by_id(topic_id)

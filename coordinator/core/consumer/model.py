@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 from typing import Any, ClassVar, Literal
 
+from coordinator.core.consumer.regex import ResolvedRegex
 from coordinator.core.consumer.topics import TopicId, TopicInfo
 from coordinator.core.migration.classic_metadata import ClassicMemberMetadata
 from coordinator.core.runtime.groups import GroupType
@@ -89,6 +90,17 @@ class ConsumerMember:
     partitions_pending_revocation: Assignment = field(default_factory=dict)
     # classic-protocol members only (docs/spec/consumer-protocol.md#classic-members; also in the member metadata record)
     classic: ClassicMemberMetadata | None = None
+    # derived: the topics the group resolved `subscribed_topic_regex` to (sorted; from the type 16 records)
+    regex_topics: tuple[str, ...] = ()
+
+    @property
+    def subscribed_topics(self) -> tuple[str, ...]:
+        """Every topic the member subscribes to, sorted: its names and what its regular expression resolved to."""
+        if not self.regex_topics:
+            return self.subscribed_topic_names
+        if not self.subscribed_topic_names:
+            return self.regex_topics
+        return tuple(sorted(set(self.subscribed_topic_names).union(self.regex_topics)))
 
     @property
     def uses_classic_protocol(self) -> bool:
@@ -123,11 +135,14 @@ class ConsumerGroup:
     subscription_metadata: dict[str, TopicInfo] = field(default_factory=dict)  # topic name -> metadata
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     target_assignment: dict[str, Assignment] = field(default_factory=dict)  # member id -> target
+    resolved_regexes: dict[str, ResolvedRegex] = field(default_factory=dict)  # regular expression -> resolution
     # derived from members, kept up to date by `put_member` / `remove_member`
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     partition_owners: dict[tuple[TopicId, int], str] = field(default_factory=dict)
     # soft state: the TopicsView version the subscription metadata was last checked against
     checked_metadata_version: int | None = None
+    # soft state: the TopicsView version the regular expressions were last resolved against in this process
+    regex_checked_version: int | None = None
 
     # ---- queries -------------------------------------------------------------------------------
 
@@ -157,8 +172,9 @@ class ConsumerGroup:
         return (topic_id, partition) in self.partition_owners
 
     def subscribed_topic_names(self) -> set[str]:
+        """Every topic some member subscribes to, by name or through its regular expression."""
         # Subscription tuples are interned on replay: one pass per distinct tuple, not per member.
-        distinct = {id(m.subscribed_topic_names): m.subscribed_topic_names for m in self.members.values()}
+        distinct = {id(names): names for names in (m.subscribed_topics for m in self.members.values())}
         return {name for names in distinct.values() for name in names}
 
     def preferred_assignor(self, members: Iterable[ConsumerMember] | None = None) -> str | None:

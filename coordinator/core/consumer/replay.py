@@ -1,4 +1,4 @@
-"""Replay of the KIP-848 consumer group records (types 3-8, built by `coordinator.records.consumer`,
+"""Replay of the KIP-848 consumer group records (types 3-8 and 16, built by `coordinator.records.consumer`,
 which also lists the orders the handlers write and this replay checks), and the durable view that
 compares a live state with one rebuilt from its log.
 
@@ -22,6 +22,7 @@ from coordinator.core.consumer.model import (
     MemberState,
     assignment_of,
 )
+from coordinator.core.consumer.regex import ResolvedRegex
 from coordinator.core.consumer.topics import TopicInfo
 from coordinator.core.migration.classic_metadata import ClassicMemberMetadata
 from coordinator.core.runtime.shard_state import ShardState
@@ -120,7 +121,8 @@ def _replay_member_metadata(state: ShardState, key: Any, value: Any) -> None:
             client_id=value.client_id, client_host=value.client_host,
             subscribed_topic_names=_interned(state, tuple(sorted(set(value.subscribed_topic_names)))),
             subscribed_topic_regex=value.subscribed_topic_regex, rebalance_timeout_ms=value.rebalance_timeout_ms,
-            server_assignor=value.server_assignor, classic=_classic_metadata(value.classic_member_metadata))
+            server_assignor=value.server_assignor, classic=_classic_metadata(value.classic_member_metadata),
+            regex_topics=_regex_topics(group, value.subscribed_topic_regex))
         _put(group, member)
         return
     group = state.groups.consumer(key.group_id)
@@ -133,6 +135,31 @@ def _replay_member_metadata(state: ShardState, key: Any, value: Any) -> None:
         raise ReplayInvariantError(f"member {key.member_id} of {key.group_id}: subscription tombstone "
                                    "before its target assignment tombstone")
     group.remove_member(key.member_id)
+
+
+def _regex_topics(group: ConsumerGroup, regex: str | None) -> tuple[str, ...]:
+    resolved = group.resolved_regexes.get(regex) if regex else None
+    return () if resolved is None else resolved.topics
+
+
+def _replay_regular_expression(state: ShardState, key: Any, value: Any) -> None:
+    """A resolution (or its tombstone) also updates the derived topics of every member subscribed to it."""
+    group: ConsumerGroup | None  # a value's group always exists; a tombstone's may not
+    regex = key.regular_expression
+    if value is not None:
+        group = _group_for_value(state, key.group_id)
+        group.resolved_regexes[regex] = ResolvedRegex(_interned(state, tuple(sorted(set(value.topics)))),
+                                                      value.version, value.timestamp)
+        # Soft: resolved against this TopicsView version (reset when loading: another process's versions).
+        group.regex_checked_version = value.version
+    elif (group := state.groups.consumer(key.group_id)) is not None:
+        group.resolved_regexes.pop(regex, None)
+    else:
+        return
+    topics = _regex_topics(group, regex)
+    for member_id, member in group.members.items():
+        if member.subscribed_topic_regex == regex and member.regex_topics != topics:
+            group.members[member_id] = replace(member, regex_topics=topics)  # same partitions: no index changes
 
 
 def _interned(state: ShardState, names: tuple[str, ...]) -> tuple[str, ...]:
@@ -190,6 +217,7 @@ _APPLY: dict[int, Callable[[ShardState, Any, Any], None]] = {  # by record type
     RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: _replay_assignment_epoch,
     RecordType.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: _replay_target_member,
     RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: _replay_current_assignment,
+    RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION: _replay_regular_expression,
 }
 
 
@@ -218,6 +246,9 @@ def durable_view(state: ShardState) -> dict[str, Any]:
                 "pending_revocation": _plain_assignment(m.partitions_pending_revocation),
             } for mid, m in sorted(group.members.items())},
             "static_members": dict(sorted(group.static_members.items())),
+            "resolved_regexes": {regex: (r.topics, r.version, r.timestamp_ms)
+                                 for regex, r in sorted(group.resolved_regexes.items())},
+            "regex_topics": {mid: m.regex_topics for mid, m in sorted(group.members.items()) if m.regex_topics},
         }
     return view
 

@@ -72,7 +72,7 @@ def build_assignment_job(state: ShardState, group: ConsumerGroup, group_epoch: i
     encoded = state.encoded_targets
     gid = group.group_id
     for member_id in member_ids:
-        names = members[member_id].subscribed_topic_names
+        names = members[member_id].subscribed_topics
         k = by_identity.get(id(names))
         if k is None:
             k = distinct.get(names)

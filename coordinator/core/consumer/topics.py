@@ -27,6 +27,17 @@ class TopicInfo:
     num_partitions: int
 
 
+@dataclass(frozen=True, slots=True)
+class TopicsChanged:
+    """The shell's event when topics are created, deleted or grow (Kafka's onNewMetadataImage): `version` is
+    the TopicsView version that has the change."""
+
+    version: int
+    created: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    grown: tuple[str, ...] = ()
+
+
 class TopicsView(Protocol):
     """What the consumer group core reads about topics."""
 
@@ -36,6 +47,10 @@ class TopicsView(Protocol):
     def by_name(self, name: str) -> TopicInfo | None: ...
 
     def by_id(self, topic_id: TopicId) -> TopicInfo | None: ...
+
+    def names(self) -> Iterable[str]:
+        """Every topic's name: regular expression subscriptions are resolved against them."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,3 +77,6 @@ class TopicsSnapshot:
 
     def by_id(self, topic_id: TopicId) -> TopicInfo | None:
         return self._by_id.get(topic_id)
+
+    def names(self) -> Iterable[str]:
+        return self._by_name.keys()

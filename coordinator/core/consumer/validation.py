@@ -26,10 +26,8 @@ def validate_heartbeat(req: ConsumerGroupHeartbeatRequest, config: ConsumerGroup
         raise _invalid("InstanceId can't be empty.")
     if _is_blank(req.rack_id):
         raise _invalid("RackId can't be empty.")
-    # librdkafka (2.16) sends "" on v1 when it subscribes by name; later Kafka reads that as "no
-    # regex", and rejecting it would lock such clients out. Any real pattern is still refused.
-    if req.subscribed_topic_regex:
-        raise _invalid("SubscribedTopicRegex is not supported yet.")
+    # A regular expression is checked by the group when it is new to it (regex.py); "" means none (librdkafka
+    # 2.16 sends it on v1 when it subscribes by name).
 
     epoch = req.member_epoch
     if epoch > 0 or epoch == LEAVE_EPOCH:
@@ -40,10 +38,9 @@ def validate_heartbeat(req: ConsumerGroupHeartbeatRequest, config: ConsumerGroup
             raise _invalid("RebalanceTimeoutMs must be provided in first request.")
         if req.topic_partitions is None or req.topic_partitions:
             raise _invalid("TopicPartitions must be empty when (re-)joining.")
-        # Kafka 4.4's words. It also admits an empty list (a member subscribed to nothing, which bumps
-        # the group epoch like any new member); the core does not bump for it yet, so it is still
-        # refused here (tests/differential/allowlist.py lists it as a bug).
-        if not req.subscribed_topic_names:
+        # An empty list is admitted, as in Kafka 4.4: a member subscribed to nothing (a new member bumps the
+        # group epoch all the same).
+        if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
             raise _invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
     elif epoch == STATIC_LEAVE_EPOCH:
         if _is_blank(req.member_id):
@@ -64,5 +61,6 @@ def is_full_request(req: ConsumerGroupHeartbeatRequest) -> bool:
     """A full request carries every field (a (re)join, or a retry after an error);
     docs/spec/consumer-protocol.md#heartbeat-request."""
     return req.member_epoch == JOIN_EPOCH or (
-        req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
+        req.rebalance_timeout_ms != -1
+        and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
         and req.topic_partitions is not None)

@@ -14,6 +14,7 @@ from coordinator.core.classic.leave import (
     leave_group_response,
 )
 from coordinator.core.consumer.model import ConsumerGroup, ConsumerMember
+from coordinator.core.consumer.regex_subscriptions import unused_regex_tombstones
 from coordinator.core.consumer.subscription import compute_subscription_metadata
 from coordinator.core.consumer.topics import TopicsView
 from coordinator.core.migration.classic_sync import classic_member
@@ -54,6 +55,7 @@ def classic_leave_group(state: ShardState, req: LeaveGroupRequest, ctx: RequestC
     if removed:
         gid = group.group_id
         remaining = [m for mid, m in group.members.items() if mid not in removed]
+        fx.records.extend(unused_regex_tombstones(group, remaining))
         metadata = compute_subscription_metadata(remaining, topics)
         if metadata != group.subscription_metadata:
             fx.records.append(subscription_metadata_record(gid, metadata))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 # Built for every request, so not frozen: a frozen dataclass sets
@@ -32,6 +33,9 @@ class RequestContext:
     peer: str = ""  # "host:port" of the client
     principal: str = "User:ANONYMOUS"  # who the connection authenticated as (SASL), as Kafka names it
     listener: str = "PLAINTEXT"  # the listener the request came in on
+    # With an authorizer: may this request's principal DESCRIBE the topic? (KIP-848 regex subscriptions keep
+    # only such topics, as Kafka's filterTopicDescribeAuthorizedTopics.) None: no authorizer, every topic.
+    may_describe_topic: Callable[[str], bool] | None = field(default=None, compare=False, hash=False)
 
     @property
     def client_address(self) -> str:

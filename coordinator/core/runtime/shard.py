@@ -56,6 +56,7 @@ from coordinator.core.consumer import (
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
     GroupConfigOverrides,
+    TopicsChanged,
     TopicsSnapshot,
     TopicsView,
 )
@@ -333,6 +334,10 @@ class GroupShard:
             return
         for record in records:
             self.replay(record)
+
+    def on_topics_changed(self, change: TopicsChanged) -> None:
+        """The shell's event when topics are created, deleted or grow (soft state: nothing is written)."""
+        self.consumer.on_topics_changed(change)
 
     def replay(self, record: Record) -> None:
         """Apply one record: the only way durable state changes, at run time and when loading."""

@@ -88,6 +88,10 @@ class ShardState:
     # join timer is due, so a heartbeat can arm it only if absent (Kafka's scheduleIfAbsent) without
     # pushing it back.
     classic_join_deadlines: dict[tuple[str, str], int] = field(default_factory=dict)
+    # Soft state, from the shell's topic events (Kafka's lastMetadataImageWithNewTopics): the TopicsView
+    # version at which topics were last created; groups resolved against an older one refresh their
+    # regular expressions (docs/spec/consumer-protocol.md#regular-expressions).
+    topics_created_version: int = 0
 
     def new_member_id(self, prefix: str) -> str:
         return f"{prefix}-{self.new_uuid()}"

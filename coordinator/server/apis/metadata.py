@@ -109,7 +109,10 @@ def metadata(broker: Broker, request, ctx: RequestContext) -> MetadataResponse: 
         if version < 12 and any(t.name is None or t.topic_id != ZERO_UUID for t in request.topics):
             raise HandlerError(ErrorCode.INVALID_REQUEST)
         may_create = broker.config["auto.create.topics.enable"] and (version < 4 or request.allow_auto_topic_creation)
-        entries = [_by_id(broker, ctx, wanted.topic_id, topic_operations) if wanted.name is None
+        # Looked up by id when it carries one (Kafka: a non-zero topic id wins). The Java consumer, subscribed
+        # to a server-side regex, asks for its assigned topics by id with the name "", not null.
+        entries = [_by_id(broker, ctx, wanted.topic_id, topic_operations)
+                   if wanted.name is None or (version >= 12 and wanted.topic_id != ZERO_UUID)
                    else _authorized_lookup(broker, ctx, wanted.name, may_create, topic_operations)
                    for wanted in request.topics]
     advertised = broker.advertised_for(ctx.listener)  # the listener the client reached us on

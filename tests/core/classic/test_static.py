@@ -72,6 +72,30 @@ def test_static_leader_replaced_on_v9_skips_assignment_and_learns_leadership() -
     ctx.assert_replay_matches()
 
 
+def test_static_leader_back_with_skip_assignment_that_later_rejoins_gets_a_rebalance_and_leads_it() -> None:
+    # docs/spec/classic-groups.md#case-52, then what KIP-814 is for (issue 20: a topic grew): the leader that
+    # came back with SkipAssignment watches the metadata, sees new partitions and rejoins under its new id
+    # with the same subscription; that rejoin rebalances the group and it computes the new assignment.
+    ctx = CoordinatorContext()
+    _leader, follower = ctx.stable_group(static=True)
+    _, out = ctx.join("g", instance_id="i0", version=9)
+    new_id = out.response.member_id
+    assert out.response.skip_assignment and out.response.leader == new_id
+    ctx.sync("g", new_id, 1, instance_id="i0")
+    leader_ref, out = ctx.join("g", new_id, instance_id="i0", version=9)
+    assert out.response is None and ctx.group().state is GroupState.PREPARING_REBALANCE
+    follower_ref, out = ctx.join("g", follower, instance_id="i1", version=9)
+    led, followed = ctx.answer(leader_ref), ctx.answer(follower_ref)
+    assert (led.generation_id, led.leader, led.skip_assignment) == (2, new_id, False)
+    assert sorted(m.member_id for m in led.members) == sorted([new_id, follower])
+    assert (followed.generation_id, followed.leader, followed.members) == (2, new_id, [])
+    _, out = ctx.sync("g", follower, 2, instance_id="i1")
+    assert out.response is None  # waits for the leader's assignments
+    _, out = ctx.sync("g", new_id, 2, instance_id="i0", assignments={new_id: b"a-0-3", follower: b"a-1-4"})
+    assert out.response.assignment == b"a-0-3" and ctx.group().state is GroupState.STABLE
+    ctx.assert_replay_matches()
+
+
 def test_static_leader_replaced_on_v8_is_not_told_it_leads() -> None:
     # docs/spec/classic-groups.md#case-53
     ctx = CoordinatorContext()

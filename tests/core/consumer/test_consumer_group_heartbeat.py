@@ -67,8 +67,10 @@ def test_2_a_join_needs_rebalance_timeout_empty_owned_partitions_and_topics() ->
     assert error_of(ctx.heartbeat("g", "", 0, rebalance_timeout_ms=5000, topic_partitions=[])) == (
         ErrorCode.INVALID_REQUEST,
         "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
-    assert error_of(ctx.heartbeat("g", "", 0, rebalance_timeout_ms=5000, topic_partitions=[],
-                                  subscribed_topic_names=[]))[0] == ErrorCode.INVALID_REQUEST
+    # A member subscribed to nothing is admitted, as by Kafka 4.4: joining bumps the group epoch.
+    out = ctx.heartbeat("g", "", 0, rebalance_timeout_ms=5000, topic_partitions=[], subscribed_topic_names=[])
+    assert (out.response.error_code, out.response.member_epoch) == (ErrorCode.NONE, 1)
+    assert out.response.assignment.topic_partitions == []
 
 
 def test_3_empty_member_id_instance_id_or_rack_id_is_an_invalid_request() -> None:
@@ -99,10 +101,11 @@ def test_5_static_leave_needs_an_instance_id_and_other_negative_epochs_are_inval
     assert error_of(ctx.heartbeat("g", "m", -3)) == (ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
 
 
-def test_6_a_subscribed_topic_regex_is_not_supported() -> None:
+def test_6_a_subscribed_topic_regex_that_re2j_refuses_is_an_invalid_regular_expression() -> None:
     ctx = ConsumerGroupContext({"foo": 3})
-    assert error_of(ctx.join(subscribed_topic_regex="t*")) == (
-        ErrorCode.INVALID_REQUEST, "SubscribedTopicRegex is not supported yet.")
+    assert error_of(ctx.join(subscribed_topic_regex="t(")) == (
+        ErrorCode.INVALID_REGULAR_EXPRESSION, "SubscribedTopicRegex `t(` is not a valid regular expression: "
+                                              "missing closing ).")
 
 
 # ---- docs/spec/consumer-protocol.md#lifecycle: joining and epochs --------------------------------
