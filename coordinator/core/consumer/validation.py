@@ -40,10 +40,9 @@ def validate_heartbeat(req: ConsumerGroupHeartbeatRequest, config: ConsumerGroup
             raise _invalid("RebalanceTimeoutMs must be provided in first request.")
         if req.topic_partitions is None or req.topic_partitions:
             raise _invalid("TopicPartitions must be empty when (re-)joining.")
-        # Kafka 4.4's words. It also admits an empty list (a member subscribed to nothing, which bumps
-        # the group epoch like any new member); the core does not bump for it yet, so it is still
-        # refused here (tests/differential/allowlist.py lists it as a bug).
-        if not req.subscribed_topic_names:
+        # Kafka 4.4's words (throwIfConsumerGroupHeartbeatRequestIsInvalid): null is refused, an empty
+        # list admitted (a member subscribed to nothing, which bumps the group epoch like any new member).
+        if req.subscribed_topic_names is None:
             raise _invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
     elif epoch == STATIC_LEAVE_EPOCH:
         if _is_blank(req.member_id):

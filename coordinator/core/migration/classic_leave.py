@@ -1,9 +1,11 @@
 """docs/spec/consumer-protocol.md#classic-members: LeaveGroup (the classic API) on a consumer group.
 
 Each identity is handled like the classic API would (a static member may be named by instance id
-alone, the admin path), but only classic-protocol members can be removed this way; a
-consumer-protocol member named here gets UNKNOWN_MEMBER_ID. The removed members' tombstones
-come first, then the subscription metadata without them and one group epoch bump for the batch.
+alone, the admin path). Members of either protocol are removed (Kafka 4.4's
+classicGroupLeaveToConsumerGroup no longer refuses consumer-protocol members), and each answer
+carries the member id the request named. One member removed is fenced like a leaving heartbeat
+(which may downgrade the group); for a batch the removed members' tombstones come first, then the
+subscription metadata without them and one group epoch bump.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from coordinator.core.classic.leave import (
     leave_group_identities,
     leave_group_response,
 )
+from coordinator.core.consumer.leave import ensure_member, ensure_static_member, fence_member
 from coordinator.core.consumer.model import ConsumerGroup, ConsumerMember
 from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.subscription import compute_subscription_metadata
 from coordinator.core.consumer.topics import TopicsView
-from coordinator.core.migration.classic_sync import classic_member
 from coordinator.core.migration.classic_timers import cancel_all_member_timers
 from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
@@ -46,12 +48,16 @@ def classic_leave_group(state: ConsumerGroupsState, req: LeaveGroupRequest, ctx:
             continue
         if member.member_id not in removed:
             removed[member.member_id] = member
-            fx.records.extend(member_removal_tombstones(group.group_id, member.member_id))
-            cancel_all_member_timers(state, fx, group.group_id, member.member_id)
-            fx.event("classic_member_left_consumer_group", group.group_id, member_id=member.member_id,
+            fx.event("member_left_consumer_group_by_leave_group", group.group_id, member_id=member.member_id,
                      instance_id=member.instance_id, reason=identity[2] or "not provided")
-        results.append(((member.member_id, identity[1], identity[2]), ErrorCode.NONE))
-    if removed:
+        results.append((identity, ErrorCode.NONE))
+    if len(removed) == 1:
+        (member,) = removed.values()
+        fence_member(state, group, member, fx, topics, reason="left the group (LeaveGroup)")
+    elif removed:
+        for member_id in removed:
+            fx.records.extend(member_removal_tombstones(group.group_id, member_id))
+            cancel_all_member_timers(state, fx, group.group_id, member_id)
         gid = group.group_id
         remaining = [m for mid, m in group.members.items() if mid not in removed]
         metadata = compute_subscription_metadata(remaining, topics)
@@ -64,9 +70,9 @@ def classic_leave_group(state: ConsumerGroupsState, req: LeaveGroupRequest, ctx:
 def _leaving_member(group: ConsumerGroup, identity: Identity) -> ConsumerMember:
     member_id, instance_id, _ = identity
     if instance_id is None:
-        return classic_member(group, member_id, None)
+        return ensure_member(group, member_id)
     member = group.static_member(instance_id)
     if member is None:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
     # An empty member id names the static member by instance id alone (admin removal).
-    return classic_member(group, member_id or member.member_id, instance_id)
+    return ensure_static_member(group, instance_id, member_id or member.member_id)
