@@ -6,6 +6,7 @@ surviving one instance's SIGKILL: read read_committed, each word's counts are 1,
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import Counter
@@ -169,5 +170,10 @@ def test_streams_exactly_once_v2_survives_an_instance_kill_without_duplicates(se
         assert {word: counts for word, counts in written.items()
                 if counts != list(range(1, run.expected[word] + 1))} == {}, "a count written twice, or skipped"
         assert run.expected["the"] == 20 * 3 and run.expected["dog"] == 20 * 2
+        # And it was transactions that wrote them: committed by both instances' (three) producers.
+        events = [json.loads(line) for line in server.log_path.read_text().splitlines() if line.startswith("{")]
+        committed = {e["transactional_id"] for e in events if e.get("event") == "transaction_completed"
+                     and e["commit"] and e["transactional_id"].startswith(run.application)}
+        assert len(committed) >= 2, committed
     finally:
         run.stop()
