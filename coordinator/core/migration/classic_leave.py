@@ -3,9 +3,10 @@
 Each identity is handled like the classic API would (a static member may be named by instance id
 alone, the admin path). Members of either protocol are removed (Kafka 4.4's
 classicGroupLeaveToConsumerGroup no longer refuses consumer-protocol members), and each answer
-carries the member id the request named. One member removed is fenced like a leaving heartbeat
-(which may downgrade the group); for a batch the removed members' tombstones come first, then the
-subscription metadata without them and one group epoch bump.
+carries the member id the request named. When the members left all speak the classic protocol the
+group is downgraded to a classic group of them (Kafka's consumerGroupFenceMembers); otherwise the
+removed members' tombstones come first, then the subscription metadata without them and one group
+epoch bump.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from coordinator.core.classic.leave import (
     leave_group_identities,
     leave_group_response,
 )
-from coordinator.core.consumer.leave import ensure_member, ensure_static_member, fence_member
+from coordinator.core.consumer.leave import ensure_member, ensure_static_member
 from coordinator.core.consumer.model import ConsumerGroup, ConsumerMember
 from coordinator.core.consumer.state import ConsumerGroupsState
 from coordinator.core.consumer.subscription import compute_subscription_metadata
 from coordinator.core.consumer.topics import TopicsView
 from coordinator.core.migration.classic_timers import cancel_all_member_timers
+from coordinator.core.migration.downgrade import downgrade_allowed_after_fencing_all, downgrade_group
 from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
@@ -51,10 +53,14 @@ def classic_leave_group(state: ConsumerGroupsState, req: LeaveGroupRequest, ctx:
             fx.event("member_left_consumer_group_by_leave_group", group.group_id, member_id=member.member_id,
                      instance_id=member.instance_id, reason=identity[2] or "not provided")
         results.append((identity, ErrorCode.NONE))
-    if len(removed) == 1:
-        (member,) = removed.values()
-        fence_member(state, group, member, fx, topics, reason="left the group (LeaveGroup)")
-    elif removed:
+    if removed and downgrade_allowed_after_fencing_all(state, group, removed):
+        first, *others = removed
+        try:  # Kafka's consumerGroupFenceMembers: the classic members left become a classic group
+            downgrade_group(state, group, first, fx, topics, also_leaving=others)
+            return fx.outcome(leave_group_response(ctx.api_version, results))
+        except ApiError as exc:  # unparsable embedded protocol: the members are removed as usual
+            fx.event("group_downgrade_failed", group.group_id, error=str(exc))
+    if removed:
         for member_id in removed:
             fx.records.extend(member_removal_tombstones(group.group_id, member_id))
             cancel_all_member_timers(state, fx, group.group_id, member_id)

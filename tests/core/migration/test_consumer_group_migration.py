@@ -211,9 +211,7 @@ def test_40_a_classic_join_replaces_an_empty_consumer_group() -> None:
 def test_41_leave_group_removes_members_of_both_protocols_and_bumps_the_epoch_once() -> None:
     ctx = MixedContext({"foo": 6})
     consumer_id, classic_id, _ = _consumer_group_with_classic_member(ctx)
-    _, out = ctx.classic_join(version=5)
-    _, out = ctx.classic_join(member_id=out.response.member_id, version=5)
-    other_id = out.response.member_id
+    other_id = ctx.consumer_join().member_id  # a consumer-protocol member stays: no downgrade
     epoch = ctx.consumer_groups["g"].group_epoch
     before = len(ctx.log)
     response = ctx.leave("g", [(consumer_id, None), (classic_id, None), ("nobody", None)]).response
@@ -243,6 +241,21 @@ def test_41c_leave_group_naming_the_last_consumer_protocol_member_among_classic_
     response = ctx.leave("g", [(consumer_id, None)]).response
     assert [(m.member_id, m.error_code) for m in response.members] == [(consumer_id, ErrorCode.NONE)]
     assert "g" not in ctx.consumer_groups and set(ctx.group().members) == {classic_id}
+    ctx.assert_replay_matches()
+
+
+def test_41d_leave_group_naming_a_batch_that_leaves_only_classic_members_downgrades() -> None:
+    """Kafka's validateOnlineDowngradeWithFencedMembers over the whole batch: the consumer-protocol
+    member and a classic one leave together, the classic member left becomes a classic group."""
+    ctx = MixedContext({"foo": 6})
+    consumer_id, classic_id, _ = _consumer_group_with_classic_member(ctx)
+    _, out = ctx.classic_join(version=5)
+    _, out = ctx.classic_join(member_id=out.response.member_id, version=5)
+    other_id = out.response.member_id
+    response = ctx.leave("g", [(consumer_id, None), (classic_id, None)]).response
+    assert [(m.member_id, m.error_code) for m in response.members] == [
+        (consumer_id, ErrorCode.NONE), (classic_id, ErrorCode.NONE)]
+    assert "g" not in ctx.consumer_groups and set(ctx.group().members) == {other_id}
     ctx.assert_replay_matches()
 
 
