@@ -74,12 +74,45 @@ def _groups_of(client: AdminClient, args: argparse.Namespace) -> list[str]:
     return [g.group for g in ops.list_groups(client)] if args.all_groups else list(args.group)
 
 
+#: kafka-consumer-groups lists consumer groups only: ListGroupsOptions.forConsumerGroups keeps these
+#: protocol types (an empty one is a group that only commits offsets).
+CONSUMER_PROTOCOL_TYPES = ("", "consumer")
+#: ConsumerGroupService.printGroupInfo: the group column is the longest id (at least 15) plus 10.
+MIN_GROUP_WIDTH, GROUP_PADDING, COLUMN_WIDTH = 15, 10, 20
+
+
 def _list(client: AdminClient, args: argparse.Namespace) -> int:
     states = [s for s in (args.state or "").split(",") if s]
     types = [t for t in (args.types or "").split(",") if t]
-    rows = [{"GROUP": g.group, "STATE": g.state, "TYPE": g.type, "PROTOCOL-TYPE": g.protocol_type}
-            for g in ops.list_groups(client, states, types)]
-    return _emit(args, rows, ["GROUP", "STATE", "TYPE", "PROTOCOL-TYPE"])
+    listings = [g for g in ops.list_groups(client, states, types) if g.protocol_type in CONSUMER_PROTOCOL_TYPES]
+    if args.output == "json":
+        rows = [{"GROUP": g.group, "STATE": g.state, "TYPE": g.type, "PROTOCOL-TYPE": g.protocol_type}
+                for g in listings]
+        return _emit(args, rows, ["GROUP", "STATE", "TYPE", "PROTOCOL-TYPE"])
+    print(render_listing(listings, with_type=args.types is not None, with_state=args.state is not None), end="")
+    return EXIT_OK
+
+
+def render_listing(listings: Sequence[ops.GroupListing], with_type: bool, with_state: bool) -> str:
+    """What kafka-consumer-groups --list prints: the ids one a line, or with --type and/or --state a
+    table of fixed-width columns (GroupType and GroupState print capitalised: "Consumer", "Stable")."""
+    if not (with_type or with_state):
+        return "".join(f"{g.group}\n" for g in listings)
+    width = max([MIN_GROUP_WIDTH] + [len(g.group) for g in listings]) + GROUP_PADDING
+    header, cells = ["GROUP"], [[g.group] for g in listings]
+    if with_type:
+        header.append("TYPE")
+        for row, g in zip(cells, listings, strict=True):
+            row.append(g.type.capitalize() if g.type else "Unknown")
+    if with_state:
+        header.append("STATE")
+        for row, g in zip(cells, listings, strict=True):
+            row.append(g.state or "Unknown")
+
+    def line(values: list[str]) -> str:
+        return values[0].ljust(width) + "".join(" " + v.ljust(COLUMN_WIDTH) for v in values[1:]) + "\n"
+
+    return line(header) + "".join(line(row) for row in cells)
 
 
 def _describe(client: AdminClient, args: argparse.Namespace) -> int:

@@ -69,7 +69,10 @@ SERVER_GC = True  # collect garbage as the server process does (app.serve with t
 
 
 async def _server(data: Path) -> Server:
-    return await start_server([f"log.dirs={data}", "listeners=PLAINTEXT://127.0.0.1:0"], tune_gc=SERVER_GC)
+    server = await start_server([f"log.dirs={data}", "listeners=PLAINTEXT://127.0.0.1:0"], tune_gc=SERVER_GC)
+    if "bench" not in server.broker.topics:  # commits to topics that do not exist are refused, as by Kafka
+        server.broker.topics.create("bench", PARTITIONS)
+    return server
 
 
 _close = stop_server

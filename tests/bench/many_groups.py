@@ -21,6 +21,7 @@ from pathlib import Path
 
 from bench.compare.groups import join_and_sync
 from bench.compare.wire import Wire
+from bench.compare.workloads import ensure_topic
 from protocol.api_keys import ApiKey
 from protocol.client import encode_request
 from protocol.messages import OffsetCommitRequest
@@ -83,6 +84,7 @@ def main() -> int:
         port = server.port
         try:
             server.wait_ready()
+            asyncio.run(ensure_topic(port, partitions=1))  # commits to topics that do not exist are refused
             baseline = rss_mb(server.proc.pid)
             seconds = asyncio.run(commit_everywhere(port, args.groups))
             with_offsets = rss_mb(server.proc.pid)

@@ -12,6 +12,8 @@ topic) and --describe after it. Outputs are compared table by table and column b
 normalising what differs by nature: member ids (shape kept), the coordinator's port and node id (also
 as a partition's leader, replicas and ISR), and Kafka's cluster-level min.insync.replicas in a topic
 description.
+And groupcoord's own `groupcoord groups --list` (bare, --state, --type, both) runs against Kafka beside
+Kafka's tool: the two outputs must be the same text, spaces included.
 Differences Kafka's side is right about are fixed in groupcoord or listed in
 tests/differential/allowlist.py (CLI_ALLOWLIST, "BUG, to fix: ..."); anything else fails.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -112,6 +115,13 @@ def run_tool(t: Target, tool: str, args: tuple[str, ...]) -> str:
                           text=True, timeout=90)
     output = done.stdout + "".join(line + "\n" for line in done.stderr.splitlines() if "SLF4J" not in line)
     return f"exit code {done.returncode}\n{output}"
+
+
+def run_groupcoord_groups(t: Target, args: tuple[str, ...]) -> str:
+    """`groupcoord groups` (the kafka-consumer-groups equivalent) against ``t``, output as run_tool's."""
+    done = subprocess.run([str(Path(sys.executable).with_name("groupcoord")), "groups", "--bootstrap-server",
+                           t.bootstrap, *args], capture_output=True, text=True, timeout=60)
+    return f"exit code {done.returncode}\n{done.stdout}{done.stderr}"
 
 
 def normalise(output: str, t: Target, n: Names) -> str:
@@ -267,6 +277,17 @@ def test_kafka_tools_print_the_same_against_groupcoord_and_kafka(kafka_oracle, s
                     differences.extend(compare(step, label, kafka_said[label], parse(g_out)))
 
             run_phase("active")
+            # groupcoord's own CLI against Kafka prints what Kafka's tool printed there, to the byte.
+            for label, args in (("list", ("--list",)), ("list --state", ("--list", "--state")),
+                                ("list --type", ("--list", "--type")),
+                                ("list --type consumer --state", ("--list", "--type", "consumer", "--state"))):
+                kafka_tool, our_tool = pool.map(lambda run, args=args: only_this_run(run(kafka, args), n.token),
+                                                (lambda t, a: run_tool(t, GROUPS_TOOL, a), run_groupcoord_groups))
+                compared.append(f"{len(compared)} groupcoord groups {label} against kafka: kafka's tool\n"
+                                f"{kafka_tool}\n--- groupcoord groups\n{our_tool}")
+                if our_tool != kafka_tool:
+                    differences.append(Difference("cli", len(compared) - 1, f"groupcoord groups {label}", 0, "text",
+                                                  kafka_tool, our_tool))
             list(pool.map(lambda t: members_gone(t, n, *members[t]), targets))
             run_phase("empty")
     finally:

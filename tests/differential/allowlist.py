@@ -36,32 +36,16 @@ class Allowed:
                 and re.fullmatch(self.path, difference.path) is not None)
 
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
-
 ALLOWLIST: tuple[Allowed, ...] = (
     Allowed("CreateTopics", r"topics\[\d+\]\.(configs.*|topic_config_error_code)",
             "Setup step only: groupcoord keeps topics as names and partition counts for the group APIs, it "
             "stores no topic logs, so it reports none of the ~37 log configs a broker returns."),
-    Allowed("OffsetCommit", r"topics\[\d+\]\.partitions\[\d+\]\.error_code",
-            "BUG, to fix: OffsetCommit takes offsets for topics and partitions the metadata does not have; Kafka "
-            "answers UNKNOWN_TOPIC_OR_PARTITION for them before the group is consulted "
-            "(KafkaApis.handleOffsetCommitRequest checks its metadata cache), so also before FENCED_INSTANCE_ID. "
-            "Not fixed here: many tests and tools commit to topics they never created.",
-            kafka_value=UNKNOWN_TOPIC_OR_PARTITION),
     Allowed("CreatePartitions", r"<request>", conversation="create_partitions",
             reason="Manual assignments name the node itself, whose id differs: the oracle is node 1, groupcoord "
                    "node 0 (the conversation reads it from Metadata)."),
     *(Allowed("CreatePartitions", r"results\[0\]\.error_message", conversation="create_partitions", step=step,
               reason="The message names the node itself (node 1 in the oracle, node 0 in groupcoord).")
       for step in (11, 13)),
-    # consumer_group_errors: the classic LeaveGroup naming a consumer-protocol member.
-    *(Allowed(api, path, conversation="consumer_group_errors", reason=(
-        "BUG, to fix: LeaveGroup (the classic API) naming a consumer-protocol member of a consumer group "
-        "removes it in Kafka 4.4 (NONE, the group becomes Empty); groupcoord answers UNKNOWN_MEMBER_ID, "
-        "so the DeleteGroups, heartbeat and ListGroups after it differ too."))
-      for api, path in (("LeaveGroup", r"members\[0\]\.error_code"), ("DeleteGroups", r"results\[0\]\.error_code"),
-                        ("ConsumerGroupHeartbeat", r"error_code|error_message|member_epoch|member_id"),
-                        ("ListGroups", r"groups.*"))),
 )
 
 

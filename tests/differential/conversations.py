@@ -280,9 +280,19 @@ def offsets_across_versions(s: Side) -> None:
         s.call("a", K.OFFSET_COMMIT, version, commit(group, topic, {0: 10 * version, 1: version},
                                                      metadata=f"v{version}"))
     s.call("a", K.OFFSET_COMMIT, 9, commit(group, topic, {2: 7}, metadata="m" * 4097))  # C76
-    unknown_topics = s.name_of("offsets-unknown-topics")  # its own group: the answers differ (allowlist)
-    s.call("a", K.OFFSET_COMMIT, 9, commit(unknown_topics, s.name_of("missing-topic"), {0: 1}))
+    # Unknown topics and partitions are screened before the group is consulted (no group is created).
+    unknown_topics, missing_topic = s.name_of("offsets-absent-topics"), s.name_of("missing-topic")
+    s.call("a", K.OFFSET_COMMIT, 9, commit(unknown_topics, missing_topic, {0: 1}))
     s.call("a", K.OFFSET_COMMIT, 9, commit(unknown_topics, topic, {7: 1}))  # no such partition
+    s.call("a", K.OFFSET_COMMIT, 9, commit(unknown_topics, topic, {2: 1, 3: 1, 0: 1}))  # some exist
+    mixed = commit(unknown_topics, topic, {1: 4})
+    mixed.topics.insert(0, commit(unknown_topics, missing_topic, {0: 1, 1: 1}).topics[0])
+    s.call("a", K.OFFSET_COMMIT, 8, mixed)
+    s.call("a", K.OFFSET_COMMIT, 9, commit(unknown_topics, missing_topic, {0: 1}, generation=3, member_id="m"))
+    s.call("a", K.OFFSET_FETCH, 9, fetch(9, unknown_topics, None, []))
+    for version in (1, 5, 8, 9):  # OffsetFetch of topics that do not exist
+        s.call("a", K.OFFSET_FETCH, version, fetch(version, group, missing_topic, [0, 1]))
+        s.call("a", K.OFFSET_FETCH, version, fetch(version, group, topic, [0, 9]))
     s.call("a", K.OFFSET_COMMIT, 9, commit(group, other, {0: 3}, metadata=None))
     for version in range(1, 10):
         s.call("a", K.OFFSET_FETCH, version, fetch(version, group, topic, [0, 1, 2]))
@@ -322,6 +332,12 @@ def describe_list_delete(s: Side) -> None:
     for group in (stable, simple, s.name_of("adm-none")):
         s.call("a", K.OFFSET_DELETE, 0, m.OffsetDeleteRequest(group_id=group, topics=[
             OffsetDeleteTopic(name=topic, partitions=[OffsetDeletePartition(partition_index=0)])]))
+        # Unknown topics and partitions, alone and beside a known partition.
+        s.call("a", K.OFFSET_DELETE, 0, m.OffsetDeleteRequest(group_id=group, topics=[
+            OffsetDeleteTopic(name=s.name_of("adm-missing"), partitions=[OffsetDeletePartition(partition_index=0)])]))
+        s.call("a", K.OFFSET_DELETE, 0, m.OffsetDeleteRequest(group_id=group, topics=[
+            OffsetDeleteTopic(name=topic, partitions=[OffsetDeletePartition(partition_index=i) for i in (5, 2)]),
+            OffsetDeleteTopic(name=s.name_of("adm-missing"), partitions=[OffsetDeletePartition(partition_index=1)])]))
     s.call("a", K.OFFSET_FETCH, 9, fetch(9, simple, None, []))
     for version in range(3):
         s.call("a", K.DELETE_GROUPS, version, m.DeleteGroupsRequest(groups_names=[stable, s.name_of("adm-none")]))
@@ -570,11 +586,115 @@ def create_partitions(s: Side) -> None:
     s.await_topics([topic], 5)  # Metadata has the new partitions (their leader is the node, whose id differs)
 
 
+def init_producer(s: Side, transactional_id: str, timeout: float = 60.0) -> m.InitProducerIdResponse:
+    """InitProducerId (unrecorded: producer ids differ by nature), retried while the transaction log
+    is being created (Kafka creates __transaction_state on first use)."""
+    deadline = time.monotonic() + timeout
+    while True:  # Kafka creates __transaction_state when a transaction coordinator is first looked up
+        found = s.wire("_txn").request(K.FIND_COORDINATOR, 4, m.FindCoordinatorRequest(
+            key_type=1, coordinator_keys=[transactional_id]))
+        if found.coordinators[0].error_code == E.NONE:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{s.name}: no transaction coordinator: {found}")
+        time.sleep(0.1)  # poll interval
+    while True:
+        response = s.wire("_txn").request(K.INIT_PRODUCER_ID, 4, m.InitProducerIdRequest(
+            transactional_id=transactional_id, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1))
+        if response.error_code == E.NONE:
+            return response
+        assert response.error_code in (E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR,
+                                       E.COORDINATOR_LOAD_IN_PROGRESS), response
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{s.name}: InitProducerId never answered NONE")
+        time.sleep(0.1)  # poll interval
+
+
+def txn_offsets_unknown_topics(s: Side) -> None:
+    """TxnOffsetCommit naming topics or partitions that do not exist: UNKNOWN_TOPIC_OR_PARTITION for
+    them before the transaction is consulted (KafkaApis.handleTxnOffsetCommitRequest), the others go on."""
+    (topic,) = create_topics(s, "txn-offsets")
+    group, transactional_id = s.name_of("txn-group"), s.name_of("txn-id")
+    producer = init_producer(s, transactional_id)
+    ids = dict(transactional_id=transactional_id, producer_id=producer.producer_id,
+               producer_epoch=producer.producer_epoch)
+    TxnTopic = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+    TxnPartition = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition
+
+    def txn_commit(topics: dict[str, list[int]]) -> m.TxnOffsetCommitRequest:
+        return m.TxnOffsetCommitRequest(**ids, group_id=group, generation_id=-1, member_id="", topics=[
+            TxnTopic(name=name, partitions=[TxnPartition(partition_index=p, committed_offset=5, committed_metadata="")
+                                            for p in partitions]) for name, partitions in topics.items()])
+
+    missing = s.name_of("txn-missing")
+    s.call("a", K.TXN_OFFSET_COMMIT, 3, txn_commit({missing: [0]}))  # before AddOffsetsToTxn: screened first
+    s.call("a", K.ADD_OFFSETS_TO_TXN, 3, m.AddOffsetsToTxnRequest(**ids, group_id=group))
+    s.call("a", K.TXN_OFFSET_COMMIT, 3, txn_commit({missing: [0, 1], topic: [1, 7]}))
+    s.call("a", K.TXN_OFFSET_COMMIT, 3, txn_commit({topic: [9]}))
+    # (no OffsetFetch after it: Kafka writes the markers after answering, so what it shows is a race)
+    s.call("a", K.END_TXN, 3, m.EndTxnRequest(**ids, committed=True))
+
+
+GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP
+SET, DELETE = 0, 1  # AlterConfigOp.OpType
+
+
+def admin_apis(s: Side) -> None:
+    """The single-node admin APIs both servers answer: DescribeCluster v0-1 (every endpoint type),
+    DescribeConfigs and IncrementalAlterConfigs on GROUP resources (defaults, set, bad values,
+    validate_only, delete), and ListGroups v4-5 filters over a classic and a consumer group."""
+    for version in (0, 1):
+        s.call("a", K.DESCRIBE_CLUSTER, version, m.DescribeClusterRequest(
+            include_cluster_authorized_operations=version == 1, endpoint_type=1))
+    for endpoint_type in (2, 7):  # CONTROLLER on a broker listener, and an unknown type
+        s.call("a", K.DESCRIBE_CLUSTER, 1, m.DescribeClusterRequest(endpoint_type=endpoint_type))
+
+    group = s.name_of("cfg")
+    Resource = m.IncrementalAlterConfigsRequest.AlterConfigsResource
+    Config = m.IncrementalAlterConfigsRequest.AlterableConfig
+
+    def alter(changes: list[tuple[str, int, str | None]], validate_only: bool = False,
+              name: str = group) -> m.IncrementalAlterConfigsRequest:
+        return m.IncrementalAlterConfigsRequest(validate_only=validate_only, resources=[Resource(
+            resource_type=GROUP_RESOURCE, resource_name=name,
+            configs=[Config(name=k, config_operation=op, value=v) for k, op, v in changes])])
+
+    def describe(keys: list[str] | None, name: str = group) -> m.DescribeConfigsRequest:
+        Described = m.DescribeConfigsRequest.DescribeConfigsResource
+        return m.DescribeConfigsRequest(include_synonyms=True, include_documentation=False, resources=[
+            Described(resource_type=GROUP_RESOURCE, resource_name=name, configuration_keys=keys)])
+
+    session, interval = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+    s.call("a", K.DESCRIBE_CONFIGS, 4, describe([session, interval]))  # nobody configured it: defaults
+    s.call("a", K.INCREMENTAL_ALTER_CONFIGS, 1, alter([(session, SET, "50000"), (interval, SET, "6000")]))
+    s.call("a", K.DESCRIBE_CONFIGS, 4, describe([session, interval]))
+    s.call("a", K.INCREMENTAL_ALTER_CONFIGS, 1, alter([(session, SET, "1")]))  # below the broker's minimum
+    s.call("a", K.INCREMENTAL_ALTER_CONFIGS, 1, alter([("no.such.config", SET, "1")]))
+    s.call("a", K.INCREMENTAL_ALTER_CONFIGS, 1, alter([(session, SET, "48000")], validate_only=True))
+    s.call("a", K.INCREMENTAL_ALTER_CONFIGS, 0, alter([(session, DELETE, None)]))
+    s.call("a", K.DESCRIBE_CONFIGS, 3, describe([session, interval]))
+    s.call("a", K.INCREMENTAL_ALTER_CONFIGS, 1, alter([(session, SET, "50000")], name=""))
+
+    # ListGroups filters over one group of each type.
+    (topic,) = create_topics(s, "lg", partitions=1)
+    await_assignable(s, topic)
+    classic, consumer = s.name_of("lg-classic"), s.name_of("lg-consumer")
+    joined = join_one(s, classic, "c")
+    s.call("c", K.SYNC_GROUP, 5, sync(classic, 1, joined.member_id, {joined.member_id: b""}))
+    s.call("a", K.CONSUMER_GROUP_HEARTBEAT, 1, m.ConsumerGroupHeartbeatRequest(
+        group_id=consumer, member_id="lg-member-0000000000000", member_epoch=0, rebalance_timeout_ms=30_000,
+        subscribed_topic_names=[topic], topic_partitions=[]))
+    for version, states, types in ((4, ["Stable"], []), (4, ["empty", "STABLE"], []), (5, [], ["Classic"]),
+                                   (5, [], ["consumer", "share"]), (5, ["Stable"], ["classic", "consumer"]),
+                                   (5, [], ["no-such-type"]), (5, ["no-such-state"], [])):
+        s.call("a", K.LIST_GROUPS, version, m.ListGroupsRequest(states_filter=states, types_filter=types))
+
+
 CONVERSATIONS: dict[str, Conversation] = {
     f.__name__: f for f in (
         join_every_version, join_errors, two_members_sync, stale_generation_and_unknown_member,
         static_membership, duplicate_instance_fencing, leave_batches, offsets_across_versions,
         describe_list_delete, consumer_group_lifecycle, consumer_group_errors, transactional_offsets,
-        create_partitions,
+        create_partitions, txn_offsets_unknown_topics, admin_apis,
     )
 }

@@ -9,6 +9,7 @@ from protocol.api_keys import ApiKey
 from protocol.messages import CreateTopicsRequest, FetchRequest, ListOffsetsRequest, ProduceRequest
 
 EARLIEST, LATEST = -2, -1
+TOPIC_ALREADY_EXISTS = 36
 
 
 def create_topic(wire: Any, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
@@ -45,3 +46,11 @@ def list_offset(wire: Any, topic: str, partition: int, timestamp: int) -> Any:
         name=topic, partitions=[ListOffsetsRequest.ListOffsetsPartition(
             partition_index=partition, current_leader_epoch=-1, timestamp=timestamp)])])
     return wire.request(ApiKey.LIST_OFFSETS, 7, request).topics[0].partitions[0]
+
+
+def ensure_topic(wire: Any, name: str, partitions: int = 1) -> None:
+    """Create the topic the test commits offsets to unless an earlier test on the shared server did
+    (offsets of topics that do not exist are refused, as Kafka refuses them)."""
+    [result] = wire.request(ApiKey.CREATE_TOPICS, 7, CreateTopicsRequest(
+        topics=[CreateTopicsRequest.CreatableTopic(name, partitions, 1, [], [])])).topics
+    assert result.error_code in (0, TOPIC_ALREADY_EXISTS), result.error_message

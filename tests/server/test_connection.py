@@ -16,6 +16,7 @@ from protocol.messages import (
     OffsetCommitRequest,
     OffsetFetchRequest,
 )
+from tests.server.admin_wire import ensure_topic
 
 SOCKET_REQUEST_MAX_BYTES = 104857600  # the default
 
@@ -137,6 +138,7 @@ def test_null_client_id_is_accepted(shared_server, connect):
 def test_a_burst_of_commits_and_requests_answered_at_once_keeps_request_order(wire):
     """A burst of commits (each waiting for its fsync) and requests answered at once: one request in
     flight per connection, as Kafka brokers keep it, so every answer leaves in request order."""
+    ensure_topic(wire, "pip", partitions=3)
     sent = []
     burst = []
     for i in range(120):
@@ -144,7 +146,7 @@ def test_a_burst_of_commits_and_requests_answered_at_once_keeps_request_order(wi
         if i % 2 == 0:
             request = OffsetCommitRequest(group_id=f"pipelined-{i % 4}", generation_id_or_member_epoch=-1,
                                           member_id="", topics=[OffsetCommitRequest.OffsetCommitRequestTopic(
-                                              name="t", partitions=[OffsetCommitRequest.OffsetCommitRequestPartition(
+                                              name="pip", partitions=[OffsetCommitRequest.OffsetCommitRequestPartition(
                                                   partition_index=p, committed_offset=i) for p in range(3)])])
             burst.append(encode_request(ApiKey.OFFSET_COMMIT, 8, correlation_id, "p", request))
             sent.append((correlation_id, ApiKey.OFFSET_COMMIT, 8))

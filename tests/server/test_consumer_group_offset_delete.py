@@ -8,11 +8,14 @@ from __future__ import annotations
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import ConsumerGroupHeartbeatRequest, OffsetDeleteRequest
+from tests.server.admin_wire import ensure_topic
 
 _Topic, _Partition = OffsetDeleteRequest.OffsetDeleteRequestTopic, OffsetDeleteRequest.OffsetDeleteRequestPartition
 
 
 def test_offset_delete_on_a_consumer_group_spares_only_subscribed_topics(shared_server, wire):
+    ensure_topic(wire, "subscribed")
+    ensure_topic(wire, "other", partitions=2)
     joined = wire.request(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, ConsumerGroupHeartbeatRequest(
         group_id="offset-delete-cg", member_id="", member_epoch=0, rebalance_timeout_ms=30_000,
         subscribed_topic_names=["subscribed"], topic_partitions=[]))

@@ -85,8 +85,14 @@ def _requests() -> list[tuple[int, OffsetCommitRequest]]:
     ]
 
 
+#: The topics the commits name, with the partitions they use (topics.json is no `.log`: not digested).
+TOPICS = {"bench": 100, "a": 3, "b": 2, "big": 4, "t" * 150: 70, "m": 9000, "t": 4}
+
+
 async def _run(data: Path) -> tuple[list[bytes], list[bytes], dict[str, bytes]]:
     server = await start_server([f"log.dirs={data}", "listeners=PLAINTEXT://127.0.0.1:0"], tune_gc=False)
+    for name, partitions in TOPICS.items():  # offsets of topics that do not exist are refused, as by Kafka
+        server.broker.topics.create(name, partitions)
     frames = [encode_request(ApiKey.OFFSET_COMMIT, version, n, "pin", request)[4:]
               for n, (version, request) in enumerate(_requests())]
     replies = []

@@ -60,6 +60,10 @@ def advance_member(state: ShardState, group: ConsumerGroup, members: Mapping[str
         group_epoch += 1
         records.append(consumer_group_epoch_record(gid, group_epoch))
         fx.event("consumer_group_epoch_bumped", gid, group_epoch=group_epoch, member_id=member_id)
+    elif group_epoch != group.group_epoch:
+        # A new group whose first member subscribes to nothing: no bump, but the reserved epoch is the
+        # group's (else replay would leave it at 0 under an epoch-1 target).
+        records.append(consumer_group_epoch_record(gid, group_epoch))
 
     # 3. Target assignment for the new group epoch (now, deferred or offloaded), or the stored one.
     if group_epoch > assignment_epoch:

@@ -108,10 +108,9 @@ def _join_or_heartbeat(state: ShardState, req: ConsumerGroupHeartbeatRequest, ct
     if regex_topics != updated.regex_topics:  # (a copy costs more than the rest of a plain heartbeat's core)
         updated = members[member_id] = replace(updated, regex_topics=regex_topics)
     with_regex_topics(members, regexes)
-    # A new member starts from an empty subscription, so joining counts as a change (as a subscription of
-    # no names in Kafka, where a new member's names start null); a static successor inherits its holder's.
-    subscription_changed = (updated.subscribed_topic_names != before.subscribed_topic_names or regexes.bump
-                            or (joining.is_new and joining.replaced is None))
+    # A new member starts from an empty subscription (Kafka's hasMemberSubscriptionChanged): joining with
+    # SubscribedTopicNames [] changes nothing and bumps no epoch (tests/differential: consumer_group_errors).
+    subscription_changed = updated.subscribed_topic_names != before.subscribed_topic_names or regexes.bump
     if updated.metadata_fields() != before.metadata_fields():
         records.append(member_subscription_record(gid, updated))
     records.extend(regex_records(gid, regexes))

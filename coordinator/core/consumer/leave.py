@@ -49,7 +49,9 @@ def ensure_consumer_group(state: ShardState, group_id: str) -> ConsumerGroup:
         return group
     if group_id in state.groups:
         raise ConsumerGroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-    raise ConsumerGroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+    # Kafka's consumerGroup(groupId), which the leave paths use: "Group", where a join or heartbeat
+    # (getOrMaybeCreateConsumerGroup) says "Consumer group".
+    raise ConsumerGroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
 
 
 def ensure_static_member(group: ConsumerGroup, instance_id: str, member_id: str) -> ConsumerMember:

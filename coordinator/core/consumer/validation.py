@@ -38,8 +38,8 @@ def validate_heartbeat(req: ConsumerGroupHeartbeatRequest, config: ConsumerGroup
             raise _invalid("RebalanceTimeoutMs must be provided in first request.")
         if req.topic_partitions is None or req.topic_partitions:
             raise _invalid("TopicPartitions must be empty when (re-)joining.")
-        # An empty list is admitted, as in Kafka 4.4: a member subscribed to nothing (a new member bumps the
-        # group epoch all the same).
+        # Kafka 4.4's rule (throwIfConsumerGroupHeartbeatRequestIsInvalid): both null is refused, an empty
+        # list admitted (a member subscribed to nothing; it bumps no epoch, see tests/differential).
         if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
             raise _invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
     elif epoch == STATIC_LEAVE_EPOCH:

@@ -1,9 +1,12 @@
 """docs/spec/consumer-protocol.md#classic-members: LeaveGroup (the classic API) on a consumer group.
 
 Each identity is handled like the classic API would (a static member may be named by instance id
-alone, the admin path), but only classic-protocol members can be removed this way; a
-consumer-protocol member named here gets UNKNOWN_MEMBER_ID. The removed members' tombstones
-come first, then the subscription metadata without them and one group epoch bump for the batch.
+alone, the admin path). Members of either protocol are removed (Kafka 4.4's
+classicGroupLeaveToConsumerGroup no longer refuses consumer-protocol members), and each answer
+carries the member id the request named. When the members left all speak the classic protocol the
+group is downgraded to a classic group of them (Kafka's consumerGroupFenceMembers); otherwise the
+removed members' tombstones come first, then the subscription metadata without them and one group
+epoch bump.
 """
 
 from __future__ import annotations
@@ -13,12 +16,13 @@ from coordinator.core.classic.leave import (
     leave_group_identities,
     leave_group_response,
 )
+from coordinator.core.consumer.leave import ensure_member, ensure_static_member
 from coordinator.core.consumer.model import ConsumerGroup, ConsumerMember
 from coordinator.core.consumer.regex_subscriptions import unused_regex_tombstones
 from coordinator.core.consumer.subscription import compute_subscription_metadata
 from coordinator.core.consumer.topics import TopicsView
-from coordinator.core.migration.classic_sync import classic_member
 from coordinator.core.migration.classic_timers import cancel_all_member_timers
+from coordinator.core.migration.downgrade import downgrade_allowed_after_fencing_all, downgrade_group
 from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
@@ -47,12 +51,20 @@ def classic_leave_group(state: ShardState, req: LeaveGroupRequest, ctx: RequestC
             continue
         if member.member_id not in removed:
             removed[member.member_id] = member
-            fx.records.extend(member_removal_tombstones(group.group_id, member.member_id))
-            cancel_all_member_timers(state, fx, group.group_id, member.member_id)
-            fx.event("classic_member_left_consumer_group", group.group_id, member_id=member.member_id,
+            fx.event("member_left_consumer_group_by_leave_group", group.group_id, member_id=member.member_id,
                      instance_id=member.instance_id, reason=identity[2] or "not provided")
-        results.append(((member.member_id, identity[1], identity[2]), ErrorCode.NONE))
+        results.append((identity, ErrorCode.NONE))
+    if removed and downgrade_allowed_after_fencing_all(state, group, removed):
+        first, *others = removed
+        try:  # Kafka's consumerGroupFenceMembers: the classic members left become a classic group
+            downgrade_group(state, group, first, fx, topics, also_leaving=others)
+            return fx.outcome(leave_group_response(ctx.api_version, results))
+        except ApiError as exc:  # unparsable embedded protocol: the members are removed as usual
+            fx.event("group_downgrade_failed", group.group_id, error=str(exc))
     if removed:
+        for member_id in removed:
+            fx.records.extend(member_removal_tombstones(group.group_id, member_id))
+            cancel_all_member_timers(state, fx, group.group_id, member_id)
         gid = group.group_id
         remaining = [m for mid, m in group.members.items() if mid not in removed]
         fx.records.extend(unused_regex_tombstones(group, remaining))
@@ -66,9 +78,9 @@ def classic_leave_group(state: ShardState, req: LeaveGroupRequest, ctx: RequestC
 def _leaving_member(group: ConsumerGroup, identity: Identity) -> ConsumerMember:
     member_id, instance_id, _ = identity
     if instance_id is None:
-        return classic_member(group, member_id, None)
+        return ensure_member(group, member_id)
     member = group.static_member(instance_id)
     if member is None:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
     # An empty member id names the static member by instance id alone (admin removal).
-    return classic_member(group, member_id or member.member_id, instance_id)
+    return ensure_static_member(group, instance_id, member_id or member.member_id)

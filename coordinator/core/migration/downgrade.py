@@ -13,6 +13,8 @@ rebalance on it at once. Replaying the records leaves that group in place.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from coordinator.core.classic.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
     protocol_version,
@@ -49,15 +51,26 @@ def downgrade_allowed_after_replacing(state: ShardState, group: ConsumerGroup, r
             and len(group.members) <= state.config.max_size)
 
 
+def downgrade_allowed_after_fencing_all(state: ShardState, group: ConsumerGroup,
+                                        leaving: Collection[str]) -> bool:
+    """Kafka's validateOnlineDowngradeWithFencedMembers (a LeaveGroup batch): the members left all
+    speak the classic protocol, there are some, and a classic group may hold them."""
+    remaining = [m for mid, m in group.members.items() if mid not in leaving]
+    return (bool(remaining) and all(m.uses_classic_protocol for m in remaining)
+            and state.consumer_config.downgrade_enabled and len(remaining) <= state.config.max_size)
+
+
 def downgrade_group(state: ShardState, group: ConsumerGroup, leaving_id: str, fx: Effects,
-                    topics: TopicsView, joining: ConsumerMember | None = None) -> ClassicGroup:
-    """Replace `group` by a classic group without `leaving_id` (with `joining` in its place when a
-    static member replaces it). Raises GROUP_ID_NOT_FOUND when an embedded protocol does not parse."""
+                    topics: TopicsView, joining: ConsumerMember | None = None,
+                    also_leaving: Collection[str] = ()) -> ClassicGroup:
+    """Replace `group` by a classic group without `leaving_id` and `also_leaving` (with `joining` in
+    its place when a static member replaces it). Raises GROUP_ID_NOT_FOUND when an embedded protocol
+    does not parse."""
     gid = group.group_id
     classic = ClassicGroup(gid, state=GroupState.STABLE, state_since_ms=fx.now_ms,
                            protocol_type=CONSUMER_PROTOCOL_TYPE, generation_id=group.group_epoch)
     for member_id, consumer_member in group.members.items():
-        if member_id != leaving_id:
+        if member_id != leaving_id and member_id not in also_leaving:
             classic.add(_classic_member(consumer_member))
     if joining is not None:
         classic.add(_classic_member(joining))

@@ -25,8 +25,9 @@ def offset_commit_error(request: Any, code: ErrorCode, version: int) -> OffsetCo
     return OffsetCommitResponse(topics=offset_commit_error_topics(request.topics, code))
 
 
-def denied_commit_topics(topics: list[Any]) -> list[Any]:
-    return offset_commit_error_topics(topics, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+def offset_commit_error_topic(name: str, partitions: list[int], code: int) -> Any:
+    return OffsetCommitResponse.OffsetCommitResponseTopic(name=name, partitions=[
+        OffsetCommitResponse.OffsetCommitResponsePartition(partition_index=p, error_code=code) for p in partitions])
 
 
 def offset_commit_error_topics(topics: list[Any], code: ErrorCode) -> list[Any]:
@@ -35,11 +36,9 @@ def offset_commit_error_topics(topics: list[Any], code: ErrorCode) -> list[Any]:
         for p in t.partitions]) for t in topics]
 
 
-def denied_offset_delete_topics(topics: list[Any]) -> list[Any]:
-    return [OffsetDeleteResponse.OffsetDeleteResponseTopic(name=t.name, partitions=[
-        OffsetDeleteResponse.OffsetDeleteResponsePartition(partition_index=p.partition_index,
-                                                           error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-        for p in t.partitions]) for t in topics]
+def offset_delete_error_topic(name: str, partitions: list[int], code: int) -> Any:
+    return OffsetDeleteResponse.OffsetDeleteResponseTopic(name=name, partitions=[
+        OffsetDeleteResponse.OffsetDeleteResponsePartition(partition_index=p, error_code=code) for p in partitions])
 
 
 def offset_fetch_error(request: Any, code: ErrorCode, version: int) -> OffsetFetchResponse:

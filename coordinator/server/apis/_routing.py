@@ -1,14 +1,18 @@
 """Registration for APIs that address one group: route the request to that group's shard.
 
 With an authorizer, the group must permit the API's operation (GROUP_AUTHORIZATION_FAILED for the
-whole request otherwise), and for requests naming topics each topic must permit READ: a denied
-topic is answered TOPIC_AUTHORIZATION_FAILED on each of its partitions while the others go on.
+whole request otherwise). Requests naming topics (OffsetCommit, OffsetDelete) are screened first,
+as KafkaApis.handleOffsetCommitRequest and handleOffsetDeleteRequest do before the group is
+consulted: a topic the principal may not READ is answered TOPIC_AUTHORIZATION_FAILED on each of its
+partitions, a topic or partition the metadata does not have UNKNOWN_TOPIC_OR_PARTITION; the other
+partitions go on to the group, and its answer is merged after those errors.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from coordinator.security.acls import Operation
@@ -27,33 +31,96 @@ from coordinator.server.registry import (
 from protocol.apis import API_SPECS
 from protocol.error_codes import ErrorCode
 
-DeniedTopics = Callable[[list[Any]], list[Any]]  # request topics -> response topics carrying the error
+
+@dataclass(frozen=True, slots=True)
+class TopicScreen:
+    """How an API naming topics answers the partitions screened out before its group is consulted."""
+
+    error_topic: Callable[[str, list[int], int], Any]  # (name, partition indexes, code) -> response topic
+    # OffsetCommit answers at once when nothing is left for the group (KafkaApis returns before
+    # commitOffsetsToCoordinator); OffsetDelete still asks the group (GROUP_ID_NOT_FOUND, ...).
+    consult_group_when_empty: bool
+    # OffsetDelete: a top-level error from the group replaces the partition errors (its Builder.merge).
+    top_level_error_wins: bool = False
 
 
 def route_to_group(api_key: int, call: ShardCall, versions: tuple[int, int],
                    error_response: ErrorResponse | None = None, group_operation: Operation = Operation.READ,
-                   denied_topics: DeniedTopics | None = None) -> None:
-    """``call``: the shard's method for this API (GroupShard.join_group, ...). ``denied_topics``: for
-    requests listing topics (commits, deletes), how to answer the ones the principal may not READ."""
+                   topic_screen: TopicScreen | None = None) -> None:
+    """``call``: the shard's method for this API (GroupShard.join_group, ...). ``topic_screen``: for
+    requests listing topics (commits, deletes), how to answer the partitions screened out."""
 
     def handle(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
-        if broker.authorizer is None:  # the Heartbeat path: nothing more to look at
-            return broker.groups.handle(request.group_id, call, request, ctx)
-        if not permits_group(broker, ctx, group_operation, request.group_id):
+        if broker.authorizer is not None and not permits_group(broker, ctx, group_operation, request.group_id):
             raise HandlerError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        denied: list[Any] = []
-        if denied_topics is not None:
-            denied = [t for t in request.topics if not permits_topic(broker, ctx, Operation.READ, t.name)]
-            if denied:
-                request = copy.copy(request)
-                request.topics = [t for t in request.topics if t not in denied]
+        if topic_screen is None:  # the Heartbeat path: nothing more to look at
+            return broker.groups.handle(request.group_id, call, request, ctx)
+        errors, kept = screen_topics(broker, ctx, request.topics)
+        if not errors:
+            return broker.groups.handle(request.group_id, call, request, ctx)
+        error_topics = [topic_screen.error_topic(name, partitions, code) for name, partitions, code in errors]
+        if not kept and not topic_screen.consult_group_when_empty:
+            response: Any = API_SPECS[api_key].response_class()
+            response.topics = error_topics
+            return response
+        request = copy.copy(request)
+        request.topics = kept
         answer = broker.groups.handle(request.group_id, call, request, ctx)
-        if not denied:
-            return answer
-        assert denied_topics is not None
-        return amend_answer(answer, lambda response: response.topics.extend(denied_topics(denied)))
+
+        def merge(response: Any) -> None:
+            if topic_screen.top_level_error_wins and response.error_code:
+                return
+            response.topics = merge_topics(error_topics, response.topics)
+
+        return amend_answer(answer, merge)
 
     api(api_key, versions, error_response)(handle)
+
+
+def screen_topics(broker: Broker, ctx: RequestContext,
+                  topics: list[Any]) -> tuple[list[tuple[str, list[int], int]], list[Any]]:
+    """The request's (name, partition indexes, error code) screened out, in request order, and its
+    topics narrowed to the partitions left (topics left with none are dropped)."""
+    errors: list[tuple[str, list[int], int]] = []
+    kept: list[Any] = []
+    authorizer, registry = broker.authorizer, broker.topics
+    for t in topics:
+        if authorizer is not None and not permits_topic(broker, ctx, Operation.READ, t.name):
+            errors.append((t.name, [p.partition_index for p in t.partitions], ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
+        known = registry.get(t.name)
+        if known is None:
+            errors.append((t.name, [p.partition_index for p in t.partitions], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            continue
+        count = known.partitions
+        for p in t.partitions:  # a plain loop: this is every commit's path (tests/bench/commit_path.py)
+            if not 0 <= p.partition_index < count:
+                break
+        else:
+            kept.append(t)
+            continue
+        missing = [p.partition_index for p in t.partitions if not 0 <= p.partition_index < count]
+        errors.append((t.name, missing, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+        narrowed = copy.copy(t)
+        narrowed.partitions = [p for p in t.partitions if 0 <= p.partition_index < count]
+        if narrowed.partitions:
+            kept.append(narrowed)
+    return errors, kept
+
+
+def merge_topics(first: list[Any], then: list[Any]) -> list[Any]:
+    """Response topics: ``first``, then ``then``'s partitions added to the topic of the same name or
+    its topics appended (the order of Kafka's OffsetCommitResponse.Builder.merge)."""
+    merged = list(first)
+    by_name = {t.name: t for t in merged}
+    for topic in then:
+        existing = by_name.get(topic.name)
+        if existing is None:
+            merged.append(topic)
+            by_name[topic.name] = topic
+        else:
+            existing.partitions.extend(topic.partitions)
+    return merged
 
 
 def amend_answer(answer: Any, amend: Callable[[Any], None]) -> Any:

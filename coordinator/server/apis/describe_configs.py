@@ -141,7 +141,8 @@ def _describe(broker: Broker, resource, include_synonyms: bool, include_docs: bo
     if resource.configuration_keys is not None:
         wanted = set(resource.configuration_keys)
         entries = [e for e in entries if e.name in wanted]
-    return Result(error_code=0, error_message=None, resource_type=resource.resource_type, resource_name=name,
+    # ConfigHelper.describeConfigs sets no message on success: the field's default "", not null.
+    return Result(error_code=0, error_message="", resource_type=resource.resource_type, resource_name=name,
                   configs=entries)
 
 

@@ -54,6 +54,10 @@ async def _txn_offset_commit(broker: Broker, request: Any, ctx: RequestContext) 
                 codes[t.name, p.partition_index] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             elif topic is None or not 0 <= p.partition_index < topic.partitions:
                 codes[t.name, p.partition_index] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if len(codes) == sum(len(t.partitions) for t in request.topics):
+        # Nothing left for the coordinator: answered at once (KafkaApis.handleTxnOffsetCommitRequest),
+        # so the transaction does not take the group in.
+        return _response(request, 0, codes)
     code = broker.txn.check_txn_offset_commit(request, ctx.api_version)
     if code != ErrorCode.NONE:
         return _response(request, int(code), codes)

@@ -67,10 +67,24 @@ def test_2_a_join_needs_rebalance_timeout_empty_owned_partitions_and_topics() ->
     assert error_of(ctx.heartbeat("g", "", 0, rebalance_timeout_ms=5000, topic_partitions=[])) == (
         ErrorCode.INVALID_REQUEST,
         "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
-    # A member subscribed to nothing is admitted, as by Kafka 4.4: joining bumps the group epoch.
-    out = ctx.heartbeat("g", "", 0, rebalance_timeout_ms=5000, topic_partitions=[], subscribed_topic_names=[])
-    assert (out.response.error_code, out.response.member_epoch) == (ErrorCode.NONE, 1)
-    assert out.response.assignment.topic_partitions == []
+
+
+def test_2b_a_join_subscribed_to_nothing_is_admitted_without_an_epoch_bump() -> None:
+    """Kafka 4.4 admits SubscribedTopicNames [] (tests/differential: consumer_group_errors) and, as its
+    hasMemberSubscriptionChanged (an empty set before and after), bumps nothing for it: in a new group
+    the member gets the reserved empty epoch 1 (KIP-1263, the server's setting) and no partitions."""
+    ctx = ConsumerGroupContext({"foo": 3}, initial_empty_assignment=True)
+    for member_id in ("m1", "m2"):
+        out = ctx.heartbeat("g", member_id, 0, rebalance_timeout_ms=5000, topic_partitions=[],
+                            subscribed_topic_names=[])
+        r = out.response
+        assert (r.error_code, r.member_id, r.member_epoch) == (ErrorCode.NONE, member_id, 1)
+        assert r.assignment is not None and r.assignment.topic_partitions == []
+        assert not any(record == consumer_group_epoch_record("g", 2) for record in out.records)
+    subscribed = ctx.heartbeat("g", "m3", 0, rebalance_timeout_ms=5000, topic_partitions=[],
+                               subscribed_topic_names=["foo"])
+    assert subscribed.response.error_code == ErrorCode.NONE
+    assert consumer_group_epoch_record("g", 2) in subscribed.records  # a subscription does bump
 
 
 def test_3_empty_member_id_instance_id_or_rack_id_is_an_invalid_request() -> None:
@@ -114,7 +128,8 @@ def test_6_a_subscribed_topic_regex_that_re2j_refuses_is_an_invalid_regular_expr
 def test_7_a_heartbeat_for_an_unknown_group_is_group_id_not_found() -> None:
     ctx = ConsumerGroupContext({"foo": 3})
     assert error_of(ctx.heartbeat("g", "m", 100)) == (ErrorCode.GROUP_ID_NOT_FOUND, "Consumer group g not found.")
-    assert error_of(ctx.heartbeat("g", "m", -1))[0] == ErrorCode.GROUP_ID_NOT_FOUND
+    # Leaving names the group as Kafka's consumerGroup(groupId) does (tests/differential: consumer_group_errors)
+    assert error_of(ctx.heartbeat("g", "m", -1)) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group g not found.")
 
 
 def test_8_a_join_without_member_id_gets_a_generated_id_epoch_1_and_an_assignment() -> None:

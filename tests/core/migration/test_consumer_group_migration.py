@@ -5,6 +5,7 @@ with a fake clock."""
 from __future__ import annotations
 
 from coordinator.core.classic.state import GroupState
+from coordinator.core.consumer import ConsumerGroupState
 from coordinator.core.consumer.model import MemberState
 from coordinator.core.runtime.timer_keys import ClassicMemberJoinKey, SessionKey
 from coordinator.records import group_metadata_tombstone
@@ -207,20 +208,54 @@ def test_40_a_classic_join_replaces_an_empty_consumer_group() -> None:
     ctx.assert_replay_matches()
 
 
-def test_41_leave_group_removes_classic_members_only_and_bumps_the_epoch_once() -> None:
+def test_41_leave_group_removes_members_of_both_protocols_and_bumps_the_epoch_once() -> None:
+    ctx = MixedContext({"foo": 6})
+    consumer_id, classic_id, _ = _consumer_group_with_classic_member(ctx)
+    other_id = ctx.consumer_join().member_id  # a consumer-protocol member stays: no downgrade
+    epoch = ctx.consumer_groups["g"].group_epoch
+    before = len(ctx.log)
+    response = ctx.leave("g", [(consumer_id, None), (classic_id, None), ("nobody", None)]).response
+    assert [(m.member_id, m.error_code) for m in response.members] == [
+        (consumer_id, ErrorCode.NONE), (classic_id, ErrorCode.NONE), ("nobody", ErrorCode.UNKNOWN_MEMBER_ID)]
+    group = ctx.consumer_groups["g"]
+    assert set(group.members) == {other_id} and group.group_epoch == epoch + 1
+    assert _record_types(ctx.log[before:]).count(3) == 1
+    ctx.assert_replay_matches()
+
+
+def test_41b_leave_group_naming_the_only_consumer_protocol_member_empties_the_group() -> None:
+    """Kafka 4.4 (tests/differential: consumer_group_errors): NONE, the group becomes Empty."""
+    ctx = MixedContext({"foo": 6})
+    member = ctx.consumer_join()
+    response = ctx.leave("g", [(member.member_id, None)]).response
+    assert [(m.member_id, m.error_code) for m in response.members] == [(member.member_id, ErrorCode.NONE)]
+    group = ctx.consumer_groups["g"]
+    assert not group.members and group.state is ConsumerGroupState.EMPTY
+    ctx.assert_replay_matches()
+
+
+def test_41c_leave_group_naming_the_last_consumer_protocol_member_among_classic_ones_downgrades() -> None:
+    """As a leaving heartbeat would (case 39): the group becomes a classic group of the others."""
+    ctx = MixedContext({"foo": 6})
+    consumer_id, classic_id, _ = _consumer_group_with_classic_member(ctx)
+    response = ctx.leave("g", [(consumer_id, None)]).response
+    assert [(m.member_id, m.error_code) for m in response.members] == [(consumer_id, ErrorCode.NONE)]
+    assert "g" not in ctx.consumer_groups and set(ctx.group().members) == {classic_id}
+    ctx.assert_replay_matches()
+
+
+def test_41d_leave_group_naming_a_batch_that_leaves_only_classic_members_downgrades() -> None:
+    """Kafka's validateOnlineDowngradeWithFencedMembers over the whole batch: the consumer-protocol
+    member and a classic one leave together, the classic member left becomes a classic group."""
     ctx = MixedContext({"foo": 6})
     consumer_id, classic_id, _ = _consumer_group_with_classic_member(ctx)
     _, out = ctx.classic_join(version=5)
     _, out = ctx.classic_join(member_id=out.response.member_id, version=5)
     other_id = out.response.member_id
-    epoch = ctx.consumer_groups["g"].group_epoch
-    before = len(ctx.log)
-    response = ctx.leave("g", [(consumer_id, None), (classic_id, None), (other_id, None)]).response
+    response = ctx.leave("g", [(consumer_id, None), (classic_id, None)]).response
     assert [(m.member_id, m.error_code) for m in response.members] == [
-        (consumer_id, ErrorCode.UNKNOWN_MEMBER_ID), (classic_id, ErrorCode.NONE), (other_id, ErrorCode.NONE)]
-    group = ctx.consumer_groups["g"]
-    assert set(group.members) == {consumer_id} and group.group_epoch == epoch + 1
-    assert _record_types(ctx.log[before:]).count(3) == 1
+        (consumer_id, ErrorCode.NONE), (classic_id, ErrorCode.NONE)]
+    assert "g" not in ctx.consumer_groups and set(ctx.group().members) == {other_id}
     ctx.assert_replay_matches()
 
 

@@ -26,7 +26,8 @@ import org.apache.kafka.streams.kstream.Produced;
 
 /**
  * The Kafka Streams word count, unchanged but for test settings:
- * {@code WordCount BOOTSTRAP INPUT OUTPUT APPLICATION_ID INSTANCE_ID STATE_DIR}. Lines of INPUT are split
+ * {@code WordCount BOOTSTRAP INPUT OUTPUT APPLICATION_ID INSTANCE_ID STATE_DIR [PROCESSING_GUARANTEE]}
+ * (the guarantee defaults to at_least_once; exactly_once_v2 runs every task in transactions). Lines of INPUT are split
  * into lowercase words, regrouped by word (a repartition topic), counted in a persistent store (a changelog
  * topic, with one standby replica) and every new count goes to OUTPUT (word -> count as a long).
  *
@@ -39,12 +40,14 @@ public final class WordCount {
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], input = args[1], output = args[2], applicationId = args[3];
         String instanceId = args[4], stateDir = args[5];
+        String guarantee = args.length > 6 ? args[6] : StreamsConfig.AT_LEAST_ONCE;
         Properties config = new Properties();
         config.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
         config.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         config.put(StreamsConfig.CLIENT_ID_CONFIG, instanceId);
         config.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
         config.put(StreamsConfig.NUM_STANDBY_REPLICAS_CONFIG, 1);
+        config.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, guarantee);
         config.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 1);
         config.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 200);
         config.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);  // every count goes out
