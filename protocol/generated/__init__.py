@@ -83,6 +83,10 @@ from protocol.generated.records import (
 )
 from protocol.generated.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.generated.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.generated.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
+from protocol.generated.share_fetch import ShareFetchRequest, ShareFetchResponse
+from protocol.generated.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+from protocol.generated.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from protocol.generated.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.generated.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.model import Message
@@ -198,6 +202,14 @@ __all__ = [
     'SaslAuthenticateResponse',
     'SaslHandshakeRequest',
     'SaslHandshakeResponse',
+    'ShareAcknowledgeRequest',
+    'ShareAcknowledgeResponse',
+    'ShareFetchRequest',
+    'ShareFetchResponse',
+    'ShareGroupDescribeRequest',
+    'ShareGroupDescribeResponse',
+    'ShareGroupHeartbeatRequest',
+    'ShareGroupHeartbeatResponse',
     'SyncGroupRequest',
     'SyncGroupResponse',
     'TransactionLogKey',
@@ -318,6 +330,14 @@ MESSAGES: dict[str, type[Message]] = {
     'SaslAuthenticateResponse': SaslAuthenticateResponse,
     'SaslHandshakeRequest': SaslHandshakeRequest,
     'SaslHandshakeResponse': SaslHandshakeResponse,
+    'ShareAcknowledgeRequest': ShareAcknowledgeRequest,
+    'ShareAcknowledgeResponse': ShareAcknowledgeResponse,
+    'ShareFetchRequest': ShareFetchRequest,
+    'ShareFetchResponse': ShareFetchResponse,
+    'ShareGroupDescribeRequest': ShareGroupDescribeRequest,
+    'ShareGroupDescribeResponse': ShareGroupDescribeResponse,
+    'ShareGroupHeartbeatRequest': ShareGroupHeartbeatRequest,
+    'ShareGroupHeartbeatResponse': ShareGroupHeartbeatResponse,
     'SyncGroupRequest': SyncGroupRequest,
     'SyncGroupResponse': SyncGroupResponse,
     'TransactionLogKey': TransactionLogKey,
@@ -376,3 +396,7 @@ class ApiKey(IntEnum):
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
     DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79

@@ -72,9 +72,11 @@ from coordinator.core.runtime.timer_keys import (
     HeartbeatKey,
     JoinKey,
     OffsetsExpirationKey,
+    ShareSessionKey,
     SyncKey,
     TimerKey,
 )
+from coordinator.core.share.coordinator import ShareGroupConfig, ShareGroupCoordinator
 from coordinator.records import (
     CONSUMER_GROUP_RECORD_TYPES,
     OffsetAndMetadata,
@@ -118,7 +120,8 @@ class GroupSummary:
 class GroupShard:
     def __init__(self, config: GroupConfig | None = None, new_uuid: Callable[[], str] | None = None,
                  consumer_config: ConsumerGroupConfig | None = None, random_bytes: RandomBytes | None = None,
-                 group_configs: Mapping[str, GroupConfigOverrides] | None = None) -> None:
+                 group_configs: Mapping[str, GroupConfigOverrides] | None = None,
+                 share_config: ShareGroupConfig | None = None) -> None:
         """`group_configs`: per-group overrides (Kafka's GROUP config resource), a read-only view the
         shell keeps up to date; the core only reads it."""
         if new_uuid is None:
@@ -127,6 +130,7 @@ class GroupShard:
         self.consumer = ConsumerGroupCoordinator(consumer_config, random_bytes or _no_random_bytes,
                                                  groups=self.state.groups, group_configs=group_configs)
         self.consumer.state.classic_config = self.state.config  # a downgrade builds classic groups
+        self.share = ShareGroupCoordinator(self.state.groups, share_config)
 
     @property
     def config(self) -> GroupConfig:
@@ -152,13 +156,32 @@ class GroupShard:
 
     def consumer_group_heartbeat(self, req: m.ConsumerGroupHeartbeatRequest, ctx: RequestContext,
                                  topics: TopicsView = NO_TOPICS) -> Outcome:
+        if req.group_id and self.state.groups.share(req.group_id) is not None:
+            # docs/spec/share-groups.md#describe-and-coexistence: no conversion of a share group
+            return Outcome(response=m.ConsumerGroupHeartbeatResponse(
+                error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
+                error_message=f"Group {req.group_id} is not a consumer group."))
         return self.consumer.consumer_group_heartbeat(req, ctx, topics)
+
+    def share_group_heartbeat(self, req: m.ShareGroupHeartbeatRequest, ctx: RequestContext,
+                              topics: TopicsView = NO_TOPICS) -> Outcome:
+        if self.state.loading:
+            loading = int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+            return Outcome(response=m.ShareGroupHeartbeatResponse(error_code=loading))
+        return self.share.heartbeat(req, ctx, topics)
+
+    def share_group_describe(self, req: m.ShareGroupDescribeRequest, ctx: RequestContext,
+                             topics: TopicsView = NO_TOPICS) -> Outcome:
+        return self.share.describe(req, ctx, topics)
 
     def consumer_group_describe(self, req: m.ConsumerGroupDescribeRequest, ctx: RequestContext,
                                 topics: TopicsView = NO_TOPICS) -> Outcome:
         return self.consumer.consumer_group_describe(req, ctx, topics)
 
     def join_group(self, req: m.JoinGroupRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
+        if req.group_id and self.state.groups.share(req.group_id) is not None:
+            # docs/spec/share-groups.md#describe-and-coexistence: a classic member cannot join a share group
+            return Outcome(response=join_error(ctx.api_version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
         group = self.state.groups.consumer(req.group_id)
         if group is None or self.state.loading:
             return join_group(self.state, req, ctx)
@@ -234,17 +257,19 @@ class GroupShard:
         out = admin.list_groups(self.state, req, ctx)
         response = out.response
         assert isinstance(response, m.ListGroupsResponse)  # admin.list_groups always answers (narrows Outcome's object)
-        if response.error_code or next(self.state.groups.consumer_groups(), None) is None:
+        has_consumer = next(self.state.groups.consumer_groups(), None) is not None
+        if response.error_code or not (has_consumer or next(self.state.groups.share_groups(), None) is not None):
             return out
-        states = req.states_filter if ctx.api_version >= 4 else ()
-        types = req.types_filter if ctx.api_version >= 5 else ()
-        listed = response.groups + self.consumer.listed_groups([s.strip() for s in states],
-                                                               [t.strip() for t in types])
+        states = [s.strip() for s in (req.states_filter if ctx.api_version >= 4 else ())]
+        types = [t.strip() for t in (req.types_filter if ctx.api_version >= 5 else ())]
+        listed = (response.groups + (self.consumer.listed_groups(states, types) if has_consumer else [])
+                  + self.share.listed_groups(states, types))
         response.groups = sorted(listed, key=lambda g: g.group_id)
         return out
 
     def delete_groups(self, req: m.DeleteGroupsRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
-        consumer_ids = [g for g in dict.fromkeys(req.groups_names) if self.state.groups.consumer(g) is not None]
+        consumer_ids = [g for g in dict.fromkeys(req.groups_names) if self.state.groups.consumer(g) is not None
+                        or self.state.groups.share(g) is not None]
         if self.state.loading or not consumer_ids:
             return admin.delete_groups(self.state, req, ctx)
         classic = admin.delete_groups(
@@ -254,6 +279,10 @@ class GroupShard:
         results = {r.group_id: r for r in classic_response.results}
         records = list(classic.records)
         for group_id in consumer_ids:
+            if self.state.groups.share(group_id) is not None:
+                results[group_id] = m.DeleteGroupsResponse.DeletableGroupResult(
+                    group_id=group_id, error_code=int(self.share.delete(group_id)))
+                continue
             results[group_id] = self._delete_consumer_group(group_id, records)
         return Outcome(records=records, response=m.DeleteGroupsResponse(
             results=[results[g] for g in dict.fromkeys(req.groups_names)]))
@@ -282,6 +311,8 @@ class GroupShard:
         timers are no-ops."""
         if isinstance(key, CONSUMER_GROUP_TIMERS):
             return self.consumer.on_timer(key, data, now_ms, topics)
+        if isinstance(key, ShareSessionKey):
+            return self.share.on_session_expired(key, now_ms, topics)
         fx = Effects(now_ms)
         st = self.state
         if isinstance(key, HeartbeatKey):

@@ -1,0 +1,252 @@
+"""ShareGroupHeartbeat, ShareGroupDescribe and member expiry of share groups (Kafka's
+GroupMetadataManager.shareGroupHeartbeat and friends), over the shard's one group map.
+
+docs/spec/share-groups.md#heartbeat: join at epoch 0 (creating the group), heartbeat at the
+member's epoch, leave at -1. A new member, a changed subscription or changed partition counts bump
+the group epoch; a group epoch ahead of the assignment epoch runs the `simple` assignor, and each
+member takes its target at once (no revocation step: partitions are shared).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from coordinator.core.consumer.topics import TopicsView
+from coordinator.core.runtime.context import RequestContext
+from coordinator.core.runtime.effects import Effects
+from coordinator.core.runtime.errors import ApiError
+from coordinator.core.runtime.groups import GroupMap
+from coordinator.core.runtime.outcome import Outcome
+from coordinator.core.runtime.timer_keys import ShareSessionKey
+from coordinator.core.share.assignor import assign
+from coordinator.core.share.model import Assignment, ShareGroup, ShareMember
+from protocol import messages as m
+from protocol.error_codes import ErrorCode
+
+JOIN_EPOCH = 0
+LEAVE_EPOCH = -1
+ASSIGNOR_NAME = "simple"
+MEMBER_REMOVED = "share_member_removed"
+
+Heartbeat = m.ShareGroupHeartbeatResponse
+Described = m.ShareGroupDescribeResponse
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupConfig:
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    max_size: int = 200
+
+
+class ShareGroupCoordinator:
+    def __init__(self, groups: GroupMap, config: ShareGroupConfig | None = None) -> None:
+        self.groups = groups
+        self.config = config or ShareGroupConfig()
+
+    # ---- ShareGroupHeartbeat
+
+    def heartbeat(self, req: m.ShareGroupHeartbeatRequest, ctx: RequestContext, topics: TopicsView) -> Outcome:
+        try:
+            _validate(req)
+            fx = Effects(ctx.now_ms, ctx.ref)
+            if req.member_epoch == LEAVE_EPOCH:
+                return self._leave(req, fx, topics)
+            return self._heartbeat(req, ctx, fx, topics)
+        except ApiError as exc:
+            message = str(exc).split(": ", 1)[1] if ": " in str(exc) else None
+            return Outcome(response=Heartbeat(error_code=int(exc.code), error_message=message))
+
+    def _heartbeat(self, req: m.ShareGroupHeartbeatRequest, ctx: RequestContext, fx: Effects,
+                   topics: TopicsView) -> Outcome:
+        group = self._group_for(req.group_id, create=req.member_epoch == JOIN_EPOCH)
+        member = group.members.get(req.member_id)
+        joining = req.member_epoch == JOIN_EPOCH
+        bump = False  # one group epoch bump per heartbeat, whatever changed (Kafka's bumpGroupEpoch)
+        if member is None:
+            if not joining:
+                raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group "
+                                                            f"{req.group_id}.")
+            if len(group.members) >= self.config.max_size:
+                raise ApiError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                               f"The share group has reached its maximum capacity of {self.config.max_size} members.")
+            member = ShareMember(req.member_id, ctx.client_id, ctx.client_host)
+            if req.group_id not in self.groups:
+                self.groups[req.group_id] = group
+            group.members[member.member_id] = member
+            bump = True
+        elif not joining and req.member_epoch not in (member.member_epoch, member.previous_member_epoch):
+            raise ApiError(ErrorCode.FENCED_MEMBER_EPOCH, f"The share group member has a greater member epoch "
+                                                          f"({req.member_epoch}) than the one known by the group "
+                                                          f"coordinator ({member.member_epoch})." if
+                           req.member_epoch > member.member_epoch else
+                           f"The share group member has a smaller member epoch ({req.member_epoch}) than the one "
+                           f"known by the group coordinator ({member.member_epoch}).")
+        member.client_id, member.client_host = ctx.client_id, ctx.client_host
+        if req.rack_id is not None:
+            member.rack_id = req.rack_id
+        if req.subscribed_topic_names is not None:
+            names = tuple(sorted(set(req.subscribed_topic_names)))
+            if names != member.subscribed_topic_names:
+                member.subscribed_topic_names = names
+                bump = True
+        if self._refresh_topics(group, topics) or bump:
+            group.group_epoch += 1
+        if group.group_epoch > group.assignment_epoch:
+            self._assign(group, topics)
+        changed = self._reconcile(member, group)
+        fx.schedule(ShareSessionKey(group.group_id, member.member_id), self.config.session_timeout_ms)
+        response = Heartbeat(member_id=member.member_id, member_epoch=member.member_epoch,
+                             heartbeat_interval_ms=self.config.heartbeat_interval_ms)
+        if joining or changed:
+            response.assignment = _assignment(member.assignment)
+        return fx.outcome(response)
+
+    def _leave(self, req: m.ShareGroupHeartbeatRequest, fx: Effects, topics: TopicsView) -> Outcome:
+        group = self.groups.share(req.group_id)
+        if group is None:
+            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
+        if req.member_id not in group.members:
+            raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group "
+                                                        f"{req.group_id}.")
+        self._remove(group, req.member_id, fx, topics)
+        return fx.outcome(Heartbeat(member_id=req.member_id, member_epoch=LEAVE_EPOCH, heartbeat_interval_ms=0))
+
+    def _group_for(self, group_id: str, create: bool) -> ShareGroup:
+        group = self.groups.share(group_id)
+        if group is not None:
+            return group
+        if group_id in self.groups:  # a classic or consumer group: no conversion either way
+            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        if not create:
+            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        return ShareGroup(group_id)
+
+    def _remove(self, group: ShareGroup, member_id: str, fx: Effects, topics: TopicsView) -> None:
+        del group.members[member_id]
+        group.targets.pop(member_id, None)
+        group.group_epoch += 1
+        self._refresh_topics(group, topics)
+        fx.cancel(ShareSessionKey(group.group_id, member_id))
+        # the shell closes the member's share session on this event, releasing what it holds
+        fx.event(MEMBER_REMOVED, group.group_id, member_id=member_id)
+        if group.members:
+            self._assign(group, topics)
+
+    def _refresh_topics(self, group: ShareGroup, topics: TopicsView) -> bool:
+        seen = {}
+        for name in group.subscribed_topic_names():
+            info = topics.by_name(name)
+            if info is not None:
+                seen[name] = info.num_partitions
+        if seen == group.topic_partitions:
+            return False
+        group.topic_partitions = seen
+        return True
+
+    def _assign(self, group: ShareGroup, topics: TopicsView) -> None:
+        known = {}
+        for name in group.subscribed_topic_names():
+            info = topics.by_name(name)
+            if info is not None:
+                known[name] = (info.topic_id, info.num_partitions)
+        group.targets = assign({mid: mem.subscribed_topic_names for mid, mem in group.members.items()}, known)
+        group.assignment_epoch = group.group_epoch
+
+    @staticmethod
+    def _reconcile(member: ShareMember, group: ShareGroup) -> bool:
+        """The member takes its target at once; True when its assignment or epoch changed."""
+        target = group.targets.get(member.member_id, {})
+        if member.member_epoch == group.assignment_epoch and member.assignment == target:
+            return False
+        member.previous_member_epoch = member.member_epoch
+        member.member_epoch = group.assignment_epoch
+        changed = member.assignment != target
+        member.assignment = target
+        return changed or member.previous_member_epoch == JOIN_EPOCH
+
+    # ---- timers
+
+    def on_session_expired(self, key: ShareSessionKey, now_ms: int, topics: TopicsView) -> Outcome:
+        fx = Effects(now_ms)
+        group = self.groups.share(key.group_id)
+        if group is not None and key.member_id in group.members:
+            fx.event("share_member_session_expired", group.group_id, member_id=key.member_id)
+            self._remove(group, key.member_id, fx, topics)
+        return fx.outcome()
+
+    # ---- ShareGroupDescribe, ListGroups, DeleteGroups
+
+    def describe(self, req: m.ShareGroupDescribeRequest, ctx: RequestContext, topics: TopicsView) -> Outcome:
+        return Outcome(response=Described(groups=[self._describe(g, topics) for g in req.group_ids]))
+
+    def _describe(self, group_id: str, topics: TopicsView) -> Described.DescribedGroup:
+        if not group_id:
+            return Described.DescribedGroup(group_id=group_id, error_code=int(ErrorCode.INVALID_GROUP_ID),
+                                            error_message="Group id can not be empty.", members=[])
+        group = self.groups.share(group_id)
+        if group is None:
+            kind = "is not a share group" if group_id in self.groups else "not found"
+            return Described.DescribedGroup(group_id=group_id, error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
+                                            error_message=f"Group {group_id} {kind}.", members=[])
+        members = [Described.Member(
+            member_id=mem.member_id, rack_id=mem.rack_id, member_epoch=mem.member_epoch, client_id=mem.client_id,
+            client_host="/" + mem.client_host, subscribed_topic_names=list(mem.subscribed_topic_names),
+            assignment=Described.Assignment(topic_partitions=[
+                Described.TopicPartitions(topic_id=topic_id, topic_name=_name(topics, topic_id),
+                                          partitions=sorted(parts))
+                for topic_id, parts in sorted(mem.assignment.items(), key=lambda kv: str(kv[0]))]))
+            for mem in group.members.values()]
+        return Described.DescribedGroup(group_id=group_id, group_state=group.state.value,
+                                        group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
+                                        assignor_name=ASSIGNOR_NAME, members=members)
+
+    def listed_groups(self, states: list[str], types: list[str]) -> list[m.ListGroupsResponse.ListedGroup]:
+        wanted_states = {s.lower() for s in states}
+        wanted_types = {t.lower() for t in types}
+        if wanted_types and "share" not in wanted_types:
+            return []
+        return [m.ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type="share",
+                                                 group_state=g.state.value, group_type="share")
+                for g in self.groups.share_groups()
+                if not wanted_states or g.state.value.lower() in wanted_states]
+
+    def delete(self, group_id: str) -> ErrorCode:
+        """DeleteGroups of a share group: only an Empty one."""
+        group = self.groups.share(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        del self.groups[group_id]
+        return ErrorCode.NONE
+
+    def member_ids(self, group_id: str) -> Iterator[str]:
+        group = self.groups.share(group_id)
+        return iter(group.members) if group is not None else iter(())
+
+
+def _validate(req: m.ShareGroupHeartbeatRequest) -> None:
+    """Kafka's throwIfShareGroupHeartbeatRequestIsInvalid, in its order."""
+    if not req.member_id:
+        raise ApiError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+    if not req.group_id:
+        raise ApiError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+    if req.rack_id is not None and not req.rack_id:
+        raise ApiError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
+    if req.member_epoch < LEAVE_EPOCH:
+        raise ApiError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
+    if req.member_epoch == JOIN_EPOCH and not req.subscribed_topic_names:
+        raise ApiError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+
+
+def _assignment(assignment: Assignment) -> Heartbeat.Assignment:
+    return Heartbeat.Assignment(topic_partitions=[
+        Heartbeat.TopicPartitions(topic_id=topic_id, partitions=sorted(parts))
+        for topic_id, parts in sorted(assignment.items(), key=lambda kv: str(kv[0]))])
+
+
+def _name(topics: TopicsView, topic_id: object) -> str:
+    info = topics.by_id(topic_id)  # type: ignore[arg-type]
+    return info.name if info is not None else ""
