@@ -329,6 +329,8 @@ SETTINGS: tuple[Setting, ...] = (
             "Most records in flight (acquired or awaiting delivery) per share-partition.", "int"),
     Setting("group.share.max.share.sessions", _int(1, _INT32_MAX), "2000",
             "Most share sessions (one per share group member fetching) the broker keeps.", "int"),
+    Setting("share.coordinator.state.topic.num.partitions", _int(1, 1000), "50",
+            "Partitions of __share_group_state, the log of the share-partitions' delivery state.", "int"),
     Setting("group.consumer.assignors", _assignors, "uniform,range",
             "Server-side assignors of consumer-protocol (KIP-848) groups; the first is the default.", "list"),
     Setting("group.consumer.assignment.interval.ms", _int(0, _INT32_MAX), "1000",

@@ -60,6 +60,7 @@ from coordinator.records.registry import (
     OFFSET_COMMIT_VALUE_VERSION,
     OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY,
     REGISTRY,
+    SHARE_GROUP_RECORD_TYPES,
     RecordSchema,
     RecordType,
     register,
@@ -68,6 +69,7 @@ from coordinator.records.registry import (
 __all__ = [
     "CLASSIC_GROUP_REASON_VALUE_VERSION", "CONSUMER_GROUP_RECORD_TYPES", "GROUP_METADATA_VALUE_VERSION",
     "OFFSET_COMMIT_VALUE_VERSION", "OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY", "OFFSET_KEY_CACHE_SIZE", "REGISTRY",
+    "SHARE_GROUP_RECORD_TYPES",
     "ClassicGroupLike", "CommittedPartition", "DecodedRecord", "GroupReason", "MemberLike", "OffsetAndMetadata",
     "OffsetCommitRun", "Record", "RecordDecoder", "RecordSchema", "RecordType", "RecordsToWrite",
     "UnknownRecordType", "decode_record", "decode_record_versions", "describe_record", "empty_group_metadata_record",

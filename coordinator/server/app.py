@@ -67,8 +67,10 @@ class Server:
         self.broker.txn = TxnService(config, self.broker)  # transactions: after the data plane and groups
         self.broker.share = SharePartitionManager(self.broker)
         self.broker.groups.share_member_removed = self.broker.share.close_session
-        self.broker.startup_hooks += [self.broker.data.logs.start, self.broker.groups.load, self.broker.txn.load]
-        self.broker.shutdown_hooks += [self.broker.txn.close, self.broker.groups.close, self.broker.data.close]
+        self.broker.startup_hooks += [self.broker.data.logs.start, self.broker.groups.load, self.broker.txn.load,
+                                      self.broker.share.load]
+        self.broker.shutdown_hooks += [self.broker.txn.close, self.broker.groups.close, self.broker.share.close,
+                                       self.broker.data.close]
         self.connections: set[Connection] = set()
         self.connections_per_host: Counter[str] = Counter()
         self.servers: list[asyncio.base_events.Server] = []

@@ -26,6 +26,16 @@ from coordinator.core.share.partition import (
 )
 from coordinator.group_configs import SHARE_AUTO_OFFSET_RESET, SHARE_AUTO_OFFSET_RESET_DEFAULT
 from coordinator.log.batch import iter_batches
+from coordinator.records import Record, partition_for
+from coordinator.records.share_state import (
+    SHARE_STATE_TOPIC,
+    ShareStateRecordType,
+    batches_of,
+    decode_share_state,
+    snapshot_record,
+    state_partition_key,
+)
+from coordinator.server.log_record_store import LogRecordStore
 from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -66,6 +76,22 @@ class Acquired:
     records: bytes
 
 
+def _all_of(writes: list[asyncio.Future[None]]) -> asyncio.Future[None]:
+    if len(writes) == 1:
+        return writes[0]
+    gathered = asyncio.gather(*writes)
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def finish(result: asyncio.Future[list[None]]) -> None:
+        if result.exception() is not None:
+            done.set_exception(result.exception())  # type: ignore[arg-type]
+        else:
+            done.set_result(None)
+
+    gathered.add_done_callback(finish)
+    return done
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -81,6 +107,68 @@ class SharePartitionManager:
         self.partitions: dict[PartitionKey, SharePartition] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self._lock_timers: dict[PartitionKey, asyncio.TimerHandle] = {}
+        # Durable state (docs/spec/share-groups.md#durable-state): each change of a share-partition
+        # writes a ShareSnapshot record of its whole window; answers to acknowledgements wait for it.
+        self.state_log = LogRecordStore(broker.data.logs, config["share.coordinator.state.topic.num.partitions"],
+                                        SHARE_STATE_TOPIC)
+        self._dirty: set[PartitionKey] = set()
+        self._snapshot_epochs: dict[PartitionKey, int] = {}
+        self._created_ms: dict[PartitionKey, int] = {}
+
+    # ---- durable state
+
+    def load(self) -> None:
+        """Replay `__share_group_state`: snapshots replace, updates change batches, tombstones delete."""
+        count = 0
+        for state_partition in self.state_log.partitions():
+            for key_bytes, value_bytes in self.state_log.read_raw(state_partition):
+                try:
+                    record = decode_share_state(key_bytes, value_bytes)
+                except ValueError:
+                    continue  # another writer's record type
+                count += 1
+                key = (record.group_id, record.topic_id, record.partition)
+                if record.value is None:
+                    self.partitions.pop(key, None)
+                elif record.record_type is ShareStateRecordType.SHARE_SNAPSHOT:
+                    self.partitions[key] = SharePartition.from_state(record.value.start_offset,
+                                                                     batches_of(record.value),
+                                                                     record.value.state_epoch)
+                    self._snapshot_epochs[key] = record.value.snapshot_epoch
+                    self._created_ms[key] = record.value.create_timestamp
+                elif key in self.partitions:
+                    old = self.partitions[key]
+                    start = record.value.start_offset if record.value.start_offset >= 0 else old.start_offset
+                    self.partitions[key] = SharePartition.from_state(
+                        start, [*old.state_batches(), *batches_of(record.value)], old.state_epoch)
+        log.info("share_state_loaded", share_partitions=len(self.partitions), records=count)
+
+    def mark_changed(self, key: PartitionKey) -> None:
+        self._dirty.add(key)
+
+    def persist(self) -> asyncio.Future[None] | None:
+        """Write a snapshot of every share-partition changed since the last call; None if none was.
+        The future completes once all of them are durable (it fails if a write does)."""
+        if not self._dirty:
+            return None
+        now = _now_ms()
+        by_state_partition: dict[int, list[Record]] = {}
+        for key in sorted(self._dirty, key=str):
+            sp = self.partitions.get(key)
+            if sp is None:
+                continue
+            epoch = self._snapshot_epochs[key] = self._snapshot_epochs.get(key, -1) + 1
+            created = self._created_ms.setdefault(key, now)
+            record = snapshot_record(*key, snapshot_epoch=epoch, state_epoch=sp.state_epoch,
+                                     start_offset=sp.start_offset, batches=sp.state_batches(),
+                                     create_ms=created, write_ms=now)
+            index = partition_for(state_partition_key(*key), self.state_log.num_partitions)
+            by_state_partition.setdefault(index, []).append(record)
+        self._dirty.clear()
+        writes = [self.state_log.append(index, records) for index, records in by_state_partition.items()]
+        if not writes:
+            return None
+        return _all_of(writes)
 
     # ---- sessions
 
@@ -111,7 +199,9 @@ class SharePartitionManager:
         for (key, sp) in list(self.partitions.items()):
             if key[0] == group_id and sp.release_member(member_id, self.limits):
                 released = True
+                self.mark_changed(key)
         if released:
+            self.persist()  # nobody waits for it: the records are back in memory already
             self.broker.data.appended.notify()  # waiting fetches may take the released records
         if session is not None:
             log.debug("share_session_closed", group_id=group_id, member_id=member_id)
@@ -127,6 +217,7 @@ class SharePartitionManager:
             sp.acknowledge(member_id, batches, self.limits, _now_ms())
         except AcknowledgeError as exc:
             return exc.code
+        self.mark_changed((group_id, topic_id, index))
         self.broker.data.appended.notify()  # released records may be acquired by a waiting fetch
         return ErrorCode.NONE
 
@@ -142,8 +233,10 @@ class SharePartitionManager:
             earliest = reset.strip().lower() == "earliest"
             start = partition.log_start_offset if earliest else partition.high_watermark
             sp = self.partitions[key] = SharePartition(start)
+            self.mark_changed(key)  # the start must be durable before anything is delivered from it
         if partition.log_start_offset > sp.start_offset:
             sp.move_start(partition.log_start_offset)
+            self.mark_changed(key)
         return sp
 
     def acquire(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int, max_records: int,
@@ -193,6 +286,8 @@ class SharePartitionManager:
             return
         if sp.expire_locks(_now_ms(), self.limits):
             log.info("share_locks_expired", group_id=key[0], topic_id=str(key[1]), partition=key[2])
+            self.mark_changed(key)
+            self.persist()
             self.broker.data.appended.notify()
         self._arm_lock_timer(key, sp)
 

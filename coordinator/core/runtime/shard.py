@@ -79,6 +79,7 @@ from coordinator.core.runtime.timer_keys import (
 from coordinator.core.share.coordinator import ShareGroupConfig, ShareGroupCoordinator
 from coordinator.records import (
     CONSUMER_GROUP_RECORD_TYPES,
+    SHARE_GROUP_RECORD_TYPES,
     OffsetAndMetadata,
     Record,
     RecordsToWrite,
@@ -97,6 +98,7 @@ from protocol.messages import GroupMetadataValue
 _GROUP_METADATA = RecordType.GROUP_METADATA
 _OFFSET_COMMITS = frozenset((RecordType.OFFSET_COMMIT, RecordType.OFFSET_COMMIT_V0))
 _CONSUMER_GROUP_RECORD_TYPES = frozenset(map(int, CONSUMER_GROUP_RECORD_TYPES))
+_SHARE_GROUP_RECORD_TYPES = frozenset(map(int, SHARE_GROUP_RECORD_TYPES))
 
 #: The TopicsView of callers that know no topics (classic-only tests and tools).
 NO_TOPICS = TopicsSnapshot()
@@ -281,7 +283,7 @@ class GroupShard:
         for group_id in consumer_ids:
             if self.state.groups.share(group_id) is not None:
                 results[group_id] = m.DeleteGroupsResponse.DeletableGroupResult(
-                    group_id=group_id, error_code=int(self.share.delete(group_id)))
+                    group_id=group_id, error_code=int(self.share.delete(group_id, records)))
                 continue
             results[group_id] = self._delete_consumer_group(group_id, records)
         return Outcome(records=records, response=m.DeleteGroupsResponse(
@@ -360,6 +362,9 @@ class GroupShard:
         if decoded.record_type in _CONSUMER_GROUP_RECORD_TYPES:
             self.consumer.replay_decoded(decoded)
             return
+        if decoded.record_type in _SHARE_GROUP_RECORD_TYPES:
+            self.share.replay(decoded)
+            return
         st = self.state
         group_id = decoded.key.group
         stored = decoded.offset  # an offset commit from the factories carries its stored form
@@ -418,6 +423,7 @@ class GroupShard:
             if len(group.members) > st.config.max_size and group.state is GroupState.STABLE:
                 prepare_rebalance(group, f"Freshly-loaded group is over capacity ({st.config.max_size})",
                                   fx, st.config)
+        self.share.start_sessions(fx)
         return fx.outcome()
 
     def unload(self, now_ms: int) -> Outcome:

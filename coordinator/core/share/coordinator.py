@@ -5,10 +5,14 @@ docs/spec/share-groups.md#heartbeat: join at epoch 0 (creating the group), heart
 member's epoch, leave at -1. A new member, a changed subscription or changed partition counts bump
 the group epoch; a group epoch ahead of the assignment epoch runs the `simple` assignor, and each
 member takes its target at once (no revocation step: partitions are shared).
+
+A handler computes on a copy of the group and returns what changed as records (types 10-14,
+coordinator/records/share.py); `replay` is what applies them, at run time and when loading.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -21,6 +25,8 @@ from coordinator.core.runtime.outcome import Outcome
 from coordinator.core.runtime.timer_keys import ShareSessionKey
 from coordinator.core.share.assignor import assign
 from coordinator.core.share.model import Assignment, ShareGroup, ShareMember
+from coordinator.records import DecodedRecord, Record, RecordType
+from coordinator.records import share as records
 from protocol import messages as m
 from protocol.error_codes import ErrorCode
 
@@ -51,15 +57,19 @@ class ShareGroupCoordinator:
         try:
             _validate(req)
             fx = Effects(ctx.now_ms, ctx.ref)
+            before = self.groups.share(req.group_id)
             if req.member_epoch == LEAVE_EPOCH:
-                return self._leave(req, fx, topics)
-            return self._heartbeat(req, ctx, fx, topics)
+                response, after = self._leave(req, fx, topics)
+            else:
+                response, after = self._heartbeat(req, ctx, fx, topics)
+            fx.records.extend(changes(req.group_id, before, after, ctx.now_ms))
+            return fx.outcome(response)
         except ApiError as exc:
             message = str(exc).split(": ", 1)[1] if ": " in str(exc) else None
             return Outcome(response=Heartbeat(error_code=int(exc.code), error_message=message))
 
     def _heartbeat(self, req: m.ShareGroupHeartbeatRequest, ctx: RequestContext, fx: Effects,
-                   topics: TopicsView) -> Outcome:
+                   topics: TopicsView) -> tuple[Heartbeat, ShareGroup]:
         group = self._group_for(req.group_id, create=req.member_epoch == JOIN_EPOCH)
         member = group.members.get(req.member_id)
         joining = req.member_epoch == JOIN_EPOCH
@@ -72,8 +82,6 @@ class ShareGroupCoordinator:
                 raise ApiError(ErrorCode.GROUP_MAX_SIZE_REACHED,
                                f"The share group has reached its maximum capacity of {self.config.max_size} members.")
             member = ShareMember(req.member_id, ctx.client_id, ctx.client_host)
-            if req.group_id not in self.groups:
-                self.groups[req.group_id] = group
             group.members[member.member_id] = member
             bump = True
         elif not joining and req.member_epoch not in (member.member_epoch, member.previous_member_epoch):
@@ -101,22 +109,24 @@ class ShareGroupCoordinator:
                              heartbeat_interval_ms=self.config.heartbeat_interval_ms)
         if joining or changed:
             response.assignment = _assignment(member.assignment)
-        return fx.outcome(response)
+        return response, group
 
-    def _leave(self, req: m.ShareGroupHeartbeatRequest, fx: Effects, topics: TopicsView) -> Outcome:
-        group = self.groups.share(req.group_id)
+    def _leave(self, req: m.ShareGroupHeartbeatRequest, fx: Effects,
+               topics: TopicsView) -> tuple[Heartbeat, ShareGroup]:
+        group = copy.deepcopy(self.groups.share(req.group_id))
         if group is None:
             raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
         if req.member_id not in group.members:
             raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group "
                                                         f"{req.group_id}.")
         self._remove(group, req.member_id, fx, topics)
-        return fx.outcome(Heartbeat(member_id=req.member_id, member_epoch=LEAVE_EPOCH, heartbeat_interval_ms=0))
+        return Heartbeat(member_id=req.member_id, member_epoch=LEAVE_EPOCH, heartbeat_interval_ms=0), group
 
     def _group_for(self, group_id: str, create: bool) -> ShareGroup:
+        """A working copy of the group (a new one when joining creates it)."""
         group = self.groups.share(group_id)
         if group is not None:
-            return group
+            return copy.deepcopy(group)
         if group_id in self.groups:  # a classic or consumer group: no conversion either way
             raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
         if not create:
@@ -170,10 +180,12 @@ class ShareGroupCoordinator:
 
     def on_session_expired(self, key: ShareSessionKey, now_ms: int, topics: TopicsView) -> Outcome:
         fx = Effects(now_ms)
-        group = self.groups.share(key.group_id)
-        if group is not None and key.member_id in group.members:
+        before = self.groups.share(key.group_id)
+        if before is not None and key.member_id in before.members:
+            group = copy.deepcopy(before)
             fx.event("share_member_session_expired", group.group_id, member_id=key.member_id)
             self._remove(group, key.member_id, fx, topics)
+            fx.records.extend(changes(group.group_id, before, group, now_ms))
         return fx.outcome()
 
     # ---- ShareGroupDescribe, ListGroups, DeleteGroups
@@ -212,19 +224,97 @@ class ShareGroupCoordinator:
                 for g in self.groups.share_groups()
                 if not wanted_states or g.state.value.lower() in wanted_states]
 
-    def delete(self, group_id: str) -> ErrorCode:
-        """DeleteGroups of a share group: only an Empty one."""
+    def delete(self, group_id: str, out: list[Record]) -> ErrorCode:
+        """DeleteGroups of a share group: only an Empty one; its tombstones go to `out`."""
         group = self.groups.share(group_id)
         if group is None:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.members:
             return ErrorCode.NON_EMPTY_GROUP
-        del self.groups[group_id]
+        out.extend(changes(group_id, group, None, 0))
         return ErrorCode.NONE
+
+    def start_sessions(self, fx: Effects) -> None:
+        """After loading: every member's session runs from now (it must heartbeat again in time)."""
+        for group in self.groups.share_groups():
+            for member_id in group.members:
+                fx.schedule(ShareSessionKey(group.group_id, member_id), self.config.session_timeout_ms)
+
+    # ---- replay: the only mutator of share groups
+
+    def replay(self, record: DecodedRecord) -> None:
+        key, value, kind = record.key, record.value, record.record_type
+        group_id = key.group_id
+        group = self.groups.share(group_id)
+        if group is None:
+            if value is None:
+                return
+            group = self.groups[group_id] = ShareGroup(group_id)
+        if kind == RecordType.SHARE_GROUP_METADATA:
+            if value is None:
+                del self.groups[group_id]
+            else:
+                group.group_epoch = value.epoch
+        elif kind == RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA:
+            group.assignment_epoch = value.assignment_epoch if value is not None else 0
+        elif kind == RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER:
+            if value is None:
+                group.targets.pop(key.member_id, None)
+            else:
+                group.targets[key.member_id] = {t.topic_id: frozenset(t.partitions) for t in value.topic_partitions}
+        elif kind == RecordType.SHARE_GROUP_MEMBER_METADATA:
+            if value is None:
+                group.members.pop(key.member_id, None)
+                return
+            member = group.members.setdefault(key.member_id, ShareMember(key.member_id, "", ""))
+            member.rack_id, member.client_id, member.client_host = value.rack_id, value.client_id, value.client_host
+            member.subscribed_topic_names = tuple(value.subscribed_topic_names)
+        elif kind == RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT and value is not None:
+            member = group.members.setdefault(key.member_id, ShareMember(key.member_id, "", ""))
+            member.member_epoch, member.previous_member_epoch = value.member_epoch, value.previous_member_epoch
+            member.assignment = {t.topic_id: frozenset(t.partitions) for t in value.assigned_partitions}
 
     def member_ids(self, group_id: str) -> Iterator[str]:
         group = self.groups.share(group_id)
         return iter(group.members) if group is not None else iter(())
+
+
+def changes(group_id: str, before: ShareGroup | None, after: ShareGroup | None, now_ms: int) -> list[Record]:
+    """The records that turn `before` into `after` (None: no group), in the orders of records/share.py."""
+    out: list[Record] = []
+    old_members = before.members if before is not None else {}
+    new_members = after.members if after is not None else {}
+    for member_id in old_members:
+        if member_id not in new_members:
+            out += [records.share_current_assignment_tombstone(group_id, member_id),
+                    records.share_target_tombstone(group_id, member_id),
+                    records.share_member_metadata_tombstone(group_id, member_id)]
+    if after is None:
+        if before is not None:
+            out += [records.share_assignment_epoch_tombstone(group_id), records.share_group_epoch_tombstone(group_id)]
+        return out
+    for member_id, member in new_members.items():
+        old = old_members.get(member_id)
+        shown = (member.rack_id, member.client_id, member.client_host, member.subscribed_topic_names)
+        if old is None or (old.rack_id, old.client_id, old.client_host, old.subscribed_topic_names) != shown:
+            out.append(records.share_member_metadata_record(group_id, member_id, *shown))
+    if before is None or before.group_epoch != after.group_epoch:
+        out.append(records.share_group_epoch_record(group_id, after.group_epoch))
+    old_targets = before.targets if before is not None else {}
+    for member_id, target in after.targets.items():
+        if old_targets.get(member_id) != target:
+            out.append(records.share_target_record(group_id, member_id, target))
+    for member_id in old_targets:
+        if member_id not in after.targets and member_id in new_members:
+            out.append(records.share_target_record(group_id, member_id, {}))
+    if before is None or before.assignment_epoch != after.assignment_epoch:
+        out.append(records.share_assignment_epoch_record(group_id, after.assignment_epoch, now_ms))
+    for member_id, member in new_members.items():
+        old = old_members.get(member_id)
+        now = (member.member_epoch, member.previous_member_epoch, member.assignment)
+        if old is None or (old.member_epoch, old.previous_member_epoch, old.assignment) != now:
+            out.append(records.share_current_assignment_record(group_id, member_id, *now))
+    return out
 
 
 def _validate(req: m.ShareGroupHeartbeatRequest) -> None:

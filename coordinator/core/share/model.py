@@ -1,9 +1,8 @@
 """Share groups (KIP-932): members, epochs and the target assignment of one group.
 
-Membership here is soft state: a restart forgets the members, whose next heartbeat is answered
-UNKNOWN_MEMBER_ID and who join again at epoch 0 (the share-partition state, which must survive, is
-kept by the shell's share-partition manager). Kafka also persists the group's records (types 10-15);
-this package does not write them yet.
+Durable through the share group records (types 10-14; coordinator/records/share.py), which the
+share group coordinator replays; the share-partitions' delivery state is the shell's
+(server/share_partitions.py, over `__share_group_state`).
 """
 
 from __future__ import annotations

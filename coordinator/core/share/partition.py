@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+from coordinator.records.share_state import PersistedBatch
 from protocol.error_codes import ErrorCode
 
 
@@ -116,6 +117,37 @@ class SharePartition:
 
     def has_available(self, high_watermark: int) -> bool:
         return self.next_fetch_offset() < self.end_offset or self.end_offset < high_watermark
+
+    # ---- durable form (Kafka's PersisterPersistedBatch: ACQUIRED is written as AVAILABLE)
+
+    def state_batches(self) -> list[PersistedBatch]:
+        """The window as maximal runs of one (state, count), what a ShareSnapshot record holds."""
+        batches: list[PersistedBatch] = []
+        for offset in range(self.start_offset, self.end_offset):
+            record = self.records.get(offset)
+            if record is None:
+                continue
+            state = RecordState.AVAILABLE if record.state is RecordState.ACQUIRED else record.state
+            last = batches[-1] if batches else None
+            if (last is not None and last.last_offset == offset - 1 and last.state == state
+                    and last.delivery_count == record.delivery_count):
+                batches[-1] = PersistedBatch(last.first_offset, offset, state, record.delivery_count)
+            else:
+                batches.append(PersistedBatch(offset, offset, state, record.delivery_count))
+        return batches
+
+    @classmethod
+    def from_state(cls, start_offset: int, batches: Iterable[PersistedBatch], state_epoch: int = 0) -> SharePartition:
+        """The share-partition a snapshot (and the updates after it) describe; nothing is acquired."""
+        sp = cls(start_offset, state_epoch)
+        for batch in batches:
+            for offset in range(max(batch.first_offset, start_offset), batch.last_offset + 1):
+                sp.records[offset] = InFlightRecord(RecordState(batch.state), batch.delivery_count)
+                sp.end_offset = max(sp.end_offset, offset + 1)
+        for offset in range(start_offset, sp.end_offset):  # holes (never fetched) start afresh
+            sp.records.setdefault(offset, InFlightRecord())
+        sp._advance_start()
+        return sp
 
     # ---- moves
 

@@ -3,13 +3,14 @@ docs/spec/share-groups.md#sessions, #share-fetch."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from coordinator.core.share.partition import AcknowledgementBatch, AcknowledgeType
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_group, permits_topic
 from coordinator.server.broker import Broker
-from coordinator.server.registry import RequestContext
+from coordinator.server.registry import HandlerError, Pending, RequestContext
 from coordinator.server.share_partitions import FINAL_EPOCH
 from protocol.error_codes import ErrorCode
 
@@ -56,6 +57,28 @@ def acknowledge(broker: Broker, ctx: RequestContext, request: Any, topic_id: Any
     return broker.share.acknowledge(request.group_id, request.member_id, topic_id, index,
                                     [AcknowledgementBatch(b.first_offset, b.last_offset, b.acknowledge_types)
                                      for b in batches])
+
+
+def after_durable(durable: asyncio.Future[None] | None, response: Any) -> Any:
+    """`response` once the share-state writes it depends on are durable (a failed write: the
+    request fails with UNKNOWN_SERVER_ERROR, and what it acknowledged may be delivered again)."""
+    if durable is None:
+        return response
+
+    async def wait() -> Any:
+        await wait_durable(durable)
+        return response
+
+    return Pending(wait())
+
+
+async def wait_durable(durable: asyncio.Future[None] | None) -> None:
+    if durable is None:
+        return
+    try:
+        await durable
+    except OSError as exc:
+        raise HandlerError(ErrorCode.UNKNOWN_SERVER_ERROR) from exc
 
 
 def is_closing(request: Any) -> bool:

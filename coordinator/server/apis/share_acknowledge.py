@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.server.apis._share import ShareRequestError, acknowledge, check_request, is_closing
+from coordinator.server.apis._share import ShareRequestError, acknowledge, after_durable, check_request, is_closing
 from coordinator.server.broker import Broker
-from coordinator.server.registry import RequestContext, api
+from coordinator.server.registry import Reply, RequestContext, api
 from coordinator.server.share_partitions import INITIAL_EPOCH, SessionError
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -28,7 +28,7 @@ def share_acknowledge_error(request: Any, code: ErrorCode, version: int) -> Shar
 
 
 @api(ApiKey.SHARE_ACKNOWLEDGE, versions=(1, 2), error_response=share_acknowledge_error)
-def share_acknowledge(broker: Broker, request: Any, ctx: RequestContext) -> ShareAcknowledgeResponse:
+def share_acknowledge(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
     share = broker.share
     try:
         check_request(broker, request, ctx)
@@ -51,5 +51,5 @@ def share_acknowledge(broker: Broker, request: Any, ctx: RequestContext) -> Shar
         share.close_session(request.group_id, request.member_id)
     else:
         session.next_epoch()
-    return ShareAcknowledgeResponse(acquisition_lock_timeout_ms=share.limits.lock_duration_ms, responses=topics,
-                                    node_endpoints=[])
+    return after_durable(share.persist(), ShareAcknowledgeResponse(
+        acquisition_lock_timeout_ms=share.limits.lock_duration_ms, responses=topics, node_endpoints=[]))

@@ -14,7 +14,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from coordinator.server.apis._share import ShareRequestError, acknowledge, check_request, is_closing, partition_error
+from coordinator.server.apis._share import (
+    ShareRequestError,
+    acknowledge,
+    after_durable,
+    check_request,
+    is_closing,
+    partition_error,
+    wait_durable,
+)
 from coordinator.server.broker import Broker
 from coordinator.server.registry import Pending, Reply, RequestContext, api
 from coordinator.server.share_partitions import INITIAL_EPOCH, SessionError, ShareSession
@@ -85,7 +93,7 @@ def share_fetch(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
             acknowledge(broker, ctx, request, topic_id, index, batches))
     if is_closing(request):
         share.close_session(request.group_id, request.member_id)
-        return result.response()
+        return after_durable(share.persist(), result.response())
     if epoch != INITIAL_EPOCH:
         session.partitions.update(dict.fromkeys(wanted))
         for forgotten in request.forgotten_topics_data:
@@ -94,9 +102,11 @@ def share_fetch(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
         session.next_epoch()
     for topic_id, index in wanted:  # every partition the request names is answered
         result.of(topic_id, index)
-    if _acquire(broker, request, ctx, session, result) or request.max_wait_ms <= 0:
-        return result.response()
-    return Pending(_wait(broker, request, ctx, session, result))
+    acquired = _acquire(broker, request, ctx, session, result)
+    durable = share.persist()  # acknowledgements and newly initialized share-partitions
+    if acquired or request.max_wait_ms <= 0:
+        return after_durable(durable, result.response())
+    return Pending(_wait(broker, request, ctx, session, result, durable))
 
 
 def _acquire(broker: Broker, request: Any, ctx: RequestContext, session: ShareSession, result: _Result) -> int:
@@ -132,8 +142,9 @@ def _acquire(broker: Broker, request: Any, ctx: RequestContext, session: ShareSe
 
 
 async def _wait(broker: Broker, request: Any, ctx: RequestContext, session: ShareSession,
-                result: _Result) -> ShareFetchResponse:
+                result: _Result, durable: Any) -> ShareFetchResponse:
     deadline = time.monotonic() + request.max_wait_ms / 1000
+    await wait_durable(durable)
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -143,4 +154,5 @@ async def _wait(broker: Broker, request: Any, ctx: RequestContext, session: Shar
             break  # the session ended while this fetch waited: nothing more to acquire for it
         if _acquire(broker, request, ctx, session, result):
             break
+    await wait_durable(broker.share.persist())
     return result.response()

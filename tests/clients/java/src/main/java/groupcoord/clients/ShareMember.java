@@ -25,12 +25,14 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 /**
  * One Java share consumer (KIP-932) for pytest: {@code ShareMember BOOTSTRAP TOPIC GROUP NAME [key=value ...]}
  * (the pairs are consumer configs; test.release.mod=N releases, on its first delivery, each record whose offset
- * is 0 mod N; test.reject.mod=M rejects each record whose offset is 1 mod M; the rest are accepted).
+ * is 0 mod N; test.reject.mod=M rejects each record whose offset is 1 mod M; the rest are accepted;
+ * test.batch.pause.ms=N pauses after each batch).
  *
  * <p>Acknowledges explicitly and commits each batch with commitSync. Prints JSON lines: {@code polled} once its
  * first poll returned, {@code delivered} with [partition, offset, deliveryCount, type] per record of a batch,
  * and {@code committed} with the partitions whose acknowledgements the broker confirmed (a record counts as
- * accepted only then) and the failures. Closing stdin closes the consumer the ordinary way.
+ * accepted only then) and the failures; {@code warning} for a poll that failed and is retried (the broker
+ * restarting). Closing stdin closes the consumer the ordinary way.
  */
 public final class ShareMember {
     private ShareMember() {}
@@ -44,13 +46,15 @@ public final class ShareMember {
         config.put("share.acknowledgement.mode", "explicit");
         config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
-        long releaseMod = 0, rejectMod = 0;
+        long releaseMod = 0, rejectMod = 0, pauseMs = 0;
         for (int i = 4; i < args.length; i++) {
             String[] pair = args[i].split("=", 2);
             if (pair[0].equals("test.release.mod")) {
                 releaseMod = Long.parseLong(pair[1]);
             } else if (pair[0].equals("test.reject.mod")) {
                 rejectMod = Long.parseLong(pair[1]);
+            } else if (pair[0].equals("test.batch.pause.ms")) {
+                pauseMs = Long.parseLong(pair[1]);
             } else {
                 config.put(pair[0], pair[1]);
             }
@@ -81,6 +85,9 @@ public final class ShareMember {
                     records = consumer.poll(Duration.ofMillis(200));
                 } catch (WakeupException woken) {
                     break;
+                } catch (KafkaException retried) {  // the broker went away meanwhile: poll again
+                    Json.emit(System.out, Map.of("event", "warning", "message", retried.toString()));
+                    continue;
                 }
                 if (!announced) {
                     Json.emit(System.out, Map.of("event", "polled"));
@@ -105,6 +112,10 @@ public final class ShareMember {
                     results = consumer.commitSync(Duration.ofSeconds(20));
                 } catch (WakeupException woken) {
                     break;
+                } catch (KafkaException failed) {  // not confirmed: the records may come back
+                    Json.emit(System.out, Map.of("event", "committed", "partitions", List.of(),
+                                                 "failed", Map.of("all", failed.toString())));
+                    continue;
                 }
                 List<Integer> ok = new ArrayList<>();
                 Map<String, String> failed = new LinkedHashMap<>();
@@ -113,6 +124,7 @@ public final class ShareMember {
                     else ok.add(tp.partition());
                 });
                 Json.emit(System.out, Map.of("event", "committed", "partitions", ok, "failed", failed));
+                if (pauseMs > 0) Thread.sleep(pauseMs);
             }
         } catch (Exception e) {
             Json.emit(System.out, Map.of("event", "error", "message", e.toString()));
