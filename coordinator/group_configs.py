@@ -13,9 +13,10 @@ setting named `group.` + its name. Kafka's rules (apache/kafka `GroupConfig`,
 
 The whole resulting set of a group is checked, not only what a request changes. Kafka also has
 `share.*`, `streams.*`, `consumer.assignor.offload.enable` and dead-letter-queue group settings;
-this server has no share or streams groups and offloads per broker only, so those names are
-unknown here. A stored value that a later, narrower broker bound excludes is clamped when used
-(Kafka's `GroupConfig.evaluate`), see `effective_overrides`.
+of those this server knows `share.auto.offset.reset` (a string, below); it has no streams groups and
+offloads per broker only, so the other names are unknown here. A stored value that a later,
+narrower broker bound excludes is clamped when used (Kafka's `GroupConfig.evaluate`), see
+`effective_overrides`.
 """
 
 from __future__ import annotations

@@ -200,4 +200,4 @@ def test_no_accepted_record_is_delivered_again_nor_any_lost_across_20_sigkills(s
     assert len(accepted) >= len(expected) * 0.8, len(accepted)  # most confirmed despite the kills
     assert sum(b > a for a, b in itertools.pairwise(progress)) >= KILLS // 2, progress
     print(f"{KILLS} SIGKILLs: {len(expected)} records, {len(accepted)} accepted with a confirmation, "
-          f"confirmed before each kill: {progress}")
+          f"acknowledgements confirmed before each kill: {progress}")
