@@ -30,7 +30,7 @@ def add_arguments(commands: argparse._SubParsersAction) -> argparse.ArgumentPars
     p.add_argument("--state", nargs="?", const="", default=None, metavar="STATES",
                    help="with --describe: the state view; with --list: filter by comma-separated states")
     p.add_argument("--type", dest="types", default=None, metavar="TYPES",
-                   help="with --list: filter by comma-separated group types (classic, consumer)")
+                   help="with --list: filter by comma-separated group types (classic, consumer, share)")
     p.add_argument("--topic", action="append", default=[], metavar="TOPIC[:P,P]",
                    help="with --reset-offsets/--delete-offsets (repeatable)")
     p.add_argument("--all-topics", action="store_true", help="with --reset-offsets: every committed topic")

@@ -62,6 +62,7 @@ class ShareSession:
 
     group_id: str
     member_id: str
+    peer: str  # the connection that last used it: the session ends when that connection closes
     epoch: int = 1
     partitions: dict[SessionPartition, None] = field(default_factory=dict)  # ordered set
     cursor: int = 0  # round-robin start of the next acquisition
@@ -172,25 +173,33 @@ class SharePartitionManager:
 
     # ---- sessions
 
-    def open_session(self, group_id: str, member_id: str, wanted: Iterable[SessionPartition]) -> ShareSession:
+    def open_session(self, group_id: str, member_id: str, wanted: Iterable[SessionPartition],
+                     peer: str) -> ShareSession:
         """Epoch 0: a new session (an existing one of the member is closed first, its records released)."""
         key = (group_id, member_id)
         if key in self.sessions:
             self.close_session(group_id, member_id)
         elif len(self.sessions) >= self.max_sessions:
             raise SessionError(ErrorCode.SHARE_SESSION_LIMIT_REACHED, "The share session cache is full.")
-        session = self.sessions[key] = ShareSession(group_id, member_id)
+        session = self.sessions[key] = ShareSession(group_id, member_id, peer)
         session.partitions.update(dict.fromkeys(wanted))
         return session
 
-    def session_at(self, group_id: str, member_id: str, epoch: int) -> ShareSession:
+    def session_at(self, group_id: str, member_id: str, epoch: int, peer: str) -> ShareSession:
         session = self.sessions.get((group_id, member_id))
         if session is None:
             raise SessionError(ErrorCode.SHARE_SESSION_NOT_FOUND, "The share session was not found.")
         if epoch != FINAL_EPOCH and epoch != session.epoch:
             raise SessionError(ErrorCode.INVALID_SHARE_SESSION_EPOCH,
                                f"The share session epoch {epoch} is not the expected {session.epoch}.")
+        session.peer = peer
         return session
+
+    def connection_closed(self, peer: str) -> None:
+        """Kafka's ShareSessionCache disconnect listener: the connection's sessions end, releasing
+        their records at once rather than when their locks run out."""
+        for session in [s for s in self.sessions.values() if s.peer == peer]:
+            self.close_session(session.group_id, session.member_id)
 
     def close_session(self, group_id: str, member_id: str) -> None:
         """The session ends (epoch -1, a new epoch 0, the member left the group): its records go back."""

@@ -34,7 +34,7 @@ def share_acknowledge(broker: Broker, request: Any, ctx: RequestContext) -> Repl
         check_request(broker, request, ctx)
         if request.share_session_epoch == INITIAL_EPOCH:
             raise ShareRequestError(ErrorCode.INVALID_SHARE_SESSION_EPOCH, "Epoch 0 cannot acknowledge.")
-        session = share.session_at(request.group_id, request.member_id, request.share_session_epoch)
+        session = share.session_at(request.group_id, request.member_id, request.share_session_epoch, ctx.peer)
     except ShareRequestError as exc:
         return _error(exc.code, exc.message)
     except SessionError as exc:

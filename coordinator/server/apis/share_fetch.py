@@ -80,9 +80,9 @@ def share_fetch(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
             if acks:
                 raise ShareRequestError(ErrorCode.INVALID_REQUEST, "Acknowledgements are not allowed when "
                                                                    "opening a share session.")
-            session = share.open_session(request.group_id, request.member_id, wanted)
+            session = share.open_session(request.group_id, request.member_id, wanted, ctx.peer)
         else:
-            session = share.session_at(request.group_id, request.member_id, epoch)
+            session = share.session_at(request.group_id, request.member_id, epoch, ctx.peer)
     except ShareRequestError as exc:
         return _error(exc.code, exc.message)
     except SessionError as exc:
