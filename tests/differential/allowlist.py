@@ -48,6 +48,14 @@ ALLOWLIST: tuple[Allowed, ...] = (
             "(KafkaApis.handleOffsetCommitRequest checks its metadata cache), so also before FENCED_INSTANCE_ID. "
             "Not fixed here: many tests and tools commit to topics they never created.",
             kafka_value=UNKNOWN_TOPIC_OR_PARTITION),
+    # share_group_membership: Kafka 4.4 initializes a share-partition (record 15, the share coordinator's
+    # initialize call) before assigning it: the first heartbeat answers epoch 2 and no partitions.
+    *(Allowed(api, r".*", conversation="share_group_membership", step=step, reason=(
+        "BUG, to fix: share-partition initialization is not modelled (docs/spec/share-groups.md#heartbeat): "
+        "groupcoord assigns a subscribed partition at once (epoch 1 with partitions), Kafka 4.4 only after "
+        "initializing it one group epoch later; later steps then carry other epochs."))
+      for api, step in (("ShareGroupHeartbeat", 9), ("ShareGroupHeartbeat", 10), ("ShareGroupHeartbeat", 11),
+                        ("ShareGroupDescribe", 13))),
     # consumer_group_errors: the probes Kafka 4.4 accepts and groupcoord refuses, each in its own group.
     Allowed("ConsumerGroupHeartbeat", r".*", conversation="consumer_group_errors", step=13,
             reason="BUG, to fix: a join with SubscribedTopicNames [] (a member subscribed to nothing) is admitted "

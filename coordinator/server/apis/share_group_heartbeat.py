@@ -18,7 +18,8 @@ from protocol.messages import ShareGroupHeartbeatResponse
 @api(ApiKey.SHARE_GROUP_HEARTBEAT, versions=(1, 1))
 def share_group_heartbeat(broker: Broker, request: Any, ctx: RequestContext) -> Any:
     if not request.group_id:  # no shard to route to: answered here, after the member id check
-        message = "MemberId can't be empty." if not request.member_id else "GroupId can't be empty."
+        # an empty member id is checked first and, as Kafka 4.4 answers it, without a message
+        message = None if not request.member_id else "GroupId can't be empty."
         return ShareGroupHeartbeatResponse(error_code=int(ErrorCode.INVALID_REQUEST), error_message=message)
     if not permits_group(broker, ctx, Operation.READ, request.group_id):
         raise HandlerError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
