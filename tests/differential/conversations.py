@@ -482,10 +482,41 @@ def share_group_membership(s: Side) -> None:
     # DeleteGroups of the emptied share group is left out: Kafka 4.4 did not answer it within 8 s.
 
 
+def share_sessions(s: Side) -> None:
+    """ShareFetch and ShareAcknowledge session rules (docs/spec/share-groups.md#sessions): a missing
+    session, acknowledgements when opening one, a wrong epoch, ShareAcknowledge at epoch 0, closing."""
+    topic = s.name_of("ss")
+    created = s.call("admin", K.CREATE_TOPICS, 7, m.CreateTopicsRequest(topics=[m.CreateTopicsRequest.CreatableTopic(
+        name=topic, num_partitions=1, replication_factor=1)], timeout_ms=10_000))
+    s.await_topics([topic], 1)
+    await_assignable(s, topic)
+    topic_id = created.topics[0].topic_id
+    group = s.name_of("ss")
+    F, A = m.ShareFetchRequest, m.ShareAcknowledgeRequest
+
+    def fetch(epoch: int, acks: tuple[tuple[int, int, int], ...] = (), member: str = "m-ss-0000000000000000") -> Any:
+        batches = [F.AcknowledgementBatch(first, last, [kind]) for first, last, kind in acks]
+        return s.call("a", K.SHARE_FETCH, 2, F(
+            group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=0, min_bytes=1,
+            max_records=100, batch_size=100, topics=[F.FetchTopic(topic_id, [
+                F.FetchPartition(partition_index=0, acknowledgement_batches=batches)])], forgotten_topics_data=[]))
+
+    fetch(3)
+    fetch(0, ((0, 0, 1),))
+    fetch(0)
+    fetch(5)
+    s.call("a", K.SHARE_ACKNOWLEDGE, 2, A(group_id=group, member_id="m-ss-0000000000000000", share_session_epoch=0,
+                                          topics=[]))
+    fetch(1)
+    fetch(-1)
+    fetch(2)
+
+
 CONVERSATIONS: dict[str, Conversation] = {
     f.__name__: f for f in (
         join_every_version, join_errors, two_members_sync, stale_generation_and_unknown_member,
         static_membership, duplicate_instance_fencing, leave_batches, offsets_across_versions,
         describe_list_delete, consumer_group_lifecycle, consumer_group_errors, share_group_membership,
+        share_sessions,
     )
 }

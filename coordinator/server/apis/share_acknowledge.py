@@ -36,9 +36,9 @@ def share_acknowledge(broker: Broker, request: Any, ctx: RequestContext) -> Repl
             raise ShareRequestError(ErrorCode.INVALID_SHARE_SESSION_EPOCH, "Epoch 0 cannot acknowledge.")
         session = share.session_at(request.group_id, request.member_id, request.share_session_epoch, ctx.peer)
     except ShareRequestError as exc:
-        return _error(exc.code, exc.message)
+        return _error(exc.code)  # Kafka 4.4 gives these errors no message
     except SessionError as exc:
-        return _error(exc.code, str(exc))
+        return _error(exc.code)
     topics = []
     for topic in request.topics:
         partitions = [PartitionData(partition_index=p.partition_index,

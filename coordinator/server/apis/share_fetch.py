@@ -84,9 +84,9 @@ def share_fetch(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
         else:
             session = share.session_at(request.group_id, request.member_id, epoch, ctx.peer)
     except ShareRequestError as exc:
-        return _error(exc.code, exc.message)
+        return _error(exc.code)  # Kafka 4.4 gives these errors no message
     except SessionError as exc:
-        return _error(exc.code, str(exc))
+        return _error(exc.code)
     result = _Result(broker)
     for topic_id, index, batches in acks:
         result.of(topic_id, index).acknowledge_error_code = int(
@@ -100,8 +100,6 @@ def share_fetch(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
             for index in forgotten.partitions:
                 session.partitions.pop((forgotten.topic_id, index), None)
         session.next_epoch()
-    for topic_id, index in wanted:  # every partition the request names is answered
-        result.of(topic_id, index)
     acquired = _acquire(broker, request, ctx, session, result)
     durable = share.persist()  # acknowledgements and newly initialized share-partitions
     if acquired or request.max_wait_ms <= 0:
@@ -124,7 +122,7 @@ def _acquire(broker: Broker, request: Any, ctx: RequestContext, session: ShareSe
         if budget <= 0 or max_bytes <= 0:
             break
         code = partition_error(broker, ctx, topic_id, index)
-        if code != ErrorCode.NONE:
+        if code != ErrorCode.NONE:  # only partitions with records, errors or acknowledgements are answered
             result.of(topic_id, index).error_code = int(code)
             continue
         acquired = share.acquire(request.group_id, request.member_id, topic_id, index, budget, max_bytes)
