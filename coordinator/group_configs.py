@@ -13,9 +13,10 @@ setting named `group.` + its name. Kafka's rules (apache/kafka `GroupConfig`,
 
 The whole resulting set of a group is checked, not only what a request changes. Kafka also has
 `share.*`, `streams.*`, `consumer.assignor.offload.enable` and dead-letter-queue group settings;
-this server has no share or streams groups and offloads per broker only, so those names are
-unknown here. A stored value that a later, narrower broker bound excludes is clamped when used
-(Kafka's `GroupConfig.evaluate`), see `effective_overrides`.
+of those this server knows `share.auto.offset.reset` (a string, below); it has no streams groups and
+offloads per broker only, so the other names are unknown here. A stored value that a later,
+narrower broker bound excludes is clamped when used (Kafka's `GroupConfig.evaluate`), see
+`effective_overrides`.
 """
 
 from __future__ import annotations
@@ -62,6 +63,20 @@ GROUP_SETTINGS: dict[str, GroupSetting] = {s.name: s for s in (
     GroupSetting(SESSION_TIMEOUT, 1, "Session timeout of this group's consumer-protocol members."),
 )}
 
+# Share groups (KIP-932): where a share-partition starts on first use. A string setting with no broker
+# synonym (Kafka's GroupConfig.SHARE_AUTO_OFFSET_RESET_CONFIG, default latest); by_duration:<ISO-8601>
+# is accepted and, until it is implemented, read as latest.
+SHARE_AUTO_OFFSET_RESET = "share.auto.offset.reset"
+SHARE_AUTO_OFFSET_RESET_DEFAULT = "latest"
+
+
+def _check_share_reset(raw: str) -> None:
+    if raw.strip().lower() in ("latest", "earliest") or raw.strip().lower().startswith("by_duration:"):
+        return
+    raise GroupConfigError(f"Invalid value {raw} for configuration {SHARE_AUTO_OFFSET_RESET}: "
+                           "String must be one of (case insensitive): LATEST, EARLIEST, BY_DURATION")
+
+
 # Range checks in Kafka's order (GroupConfig.validateValues), then session > heartbeat.
 _RANGE_CHECK_ORDER = (HEARTBEAT_INTERVAL, SESSION_TIMEOUT, ASSIGNMENT_INTERVAL)
 
@@ -86,9 +101,12 @@ def _parse_int(name: str, raw: str, floor: int) -> int:
 def validate_group_configs(configs: Mapping[str, str], broker: Config) -> dict[str, int]:
     """The parsed values of a group's complete set of settings; raises GroupConfigError."""
     for name in configs:
-        if name not in GROUP_SETTINGS:
+        if name not in GROUP_SETTINGS and name != SHARE_AUTO_OFFSET_RESET:
             raise GroupConfigError(f"Unknown group config name: {name}")
-    parsed = {name: _parse_int(name, raw, GROUP_SETTINGS[name].floor) for name, raw in configs.items()}
+    if SHARE_AUTO_OFFSET_RESET in configs:
+        _check_share_reset(configs[SHARE_AUTO_OFFSET_RESET])
+    parsed = {name: _parse_int(name, raw, GROUP_SETTINGS[name].floor) for name, raw in configs.items()
+              if name in GROUP_SETTINGS}
     for name in _RANGE_CHECK_ORDER:
         if name in parsed:
             low, high = (broker[b] for b in GROUP_SETTINGS[name].bounds)

@@ -33,7 +33,7 @@ def add_arguments(commands: argparse._SubParsersAction) -> argparse.ArgumentPars
                    help="with --describe: the state view; with --list: filter by comma-separated states")
     p.add_argument("--type", dest="types", nargs="?", const="", default=None, metavar="TYPES",
                    help="with --list: show the type column; filter by comma-separated group types (classic, "
-                        "consumer)")
+                        "consumer, share)")
     p.add_argument("--topic", action="append", default=[], metavar="TOPIC[:P,P]",
                    help="with --reset-offsets/--delete-offsets (repeatable)")
     p.add_argument("--all-topics", action="store_true", help="with --reset-offsets: every committed topic")

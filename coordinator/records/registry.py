@@ -6,7 +6,7 @@ Byte format, as Kafka's `CoordinatorRecordSerde` writes it:
 
 Record types are Kafka's (`CoordinatorRecordType`, the `apiKey` of each `*Key.json` in Kafka's
 group-coordinator): 0/1 OffsetCommit, 2 GroupMetadata, 3-8 the KIP-848 consumer group records,
-16 the KIP-848 regular-expression record.
+10-14 the share group records (KIP-932), 16 the KIP-848 regular-expression record.
 30000 is ours (`ClassicGroupReason`, see `records/reasons.py`); Kafka's loader logs and skips a
 type it does not know, so a Kafka broker can still load a log we wrote.
 
@@ -41,6 +41,16 @@ from protocol.messages import (
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
+    ShareGroupCurrentMemberAssignmentKey,
+    ShareGroupCurrentMemberAssignmentValue,
+    ShareGroupMemberMetadataKey,
+    ShareGroupMemberMetadataValue,
+    ShareGroupMetadataKey,
+    ShareGroupMetadataValue,
+    ShareGroupTargetAssignmentMemberKey,
+    ShareGroupTargetAssignmentMemberValue,
+    ShareGroupTargetAssignmentMetadataKey,
+    ShareGroupTargetAssignmentMetadataValue,
     TransactionLogKey,
     TransactionLogValue,
 )
@@ -58,6 +68,11 @@ class RecordType(IntEnum):
     CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
     CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
     CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+    SHARE_GROUP_MEMBER_METADATA = 10
+    SHARE_GROUP_METADATA = 11
+    SHARE_GROUP_TARGET_ASSIGNMENT_METADATA = 12
+    SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER = 13
+    SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
     CONSUMER_GROUP_REGULAR_EXPRESSION = 16  # KIP-848 regex subscriptions: a resolved regular expression
     CLASSIC_GROUP_REASON = 30000  # ours, see the module docstring
 
@@ -125,6 +140,16 @@ register(RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, "consumer_group_cu
          "member_id")
 register(RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION, "consumer_group_regular_expression",
          ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue, 0, "group_id")
+register(RecordType.SHARE_GROUP_MEMBER_METADATA, "share_group_member_metadata",
+         ShareGroupMemberMetadataKey, ShareGroupMemberMetadataValue, 0, "group_id", "member_id")
+register(RecordType.SHARE_GROUP_METADATA, "share_group_metadata", ShareGroupMetadataKey, ShareGroupMetadataValue, 0,
+         "group_id")
+register(RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA, "share_group_target_assignment_metadata",
+         ShareGroupTargetAssignmentMetadataKey, ShareGroupTargetAssignmentMetadataValue, 0, "group_id")
+register(RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER, "share_group_target_assignment_member",
+         ShareGroupTargetAssignmentMemberKey, ShareGroupTargetAssignmentMemberValue, 0, "group_id", "member_id")
+register(RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, "share_group_current_member_assignment",
+         ShareGroupCurrentMemberAssignmentKey, ShareGroupCurrentMemberAssignmentValue, 0, "group_id", "member_id")
 register(RecordType.CLASSIC_GROUP_REASON, "group_reason", ClassicGroupReasonKey, ClassicGroupReasonValue, 0, "group")
 # __transaction_state: value v1 (flexible), what Kafka 4.x writes once transaction.version >= 1.
 TRANSACTION_LOG_KEY_VERSION = 0
@@ -135,6 +160,10 @@ register(TRANSACTION_LOG_KEY_VERSION, "transaction_log", TransactionLogKey, Tran
 CONSUMER_GROUP_RECORD_TYPES = frozenset([*range(RecordType.CONSUMER_GROUP_METADATA,
                                                 RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT + 1),
                                          RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION])
+
+#: The share group record types (KIP-932), which the share group core replays.
+SHARE_GROUP_RECORD_TYPES = frozenset(range(RecordType.SHARE_GROUP_MEMBER_METADATA,
+                                           RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT + 1))
 
 GROUP_METADATA_VALUE_VERSION = REGISTRY[RecordType.GROUP_METADATA].written_value_version
 OFFSET_COMMIT_VALUE_VERSION = REGISTRY[RecordType.OFFSET_COMMIT].written_value_version

@@ -36,6 +36,7 @@ from coordinator.server.connection import Connection, SaslConnection
 from coordinator.server.data_plane import DataPlane
 from coordinator.server.groups import GroupRuntime
 from coordinator.server.log_record_store import LogRecordStore
+from coordinator.server.share_partitions import SharePartitionManager
 from coordinator.server.topics_view import RegistryTopics
 from coordinator.server.transactions import TxnService
 from coordinator.topics import OFFSETS_TOPIC
@@ -65,8 +66,12 @@ class Server:
                                           group_configs=GroupConfigStore(self.broker.data_dir))
         self.broker.topics.on_change(self.broker.groups.topics_changed)
         self.broker.txn = TxnService(config, self.broker)  # transactions: after the data plane and groups
-        self.broker.startup_hooks += [self.broker.data.logs.start, self.broker.groups.load, self.broker.txn.load]
-        self.broker.shutdown_hooks += [self.broker.txn.close, self.broker.groups.close, self.broker.data.close]
+        self.broker.share = SharePartitionManager(self.broker)
+        self.broker.groups.share_member_removed = self.broker.share.close_session
+        self.broker.startup_hooks += [self.broker.data.logs.start, self.broker.groups.load, self.broker.txn.load,
+                                      self.broker.share.load]
+        self.broker.shutdown_hooks += [self.broker.txn.close, self.broker.groups.close, self.broker.share.close,
+                                       self.broker.data.close]
         self.connections: set[Connection] = set()
         self.connections_per_host: Counter[str] = Counter()
         self.servers: list[asyncio.base_events.Server] = []

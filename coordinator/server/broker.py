@@ -19,6 +19,7 @@ from coordinator.topics import TopicRegistry
 if TYPE_CHECKING:
     from coordinator.server.data_plane import DataPlane
     from coordinator.server.groups import GroupRuntime
+    from coordinator.server.share_partitions import SharePartitionManager
     from coordinator.server.transactions import TxnService
 
 log = structlog.get_logger()
@@ -75,6 +76,7 @@ class Broker:
         self.groups: GroupRuntime  # set by the server once the event loop runs
         self.data: DataPlane
         self.txn: TxnService  # the transaction coordinator, set by the server like `groups`
+        self.share: SharePartitionManager  # share sessions and share-partitions (KIP-932), set by the server
         self.metrics = ServerMetrics()
         self.authorizer: Authorizer | None = make_authorizer(config, self.data_dir)
         # Lifecycle hooks (plain or async callables, run in order; see coordinator.server.app):

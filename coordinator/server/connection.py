@@ -91,6 +91,9 @@ class Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.server.release(self)
+        share = getattr(self.broker, "share", None)  # absent in servers built without share groups (tests)
+        if share is not None and share.sessions:
+            share.connection_closed(self.peer)
         if self.waiting is not None:
             self.waiting.cancel()
             self.waiting = None

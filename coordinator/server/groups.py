@@ -37,6 +37,8 @@ from coordinator.core.consumer import ConsumerGroupConfig, TopicsChanged, Topics
 from coordinator.core.consumer.jobs import AssignmentJob, AssignmentJobResult
 from coordinator.core.runtime.shard import NO_TOPICS, GroupSummary
 from coordinator.core.runtime.timer_keys import CONSUMER_GROUP_TIMERS
+from coordinator.core.share.coordinator import MEMBER_REMOVED as SHARE_MEMBER_REMOVED
+from coordinator.core.share.coordinator import ShareGroupConfig
 from coordinator.group_config_store import GroupConfigStore
 from coordinator.metrics.server_metrics import ServerMetrics
 from coordinator.records import Record, partition_for
@@ -98,6 +100,9 @@ class GroupRuntime:
         self.num_partitions: int = config["offsets.topic.num.partitions"]
         self.group_config = group_config(config)
         self.consumer_group_config = consumer_group_config(config)
+        self.share_group_config = ShareGroupConfig(session_timeout_ms=config["group.share.session.timeout.ms"],
+                                                   heartbeat_interval_ms=config["group.share.heartbeat.interval.ms"],
+                                                   max_size=config["group.share.max.size"])
         # The broker's topics as the consumer group core reads them (it does no I/O of its own).
         self.topics = topics
         # Per-group settings (GROUP config resource); the core reads them through a live view.
@@ -110,6 +115,8 @@ class GroupRuntime:
         # timer key -> (deadline ms, data to fire with, deadline ms its loop timer was armed for)
         self.deadlines: dict[tuple[int, Any], tuple[int, Any, int]] = {}
         self.parked: dict[RequestRef, asyncio.Future[Any]] = {}
+        # A share group member left or was fenced: its share session ends (set by the server).
+        self.share_member_removed: Callable[[str, str], None] | None = None
         self._last_append: dict[int, asyncio.Future[None]] = {}  # partition -> its latest write
         self.unavailable: set[int] = set()  # partitions whose log could not be read back after a failed write
         self.loop = asyncio.get_running_loop()
@@ -148,7 +155,7 @@ class GroupRuntime:
     def _new_shard(self) -> GroupShard:
         return GroupShard(self.group_config, new_uuid=lambda: str(uuid.uuid4()),
                           consumer_config=self.consumer_group_config, random_bytes=os.urandom,
-                          group_configs=self._group_overrides)
+                          group_configs=self._group_overrides, share_config=self.share_group_config)
 
     def topics_changed(self, change: TopicChange) -> None:
         """A topic was created, deleted or grew: every loaded shard hears of it (Kafka's onNewMetadataImage)."""
@@ -278,6 +285,8 @@ class GroupRuntime:
             self._submit_assignment(partition, job)
         for event in outcome.events:
             log.info(event.name, group_id=event.group_id, **dict(event.fields))
+            if event.name == SHARE_MEMBER_REMOVED and self.share_member_removed is not None:
+                self.share_member_removed(event.group_id, dict(event.fields)["member_id"])
             self.metrics.on_group_event(event.name, event.group_id, dict(event.fields), time.monotonic() * 1000)
         for ref, response in outcome.replies:
             waiting = self.parked.pop(ref, None)

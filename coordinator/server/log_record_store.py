@@ -36,12 +36,13 @@ KeysAndValues = tuple[list[bytes], list["bytes | None"]]
 
 
 class LogRecordStore:
-    def __init__(self, logs: LogManager, num_partitions: int) -> None:
+    def __init__(self, logs: LogManager, num_partitions: int, topic: str = OFFSETS_TOPIC) -> None:
         self.logs = logs
         self.num_partitions = num_partitions
+        self.topic = topic  # __consumer_offsets, or __share_group_state for the share-partitions' state
 
     def partitions(self) -> Iterable[int]:
-        return sorted(p for topic, p in self.logs.partitions() if topic == OFFSETS_TOPIC)
+        return sorted(p for topic, p in self.logs.partitions() if topic == self.topic)
 
     def read_all(self, partition: int) -> Iterator[Record]:
         """The partition's live records: for each key its latest record, in the log order of those
@@ -51,6 +52,12 @@ class LogRecordStore:
         log = self._log(partition)
         files = [(seg.fd, seg.size) for seg in log.segments]
         return _decoded(latest_keys_and_values(files, log.log_start_offset))
+
+    def read_raw(self, partition: int) -> list[tuple[bytes, bytes | None]]:
+        """As `read_all`, undecoded: for logs of another record type space (`__share_group_state`)."""
+        log = self._log(partition)
+        resolved = latest_keys_and_values([(seg.fd, seg.size) for seg in log.segments], log.log_start_offset)
+        return list(zip(resolved.keys, resolved.values, strict=True))  # no transactions write this log
 
     def read_partitions(self) -> Iterator[tuple[int, Iterable[Record]]]:
         """Every partition with its records (as `read_all`), in partition order. A big log is framed
@@ -76,7 +83,7 @@ class LogRecordStore:
                     os.close(fd)
 
     def _log(self, partition: int) -> Partition:
-        return self.logs.get_or_create(OFFSETS_TOPIC, partition, OFFSETS_TOPIC_CONFIG)
+        return self.logs.get_or_create(self.topic, partition, OFFSETS_TOPIC_CONFIG)
 
     def append(self, partition: int, records: Sequence[Record]) -> asyncio.Future[None]:
         log = self._log(partition)

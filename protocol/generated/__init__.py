@@ -77,11 +77,29 @@ from protocol.generated.records import (
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
+    ShareGroupCurrentMemberAssignmentKey,
+    ShareGroupCurrentMemberAssignmentValue,
+    ShareGroupMemberMetadataKey,
+    ShareGroupMemberMetadataValue,
+    ShareGroupMetadataKey,
+    ShareGroupMetadataValue,
+    ShareGroupTargetAssignmentMemberKey,
+    ShareGroupTargetAssignmentMemberValue,
+    ShareGroupTargetAssignmentMetadataKey,
+    ShareGroupTargetAssignmentMetadataValue,
+    ShareSnapshotKey,
+    ShareSnapshotValue,
+    ShareUpdateKey,
+    ShareUpdateValue,
     TransactionLogKey,
     TransactionLogValue,
 )
 from protocol.generated.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.generated.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.generated.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
+from protocol.generated.share_fetch import ShareFetchRequest, ShareFetchResponse
+from protocol.generated.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+from protocol.generated.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from protocol.generated.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.generated.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.model import Message
@@ -199,6 +217,28 @@ __all__ = [
     'SaslAuthenticateResponse',
     'SaslHandshakeRequest',
     'SaslHandshakeResponse',
+    'ShareAcknowledgeRequest',
+    'ShareAcknowledgeResponse',
+    'ShareFetchRequest',
+    'ShareFetchResponse',
+    'ShareGroupCurrentMemberAssignmentKey',
+    'ShareGroupCurrentMemberAssignmentValue',
+    'ShareGroupDescribeRequest',
+    'ShareGroupDescribeResponse',
+    'ShareGroupHeartbeatRequest',
+    'ShareGroupHeartbeatResponse',
+    'ShareGroupMemberMetadataKey',
+    'ShareGroupMemberMetadataValue',
+    'ShareGroupMetadataKey',
+    'ShareGroupMetadataValue',
+    'ShareGroupTargetAssignmentMemberKey',
+    'ShareGroupTargetAssignmentMemberValue',
+    'ShareGroupTargetAssignmentMetadataKey',
+    'ShareGroupTargetAssignmentMetadataValue',
+    'ShareSnapshotKey',
+    'ShareSnapshotValue',
+    'ShareUpdateKey',
+    'ShareUpdateValue',
     'SyncGroupRequest',
     'SyncGroupResponse',
     'TransactionLogKey',
@@ -319,6 +359,28 @@ MESSAGES: dict[str, type[Message]] = {
     'SaslAuthenticateResponse': SaslAuthenticateResponse,
     'SaslHandshakeRequest': SaslHandshakeRequest,
     'SaslHandshakeResponse': SaslHandshakeResponse,
+    'ShareAcknowledgeRequest': ShareAcknowledgeRequest,
+    'ShareAcknowledgeResponse': ShareAcknowledgeResponse,
+    'ShareFetchRequest': ShareFetchRequest,
+    'ShareFetchResponse': ShareFetchResponse,
+    'ShareGroupCurrentMemberAssignmentKey': ShareGroupCurrentMemberAssignmentKey,
+    'ShareGroupCurrentMemberAssignmentValue': ShareGroupCurrentMemberAssignmentValue,
+    'ShareGroupDescribeRequest': ShareGroupDescribeRequest,
+    'ShareGroupDescribeResponse': ShareGroupDescribeResponse,
+    'ShareGroupHeartbeatRequest': ShareGroupHeartbeatRequest,
+    'ShareGroupHeartbeatResponse': ShareGroupHeartbeatResponse,
+    'ShareGroupMemberMetadataKey': ShareGroupMemberMetadataKey,
+    'ShareGroupMemberMetadataValue': ShareGroupMemberMetadataValue,
+    'ShareGroupMetadataKey': ShareGroupMetadataKey,
+    'ShareGroupMetadataValue': ShareGroupMetadataValue,
+    'ShareGroupTargetAssignmentMemberKey': ShareGroupTargetAssignmentMemberKey,
+    'ShareGroupTargetAssignmentMemberValue': ShareGroupTargetAssignmentMemberValue,
+    'ShareGroupTargetAssignmentMetadataKey': ShareGroupTargetAssignmentMetadataKey,
+    'ShareGroupTargetAssignmentMetadataValue': ShareGroupTargetAssignmentMetadataValue,
+    'ShareSnapshotKey': ShareSnapshotKey,
+    'ShareSnapshotValue': ShareSnapshotValue,
+    'ShareUpdateKey': ShareUpdateKey,
+    'ShareUpdateValue': ShareUpdateValue,
     'SyncGroupRequest': SyncGroupRequest,
     'SyncGroupResponse': SyncGroupResponse,
     'TransactionLogKey': TransactionLogKey,
@@ -376,3 +438,7 @@ class ApiKey(IntEnum):
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
     DESCRIBE_TOPIC_PARTITIONS = 75
+    SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79

@@ -23,6 +23,8 @@ FACT_SECTIONS = ("messages", "coordinatorRecords", "headers", "embeddedProtocols
 _CHECKED_AGAINST_KAFKA_JAR = ("API {}, not in the facts snapshot; held against Kafka 4.4's own file "
                               "(test_schemas_against_kafka.py)")
 
+_SHARE_RECORD = ("record type {} (share groups, KIP-932); held against kafka-{}-coordinator 4.4's own file "
+                 "(test_schemas_against_kafka.py)")
 _KAFKA_4_SCHEMA = "API {}, {}, flexible {}; not in the facts snapshot: Kafka 4.x's (kafka-python 3.0.12 bundles it)"
 #: Schema files of ours that have no counterpart in the facts, each with the reason it exists.
 EXTRA_SCHEMAS_ALLOWED: dict[str, str] = {
@@ -49,6 +51,28 @@ EXTRA_SCHEMAS_ALLOWED: dict[str, str] = {
     "DeleteAclsResponse": "API 31, not in the facts snapshot; every fact but 'about' equal to apache/kafka@1eb76443 "
                           "clients/src/main/resources/common/message/DeleteAclsResponse.json (v0-3, flexible 2+)",
     "AlterConfigsRequest": _CHECKED_AGAINST_KAFKA_JAR.format(33),
+    "ShareGroupMemberMetadataKey": _SHARE_RECORD.format(10, "group"),
+    "ShareGroupMemberMetadataValue": _SHARE_RECORD.format(10, "group"),
+    "ShareGroupMetadataKey": _SHARE_RECORD.format(11, "group"),
+    "ShareGroupMetadataValue": _SHARE_RECORD.format(11, "group"),
+    "ShareGroupTargetAssignmentMetadataKey": _SHARE_RECORD.format(12, "group"),
+    "ShareGroupTargetAssignmentMetadataValue": _SHARE_RECORD.format(12, "group"),
+    "ShareGroupTargetAssignmentMemberKey": _SHARE_RECORD.format(13, "group"),
+    "ShareGroupTargetAssignmentMemberValue": _SHARE_RECORD.format(13, "group"),
+    "ShareGroupCurrentMemberAssignmentKey": _SHARE_RECORD.format(14, "group"),
+    "ShareGroupCurrentMemberAssignmentValue": _SHARE_RECORD.format(14, "group"),
+    "ShareSnapshotKey": _SHARE_RECORD.format(0, "share"),
+    "ShareSnapshotValue": _SHARE_RECORD.format(0, "share"),
+    "ShareUpdateKey": _SHARE_RECORD.format(1, "share"),
+    "ShareUpdateValue": _SHARE_RECORD.format(1, "share"),
+    "ShareGroupHeartbeatRequest": _CHECKED_AGAINST_KAFKA_JAR.format(76),
+    "ShareGroupHeartbeatResponse": _CHECKED_AGAINST_KAFKA_JAR.format(76),
+    "ShareGroupDescribeRequest": _CHECKED_AGAINST_KAFKA_JAR.format(77),
+    "ShareGroupDescribeResponse": _CHECKED_AGAINST_KAFKA_JAR.format(77),
+    "ShareFetchRequest": _CHECKED_AGAINST_KAFKA_JAR.format(78),
+    "ShareFetchResponse": _CHECKED_AGAINST_KAFKA_JAR.format(78),
+    "ShareAcknowledgeRequest": _CHECKED_AGAINST_KAFKA_JAR.format(79),
+    "ShareAcknowledgeResponse": _CHECKED_AGAINST_KAFKA_JAR.format(79),
     "AlterConfigsResponse": _CHECKED_AGAINST_KAFKA_JAR.format(33),
     "AlterPartitionReassignmentsRequest": _CHECKED_AGAINST_KAFKA_JAR.format(45),
     "AlterPartitionReassignmentsResponse": _CHECKED_AGAINST_KAFKA_JAR.format(45),

@@ -12,6 +12,7 @@ from protocol.error_codes import ErrorCode
 if TYPE_CHECKING:  # the group types import GroupType from here
     from coordinator.core.classic.model import ClassicGroup
     from coordinator.core.consumer.model import ConsumerGroup
+    from coordinator.core.share.model import ShareGroup
 
 
 class GroupType(Enum):
@@ -19,14 +20,16 @@ class GroupType(Enum):
 
     CLASSIC = "classic"
     CONSUMER = "consumer"
+    SHARE = "share"
 
 
 # Module constants: the getters are on every request's path, a global is cheaper than an enum lookup.
 _CLASSIC = GroupType.CLASSIC
 _CONSUMER = GroupType.CONSUMER
+_SHARE = GroupType.SHARE
 
 #: Every group type a shard holds; a new type (share groups) joins this union, GroupType and the getters.
-Group = Union["ClassicGroup", "ConsumerGroup"]
+Group = Union["ClassicGroup", "ConsumerGroup", "ShareGroup"]
 
 
 class GroupMap(dict[str, Group]):
@@ -48,6 +51,10 @@ class GroupMap(dict[str, Group]):
         group = self.get(group_id)
         return group if group is not None and group.group_type is _CONSUMER else None  # type: ignore[return-value]
 
+    def share(self, group_id: str) -> ShareGroup | None:
+        group = self.get(group_id)
+        return group if group is not None and group.group_type is _SHARE else None  # type: ignore[return-value]
+
     def consumer_group(self, group_id: str) -> ConsumerGroup:
         """The consumer group `group_id`; GROUP_ID_NOT_FOUND otherwise (Kafka's consumerGroup)."""
         group = self.consumer(group_id)
@@ -60,3 +67,6 @@ class GroupMap(dict[str, Group]):
 
     def consumer_groups(self) -> Iterator[ConsumerGroup]:
         return (group for group in self.values() if group.group_type is GroupType.CONSUMER)
+
+    def share_groups(self) -> Iterator[ShareGroup]:
+        return (group for group in self.values() if group.group_type is GroupType.SHARE)

@@ -75,12 +75,15 @@ from coordinator.core.runtime.timer_keys import (
     HeartbeatKey,
     JoinKey,
     OffsetsExpirationKey,
+    ShareSessionKey,
     SyncKey,
     TimerKey,
 )
+from coordinator.core.share.coordinator import ShareGroupConfig, ShareGroupCoordinator
 from coordinator.core.txn import offsets as txn_offsets
 from coordinator.records import (
     CONSUMER_GROUP_RECORD_TYPES,
+    SHARE_GROUP_RECORD_TYPES,
     OffsetAndMetadata,
     Record,
     RecordsToWrite,
@@ -98,6 +101,7 @@ from protocol.messages import GroupMetadataValue
 _GROUP_METADATA = RecordType.GROUP_METADATA
 _OFFSET_COMMITS = frozenset((RecordType.OFFSET_COMMIT, RecordType.OFFSET_COMMIT_V0))
 _CONSUMER_GROUP_RECORD_TYPES = frozenset(map(int, CONSUMER_GROUP_RECORD_TYPES))
+_SHARE_GROUP_RECORD_TYPES = frozenset(map(int, SHARE_GROUP_RECORD_TYPES))
 
 #: The TopicsView of callers that know no topics (classic-only tests and tools).
 NO_TOPICS = TopicsSnapshot()
@@ -120,7 +124,8 @@ class GroupSummary:
 class GroupShard:
     def __init__(self, config: GroupConfig | None = None, new_uuid: Callable[[], str] | None = None,
                  consumer_config: ConsumerGroupConfig | None = None, random_bytes: RandomBytes | None = None,
-                 group_configs: Mapping[str, GroupConfigOverrides] | None = None) -> None:
+                 group_configs: Mapping[str, GroupConfigOverrides] | None = None,
+                 share_config: ShareGroupConfig | None = None) -> None:
         """`group_configs`: per-group overrides (Kafka's GROUP config resource), a read-only view the
         shell keeps up to date; the core only reads it."""
         if new_uuid is None:
@@ -130,6 +135,7 @@ class GroupShard:
         if group_configs is not None:  # the shell's live view (possibly empty now): kept, not copied
             self.state.group_configs = group_configs
         self.consumer = ConsumerGroupCoordinator(self.state)  # the consumer protocol's handlers, over the same state
+        self.share = ShareGroupCoordinator(self.state.groups, share_config)
 
     @property
     def config(self) -> GroupConfig:
@@ -155,13 +161,32 @@ class GroupShard:
 
     def consumer_group_heartbeat(self, req: m.ConsumerGroupHeartbeatRequest, ctx: RequestContext,
                                  topics: TopicsView = NO_TOPICS) -> Outcome:
+        if req.group_id and self.state.groups.share(req.group_id) is not None:
+            # docs/spec/share-groups.md#describe-and-coexistence: no conversion of a share group
+            return Outcome(response=m.ConsumerGroupHeartbeatResponse(
+                error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
+                error_message=f"Group {req.group_id} is not a consumer group."))
         return self.consumer.consumer_group_heartbeat(req, ctx, topics)
+
+    def share_group_heartbeat(self, req: m.ShareGroupHeartbeatRequest, ctx: RequestContext,
+                              topics: TopicsView = NO_TOPICS) -> Outcome:
+        if self.state.loading:
+            loading = int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+            return Outcome(response=m.ShareGroupHeartbeatResponse(error_code=loading))
+        return self.share.heartbeat(req, ctx, topics)
+
+    def share_group_describe(self, req: m.ShareGroupDescribeRequest, ctx: RequestContext,
+                             topics: TopicsView = NO_TOPICS) -> Outcome:
+        return self.share.describe(req, ctx, topics)
 
     def consumer_group_describe(self, req: m.ConsumerGroupDescribeRequest, ctx: RequestContext,
                                 topics: TopicsView = NO_TOPICS) -> Outcome:
         return self.consumer.consumer_group_describe(req, ctx, topics)
 
     def join_group(self, req: m.JoinGroupRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
+        if req.group_id and self.state.groups.share(req.group_id) is not None:
+            # docs/spec/share-groups.md#describe-and-coexistence: a classic member cannot join a share group
+            return Outcome(response=join_error(ctx.api_version, ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
         group = self.state.groups.consumer(req.group_id)
         if group is None or self.state.loading:
             return join_group(self.state, req, ctx)
@@ -249,17 +274,19 @@ class GroupShard:
         out = admin.list_groups(self.state, req, ctx)
         response = out.response
         assert isinstance(response, m.ListGroupsResponse)  # admin.list_groups always answers (narrows Outcome's object)
-        if response.error_code or next(self.state.groups.consumer_groups(), None) is None:
+        has_consumer = next(self.state.groups.consumer_groups(), None) is not None
+        if response.error_code or not (has_consumer or next(self.state.groups.share_groups(), None) is not None):
             return out
-        states = req.states_filter if ctx.api_version >= 4 else ()
-        types = req.types_filter if ctx.api_version >= 5 else ()
-        listed = response.groups + self.consumer.listed_groups([s.strip() for s in states],
-                                                               [t.strip() for t in types])
+        states = [s.strip() for s in (req.states_filter if ctx.api_version >= 4 else ())]
+        types = [t.strip() for t in (req.types_filter if ctx.api_version >= 5 else ())]
+        listed = (response.groups + (self.consumer.listed_groups(states, types) if has_consumer else [])
+                  + self.share.listed_groups(states, types))
         response.groups = sorted(listed, key=lambda g: g.group_id)
         return out
 
     def delete_groups(self, req: m.DeleteGroupsRequest, ctx: RequestContext, topics: TopicsView = NO_TOPICS) -> Outcome:
-        consumer_ids = [g for g in dict.fromkeys(req.groups_names) if self.state.groups.consumer(g) is not None]
+        consumer_ids = [g for g in dict.fromkeys(req.groups_names) if self.state.groups.consumer(g) is not None
+                        or self.state.groups.share(g) is not None]
         if self.state.loading or not consumer_ids:
             return admin.delete_groups(self.state, req, ctx)
         classic = admin.delete_groups(
@@ -269,6 +296,10 @@ class GroupShard:
         results = {r.group_id: r for r in classic_response.results}
         records = list(classic.records)
         for group_id in consumer_ids:
+            if self.state.groups.share(group_id) is not None:
+                results[group_id] = m.DeleteGroupsResponse.DeletableGroupResult(
+                    group_id=group_id, error_code=int(self.share.delete(group_id, records)))
+                continue
             results[group_id] = self._delete_consumer_group(group_id, records)
         return Outcome(records=records, response=m.DeleteGroupsResponse(
             results=[results[g] for g in dict.fromkeys(req.groups_names)]))
@@ -296,6 +327,8 @@ class GroupShard:
         timers are no-ops."""
         if isinstance(key, CONSUMER_GROUP_TIMERS):
             return self.consumer.on_timer(key, data, now_ms, topics)
+        if isinstance(key, ShareSessionKey):
+            return self.share.on_session_expired(key, now_ms, topics)
         fx = Effects(now_ms)
         st = self.state
         if isinstance(key, HeartbeatKey):
@@ -349,6 +382,9 @@ class GroupShard:
                 return  # like Kafka's loader: another writer's record type, ignored
         if decoded.record_type in _CONSUMER_GROUP_RECORD_TYPES:
             self.consumer.replay_decoded(decoded)
+            return
+        if decoded.record_type in _SHARE_GROUP_RECORD_TYPES:
+            self.share.replay(decoded)
             return
         st = self.state
         group_id = decoded.key.group
@@ -423,6 +459,7 @@ class GroupShard:
             if len(group.members) > st.config.max_size and group.state is GroupState.STABLE:
                 prepare_rebalance(group, f"Freshly-loaded group is over capacity ({st.config.max_size})",
                                   fx, st.config)
+        self.share.start_sessions(fx)
         return fx.outcome()
 
     def unload(self, now_ms: int) -> Outcome:

@@ -132,6 +132,15 @@ class ClassicMemberSyncKey(_MemberKey):
     __slots__ = ()
 
 
+# ---- share groups (KIP-932) -----------------------------------------------------------------
+
+
+class ShareSessionKey(_MemberKey):
+    """Removes a share group member that stops heartbeating (data: None)."""
+
+    __slots__ = ()
+
+
 # ---- offsets --------------------------------------------------------------------------------
 
 
@@ -147,7 +156,7 @@ class OffsetsExpirationKey(_Key):
 OFFSETS_EXPIRATION_KEY = OffsetsExpirationKey()
 
 TimerKey = (HeartbeatKey | JoinKey | SyncKey | SessionKey | RebalanceKey | AssignmentKey | AssignmentWaitKey
-            | ClassicMemberJoinKey | ClassicMemberSyncKey | OffsetsExpirationKey)
+            | ClassicMemberJoinKey | ClassicMemberSyncKey | OffsetsExpirationKey | ShareSessionKey)
 
 #: Timers whose handling reads the topics (fencing a consumer group member recomputes its group's).
 CONSUMER_GROUP_TIMERS = (SessionKey, RebalanceKey, AssignmentKey, AssignmentWaitKey, ClassicMemberJoinKey,

@@ -50,6 +50,10 @@ from protocol.generated.client import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     txn_offset_commit,
 )
@@ -99,6 +103,10 @@ __all__ = [
     'produce',
     'sasl_authenticate',
     'sasl_handshake',
+    'share_acknowledge',
+    'share_fetch',
+    'share_group_describe',
+    'share_group_heartbeat',
     'sync_group',
     'txn_offset_commit',
 ]

@@ -1,0 +1,342 @@
+"""ShareGroupHeartbeat, ShareGroupDescribe and member expiry of share groups (Kafka's
+GroupMetadataManager.shareGroupHeartbeat and friends), over the shard's one group map.
+
+docs/spec/share-groups.md#heartbeat: join at epoch 0 (creating the group), heartbeat at the
+member's epoch, leave at -1. A new member, a changed subscription or changed partition counts bump
+the group epoch; a group epoch ahead of the assignment epoch runs the `simple` assignor, and each
+member takes its target at once (no revocation step: partitions are shared).
+
+A handler computes on a copy of the group and returns what changed as records (types 10-14,
+coordinator/records/share.py); `replay` is what applies them, at run time and when loading.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from coordinator.core.consumer.topics import TopicsView
+from coordinator.core.runtime.context import RequestContext
+from coordinator.core.runtime.effects import Effects
+from coordinator.core.runtime.errors import ApiError
+from coordinator.core.runtime.groups import GroupMap
+from coordinator.core.runtime.outcome import Outcome
+from coordinator.core.runtime.timer_keys import ShareSessionKey
+from coordinator.core.share.assignor import assign
+from coordinator.core.share.model import Assignment, ShareGroup, ShareMember
+from coordinator.records import DecodedRecord, Record, RecordType
+from coordinator.records import share as records
+from protocol import messages as m
+from protocol.error_codes import ErrorCode
+
+JOIN_EPOCH = 0
+LEAVE_EPOCH = -1
+ASSIGNOR_NAME = "simple"
+MEMBER_REMOVED = "share_member_removed"
+
+Heartbeat = m.ShareGroupHeartbeatResponse
+Described = m.ShareGroupDescribeResponse
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupConfig:
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    max_size: int = 200
+
+
+class ShareGroupCoordinator:
+    def __init__(self, groups: GroupMap, config: ShareGroupConfig | None = None) -> None:
+        self.groups = groups
+        self.config = config or ShareGroupConfig()
+
+    # ---- ShareGroupHeartbeat
+
+    def heartbeat(self, req: m.ShareGroupHeartbeatRequest, ctx: RequestContext, topics: TopicsView) -> Outcome:
+        try:
+            _validate(req)
+            fx = Effects(ctx.now_ms, ctx.ref)
+            before = self.groups.share(req.group_id)
+            if req.member_epoch == LEAVE_EPOCH:
+                response, after = self._leave(req, fx, topics)
+            else:
+                response, after = self._heartbeat(req, ctx, fx, topics)
+            fx.records.extend(changes(req.group_id, before, after, ctx.now_ms))
+            return fx.outcome(response)
+        except ApiError as exc:
+            # Kafka 4.4 answers an empty member id without a message (the differential suite saw it)
+            message = str(exc).split(": ", 1)[1] if ": " in str(exc) and req.member_id else None
+            return Outcome(response=Heartbeat(error_code=int(exc.code), error_message=message))
+
+    def _heartbeat(self, req: m.ShareGroupHeartbeatRequest, ctx: RequestContext, fx: Effects,
+                   topics: TopicsView) -> tuple[Heartbeat, ShareGroup]:
+        group = self._group_for(req.group_id, create=req.member_epoch == JOIN_EPOCH)
+        member = group.members.get(req.member_id)
+        joining = req.member_epoch == JOIN_EPOCH
+        bump = False  # one group epoch bump per heartbeat, whatever changed (Kafka's bumpGroupEpoch)
+        if member is None:
+            if not joining:
+                raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group "
+                                                            f"{req.group_id}.")
+            if len(group.members) >= self.config.max_size:
+                raise ApiError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                               f"The share group has reached its maximum capacity of {self.config.max_size} members.")
+            member = ShareMember(req.member_id, ctx.client_id, ctx.client_host)
+            group.members[member.member_id] = member
+            bump = True
+        elif not joining and req.member_epoch not in (member.member_epoch, member.previous_member_epoch):
+            relation = "greater" if req.member_epoch > member.member_epoch else "smaller"
+            raise ApiError(ErrorCode.FENCED_MEMBER_EPOCH,
+                           f"The share group member has a {relation} member epoch ({req.member_epoch}) than the "
+                           f"one known by the group coordinator ({member.member_epoch}). The member must abandon "
+                           "all its partitions and rejoin.")
+        member.client_id, member.client_host = ctx.client_id, ctx.client_host
+        if req.rack_id is not None:
+            member.rack_id = req.rack_id
+        if req.subscribed_topic_names is not None:
+            names = tuple(sorted(set(req.subscribed_topic_names)))
+            if names != member.subscribed_topic_names:
+                member.subscribed_topic_names = names
+                bump = True
+        if self._refresh_topics(group, topics) or bump:
+            group.group_epoch += 1
+        if group.group_epoch > group.assignment_epoch:
+            self._assign(group, topics)
+        changed = self._reconcile(member, group)
+        fx.schedule(ShareSessionKey(group.group_id, member.member_id), self.config.session_timeout_ms)
+        response = Heartbeat(member_id=member.member_id, member_epoch=member.member_epoch,
+                             heartbeat_interval_ms=self.config.heartbeat_interval_ms)
+        if joining or changed:
+            response.assignment = _assignment(member.assignment)
+        return response, group
+
+    def _leave(self, req: m.ShareGroupHeartbeatRequest, fx: Effects,
+               topics: TopicsView) -> tuple[Heartbeat, ShareGroup]:
+        group = copy.deepcopy(self.groups.share(req.group_id))
+        if group is None:
+            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
+        if req.member_id not in group.members:
+            raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group "
+                                                        f"{req.group_id}.")
+        self._remove(group, req.member_id, fx, topics)
+        return Heartbeat(member_id=req.member_id, member_epoch=LEAVE_EPOCH, heartbeat_interval_ms=0), group
+
+    def _group_for(self, group_id: str, create: bool) -> ShareGroup:
+        """A working copy of the group (a new one when joining creates it)."""
+        group = self.groups.share(group_id)
+        if group is not None:
+            return copy.deepcopy(group)
+        if group_id in self.groups:  # a classic or consumer group: no conversion either way
+            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        if not create:
+            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+        return ShareGroup(group_id)
+
+    def _remove(self, group: ShareGroup, member_id: str, fx: Effects, topics: TopicsView) -> None:
+        del group.members[member_id]
+        group.targets.pop(member_id, None)
+        group.group_epoch += 1
+        self._refresh_topics(group, topics)
+        fx.cancel(ShareSessionKey(group.group_id, member_id))
+        # the shell closes the member's share session on this event, releasing what it holds
+        fx.event(MEMBER_REMOVED, group.group_id, member_id=member_id)
+        if group.members:
+            self._assign(group, topics)
+
+    def _refresh_topics(self, group: ShareGroup, topics: TopicsView) -> bool:
+        seen = {}
+        for name in group.subscribed_topic_names():
+            info = topics.by_name(name)
+            if info is not None:
+                seen[name] = info.num_partitions
+        if seen == group.topic_partitions:
+            return False
+        group.topic_partitions = seen
+        return True
+
+    def _assign(self, group: ShareGroup, topics: TopicsView) -> None:
+        known = {}
+        for name in group.subscribed_topic_names():
+            info = topics.by_name(name)
+            if info is not None:
+                known[name] = (info.topic_id, info.num_partitions)
+        group.targets = assign({mid: mem.subscribed_topic_names for mid, mem in group.members.items()}, known)
+        group.assignment_epoch = group.group_epoch
+
+    @staticmethod
+    def _reconcile(member: ShareMember, group: ShareGroup) -> bool:
+        """The member takes its target at once; True when its assignment or epoch changed."""
+        target = group.targets.get(member.member_id, {})
+        if member.member_epoch == group.assignment_epoch and member.assignment == target:
+            return False
+        member.previous_member_epoch = member.member_epoch
+        member.member_epoch = group.assignment_epoch
+        changed = member.assignment != target
+        member.assignment = target
+        return changed or member.previous_member_epoch == JOIN_EPOCH
+
+    # ---- timers
+
+    def on_session_expired(self, key: ShareSessionKey, now_ms: int, topics: TopicsView) -> Outcome:
+        fx = Effects(now_ms)
+        before = self.groups.share(key.group_id)
+        if before is not None and key.member_id in before.members:
+            group = copy.deepcopy(before)
+            fx.event("share_member_session_expired", group.group_id, member_id=key.member_id)
+            self._remove(group, key.member_id, fx, topics)
+            fx.records.extend(changes(group.group_id, before, group, now_ms))
+        return fx.outcome()
+
+    # ---- ShareGroupDescribe, ListGroups, DeleteGroups
+
+    def describe(self, req: m.ShareGroupDescribeRequest, ctx: RequestContext, topics: TopicsView) -> Outcome:
+        return Outcome(response=Described(groups=[self._describe(g, topics) for g in req.group_ids]))
+
+    def _describe(self, group_id: str, topics: TopicsView) -> Described.DescribedGroup:
+        if not group_id:
+            return Described.DescribedGroup(group_id=group_id, error_code=int(ErrorCode.INVALID_GROUP_ID),
+                                            error_message="Group id can not be empty.", members=[])
+        group = self.groups.share(group_id)
+        if group is None:
+            kind = "is not a share group" if group_id in self.groups else "not found"
+            return Described.DescribedGroup(group_id=group_id, error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
+                                            error_message=f"Group {group_id} {kind}.", members=[])
+        members = [Described.Member(
+            member_id=mem.member_id, rack_id=mem.rack_id, member_epoch=mem.member_epoch, client_id=mem.client_id,
+            client_host="/" + mem.client_host, subscribed_topic_names=list(mem.subscribed_topic_names),
+            assignment=Described.Assignment(topic_partitions=[
+                Described.TopicPartitions(topic_id=topic_id, topic_name=_name(topics, topic_id),
+                                          partitions=sorted(parts))
+                for topic_id, parts in sorted(mem.assignment.items(), key=lambda kv: str(kv[0]))]))
+            for mem in group.members.values()]
+        return Described.DescribedGroup(group_id=group_id, group_state=group.state.value,
+                                        group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
+                                        assignor_name=ASSIGNOR_NAME, members=members)
+
+    def listed_groups(self, states: list[str], types: list[str]) -> list[m.ListGroupsResponse.ListedGroup]:
+        wanted_states = {s.lower() for s in states}
+        wanted_types = {t.lower() for t in types}
+        if wanted_types and "share" not in wanted_types:
+            return []
+        return [m.ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type="share",
+                                                 group_state=g.state.value, group_type="share")
+                for g in self.groups.share_groups()
+                if not wanted_states or g.state.value.lower() in wanted_states]
+
+    def delete(self, group_id: str, out: list[Record]) -> ErrorCode:
+        """DeleteGroups of a share group: only an Empty one; its tombstones go to `out`."""
+        group = self.groups.share(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        out.extend(changes(group_id, group, None, 0))
+        return ErrorCode.NONE
+
+    def start_sessions(self, fx: Effects) -> None:
+        """After loading: every member's session runs from now (it must heartbeat again in time)."""
+        for group in self.groups.share_groups():
+            for member_id in group.members:
+                fx.schedule(ShareSessionKey(group.group_id, member_id), self.config.session_timeout_ms)
+
+    # ---- replay: the only mutator of share groups
+
+    def replay(self, record: DecodedRecord) -> None:
+        key, value, kind = record.key, record.value, record.record_type
+        group_id = key.group_id
+        group = self.groups.share(group_id)
+        if group is None:
+            if value is None:
+                return
+            group = self.groups[group_id] = ShareGroup(group_id)
+        if kind == RecordType.SHARE_GROUP_METADATA:
+            if value is None:
+                del self.groups[group_id]
+            else:
+                group.group_epoch = value.epoch
+        elif kind == RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA:
+            group.assignment_epoch = value.assignment_epoch if value is not None else 0
+        elif kind == RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER:
+            if value is None:
+                group.targets.pop(key.member_id, None)
+            else:
+                group.targets[key.member_id] = {t.topic_id: frozenset(t.partitions) for t in value.topic_partitions}
+        elif kind == RecordType.SHARE_GROUP_MEMBER_METADATA:
+            if value is None:
+                group.members.pop(key.member_id, None)
+                return
+            member = group.members.setdefault(key.member_id, ShareMember(key.member_id, "", ""))
+            member.rack_id, member.client_id, member.client_host = value.rack_id, value.client_id, value.client_host
+            member.subscribed_topic_names = tuple(value.subscribed_topic_names)
+        elif kind == RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT and value is not None:
+            member = group.members.setdefault(key.member_id, ShareMember(key.member_id, "", ""))
+            member.member_epoch, member.previous_member_epoch = value.member_epoch, value.previous_member_epoch
+            member.assignment = {t.topic_id: frozenset(t.partitions) for t in value.assigned_partitions}
+
+    def member_ids(self, group_id: str) -> Iterator[str]:
+        group = self.groups.share(group_id)
+        return iter(group.members) if group is not None else iter(())
+
+
+def changes(group_id: str, before: ShareGroup | None, after: ShareGroup | None, now_ms: int) -> list[Record]:
+    """The records that turn `before` into `after` (None: no group), in the orders of records/share.py."""
+    out: list[Record] = []
+    old_members = before.members if before is not None else {}
+    new_members = after.members if after is not None else {}
+    for member_id in old_members:
+        if member_id not in new_members:
+            out += [records.share_current_assignment_tombstone(group_id, member_id),
+                    records.share_target_tombstone(group_id, member_id),
+                    records.share_member_metadata_tombstone(group_id, member_id)]
+    if after is None:
+        if before is not None:
+            out += [records.share_assignment_epoch_tombstone(group_id), records.share_group_epoch_tombstone(group_id)]
+        return out
+    for member_id, member in new_members.items():
+        old = old_members.get(member_id)
+        shown = (member.rack_id, member.client_id, member.client_host, member.subscribed_topic_names)
+        if old is None or (old.rack_id, old.client_id, old.client_host, old.subscribed_topic_names) != shown:
+            out.append(records.share_member_metadata_record(group_id, member_id, *shown))
+    if before is None or before.group_epoch != after.group_epoch:
+        out.append(records.share_group_epoch_record(group_id, after.group_epoch))
+    old_targets = before.targets if before is not None else {}
+    for member_id, target in after.targets.items():
+        if old_targets.get(member_id) != target:
+            out.append(records.share_target_record(group_id, member_id, target))
+    for member_id in old_targets:
+        if member_id not in after.targets and member_id in new_members:
+            out.append(records.share_target_record(group_id, member_id, {}))
+    if before is None or before.assignment_epoch != after.assignment_epoch:
+        out.append(records.share_assignment_epoch_record(group_id, after.assignment_epoch, now_ms))
+    for member_id, member in new_members.items():
+        old = old_members.get(member_id)
+        now = (member.member_epoch, member.previous_member_epoch, member.assignment)
+        if old is None or (old.member_epoch, old.previous_member_epoch, old.assignment) != now:
+            out.append(records.share_current_assignment_record(group_id, member_id, *now))
+    return out
+
+
+def _validate(req: m.ShareGroupHeartbeatRequest) -> None:
+    """Kafka's throwIfShareGroupHeartbeatRequestIsInvalid, in its order."""
+    if not req.member_id:
+        raise ApiError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+    if not req.group_id:
+        raise ApiError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+    if req.rack_id is not None and not req.rack_id:
+        raise ApiError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
+    if req.member_epoch < LEAVE_EPOCH:
+        raise ApiError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
+    if req.member_epoch == JOIN_EPOCH and not req.subscribed_topic_names:
+        raise ApiError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+
+
+def _assignment(assignment: Assignment) -> Heartbeat.Assignment:
+    return Heartbeat.Assignment(topic_partitions=[
+        Heartbeat.TopicPartitions(topic_id=topic_id, partitions=sorted(parts))
+        for topic_id, parts in sorted(assignment.items(), key=lambda kv: str(kv[0]))])
+
+
+def _name(topics: TopicsView, topic_id: object) -> str:
+    info = topics.by_id(topic_id)  # type: ignore[arg-type]
+    return info.name if info is not None else ""

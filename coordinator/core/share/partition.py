@@ -1,0 +1,264 @@
+"""One share-partition: the delivery state of a (share group, topic-partition) pair (Kafka's SharePartition).
+
+Pure: every call takes `now_ms`; the shell reads the log and arms the lock timers. Offsets in
+[start_offset, end_offset) are *in flight*, each with a state and a delivery count
+(docs/spec/share-groups.md#share-partition):
+
+* AVAILABLE -> ACQUIRED (count + 1, locked to one member until `now + lock duration`);
+* ACQUIRED -> ACKNOWLEDGED (ACCEPT), ARCHIVED (REJECT, GAP), or back to AVAILABLE (RELEASE, lock
+  expiry, the member's session closing), ARCHIVED instead when the count reached the limit;
+* the start offset moves past final offsets (ACKNOWLEDGED, ARCHIVED), so at most
+  `max_in_flight` offsets are ever tracked.
+
+Releases never lower a count: with limit L an offset is delivered at most L times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+
+from coordinator.records.share_state import PersistedBatch
+from protocol.error_codes import ErrorCode
+
+
+class RecordState(IntEnum):
+    """Kafka's RecordState ids (ACQUIRED is never persisted: it is written as AVAILABLE)."""
+
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+
+class AcknowledgeType(IntEnum):
+    """The acknowledgement types of ShareFetch/ShareAcknowledge (RENEW from v2)."""
+
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4
+
+
+_FINAL = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+
+
+@dataclass(slots=True)
+class InFlightRecord:
+    state: RecordState = RecordState.AVAILABLE
+    delivery_count: int = 0
+    member_id: str | None = None  # the member holding the lock while ACQUIRED
+    lock_deadline_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredRange:
+    """A run of acquired offsets with one delivery count (ShareFetch's AcquiredRecords)."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class AcknowledgementBatch:
+    first_offset: int
+    last_offset: int
+    types: Sequence[int]  # one type for the whole batch, or one per offset
+
+
+class AcknowledgeError(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLimits:
+    """The settings in force when a call is made (group config over broker defaults)."""
+
+    lock_duration_ms: int = 30_000
+    delivery_count_limit: int = 5
+    max_in_flight: int = 2_000
+
+
+class SharePartition:
+    """In-flight window of one share-partition; `start_offset` is Kafka's SPSO, `end_offset - 1` its SPEO."""
+
+    __slots__ = ("end_offset", "records", "start_offset", "state_epoch")
+
+    def __init__(self, start_offset: int, state_epoch: int = 0) -> None:
+        self.start_offset = start_offset
+        self.end_offset = start_offset
+        self.records: dict[int, InFlightRecord] = {}
+        self.state_epoch = state_epoch
+
+    # ---- queries
+
+    def in_flight(self) -> int:
+        return self.end_offset - self.start_offset
+
+    def held_by(self, member_id: str) -> Iterator[int]:
+        return (o for o, r in self.records.items() if r.state is RecordState.ACQUIRED and r.member_id == member_id)
+
+    def next_lock_deadline(self) -> int | None:
+        deadlines = [r.lock_deadline_ms for r in self.records.values() if r.state is RecordState.ACQUIRED]
+        return min(deadlines) if deadlines else None
+
+    def next_fetch_offset(self) -> int:
+        """The lowest AVAILABLE in-flight offset, else the first offset past the window."""
+        for offset in range(self.start_offset, self.end_offset):
+            record = self.records.get(offset)
+            if record is not None and record.state is RecordState.AVAILABLE:
+                return offset
+        return self.end_offset
+
+    def has_available(self, high_watermark: int) -> bool:
+        return self.next_fetch_offset() < self.end_offset or self.end_offset < high_watermark
+
+    # ---- durable form (Kafka's PersisterPersistedBatch: ACQUIRED is written as AVAILABLE)
+
+    def state_batches(self) -> list[PersistedBatch]:
+        """The window as maximal runs of one (state, count), what a ShareSnapshot record holds."""
+        batches: list[PersistedBatch] = []
+        for offset in range(self.start_offset, self.end_offset):
+            record = self.records.get(offset)
+            if record is None:
+                continue
+            state = RecordState.AVAILABLE if record.state is RecordState.ACQUIRED else record.state
+            last = batches[-1] if batches else None
+            if (last is not None and last.last_offset == offset - 1 and last.state == state
+                    and last.delivery_count == record.delivery_count):
+                batches[-1] = PersistedBatch(last.first_offset, offset, state, record.delivery_count)
+            else:
+                batches.append(PersistedBatch(offset, offset, state, record.delivery_count))
+        return batches
+
+    @classmethod
+    def from_state(cls, start_offset: int, batches: Iterable[PersistedBatch], state_epoch: int = 0) -> SharePartition:
+        """The share-partition a snapshot (and the updates after it) describe; nothing is acquired."""
+        sp = cls(start_offset, state_epoch)
+        for batch in batches:
+            for offset in range(max(batch.first_offset, start_offset), batch.last_offset + 1):
+                sp.records[offset] = InFlightRecord(RecordState(batch.state), batch.delivery_count)
+                sp.end_offset = max(sp.end_offset, offset + 1)
+        for offset in range(start_offset, sp.end_offset):  # holes (never fetched) start afresh
+            sp.records.setdefault(offset, InFlightRecord())
+        sp._advance_start()
+        return sp
+
+    # ---- moves
+
+    def move_start(self, log_start_offset: int) -> None:
+        """The log start passed the window's start (DeleteRecords, retention): archive what it passes."""
+        while self.start_offset < log_start_offset:
+            self.records.pop(self.start_offset, None)
+            self.start_offset += 1
+        self.end_offset = max(self.end_offset, self.start_offset)
+
+    def acquire(self, member_id: str, first: int, last: int, max_records: int, now_ms: int,
+                limits: PartitionLimits) -> list[AcquiredRange]:
+        """Acquire for `member_id` the AVAILABLE in-flight offsets and the new offsets within
+        [first, last] (the offsets the log read covers), at most `max_records` of them and without
+        the window outgrowing `max_in_flight`. Returns maximal runs with one delivery count."""
+        taken: list[tuple[int, int]] = []
+        deadline = now_ms + limits.lock_duration_ms
+        offset = max(first, self.start_offset)
+        while offset <= last and len(taken) < max_records:
+            record = self.records.get(offset)
+            if offset >= self.end_offset:
+                if self.in_flight() >= limits.max_in_flight:
+                    break
+                record = self.records[offset] = InFlightRecord()
+                self.end_offset = offset + 1
+            if record is not None and record.state is RecordState.AVAILABLE:
+                record.state = RecordState.ACQUIRED
+                record.delivery_count += 1
+                record.member_id = member_id
+                record.lock_deadline_ms = deadline
+                taken.append((offset, record.delivery_count))
+            offset += 1
+        return _runs(taken)
+
+    def acknowledge(self, member_id: str, batches: Iterable[AcknowledgementBatch], limits: PartitionLimits,
+                    now_ms: int) -> None:
+        """Apply one partition's acknowledgements, all or none (Kafka's SharePartition.acknowledge).
+        INVALID_REQUEST for malformed batches, INVALID_RECORD_STATE for an offset the member does
+        not hold."""
+        batches = list(batches)
+        previous_last = -1
+        for batch in batches:
+            if batch.first_offset > batch.last_offset or batch.first_offset <= previous_last:
+                raise AcknowledgeError(ErrorCode.INVALID_REQUEST, "Acknowledgement batches are invalid")
+            size = batch.last_offset - batch.first_offset + 1
+            if len(batch.types) not in (1, size):
+                raise AcknowledgeError(ErrorCode.INVALID_REQUEST, "Acknowledge types do not match the batch")
+            if any(t not in AcknowledgeType._value2member_map_ for t in batch.types):
+                raise AcknowledgeError(ErrorCode.INVALID_REQUEST, "Unknown acknowledge type")
+            previous_last = batch.last_offset
+            for offset in range(batch.first_offset, batch.last_offset + 1):
+                record = self.records.get(offset)
+                if record is None or record.state is not RecordState.ACQUIRED or record.member_id != member_id:
+                    raise AcknowledgeError(ErrorCode.INVALID_RECORD_STATE,
+                                           f"The record at offset {offset} is not acquired by the member")
+        for batch in batches:
+            for offset in range(batch.first_offset, batch.last_offset + 1):
+                kind = batch.types[0] if len(batch.types) == 1 else batch.types[offset - batch.first_offset]
+                self._apply(self.records[offset], AcknowledgeType(kind), limits, now_ms)
+        self._advance_start()
+
+    def release_member(self, member_id: str, limits: PartitionLimits) -> bool:
+        """The member's session closed: every offset it holds goes back (count unchanged)."""
+        held = list(self.held_by(member_id))
+        for offset in held:
+            self._release(self.records[offset], limits)
+        self._advance_start()
+        return bool(held)
+
+    def expire_locks(self, now_ms: int, limits: PartitionLimits) -> bool:
+        """Locks past their deadline end: the offsets are released. True when any did."""
+        expired = [r for r in self.records.values()
+                   if r.state is RecordState.ACQUIRED and r.lock_deadline_ms <= now_ms]
+        for record in expired:
+            self._release(record, limits)
+        self._advance_start()
+        return bool(expired)
+
+    # ---- internals
+
+    def _apply(self, record: InFlightRecord, kind: AcknowledgeType, limits: PartitionLimits, now_ms: int) -> None:
+        if kind is AcknowledgeType.ACCEPT:
+            record.state, record.member_id = RecordState.ACKNOWLEDGED, None
+        elif kind is AcknowledgeType.RELEASE:
+            self._release(record, limits)
+        elif kind is AcknowledgeType.RENEW:
+            record.lock_deadline_ms = now_ms + limits.lock_duration_ms
+        else:  # REJECT, GAP
+            record.state, record.member_id = RecordState.ARCHIVED, None
+
+    @staticmethod
+    def _release(record: InFlightRecord, limits: PartitionLimits) -> None:
+        exhausted = record.delivery_count >= limits.delivery_count_limit
+        record.state = RecordState.ARCHIVED if exhausted else RecordState.AVAILABLE
+        record.member_id = None
+
+    def _advance_start(self) -> None:
+        records = self.records
+        while self.start_offset < self.end_offset:
+            record = records.get(self.start_offset)
+            if record is not None and record.state not in _FINAL:
+                break
+            records.pop(self.start_offset, None)
+            self.start_offset += 1
+
+
+def _runs(taken: list[tuple[int, int]]) -> list[AcquiredRange]:
+    runs: list[AcquiredRange] = []
+    for offset, count in taken:
+        if runs and runs[-1].last_offset == offset - 1 and runs[-1].delivery_count == count:
+            runs[-1] = AcquiredRange(runs[-1].first_offset, offset, count)
+        else:
+            runs.append(AcquiredRange(offset, offset, count))
+    return runs

@@ -1,0 +1,55 @@
+"""ShareAcknowledge (key 79), v1-2: acknowledgements outside a fetch (commitSync, close with epoch
+-1). The session rules of ShareFetch, except that epoch 0 is INVALID_SHARE_SESSION_EPOCH and the
+partition set does not change. docs/spec/share-groups.md#share-fetch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.server.apis._share import ShareRequestError, acknowledge, after_durable, check_request, is_closing
+from coordinator.server.broker import Broker
+from coordinator.server.registry import Reply, RequestContext, api
+from coordinator.server.share_partitions import INITIAL_EPOCH, SessionError
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import ShareAcknowledgeResponse
+
+Topic = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
+PartitionData = ShareAcknowledgeResponse.PartitionData
+Leader = ShareAcknowledgeResponse.LeaderIdAndEpoch
+
+
+def _error(code: ErrorCode, message: str | None = None) -> ShareAcknowledgeResponse:
+    return ShareAcknowledgeResponse(error_code=int(code), error_message=message, responses=[], node_endpoints=[])
+
+
+def share_acknowledge_error(request: Any, code: ErrorCode, version: int) -> ShareAcknowledgeResponse:
+    return _error(code)
+
+
+@api(ApiKey.SHARE_ACKNOWLEDGE, versions=(1, 2), error_response=share_acknowledge_error)
+def share_acknowledge(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
+    share = broker.share
+    try:
+        check_request(broker, request, ctx)
+        if request.share_session_epoch == INITIAL_EPOCH:
+            raise ShareRequestError(ErrorCode.INVALID_SHARE_SESSION_EPOCH, "Epoch 0 cannot acknowledge.")
+        session = share.session_at(request.group_id, request.member_id, request.share_session_epoch, ctx.peer)
+    except ShareRequestError as exc:
+        return _error(exc.code)  # Kafka 4.4 gives these errors no message
+    except SessionError as exc:
+        return _error(exc.code)
+    topics = []
+    for topic in request.topics:
+        partitions = [PartitionData(partition_index=p.partition_index,
+                                    error_code=int(acknowledge(broker, ctx, request, topic.topic_id,
+                                                               p.partition_index, p.acknowledgement_batches)),
+                                    current_leader=Leader(leader_id=broker.node_id, leader_epoch=0))
+                      for p in topic.partitions]
+        topics.append(Topic(topic_id=topic.topic_id, partitions=partitions))
+    if is_closing(request):
+        share.close_session(request.group_id, request.member_id)
+    else:
+        session.next_epoch()
+    return after_durable(share.persist(), ShareAcknowledgeResponse(
+        acquisition_lock_timeout_ms=share.limits.lock_duration_ms, responses=topics, node_endpoints=[]))

@@ -1,0 +1,306 @@
+"""The broker side of share groups (Kafka's SharePartitionManager and ShareSessionCache): share
+sessions, the share-partitions of every group, their lock timers, and reading the log for them.
+
+The delivery state of one share-partition is the pure `coordinator.core.share.partition`; this
+module owns what it may not: the clock, the loop timers that end expired locks, and the logs.
+docs/spec/share-groups.md#sessions, #share-fetch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import structlog
+
+from coordinator.core.share.partition import (
+    AcknowledgeError,
+    AcknowledgementBatch,
+    AcquiredRange,
+    PartitionLimits,
+    SharePartition,
+)
+from coordinator.group_configs import SHARE_AUTO_OFFSET_RESET, SHARE_AUTO_OFFSET_RESET_DEFAULT
+from coordinator.log.batch import iter_batches
+from coordinator.records import Record, partition_for
+from coordinator.records.share_state import (
+    SHARE_STATE_TOPIC,
+    ShareStateRecordType,
+    batches_of,
+    decode_share_state,
+    snapshot_record,
+    state_partition_key,
+)
+from coordinator.server.log_record_store import LogRecordStore
+from protocol.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from coordinator.server.broker import Broker
+
+log = structlog.get_logger()
+
+PartitionKey = tuple[str, uuid.UUID, int]  # (group, topic id, partition)
+SessionPartition = tuple[uuid.UUID, int]
+INT32_MAX = 2**31 - 1
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+
+
+class SessionError(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(slots=True)
+class ShareSession:
+    """One member's fetch session: its partitions in order and the epoch its next request must carry."""
+
+    group_id: str
+    member_id: str
+    peer: str  # the connection that last used it: the session ends when that connection closes
+    epoch: int = 1
+    partitions: dict[SessionPartition, None] = field(default_factory=dict)  # ordered set
+    cursor: int = 0  # round-robin start of the next acquisition
+
+    def next_epoch(self) -> None:
+        self.epoch = 1 if self.epoch >= INT32_MAX else self.epoch + 1
+
+
+@dataclass(slots=True)
+class Acquired:
+    ranges: list[AcquiredRange]
+    records: bytes
+
+
+def _all_of(writes: list[asyncio.Future[None]]) -> asyncio.Future[None]:
+    if len(writes) == 1:
+        return writes[0]
+    gathered = asyncio.gather(*writes)
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def finish(result: asyncio.Future[list[None]]) -> None:
+        if result.exception() is not None:
+            done.set_exception(result.exception())  # type: ignore[arg-type]
+        else:
+            done.set_result(None)
+
+    gathered.add_done_callback(finish)
+    return done
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class SharePartitionManager:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        config = broker.config
+        self.limits = PartitionLimits(lock_duration_ms=config["group.share.record.lock.duration.ms"],
+                                      delivery_count_limit=config["group.share.delivery.count.limit"],
+                                      max_in_flight=config["group.share.partition.max.record.locks"])
+        self.max_sessions: int = config["group.share.max.share.sessions"]
+        self.partitions: dict[PartitionKey, SharePartition] = {}
+        self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self._lock_timers: dict[PartitionKey, asyncio.TimerHandle] = {}
+        # Durable state (docs/spec/share-groups.md#durable-state): each change of a share-partition
+        # writes a ShareSnapshot record of its whole window; answers to acknowledgements wait for it.
+        self.state_log = LogRecordStore(broker.data.logs, config["share.coordinator.state.topic.num.partitions"],
+                                        SHARE_STATE_TOPIC)
+        self._dirty: set[PartitionKey] = set()
+        self._snapshot_epochs: dict[PartitionKey, int] = {}
+        self._created_ms: dict[PartitionKey, int] = {}
+
+    # ---- durable state
+
+    def load(self) -> None:
+        """Replay `__share_group_state`: snapshots replace, updates change batches, tombstones delete."""
+        count = 0
+        for state_partition in self.state_log.partitions():
+            for key_bytes, value_bytes in self.state_log.read_raw(state_partition):
+                try:
+                    record = decode_share_state(key_bytes, value_bytes)
+                except ValueError:
+                    continue  # another writer's record type
+                count += 1
+                key = (record.group_id, record.topic_id, record.partition)
+                if record.value is None:
+                    self.partitions.pop(key, None)
+                elif record.record_type is ShareStateRecordType.SHARE_SNAPSHOT:
+                    self.partitions[key] = SharePartition.from_state(record.value.start_offset,
+                                                                     batches_of(record.value),
+                                                                     record.value.state_epoch)
+                    self._snapshot_epochs[key] = record.value.snapshot_epoch
+                    self._created_ms[key] = record.value.create_timestamp
+                elif key in self.partitions:
+                    old = self.partitions[key]
+                    start = record.value.start_offset if record.value.start_offset >= 0 else old.start_offset
+                    self.partitions[key] = SharePartition.from_state(
+                        start, [*old.state_batches(), *batches_of(record.value)], old.state_epoch)
+        log.info("share_state_loaded", share_partitions=len(self.partitions), records=count)
+
+    def mark_changed(self, key: PartitionKey) -> None:
+        self._dirty.add(key)
+
+    def persist(self) -> asyncio.Future[None] | None:
+        """Write a snapshot of every share-partition changed since the last call; None if none was.
+        The future completes once all of them are durable (it fails if a write does)."""
+        if not self._dirty:
+            return None
+        now = _now_ms()
+        by_state_partition: dict[int, list[Record]] = {}
+        for key in sorted(self._dirty, key=str):
+            sp = self.partitions.get(key)
+            if sp is None:
+                continue
+            epoch = self._snapshot_epochs[key] = self._snapshot_epochs.get(key, -1) + 1
+            created = self._created_ms.setdefault(key, now)
+            record = snapshot_record(*key, snapshot_epoch=epoch, state_epoch=sp.state_epoch,
+                                     start_offset=sp.start_offset, batches=sp.state_batches(),
+                                     create_ms=created, write_ms=now)
+            index = partition_for(state_partition_key(*key), self.state_log.num_partitions)
+            by_state_partition.setdefault(index, []).append(record)
+        self._dirty.clear()
+        writes = [self.state_log.append(index, records) for index, records in by_state_partition.items()]
+        if not writes:
+            return None
+        return _all_of(writes)
+
+    # ---- sessions
+
+    def open_session(self, group_id: str, member_id: str, wanted: Iterable[SessionPartition],
+                     peer: str) -> ShareSession:
+        """Epoch 0: a new session (an existing one of the member is closed first, its records released)."""
+        key = (group_id, member_id)
+        if key in self.sessions:
+            self.close_session(group_id, member_id)
+        elif len(self.sessions) >= self.max_sessions:
+            raise SessionError(ErrorCode.SHARE_SESSION_LIMIT_REACHED, "The share session cache is full.")
+        session = self.sessions[key] = ShareSession(group_id, member_id, peer)
+        session.partitions.update(dict.fromkeys(wanted))
+        return session
+
+    def session_at(self, group_id: str, member_id: str, epoch: int, peer: str) -> ShareSession:
+        session = self.sessions.get((group_id, member_id))
+        if session is None:
+            raise SessionError(ErrorCode.SHARE_SESSION_NOT_FOUND, "The share session was not found.")
+        if epoch != FINAL_EPOCH and epoch != session.epoch:
+            raise SessionError(ErrorCode.INVALID_SHARE_SESSION_EPOCH,
+                               f"The share session epoch {epoch} is not the expected {session.epoch}.")
+        session.peer = peer
+        return session
+
+    def connection_closed(self, peer: str) -> None:
+        """Kafka's ShareSessionCache disconnect listener: the connection's sessions end, releasing
+        their records at once rather than when their locks run out."""
+        for session in [s for s in self.sessions.values() if s.peer == peer]:
+            self.close_session(session.group_id, session.member_id)
+
+    def close_session(self, group_id: str, member_id: str) -> None:
+        """The session ends (epoch -1, a new epoch 0, the member left the group): its records go back."""
+        session = self.sessions.pop((group_id, member_id), None)
+        released = False
+        for (key, sp) in list(self.partitions.items()):
+            if key[0] == group_id and sp.release_member(member_id, self.limits):
+                released = True
+                self.mark_changed(key)
+        if released:
+            self.persist()  # nobody waits for it: the records are back in memory already
+            self.broker.data.appended.notify()  # waiting fetches may take the released records
+        if session is not None:
+            log.debug("share_session_closed", group_id=group_id, member_id=member_id)
+
+    # ---- acknowledging and acquiring
+
+    def acknowledge(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int,
+                    batches: list[AcknowledgementBatch]) -> ErrorCode:
+        sp = self.partitions.get((group_id, topic_id, index))
+        if sp is None:
+            return ErrorCode.INVALID_RECORD_STATE
+        try:
+            sp.acknowledge(member_id, batches, self.limits, _now_ms())
+        except AcknowledgeError as exc:
+            return exc.code
+        self.mark_changed((group_id, topic_id, index))
+        self.broker.data.appended.notify()  # released records may be acquired by a waiting fetch
+        return ErrorCode.NONE
+
+    def share_partition(self, group_id: str, topic_id: uuid.UUID, index: int) -> SharePartition:
+        key = (group_id, topic_id, index)
+        sp = self.partitions.get(key)
+        topic = self.broker.topics.by_id(topic_id)
+        assert topic is not None
+        partition = self.broker.data.partition(topic, index)
+        if sp is None:
+            reset = self.broker.groups.group_configs.get(group_id).get(SHARE_AUTO_OFFSET_RESET,
+                                                                       SHARE_AUTO_OFFSET_RESET_DEFAULT)
+            earliest = reset.strip().lower() == "earliest"
+            start = partition.log_start_offset if earliest else partition.high_watermark
+            sp = self.partitions[key] = SharePartition(start)
+            self.mark_changed(key)  # the start must be durable before anything is delivered from it
+        if partition.log_start_offset > sp.start_offset:
+            sp.move_start(partition.log_start_offset)
+            self.mark_changed(key)
+        return sp
+
+    def acquire(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int, max_records: int,
+                max_bytes: int) -> Acquired:
+        """Acquire up to `max_records` for the member; the whole batches that hold them."""
+        topic = self.broker.topics.by_id(topic_id)
+        assert topic is not None
+        sp = self.share_partition(group_id, topic_id, index)
+        partition = self.broker.data.partition(topic, index)
+        high_watermark = partition.high_watermark
+        first = sp.next_fetch_offset()
+        if first >= high_watermark or max_records <= 0:
+            return Acquired([], b"")
+        data = partition.read(first, max(max_bytes, 1))
+        spans = [(position, header) for position, header in iter_batches(data)]
+        if not spans:
+            return Acquired([], b"")
+        last = min(spans[-1][1].last_offset, high_watermark - 1)
+        now = _now_ms()
+        ranges = sp.acquire(member_id, first, last, max_records, now, self.limits)
+        if not ranges:
+            return Acquired([], b"")
+        self._arm_lock_timer((group_id, topic_id, index), sp)
+        kept = bytearray()
+        for position, header in spans:  # only the batches holding acquired offsets: the client drops the rest
+            if any(r.first_offset <= header.last_offset and header.base_offset <= r.last_offset for r in ranges):
+                kept += data[position:position + header.size]
+        return Acquired(ranges, bytes(kept))
+
+    # ---- lock expiry
+
+    def _arm_lock_timer(self, key: PartitionKey, sp: SharePartition) -> None:
+        deadline = sp.next_lock_deadline()
+        handle = self._lock_timers.pop(key, None)
+        if handle is not None:
+            handle.cancel()
+        if deadline is None:
+            return
+        loop = asyncio.get_running_loop()
+        delay = max(0.0, (deadline - _now_ms()) / 1000)
+        self._lock_timers[key] = loop.call_later(delay, self._expire_locks, key)
+
+    def _expire_locks(self, key: PartitionKey) -> None:
+        self._lock_timers.pop(key, None)
+        sp = self.partitions.get(key)
+        if sp is None:
+            return
+        if sp.expire_locks(_now_ms(), self.limits):
+            log.info("share_locks_expired", group_id=key[0], topic_id=str(key[1]), partition=key[2])
+            self.mark_changed(key)
+            self.persist()
+            self.broker.data.appended.notify()
+        self._arm_lock_timer(key, sp)
+
+    def close(self) -> None:
+        for handle in self._lock_timers.values():
+            handle.cancel()
+        self._lock_timers.clear()
