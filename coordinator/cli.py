@@ -16,6 +16,8 @@ from pathlib import Path
 import structlog
 
 from coordinator.admin.groups_commands import add_parser as _add_groups
+from coordinator.cluster.commands import add_cluster_parser as _add_cluster
+from coordinator.cluster.commands import add_db_parser as _add_db
 from coordinator.config import ConfigError, load_config
 from coordinator.core.txn.records import describe_txn_record
 from coordinator.log.dump import dump
@@ -116,7 +118,7 @@ def _add_log(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
 
 
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [  # type: ignore[type-arg]
-    _add_serve, _add_groups, _add_log, _add_report, _add_acls, _add_users]
+    _add_serve, _add_groups, _add_log, _add_report, _add_acls, _add_users, _add_db, _add_cluster]
 
 
 def build_parser() -> argparse.ArgumentParser:

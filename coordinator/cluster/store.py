@@ -1,0 +1,219 @@
+"""Record batches in PostgreSQL: the shards' logs of a cluster, fenced by the owner's lease epoch.
+
+A shard (a `__consumer_offsets` partition, named as Kafka names a TopicPartition) is a sequence of
+Kafka record batches v2 in `gc_batches`, ordered by base offset. Appends queue up while one
+transaction commits, and the next transaction takes all of them, as the file store's appends share
+one fsync. Each transaction first locks the lease rows of the shards it writes, checking that this
+node still owns each with the epoch it claimed and that the lease has not expired by the database's
+clock: a node that lost a lease (paused, cut off) cannot write again, whatever its own clock says.
+
+`PgRecordStore` is the group runtime's record store over it (coordinator/server/record_store.py):
+shards are loaded when their lease is won (`ownership.py`), not at start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import structlog
+
+from coordinator.log.batch import BatchHeader, build_keyed_batch_from_columns, record_columns, set_base_offset
+from coordinator.records import Record, RecordsToWrite, latest_per_key
+from coordinator.server.log_record_store import _decoded
+from coordinator.topics import OFFSETS_TOPIC
+
+log = structlog.get_logger()
+
+# A shard whose log has this many batches more than at its last compaction is compacted.
+COMPACT_AFTER_BATCHES = 2000
+
+
+class StoreUnavailable(OSError):
+    """The database could not take the write (down, unreachable, timed out): retriable. An OSError, as
+    the runtime maps a failed write of any store to NOT_COORDINATOR."""
+
+
+class Fenced(StoreUnavailable):
+    """This node no longer holds the shard's lease with the epoch it wrote under."""
+
+
+def shard_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def offsets_shard(partition: int) -> str:
+    return shard_name(OFFSETS_TOPIC, partition)
+
+
+_Pending = tuple[str, bytes, int, "asyncio.Future[None]"]
+
+_LOCK_LEASES = """
+    SELECT l.shard, l.next_offset FROM gc_leases l
+    JOIN unnest($1::text[], $2::bigint[]) AS held(shard, epoch) ON l.shard = held.shard AND l.epoch = held.epoch
+    WHERE l.owner = $3 AND l.expires_at > now()
+    ORDER BY l.shard FOR UPDATE OF l"""
+_INSERT_BATCHES = """
+    INSERT INTO gc_batches (shard, base_offset, record_count, batch)
+    SELECT * FROM unnest($1::text[], $2::bigint[], $3::integer[], $4::bytea[])"""
+_ADVANCE = """
+    UPDATE gc_leases l SET next_offset = u.next_offset
+    FROM unnest($1::text[], $2::bigint[]) AS u(shard, next_offset) WHERE l.shard = u.shard"""
+
+
+class BatchStore:
+    """The shards' record batches; appends are group-committed and fenced by lease epochs."""
+
+    def __init__(self, pool: Any, node_id: int, on_fenced: Callable[[str], None] | None = None) -> None:
+        self.pool = pool
+        self.node_id = node_id
+        self.epochs: dict[str, int] = {}  # shard -> the epoch this node claimed it with
+        self.on_fenced = on_fenced
+        self.appended_batches: dict[str, int] = {}  # shard -> batches appended since its last compaction
+        self._queue: list[_Pending] = []
+        self._wakeup = asyncio.Event()
+        self._writer: asyncio.Task[None] | None = None
+        self._closing = False
+        self.transactions = 0
+
+    def start(self) -> None:
+        if self._writer is None:
+            self._writer = asyncio.ensure_future(self._write_loop())
+
+    def append(self, shard: str, batch: bytes, count: int) -> asyncio.Future[None]:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.append((shard, batch, count, done))
+        self._wakeup.set()
+        return done
+
+    async def _write_loop(self) -> None:
+        while not (self._closing and not self._queue):
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            while self._queue:
+                pending, self._queue = self._queue, []
+                await self._commit(pending)
+
+    async def _commit(self, pending: list[_Pending]) -> None:
+        """One transaction for every append queued: lock and check the leases, insert, advance."""
+        shards = sorted({shard for shard, _, _, _ in pending})
+        held = [self.epochs.get(shard, -1) for shard in shards]
+        fenced: set[str] = set()
+        try:
+            async with self.pool.acquire() as conn, conn.transaction():
+                rows = await conn.fetch(_LOCK_LEASES, shards, held, self.node_id)
+                next_offset = {row["shard"]: int(row["next_offset"]) for row in rows}
+                fenced = set(shards) - next_offset.keys()
+                names, offsets, counts, batches = [], [], [], []
+                for shard, batch, count, _ in pending:
+                    if shard in fenced:
+                        continue
+                    base = next_offset[shard]
+                    framed = bytearray(batch)
+                    set_base_offset(framed, base)  # as a broker assigns offsets on append
+                    names.append(shard)
+                    offsets.append(base)
+                    counts.append(count)
+                    batches.append(bytes(framed))
+                    next_offset[shard] = base + count
+                if names:
+                    await conn.execute(_INSERT_BATCHES, names, offsets, counts, batches)
+                    await conn.execute(_ADVANCE, list(next_offset), list(next_offset.values()))
+        except Exception as exc:  # the outcome of the transaction is unknown: nothing is acknowledged
+            log.warning("store_write_failed", shards=len(shards), appends=len(pending), error=repr(exc))
+            failure = StoreUnavailable(f"PostgreSQL write failed: {exc!r}")
+            for _, _, _, done in pending:
+                if not done.done():
+                    done.set_exception(failure)
+            return
+        self.transactions += 1
+        for shard, _, _, done in pending:
+            if done.done():
+                continue
+            if shard in fenced:
+                done.set_exception(Fenced(f"lease on {shard} lost (epoch {self.epochs.get(shard)})"))
+            else:
+                self.appended_batches[shard] = self.appended_batches.get(shard, 0) + 1
+                done.set_result(None)
+        for shard in fenced:
+            log.warning("store_write_fenced", shard=shard, epoch=self.epochs.get(shard))
+            if self.on_fenced is not None:
+                self.on_fenced(shard)
+
+    async def read(self, shard: str) -> list[tuple[list[bytes], list[bytes | None]]]:
+        """The shard's records as (keys, values) per batch, oldest first."""
+        async with self.pool.acquire() as conn:
+            rows = await conn.fetch("SELECT batch FROM gc_batches WHERE shard = $1 ORDER BY base_offset", shard)
+        return [_keys_and_values(row["batch"]) for row in rows]
+
+    async def compact(self, shard: str) -> bool:
+        """Rewrite the shard's log as each key's latest record (tombstones dropped: nothing before them
+        remains to delete), under its lease like any append. False if the lease was lost."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch(_LOCK_LEASES, [shard], [self.epochs.get(shard, -1)], self.node_id)
+            if not rows:
+                return False
+            batches = await conn.fetch("SELECT base_offset, batch FROM gc_batches WHERE shard = $1 "
+                                       "ORDER BY base_offset", shard)
+            if len(batches) < 2:
+                return True
+            latest = latest_per_key(_keys_and_values(row["batch"]) for row in batches)
+            live = {key: value for key, value in latest.items() if value is not None}
+            await conn.execute("DELETE FROM gc_batches WHERE shard = $1", shard)
+            if live:
+                first = int(batches[0]["base_offset"])
+                batch = bytearray(build_keyed_batch_from_columns(list(live), list(live.values()),
+                                                                 int(time.time() * 1000)))
+                set_base_offset(batch, first)
+                await conn.execute("INSERT INTO gc_batches (shard, base_offset, record_count, batch) "
+                                   "VALUES ($1, $2, $3, $4)", shard, first, len(live), bytes(batch))
+        self.appended_batches[shard] = 0
+        log.info("store_compacted", shard=shard, batches=len(batches), live_records=len(live))
+        return True
+
+    async def close(self) -> None:
+        """What was queued before the close still gets its transaction."""
+        self._closing = True
+        self._wakeup.set()
+        if self._writer is not None:
+            await self._writer
+
+
+def _keys_and_values(batch: bytes) -> tuple[list[bytes], list[bytes | None]]:
+    header = BatchHeader.parse(batch)
+    columns = record_columns(batch, 0, header)
+    return columns.keys, columns.values  # type: ignore[return-value]  # coordinator records have keys
+
+
+class PgRecordStore:
+    """The group runtime's record store in PostgreSQL: one shard per `__consumer_offsets` partition."""
+
+    def __init__(self, batches: BatchStore) -> None:
+        self.batches = batches
+
+    def partitions(self) -> Iterable[int]:
+        return []  # shards are loaded when this node wins their lease, not at start
+
+    def read_all(self, partition: int) -> Iterable[Record]:
+        raise StoreUnavailable("a PostgreSQL shard is read with load(), asynchronously")
+
+    def read_partitions(self) -> Iterator[tuple[int, Iterable[Record]]]:
+        return iter(())
+
+    async def load(self, partition: int) -> list[Record]:
+        """The partition's live records (each key's latest), decoded, in log order."""
+        latest = latest_per_key(await self.batches.read(offsets_shard(partition)))
+        return list(_decoded(list(latest), list(latest.values())))
+
+    def append(self, partition: int, records: Sequence[Record]) -> asyncio.Future[None]:
+        if isinstance(records, RecordsToWrite):
+            keys, values = records.columns()
+        else:
+            keys, values = [r.key for r in records], [r.value for r in records]
+        batch = build_keyed_batch_from_columns(keys, values, int(time.time() * 1000))
+        return self.batches.append(offsets_shard(partition), batch, len(keys))
+
+    async def close(self) -> None:
+        await self.batches.close()
