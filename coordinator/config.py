@@ -292,8 +292,9 @@ SETTINGS: tuple[Setting, ...] = (
             "Period of the scan that expires idle transactional ids.", "int"),
     Setting("coordinator.store.url", _text, "",
             "Where coordinator records live: empty for the files under log.dirs, or postgresql://... for a "
-            "cluster of nodes sharing one PostgreSQL database (each node a distinct node.id).",
-            "password", optional=True),
+            "cluster of nodes sharing one PostgreSQL database (each node a distinct node.id). Logged and "
+            "described like any setting: give the password in PGPASSWORD or ~/.pgpass, not here.",
+            optional=True),
     Setting("cluster.lease.ms", _int(500, 600_000), "3000",
             "Cluster: how long a node's lease on a coordinator shard lasts without renewal (database clock).",
             "int"),

@@ -1,0 +1,50 @@
+"""Raw requests to one node of a cluster: commits, fetches and coordinator lookups by group."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest
+
+RETRIABLE = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE}
+
+
+def commit_request(group: str, topic: str, offset: int) -> OffsetCommitRequest:
+    """A simple (memberless) commit of `offset` for partition 0 of `topic`."""
+    return OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[
+        OffsetCommitRequest.OffsetCommitRequestTopic(name=topic, partitions=[
+            OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=offset)])])
+
+
+def commit(wire: Any, group: str, topic: str, offset: int) -> int:
+    response = wire.request(ApiKey.OFFSET_COMMIT, 8, commit_request(group, topic, offset))
+    return int(response.topics[0].partitions[0].error_code)
+
+
+def commit_until_accepted(wire: Any, group: str, topic: str, offset: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while (code := commit(wire, group, topic, offset)) in RETRIABLE:
+        assert time.monotonic() < deadline, f"commit still answered {ErrorCode(code).name}"
+        time.sleep(0.05)
+    assert code == ErrorCode.NONE, ErrorCode(code).name
+
+
+def fetch_offset(wire: Any, group: str, topic: str) -> tuple[int, int]:
+    """(error code, committed offset of partition 0 of `topic`)."""
+    response = wire.request(ApiKey.OFFSET_FETCH, 8, OffsetFetchRequest(groups=[
+        OffsetFetchRequest.OffsetFetchRequestGroup(group_id=group, topics=[
+            OffsetFetchRequest.OffsetFetchRequestTopics(name=topic, partition_indexes=[0])])]))
+    [answer] = response.groups
+    if answer.error_code:
+        return int(answer.error_code), -1
+    return 0, int(answer.topics[0].partitions[0].committed_offset)
+
+
+def find_coordinator(wire: Any, group: str) -> tuple[int, int]:
+    """(error code, node id) of the group's coordinator as this node sees it."""
+    response = wire.request(ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=[group]))
+    [found] = response.coordinators
+    return int(found.error_code), int(found.node_id)
