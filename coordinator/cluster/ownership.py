@@ -60,8 +60,11 @@ _ROUND = """
             expires_at = excluded.expires_at
         RETURNING node_id)
     UPDATE gc_leases l SET expires_at = now() + $4 * interval '1 millisecond'
-    FROM unnest($5::text[], $6::bigint[]) AS held(shard, epoch)
-    WHERE l.shard = held.shard AND l.epoch = held.epoch AND l.owner = $1 AND l.expires_at > now()
+    FROM (SELECT g.shard FROM gc_leases g
+          JOIN unnest($5::text[], $6::bigint[]) AS held(shard, epoch) ON g.shard = held.shard AND g.epoch = held.epoch
+          WHERE g.owner = $1 AND g.expires_at > now()
+          ORDER BY g.shard FOR UPDATE OF g) AS mine
+    WHERE l.shard = mine.shard
     RETURNING l.shard"""
 _LEASES = """
     SELECT shard, owner, epoch, expires_at > now() AS live FROM gc_leases"""
@@ -173,7 +176,10 @@ class Cluster:
     async def start(self) -> None:
         import asyncpg  # the `cluster` extra: only a node with a PostgreSQL store needs it
 
-        self.pool = await asyncpg.create_pool(self.url, min_size=2, max_size=4, command_timeout=STATEMENT_TIMEOUT_S)
+        # Connecting is bounded like statements: with the database down, a write or a renewal fails
+        # within seconds (retriable errors for clients) instead of waiting out a 60 s connect timeout.
+        self.pool = await asyncpg.create_pool(self.url, min_size=2, max_size=4, timeout=STATEMENT_TIMEOUT_S,
+                                              command_timeout=STATEMENT_TIMEOUT_S)
         async with self.pool.acquire() as conn:
             await migrate(conn)
             await conn.execute("INSERT INTO gc_cluster (id) VALUES ($1) ON CONFLICT DO NOTHING", self.cluster_id)
@@ -319,4 +325,7 @@ class Cluster:
                 await conn.execute("UPDATE gc_nodes SET expires_at = now() WHERE node_id = $1", self.node_id)
         except Exception as exc:  # the database is gone: the leases expire by themselves
             log.warning("cluster_handover_failed", error=repr(exc))
-        await self.pool.close()
+        try:
+            await asyncio.wait_for(self.pool.close(), STATEMENT_TIMEOUT_S)
+        except TimeoutError:
+            self.pool.terminate()

@@ -50,17 +50,34 @@ def offsets_shard(partition: int) -> str:
 
 _Pending = tuple[str, bytes, int, "asyncio.Future[None]"]
 
+# Lease rows are always locked in shard order (appends, renewals), so two statements never deadlock.
 _LOCK_LEASES = """
     SELECT l.shard, l.next_offset FROM gc_leases l
     JOIN unnest($1::text[], $2::bigint[]) AS held(shard, epoch) ON l.shard = held.shard AND l.epoch = held.epoch
     WHERE l.owner = $3 AND l.expires_at > now()
     ORDER BY l.shard FOR UPDATE OF l"""
-_INSERT_BATCHES = """
-    INSERT INTO gc_batches (shard, base_offset, record_count, batch)
-    SELECT * FROM unnest($1::text[], $2::bigint[], $3::integer[], $4::bytea[])"""
-_ADVANCE = """
-    UPDATE gc_leases l SET next_offset = u.next_offset
-    FROM unnest($1::text[], $2::bigint[]) AS u(shard, next_offset) WHERE l.shard = u.shard"""
+# One statement, so one round trip, for a whole group commit: lock the written shards' leases that
+# this node still holds (epoch and expiry checked), give each batch its base offset (the shard's next
+# offset plus the records of the batches before it, written into the batch's first 8 bytes as a broker
+# assigns offsets on append), insert the batches and advance the shards' next offsets. Returns the
+# shards it could write; the others are fenced.
+_APPEND = """
+    WITH held AS (""" + _LOCK_LEASES + """),
+    incoming AS (
+        SELECT a.shard, a.record_count, a.batch,
+               held.next_offset + sum(a.record_count) OVER (PARTITION BY a.shard ORDER BY a.ord) - a.record_count
+                   AS base_offset
+        FROM unnest($4::text[], $5::integer[], $6::bytea[]) WITH ORDINALITY AS a(shard, record_count, batch, ord)
+        JOIN held ON held.shard = a.shard),
+    inserted AS (
+        INSERT INTO gc_batches (shard, base_offset, record_count, batch)
+        SELECT shard, base_offset, record_count, overlay(batch PLACING int8send(base_offset) FROM 1 FOR 8)
+        FROM incoming RETURNING shard),
+    advanced AS (
+        UPDATE gc_leases l SET next_offset = l.next_offset + added.records
+        FROM (SELECT shard, sum(record_count) AS records FROM incoming GROUP BY shard) AS added
+        WHERE l.shard = added.shard RETURNING l.shard)
+    SELECT shard FROM held"""
 
 
 class BatchStore:
@@ -102,25 +119,11 @@ class BatchStore:
         held = [self.epochs.get(shard, -1) for shard in shards]
         fenced: set[str] = set()
         try:
-            async with self.pool.acquire() as conn, conn.transaction():
-                rows = await conn.fetch(_LOCK_LEASES, shards, held, self.node_id)
-                next_offset = {row["shard"]: int(row["next_offset"]) for row in rows}
-                fenced = set(shards) - next_offset.keys()
-                names, offsets, counts, batches = [], [], [], []
-                for shard, batch, count, _ in pending:
-                    if shard in fenced:
-                        continue
-                    base = next_offset[shard]
-                    framed = bytearray(batch)
-                    set_base_offset(framed, base)  # as a broker assigns offsets on append
-                    names.append(shard)
-                    offsets.append(base)
-                    counts.append(count)
-                    batches.append(bytes(framed))
-                    next_offset[shard] = base + count
-                if names:
-                    await conn.execute(_INSERT_BATCHES, names, offsets, counts, batches)
-                    await conn.execute(_ADVANCE, list(next_offset), list(next_offset.values()))
+            async with self.pool.acquire() as conn:
+                written = {row["shard"] for row in await conn.fetch(
+                    _APPEND, shards, held, self.node_id, [shard for shard, _, _, _ in pending],
+                    [count for _, _, count, _ in pending], [batch for _, batch, _, _ in pending])}
+            fenced = set(shards) - written
         except Exception as exc:  # the outcome of the transaction is unknown: nothing is acknowledged
             log.warning("store_write_failed", shards=len(shards), appends=len(pending), error=repr(exc))
             failure = StoreUnavailable(f"PostgreSQL write failed: {exc!r}")

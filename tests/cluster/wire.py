@@ -48,3 +48,69 @@ def find_coordinator(wire: Any, group: str) -> tuple[int, int]:
     response = wire.request(ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=[group]))
     [found] = response.coordinators
     return int(found.error_code), int(found.node_id)
+
+
+class WireCommitter:
+    """A client committing ever larger offsets for one group, straight on the wire: it looks the
+    coordinator up (FindCoordinator on any reachable node) and moves when told NOT_COORDINATOR or cut
+    off, as Kafka's clients do. Records every acknowledged offset and every error code it met."""
+
+    def __init__(self, nodes: list[tuple[str, int]], group: str, topic: str = "t") -> None:
+        self.nodes, self.group, self.topic = nodes, group, topic
+        self.acknowledged: list[tuple[float, int]] = []
+        self.errors: list[int] = []
+        self.stop = False
+        self._wire: Any = None
+
+    def _coordinator(self) -> Any:
+        from tests.server.conftest import KafkaWire
+
+        for host, port in self.nodes:
+            try:
+                wire = KafkaWire(host, port)
+            except OSError:
+                continue
+            try:
+                code, node = find_coordinator(wire, self.group)
+            except (OSError, ConnectionError):
+                wire.close()
+                continue
+            wire.close()
+            if code != ErrorCode.NONE:
+                self.errors.append(code)
+                continue
+            target = self.nodes[node - 1]  # node ids are 1.. in the order of `nodes`
+            try:
+                return KafkaWire(*target)
+            except OSError:
+                continue
+        return None
+
+    def run(self) -> None:
+        offset = 0
+        while not self.stop:
+            if self._wire is None:
+                self._wire = self._coordinator()
+                if self._wire is None:
+                    time.sleep(0.05)
+                    continue
+            offset += 1
+            try:
+                code = commit(self._wire, self.group, self.topic, offset)
+            except (OSError, ConnectionError, AssertionError):
+                self._wire.close()
+                self._wire = None
+                continue
+            if code == ErrorCode.NONE:
+                self.acknowledged.append((time.monotonic(), offset))
+            else:
+                self.errors.append(code)
+                self._wire.close()
+                self._wire = None
+                time.sleep(0.02)
+            time.sleep(0.01)
+        if self._wire is not None:
+            self._wire.close()
+
+    def last_acknowledged(self) -> int:
+        return self.acknowledged[-1][1] if self.acknowledged else 0
