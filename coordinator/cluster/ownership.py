@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ from coordinator.cluster.store import COMPACT_AFTER_BATCHES, BatchStore, PgRecor
 from coordinator.config import Config
 from coordinator.metrics.server_metrics import ServerMetrics
 from coordinator.server.registry import HandlerError
+from coordinator.topics import TopicError, TopicRegistry
 from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -109,7 +111,8 @@ class Cluster:
     """This node's side of the cluster: its leases, the shards it serves, the routing view."""
 
     def __init__(self, config: Config, node_id: int, host: str, port: int, runtime: GroupRuntime,
-                 store: PgRecordStore, metrics: ServerMetrics, cluster_id: str) -> None:
+                 store: PgRecordStore, metrics: ServerMetrics, cluster_id: str,
+                 topics: TopicRegistry | None = None) -> None:
         self.url: str = config["coordinator.store.url"]
         self.lease_ms: int = config["cluster.lease.ms"]
         self.renew_s: float = config["cluster.lease.renew.ms"] / 1000
@@ -123,6 +126,7 @@ class Cluster:
         self.owners: dict[int, int] = {}  # partition -> node holding a live lease (the routing view)
         self.nodes: dict[int, NodeInfo] = {}  # live nodes
         self.pool: Any = None
+        self.topics = topics  # this node's topic registry, kept in step with gc_topics
         self.cluster_id = cluster_id  # the first node's proposal; every node takes the one stored
         self._loop_task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -190,6 +194,7 @@ class Cluster:
         self.batches.start()
         self.runtime.gate = self
         await self._round()
+        await self._sync_topics()
         self._loop_task = asyncio.ensure_future(self._run())
         log.info("cluster_joined", node_id=self.node_id, shards=len(self.held), live_nodes=sorted(self.nodes))
 
@@ -198,6 +203,7 @@ class Cluster:
             await asyncio.sleep(self.renew_s)
             try:
                 await self._round()
+                await self._sync_topics()
                 await self._compact_some()
             except asyncio.CancelledError:
                 raise
@@ -250,6 +256,31 @@ class Cluster:
             preferred = preferred_owner(settled, offsets_shard(partition))
             if held.loaded and preferred is not None and preferred != self.node_id and self.node_id in settled:
                 await self._hand_over(partition, held, to=preferred)
+
+    async def _sync_topics(self) -> None:
+        """Topics created on any node reach every node: this node's new topics go into gc_topics (the
+        first node to write a name wins), and the table's topics this node lacks are created here, with
+        the same id (derived from the name). Deletions are not shared."""
+        if self.topics is None:
+            return
+        local = {topic.name: topic for topic in self.topics if not topic.internal}
+        async with self.pool.acquire() as conn:
+            shared = {row["name"]: row for row in await conn.fetch("SELECT name, partitions, configs FROM gc_topics")}
+            new = [topic for name, topic in local.items() if name not in shared]
+            if new:
+                await conn.execute(
+                    "INSERT INTO gc_topics (name, partitions, configs) "
+                    "SELECT * FROM unnest($1::text[], $2::integer[], $3::jsonb[]) ON CONFLICT DO NOTHING",
+                    [t.name for t in new], [t.partitions for t in new], [json.dumps(t.configs) for t in new])
+        for name, row in shared.items():
+            if name in local:
+                continue
+            try:
+                self.topics.create(name, int(row["partitions"]), json.loads(row["configs"]))
+            except TopicError as exc:  # not a name this node accepts: leave it out, say so
+                log.warning("cluster_topic_not_created", topic=name, error=str(exc))
+                continue
+            log.info("cluster_topic_learnt", topic=name, partitions=row["partitions"])
 
     def _start_load(self, partition: int, held: Held) -> None:
         if held.load is not None and not held.load.done():

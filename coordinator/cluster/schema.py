@@ -48,6 +48,15 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (shard, base_offset)
     );
     """,
+    # 2: the user topics every node knows (created on one node, learnt by the others).
+    """
+    CREATE TABLE gc_topics (
+        name       text PRIMARY KEY,
+        partitions integer NOT NULL,
+        configs    jsonb NOT NULL DEFAULT '{}',
+        created_at timestamptz NOT NULL DEFAULT now()
+    );
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

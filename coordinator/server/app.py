@@ -78,7 +78,7 @@ class Server:
             from coordinator.cluster.ownership import Cluster
             advertised = self.broker.advertised
             cluster = Cluster(config, self.broker.node_id, advertised.host, advertised.port, self.broker.groups,
-                              pg_store, self.broker.metrics, self.broker.cluster_id)
+                              pg_store, self.broker.metrics, self.broker.cluster_id, self.broker.topics)
             self.broker.cluster = cluster
 
             async def join_cluster() -> None:

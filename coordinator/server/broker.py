@@ -76,7 +76,7 @@ class Broker:
         self.cluster_id = load_or_create_cluster_id(self.data_dir, self.node_id)
         self.advertised: Listener = config.advertised_listener  # the first listener's, for logs and tools
         self._advertised_by_name = advertised_by_listener_name(config)
-        # A cluster's nodes share no topic registry yet: each names a topic by the same id.
+        # A cluster's nodes each keep a registry, in step through the database: ids from names agree.
         self.topics = TopicRegistry(self.data_dir, id_for_name=cluster_topic_id if config["coordinator.store.url"]
                                     else None)
         self.groups: GroupRuntime  # set by the server once the event loop runs

@@ -72,9 +72,11 @@ def test_twenty_random_kills_under_load_lose_no_acknowledged_commit(cluster_fact
             time.sleep(chooser.uniform(0.5, 2.0))
             victim = chooser.choice(sorted(cluster.alive()))
             cluster.signal(victim, signal.SIGKILL)
-            cluster.nodes[victim].start()  # comes back at once, as a supervisor restarts it
-            cluster.nodes[victim].wait_ready()
+            cluster.nodes[victim].start()  # comes back at once, as a supervisor restarts it (maybe killed again
+            # while it starts)
         last_kill = time.monotonic()
+        for node in cluster.nodes.values():
+            node.wait_ready()
         deadline = last_kill + 20
         while any(c.acknowledged[-1][0] < last_kill for c in committers if c.acknowledged):
             assert time.monotonic() < deadline, "some group never committed again after the last kill"

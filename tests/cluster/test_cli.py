@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
+from coordinator.cluster.schema import SCHEMA_VERSION
 from tests.cluster.conftest import OFFSETS_PARTITIONS
 from tests.conftest import free_port, server_command
 
@@ -16,9 +17,9 @@ def groupcoord(*args: str) -> subprocess.CompletedProcess[str]:
 def test_db_init_migrates_a_fresh_database_once(postgres) -> None:
     url = postgres.create_database("cli_init")
     first = groupcoord("db", "init", "--store-url", url)
-    assert first.returncode == 0 and "schema migrated to version 1" in first.stdout, first
+    assert first.returncode == 0 and f"schema migrated to version {SCHEMA_VERSION}" in first.stdout, first
     again = groupcoord("db", "init", "--store-url", url)
-    assert again.returncode == 0 and "schema already at version 1" in again.stdout, again
+    assert again.returncode == 0 and f"schema already at version {SCHEMA_VERSION}" in again.stdout, again
 
 
 def test_unreachable_or_missing_database_gets_a_readable_line() -> None:

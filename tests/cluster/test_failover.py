@@ -183,14 +183,21 @@ def describe_consumer_group(node, group: str) -> tuple[int, list[tuple[str, int]
 
 
 def test_consumer_protocol_group_keeps_its_epochs_across_the_kill_of_its_coordinator(cluster_factory) -> None:
+    from tests.cluster.wire import partitions_of
     from tests.server.admin_wire import create_topic
     from tests.server.conftest import KafkaWire
 
     cluster = cluster_factory(3)
     group, topic = f"kip848-{uuid.uuid4().hex[:8]}", "failover848"
-    for node in cluster.nodes.values():  # the nodes share no topic registry: each learns the topic
+    first = KafkaWire(cluster.nodes[1].host, cluster.nodes[1].port)
+    create_topic(first, topic, 2)  # on one node: the others learn it through the database
+    first.close()
+    deadline = time.monotonic() + 10
+    for node in cluster.nodes.values():
         wire = KafkaWire(node.host, node.port)
-        create_topic(wire, topic, 2)
+        while partitions_of(wire, topic) != 2:
+            assert time.monotonic() < deadline, f"node {node.bootstrap} never learnt {topic}"
+            time.sleep(0.1)
         wire.close()
     log, ready = CommitLog(group), threading.Event()
     assigned: list[object] = []

@@ -8,7 +8,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from coordinator.cluster.schema import SCHEMA_VERSION, SchemaError, check_version, migrate
+from coordinator.cluster.schema import MIGRATIONS, SCHEMA_VERSION, SchemaError, check_version, migrate
 from coordinator.cluster.store import BatchStore, Fenced, PgRecordStore, offsets_shard
 from coordinator.records import Record
 
@@ -36,6 +36,20 @@ async def test_migrations_apply_once_and_a_newer_schema_is_refused(pool) -> None
             await migrate(conn)
         with pytest.raises(SchemaError):
             await check_version(conn)
+
+
+async def test_a_database_of_an_older_release_gets_only_the_migrations_it_lacks(postgres) -> None:
+    conn = await asyncpg.connect(postgres.create_database("older_release"))
+    try:
+        await conn.execute("CREATE TABLE groupcoord_schema (version integer PRIMARY KEY, applied_at timestamptz "
+                           "NOT NULL DEFAULT now())")
+        await conn.execute(MIGRATIONS[0])  # as the first release left it
+        await conn.execute("INSERT INTO groupcoord_schema (version) VALUES (1)")
+        assert await migrate(conn) == list(range(2, SCHEMA_VERSION + 1))
+        assert await conn.fetchval("SELECT to_regclass('gc_topics') IS NOT NULL")
+        await check_version(conn)
+    finally:
+        await conn.close()
 
 
 async def test_appends_that_arrive_together_share_one_transaction_and_load_in_order(pool) -> None:

@@ -7,7 +7,8 @@ from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages import FindCoordinatorRequest, OffsetCommitRequest, OffsetFetchRequest
+from protocol.messages import FindCoordinatorRequest, MetadataRequest, OffsetCommitRequest, OffsetFetchRequest
+from protocol.primitives import ZERO_UUID
 
 RETRIABLE = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE}
 
@@ -41,6 +42,14 @@ def fetch_offset(wire: Any, group: str, topic: str) -> tuple[int, int]:
     if answer.error_code:
         return int(answer.error_code), -1
     return 0, int(answer.topics[0].partitions[0].committed_offset)
+
+
+def partitions_of(wire: Any, topic: str) -> int | None:
+    """How many partitions the node says `topic` has (None: it does not know the topic)."""
+    request = MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(ZERO_UUID, topic)],
+                              allow_auto_topic_creation=False)
+    [found] = wire.request(ApiKey.METADATA, 12, request).topics
+    return len(found.partitions) if found.error_code == ErrorCode.NONE else None
 
 
 def find_coordinator(wire: Any, group: str) -> tuple[int, int]:
