@@ -207,7 +207,12 @@ class PgRecordStore:
 
     async def load(self, partition: int) -> list[Record]:
         """The partition's live records (each key's latest), decoded, in log order."""
-        latest = latest_per_key(await self.batches.read(offsets_shard(partition)))
+        shard = offsets_shard(partition)
+        batches = await self.batches.read(shard)
+        # A log taken over may be long already: count it, so that compaction does not wait for as many
+        # appends again on this node.
+        self.batches.appended_batches[shard] = len(batches)
+        latest = latest_per_key(batches)
         return list(_decoded(list(latest), list(latest.values())))
 
     def append(self, partition: int, records: Sequence[Record]) -> asyncio.Future[None]:
