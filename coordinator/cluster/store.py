@@ -130,6 +130,7 @@ class BatchStore:
             for _, _, _, done in pending:
                 if not done.done():
                     done.set_exception(failure)
+            self._fail_queued(set(shards), failure)
             return
         self.transactions += 1
         for shard, _, _, done in pending:
@@ -140,10 +141,25 @@ class BatchStore:
             else:
                 self.appended_batches[shard] = self.appended_batches.get(shard, 0) + 1
                 done.set_result(None)
+        if fenced:
+            self._fail_queued(fenced, Fenced(f"lease on {', '.join(sorted(fenced))} lost"))
         for shard in fenced:
             log.warning("store_write_fenced", shard=shard, epoch=self.epochs.get(shard))
             if self.on_fenced is not None:
                 self.on_fenced(shard)
+
+    def _fail_queued(self, shards: set[str], failure: Exception) -> None:
+        """Appends queued for `shards` behind a failed one were computed on top of records that may not
+        be in the log: they fail too, before any transaction could write them (the runtime reloads the
+        shard from what the log holds, as Kafka's runtime reverts a shard to its last committed state)."""
+        kept: list[_Pending] = []
+        for item in self._queue:
+            if item[0] in shards:
+                if not item[3].done():
+                    item[3].set_exception(failure)
+            else:
+                kept.append(item)
+        self._queue = kept
 
     async def read(self, shard: str) -> list[tuple[list[bytes], list[bytes | None]]]:
         """The shard's records as (keys, values) per batch, oldest first."""

@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from coordinator.cluster.schema import MIGRATIONS, SCHEMA_VERSION, SchemaError, check_version, migrate
-from coordinator.cluster.store import BatchStore, Fenced, PgRecordStore, offsets_shard
+from coordinator.cluster.store import BatchStore, Fenced, PgRecordStore, StoreUnavailable, offsets_shard
 from coordinator.records import Record
 
 
@@ -90,6 +90,24 @@ async def test_a_node_whose_lease_was_taken_cannot_write(pool) -> None:
     assert [values for _, values in await new.read(shard)] == [[b"1"], [b"2"]]
     await old.close()
     await new.close()
+
+
+async def test_appends_queued_behind_a_failed_write_fail_with_it_unwritten(pool) -> None:
+    store = BatchStore(pool, node_id=1)
+    shard = offsets_shard(11)
+    async with pool.acquire() as conn:
+        store.epochs[shard] = await _claim(conn, shard, 1)
+    store.start()
+    first = store.append(shard, _batch(b"a", b"1"), 2**31)  # a record count no integer column takes: it fails
+    await asyncio.sleep(0)  # the writer takes it into a transaction
+    second = store.append(shard, _batch(b"a", b"2"), 1)  # queued behind it, built on its state
+    with pytest.raises(StoreUnavailable):
+        await first
+    with pytest.raises(StoreUnavailable):
+        await second
+    await store.append(shard, _batch(b"a", b"3"), 1)  # the next write, after the runtime reloaded
+    assert [values for _, values in await store.read(shard)] == [[b"3"]]
+    await store.close()
 
 
 async def test_an_expired_lease_refuses_writes_even_before_anyone_claims_it(pool) -> None:
