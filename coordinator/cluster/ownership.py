@@ -50,6 +50,10 @@ LOCAL_LEASE_FRACTION = 0.9
 # A node must have been live this many leases before shards are handed over to it (damps churn
 # while a node restarts, or after a pause).
 SETTLE_LEASES = 2
+# A node that missed this many heartbeats is probably dead: its leases still hold, but FindCoordinator
+# sends no client to it (COORDINATOR_NOT_AVAILABLE, retried) rather than into a refused connection,
+# whose reconnect backoff (librdkafka doubles it up to 10 s) would outlast the lease.
+STALE_HEARTBEATS = 3
 # How long a statement may take before the node treats the database as unreachable (seconds).
 STATEMENT_TIMEOUT_S = 5.0
 
@@ -71,7 +75,8 @@ _ROUND = """
 _LEASES = """
     SELECT shard, owner, epoch, expires_at > now() AS live FROM gc_leases"""
 _NODES = """
-    SELECT node_id, host, port, started_at < now() - $1 * interval '1 millisecond' AS settled
+    SELECT node_id, host, port, started_at < now() - $1 * interval '1 millisecond' AS settled,
+           heartbeat_at > now() - $2 * interval '1 millisecond' AS fresh
     FROM gc_nodes WHERE expires_at > now() ORDER BY node_id"""
 _CLAIM = """
     UPDATE gc_leases SET owner = $1, epoch = epoch + 1, expires_at = now() + $2 * interval '1 millisecond',
@@ -125,6 +130,7 @@ class Cluster:
         self.held: dict[int, Held] = {}  # partition -> this node's lease on it
         self.owners: dict[int, int] = {}  # partition -> node holding a live lease (the routing view)
         self.nodes: dict[int, NodeInfo] = {}  # live nodes
+        self.fresh: set[int] = set()  # live nodes whose last heartbeat is recent (STALE_HEARTBEATS)
         self.pool: Any = None
         self.topics = topics  # this node's topic registry, kept in step with gc_topics
         self.cluster_id = cluster_id  # the first node's proposal; every node takes the one stored
@@ -169,8 +175,12 @@ class Cluster:
     # ---- routing
 
     def owner_of(self, partition: int) -> NodeInfo | None:
+        """The node to send the partition's clients to: its lease holder, unless that node has missed
+        its recent heartbeats (None: no coordinator to name now)."""
         node = self.owners.get(partition)
-        return self.nodes.get(node) if node is not None else None
+        if node is None or (node != self.node_id and node not in self.fresh):
+            return None
+        return self.nodes.get(node)
 
     def live_nodes(self) -> list[NodeInfo]:
         return list(self.nodes.values())
@@ -220,8 +230,10 @@ class Cluster:
                     _ROUND, self.node_id, self.host, self.port, self.lease_ms,
                     [offsets_shard(p) for p in partitions], [self.held[p].epoch for p in partitions])}
                 leases = await conn.fetch(_LEASES)
-                nodes = await conn.fetch(_NODES, SETTLE_LEASES * self.lease_ms)
+                nodes = await conn.fetch(_NODES, SETTLE_LEASES * self.lease_ms,
+                                         STALE_HEARTBEATS * self.renew_s * 1000)
             self.nodes = {row["node_id"]: NodeInfo(row["node_id"], row["host"], row["port"]) for row in nodes}
+            self.fresh = {row["node_id"] for row in nodes if row["fresh"]}
             for partition in partitions:
                 held = self.held.get(partition)
                 if held is None:
