@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
 import signal
 import statistics
 import struct
@@ -207,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"({', '.join(f'{t:.2f}' for t in times)})")
     finally:
         postgres.stop()
+        shutil.rmtree(root, ignore_errors=True)
     return 0
 
 
