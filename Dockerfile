@@ -1,6 +1,6 @@
 # groupcoord: a wire-compatible Kafka group coordinator, as a container.
 #   docker compose up --build      (see docker-compose.yml)
-# Stages: `server` (the coordinator), `clients` (the integration producer and consumers),
+# Stages: `server` (the coordinator), `cluster` (a node of a cluster over PostgreSQL), `clients` (the integration producer and consumers),
 # `report` (the Spark job over the coordinator's log; adds a JRE and pyspark).
 FROM python:3.11-slim AS server
 
@@ -43,6 +43,12 @@ HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=10 \
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["groupcoord"]
 CMD ["serve"]
+
+# ---- a cluster node (docker-compose.cluster.yml): the server plus asyncpg, for coordinator.store.url
+FROM server AS cluster
+USER root
+RUN pip install ".[speed,cluster]"
+USER groupcoord
 
 # ---- the integration clients: the same scripts `make integration` runs
 FROM server AS clients

@@ -11,6 +11,8 @@
 #   make report  group history reports (Spark) from LOG_DIR (default ./data) into OUT (default ./reports)
 #   make fuzz    the long protocol fuzz run (FUZZ_EXAMPLES per generator; make test runs a short one)
 #   make readme  regenerate README.md's configuration table
+#   make cluster a throwaway PostgreSQL (initdb/pg_ctl, private socket dir) and three nodes on
+#                127.0.0.1:9092-9094 sharing it, in the foreground until Ctrl-C (NODES=, BASE_PORT=)
 #   make clean   remove the virtualenv, node_modules and caches (never ./data)
 #
 # Everything must install from nothing: CI runs `make test` (via .ci/run) on a fresh clone, possibly
@@ -43,7 +45,7 @@ BENCH_MODULES := $(sort $(filter-out tests/bench/_%,$(wildcard tests/bench/*.py)
 # Non-interactive apt: CI has no stdin and no one to answer prompts.
 APT_GET := DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Use-Pty=0
 
-.PHONY: help run test lint codegen bench bench-compare integration report fuzz readme clean system-deps
+.PHONY: help run test lint codegen bench bench-compare integration report fuzz readme clean system-deps cluster
 
 help:
 	@sed -n '1,18s/^#   /  /p' $(MAKEFILE_LIST)
@@ -83,6 +85,7 @@ system-deps:
 	command -v node >/dev/null || missing="$$missing nodejs"; \
 	command -v npm  >/dev/null || missing="$$missing npm"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then $(MAKE) --no-print-directory apt-install PKGS="$$missing"; fi
 
 .PHONY: apt-install
@@ -168,6 +171,12 @@ $(VENV)/.installed-peers: | $(VPY)
 BENCH_COMPARE_ARGS ?=
 bench-compare: $(VENV)/.installed-test $(VENV)/.installed-peers java
 	$(VPY) -m bench.compare $(BENCH_COMPARE_ARGS)
+
+# The native twin of docker-compose.cluster.yml: PostgreSQL from Debian's packages and three nodes.
+NODES ?= 3
+BASE_PORT ?= 9092
+cluster: $(VENV)/.installed-test | system-deps
+	$(VPY) -m coordinator.cluster.local --nodes $(NODES) --base-port $(BASE_PORT)
 
 LOG_DIR ?= ./data
 OUT ?= ./reports

@@ -17,6 +17,8 @@ import structlog
 
 from coordinator.admin.groups_commands import add_parser as _add_groups
 from coordinator.admin.topics_command import add_parser as _add_topics
+from coordinator.cluster.commands import add_cluster_parser as _add_cluster
+from coordinator.cluster.commands import add_db_parser as _add_db
 from coordinator.config import ConfigError, load_config
 from coordinator.log.dump import dump
 from coordinator.log.segment import CorruptLogError
@@ -116,7 +118,7 @@ def _add_log(commands: argparse._SubParsersAction) -> None:  # type: ignore[type
 
 
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [  # type: ignore[type-arg]
-    _add_serve, _add_groups, _add_topics, _add_log, _add_report, _add_acls, _add_users]
+    _add_serve, _add_groups, _add_topics, _add_log, _add_report, _add_acls, _add_users, _add_db, _add_cluster]
 
 
 def build_parser() -> argparse.ArgumentParser:

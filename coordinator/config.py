@@ -290,6 +290,16 @@ SETTINGS: tuple[Setting, ...] = (
             "Period of the scan that aborts timed-out transactions.", "int"),
     Setting("transaction.remove.expired.transaction.cleanup.interval.ms", _int(1, _INT32_MAX), "3600000",
             "Period of the scan that expires idle transactional ids.", "int"),
+    Setting("coordinator.store.url", _text, "",
+            "Where coordinator records live: empty for the files under log.dirs, or postgresql://... for a "
+            "cluster of nodes sharing one PostgreSQL database (each node a distinct node.id). Logged and "
+            "described like any setting: give the password in PGPASSWORD or ~/.pgpass, not here.",
+            optional=True),
+    Setting("cluster.lease.ms", _int(500, 600_000), "3000",
+            "Cluster: how long a node's lease on a coordinator shard lasts without renewal (database clock).",
+            "int"),
+    Setting("cluster.lease.renew.ms", _int(50, 60_000), "500",
+            "Cluster: how often a node renews its leases and heartbeat and claims free shards.", "int"),
     Setting("offsets.topic.num.partitions", _int(1, 10000), "50", "Partitions of __consumer_offsets.", "int"),
     Setting("offsets.retention.minutes", _int(1, _INT32_MAX), "10080",
             "How long committed offsets of empty groups live.", "int"),

@@ -59,10 +59,13 @@ class Topic:
 
 
 class TopicRegistry:
-    def __init__(self, directory: Path | None = None, new_id: Callable[[], uuid.UUID] = uuid.uuid4) -> None:
+    def __init__(self, directory: Path | None = None, new_id: Callable[[], uuid.UUID] = uuid.uuid4,
+                 id_for_name: Callable[[str], uuid.UUID] | None = None) -> None:
         self._topics: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._new_id = new_id
+        # A cluster's nodes each keep a registry: the id comes from the name so that they agree.
+        self._id_for_name = id_for_name
         # Bumped on every create and delete: consumer groups recheck their topics when it moves.
         self.version = 0
         self._listeners: list[Callable[[TopicChange], None]] = []
@@ -118,7 +121,8 @@ class TopicRegistry:
             raise TopicError("TOPIC_ALREADY_EXISTS", f"topic {name!r} already exists")
         if partitions < 1:
             raise TopicError("INVALID_PARTITIONS", f"number of partitions must be at least 1, got {partitions}")
-        topic = Topic(name, self._new_id(), partitions, internal, dict(configs or {}))
+        topic_id = self._id_for_name(name) if self._id_for_name is not None else self._new_id()
+        topic = Topic(name, topic_id, partitions, internal, dict(configs or {}))
         if not validate_only:
             self._add(topic)
             self._save()

@@ -36,6 +36,7 @@ from coordinator.server.connection import Connection, SaslConnection
 from coordinator.server.data_plane import DataPlane
 from coordinator.server.groups import GroupRuntime
 from coordinator.server.log_record_store import LogRecordStore
+from coordinator.server.record_store import RecordStore
 from coordinator.server.share_partitions import SharePartitionManager
 from coordinator.server.topics_view import RegistryTopics
 from coordinator.server.transactions import TxnService
@@ -61,8 +62,15 @@ class Server:
         offsets_partitions = config["offsets.topic.num.partitions"]
         if OFFSETS_TOPIC not in self.broker.topics:
             self.broker.topics.create(OFFSETS_TOPIC, offsets_partitions, {"cleanup.policy": "compact"}, internal=True)
-        self.broker.groups = GroupRuntime(config, LogRecordStore(self.broker.data.logs, offsets_partitions),
-                                          self.broker.metrics, topics=RegistryTopics(self.broker.topics),
+        store_url = config["coordinator.store.url"]
+        store: RecordStore
+        pg_store = None
+        if store_url:  # a cluster node: PostgreSQL holds the records, leases decide the shards it serves
+            from coordinator.cluster.store import BatchStore, PgRecordStore
+            store = pg_store = PgRecordStore(BatchStore(None, self.broker.node_id))
+        else:
+            store = LogRecordStore(self.broker.data.logs, offsets_partitions)
+        self.broker.groups = GroupRuntime(config, store, self.broker.metrics, topics=RegistryTopics(self.broker.topics),
                                           group_configs=GroupConfigStore(self.broker.data_dir))
         self.broker.topics.on_change(self.broker.groups.topics_changed)
         self.broker.txn = TxnService(config, self.broker)  # transactions: after the data plane and groups
@@ -72,6 +80,19 @@ class Server:
                                       self.broker.share.load]
         self.broker.shutdown_hooks += [self.broker.txn.close, self.broker.groups.close, self.broker.share.close,
                                        self.broker.data.close]
+        if pg_store is not None:
+            from coordinator.cluster.ownership import Cluster
+            advertised = self.broker.advertised
+            cluster = Cluster(config, self.broker.node_id, advertised.host, advertised.port, self.broker.groups,
+                              pg_store, self.broker.metrics, self.broker.cluster_id, self.broker.topics)
+            self.broker.cluster = cluster
+
+            async def join_cluster() -> None:
+                await cluster.start()
+                self.broker.cluster_id = cluster.cluster_id  # one id for the whole cluster, kept in the database
+
+            self.broker.startup_hooks.append(join_cluster)
+            self.broker.shutdown_hooks.insert(2, cluster.close)  # leases handed over once the groups stop
         self.connections: set[Connection] = set()
         self.connections_per_host: Counter[str] = Counter()
         self.servers: list[asyncio.base_events.Server] = []

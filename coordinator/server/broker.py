@@ -17,6 +17,7 @@ from coordinator.security.authorizer import Authorizer
 from coordinator.topics import TopicRegistry
 
 if TYPE_CHECKING:
+    from coordinator.cluster.ownership import Cluster
     from coordinator.server.data_plane import DataPlane
     from coordinator.server.groups import GroupRuntime
     from coordinator.server.share_partitions import SharePartitionManager
@@ -63,6 +64,10 @@ def advertised_by_listener_name(config: Config) -> dict[str, Listener]:
     return by_name
 
 
+def cluster_topic_id(name: str) -> uuid.UUID:
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"groupcoord:topic:{name}")
+
+
 class Broker:
     def __init__(self, config: Config) -> None:
         self.config = config
@@ -72,11 +77,14 @@ class Broker:
         self.cluster_id = load_or_create_cluster_id(self.data_dir, self.node_id)
         self.advertised: Listener = config.advertised_listener  # the first listener's, for logs and tools
         self._advertised_by_name = advertised_by_listener_name(config)
-        self.topics = TopicRegistry(self.data_dir)
+        # A cluster's nodes each keep a registry, in step through the database: ids from names agree.
+        self.topics = TopicRegistry(self.data_dir, id_for_name=cluster_topic_id if config["coordinator.store.url"]
+                                    else None)
         self.groups: GroupRuntime  # set by the server once the event loop runs
         self.data: DataPlane
         self.txn: TxnService  # the transaction coordinator, set by the server like `groups`
         self.share: SharePartitionManager  # share sessions and share-partitions (KIP-932), set by the server
+        self.cluster: Cluster | None = None  # a cluster node (coordinator.store.url): leases and routing
         self.metrics = ServerMetrics()
         self.authorizer: Authorizer | None = make_authorizer(config, self.data_dir)
         # Lifecycle hooks (plain or async callables, run in order; see coordinator.server.app):

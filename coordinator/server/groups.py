@@ -19,7 +19,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -93,6 +93,19 @@ ShardCall = Callable[[GroupShard, Any, RequestContext, TopicsView], Outcome]
 UNBOUND_TOPICS_RETRY_MS = 1000
 
 
+class ShardGate(Protocol):
+    """Which partitions this node may serve, in a cluster (coordinator/cluster/ownership.py)."""
+
+    def check(self, partition: int) -> None:
+        """Raise HandlerError(NOT_COORDINATOR) unless this node holds the partition's lease, or
+        HandlerError(COORDINATOR_LOAD_IN_PROGRESS) while it loads it."""
+
+    def serves(self, partition: int) -> bool: ...
+
+    def write_failed(self, partition: int) -> None:
+        """An append failed and the shard was unloaded: reload it if the lease is still held."""
+
+
 class GroupRuntime:
     def __init__(self, config: Config, store: RecordStore, metrics: ServerMetrics | None = None,
                  topics: TopicsView | None = None, group_configs: GroupConfigStore | None = None) -> None:
@@ -119,6 +132,8 @@ class GroupRuntime:
         self.share_member_removed: Callable[[str, str], None] | None = None
         self._last_append: dict[int, asyncio.Future[None]] = {}  # partition -> its latest write
         self.unavailable: set[int] = set()  # partitions whose log could not be read back after a failed write
+        # In a cluster: the leases this node holds decide which partitions it serves (None: all of them).
+        self.gate: ShardGate | None = None
         self.loop = asyncio.get_running_loop()
         # KIP-1263: consumer group assignor runs in worker processes (None: inline, offload off).
         self.assignments: AssignmentPool | None = None
@@ -152,6 +167,27 @@ class GroupRuntime:
         self._apply(partition, shard.start(now_ms()))
         return count
 
+    def install(self, partition: int, records: Iterable[Record]) -> int:
+        """A cluster node won the partition's lease: serve it from its records (replayed as at start)."""
+        self.unload(partition)
+        return self._load_partition(partition, records)
+
+    def unload(self, partition: int) -> None:
+        """Stop serving the partition (its lease is lost or handed over): parked requests are answered
+        NOT_COORDINATOR and its timers cancelled, as Kafka's runtime unloads a shard it no longer leads."""
+        old = self.shards.pop(partition, None)
+        if old is not None:
+            self._apply(partition, old.unload(now_ms()))
+        for key in [key for key in self.timers if key[0] == partition]:
+            self.timers.pop(key).cancel()
+        for key in [key for key in self.deadlines if key[0] == partition]:
+            del self.deadlines[key]
+        self._last_append.pop(partition, None)
+
+    def pending_write(self, partition: int) -> asyncio.Future[None] | None:
+        """The partition's latest write, if any (a handover waits for it)."""
+        return self._last_append.get(partition)
+
     def _new_shard(self) -> GroupShard:
         return GroupShard(self.group_config, new_uuid=lambda: str(uuid.uuid4()),
                           consumer_config=self.consumer_group_config, random_bytes=os.urandom,
@@ -172,6 +208,8 @@ class GroupRuntime:
             if len(self._partitions) >= PARTITION_CACHE_SIZE:
                 self._partitions.clear()
             partition = self._partitions[group_id] = partition_for(group_id, self.num_partitions)
+        if self.gate is not None:
+            self.gate.check(partition)
         shard = self.shards.get(partition)
         if shard is None:
             if partition in self.unavailable:
@@ -219,6 +257,8 @@ class GroupRuntime:
         shard = self.shards.get(partition) if partition is not None else None
         if partition is None or shard is None:  # first sight of the group, or its shard not created yet
             partition, shard = self.shard_for(group_id)
+        elif self.gate is not None:  # a cluster: is the lease still ours (by the clock of its last renewal)?
+            self.gate.check(partition)
         outcome = call(shard, request, ctx, self.topics if self.topics is not None else NO_TOPICS)
         durable = self._apply(partition, outcome)
         response = outcome.response
@@ -243,6 +283,8 @@ class GroupRuntime:
         """A read-only request every shard answers (ListGroups)."""
         answers = []
         for partition, shard in list(self.shards.items()):
+            if self.gate is not None and not self.gate.serves(partition):
+                continue
             outcome = call(shard, request, ctx, self._topics())
             self._apply(partition, outcome)
             answers.append(outcome.response)
@@ -321,6 +363,10 @@ class GroupRuntime:
         # memory). A write refused for want of space left the log as it was; once space returns the
         # same requests succeed. The shard's parked requests and timers go with it (unload).
         log.error("coordinator_append_failed", partition=partition, error=repr(result.exception()))
+        if self.gate is not None:  # a cluster: the lease decides whether (and when) it comes back
+            self.unload(partition)
+            self.gate.write_failed(partition)
+            return
         old = self.shards.pop(partition, None)
         if old is None:
             return

@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 
-from coordinator.log.batch import build_batch, build_keyed_batch_from_columns, record_columns
+from coordinator.log.batch import BatchHeader, build_batch, build_keyed_batch_from_columns, record_columns
 from coordinator.log.manager import LogManager
 from coordinator.log.partition import LogConfig, Partition
 from coordinator.log.segment import scan_batches
@@ -51,7 +51,7 @@ class LogRecordStore:
         (the restart benchmark: 1M records, 100k keys), so this decodes and replays a tenth."""
         log = self._log(partition)
         files = [(seg.fd, seg.size) for seg in log.segments]
-        return _decoded(latest_keys_and_values(files, log.log_start_offset))
+        return decoded_records(latest_keys_and_values(files, log.log_start_offset))
 
     def read_raw(self, partition: int) -> list[tuple[bytes, bytes | None]]:
         """As `read_all`, undecoded: for logs of another record type space (`__share_group_state`)."""
@@ -75,7 +75,7 @@ class LogRecordStore:
             jobs = [pool.submit(latest_keys_and_values, files, log.log_start_offset)
                     for files, log in zip(snapshots, logs, strict=True)]
             for partition, job in zip(partitions, jobs, strict=True):
-                yield partition, _decoded(job.result())
+                yield partition, decoded_records(job.result())
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
             for files in snapshots:
@@ -86,22 +86,7 @@ class LogRecordStore:
         return self.logs.get_or_create(self.topic, partition, OFFSETS_TOPIC_CONFIG)
 
     def append(self, partition: int, records: Sequence[Record]) -> asyncio.Future[None]:
-        log = self._log(partition)
-        now = int(time.time() * 1000)
-        producer_id = -1
-        if isinstance(records, RecordsToWrite):  # plain commits; indexing it would build every record
-            keys, values = records.columns()
-        else:
-            keys, values = [r.key for r in records], [r.value for r in records]
-            producer_id = records[0].producer_id if records else -1
-        if producer_id >= 0:  # a TxnOffsetCommit: a transactional batch of the producer, as Kafka writes it
-            # Base sequence 0, as Kafka's coordinator runtime writes its batches (the oracle's log shows it).
-            batch = build_batch([(k, v) for k, v in zip(keys, values, strict=True)], producer_id=producer_id,
-                                producer_epoch=records[0].producer_epoch, base_sequence=0, timestamp=now,
-                                transactional=True)
-        else:
-            batch = build_keyed_batch_from_columns(keys, values, now)
-        return self._append_batch(log, batch)
+        return self._append_batch(self._log(partition), coordinator_batch(records, int(time.time() * 1000)))
 
     def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
                       coordinator_epoch: int) -> asyncio.Future[None]:
@@ -131,30 +116,45 @@ def latest_keys_and_values(files: list[tuple[int, int]], start_offset: int) -> R
     return resolve(_batches(files, start_offset))
 
 
+def coordinator_batch(records: Sequence[Record], now_ms: int) -> bytes:
+    """The batch a coordinator append writes: plain, or for a TxnOffsetCommit a transactional batch of
+    the producer, as Kafka writes it (base sequence 0, as the oracle's log shows)."""
+    if isinstance(records, RecordsToWrite):  # plain commits; indexing it would build every record
+        keys, values = records.columns()
+        return build_keyed_batch_from_columns(keys, values, now_ms)
+    producer_id = records[0].producer_id if records else -1
+    if producer_id >= 0:
+        return build_batch([(r.key, r.value) for r in records], producer_id=producer_id,
+                           producer_epoch=records[0].producer_epoch, base_sequence=0, timestamp=now_ms,
+                           transactional=True)
+    return build_keyed_batch_from_columns([r.key for r in records], [r.value for r in records], now_ms)
+
+
+def resolvable_batch(batch: bytes | memoryview, header: BatchHeader, offset: int = -1) -> KeysAndValues | LogBatch:
+    """A batch as `resolve` takes it: its records' keys and values (framed as columns: no object per
+    record, those before ``offset`` left out), with the producer for a transactional batch, or the
+    marker of a control batch."""
+    if header.is_control:
+        marker = marker_of(batch, header)
+        return (), (), header.producer_id, header.producer_epoch, True, None if marker is None else marker[0] == COMMIT
+    columns = record_columns(batch, 0, header)
+    keys, values = columns.keys, columns.values
+    if header.base_offset < offset:  # the log starts inside this batch
+        kept = [i for i, record_offset in enumerate(columns.offsets()) if record_offset >= offset]
+        keys, values = [keys[i] for i in kept], [values[i] for i in kept]
+    if header.is_transactional:
+        return keys, values, header.producer_id, header.producer_epoch, True, None  # type: ignore[return-value]
+    return keys, values  # type: ignore[return-value]  # coordinator records always have keys
+
+
 def _batches(files: list[tuple[int, int]], offset: int) -> Iterator[KeysAndValues | LogBatch]:
-    """Per batch, its records' keys and values (framed as columns: no object per record); the batches
-    of a producer (transactional) and control batches with what `resolve` needs of them."""
     for fd, size in files:
         for _, header, batch in scan_batches(fd, size, verify=False):  # CRCs were checked when the log opened
-            if header.base_offset + header.last_offset_delta < offset:
-                continue
-            if header.is_control:
-                marker = marker_of(batch, header)
-                yield (), (), header.producer_id, header.producer_epoch, True, (
-                    None if marker is None else marker[0] == COMMIT)
-                continue
-            columns = record_columns(batch, 0, header)
-            keys, values = columns.keys, columns.values
-            if header.base_offset < offset:  # the log starts inside this batch
-                kept = [i for i, record_offset in enumerate(columns.offsets()) if record_offset >= offset]
-                keys, values = [keys[i] for i in kept], [values[i] for i in kept]
-            if header.is_transactional:
-                yield keys, values, header.producer_id, header.producer_epoch, True, None  # type: ignore[misc]
-            else:
-                yield keys, values  # type: ignore[misc]  # coordinator records always have keys
+            if header.base_offset + header.last_offset_delta >= offset:
+                yield resolvable_batch(batch, header, offset)
 
 
-def _decoded(resolved: ResolvedLog) -> Iterator[Record]:
+def decoded_records(resolved: ResolvedLog) -> Iterator[Record]:
     """Records decoded already where this project knows the record type (the shard then skips
     decoding them); each distinct key is decoded once. Pending transactional records carry their
     producer."""

@@ -1,6 +1,9 @@
 """FindCoordinator (key 10), v0–6.
 
-Every group is coordinated by this node. v1 key type (0 group, 1 transaction,
+A single node coordinates every group. In a cluster (coordinator.store.url) a group's
+coordinator is the node holding the lease of its `__consumer_offsets` partition; while no node
+holds it (its owner died, the lease not yet taken over) the answer is COORDINATOR_NOT_AVAILABLE,
+which clients retry. v1 key type (0 group, 1 transaction,
 2 share) and error message; v3 flexible; v4 batched `coordinator_keys` with a
 result per key; v6 share keys. Transactional ids are coordinated here too (an
 empty one is INVALID_REQUEST). Share keys before v6 and unknown key types:
@@ -9,6 +12,7 @@ INVALID_REQUEST; share groups are not served.
 
 from __future__ import annotations
 
+from coordinator.records import partition_for
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_group, permits_transactional_id
 from coordinator.server.broker import Broker
@@ -37,6 +41,17 @@ def _failure(code: ErrorCode, message: str | None, request, version: int) -> Fin
         return FindCoordinatorResponse(error_code=int(code), error_message=message, node_id=-1, host="", port=-1)
     return FindCoordinatorResponse(coordinators=[Coordinator(key, -1, "", -1, int(code), message)
                                                  for key in request.coordinator_keys])
+
+
+def _cluster_answer(broker: Broker, key: str, host: str, port: int) -> Coordinator:
+    """The group's coordinator in a cluster: the owner of the lease of its partition."""
+    assert broker.cluster is not None
+    owner = broker.cluster.owner_of(partition_for(key, broker.groups.num_partitions))
+    if owner is None:
+        return Coordinator(key, -1, "", -1, int(ErrorCode.COORDINATOR_NOT_AVAILABLE), None)
+    if owner.node_id == broker.node_id:  # this node: as reached on the client's listener
+        return Coordinator(key, owner.node_id, host, port, 0, None)
+    return Coordinator(key, owner.node_id, owner.host, owner.port, 0, None)
 
 
 def find_coordinator_error(request, code: ErrorCode, version: int) -> FindCoordinatorResponse:  # type: ignore[no-untyped-def]
@@ -74,7 +89,16 @@ def find_coordinator(broker: Broker, request, ctx: RequestContext) -> FindCoordi
     if version < BATCHED_SINCE:
         if not may_describe(request.key):
             return _failure(refused, None, request, version)
+        if broker.cluster is not None and request.key_type == GROUP:
+            found = _cluster_answer(broker, request.key, host, port)
+            return FindCoordinatorResponse(error_code=found.error_code, error_message=None, node_id=found.node_id,
+                                           host=found.host, port=found.port)
         return FindCoordinatorResponse(error_code=0, error_message=None, node_id=node, host=host, port=port)
+    if broker.cluster is not None and request.key_type == GROUP:
+        return FindCoordinatorResponse(coordinators=[
+            _cluster_answer(broker, key, host, port) if may_describe(key)
+            else Coordinator(key, -1, "", -1, int(ErrorCode.GROUP_AUTHORIZATION_FAILED), None)
+            for key in request.coordinator_keys])
     return FindCoordinatorResponse(coordinators=[
         Coordinator(key, node, host, port, 0, None) if may_describe(key)
         else Coordinator(key, -1, "", -1, int(refused), None)

@@ -25,7 +25,7 @@ from coordinator.server.apis._acl import permits_cluster, permits_topic
 from coordinator.server.apis._authorized import CLUSTER_OPERATIONS, OMITTED, TOPIC_OPERATIONS, authorized_operations
 from coordinator.server.broker import Broker
 from coordinator.server.registry import HandlerError, RequestContext, api
-from coordinator.topics import Topic, TopicError, validate_topic_name
+from coordinator.topics import OFFSETS_TOPIC, Topic, TopicError, validate_topic_name
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import MetadataResponse
@@ -42,6 +42,13 @@ def topic_entry(broker: Broker, topic: Topic, topic_operations: int = OMITTED) -
     partitions = [Partition(error_code=0, partition_index=i, leader_id=node, leader_epoch=0,
                             replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
                   for i in range(topic.partitions)]
+    if broker.cluster is not None and topic.name == OFFSETS_TOPIC:  # a cluster: each shard's lease holder leads it
+        for entry in partitions:
+            owner = broker.cluster.owner_of(entry.partition_index)
+            entry.leader_id = owner.node_id if owner is not None else -1
+            entry.replica_nodes = entry.isr_nodes = [entry.leader_id] if owner is not None else []
+            if owner is None:
+                entry.error_code = int(ErrorCode.LEADER_NOT_AVAILABLE)
     return TopicEntry(error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
                       partitions=partitions, topic_authorized_operations=topic_operations)
 
@@ -116,8 +123,12 @@ def metadata(broker: Broker, request, ctx: RequestContext) -> MetadataResponse: 
                    else _authorized_lookup(broker, ctx, wanted.name, may_create, topic_operations)
                    for wanted in request.topics]
     advertised = broker.advertised_for(ctx.listener)  # the listener the client reached us on
+    brokers = [MetadataResponse.MetadataResponseBroker(broker.node_id, advertised.host, advertised.port, None)]
+    if broker.cluster is not None:  # a cluster: every live node (this one as reached on this listener)
+        brokers += [MetadataResponse.MetadataResponseBroker(n.node_id, n.host, n.port, None)
+                    for n in broker.cluster.live_nodes() if n.node_id != broker.node_id]
     return MetadataResponse(
-        brokers=[MetadataResponse.MetadataResponseBroker(broker.node_id, advertised.host, advertised.port, None)],
+        brokers=brokers,
         cluster_id=broker.cluster_id,
         controller_id=broker.node_id,
         topics=entries,
