@@ -75,8 +75,10 @@ $(VENV)/.installed-test: pyproject.toml | $(VPY)
 # protocol/_compiled/, rebuilt when a source changes (only the changed ones recompile). Without a C
 # compiler, or when the build fails, the server runs pure Python and says so in `server_ready`;
 # a module whose source changed after its build also imports pure until the next build.
-ACCEL_SOURCES := $(wildcard protocol/*.py protocol/generated/*.py coordinator/log/batch.py coordinator/records/*.py \
-                   coordinator/server/*.py)
+ACCEL_SOURCES := $(wildcard protocol/*.py protocol/generated/*.py coordinator/log/*.py coordinator/records/*.py \
+                   coordinator/server/*.py coordinator/server/apis/_routing.py coordinator/metrics/*.py \
+                   coordinator/core/offsets.py coordinator/core/runtime/*.py coordinator/core/classic/*.py \
+                   spark_jobs/rows.py)
 $(VENV)/.installed-accel: $(ACCEL_SOURCES) | $(VENV)/.installed-run
 	@if command -v $${CC:-cc} >/dev/null || command -v gcc >/dev/null; then \
 	  $(VPY) -m protocol.accel_build >build-accel.log 2>&1 && tail -1 build-accel.log \

@@ -45,6 +45,26 @@ ACCELERATED: tuple[str, ...] = (
     "coordinator.server.dispatch",
     "coordinator.server.connection",
     "coordinator.server.log_record_store",
+    # The Python that remains on those paths once the codec is compiled (profiles of
+    # tests.bench.heartbeat_path and commit_path): the runtime, routing, metrics, the log's append
+    # and flusher, and the core's heartbeat and commit handlers (compiled as they are: still pure).
+    "coordinator.server.groups",
+    "coordinator.server.registry",
+    "coordinator.server.apis._routing",
+    "coordinator.metrics.registry",
+    "coordinator.metrics.server_metrics",
+    "coordinator.log.partition",
+    "coordinator.log.flush",
+    "coordinator.log.segment",
+    "coordinator.log.chunk_columns",  # the Spark reader's scan of record batches into columns
+    "spark_jobs.rows",  # and its decoding of them (spark_jobs.decode imports coordinator first)
+    "coordinator.core.offsets",
+    "coordinator.core.runtime.shard",
+    "coordinator.core.runtime.groups",
+    "coordinator.core.runtime.outcome",
+    "coordinator.core.runtime.timer_keys",
+    "coordinator.core.classic.heartbeat",
+    "coordinator.core.classic.guards",
 )
 
 COMPILED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_compiled")
