@@ -3,6 +3,7 @@
 #   make run     start the server (defaults: PLAINTEXT://127.0.0.1:9092, data in ./data;
 #                GROUPCOORD_* environment variables override them, ARGS='...' adds CLI flags)
 #   make test    install everything the tests need, then `make lint`, then pytest
+#   make accel   (re)build the compiled accelerator (Cython; the install targets build it when a C compiler is there)
 #   make lint    ruff, mypy --strict and mypy over the packages listed in the Makefile
 #   make codegen regenerate protocol/generated/ from schemas/ (after adding or changing a schema)
 #   make bench   run every benchmark module in tests/bench/
@@ -45,7 +46,7 @@ BENCH_MODULES := $(sort $(filter-out tests/bench/_%,$(wildcard tests/bench/*.py)
 # Non-interactive apt: CI has no stdin and no one to answer prompts.
 APT_GET := DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Use-Pty=0
 
-.PHONY: help run test lint codegen bench bench-compare integration report fuzz readme clean system-deps cluster
+.PHONY: help run test lint accel codegen bench bench-compare integration report fuzz readme clean system-deps cluster
 
 help:
 	@sed -n '1,18s/^#   /  /p' $(MAKEFILE_LIST)
@@ -62,15 +63,34 @@ $(VPY):
 # Just the server, for `make run`, with uvloop (the `speed` extra) when pip finds it for this
 # platform; the server runs on asyncio's own loop without it.
 $(VENV)/.installed-run: pyproject.toml | $(VPY)
-	$(PIP) install -e '.[speed]' || $(PIP) install -e .
+	$(PIP) install -e '.[speed,accel]' || $(PIP) install -e '.[speed]' || $(PIP) install -e .
 	@touch $@
 
 # The server plus every extra the tests use (pyspark for the spark tests, uvloop for speed).
 # A superset of the `run` install, so it
 # vouches for that one too (tests start `make run`, which must not reinstall mid-test).
 $(VENV)/.installed-test: pyproject.toml | $(VPY)
-	$(PIP) install -e '.[test,spark,speed]'
+	$(PIP) install -e '.[test,spark,speed,accel]'
 	@touch $@ $(VENV)/.installed-run
+
+# The compiled accelerator (protocol/accel.py): the hot modules compiled by Cython into
+# protocol/_compiled/, rebuilt when a source changes (only the changed ones recompile). Without a C
+# compiler, or when the build fails, the server runs pure Python and says so in `server_ready`;
+# a module whose source changed after its build also imports pure until the next build.
+ACCEL_SOURCES := $(wildcard protocol/*.py protocol/generated/*.py coordinator/log/*.py coordinator/records/*.py \
+                   coordinator/server/*.py coordinator/server/apis/_routing.py coordinator/metrics/*.py \
+                   coordinator/core/offsets.py coordinator/core/runtime/*.py coordinator/core/classic/*.py \
+                   spark_jobs/rows.py)
+$(VENV)/.installed-accel: $(ACCEL_SOURCES) | $(VENV)/.installed-run
+	@if command -v $${CC:-cc} >/dev/null || command -v gcc >/dev/null; then \
+	  $(VPY) -m protocol.accel_build >build-accel.log 2>&1 && tail -1 build-accel.log \
+	    || echo "accelerator not built (see build-accel.log): the server runs pure Python"; \
+	else echo "no C compiler: the accelerator is not built, the server runs pure Python"; fi
+	@touch $@
+
+accel: $(VENV)/.installed-run
+	$(VPY) -m protocol.accel_build
+	@touch $(VENV)/.installed-accel
 
 # ---------------------------------------------------------------------------------------------------
 # System tools the client tests run: kcat, a JDK + Maven (pyspark, the Java tests), node + npm (kafkajs), chromium (the HTML
@@ -121,13 +141,21 @@ java: $(JAVA_DIR)/target/.built
 
 # ---------------------------------------------------------------------------------------------------
 
-run: $(VENV)/.installed-run
+# The accelerator order-only: built once if absent, never rebuilt under a running test (a module
+# whose source changed since its build imports pure; `make accel` rebuilds).
+run: $(VENV)/.installed-run | $(VENV)/.installed-accel
 	exec $(VENV)/bin/groupcoord serve $(ARGS)
 
 # -ra: one line per skip/xfail/failure at the end; --tb=short: failures without pages of plugin
 # frames; --durations: spot slow tests early.
-test: lint $(VENV)/.installed-test $(JS_DIR)/node_modules/.installed $(JAVA_DIR)/target/.built | system-deps
+# The whole suite runs with the accelerator; the unit-level suites run a second time pure Python
+# (GROUPCOORD_PURE_PYTHON=1), the reference the property tests compare the accelerator with. The
+# whole suite twice would not fit CI's budget.
+PURE_SUITES := tests/protocol tests/records tests/log tests/core tests/server
+test: lint $(VENV)/.installed-test $(VENV)/.installed-accel $(JS_DIR)/node_modules/.installed \
+      $(JAVA_DIR)/target/.built | system-deps
 	$(VENV)/bin/pytest -q -ra --tb=short --durations=15 $(PYTEST_ARGS)
+	GROUPCOORD_PURE_PYTHON=1 $(VENV)/bin/pytest -q -ra --tb=short $(PURE_SUITES)
 
 # Static checks (configured in pyproject.toml). Each package joins a list once it passes:
 # LINT_STRICT gets `mypy --strict`, LINT_TYPED plain mypy, LINT_RUFF ruff (every package).
@@ -149,7 +177,7 @@ lint: $(VENV)/.installed-test
 codegen: $(VENV)/.installed-run
 	$(VPY) -m protocol.codegen --write
 
-bench: $(VENV)/.installed-test
+bench: $(VENV)/.installed-test $(VENV)/.installed-accel
 	@if [ -z "$(BENCH_MODULES)" ]; then echo "no benchmark modules in tests/bench/"; exit 0; fi
 	@for file in $(BENCH_MODULES); do \
 	  module=$${file%.py}; module=$${module//\//.}; \
@@ -169,7 +197,7 @@ $(VENV)/.installed-peers: | $(VPY)
 
 # Apache Kafka's column runs the broker jars `make java` resolves (the oracle's, tests/kafka_oracle.py).
 BENCH_COMPARE_ARGS ?=
-bench-compare: $(VENV)/.installed-test $(VENV)/.installed-peers java
+bench-compare: $(VENV)/.installed-test $(VENV)/.installed-accel $(VENV)/.installed-peers java
 	$(VPY) -m bench.compare $(BENCH_COMPARE_ARGS)
 
 # The native twin of docker-compose.cluster.yml: PostgreSQL from Debian's packages and three nodes.
@@ -191,5 +219,5 @@ readme: $(VENV)/.installed-run
 	$(VPY) tests/test_readme.py --write
 
 clean:
-	rm -rf $(VENV) $(JS_DIR)/node_modules .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(JS_DIR)/node_modules .pytest_cache .hypothesis build *.egg-info protocol/_compiled build-accel.log
 	find . -path ./.git -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -530,6 +530,10 @@ def _apply(values: dict[str, Any], sources: dict[str, str], name: str, text: str
     sources[setting.name] = origin
 
 
+# GROUPCOORD_* variables that are not settings: read before any config exists.
+NOT_SETTINGS_ENV = frozenset({"GROUPCOORD_PURE_PYTHON"})  # protocol/accel.py: no compiled accelerator
+
+
 def load_config(file: Path | str | None = None, overrides: Iterable[str] = (),
                 environ: Mapping[str, str] | None = None) -> Config:
     """Defaults < `file` < `GROUPCOORD_*` variables of `environ` (default: os.environ) < `overrides`."""
@@ -545,7 +549,7 @@ def load_config(file: Path | str | None = None, overrides: Iterable[str] = (),
             raise ConfigError(f"cannot read config file {file}: {exc.strerror}") from None
         for name, value in read_properties(text).items():
             _apply(values, sources, name, value, f"file {file}")
-    for key in sorted(k for k in env if k.startswith(ENV_PREFIX)):
+    for key in sorted(k for k in env if k.startswith(ENV_PREFIX) and k not in NOT_SETTINGS_ENV):
         env_setting = _BY_ENV.get(key)
         if env_setting is None:
             known = ", ".join(sorted(s.env_name for s in SETTINGS))

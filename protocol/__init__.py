@@ -11,6 +11,10 @@ The package itself imports only the error type, so the generator runs even
 when protocol/generated/ is stale or broken.
 """
 
-from protocol.primitives import ProtocolError
+from protocol import accel
+
+accel.install()  # first: the compiled accelerator's modules, when built, replace the pure ones (accel.py)
+
+from protocol.primitives import ProtocolError  # noqa: E402
 
 __all__ = ["ProtocolError"]

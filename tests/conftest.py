@@ -37,6 +37,7 @@ import pytest
 # Tests build requests and read responses as a client does: that direction of the codec is not
 # loaded by the server's modules (protocol/client.py says why).
 import protocol.client  # noqa: F401
+from coordinator.config import NOT_SETTINGS_ENV
 from coordinator.server.worker_processes import die_with_parent
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -213,8 +214,9 @@ class ServerProcess:
 
 def _environ_without_server_settings() -> dict[str, str]:
     """This process's environment less GROUPCOORD_* settings: a developer's exported settings must
-    not leak into test servers (only what a test passes explicitly)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("GROUPCOORD_")}
+    not leak into test servers (only what a test passes explicitly). GROUPCOORD_PURE_PYTHON is not a
+    setting and stays: a pure-Python test run (make test's second pass) runs pure servers too."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("GROUPCOORD_") or k in NOT_SETTINGS_ENV}
 
 
 def _signal_group(pgid: int, sig: int) -> None:

@@ -1,8 +1,9 @@
-"""`make bench-compare`: every workload against this server, Apache Kafka and Tansu, one after the
-other in one run, then a table of the figures and each ratio to Kafka and to Tansu (median of RUNS
-runs, min–max shown).
+"""`make bench-compare`: every workload against this server (with its compiled accelerator, then its
+pure-Python build as groupcoord-pure), Apache Kafka and Tansu, one after the other in one run, then a
+table of the figures and each ratio to the others (median of RUNS runs, min–max shown).
 
-    .venv/bin/python -m bench.compare [--runs 3] [--quick] [--only groupcoord|kafka|tansu] [--heartbeat-interval-ms 100]
+    .venv/bin/python -m bench.compare [--runs 3] [--quick] [--only groupcoord|groupcoord-pure|kafka|tansu]
+        [--heartbeat-interval-ms 100]
 
 The floor server's heartbeat figures show what the load generator itself can drive on this machine,
 and the latency it measures where the server adds nothing.
@@ -337,7 +338,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="smaller loads, for a smoke test")
     parser.add_argument("--restart-records", type=int, default=1_000_000)
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    parser.add_argument("--only", choices=["groupcoord", "kafka", "tansu"], help="measure one broker")
+    parser.add_argument("--only", choices=["groupcoord", "groupcoord-pure", "kafka", "tansu"],
+                        help="measure one broker")
     parser.add_argument("--heartbeat-interval-ms", type=int, default=groups.HEARTBEAT_INTERVAL_MS,
                         help="how often a synced member heartbeats while a group forms (every broker alike)")
     args = parser.parse_args()
@@ -349,12 +351,18 @@ def main() -> int:
     floor = floor_ceiling(args.runs)
     print(f"floor: {floor}", flush=True)
     ours: Figures = {}
-    peers: dict[str, Figures] = {"kafka": {}, "tansu": {}}
+    peers: dict[str, Figures] = {"groupcoord-pure": {}, "kafka": {}, "tansu": {}}
     if args.only in (None, "groupcoord"):
         ours = measure(Profile("groupcoord", targets.groupcoord, session_ms=300_000, idle_groups=10_000,
                                idle_concurrency=100), args.runs, args.quick)
         print(f"groupcoord: {ours}", flush=True)
         _add(ours, restart_load(args.restart_records // (10 if args.quick else 1)))
+    if args.only in (None, "groupcoord-pure"):
+        # The pure-Python build (GROUPCOORD_PURE_PYTHON=1), measured right after the compiled one so
+        # that their ratio is taken on the same machine load.
+        peers["groupcoord-pure"] = measure(Profile("groupcoord-pure", targets.groupcoord_pure, session_ms=300_000,
+                                                   idle_groups=10_000, idle_concurrency=100), args.runs, args.quick)
+        print(f"groupcoord-pure: {peers['groupcoord-pure']}", flush=True)
     if args.only not in (None, "kafka"):
         pass
     elif not targets.kafka_available():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import struct
 import sys
+from typing import cast
 
 from protocol.api_keys import ApiKey
 from protocol.frames import encode_response
@@ -31,8 +32,9 @@ API_VERSIONS = _canned(ApiKey.API_VERSIONS, 0, ApiVersionsResponse(error_code=0,
 
 class Floor(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)  # a TCP server's
-        self.transport = transport
+        # A TCP server's transport; uvloop's is not an asyncio.Transport subclass (an isinstance
+        # assert here reset every connection under uvloop), so a cast, not a check.
+        self.transport = cast(asyncio.Transport, transport)
         self.buffer = bytearray()
 
     def data_received(self, data: bytes) -> None:

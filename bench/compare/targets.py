@@ -131,6 +131,14 @@ def groupcoord(*overrides: str, data_dir: Path | None = None) -> Target:
     return target
 
 
+def groupcoord_pure(*overrides: str, data_dir: Path | None = None) -> Target:
+    """The same server without its compiled accelerator (protocol/accel.py): the pure-Python build."""
+    target = groupcoord(*overrides, data_dir=data_dir)
+    target.name = "groupcoord-pure"
+    target.env["GROUPCOORD_PURE_PYTHON"] = "1"
+    return target
+
+
 def tansu() -> Target:
     binary = tansu_binary()
     if binary is None:

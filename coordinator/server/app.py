@@ -41,6 +41,7 @@ from coordinator.server.share_partitions import SharePartitionManager
 from coordinator.server.topics_view import RegistryTopics
 from coordinator.server.transactions import TxnService
 from coordinator.topics import OFFSETS_TOPIC
+from protocol import accel
 
 log = structlog.get_logger()
 
@@ -127,7 +128,8 @@ class Server:
         for listener, server in zip(self.config["listeners"], self.servers, strict=True):
             host, port = server.sockets[0].getsockname()[:2]
             log.info("server_ready", listener=listener.name, host=host, port=port,
-                     advertised=str(self.broker.advertised_for(listener.name)), cluster_id=self.broker.cluster_id)
+                     advertised=str(self.broker.advertised_for(listener.name)), cluster_id=self.broker.cluster_id,
+                     accelerator=accel.status(), accelerator_stale=accel.stale_modules() or None)
         self._reaper = asyncio.ensure_future(self._reap_idle_connections())
         self.ready = True
         if self.config["metrics.statsd.address"] is not None:

@@ -38,6 +38,7 @@ from typing import Any
 from coordinator.logging import configure_logging
 from coordinator.server.app import Server
 from coordinator.server.dispatch import dispatch
+from protocol import accel
 from protocol.api_keys import ApiKey
 from protocol.client import encode_request
 from protocol.messages import OffsetCommitRequest
@@ -151,6 +152,7 @@ def main() -> int:
         if profile:
             profile.disable()
             pstats.Stats(profile).sort_stats("tottime").print_stats(30)
+        figures["accelerator"] = accel.status()  # GROUPCOORD_PURE_PYTHON=1: the pure-Python build
         print(figures)
     return 0
 

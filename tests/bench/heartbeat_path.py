@@ -7,6 +7,9 @@
         --callgrind-out-file=hb.out .venv/bin/python -m tests.bench.heartbeat_path --callgrind 5000
     grep ^summary: hb.out.1                                         # Ir of the 5,000 heartbeats alone
 
+With the compiled accelerator when it is built (`make accel`); GROUPCOORD_PURE_PYTHON=1 measures the
+pure-Python build (the figures name the build they measured: `accelerator`).
+
 As `make bench-compare`'s heartbeat workload drives the server: a stable classic group of
 `--members` (100) formed through JoinGroup/SyncGroup, then their Heartbeat frames (the newest
 version, client id "bench") spread over `--connections` (8) connections and handed to each
@@ -41,6 +44,7 @@ from typing import Any
 from coordinator.logging import configure_logging
 from coordinator.server.app import Server
 from coordinator.server.connection import Connection
+from protocol import accel
 from protocol.api_keys import ApiKey
 from protocol.apis import API_SPECS
 from protocol.client import decode_response, encode_request
@@ -208,7 +212,8 @@ async def run(data: Path, args: argparse.Namespace) -> dict[str, Any]:
         per_hb = statistics.median(rounds)
         figures = {"heartbeat_cpu_us": round(per_hb, 2), "min_us": round(min(rounds), 2),
                    "max_us": round(max(rounds), 2), "cpu_bound_heartbeats_per_s": round(1e6 / per_hb),
-                   "batch": args.batch, "loop": type(asyncio.get_running_loop()).__module__}
+                   "batch": args.batch, "loop": type(asyncio.get_running_loop()).__module__,
+                   "accelerator": accel.status()}
     await _close(server)
     return figures
 

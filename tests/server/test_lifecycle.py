@@ -33,6 +33,16 @@ def test_server_logs_server_ready_with_host_and_port_as_json(server):
     assert ready[0]["level"] == "info"
 
 
+def test_server_ready_says_whether_the_compiled_accelerator_runs(server):
+    """protocol/accel.py: "compiled" when built (and GROUPCOORD_PURE_PYTHON unset), else "pure";
+    this test process imports the same modules from the same build, so it knows which to expect."""
+    import coordinator.server.app  # noqa: F401  (the server's modules, as the server imports them)
+    from protocol import accel
+
+    ready = [e for e in log_events(server) if e["event"] == "server_ready"]
+    assert ready[0]["accelerator"] == accel.status()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_shuts_down_promptly_with_exit_code_zero(server_factory, connect, sig):
     srv = server_factory()

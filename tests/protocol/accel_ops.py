@@ -1,0 +1,116 @@
+"""What the accelerator's property tests run in both builds: the same operation on the same input,
+its outcome in a form that compares across processes (repr of the result, or the error's type and
+message).
+
+The compiled build runs these in the test process; the pure build in a worker process started with
+GROUPCOORD_PURE_PYTHON=1 (`python -m tests.protocol.accel_ops`), which answers pickled
+`(operation, arguments)` requests read from stdin, length-prefixed, until stdin closes.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+import sys
+from typing import Any
+
+import protocol.client  # noqa: F401  (the client's coders: requests encoded for the decoders under test)
+from coordinator.log import batch
+from coordinator.records import codec, offsets
+from protocol import frames
+from protocol.messages import MESSAGES
+
+_LENGTH = struct.Struct(">I")
+
+
+def decode(name: str, version: int, data: bytes) -> Any:
+    cls = MESSAGES[name]
+    message, pos = cls.decoders[version](data, 0, len(data))
+    return message, pos
+
+
+def encode(message: Any, version: int) -> bytes:
+    return message.encode(version)
+
+
+def decode_request_frame(frame: bytes) -> Any:
+    return frames.decode_request(frame)
+
+
+def encode_response_frame(correlation_id: int, api_key: int, version: int, message: Any) -> bytes:
+    return frames.encode_response(correlation_id, api_key, version, message)
+
+
+def build_batch(records: list[tuple[Any, ...]], base_offset: int, timestamp: int | None, transactional: bool,
+                producer_id: int) -> bytes:
+    return batch.build_batch(records, base_offset, producer_id=producer_id, timestamp=timestamp,
+                             transactional=transactional)
+
+
+def build_keyed_batch_from_columns(keys: list[bytes], values: list[bytes | None], timestamp: int,
+                                   base_offset: int) -> bytes:
+    return batch.build_keyed_batch_from_columns(keys, values, timestamp, base_offset)
+
+
+def read_batches(data: bytes, verify: bool) -> Any:
+    """Every batch of `data` as iter_batches yields it, with its records as columns and one by one."""
+    out = []
+    for pos, header in batch.iter_batches(data, verify=verify):
+        columns = batch.record_columns(data, pos, header)
+        out.append((pos, repr(header), batch.crc_ok(data, pos), tuple(columns[1:]), columns.records(),
+                    list(batch.iter_records(data, pos, header))))
+    return out
+
+
+def offset_commit_record(group_id: str, topic: str, partition: int, offset: int, leader_epoch: int, metadata: str,
+                         commit_timestamp: int, expire_timestamp: int | None) -> Any:
+    record = offsets.offset_commit_record(group_id, topic, partition, offset, leader_epoch, metadata,
+                                          commit_timestamp, expire_timestamp)
+    return record.key, record.value
+
+
+def offset_commit_run(group_id: str, topic: str, partitions: list[tuple[int, int, int, str]],
+                      commit_timestamp: int) -> Any:
+    class Partition:  # the fields of an OffsetCommit request's partition the run reads
+        def __init__(self, index: int, offset: int, epoch: int, metadata: str) -> None:
+            self.partition_index = index
+            self.committed_offset = offset
+            self.committed_leader_epoch = epoch
+            self.committed_metadata = metadata
+
+    run = offsets.offset_commit_run(group_id, topic, [Partition(*p) for p in partitions], commit_timestamp)
+    return run.keys, run.values, [(r.key, r.value) for r in run.records()]
+
+
+def decode_record(key: bytes, value: bytes | None) -> Any:
+    return codec.decode_record(key, value)
+
+
+OPERATIONS = {f.__name__: f for f in (decode, encode, decode_request_frame, encode_response_frame, build_batch,
+                                     build_keyed_batch_from_columns, read_batches, offset_commit_record,
+                                     offset_commit_run, decode_record)}
+
+
+def outcome(operation: str, args: tuple[Any, ...]) -> tuple[str, str]:
+    """("ok", repr of the result) or ("error", "Type: message")."""
+    try:
+        result = OPERATIONS[operation](*args)
+    except Exception as exc:
+        return "error", f"{type(exc).__name__}: {exc}"
+    return "ok", repr(result)
+
+
+def serve() -> None:
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        head = stdin.read(4)
+        if len(head) < 4:
+            return
+        operation, args = pickle.loads(stdin.read(_LENGTH.unpack(head)[0]))
+        answer = pickle.dumps(outcome(operation, args))
+        stdout.write(_LENGTH.pack(len(answer)) + answer)
+        stdout.flush()
+
+
+if __name__ == "__main__":
+    serve()
