@@ -33,7 +33,7 @@ class TxnContext:
     def end(self, tid: str, pid: int, epoch: int, commit: bool, bump: bool = False) -> TxnOutcome:
         return self.apply(self.coordinator.end_txn(tid, pid, epoch, commit, self.now, bump_epoch=bump))
 
-    def verify_state(self, tid: str) -> tuple[Any, int]:
+    def state_and_epoch(self, tid: str) -> tuple[Any, int]:
         meta = self.coordinator.transactions[tid]
         return meta.state, meta.producer_epoch
 

@@ -239,7 +239,7 @@ def test_transaction_version_2_runs_on_implicit_adds_and_an_epoch_bumped_at_ever
         # A zombie still on the pre-bump epoch is fenced at its implicit add and its end.
         assert ctx.add("tx", 1000, epoch, T1).code == E.PRODUCER_FENCED
         assert ctx.end("tx", 1000, epoch, commit=not commit, bump=True).code == E.INVALID_TXN_STATE
-        assert ctx.verify_state("tx") == (S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, epoch + 1)
+        assert ctx.state_and_epoch("tx") == (S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, epoch + 1)
         epoch += 1
     ctx.assert_replay_matches()
 
