@@ -482,6 +482,16 @@ def await_stable_offsets(s: Side, group: str, topic: str, partitions: list[int],
         time.sleep(0.05)  # poll interval
 
 
+def txn_offset_commit(tid: str, group: str, pid: int, epoch: int, topic: str,
+                      offsets: dict[int, int]) -> m.TxnOffsetCommitRequest:
+    Topic = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+    Partition = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition
+    return m.TxnOffsetCommitRequest(
+        transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id=-1,
+        topics=[Topic(name=topic, partitions=[Partition(partition_index=p, committed_offset=o)
+                                              for p, o in offsets.items()])])
+
+
 def transactional_offsets(s: Side) -> None:
     """A producer commits offsets inside transactions (InitProducerId, AddOffsetsToTxn, TxnOffsetCommit,
     EndTxn): one committed, one aborted, a plain commit between them; OffsetFetch RequireStable after
@@ -492,14 +502,9 @@ def transactional_offsets(s: Side) -> None:
     init = s.call("a", K.INIT_PRODUCER_ID, 4, m.InitProducerIdRequest(
         transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1))
     pid, epoch = init.producer_id, init.producer_epoch
-    Topic = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-    Partition = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition
 
     def txn_commit(offsets: dict[int, int], producer_epoch: int) -> None:
-        s.call("a", K.TXN_OFFSET_COMMIT, 4, m.TxnOffsetCommitRequest(
-            transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=producer_epoch, generation_id=-1,
-            topics=[Topic(name=topic, partitions=[Partition(partition_index=p, committed_offset=o)
-                                                  for p, o in offsets.items()])]))
+        s.call("a", K.TXN_OFFSET_COMMIT, 4, txn_offset_commit(tid, group, pid, producer_epoch, topic, offsets))
 
     def transaction(offsets: dict[int, int], commit: bool, describe: bool = False) -> None:
         s.call("a", K.ADD_OFFSETS_TO_TXN, 4, m.AddOffsetsToTxnRequest(
@@ -564,14 +569,9 @@ def transaction_version_2(s: Side) -> None:
     init = s.call("a", K.INIT_PRODUCER_ID, 5, m.InitProducerIdRequest(
         transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1))
     pid, epoch = init.producer_id, init.producer_epoch
-    Topic = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-    Partition = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition
 
     def txn_commit(offsets: dict[int, int], producer_epoch: int) -> None:
-        s.call("a", K.TXN_OFFSET_COMMIT, 5, m.TxnOffsetCommitRequest(
-            transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=producer_epoch, generation_id=-1,
-            topics=[Topic(name=topic, partitions=[Partition(partition_index=p, committed_offset=o)
-                                                  for p, o in offsets.items()])]))
+        s.call("a", K.TXN_OFFSET_COMMIT, 5, txn_offset_commit(tid, group, pid, producer_epoch, topic, offsets))
 
     def end(producer_epoch: int, commit: bool) -> m.EndTxnResponse:
         response: m.EndTxnResponse = s.call("a", K.END_TXN, 5, m.EndTxnRequest(
