@@ -34,6 +34,8 @@ from coordinator.server.log_record_store import latest_keys_and_values
 from coordinator.topics import OFFSETS_TOPIC
 from protocol.error_codes import ErrorCode
 
+IMPLICIT_ADD_SINCE = 5  # TxnOffsetCommit v5: KIP-890 part 2
+
 log = structlog.get_logger()
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
@@ -198,21 +200,34 @@ class TxnService:
 
     # ---- TxnOffsetCommit ----------------------------------------------------------------------
 
-    def check_txn_offset_commit(self, request, version: int) -> ErrorCode:  # type: ignore[no-untyped-def]
+    def check_txn_offset_commit(self, request, version: int  # type: ignore[no-untyped-def]
+                                ) -> tuple[ErrorCode, asyncio.Future[None] | None]:
         """The transaction coordinator's checks of a TxnOffsetCommit (the group's partition is in the
-        producer's transaction, current epoch): the per-request error (NONE: on to the group)."""
+        producer's transaction, current epoch): the per-request error (NONE: on to the group).
+
+        From v5 (transaction.version 2) the request adds the group's partition itself, as Kafka's
+        group coordinator does through AddPartitionsToTxnManager (ADD_PARTITION): the second value
+        is the append of that `__transaction_state` record, which the answer waits for."""
         if not request.group_id:
-            return ErrorCode.INVALID_GROUP_ID
+            return ErrorCode.INVALID_GROUP_ID, None
         if self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None
         offsets_partition = (OFFSETS_TOPIC, partition_for(request.group_id, self.offsets_partitions))
-        code = self.core.verify(request.transactional_id, request.producer_id, request.producer_epoch,
-                                offsets_partition)
+        durable = None
+        if version >= IMPLICIT_ADD_SINCE:
+            outcome = self.core.add_partitions(request.transactional_id, request.producer_id,
+                                               request.producer_epoch, [offsets_partition], now_ms())
+            code = outcome.code
+            if code == ErrorCode.NONE:
+                durable = self.apply(outcome)
+        else:
+            code = self.core.verify(request.transactional_id, request.producer_id, request.producer_epoch,
+                                    offsets_partition)
         if code == ErrorCode.TRANSACTION_ABORTABLE and version < 4:
             code = ErrorCode.INVALID_TXN_STATE
         elif code == ErrorCode.PRODUCER_FENCED:
             code = ErrorCode.INVALID_PRODUCER_EPOCH
-        return code
+        return code, durable
 
     # ---- timers --------------------------------------------------------------------------------
 

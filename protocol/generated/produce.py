@@ -38,7 +38,7 @@ _F_ix_pack = struct.Struct(">ix").pack
 
 
 class ProduceRequest(Message):
-    """ProduceRequest (request, api key 0): versions 0-11, flexible 9+."""
+    """ProduceRequest (request, api key 0): versions 0-12, flexible 9+."""
 
     class TopicProduceData(Struct):
         __slots__ = ('name', 'partition_data')
@@ -61,7 +61,7 @@ class ProduceRequest(Message):
     name = 'ProduceRequest'
     kind = 'request'
     api_key = 0
-    valid_versions = VersionRange(0, 11)
+    valid_versions = VersionRange(0, 12)
     flexible_versions = VersionRange(9, None)
 
     def __init__(self, transactional_id: str | None = None, acks: int = 0, timeout_ms: int = 0, topic_data: list[ProduceRequest.TopicProduceData] = UNSET) -> None:
@@ -72,7 +72,7 @@ class ProduceRequest(Message):
 
 
 class ProduceResponse(Message):
-    """ProduceResponse (response, api key 0): versions 0-11, flexible 9+."""
+    """ProduceResponse (response, api key 0): versions 0-12, flexible 9+."""
 
     class TopicProduceResponse(Struct):
         __slots__ = ('name', 'partition_responses')
@@ -127,7 +127,7 @@ class ProduceResponse(Message):
     name = 'ProduceResponse'
     kind = 'response'
     api_key = 0
-    valid_versions = VersionRange(0, 11)
+    valid_versions = VersionRange(0, 12)
     flexible_versions = VersionRange(9, None)
 
     def __init__(self, responses: list[ProduceResponse.TopicProduceResponse] = UNSET, throttle_time_ms: int = 0, node_endpoints: list[ProduceResponse.NodeEndpoint] = UNSET) -> None:
@@ -684,7 +684,7 @@ def e_ProduceResponse_v10(o: ProduceResponse, w: Append) -> None:
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ProduceResponse') from None
 
-ProduceRequest.decoders = {0: d_ProduceRequest_v0, 1: d_ProduceRequest_v0, 2: d_ProduceRequest_v0, 3: d_ProduceRequest_v3, 4: d_ProduceRequest_v3, 5: d_ProduceRequest_v3, 6: d_ProduceRequest_v3, 7: d_ProduceRequest_v3, 8: d_ProduceRequest_v3, 9: d_ProduceRequest_v9, 10: d_ProduceRequest_v9, 11: d_ProduceRequest_v9}
+ProduceRequest.decoders = {0: d_ProduceRequest_v0, 1: d_ProduceRequest_v0, 2: d_ProduceRequest_v0, 3: d_ProduceRequest_v3, 4: d_ProduceRequest_v3, 5: d_ProduceRequest_v3, 6: d_ProduceRequest_v3, 7: d_ProduceRequest_v3, 8: d_ProduceRequest_v3, 9: d_ProduceRequest_v9, 10: d_ProduceRequest_v9, 11: d_ProduceRequest_v9, 12: d_ProduceRequest_v9}
 ProduceRequest.encoders = {}  # the client's: protocol/generated/client/produce.py
 ProduceResponse.decoders = {}  # the client's: protocol/generated/client/produce.py
-ProduceResponse.encoders = {0: e_ProduceResponse_v0, 1: e_ProduceResponse_v1, 2: e_ProduceResponse_v2, 3: e_ProduceResponse_v2, 4: e_ProduceResponse_v2, 5: e_ProduceResponse_v5, 6: e_ProduceResponse_v5, 7: e_ProduceResponse_v5, 8: e_ProduceResponse_v8, 9: e_ProduceResponse_v9, 10: e_ProduceResponse_v10, 11: e_ProduceResponse_v10}
+ProduceResponse.encoders = {0: e_ProduceResponse_v0, 1: e_ProduceResponse_v1, 2: e_ProduceResponse_v2, 3: e_ProduceResponse_v2, 4: e_ProduceResponse_v2, 5: e_ProduceResponse_v5, 6: e_ProduceResponse_v5, 7: e_ProduceResponse_v5, 8: e_ProduceResponse_v8, 9: e_ProduceResponse_v9, 10: e_ProduceResponse_v10, 11: e_ProduceResponse_v10, 12: e_ProduceResponse_v10}

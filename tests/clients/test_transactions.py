@@ -1,4 +1,6 @@
-"""Exactly-once with a real client (confluent-kafka / librdkafka, transaction version 1).
+"""Exactly-once with real clients: confluent-kafka (librdkafka), kafka-python, aiokafka and kafkajs
+run transaction version 1; the Java client reads the finalized transaction.version 2 and runs
+KIP-890 part 2 (implicit partition adds, EndTxn v5 epoch bump).
 
 A consume-transform-produce pipeline of two worker processes survives the SIGKILL of one worker
 and its restart with the same transactional id; the older of two producers with one transactional
@@ -119,7 +121,9 @@ def stop(worker: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
 @pytest.mark.parametrize("worker", ["tests.clients.eos_worker", "tests.clients.eos_worker_kafka_python",
                                     "tests.clients.eos_worker_aiokafka", "js", "java"],
                          ids=["confluent_kafka", "kafka_python", "aiokafka", "kafkajs", "java"])
-def test_pipeline_is_exactly_once_across_a_killed_and_restarted_worker(bootstrap, topic_name, tmp_path, worker):
+def test_pipeline_is_exactly_once_across_a_killed_and_restarted_worker(server_factory, topic_name, tmp_path, worker):
+    http_port = free_port()
+    bootstrap = server_factory(f"http.listener=127.0.0.1:{http_port}").bootstrap
     source, sink, group = f"{topic_name}-in", f"{topic_name}-out", f"{topic_name}-g"
     create_topics(bootstrap, source, sink)
     produce_inputs(bootstrap, source)
@@ -140,10 +144,35 @@ def test_pipeline_is_exactly_once_across_a_killed_and_restarted_worker(bootstrap
             assert all(w.poll() is None for w in workers), "a worker died"
             time.sleep(0.2)
     finally:
-        for worker in workers:
-            stop(worker)
+        for process in workers:
+            stop(process)
 
     assert_exactly_once(bootstrap, source, sink, group)
+    assert_transaction_version(http_port, 2 if worker == "java" else 1)
+
+
+def requests_by_version(http_port: int, api: str) -> dict[int, float]:
+    """How many requests of `api` the server handled, by request version (its request metrics)."""
+    _, page = http_get(http_port, "/metrics")
+    return {version: count for version in range(16)
+            if (count := sample(page, "kafka_network_request_metrics_requests_total", request=api,
+                                version=str(version)))}
+
+
+def assert_transaction_version(http_port: int, transaction_version: int) -> None:
+    """The Java client reads the finalized transaction.version 2 from ApiVersions and runs KIP-890
+    part 2: Produce v12 and TxnOffsetCommit v5 add partitions implicitly (no AddPartitionsToTxn nor
+    AddOffsetsToTxn) and EndTxn v5 bumps the epoch. The other clients stay on version 1."""
+    end_txn, produce = requests_by_version(http_port, "EndTxn"), requests_by_version(http_port, "Produce")
+    added = requests_by_version(http_port, "AddPartitionsToTxn")
+    offsets_added = requests_by_version(http_port, "AddOffsetsToTxn")
+    commits = requests_by_version(http_port, "TxnOffsetCommit")
+    if transaction_version == 2:
+        assert set(end_txn) == {5} and set(commits) == {5}, (end_txn, commits)
+        assert 12 in produce and not added and not offsets_added, (produce, added, offsets_added)
+    else:
+        assert end_txn and max(end_txn) < 5 and added and offsets_added, (end_txn, added, offsets_added)
+        assert max(commits) < 5 and max(produce) < 12, (commits, produce)
 
 
 KILLS = 20

@@ -498,6 +498,16 @@ def await_stable_offsets(s: Side, group: str, topic: str, partitions: list[int],
         time.sleep(0.05)  # poll interval
 
 
+def txn_offset_commit(tid: str, group: str, pid: int, epoch: int, topic: str,
+                      offsets: dict[int, int]) -> m.TxnOffsetCommitRequest:
+    Topic = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+    Partition = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition
+    return m.TxnOffsetCommitRequest(
+        transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id=-1,
+        topics=[Topic(name=topic, partitions=[Partition(partition_index=p, committed_offset=o)
+                                              for p, o in offsets.items()])])
+
+
 def transactional_offsets(s: Side) -> None:
     """A producer commits offsets inside transactions (InitProducerId, AddOffsetsToTxn, TxnOffsetCommit,
     EndTxn): one committed, one aborted, a plain commit between them; OffsetFetch RequireStable after
@@ -508,14 +518,9 @@ def transactional_offsets(s: Side) -> None:
     init = s.call("a", K.INIT_PRODUCER_ID, 4, m.InitProducerIdRequest(
         transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1))
     pid, epoch = init.producer_id, init.producer_epoch
-    Topic = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
-    Partition = m.TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition
 
     def txn_commit(offsets: dict[int, int], producer_epoch: int) -> None:
-        s.call("a", K.TXN_OFFSET_COMMIT, 4, m.TxnOffsetCommitRequest(
-            transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=producer_epoch, generation_id=-1,
-            topics=[Topic(name=topic, partitions=[Partition(partition_index=p, committed_offset=o)
-                                                  for p, o in offsets.items()])]))
+        s.call("a", K.TXN_OFFSET_COMMIT, 4, txn_offset_commit(tid, group, pid, producer_epoch, topic, offsets))
 
     def transaction(offsets: dict[int, int], commit: bool, describe: bool = False) -> None:
         s.call("a", K.ADD_OFFSETS_TO_TXN, 4, m.AddOffsetsToTxnRequest(
@@ -755,11 +760,69 @@ def share_sessions(s: Side) -> None:
     fetch(2)
 
 
+def await_transaction_completed(s: Side, transactional_id: str, timeout: float = 10.0) -> None:
+    """Wait (unrecorded) until the transaction is no longer PrepareCommit/PrepareAbort: Kafka answers
+    EndTxn before its markers and its Complete* record are written."""
+    wire = s.wire("_await")
+    deadline = time.monotonic() + timeout
+    while True:
+        described = wire.request(K.DESCRIBE_TRANSACTIONS, 0, m.DescribeTransactionsRequest(
+            transactional_ids=[transactional_id]))
+        if described.transaction_states[0].transaction_state not in ("PrepareCommit", "PrepareAbort"):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{s.name}: {transactional_id} still preparing")
+        time.sleep(0.05)  # poll interval
+
+
+def transaction_version_2(s: Side) -> None:
+    """KIP-890 part 2 as the Java client runs it on transaction.version 2: TxnOffsetCommit v5 adds the
+    group's partition itself (no AddOffsetsToTxn), EndTxn v5 bumps the epoch at every end and answers
+    the epoch to go on with; retries carry the pre-bump epoch, a zombie on it is fenced
+    (TransactionCoordinator.endTransaction, docs/spec/transactions.md)."""
+    (topic,) = create_topics(s, "txn-v2", partitions=3)
+    group, tid = s.name_of("txn2-group"), s.name_of("txn2-id")
+    await_transaction_coordinator(s, tid)
+    init = s.call("a", K.INIT_PRODUCER_ID, 5, m.InitProducerIdRequest(
+        transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1))
+    pid, epoch = init.producer_id, init.producer_epoch
+
+    def txn_commit(offsets: dict[int, int], producer_epoch: int) -> None:
+        s.call("a", K.TXN_OFFSET_COMMIT, 5, txn_offset_commit(tid, group, pid, producer_epoch, topic, offsets))
+
+    def end(producer_epoch: int, commit: bool) -> m.EndTxnResponse:
+        response: m.EndTxnResponse = s.call("a", K.END_TXN, 5, m.EndTxnRequest(
+            transactional_id=tid, producer_id=pid, producer_epoch=producer_epoch, committed=commit))
+        await_transaction_completed(s, tid)
+        return response
+
+    txn_commit({0: 5, 1: 6}, epoch)  # implicitly adds the offsets partition
+    stable = fetch(7, group, topic, [0, 1, 2])
+    stable.require_stable = True
+    s.call("a", K.OFFSET_FETCH, 7, stable)  # UNSTABLE_OFFSET_COMMIT while the transaction holds them
+    s.call("a", K.DESCRIBE_TRANSACTIONS, 0, m.DescribeTransactionsRequest(transactional_ids=[tid]))
+    bumped = end(epoch, commit=True).producer_epoch
+    await_stable_offsets(s, group, topic, [0, 1, 2])
+    s.call("a", K.OFFSET_FETCH, 7, fetch(7, group, topic, [0, 1, 2]))
+    end(epoch, commit=True)  # a retry with the pre-bump epoch: the answer again
+    end(epoch, commit=False)  # a retry of the other kind
+    txn_commit({0: 50}, epoch)  # a zombie on the pre-bump epoch
+    end(bumped, commit=True)  # nothing open to commit
+    txn_commit({0: 50, 2: 70}, bumped)
+    again = end(bumped, commit=False).producer_epoch
+    await_stable_offsets(s, group, topic, [0, 1, 2])
+    s.call("a", K.OFFSET_FETCH, 7, fetch(7, group, topic, [0, 1, 2]))
+    end(again, commit=False)  # an abort with nothing open still bumps
+    end(again + 5, commit=False)  # an epoch from nowhere
+    s.call("a", K.DESCRIBE_TRANSACTIONS, 0, m.DescribeTransactionsRequest(transactional_ids=[tid]))
+
+
 CONVERSATIONS: dict[str, Conversation] = {
     f.__name__: f for f in (
         join_every_version, join_errors, two_members_sync, stale_generation_and_unknown_member,
         static_membership, duplicate_instance_fencing, leave_batches, offsets_across_versions,
         describe_list_delete, consumer_group_lifecycle, consumer_group_errors, transactional_offsets,
         create_partitions, txn_offsets_unknown_topics, admin_apis, share_group_membership, share_sessions,
+        transaction_version_2,
     )
 }

@@ -131,6 +131,8 @@ VERSIONS_NEWER_THAN_FACTS: dict[str, tuple[str, str]] = {
     "ConsumerGroupDescribeResponse": ("0", "v1 adds MemberType (see FIELDS_NEWER_THAN_FACTS)"),
     "DescribeGroupsRequest": ("0-5", "v6: an unknown group is GROUP_ID_NOT_FOUND (KIP-1043)"),
     "DescribeGroupsResponse": ("0-5", "v6 adds ErrorMessage (see FIELDS_NEWER_THAN_FACTS)"),
+    "ProduceRequest": ("0-11", "v12 (Kafka 4.0, KIP-890 part 2) is v11 with implicit partition adds; no field"),
+    "ProduceResponse": ("0-11", "v12 is v11 (KIP-890 part 2)"),
 }
 
 #: Keys of a schema or field that carry no protocol fact.

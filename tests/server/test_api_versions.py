@@ -71,8 +71,12 @@ def test_api_versions_v3_rejects_malformed_client_software(wire, name, version):
 def test_api_versions_v3_accepts_well_formed_client_software(wire, name, version):
     response = wire.request(ApiKey.API_VERSIONS, 4, ApiVersionsRequest(name, version))
     assert response.error_code == ErrorCode.NONE
-    assert response.finalized_features_epoch == -1
-    assert response.supported_features == [] and response.finalized_features == []
+    # transaction.version 2 (KIP-890 part 2) supported and finalized, with an epoch the Java client takes
+    assert response.finalized_features_epoch == 0
+    assert [(f.name, f.min_version, f.max_version) for f in response.supported_features] == [
+        ("transaction.version", 0, 2)]
+    assert [(f.name, f.min_version_level, f.max_version_level) for f in response.finalized_features] == [
+        ("transaction.version", 2, 2)]
 
 
 def test_api_versions_v2_does_not_check_client_software(wire):

@@ -174,3 +174,36 @@ def test_pending_offsets_are_unstable_until_the_commit(wire):  # §15 cases 41, 
     assert offset_fetch(True) == [(-1, E.UNSTABLE_OFFSET_COMMIT), (-1, E.NONE)]
     assert end(wire, tid, pid, epoch, commit=True) == E.NONE
     wait_for(lambda: offset_fetch(True) == [(10, E.NONE), (-1, E.NONE)])
+
+
+def test_transaction_version_2_produce_adds_the_partition_and_the_marker_carries_the_bumped_epoch(wire):
+    """KIP-890 part 2: Produce v12 adds the partition itself (v11 still needs AddPartitionsToTxn),
+    EndTxn v5 writes the markers with the bumped epoch, the next transaction restarts its sequences
+    on that epoch, and a zombie still on the old epoch is refused."""
+    topic, tid = new_topic(wire), f"tx-{uuid.uuid4().hex[:6]}"
+    pid, epoch = init(wire, tid, version=5)
+    assert produce(wire, tid, topic, 1, txn_batch(pid, epoch, 0, 1), version=11).error_code == \
+        E.TRANSACTION_ABORTABLE  # not added, and v11 does not add
+    assert produce(wire, tid, topic, 0, txn_batch(pid, epoch, 0, 2), version=12).error_code == E.NONE
+    assert produce(wire, tid, topic, 0, txn_batch(pid, epoch, 2, 1), version=12).error_code == E.NONE
+    described = wire.request(ApiKey.DESCRIBE_TRANSACTIONS, 0, DescribeTransactionsRequest(transactional_ids=[tid]))
+    [state] = described.transaction_states
+    assert (state.transaction_state, [(t.topic, t.partitions) for t in state.topics]) == ("Ongoing", [(topic, [0])])
+
+    ended = wire.request(ApiKey.END_TXN, 5, EndTxnRequest(transactional_id=tid, producer_id=pid,
+                                                          producer_epoch=epoch, committed=True))
+    assert (ended.error_code, ended.producer_id, ended.producer_epoch) == (E.NONE, pid, epoch + 1)
+    wait_for(lambda: fetch(wire, topic, 0, 1).last_stable_offset == 4)
+    readable = fetch(wire, topic, 0, 1)
+    assert [(h.base_offset, h.producer_epoch, h.attributes) for _, h in iter_batches(readable.records)] == [
+        (0, epoch, 0x10), (2, epoch, 0x10), (3, epoch + 1, 0x30)]  # the COMMIT marker on the bumped epoch
+
+    bumped = epoch + 1
+    assert produce(wire, tid, topic, 0, txn_batch(pid, epoch, 3, 1), version=12).error_code == \
+        E.INVALID_PRODUCER_EPOCH  # a zombie on the pre-bump epoch
+    assert produce(wire, tid, topic, 0, txn_batch(pid, bumped, 0, 1), version=12).error_code == E.NONE
+    aborted = wire.request(ApiKey.END_TXN, 5, EndTxnRequest(transactional_id=tid, producer_id=pid,
+                                                            producer_epoch=bumped, committed=False))
+    assert (aborted.error_code, aborted.producer_epoch) == (E.NONE, bumped + 1)
+    wait_for(lambda: fetch(wire, topic, 0, 1).last_stable_offset == 6)
+    assert [(a.producer_id, a.first_offset) for a in fetch(wire, topic, 0, 1).aborted_transactions] == [(pid, 4)]

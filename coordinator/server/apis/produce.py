@@ -1,11 +1,14 @@
-"""Produce (key 0), v3–11.
+"""Produce (key 0), v3–12.
 
 v3 transactional id: transactional batches need it, and a producer's first batch in a
 partition needs the partition added to its transaction (KIP-890 part 1 verification,
 answered INVALID_TXN_STATE, or TRANSACTION_ABORTABLE from v11); v5 log start
 offset; v8 record errors and error message; v9 flexible; v10-11 leader hints (tagged,
-left at defaults). Batches are stored exactly as received (compressed ones too), with
-offsets assigned by rewriting the base offset.
+left at defaults); v12 (KIP-890 part 2, transaction.version 2): a transactional producer's
+first batch in a partition adds the partition to its transaction (the broker's AddPartitionsToTxn
+of ReplicaManager.appendRecords with ADD_PARTITION), the client sends no AddPartitionsToTxn; the
+answer waits until that `__transaction_state` record is durable. Batches are stored exactly as
+received (compressed ones too), with offsets assigned by rewriting the base offset.
 
 acks=0 gets no response; acks=1 is answered once the batches are written; acks=-1
 once they are durable under `flush.policy` (always: fsynced, shared with other
@@ -14,6 +17,7 @@ appends; interval: written).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from coordinator.log.batch import CONTROL_BIT, TRANSACTIONAL_BIT
@@ -22,9 +26,12 @@ from coordinator.server.apis._acl import permits_topic, permits_transactional_id
 from coordinator.server.broker import Broker
 from coordinator.server.data_plane import ProduceError
 from coordinator.server.registry import NO_RESPONSE, Pending, Reply, RequestContext, api
+from coordinator.server.transactions import now_ms
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import ProduceResponse
+
+IMPLICIT_ADD_SINCE = 12
 
 TopicResult = ProduceResponse.TopicProduceResponse
 PartitionResult = ProduceResponse.PartitionProduceResponse
@@ -42,7 +49,7 @@ def produce_error(request: Any, code: ErrorCode, version: int) -> ProduceRespons
         for t in request.topic_data])
 
 
-@api(ApiKey.PRODUCE, versions=(3, 11), error_response=produce_error)
+@api(ApiKey.PRODUCE, versions=(3, 12), error_response=produce_error)
 def produce(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
     transactional = _transactional_producers(request)
     if transactional and (request.transactional_id is None or not permits_transactional_id(
@@ -54,6 +61,7 @@ def produce(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
         return produce_error(request, ErrorCode.INVALID_REQUIRED_ACKS, ctx.api_version)
     responses = []
     written = []
+    added: list[asyncio.Future[None]] = []  # v12: the implicit adds' transaction log appends
     for topic_data in request.topic_data:
         topic = broker.topics.get(topic_data.name)
         if not permits_topic(broker, ctx, Operation.WRITE, topic_data.name):
@@ -70,7 +78,8 @@ def produce(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
                 continue
             verify = None
             if transactional:
-                verify = _verifier(broker, request.transactional_id, topic_data.name, data.index, ctx.api_version)
+                verify = _verifier(broker, request.transactional_id, topic_data.name, data.index, ctx.api_version,
+                                   added)
             try:
                 base_offset, partition = broker.data.append(topic, data.index, data.records, verify)
             except ProduceError as exc:
@@ -85,6 +94,8 @@ def produce(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
     response = ProduceResponse(responses=responses)
     if request.acks == 0:
         return NO_RESPONSE
+    if added:
+        return Pending(_after_durable(broker, written if request.acks == -1 else [], response, added))
     if request.acks == 1 or not written or broker.config["flush.policy"] != "always":
         return response
     return Pending(_after_durable(broker, written, response))
@@ -106,23 +117,46 @@ _RETRIABLE_AS_NOT_ENOUGH_REPLICAS = {ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCod
                                      ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR}
 
 
-def _verifier(broker: Broker, transactional_id: str, topic: str, index: int, version: int):  # type: ignore[no-untyped-def]
+def _verifier(broker: Broker, transactional_id: str, topic: str, index: int, version: int,  # type: ignore[no-untyped-def]
+              added: list[asyncio.Future[None]]):
     def verify(producer_id: int, epoch: int) -> ErrorCode:
-        code = broker.txn.core.verify(transactional_id, producer_id, epoch, (topic, index))
-        if code == ErrorCode.TRANSACTION_ABORTABLE and version < 11:
-            return ErrorCode.INVALID_TXN_STATE
-        if code == ErrorCode.PRODUCER_FENCED:
-            return ErrorCode.INVALID_PRODUCER_EPOCH
-        if code in _RETRIABLE_AS_NOT_ENOUGH_REPLICAS:
-            return ErrorCode.NOT_ENOUGH_REPLICAS
-        return code
+        if version >= IMPLICIT_ADD_SINCE:
+            return _for_produce(_add_partition(broker, transactional_id, producer_id, epoch, (topic, index), added),
+                                version)
+        return _for_produce(broker.txn.core.verify(transactional_id, producer_id, epoch, (topic, index)), version)
     return verify
 
 
-async def _after_durable(broker: Broker, partitions: list, response: ProduceResponse) -> ProduceResponse:  # type: ignore[type-arg]
+def _add_partition(broker: Broker, transactional_id: str, producer_id: int, epoch: int,
+                   partition: tuple[str, int], added: list[asyncio.Future[None]]) -> ErrorCode:
+    """TV2: the transaction coordinator adds the partition (handleAddPartitionsToTransaction)."""
+    if broker.txn.loading:
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    outcome = broker.txn.core.add_partitions(transactional_id, producer_id, epoch, [partition], now_ms())
+    if outcome.code == ErrorCode.NONE:
+        durable = broker.txn.apply(outcome)
+        if durable is not None:
+            added.append(durable)
+    return outcome.code
+
+
+def _for_produce(code: ErrorCode, version: int) -> ErrorCode:
+    if code == ErrorCode.TRANSACTION_ABORTABLE and version < 11:
+        return ErrorCode.INVALID_TXN_STATE
+    if code == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if code in _RETRIABLE_AS_NOT_ENOUGH_REPLICAS:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    return code
+
+
+async def _after_durable(broker: Broker, partitions: list, response: ProduceResponse,  # type: ignore[type-arg]
+                         added: list[asyncio.Future[None]] | None = None) -> ProduceResponse:
     try:
         for partition in partitions:
             await broker.data.wait_durable(partition)
+        for durable in added or ():
+            await durable
     except OSError:
         for topic in response.responses:
             for result in topic.partition_responses:

@@ -1,7 +1,9 @@
 """TxnOffsetCommit (key 28), v0–5: offsets committed inside a transaction.
 
 v2 leader epoch; v3 flexible, and the member fields of KIP-447 (generation, member id, group
-instance id) checked like Kafka's validateTransactionalOffsetCommit; v4 TRANSACTION_ABORTABLE.
+instance id) checked like Kafka's validateTransactionalOffsetCommit; v4 TRANSACTION_ABORTABLE;
+v5 (transaction.version 2) adds the group's `__consumer_offsets` partition to the transaction
+itself: the client sends no AddOffsetsToTxn.
 The offsets are OffsetCommit records in a transactional batch of the producer in the group's
 `__consumer_offsets` partition, pending (invisible to OffsetFetch) until the transaction's marker
 commits or drops them (coordinator.server.transactions). The answer waits until they are durable.
@@ -58,9 +60,14 @@ async def _txn_offset_commit(broker: Broker, request: Any, ctx: RequestContext) 
         # Nothing left for the coordinator: answered at once (KafkaApis.handleTxnOffsetCommitRequest),
         # so the transaction does not take the group in.
         return _response(request, 0, codes)
-    code = broker.txn.check_txn_offset_commit(request, ctx.api_version)
+    code, added = broker.txn.check_txn_offset_commit(request, ctx.api_version)
     if code != ErrorCode.NONE:
         return _response(request, int(code), codes)
+    if added is not None:
+        try:
+            await added
+        except OSError:  # the partition is not durably in the transaction
+            return _response(request, int(ErrorCode.COORDINATOR_NOT_AVAILABLE), codes)
     # The group's checks and records: the shard of the group writes the offsets as the producer's
     # transactional batch, pending until the marker (GroupShard.txn_offset_commit).
     accepted = copy.copy(request)

@@ -33,6 +33,10 @@ class TxnContext:
     def end(self, tid: str, pid: int, epoch: int, commit: bool, bump: bool = False) -> TxnOutcome:
         return self.apply(self.coordinator.end_txn(tid, pid, epoch, commit, self.now, bump_epoch=bump))
 
+    def state_and_epoch(self, tid: str) -> tuple[Any, int]:
+        meta = self.coordinator.transactions[tid]
+        return meta.state, meta.producer_epoch
+
     def finish_markers(self, out: TxnOutcome) -> None:
         """What the shell does once the markers of `out` are durable."""
         for job in out.markers:

@@ -213,3 +213,33 @@ def test_log_dump_describes_transaction_log_records() -> None:
 
     assert describe_transaction_log_record(txn_tombstone("tx").key, None) == (
         'TransactionLog key(type 0): {"TransactionalId":"tx"} value: tombstone')
+
+
+def test_transaction_version_2_runs_on_implicit_adds_and_an_epoch_bumped_at_every_end() -> None:
+    """KIP-890 part 2 as the Java client runs it: Produce v12 and TxnOffsetCommit v5 add their
+    partitions through add_partitions (the broker's ADD_PARTITION), EndTxn v5 bumps the epoch and
+    the next transaction uses the epoch it answered; the pre-bump epoch is fenced everywhere."""
+    ctx = TxnContext()
+    epoch = ctx.init().producer_epoch
+    offsets = ("__consumer_offsets", 7)
+    for commit in (True, False, True):
+        assert ctx.add("tx", 1000, epoch, T0).code == E.NONE  # first batch in T0 (Produce v12)
+        assert ctx.add("tx", 1000, epoch, offsets).code == E.NONE  # TxnOffsetCommit v5
+        assert ctx.add("tx", 1000, epoch, T0).code == E.NONE  # a second batch: nothing new
+        meta = ctx.coordinator.transactions["tx"]
+        assert (meta.state, meta.partitions, meta.producer_epoch) == (S.ONGOING, frozenset({T0, offsets}), epoch)
+        out = ctx.end("tx", 1000, epoch, commit=commit, bump=True)
+        assert (out.code, out.producer_id, out.producer_epoch) == (E.NONE, 1000, epoch + 1)
+        [job] = out.markers
+        assert (job.producer_epoch, job.commit, job.partitions) == (epoch + 1, commit, frozenset({T0, offsets}))
+        # While the markers are written: the next transaction's first add waits, a retry of the end too.
+        assert ctx.add("tx", 1000, epoch + 1, T1).code == E.CONCURRENT_TRANSACTIONS
+        assert ctx.end("tx", 1000, epoch, commit=commit, bump=True).code == E.CONCURRENT_TRANSACTIONS
+        ctx.finish_markers(out)
+        # A zombie still on the pre-bump epoch is fenced at its implicit add and its end.
+        assert ctx.add("tx", 1000, epoch, T1).code == E.PRODUCER_FENCED
+        assert ctx.end("tx", 1000, epoch, commit=not commit, bump=True).code == E.INVALID_TXN_STATE
+        assert ctx.state_and_epoch("tx") == (S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT, epoch + 1)
+        epoch += 1
+    ctx.assert_replay_matches()
+
