@@ -5,7 +5,7 @@
     offsets.py       offset commits (types 0/1), the column form of a commit
     classic.py       classic group metadata (type 2)
     consumer.py      KIP-848 consumer group records (types 3-8)
-    reasons.py       our KIP-800 reason records (type 30000)
+    reasons.py       our reason records (type 30000): KIP-800 texts and every removal's cause
     describe.py      one line of text per record (`groupcoord log dump`)
     partitioning.py  the `__consumer_offsets` partition of a group
 
@@ -47,10 +47,13 @@ from coordinator.records.offsets import (
 )
 from coordinator.records.partitioning import java_string_hash, partition_for
 from coordinator.records.reasons import (
+    LEFT_CAUSES,
     GroupReason,
+    RemovalCause,
     group_reason_key,
     group_reason_record,
     group_reason_tombstone,
+    member_removal_record,
     reason_from_value,
 )
 from coordinator.records.registry import (
@@ -66,13 +69,14 @@ from coordinator.records.registry import (
 )
 
 __all__ = [
-    "CLASSIC_GROUP_REASON_VALUE_VERSION", "CONSUMER_GROUP_RECORD_TYPES", "GROUP_METADATA_VALUE_VERSION",
+    "CLASSIC_GROUP_REASON_VALUE_VERSION", "CONSUMER_GROUP_RECORD_TYPES", "GROUP_METADATA_VALUE_VERSION", "LEFT_CAUSES",
     "OFFSET_COMMIT_VALUE_VERSION", "OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY", "OFFSET_KEY_CACHE_SIZE", "REGISTRY",
     "ClassicGroupLike", "CommittedPartition", "DecodedRecord", "GroupReason", "MemberLike", "OffsetAndMetadata",
-    "OffsetCommitRun", "Record", "RecordDecoder", "RecordSchema", "RecordType", "RecordsToWrite",
+    "OffsetCommitRun", "Record", "RecordDecoder", "RecordSchema", "RecordType", "RecordsToWrite", "RemovalCause",
     "UnknownRecordType", "decode_record", "decode_record_versions", "describe_record", "empty_group_metadata_record",
     "encode_message", "group_metadata_key", "group_metadata_record", "group_metadata_tombstone",
     "group_metadata_value", "group_reason_key", "group_reason_record", "group_reason_tombstone",
-    "java_string_hash", "latest_per_key", "offset_commit_key", "offset_commit_record", "offset_commit_run",
+    "java_string_hash", "latest_per_key", "member_removal_record", "offset_commit_key", "offset_commit_record",
+    "offset_commit_run",
     "offset_commit_tombstone", "offset_from_value", "partition_for", "reason_from_value", "register",
 ]

@@ -117,7 +117,7 @@ register(RecordType.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT, "consumer_group_cu
 # Read (log dump, Spark) but not yet written or replayed here: regex subscriptions are issue 20's.
 register(RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION, "consumer_group_regular_expression",
          ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue, 0, "group_id")
-register(RecordType.CLASSIC_GROUP_REASON, "group_reason", ClassicGroupReasonKey, ClassicGroupReasonValue, 0, "group")
+register(RecordType.CLASSIC_GROUP_REASON, "group_reason", ClassicGroupReasonKey, ClassicGroupReasonValue, 1, "group")
 
 #: The KIP-848 consumer group record types, which the consumer group core replays.
 CONSUMER_GROUP_RECORD_TYPES = frozenset(range(RecordType.CONSUMER_GROUP_METADATA,

@@ -2,14 +2,15 @@
 
 Each identity is handled like the classic API would (a static member may be named by instance id
 alone, the admin path), but only classic-protocol members can be removed this way; a
-consumer-protocol member named here gets UNKNOWN_MEMBER_ID. The removed members' tombstones
-come first, then the subscription metadata without them and one group epoch bump for the batch.
+consumer-protocol member named here gets UNKNOWN_MEMBER_ID. Each removed member's cause record
+and tombstones come first, then the subscription metadata without them and one group epoch bump for the batch.
 """
 
 from __future__ import annotations
 
 from coordinator.core.classic.leave import (
     Identity,
+    leave_cause,
     leave_group_identities,
     leave_group_response,
 )
@@ -23,6 +24,7 @@ from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
 from coordinator.core.runtime.outcome import Outcome
+from coordinator.records import member_removal_record
 from coordinator.records.consumer import (
     consumer_group_epoch_record,
     member_removal_tombstones,
@@ -46,6 +48,9 @@ def classic_leave_group(state: ConsumerGroupsState, req: LeaveGroupRequest, ctx:
             continue
         if member.member_id not in removed:
             removed[member.member_id] = member
+            fx.records.append(member_removal_record(
+                group.group_id, "LeaveGroup", member.member_id, member.instance_id,
+                leave_cause(identity, ctx.client_id, member.client_id), identity[2], ctx.now_ms))
             fx.records.extend(member_removal_tombstones(group.group_id, member.member_id))
             cancel_all_member_timers(state, fx, group.group_id, member.member_id)
             fx.event("classic_member_left_consumer_group", group.group_id, member_id=member.member_id,

@@ -83,6 +83,7 @@ from coordinator.records import (
     RecordType,
     UnknownRecordType,
     decode_record_versions,
+    group_reason_tombstone,
     offset_commit_tombstone,
     offset_from_value,
     reason_from_value,
@@ -269,6 +270,8 @@ class GroupShard:
         records.extend(offset_commit_tombstone(group_id, topic, partition)
                        for topic, partition in sorted(self.state.offsets.get(group_id, {})))
         records.extend(deletion)
+        if group_id in self.state.reasons:  # its members' cause records
+            records.append(group_reason_tombstone(group_id))
         return m.DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=ErrorCode.NONE)
 
     def on_assignment_result(self, result: AssignmentJobResult, now_ms: int, topics: TopicsView = NO_TOPICS) -> Outcome:
