@@ -21,8 +21,10 @@ What the log can tell, and how each view reads it:
 - The start of a rebalance is only in the log when a client gave a reason (KIP-800, our record
   type 30000): the earliest reason since the previous GroupMetadata record. Otherwise the
   duration covers the sync phase only (`start_source` says which).
-- Who left how: a member missing from the next generation left if a LeaveGroup reason names it,
-  else its session expired (or it did not rejoin in time; the log cannot tell those apart).
+- Who left how: a member missing from the next generation left, was removed by an admin, or
+  expired (session or rebalance timeout), as the server's cause record of its removal says (type
+  30000 value version 1, written for every removal). In a log from before cause records, it left
+  if a LeaveGroup reason names it, else it expired.
 - Current state follows replay: newest value per key by offset, tombstones remove the key.
 
 Nothing here imports the server; only `coordinator.records` and `coordinator.log` (via
@@ -92,12 +94,13 @@ def rebalance_timeline(gm: DataFrame) -> DataFrame:
         (F.col("end_ms") - F.col("timestamp")).alias("generation_lifetime_ms"),
         F.coalesce("member_count", F.lit(0)).alias("member_count"), "leader", "protocol_type", "protocol",
         F.coalesce("joined", F.array().cast("array<string>")).alias("joined"), "left", "expired", "static_rejoined",
+        F.coalesce("removed", F.array().cast("array<string>")).alias("removed"),
         F.coalesce("static_members", F.lit(0)).alias("static_members"),
     )
 
 
 def membership_events(gm: DataFrame) -> DataFrame:
-    """joined / left / expired / static_rejoined (caused a rebalance) / static_replaced (absorbed)."""
+    """joined / left / removed / expired / static_rejoined (caused a rebalance) / static_replaced (absorbed)."""
     e = gm.filter(F.col("write").isin("generation", "static_replacement")).select(
         "group_id", "offset", "timestamp", "generation", "write", F.explode("events").alias("e"))
     return e.select("group_id", "offset", "timestamp", "generation", F.coalesce("e.event", F.lit("")).alias("event"),
@@ -111,19 +114,21 @@ def churn_by_member(events: DataFrame) -> DataFrame:
         F.first("group_instance_id", ignorenulls=True).alias("group_instance_id"),
         F.first("client_id", ignorenulls=True).alias("client_id"),
         F.first("client_host", ignorenulls=True).alias("client_host"),
-        count("joined"), count("left"), count("expired"), count("static_replaced"), count("static_rejoined"),
+        count("joined"), count("left"), count("removed"), count("expired"), count("static_replaced"),
+        count("static_rejoined"),
         F.min("timestamp").alias("first_event_ms"), F.max("timestamp").alias("last_event_ms"))
 
 
 def churn_by_instance(events: DataFrame) -> DataFrame:
     """KIP-345's saving per static instance: replacements absorbed vs rebalances its comings and goings caused."""
     e = events.filter(F.col("group_instance_id").isNotNull())
-    gone = F.col("event").isin("left", "expired", "static_rejoined")
+    gone = F.col("event").isin("left", "removed", "expired", "static_rejoined")
     return e.groupBy("group_id", "group_instance_id").agg(
         F.countDistinct("member_id").alias("member_ids"),
         F.sum(F.when(F.col("event") == "static_replaced", 1).otherwise(0)).alias("replacements_absorbed"),
         F.sum(F.when(gone & F.col("caused_rebalance"), 1).otherwise(0)).alias("rebalances_caused"),
         F.sum(F.when(F.col("event") == "left", 1).otherwise(0)).alias("left"),
+        F.sum(F.when(F.col("event") == "removed", 1).otherwise(0)).alias("removed"),
         F.sum(F.when(F.col("event") == "expired", 1).otherwise(0)).alias("expired"),
         F.sum(F.when(F.col("event") == "static_rejoined", 1).otherwise(0)).alias("rejoined_with_rebalance"))
 
@@ -300,7 +305,7 @@ class ViewData:
 
 
 TIMELINE_COLUMNS = ("group_id", "generation", "trigger", "reason", "start_ms", "stable_ms", "rebalance_duration_ms",
-                    "start_source", "member_count", "leader", "protocol", "joined", "left", "expired")
+                    "start_source", "member_count", "leader", "protocol", "joined", "left", "removed", "expired")
 
 
 def read_back(spark: SparkSession, out: Path) -> ViewData:

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from spark_jobs.group_history import ViewData
 
 W, H, PAD_L, PAD_B, PAD_T, PAD_R = 860, 260, 64, 40, 16, 16
-COLORS = {"joined": "#2e7d32", "left": "#1565c0", "expired": "#c62828", "static_replaced": "#8e24aa",
-          "static_rejoined": "#ef6c00"}
+COLORS = {"joined": "#2e7d32", "left": "#1565c0", "removed": "#00838f", "expired": "#c62828",
+          "static_replaced": "#8e24aa", "static_rejoined": "#ef6c00"}
 DURATION_BUCKETS = ((100, "<100ms"), (1000, "<1s"), (3000, "<3s"), (10_000, "<10s"), (30_000, "<30s"),
                     (60_000, "<1min"), (300_000, "<5min"), (None, "≥5min"))
 
@@ -223,7 +223,7 @@ def render(data: ViewData, summary: dict[str, Any]) -> str:
                     chart_id="chart-churn")
          + "<h3>Static members (KIP-345)</h3>"
          + table(instances, ["group_id", "group_instance_id", "member_ids", "replacements_absorbed",
-                             "rebalances_caused", "left", "expired"])),
+                             "rebalances_caused", "left", "removed", "expired"])),
         ("commit-rate", "Offset commit rate",
          line_chart([ms for ms, _ in per_minute], [n for _, n in per_minute], rate_label,
                     chart_id="chart-commit-rate")),
@@ -233,7 +233,7 @@ def render(data: ViewData, summary: dict[str, Any]) -> str:
         ("timeline", "Rebalance timeline",
          table(recent, ["group_id", "generation", "trigger", "reason", "start_ms", "stable_ms",
                         "rebalance_duration_ms", "start_source", "member_count", "leader", "protocol", "joined",
-                        "left", "expired"], time_columns=("start_ms", "stable_ms"))),
+                        "left", "removed", "expired"], time_columns=("start_ms", "stable_ms"))),
         ("current-state", "Current state",
          table(current, ["group_id", "state", "generation", "protocol", "leader", "member_count",
                          "group_instance_ids", "since_ms", "last_reason"], time_columns=("since_ms",))),
