@@ -51,6 +51,8 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
+from spark_jobs.consumer_groups import VIEWS as CONSUMER_VIEWS
+from spark_jobs.consumer_groups import consumer_views, summarize_consumer_groups
 from spark_jobs.decode import find_segments, log_end_offsets
 from spark_jobs.figures import group_sums, top_counts
 from spark_jobs.reader import local_session, read_log
@@ -65,7 +67,8 @@ VIEW_ORDER: dict[str, tuple[tuple[str, bool], ...]] = {"top_groups": (("rebalanc
                                                        "rebalances_per_hour": (("hour", False),)}
 
 VIEWS = ("rebalance_timeline", "rebalances_per_hour", "top_groups", "membership_events", "churn_by_member",
-         "churn_by_instance", "commits_per_minute", "offset_progress", "current_offsets", "current_groups")
+         "churn_by_instance", "commits_per_minute", "offset_progress", "current_offsets", "current_groups",
+         *CONSUMER_VIEWS)
 
 
 # ---- the views --------------------------------------------------------------------------------------
@@ -279,7 +282,7 @@ def build_views(spark: SparkSession, records: DataFrame, log_dir: Path,
              "membership_events": events, "churn_by_member": churn_by_member(events),
              "churn_by_instance": churn_by_instance(events),
              **offset_views(spark, records, as_of, log_end_offsets(log_dir) if log_dir.is_dir() else {}, cached),
-             "current_groups": current_groups(gm, records)}
+             "current_groups": current_groups(gm, records), **consumer_views(records, cached)}
     return views, facts
 
 
@@ -302,6 +305,9 @@ class ViewData:
     progress: pa.Table  # offset_progress: group_id, commits
     current_offsets: pa.Table  # current_offsets: lag
     current_groups: list[dict[str, Any]]  # current_groups, ordered by group_id
+    consumer_groups: pa.Table  # consumer_groups: one row per consumer-protocol group
+    consumer_reconcile: pa.Table  # consumer_reconciliation: reconcile_ms
+    consumer_epochs: pa.Table  # consumer_epochs: group_id, timestamp, epoch
 
 
 TIMELINE_COLUMNS = ("group_id", "generation", "trigger", "reason", "start_ms", "stable_ms", "rebalance_duration_ms",
@@ -322,7 +328,10 @@ def read_back(spark: SparkSession, out: Path) -> ViewData:
         "instances": lambda: view("churn_by_instance").toArrow().to_pylist(), "per_minute": minutes.toArrow,
         "progress": lambda: view("offset_progress").select("group_id", "commits").toArrow(),
         "current_offsets": lambda: view("current_offsets").select("lag").toArrow(),
-        "current_groups": lambda: sorted(view("current_groups").toArrow().to_pylist(), key=lambda r: r["group_id"])}))
+        "current_groups": lambda: sorted(view("current_groups").toArrow().to_pylist(), key=lambda r: r["group_id"]),
+        "consumer_groups": lambda: view("consumer_groups").orderBy("group_id").toArrow(),
+        "consumer_reconcile": lambda: view("consumer_reconciliation").select("reconcile_ms").toArrow(),
+        "consumer_epochs": lambda: view("consumer_epochs").select("group_id", "timestamp", "epoch").toArrow()}))
 
 
 def in_parallel(tasks: dict[str, Callable[[], Any]], threads: int = 2) -> dict[str, Any]:
@@ -356,6 +365,7 @@ def summarize(data: ViewData, facts: dict, log_dir: Path, segments: int) -> dict
                     "current_offsets": data.current_offsets.num_rows,
                     "total_lag": int(lag) if lag is not None else None},
         "top_groups": data.top_groups[:10],
+        "consumer_groups": summarize_consumer_groups(data.consumer_groups, data.consumer_reconcile),
     }
     summary["commits"] = summary["offsets"]["commit_records"]
     if facts.get("groups_seen", 0) <= 50:  # small logs: per-group figures, handy for checks and tests
