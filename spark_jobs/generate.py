@@ -220,6 +220,21 @@ def _simulate_partition(out_dir: str, partition: int, group_ids: list[str], targ
     return PartitionResult(partition, writer.records, len(groups), topic_ends)
 
 
+def _commit(g: SimGroup, partitions: list[int], now: int, writer: PartitionWriter) -> int:
+    """A member commits what it owns, in one batch; returns when the group's next event is due."""
+    rng = g.rng
+    recs = []
+    for p in partitions:
+        end = g.produced.get(p, 0) + int(g.rate_per_s * rng.uniform(0.5, 10))
+        g.produced[p] = end
+        offset = max(g.committed.get(p, 0), end - rng.randrange(0, 50))
+        g.committed[p] = offset
+        recs.append(offset_commit_record(g.group_id, g.topic, p, offset, rng.randrange(0, 3), "", now))
+    if recs:
+        writer.append(recs, now)
+    return now + rng.randrange(200, 5000)
+
+
 def _rebalance(g: SimGroup, now: int, later, join_ms: int) -> int:  # type: ignore[no-untyped-def]
     """Generation + 1 after a join phase of ``join_ms``; the record lands when the leader syncs."""
     g.generation += 1
@@ -242,17 +257,7 @@ def _step(g: SimGroup, now: int, writer: PartitionWriter, later) -> int:  # type
     r = rng.random()
     if r < 0.93:  # commit: one member commits what it owns, in one batch
         members = list(g.members)
-        index = rng.randrange(len(members))
-        recs = []
-        for p in g.owned(index):
-            end = g.produced.get(p, 0) + int(g.rate_per_s * rng.uniform(0.5, 10))
-            g.produced[p] = end
-            offset = max(g.committed.get(p, 0), end - rng.randrange(0, 50))
-            g.committed[p] = offset
-            recs.append(offset_commit_record(g.group_id, g.topic, p, offset, rng.randrange(0, 3), "", now))
-        if recs:
-            writer.append(recs, now)
-        return now + rng.randrange(200, 5000)
+        return _commit(g, g.owned(rng.randrange(len(members))), now, writer)
     if r < 0.950:  # a new dynamic member joins (it says why: KIP-800)
         m = g.new_member(static=False)
         writer.append([group_reason_record(g.group_id, GroupReason(
@@ -404,18 +409,8 @@ class _ConsumerSim:
             return self._join(now, later, rng.randint(1, 4)) + rng.randrange(1000, 5000)
         r = rng.random()
         if r < 0.93:  # commits, with the member epoch as the generation
-            index = rng.randrange(len(self.members))
-            member = self.members[sorted(self.members)[index]]
-            recs = []
-            for p in member.assigned_partitions.get(self.topic_id, ()):
-                end = g.produced.get(p, 0) + int(g.rate_per_s * rng.uniform(0.5, 10))
-                g.produced[p] = end
-                offset = max(g.committed.get(p, 0), end - rng.randrange(0, 50))
-                g.committed[p] = offset
-                recs.append(offset_commit_record(g.group_id, g.topic, p, offset, rng.randrange(0, 3), "", now))
-            if recs:
-                writer.append(recs, now)
-            return now + rng.randrange(200, 5000)
+            member = self.members[sorted(self.members)[rng.randrange(len(self.members))]]
+            return _commit(g, list(member.assigned_partitions.get(self.topic_id, ())), now, writer)
         if r < 0.95:
             return self._join(now, later, rng.choice((1, 1, 2, 3))) + 10
         member = self.members[rng.choice(sorted(self.members))]
