@@ -139,11 +139,11 @@ def complete_rebalance(w: Write, prev: Write | None, prev_members: list[Member],
     removed: list[Member] = []
     expired: list[Member] = []
     for m in left:
-        if m[1] in joined_instances:
-            continue
         cause = cause_of.get(m[0])
         if cause in LEFT_CAUSES or (cause is None and (m[0] in leave_ids or m[1] in leave_instances)):
             with_reason.append(m)
+        elif m[1] in joined_instances:
+            continue  # came back under a new member id: static_rejoined
         elif cause in REMOVED_CAUSES:
             removed.append(m)
         else:
