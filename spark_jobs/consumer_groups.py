@@ -57,9 +57,13 @@ def _in_log_order(*keys: str) -> Any:
 
 
 def consumer_views(records: DataFrame, cached: list[DataFrame] | None = None) -> dict[str, DataFrame]:
-    """Every consumer-group view over the reader's rows (the cached ones of the report). The views
-    the per-group one is built from are persisted (small: consumer-group records only) and added to
-    ``cached``, for the caller to unpersist once the views are written."""
+    """Every consumer-group view over the reader's rows (the cached ones of the report). The
+    consumer-group and reason rows are taken out of them once, and they and the views the per-group
+    one is built from are persisted (small next to the log) and added to ``cached``, for the caller
+    to unpersist once the views are written."""
+    records = _keep(records.filter(F.col("kind").isin(*CONSUMER_KINDS, "group_reason")).select(
+        "kind", "group_id", "member_id", "partition", "offset", "timestamp", "tombstone", "value_json",
+        "reason_member_id", "reason_cause"), cached)
     epochs = _live(records, "consumer_group_metadata").select(
         "group_id", "partition", "offset", "timestamp", _json_int("Epoch").alias("epoch"))
     runs = (_live(records, "consumer_group_target_assignment_metadata")
