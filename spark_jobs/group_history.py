@@ -21,8 +21,10 @@ What the log can tell, and how each view reads it:
 - The start of a rebalance is only in the log when a client gave a reason (KIP-800, our record
   type 30000): the earliest reason since the previous GroupMetadata record. Otherwise the
   duration covers the sync phase only (`start_source` says which).
-- Who left how: a member missing from the next generation left if a LeaveGroup reason names it,
-  else its session expired (or it did not rejoin in time; the log cannot tell those apart).
+- Who left how: a member missing from the next generation left, was removed by an admin, or
+  expired (session or rebalance timeout), as the server's cause record of its removal says (type
+  30000 value version 1, written for every removal). In a log from before cause records, it left
+  if a LeaveGroup reason names it, else it expired.
 - Current state follows replay: newest value per key by offset, tombstones remove the key.
 
 Nothing here imports the server; only `coordinator.records` and `coordinator.log` (via
@@ -49,6 +51,8 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
+from spark_jobs.consumer_groups import VIEWS as CONSUMER_VIEWS
+from spark_jobs.consumer_groups import consumer_views, summarize_consumer_groups
 from spark_jobs.decode import find_segments, log_end_offsets
 from spark_jobs.figures import group_sums, top_counts
 from spark_jobs.reader import local_session, read_log
@@ -64,7 +68,8 @@ VIEW_ORDER: dict[str, tuple[tuple[str, bool], ...]] = {"top_groups": (("rebalanc
                                                        "rebalances_per_hour": (("hour", False),)}
 
 VIEWS = ("rebalance_timeline", "rebalances_per_hour", "top_groups", "membership_events", "churn_by_member",
-         "churn_by_instance", "commits_per_minute", "offset_progress", "current_offsets", "current_groups")
+         "churn_by_instance", "commits_per_minute", "offset_progress", "current_offsets", "current_groups",
+         *CONSUMER_VIEWS)
 
 
 # ---- the views --------------------------------------------------------------------------------------
@@ -93,12 +98,13 @@ def rebalance_timeline(gm: DataFrame) -> DataFrame:
         (F.col("end_ms") - F.col("timestamp")).alias("generation_lifetime_ms"),
         F.coalesce("member_count", F.lit(0)).alias("member_count"), "leader", "protocol_type", "protocol",
         F.coalesce("joined", F.array().cast("array<string>")).alias("joined"), "left", "expired", "static_rejoined",
+        F.coalesce("removed", F.array().cast("array<string>")).alias("removed"),
         F.coalesce("static_members", F.lit(0)).alias("static_members"),
     )
 
 
 def membership_events(gm: DataFrame) -> DataFrame:
-    """joined / left / expired / static_rejoined (caused a rebalance) / static_replaced (absorbed)."""
+    """joined / left / removed / expired / static_rejoined (caused a rebalance) / static_replaced (absorbed)."""
     e = gm.filter(F.col("write").isin("generation", "static_replacement")).select(
         "group_id", "offset", "timestamp", "generation", "write", F.explode("events").alias("e"))
     return e.select("group_id", "offset", "timestamp", "generation", F.coalesce("e.event", F.lit("")).alias("event"),
@@ -112,19 +118,21 @@ def churn_by_member(events: DataFrame) -> DataFrame:
         F.first("group_instance_id", ignorenulls=True).alias("group_instance_id"),
         F.first("client_id", ignorenulls=True).alias("client_id"),
         F.first("client_host", ignorenulls=True).alias("client_host"),
-        count("joined"), count("left"), count("expired"), count("static_replaced"), count("static_rejoined"),
+        count("joined"), count("left"), count("removed"), count("expired"), count("static_replaced"),
+        count("static_rejoined"),
         F.min("timestamp").alias("first_event_ms"), F.max("timestamp").alias("last_event_ms"))
 
 
 def churn_by_instance(events: DataFrame) -> DataFrame:
     """KIP-345's saving per static instance: replacements absorbed vs rebalances its comings and goings caused."""
     e = events.filter(F.col("group_instance_id").isNotNull())
-    gone = F.col("event").isin("left", "expired", "static_rejoined")
+    gone = F.col("event").isin("left", "removed", "expired", "static_rejoined")
     return e.groupBy("group_id", "group_instance_id").agg(
         F.countDistinct("member_id").alias("member_ids"),
         F.sum(F.when(F.col("event") == "static_replaced", 1).otherwise(0)).alias("replacements_absorbed"),
         F.sum(F.when(gone & F.col("caused_rebalance"), 1).otherwise(0)).alias("rebalances_caused"),
         F.sum(F.when(F.col("event") == "left", 1).otherwise(0)).alias("left"),
+        F.sum(F.when(F.col("event") == "removed", 1).otherwise(0)).alias("removed"),
         F.sum(F.when(F.col("event") == "expired", 1).otherwise(0)).alias("expired"),
         F.sum(F.when(F.col("event") == "static_rejoined", 1).otherwise(0)).alias("rejoined_with_rebalance"))
 
@@ -275,7 +283,7 @@ def build_views(spark: SparkSession, records: DataFrame, log_dir: Path,
              "membership_events": events, "churn_by_member": churn_by_member(events),
              "churn_by_instance": churn_by_instance(events),
              **offset_views(spark, records, as_of, log_end_offsets(log_dir) if log_dir.is_dir() else {}, cached),
-             "current_groups": current_groups(gm, records)}
+             "current_groups": current_groups(gm, records), **consumer_views(records, cached)}
     return views, facts
 
 
@@ -298,10 +306,13 @@ class ViewData:
     progress: pa.Table  # offset_progress: group_id, commits
     current_offsets: pa.Table  # current_offsets: lag
     current_groups: list[dict[str, Any]]  # current_groups, ordered by group_id
+    consumer_groups: pa.Table  # consumer_groups: one row per consumer-protocol group
+    consumer_reconcile: pa.Table  # consumer_reconciliation: reconcile_ms
+    consumer_epochs: pa.Table  # consumer_epochs: group_id, timestamp, epoch
 
 
 TIMELINE_COLUMNS = ("group_id", "generation", "trigger", "reason", "start_ms", "stable_ms", "rebalance_duration_ms",
-                    "start_source", "member_count", "leader", "protocol", "joined", "left", "expired")
+                    "start_source", "member_count", "leader", "protocol", "joined", "left", "removed", "expired")
 
 
 def read_back(spark: SparkSession, out: Path) -> ViewData:
@@ -318,7 +329,10 @@ def read_back(spark: SparkSession, out: Path) -> ViewData:
         "instances": lambda: view("churn_by_instance").toArrow().to_pylist(), "per_minute": minutes.toArrow,
         "progress": lambda: view("offset_progress").select("group_id", "commits").toArrow(),
         "current_offsets": lambda: view("current_offsets").select("lag").toArrow(),
-        "current_groups": lambda: sorted(view("current_groups").toArrow().to_pylist(), key=lambda r: r["group_id"])}))
+        "current_groups": lambda: sorted(view("current_groups").toArrow().to_pylist(), key=lambda r: r["group_id"]),
+        "consumer_groups": lambda: view("consumer_groups").orderBy("group_id").toArrow(),
+        "consumer_reconcile": lambda: view("consumer_reconciliation").select("reconcile_ms").toArrow(),
+        "consumer_epochs": lambda: view("consumer_epochs").select("group_id", "timestamp", "epoch").toArrow()}))
 
 
 def in_parallel(tasks: dict[str, Callable[[], Any]], threads: int = 2) -> dict[str, Any]:
@@ -352,6 +366,7 @@ def summarize(data: ViewData, facts: dict, log_dir: Path, segments: int) -> dict
                     "current_offsets": data.current_offsets.num_rows,
                     "total_lag": int(lag) if lag is not None else None},
         "top_groups": data.top_groups[:10],
+        "consumer_groups": summarize_consumer_groups(data.consumer_groups, data.consumer_reconcile),
     }
     summary["commits"] = summary["offsets"]["commit_records"]
     if facts.get("groups_seen", 0) <= 50:  # small logs: per-group figures, handy for checks and tests

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from spark_jobs.group_history import ViewData
 
 W, H, PAD_L, PAD_B, PAD_T, PAD_R = 860, 260, 64, 40, 16, 16
-COLORS = {"joined": "#2e7d32", "left": "#1565c0", "expired": "#c62828", "static_replaced": "#8e24aa",
-          "static_rejoined": "#ef6c00"}
+COLORS = {"joined": "#2e7d32", "left": "#1565c0", "removed": "#00838f", "expired": "#c62828",
+          "static_replaced": "#8e24aa", "static_rejoined": "#ef6c00"}
 DURATION_BUCKETS = ((100, "<100ms"), (1000, "<1s"), (3000, "<3s"), (10_000, "<10s"), (30_000, "<30s"),
                     (60_000, "<1min"), (300_000, "<5min"), (None, "≥5min"))
 
@@ -136,6 +136,35 @@ def _svg(parts: list[str], chart_id: str, height: int = H) -> str:
             f'xmlns="http://www.w3.org/2000/svg" role="img">' + "".join(parts) + "</svg>")
 
 
+def consumer_section(data: ViewData, summary: dict[str, Any]) -> str:
+    """Epochs over time, assignor runs (KIP-1263: epochs per run above 1 is batching), membership by
+    cause, reconciliation times, regex resolutions and mixed groups."""
+    cg = summary["consumer_groups"]
+    if not cg["groups"]:
+        return '<p class="empty">No consumer-protocol groups in this log.</p>'
+    rec = cg["reconcile_ms"]
+    facts = [("groups", cg["groups"]), ("mixed (classic members inside)", cg["mixed_groups"]),
+             ("group epoch bumps", cg["epoch_bumps"]), ("assignor runs", cg["assignor_runs"]),
+             ("epochs per run", cg["epochs_per_run"] if cg["epochs_per_run"] is not None else "n/a"),
+             ("joined", cg["joined"]), ("left", cg["left"]), ("removed", cg["removed"]), ("expired", cg["expired"]),
+             ("static replaced", cg["static_replaced"]), ("regex resolutions", cg["regex_resolutions"]),
+             ("reconcile p50 / p95 / max ms", f"{rec['p50']} / {rec['p95']} / {rec['max']}")]
+    cards = "".join(f'<div class="card"><div class="v">{_e(v)}</div><div class="k">{_e(k)}</div></div>'
+                    for k, v in facts)
+    bumps = sorted(data.consumer_epochs["timestamp"].to_pylist())
+    groups = data.consumer_groups.to_pylist()
+    busiest = sorted(groups, key=lambda r: (-(r["epoch_bumps"] or 0), r["group_id"]))[:20]
+    return (f'<div class="cards">{cards}</div><h3>Group epochs over time</h3>'
+            + line_chart(bumps, list(range(1, len(bumps) + 1)), "epoch bumps (all groups)",
+                         chart_id="chart-consumer-epochs")
+            + "<h3>Epoch bumps per group</h3>"
+            + bar_chart([r["group_id"] for r in busiest], [r["epoch_bumps"] or 0 for r in busiest], "epoch bumps",
+                        color="#00838f", chart_id="chart-consumer-epochs-per-group")
+            + table(groups[:200], ["group_id", "last_epoch", "epoch_bumps", "assignor_runs", "max_epochs_per_run",
+                                   "joined", "left", "removed", "expired", "static_replaced", "reconcile_p50_ms",
+                                   "reconcile_max_ms", "regex_resolutions", "mixed"]))
+
+
 def table(rows: list[dict[str, Any]], columns: Sequence[str], time_columns: Sequence[str] = ()) -> str:
     if not rows:
         return '<p class="empty">No rows.</p>'
@@ -206,6 +235,9 @@ def render(data: ViewData, summary: dict[str, Any]) -> str:
              ("offset commits", summary["offsets"]["commit_records"]),
              ("total lag", summary["offsets"]["total_lag"] if summary["offsets"]["total_lag"] is not None else "n/a")]
     sections = [
+        ("classic-protocol", "Classic protocol groups",
+         "<p>Groups of the classic protocol (JoinGroup/SyncGroup): each rebalance is a new generation in the "
+         "log. Left, removed and expired come from the server's record of each removal's cause.</p>"),
         ("rebalances-over-time", "Rebalances over time",
          bar_chart([r["hour"].strftime("%m-%d %H:00") for r in per_hour], [r["rebalances"] for r in per_hour],
                    "rebalances / hour", chart_id="chart-rebalances-per-hour")),
@@ -224,7 +256,7 @@ def render(data: ViewData, summary: dict[str, Any]) -> str:
                     chart_id="chart-churn")
          + "<h3>Static members (KIP-345)</h3>"
          + table(instances, ["group_id", "group_instance_id", "member_ids", "replacements_absorbed",
-                             "rebalances_caused", "left", "expired"])),
+                             "rebalances_caused", "left", "removed", "expired"])),
         ("commit-rate", "Offset commit rate",
          line_chart([ms for ms, _ in per_minute], [n for _, n in per_minute], rate_label,
                     chart_id="chart-commit-rate")),
@@ -234,10 +266,11 @@ def render(data: ViewData, summary: dict[str, Any]) -> str:
         ("timeline", "Rebalance timeline",
          table(recent, ["group_id", "generation", "trigger", "reason", "start_ms", "stable_ms",
                         "rebalance_duration_ms", "start_source", "member_count", "leader", "protocol", "joined",
-                        "left", "expired"], time_columns=("start_ms", "stable_ms"))),
+                        "left", "removed", "expired"], time_columns=("start_ms", "stable_ms"))),
         ("current-state", "Current state",
          table(current, ["group_id", "state", "generation", "protocol", "leader", "member_count",
                          "group_instance_ids", "since_ms", "last_reason"], time_columns=("since_ms",))),
+        ("consumer-protocol", "Consumer protocol groups (KIP-848)", consumer_section(data, summary)),
     ]
     if "transactions" in summary:  # its own module: spark_jobs/transactions_report.py
         sections.append(transactions_section(summary["transactions"]))

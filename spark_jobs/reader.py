@@ -63,7 +63,7 @@ _TYPES = {
     "leader_epoch": IntegerType(), "metadata": StringType(), "commit_timestamp": LongType(),
     "expire_timestamp": LongType(),
     "reason_api": StringType(), "reason_member_id": StringType(), "reason_instance_id": StringType(),
-    "reason": StringType(), "reason_timestamp": LongType(),
+    "reason": StringType(), "reason_timestamp": LongType(), "reason_cause": StringType(),
     "value_json": StringType(),
 }
 SCHEMA = StructType([StructField(name, typ) for name, typ in _TYPES.items()])  # rows.COLUMNS, in order
@@ -88,7 +88,7 @@ _HISTORY_TYPES = {
     "end_ms": LongType(), "joined": ArrayType(StringType()), "left": ArrayType(StringType()),
     "expired": ArrayType(StringType()), "static_rejoined": ArrayType(StringType()),
     "events": ArrayType(StructType([StructField("event", StringType()), *_REPORT_MEMBER.fields])),
-    "current_members": ArrayType(_REPORT_MEMBER),
+    "current_members": ArrayType(_REPORT_MEMBER), "removed": ArrayType(StringType()),
 }
 
 

@@ -38,14 +38,14 @@ COLUMNS: tuple[str, ...] = (
     # OffsetCommit
     "topic", "topic_partition", "committed_offset", "leader_epoch", "metadata", "commit_timestamp",
     "expire_timestamp",
-    # ClassicGroupReason (KIP-800)
-    "reason_api", "reason_member_id", "reason_instance_id", "reason", "reason_timestamp",
+    # ClassicGroupReason (KIP-800 texts; value version 1: every member removal, with its cause)
+    "reason_api", "reason_member_id", "reason_instance_id", "reason", "reason_timestamp", "reason_cause",
     # KIP-848 consumer group records (types 3-8): the decoded value as JSON, fields under the schema's names
     "value_json",
 )
 
 GROUP_METADATA_COLUMNS = COLUMNS[COLUMNS.index("protocol_type"):COLUMNS.index("members") + 1]
-REASON_COLUMNS = COLUMNS[COLUMNS.index("reason_api"):COLUMNS.index("reason_timestamp") + 1]
+REASON_COLUMNS = COLUMNS[COLUMNS.index("reason_api"):COLUMNS.index("reason_cause") + 1]
 
 #: Fields of each element of `members` (GroupMetadataValue.MemberMetadata; byte fields as sizes).
 MEMBER_FIELDS: tuple[str, ...] = ("member_id", "group_instance_id", "client_id", "client_host",
@@ -182,9 +182,10 @@ def _group_metadata_fields(row: int, value: GroupMetadataValue) -> tuple:
 
 
 def _reason_fields(row: int, value: object) -> tuple:
-    """(row, then the columns `reason_api` .. `reason_timestamp`) of a ClassicGroupReasonValue."""
+    """(row, then the columns `reason_api` .. `reason_cause`) of a ClassicGroupReasonValue (a version 0
+    value decodes with an empty cause: null here, as for a join's reason)."""
     return (row, value.api, value.member_id, value.group_instance_id,  # type: ignore[attr-defined]
-            value.reason, value.timestamp)  # type: ignore[attr-defined]
+            value.reason, value.timestamp, value.cause or None)  # type: ignore[attr-defined]
 
 
 def decode_value(keys: KeyTable, kid: int, value: bytes) -> tuple[int, object]:
@@ -319,5 +320,5 @@ def arrow_schema() -> pa.Schema:
              "committed_offset": pa.int64(), "leader_epoch": pa.int32(), "metadata": pa.string(),
              "commit_timestamp": pa.int64(), "expire_timestamp": pa.int64(), "reason_api": pa.string(),
              "reason_member_id": pa.string(), "reason_instance_id": pa.string(), "reason": pa.string(),
-             "reason_timestamp": pa.int64(), "value_json": pa.string()}
+             "reason_timestamp": pa.int64(), "reason_cause": pa.string(), "value_json": pa.string()}
     return pa.schema([(name, types[name]) for name in COLUMNS])

@@ -19,16 +19,20 @@ its full member list and with these columns (`HISTORY_FIELDS`):
 - `member_count`, `static_members` (members with a group instance id).
 - For `generation` writes, the rebalance it completed: `reasons` (the KIP-800 reasons written since
   the previous new generation, sorted; a reason written right after a static replacement belongs to
-  that replacement and is left out), `end_ms` (when the group's next generation or deletion was
-  written), `trigger`, and member ids: `joined`, `left` (with a LeaveGroup reason), `expired`, and
-  `static_rejoined` (instance ids of static members that came back as a new member id).
+  that replacement and is left out; cause records without a text are not reasons), `end_ms` (when
+  the group's next generation or deletion was written), `trigger`, and member ids: `joined`,
+  `left`, `removed` (by an admin), `expired`, and `static_rejoined` (instance ids of static members
+  that came back as a new member id).
 - `events`: for `generation` and `static_replacement` writes, each member that joined or left
   (`membership_events` of the report).
 - `current_members`: on the group's latest write only, its members.
 
-Who left how: a member missing from the new generation `left` if a LeaveGroup reason names its
-member id or instance id, is `static_rejoined` if its instance id came back under a new member id,
-and `expired` otherwise. (The earlier Spark formulation looked instance ids up with
+Who left how: a member missing from the new generation is `static_rejoined` if its instance id came
+back under a new member id; otherwise its removal's cause record (type 30000 value version 1, which
+the server writes for every removal since issue 20) says: `left` (LeaveGroup, heartbeat -1 or -2),
+`removed` (an admin's LeaveGroup) or `expired` (session or rebalance timeout). A log written before
+cause records has only KIP-800 texts: `left` if a LeaveGroup reason names the member's id or
+instance id, `expired` otherwise. (The earlier Spark formulation looked instance ids up with
 `array_contains`, which answers null when the array holds a null: a static member gone in a
 generation that a dynamic member joined was then neither expired nor rejoined. Plain sets here.)
 """
@@ -49,6 +53,10 @@ MEMBER = pa.struct([("member_id", pa.string()), ("group_instance_id", pa.string(
                     ("client_host", pa.string())])
 REASON = pa.struct([("reason_ms", pa.int64()), ("api", pa.string()), ("member_id", pa.string()),
                     ("group_instance_id", pa.string()), ("reason", pa.string())])
+#: Causes (coordinator.records.RemovalCause values) the report counts as a member's own leaving,
+#: and as an admin's removal; every other cause (timeouts, replacement) is an expiry.
+LEFT_CAUSES = frozenset({"left", "static_left", "static_leave_expired"})
+REMOVED_CAUSES = frozenset({"removed"})
 EVENT = pa.struct([("event", pa.string()), ("member_id", pa.string()), ("group_instance_id", pa.string()),
                    ("client_id", pa.string()), ("client_host", pa.string())])
 HISTORY_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
@@ -56,11 +64,13 @@ HISTORY_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("trigger", pa.string()), ("reasons", pa.list_(REASON)), ("end_ms", pa.int64()),
     ("joined", pa.list_(pa.string())), ("left", pa.list_(pa.string())), ("expired", pa.list_(pa.string())),
     ("static_rejoined", pa.list_(pa.string())), ("events", pa.list_(EVENT)), ("current_members", pa.list_(MEMBER)),
+    ("removed", pa.list_(pa.string())),
 )
 HISTORY_COLUMNS = tuple(name for name, _ in HISTORY_FIELDS)
 
 Member = tuple[str, str | None, str | None, str | None]  # member_id, group_instance_id, client_id, client_host
 Reason = tuple[int | None, str | None, str | None, str | None, str | None]  # as REASON
+Cause = tuple[str | None, str | None, str]  # member_id, group_instance_id, cause
 
 
 @functools.cache
@@ -94,6 +104,7 @@ class Write:
     static_rejoined: list[str] | None = None
     events: list[tuple] | None = None
     current_members: list[Member] | None = None
+    removed: list[str] | None = None
 
 
 def write_kind(tombstone: bool, generation: int | None, prev: Write | None) -> str:
@@ -113,19 +124,31 @@ def reason_order(reason: Reason) -> tuple:
 
 
 def complete_rebalance(w: Write, prev: Write | None, prev_members: list[Member], joined: list[Member],
-                       left: list[Member], reasons: list[Reason]) -> None:
-    """The rebalance a `generation` write completed: its trigger, who joined, left, expired or came back."""
+                       left: list[Member], reasons: list[Reason], causes: list[Cause] | None = None) -> None:
+    """The rebalance a `generation` write completed: its trigger, who joined, left, was removed,
+    expired or came back."""
     w.reasons = sorted(reasons, key=reason_order)
+    cause_of = {c[0]: c[2] for c in causes or ()}  # the last cause recorded for each member id
     leaves = [r for r in w.reasons if r[1] == "LeaveGroup"]
     leave_ids = {r[2] for r in leaves}
     leave_instances = {r[3] for r in leaves if r[3] is not None}
     joined_instances = {m[1] for m in joined if m[1] is not None}
     # A dynamic member's instance id is None, which none of the instance sets holds.
-    with_reason = [m for m in left if m[0] in leave_ids or m[1] in leave_instances]
     rejoined = [m for m in left if m[1] in joined_instances]
-    gone_known = {m[0] for m in with_reason} | {m[0] for m in rejoined}
-    expired = [m for m in left if m[0] not in gone_known]
-    w.joined, w.left = [m[0] for m in joined], [m[0] for m in with_reason]
+    with_reason: list[Member] = []
+    removed: list[Member] = []
+    expired: list[Member] = []
+    for m in left:
+        cause = cause_of.get(m[0])
+        if cause in LEFT_CAUSES or (cause is None and (m[0] in leave_ids or m[1] in leave_instances)):
+            with_reason.append(m)
+        elif m[1] in joined_instances:
+            continue  # came back under a new member id: static_rejoined
+        elif cause in REMOVED_CAUSES:
+            removed.append(m)
+        else:
+            expired.append(m)
+    w.joined, w.left, w.removed = [m[0] for m in joined], [m[0] for m in with_reason], [m[0] for m in removed]
     w.expired, w.static_rejoined = [m[0] for m in expired], [m[1] for m in rejoined]  # type: ignore[misc]
     if prev is None or prev.tombstone or (prev.generation == 0 and not prev_members):
         w.trigger = "initial"
@@ -133,6 +156,8 @@ def complete_rebalance(w: Write, prev: Write | None, prev_members: list[Member],
         w.trigger = "group_emptied"
     elif with_reason:
         w.trigger = "member_left"
+    elif removed:
+        w.trigger = "member_removed"
     elif rejoined:
         w.trigger = "static_member_rejoined"
     elif expired:
@@ -148,14 +173,14 @@ def membership_events(w: Write, joined: list[Member], left: list[Member]) -> lis
     `static_replacement` write. A member that came in as a static replacement is not an event."""
     if w.write == "static_replacement":
         return [("static_replaced", *m) for m in left]
-    rejoined, with_reason = set(w.static_rejoined or ()), set(w.left or ())
+    rejoined, with_reason, removed = set(w.static_rejoined or ()), set(w.left or ()), set(w.removed or ())
     events = [("static_rejoined_as" if (m[1] if m[1] is not None else "") in rejoined else "joined", *m)
               for m in joined]
     for m in left:
         if (m[1] if m[1] is not None else "") in rejoined:
             events.append(("static_rejoined", *m))
         else:
-            events.append(("left" if m[0] in with_reason else "expired", *m))
+            events.append(("left" if m[0] in with_reason else "removed" if m[0] in removed else "expired", *m))
     return events
 
 
@@ -166,6 +191,7 @@ class _Group:
     last: Write | None = None
     open: list[Write] = field(default_factory=list)  # written, history not yet complete
     reasons: list[Reason] = field(default_factory=list)  # since the last new generation
+    causes: list[Cause] = field(default_factory=list)  # removals since the last new generation
 
 
 class GroupHistory:
@@ -210,7 +236,7 @@ class GroupHistory:
         """GroupMetadata and reason records in offset order."""
         cols = {name: rows.column(name).to_pylist() for name in (
             "kind", "group_id", "offset", "timestamp", "tombstone", "generation", "members", "reason_timestamp",
-            "reason_api", "reason_member_id", "reason_instance_id", "reason")}
+            "reason_api", "reason_member_id", "reason_instance_id", "reason", "reason_cause")}
         gm = rows.filter(pc.equal(rows.column("kind"), GROUP_METADATA))
         first_row = self.kept_rows
         if gm.num_rows:
@@ -230,7 +256,7 @@ class GroupHistory:
             elif not cols["tombstone"][i]:
                 reason = (cols["reason_timestamp"][i], cols["reason_api"][i], cols["reason_member_id"][i],
                           cols["reason_instance_id"][i], cols["reason"][i])
-                self._reason(group, cols["offset"][i], reason)
+                self._reason(group, cols["offset"][i], reason, cols["reason_cause"][i])
 
     def _metadata(self, group: _Group, row: int, offset: int, timestamp: int, tombstone: bool,
                   generation: int | None, members: list[Member]) -> None:
@@ -243,8 +269,8 @@ class GroupHistory:
             joined = [m for m in members if m[0] not in prev_ids]
             left = [m for m in prev_members if m[0] not in ids]
             if kind == "generation":
-                complete_rebalance(w, prev, prev_members, joined, left, group.reasons)
-                group.reasons = []
+                complete_rebalance(w, prev, prev_members, joined, left, group.reasons, group.causes)
+                group.reasons, group.causes = [], []
             w.events = membership_events(w, joined, left)
         if kind in ("generation", "deleted"):
             # The open generation (if any) lasted until now; nothing before this write changes any more.
@@ -256,7 +282,11 @@ class GroupHistory:
         group.open.append(w)
         group.last = w
 
-    def _reason(self, group: _Group, offset: int, reason: Reason) -> None:
+    def _reason(self, group: _Group, offset: int, reason: Reason, cause: str | None) -> None:
+        if cause:
+            group.causes.append((reason[2], reason[3], cause))
+            if not reason[4]:
+                return  # a removal the client gave no text for: not a KIP-800 reason
         last = group.last
         if last is not None and last.write == "static_replacement" and last.offset == offset - 1:
             return  # a static member that rejoined with a reason, absorbed by that replacement
@@ -273,7 +303,7 @@ class GroupHistory:
             "reasons": [w.reasons for w in done], "end_ms": [w.end_ms for w in done],
             "joined": [w.joined for w in done], "left": [w.left for w in done], "expired": [w.expired for w in done],
             "static_rejoined": [w.static_rejoined for w in done], "events": [w.events for w in done],
-            "current_members": [w.current_members for w in done]}
+            "current_members": [w.current_members for w in done], "removed": [w.removed for w in done]}
         arrays = [base.column(f.name).combine_chunks() if f.name in base.column_names
                   else pa.array(history[f.name], f.type) for f in schema]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -44,7 +44,7 @@ def offsets_partition(tmp_path: Path, *batches: bytes) -> Partition:
 
 
 def factory_records() -> list[Record]:
-    reason = GroupReason("LeaveGroup", "m-1", "host-1", "the consumer is being closed", 1_700_000_000_500)
+    reason = GroupReason("LeaveGroup", "m-1", "host-1", "the consumer is being closed", 1_700_000_000_500, "left")
     return [offset_commit_record("g", "orders", 3, 42, 5, "", 1_700_000_000_000),
             group_reason_record("g", reason), offset_commit_tombstone("g", "orders", 3),
             group_metadata_tombstone("g")]
@@ -111,8 +111,8 @@ def test_dump_decodes_every_coordinator_record_type_and_marks_tombstones(tmp_pat
         '{"group":"g","topic":"orders","partition":3} '
         'value(v3): {"offset":42,"leaderEpoch":5,"metadata":"","commitTimestamp":1700000000000}',
         f'| offset: 1 timestamp: 1000 {sizes[1]} headers: 0 ClassicGroupReason key(type 30000): '
-        '{"group":"g"} value(v0): {"api":"LeaveGroup","memberId":"m-1","groupInstanceId":"host-1",'
-        '"reason":"the consumer is being closed","timestamp":1700000000500}',
+        '{"group":"g"} value(v1): {"api":"LeaveGroup","memberId":"m-1","groupInstanceId":"host-1",'
+        '"reason":"the consumer is being closed","timestamp":1700000000500,"cause":"left"}',
         f'| offset: 2 timestamp: 2000 {sizes[2]} headers: 0 OffsetCommit key(type 1): '
         '{"group":"g","topic":"orders","partition":3} value: tombstone',
         f'| offset: 3 timestamp: 2000 {sizes[3]} headers: 0 GroupMetadata key(type 2): '

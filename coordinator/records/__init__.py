@@ -5,7 +5,7 @@
     offsets.py       offset commits (types 0/1), the column form of a commit
     classic.py       classic group metadata (type 2)
     consumer.py      KIP-848 consumer group records (types 3-8)
-    reasons.py       our KIP-800 reason records (type 30000)
+    reasons.py       our reason records (type 30000): KIP-800 texts and every removal's cause
     transaction_log.py  `__transaction_state` records (TransactionLog key v0, value v0/v1)
     transactional.py    transactional offset commits and markers in a log, resolved for replay
     describe.py      one line of text per record (`groupcoord log dump`)
@@ -50,10 +50,13 @@ from coordinator.records.offsets import (
 )
 from coordinator.records.partitioning import java_string_hash, partition_for
 from coordinator.records.reasons import (
+    LEFT_CAUSES,
     GroupReason,
+    RemovalCause,
     group_reason_key,
     group_reason_record,
     group_reason_tombstone,
+    member_removal_record,
     reason_from_value,
 )
 from coordinator.records.registry import (
@@ -81,6 +84,7 @@ __all__ = [
     "CLASSIC_GROUP_REASON_VALUE_VERSION",
     "CONSUMER_GROUP_RECORD_TYPES",
     "GROUP_METADATA_VALUE_VERSION",
+    "LEFT_CAUSES",
     "OFFSET_COMMIT_VALUE_VERSION",
     "OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY",
     "OFFSET_KEY_CACHE_SIZE",
@@ -101,6 +105,7 @@ __all__ = [
     "RecordSchema",
     "RecordType",
     "RecordsToWrite",
+    "RemovalCause",
     "UnknownRecordType",
     "decode_record",
     "decode_record_versions",
@@ -118,6 +123,7 @@ __all__ = [
     "group_reason_tombstone",
     "java_string_hash",
     "latest_per_key",
+    "member_removal_record",
     "offset_commit_key",
     "offset_commit_record",
     "offset_commit_run",

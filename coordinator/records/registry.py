@@ -150,7 +150,7 @@ register(RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER, "share_group_target_as
          ShareGroupTargetAssignmentMemberKey, ShareGroupTargetAssignmentMemberValue, 0, "group_id", "member_id")
 register(RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, "share_group_current_member_assignment",
          ShareGroupCurrentMemberAssignmentKey, ShareGroupCurrentMemberAssignmentValue, 0, "group_id", "member_id")
-register(RecordType.CLASSIC_GROUP_REASON, "group_reason", ClassicGroupReasonKey, ClassicGroupReasonValue, 0, "group")
+register(RecordType.CLASSIC_GROUP_REASON, "group_reason", ClassicGroupReasonKey, ClassicGroupReasonValue, 1, "group")
 # __transaction_state: value v1 (flexible), what Kafka 4.x writes once transaction.version >= 1.
 TRANSACTION_LOG_KEY_VERSION = 0
 register(TRANSACTION_LOG_KEY_VERSION, "transaction_log", TransactionLogKey, TransactionLogValue, 1,

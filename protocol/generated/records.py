@@ -76,22 +76,23 @@ class ClassicGroupReasonKey(Message):
 
 
 class ClassicGroupReasonValue(Message):
-    """ClassicGroupReasonValue (data): versions 0, flexible 0+."""
+    """ClassicGroupReasonValue (data): versions 0-1, flexible 0+."""
 
-    __slots__ = ('api', 'member_id', 'group_instance_id', 'reason', 'timestamp')
-    _attrs = ('api', 'member_id', 'group_instance_id', 'reason', 'timestamp')
+    __slots__ = ('api', 'member_id', 'group_instance_id', 'reason', 'timestamp', 'cause')
+    _attrs = ('api', 'member_id', 'group_instance_id', 'reason', 'timestamp', 'cause')
     name = 'ClassicGroupReasonValue'
     kind = 'data'
     api_key = None
-    valid_versions = VersionRange(0, 0)
+    valid_versions = VersionRange(0, 1)
     flexible_versions = VersionRange(0, None)
 
-    def __init__(self, api: str = '', member_id: str = '', group_instance_id: str | None = None, reason: str = '', timestamp: int = 0) -> None:
+    def __init__(self, api: str = '', member_id: str = '', group_instance_id: str | None = None, reason: str = '', timestamp: int = 0, cause: str = '') -> None:
         self.api = api
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.reason = reason
         self.timestamp = timestamp
+        self.cause = cause
 
 
 class ConsumerGroupCurrentMemberAssignmentKey(Message):
@@ -904,7 +905,7 @@ def d_ClassicGroupReasonValue_v0(buf: bytes, pos: int, blen: int) -> tuple[Class
             pos = skip_tagged_fields(buf, pos, blen, 'ClassicGroupReasonValue')
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ClassicGroupReasonValue', pos) from None
-    return ClassicGroupReasonValue(f_api, f_member_id, f_group_instance_id, f_reason, f_timestamp), pos
+    return ClassicGroupReasonValue(f_api, f_member_id, f_group_instance_id, f_reason, f_timestamp, ''), pos
 
 def e_ClassicGroupReasonValue_v0(o: ClassicGroupReasonValue, w: Append) -> None:
     try:
@@ -932,6 +933,149 @@ def e_ClassicGroupReasonValue_v0(o: ClassicGroupReasonValue, w: Append) -> None:
         w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
         w(b4)
         w(_F_qx_pack(o.timestamp))
+    except ENCODE_FAILURES as exc:
+        raise encode_error(exc, 'ClassicGroupReasonValue') from None
+
+def d_ClassicGroupReasonValue_v1(buf: bytes, pos: int, blen: int) -> tuple[ClassicGroupReasonValue, int]:
+    f_group_instance_id: str | None
+    try:
+        n1 = buf[pos]
+        if n1 < 128:
+            pos += 1
+        elif buf[pos + 1] < 128:
+            n1 = (n1 & 0x7F) | (buf[pos + 1] << 7)
+            pos += 2
+        else:
+            n1, pos = read_uvarint(buf, pos)
+        n1 -= 1
+        if n1 <= 0:
+            if n1 < 0:
+                bad_length(n1, pos, 'ClassicGroupReasonValue', 'string', 'api')
+            f_api = ''
+        else:
+            end2 = pos + n1
+            if end2 > blen:
+                bad_length(n1, pos, 'ClassicGroupReasonValue', 'string', 'api')
+            f_api = buf[pos:end2].decode()
+            pos = end2
+        n3 = buf[pos]
+        if n3 < 128:
+            pos += 1
+        elif buf[pos + 1] < 128:
+            n3 = (n3 & 0x7F) | (buf[pos + 1] << 7)
+            pos += 2
+        else:
+            n3, pos = read_uvarint(buf, pos)
+        n3 -= 1
+        if n3 <= 0:
+            if n3 < 0:
+                bad_length(n3, pos, 'ClassicGroupReasonValue', 'string', 'memberId')
+            f_member_id = ''
+        else:
+            end4 = pos + n3
+            if end4 > blen:
+                bad_length(n3, pos, 'ClassicGroupReasonValue', 'string', 'memberId')
+            f_member_id = buf[pos:end4].decode()
+            pos = end4
+        n5 = buf[pos]
+        if n5 < 128:
+            pos += 1
+        elif buf[pos + 1] < 128:
+            n5 = (n5 & 0x7F) | (buf[pos + 1] << 7)
+            pos += 2
+        else:
+            n5, pos = read_uvarint(buf, pos)
+        n5 -= 1
+        if n5 < 0:
+            f_group_instance_id = None
+        elif n5 == 0:
+            f_group_instance_id = ''
+        else:
+            end6 = pos + n5
+            if end6 > blen:
+                bad_length(n5, pos, 'ClassicGroupReasonValue', 'string', 'groupInstanceId')
+            f_group_instance_id = buf[pos:end6].decode()
+            pos = end6
+        n7 = buf[pos]
+        if n7 < 128:
+            pos += 1
+        elif buf[pos + 1] < 128:
+            n7 = (n7 & 0x7F) | (buf[pos + 1] << 7)
+            pos += 2
+        else:
+            n7, pos = read_uvarint(buf, pos)
+        n7 -= 1
+        if n7 <= 0:
+            if n7 < 0:
+                bad_length(n7, pos, 'ClassicGroupReasonValue', 'string', 'reason')
+            f_reason = ''
+        else:
+            end8 = pos + n7
+            if end8 > blen:
+                bad_length(n7, pos, 'ClassicGroupReasonValue', 'string', 'reason')
+            f_reason = buf[pos:end8].decode()
+            pos = end8
+        (f_timestamp,) = _F_q_unpack(buf, pos)
+        pos += 8
+        n9 = buf[pos]
+        if n9 < 128:
+            pos += 1
+        elif buf[pos + 1] < 128:
+            n9 = (n9 & 0x7F) | (buf[pos + 1] << 7)
+            pos += 2
+        else:
+            n9, pos = read_uvarint(buf, pos)
+        n9 -= 1
+        if n9 <= 0:
+            if n9 < 0:
+                bad_length(n9, pos, 'ClassicGroupReasonValue', 'string', 'cause')
+            f_cause = ''
+        else:
+            end10 = pos + n9
+            if end10 > blen:
+                bad_length(n9, pos, 'ClassicGroupReasonValue', 'string', 'cause')
+            f_cause = buf[pos:end10].decode()
+            pos = end10
+        if buf[pos] == 0:
+            pos += 1
+        else:
+            pos = skip_tagged_fields(buf, pos, blen, 'ClassicGroupReasonValue')
+    except DECODE_FAILURES as exc:
+        raise decode_error(exc, 'ClassicGroupReasonValue', pos) from None
+    return ClassicGroupReasonValue(f_api, f_member_id, f_group_instance_id, f_reason, f_timestamp, f_cause), pos
+
+def e_ClassicGroupReasonValue_v1(o: ClassicGroupReasonValue, w: Append) -> None:
+    try:
+        x_api = o.api
+        b1 = x_api.encode()
+        ln = len(b1) + 1
+        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+        w(b1)
+        x_member_id = o.member_id
+        b2 = x_member_id.encode()
+        ln = len(b2) + 1
+        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+        w(b2)
+        x_group_instance_id = o.group_instance_id
+        if x_group_instance_id is None:
+            w(b'\x00')
+        else:
+            b3 = x_group_instance_id.encode()
+            ln = len(b3) + 1
+            w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+            w(b3)
+        x_reason = o.reason
+        b4 = x_reason.encode()
+        ln = len(b4) + 1
+        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+        w(b4)
+        w(_F_q_pack(o.timestamp))
+        x_cause = o.cause
+        b5 = x_cause.encode()
+        ln = len(b5) + 1
+        w(UVARINT_SMALL[ln] if ln < 128 else uvarint_bytes(ln))
+        w(b5)
+        w(b'\x00')
     except ENCODE_FAILURES as exc:
         raise encode_error(exc, 'ClassicGroupReasonValue') from None
 
@@ -4208,8 +4352,8 @@ def e_TransactionLogValue_v1(o: TransactionLogValue, w: Append) -> None:
 
 ClassicGroupReasonKey.decoders = {30000: d_ClassicGroupReasonKey_v30000}
 ClassicGroupReasonKey.encoders = {30000: e_ClassicGroupReasonKey_v30000}
-ClassicGroupReasonValue.decoders = {0: d_ClassicGroupReasonValue_v0}
-ClassicGroupReasonValue.encoders = {0: e_ClassicGroupReasonValue_v0}
+ClassicGroupReasonValue.decoders = {0: d_ClassicGroupReasonValue_v0, 1: d_ClassicGroupReasonValue_v1}
+ClassicGroupReasonValue.encoders = {0: e_ClassicGroupReasonValue_v0, 1: e_ClassicGroupReasonValue_v1}
 ConsumerGroupCurrentMemberAssignmentKey.decoders = {8: d_ConsumerGroupCurrentMemberAssignmentKey_v8}
 ConsumerGroupCurrentMemberAssignmentKey.encoders = {8: e_ConsumerGroupCurrentMemberAssignmentKey_v8}
 ConsumerGroupCurrentMemberAssignmentValue.decoders = {0: d_ConsumerGroupCurrentMemberAssignmentValue_v0}

@@ -13,6 +13,10 @@ partitions-to-member ratio of 50: 50,000 partitions, 50 per topic.
   heterogeneous case it joins the first bucket).
 Two extra lines have no target: "fresh*" (below) and "overlapping", 10 seeded random subscriptions
 of 300 topics each, so that most topics have their own set of subscribers.
+The "+racks" lines (no target) run the rack-aware path: members spread over 3 racks, each
+partition with replicas on 2 of them (rotating), as on a 3-rack cluster with replication factor 2;
+the incremental case starts from the rack-aware previous target. On a single node the racks are
+unknown (or all the same) and the plain lines are what runs.
 
 Members with the same subscription share one frozenset, as the coordinator keeps them (interned
 when a subscription changes), so comparing subscriptions is an identity check. The last line
@@ -36,12 +40,13 @@ import sys
 import time
 from collections.abc import Callable
 
-from coordinator.core.assignors import ASSIGNORS, GroupAssignment, MemberSpec
+from coordinator.core.assignors import ASSIGNORS, UNKNOWN_RACKS, GroupAssignment, MemberSpec, PartitionRacks
 
 MEMBER_COUNT = 1000
 TOPIC_COUNT = 1000
 PARTITIONS_PER_TOPIC = 50
 BUCKET_COUNT = 5
+RACKS = ("rack-0", "rack-1", "rack-2")
 
 Members = dict[str, MemberSpec]
 Topics = dict[str, int]
@@ -80,18 +85,29 @@ def member_id(index: int) -> str:
     return f"member-{index:04d}"
 
 
-def fresh_group(kind: str, interned: bool = True) -> Members:
+def member_rack(index: int, racks: PartitionRacks) -> str | None:
+    return RACKS[index % len(RACKS)] if racks.by_topic else None
+
+
+def partition_racks() -> PartitionRacks:
+    """Partition p of every topic on racks p mod 3 and p + 1 mod 3."""
+    on = tuple(frozenset({RACKS[p % 3], RACKS[(p + 1) % 3]}) for p in range(PARTITIONS_PER_TOPIC))
+    return PartitionRacks(dict.fromkeys(topics(), on))
+
+
+def fresh_group(kind: str, interned: bool = True, racks: PartitionRacks = UNKNOWN_RACKS) -> Members:
     subs = subscriptions(kind, sorted(topics()), interned)
-    return {member_id(i): MemberSpec(subs[i]) for i in range(MEMBER_COUNT)}
+    return {member_id(i): MemberSpec(subs[i], member_rack(i, racks)) for i in range(MEMBER_COUNT)}
 
 
-def incremental_group(kind: str, assignor_name: str) -> Members:
+def incremental_group(kind: str, assignor_name: str, racks: PartitionRacks = UNKNOWN_RACKS) -> Members:
     """999 members holding their previous target; the last member joins with nothing."""
     subs = subscriptions(kind, sorted(topics()))
-    stable = {member_id(i): MemberSpec(subs[i]) for i in range(MEMBER_COUNT - 1)}
-    previous = ASSIGNORS[assignor_name].assign(stable, topics())
-    members = {m: MemberSpec(spec.subscribed_topic_ids, current=previous[m]) for m, spec in stable.items()}
-    members[member_id(MEMBER_COUNT - 1)] = MemberSpec(subs[0])  # joins the first bucket when bucketed
+    stable = {member_id(i): MemberSpec(subs[i], member_rack(i, racks)) for i in range(MEMBER_COUNT - 1)}
+    previous = ASSIGNORS[assignor_name].assign(stable, topics(), racks)
+    members = {m: MemberSpec(spec.subscribed_topic_ids, spec.rack, current=previous[m]) for m, spec in stable.items()}
+    last = MEMBER_COUNT - 1
+    members[member_id(last)] = MemberSpec(subs[0], member_rack(last, racks))  # joins the first bucket when bucketed
     return members
 
 
@@ -117,6 +133,7 @@ def check(members: Members, topic_counts: Topics, result: GroupAssignment) -> No
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="timed runs per case (default 15)")
+    parser.add_argument("--no-racks", action="store_true", help="leave out the rack-aware (+racks) lines")
     args = parser.parse_args(argv)
 
     topic_counts = topics()
@@ -124,21 +141,29 @@ def main(argv: list[str] | None = None) -> int:
           f"{sum(topic_counts.values()):,} partitions; median of {args.runs} runs "
           f"(Python {platform.python_version()}, {platform.machine()})")
     print(f"{'assignor':<9} {'subscriptions':<14} {'case':<12} {'median ms':>10} {'min ms':>8}  target")
-    cases: list[tuple[str, str, str, Members]] = []
+    racks = partition_racks()
+    cases: list[tuple[str, str, str, Members, PartitionRacks]] = []
     for assignor_name in ("uniform", "range"):
         for kind in ("homogeneous", "heterogeneous"):
-            cases.append((assignor_name, kind, "fresh", fresh_group(kind)))
-            cases.append((assignor_name, kind, "incremental", incremental_group(kind, assignor_name)))
-    cases.append(("uniform", "homogeneous", "fresh*", fresh_group("homogeneous", interned=False)))
+            cases.append((assignor_name, kind, "fresh", fresh_group(kind), UNKNOWN_RACKS))
+            cases.append((assignor_name, kind, "incremental", incremental_group(kind, assignor_name), UNKNOWN_RACKS))
+    cases.append(("uniform", "homogeneous", "fresh*", fresh_group("homogeneous", interned=False), UNKNOWN_RACKS))
     for assignor_name in ("uniform", "range"):
-        cases.append((assignor_name, "overlapping", "fresh", fresh_group("overlapping")))
-        cases.append((assignor_name, "overlapping", "incremental", incremental_group("overlapping", assignor_name)))
+        cases.append((assignor_name, "overlapping", "fresh", fresh_group("overlapping"), UNKNOWN_RACKS))
+        cases.append((assignor_name, "overlapping", "incremental", incremental_group("overlapping", assignor_name),
+                      UNKNOWN_RACKS))
+    if not args.no_racks:
+        for assignor_name in ("uniform", "range"):
+            for kind in ("homogeneous", "heterogeneous"):
+                cases.append((assignor_name, kind, "fresh+racks", fresh_group(kind, racks=racks), racks))
+                cases.append((assignor_name, kind, "incr+racks", incremental_group(kind, assignor_name, racks),
+                              racks))
 
     missed = 0
-    for assignor_name, kind, case, members in cases:
+    for assignor_name, kind, case, members, case_racks in cases:
         assign = ASSIGNORS[assignor_name].assign
-        check(members, topic_counts, assign(members, topic_counts))
-        timings = time_runs(functools.partial(assign, members, topic_counts), args.runs)
+        check(members, topic_counts, assign(members, topic_counts, case_racks))
+        timings = time_runs(functools.partial(assign, members, topic_counts, case_racks), args.runs)
         median = statistics.median(timings)
         target = TARGETS.get((kind, case))
         verdict = "" if target is None else f"<= {target:g} ms {'ok' if median <= target else 'MISSED'}"
@@ -146,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{assignor_name:<9} {kind:<14} {case:<12} {median:>10.2f} {min(timings):>8.2f}  {verdict}")
     print("fresh*: every member with its own (equal) subscription frozenset, not interned")
     print("overlapping: 10 random 300-topic subscriptions (no target; most topics have distinct subscribers)")
+    if not args.no_racks:
+        print("+racks: 3 member racks, each partition on 2 of them (no target; on a single node racks change nothing)")
     return 1 if missed else 0
 
 

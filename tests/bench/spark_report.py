@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from spark_jobs.decode import decode_segment, find_segments
-from spark_jobs.generate import generate
+from spark_jobs.generate import GENERATOR_VERSION, generate
 from spark_jobs.reader import gc_paused
 from spark_jobs.rows import DecodeStats
 from spark_jobs.summarize import summarize_segment
@@ -41,7 +41,7 @@ def ensure_log(directory: Path, records: int, seed: int) -> dict:
     marker = directory / "generated.json"
     if marker.exists():
         made = json.loads(marker.read_text())
-        if made.get("requested") == records and made.get("seed") == seed:
+        if made.get("requested") == records and made.get("seed") == seed and made.get("generator") == GENERATOR_VERSION:
             return made
     if directory.exists():
         import shutil
@@ -49,7 +49,7 @@ def ensure_log(directory: Path, records: int, seed: int) -> dict:
         shutil.rmtree(directory)
     groups = max(10, records // 5000)
     made = generate(directory, records, groups=groups, partitions=8, seed=seed)
-    made.update(requested=records, seed=seed)
+    made.update(requested=records, seed=seed, generator=GENERATOR_VERSION)
     marker.write_text(json.dumps(made))
     return made
 

@@ -17,7 +17,7 @@ from coordinator.core.runtime.timer_keys import (
     RebalanceKey,
     SessionKey,
 )
-from coordinator.records import describe_record
+from coordinator.records import Record, RemovalCause, describe_record, member_removal_record
 from coordinator.records.consumer import (
     consumer_group_epoch_record,
     consumer_group_epoch_tombstone,
@@ -47,6 +47,11 @@ def static_pair(ctx: ConsumerGroupContext) -> tuple[Client, Client]:
 # ---- docs/spec/consumer-protocol.md#leaving-fencing-timeouts -------------------------------------
 
 
+def removal(group_id: str, api: str, member_id: str, instance_id: str | None, cause: RemovalCause,
+            now_ms: int) -> Record:
+    return member_removal_record(group_id, api, member_id, instance_id, cause, None, now_ms)
+
+
 def test_18_a_member_leaving_is_tombstoned_and_bumps_the_group_epoch() -> None:
     ctx = ConsumerGroupContext({"foo": 4})
     a, b = Client("g", ["foo"]), Client("g", ["bar"])
@@ -56,6 +61,7 @@ def test_18_a_member_leaving_is_tombstoned_and_bumps_the_group_epoch() -> None:
     assert out.response == ConsumerGroupHeartbeatResponse(member_id=b.member_id, member_epoch=-1,
                                                           heartbeat_interval_ms=0)
     assert out.records == [
+        removal("g", "ConsumerGroupHeartbeat", b.member_id, None, RemovalCause.LEFT, ctx.clock.now_ms),
         *member_removal_tombstones("g", b.member_id),
         subscription_metadata_record("g", {"foo": ctx.topics.by_name("foo")}),  # nobody reads bar any more
         consumer_group_epoch_record("g", 3)]
@@ -84,7 +90,9 @@ def test_19_a_static_member_leaving_for_a_while_keeps_its_assignment_at_epoch_mi
                                                           heartbeat_interval_ms=0)
     left = ConsumerMember(a.member_id, member_epoch=-2, previous_member_epoch=before.previous_member_epoch,
                           assigned_partitions=before.assigned_partitions)
-    assert out.records == [current_assignment_record("g", left)]
+    assert out.records == [current_assignment_record("g", left),
+                           removal("g", "ConsumerGroupHeartbeat", a.member_id, "host-a", RemovalCause.STATIC_LEFT,
+                                   ctx.clock.now_ms)]
     assert out.timers == []  # the session timer keeps running
     assert ctx.group().group_epoch == 2
     ctx.assert_replay_matches()
@@ -108,6 +116,7 @@ def test_20_a_returning_static_member_takes_over_the_assignment_without_a_rebala
                                member_epoch=0, previous_member_epoch=0,
                                assigned_partitions=old.assigned_partitions)
     assert out.records == [
+        removal("g", "ConsumerGroupHeartbeat", a.member_id, "host-a", RemovalCause.REPLACED, ctx.clock.now_ms),
         *member_removal_tombstones("g", a.member_id),
         member_subscription_record("g", successor),
         target_assignment_record("g", r.member_id, ctx.group().target_assignment[r.member_id]),
@@ -151,8 +160,10 @@ def test_23_a_static_member_that_never_returns_is_removed_after_the_session_time
     ctx.poll(b)
     assert a.member_id in ctx.group().members
     [expired] = ctx.advance(1_000)
-    assert expired.records[:3] == member_removal_tombstones("g", a.member_id)
-    assert expired.records[3:] == [consumer_group_epoch_record("g", 3)]
+    assert expired.records[0] == removal("g", "Timer", a.member_id, "host-a", RemovalCause.STATIC_LEAVE_EXPIRED,
+                                         ctx.clock.now_ms)
+    assert expired.records[1:4] == member_removal_tombstones("g", a.member_id)
+    assert expired.records[4:] == [consumer_group_epoch_record("g", 3)]
     assert a.member_id not in ctx.group().members and ctx.group().static_members == {}
     ctx.assert_replay_matches()
 
@@ -164,7 +175,9 @@ def test_24_a_silent_member_is_fenced_after_45_seconds_and_a_heartbeat_resets_th
     ctx.advance(30_000)
     ctx.poll(b)
     outcomes = ctx.advance(15_000)
-    assert [o.records[:3] for o in outcomes] == [member_removal_tombstones("g", a.member_id)]
+    assert [o.records[:4] for o in outcomes] == [[
+        removal("g", "Timer", a.member_id, None, RemovalCause.SESSION_EXPIRED, ctx.clock.now_ms),
+        *member_removal_tombstones("g", a.member_id)]]
     assert a.member_id not in ctx.group().members and b.member_id in ctx.group().members
     assert ctx.group().group_epoch == 3
     assert ctx.poll(a).error_code == ErrorCode.UNKNOWN_MEMBER_ID  # it must rejoin
@@ -198,7 +211,7 @@ def test_replaying_the_log_of_a_busy_scenario_rebuilds_the_same_state() -> None:
     assert "g" not in ctx.state.groups and "h" in ctx.state.groups
     ctx.assert_replay_matches()
     # every record decodes with the shared codec's dump
-    assert all(describe_record(r.key, r.value).startswith("ConsumerGroup") for r in ctx.log)
+    assert all(describe_record(r.key, r.value).startswith(("ConsumerGroup", "ClassicGroupReason")) for r in ctx.log)
 
 
 def test_deleting_a_group_needs_it_empty_and_writes_every_tombstone_in_order() -> None:

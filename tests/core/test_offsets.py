@@ -7,6 +7,7 @@ from coordinator.core.runtime.timer_keys import OFFSETS_EXPIRATION_KEY
 from coordinator.records import (
     decode_record_versions,
     group_metadata_tombstone,
+    group_reason_tombstone,
     offset_commit_record,
     offset_commit_tombstone,
 )
@@ -146,7 +147,9 @@ def test_empty_consumer_group_expires_retention_after_it_became_empty() -> None:
     assert ctx.shard.state.groups.classic("g") is not None  # the last sweep before T + 7 days kept everything
     outs = ctx.advance(600_000)
     [expiry] = [o for o in outs if o.records]
-    assert expiry.records == [offset_commit_tombstone("g", "t", 0), group_metadata_tombstone("g")]
+    # the tombstone of the group's cause records (the two LeaveGroups) goes too
+    assert expiry.records == [offset_commit_tombstone("g", "t", 0), group_metadata_tombstone("g"),
+                              group_reason_tombstone("g")]
     assert ctx.clock.now_ms - became_empty >= WEEK
     assert ctx.shard.state.groups.classic("g") is None
     ctx.assert_replay_matches()

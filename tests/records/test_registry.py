@@ -204,3 +204,19 @@ def test_the_record_package_imports_only_the_protocol() -> None:
             for module in modules:
                 ours = module.split(".")[0] in ("coordinator", "protocol", "spark_jobs")
                 assert not ours or module.startswith(("coordinator.records", "protocol")), f"{path.name}: {module}"
+
+
+def test_reason_values_of_version_0_still_decode_with_an_empty_cause() -> None:
+    from coordinator.records import RemovalCause, member_removal_record, reason_from_value
+    from protocol.messages import ClassicGroupReasonValue
+
+    old = ClassicGroupReasonValue(api="LeaveGroup", member_id="m", group_instance_id=None, reason="bye", timestamp=5)
+    record = group_reason_record("g", GroupReason("LeaveGroup", "m", None, "bye", 5))
+    v0 = encode_message(0, old)
+    decoded = decode_record_versions(record.key, v0)
+    assert (decoded.value_version, reason_from_value(decoded.value)) == (0, GroupReason("LeaveGroup", "m", None,
+                                                                                         "bye", 5, ""))
+    written = member_removal_record("g", "Timer", "m", "i", RemovalCause.SESSION_EXPIRED, None, 7)
+    decoded = decode_record_versions(written.key, written.value)
+    assert (decoded.value_version, reason_from_value(decoded.value)) == (1, GroupReason("Timer", "m", "i", "", 7,
+                                                                                         "session_expired"))

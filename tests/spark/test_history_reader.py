@@ -63,7 +63,9 @@ def _window_reasons(records, gm):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    reasons = records.filter((F.col("kind") == "group_reason") & ~F.col("tombstone")).select(
+    # a removal's cause record without a text is not a KIP-800 reason
+    cause_only = F.col("reason_cause").isNotNull() & (F.coalesce("reason", F.lit("")) == "")
+    reasons = records.filter((F.col("kind") == "group_reason") & ~F.col("tombstone") & ~cause_only).select(
         "group_id", "partition", "offset", F.lit(None).cast("string").alias("write"),
         F.struct(F.col("reason_timestamp").alias("reason_ms"), F.col("reason_api").alias("api"),
                  F.col("reason_member_id").alias("member_id"),
@@ -83,6 +85,30 @@ def _window_reasons(records, gm):
     return attributed.groupBy("group_id", "gm_offset").agg(F.array_sort(F.collect_list("r")).alias("reasons"))
 
 
+def _window_causes(records, gm):
+    """Each generation's removal causes (type 30000 value version 1): the cause records since the
+    previous generation, as member id -> cause (the last one per member)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    causes = records.filter((F.col("kind") == "group_reason") & ~F.col("tombstone")
+                            & F.col("reason_cause").isNotNull()).select(
+        "group_id", "partition", "offset", F.lit(None).cast("string").alias("write"),
+        F.col("reason_member_id").alias("member_id"), F.col("reason_cause").alias("cause"))
+    marks = gm.filter(F.col("write") == "generation").select(
+        "group_id", "partition", "offset", "write", F.lit(None).cast("string").alias("member_id"),
+        F.lit(None).cast("string").alias("cause"))
+    down = Window.partitionBy("group_id").orderBy(F.desc("partition"), F.desc("offset"))
+    events = (causes.unionByName(marks)
+              .withColumn("gm_offset", F.last(F.when(F.col("write") == "generation", F.col("offset")),
+                                              ignorenulls=True).over(down.rowsBetween(Window.unboundedPreceding, -1))))
+    latest = Window.partitionBy("group_id", "gm_offset", "member_id").orderBy(F.desc("partition"), F.desc("offset"))
+    return (events.filter(F.col("write").isNull() & F.col("gm_offset").isNotNull())
+            .withColumn("n", F.row_number().over(latest)).filter(F.col("n") == 1)
+            .groupBy("group_id", "gm_offset").agg(F.map_from_entries(F.collect_list(F.struct("member_id", "cause")))
+                                                  .alias("causes")))
+
+
 def _has(array, value):
     """`array_contains` with null taken as false (not found), as the one-pass reader's sets answer."""
     from pyspark.sql import functions as F
@@ -90,7 +116,7 @@ def _has(array, value):
     return F.coalesce(F.array_contains(array, value), F.lit(False))
 
 
-def _window_timeline(gm, reasons):
+def _window_timeline(gm, reasons, causes=None):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -99,30 +125,47 @@ def _window_timeline(gm, reasons):
     gens = gens.withColumn("end_ms", F.lead("timestamp").over(w)).filter(F.col("write") == "generation")
     t = gens.join(reasons.withColumnRenamed("gm_offset", "offset"), ["group_id", "offset"], "left")
     t = t.withColumn("reasons", F.coalesce("reasons", F.array()))
+    if causes is not None:
+        t = t.join(causes.withColumnRenamed("gm_offset", "offset"), ["group_id", "offset"], "left")
+    else:
+        t = t.withColumn("causes", F.lit(None).cast("map<string,string>"))
     leaves = F.filter("reasons", lambda x: x["api"] == "LeaveGroup")
     t = t.select("*", leaves["member_id"].alias("leave_ids"), leaves["group_instance_id"].alias("leave_instances"),
                  F.col("joined.group_instance_id").alias("joined_instances"))
     leave_ids, leave_instances = F.col("leave_ids"), F.col("leave_instances")
     joined_instances = F.col("joined_instances")
-    t = (t.withColumn("left_with_reason", F.filter("left", lambda m: _has(leave_ids, m["member_id"])
-                                                   | _has(leave_instances, m["group_instance_id"])))
-          .withColumn("static_rejoined", F.filter("left", lambda m: m["group_instance_id"].isNotNull()
-                                                  & _has(joined_instances, m["group_instance_id"])))
-          .withColumn("expired", F.filter("left", lambda m: ~_has(leave_ids, m["member_id"])
-                                          & ~_has(leave_instances, F.coalesce(m["group_instance_id"], F.lit("")))
-                                          & ~(m["group_instance_id"].isNotNull()
-                                              & _has(joined_instances, m["group_instance_id"])))))
+    def cause(m):
+        return F.element_at(F.coalesce("causes", F.create_map().cast("map<string,string>")), m["member_id"])
+
+    def rejoined(m):
+        return m["group_instance_id"].isNotNull() & _has(joined_instances, m["group_instance_id"])
+
+    def by_text(m):
+        return _has(leave_ids, m["member_id"]) | _has(leave_instances, F.coalesce(m["group_instance_id"], F.lit("")))
+
+    def leaving(m):
+        return F.coalesce(cause(m).isin("left", "static_left", "static_leave_expired"),
+                          cause(m).isNull() & by_text(m))
+
+    def removed(m):
+        return F.coalesce(cause(m) == "removed", F.lit(False))
+
+    t = (t.withColumn("left_with_reason", F.filter("left", leaving))
+          .withColumn("removed", F.filter("left", lambda m: ~rejoined(m) & ~leaving(m) & removed(m)))
+          .withColumn("static_rejoined", F.filter("left", rejoined))
+          .withColumn("expired", F.filter("left", lambda m: ~rejoined(m) & ~leaving(m) & ~removed(m))))
     trigger = (F.when(F.col("prev_generation").isNull() | F.col("prev_tombstone") | (F.col("prev_generation") == 0)
                       & (F.col("prev_member_count") == 0), "initial")
                 .when(F.col("member_count") == 0, "group_emptied")
                 .when(F.size("left_with_reason") > 0, "member_left")
+                .when(F.size("removed") > 0, "member_removed")
                 .when(F.size("static_rejoined") > 0, "static_member_rejoined")
                 .when(F.size("expired") > 0, "member_expired")
                 .when(F.size("joined") > 0, "member_joined")
                 .otherwise("rejoin"))
     return t.select("group_id", "offset", trigger.alias("trigger"), F.col("reasons.reason").alias("all_reasons"),
                     "end_ms", F.col("joined.member_id").alias("joined"),
-                    F.col("left_with_reason.member_id").alias("left"),
+                    F.col("left_with_reason.member_id").alias("left"), F.col("removed.member_id").alias("removed"),
                     F.col("expired.member_id").alias("expired"),
                     F.col("static_rejoined.group_instance_id").alias("static_rejoined"), "static_members")
 
@@ -130,24 +173,27 @@ def _window_timeline(gm, reasons):
 def _window_events(gm, timeline):
     from pyspark.sql import functions as F
 
-    tl = timeline.select("group_id", "offset", F.col("left").alias("left_ids"),
+    tl = timeline.select("group_id", "offset", F.col("left").alias("left_ids"), F.col("removed").alias("removed_ids"),
                          F.col("static_rejoined").alias("rejoined_instances"))
     g = (gm.filter(F.col("write").isin("generation", "static_replacement"))
            .join(tl, ["group_id", "offset"], "left")
            .withColumn("left_ids", F.coalesce("left_ids", F.array().cast("array<string>")))
+           .withColumn("removed_ids", F.coalesce("removed_ids", F.array().cast("array<string>")))
            .withColumn("rejoined_instances", F.coalesce("rejoined_instances", F.array().cast("array<string>"))))
     in_gen = F.col("write") == "generation"
     rejoined = F.array_contains("rejoined_instances", F.coalesce(F.col("m.group_instance_id"), F.lit("")))
 
     def explode(members, event):
-        return (g.select("group_id", "offset", "write", "left_ids", "rejoined_instances", F.explode(members).alias("m"))
+        return (g.select("group_id", "offset", "write", "left_ids", "removed_ids", "rejoined_instances",
+                         F.explode(members).alias("m"))
                  .select("group_id", "offset", event.alias("event"), "m.member_id", "m.group_instance_id",
                          "m.client_id", "m.client_host"))
 
     joined = explode("joined", F.when(in_gen & rejoined, "static_rejoined_as").when(in_gen, "joined")
                      .otherwise("static_replacement_in"))
     gone = explode("left", F.when(~in_gen, "static_replaced").when(rejoined, "static_rejoined")
-                   .when(F.array_contains("left_ids", F.col("m.member_id")), "left").otherwise("expired"))
+                   .when(F.array_contains("left_ids", F.col("m.member_id")), "left")
+                   .when(F.array_contains("removed_ids", F.col("m.member_id")), "removed").otherwise("expired"))
     return joined.unionByName(gone).filter(F.col("event") != "static_replacement_in")
 
 
@@ -172,7 +218,7 @@ def test_history_gives_what_the_window_formulation_gave(logs, spark_session):
     whole, cut = logs
     rows = read_log(spark_session, whole)
     gm_then = _window_sequence(rows)
-    timeline_then = _window_timeline(gm_then, _window_reasons(rows, gm_then))
+    timeline_then = _window_timeline(gm_then, _window_reasons(rows, gm_then), _window_causes(rows, gm_then))
     history = read_log(spark_session, cut, groups="history")
     gm_now = group_writes(history)
 
@@ -181,7 +227,7 @@ def test_history_gives_what_the_window_formulation_gave(logs, spark_session):
     assert _rows(gm_now.select("group_id", "offset", "write", "member_count", "static_members")) == _rows(
         gm_then.select("group_id", "offset", "write", "member_count", "static_members"))
 
-    columns = ("group_id", "offset", "trigger", "all_reasons", "end_ms", "joined", "left", "expired",
+    columns = ("group_id", "offset", "trigger", "all_reasons", "end_ms", "joined", "left", "removed", "expired",
                "static_rejoined", "static_members")
     assert _rows(rebalance_timeline(gm_now).select(*columns)) == _rows(timeline_then.select(*columns))
     assert {r["trigger"] for r in timeline_then.collect()} >= {"initial", "member_left", "member_expired"}

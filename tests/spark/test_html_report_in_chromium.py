@@ -18,8 +18,9 @@ import pytest
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-SECTIONS = ("rebalances-over-time", "rebalances-per-group", "rebalance-durations", "membership-churn",
-            "commit-rate", "commits-per-group", "timeline", "current-state", "transactional-commits")
+SECTIONS = ("classic-protocol", "rebalances-over-time", "rebalances-per-group", "rebalance-durations",
+            "membership-churn", "commit-rate", "commits-per-group", "timeline", "current-state", "consumer-protocol",
+            "transactional-commits")
 
 
 class _Page(HTMLParser):
@@ -75,8 +76,8 @@ def test_report_page_renders_every_section_with_its_charts_in_headless_chromium(
     page = _Page()
     page.feed(dom)
     assert list(SECTIONS) == page.sections
-    assert {"chart-rebalances-per-hour", "chart-duration-histogram", "chart-churn", "chart-commit-rate"} <= set(
-        page.svg_ids)
+    assert {"chart-rebalances-per-hour", "chart-duration-histogram", "chart-churn", "chart-commit-rate",
+            "chart-consumer-epochs"} <= set(page.svg_ids)
     assert page.shapes > 50
 
     shot = tmp_path / "report.png"

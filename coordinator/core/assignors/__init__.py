@@ -29,10 +29,11 @@ and raises `PartitionAssignorError`, which the coordinator turns into UNKNOWN_SE
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from itertools import chain
+from typing import Protocol
 
 MemberId = str
 TopicId = str
@@ -67,19 +68,66 @@ class MemberSpec:
     """
 
     subscribed_topic_ids: frozenset[TopicId]
-    # accepted, not used by the built-in assignors (docs/spec/consumer-protocol.md#uniform-assignor)
+    # the member's client.rack (MemberRackId); see PartitionRacks for when the assignors use it
     rack: str | None = None
     instance_id: str | None = None     # static membership; the range assignor orders by it
     current: Mapping[TopicId, frozenset[int]] = field(default_factory=dict)
 
 
-AssignFunction = Callable[[Mapping[MemberId, MemberSpec], Mapping[TopicId, int]], GroupAssignment]
+NO_RACKS: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRacks:
+    """The racks holding a replica of each partition (Kafka's SubscribedTopicDescriber.racksForPartition).
+
+    `by_topic[topic][p]` is partition p's rack set; a topic or partition missing here has no known
+    racks (empty set). The caller supplies it: a single node knows none, or its own `broker.rack`
+    for every partition, and either way no rack-aware placement happens (see `rack_aware`); a
+    cluster gives the real replica racks. Plain data, so a job carrying it pickles.
+    """
+
+    by_topic: Mapping[TopicId, tuple[frozenset[str], ...]] = field(default_factory=dict)
+
+    def of(self, topic_id: TopicId, partition: int) -> frozenset[str]:
+        racks = self.by_topic.get(topic_id)
+        if racks is None or partition >= len(racks):
+            return NO_RACKS
+        return racks[partition]
+
+
+UNKNOWN_RACKS = PartitionRacks()
+
+
+def rack_aware(member_racks: Iterable[str | None], partition_racks: Iterable[frozenset[str]]) -> bool:
+    """Kafka's useRackAwareAssignment (KIP-881, and the server assignors before KAFKA-16694): only
+    when some member has a rack, some partition has a replica on one of those racks, and the
+    partitions are not all on the same racks (then every member is equally close to every partition,
+    which is the single-node case: one broker, one rack or none)."""
+    racks_of_members = {rack for rack in member_racks if rack}
+    if not racks_of_members:
+        return False
+    first: frozenset[str] | None = None
+    all_same = True
+    union: set[str] = set()
+    for racks in partition_racks:
+        union.update(racks)
+        if first is None:
+            first = racks
+        elif racks != first:
+            all_same = False
+    return not all_same and not racks_of_members.isdisjoint(union)
+
+
+class AssignFunction(Protocol):
+    def __call__(self, members: Mapping[MemberId, MemberSpec], topics: Mapping[TopicId, int],
+                 racks: PartitionRacks = UNKNOWN_RACKS) -> GroupAssignment: ...
 
 
 @dataclass(frozen=True, slots=True)
 class PartitionAssignor:
-    """A named assignor: `assign(members, topics)` where `topics` maps each topic id to its
-    partition count."""
+    """A named assignor: `assign(members, topics, racks)` where `topics` maps each topic id to its
+    partition count and `racks` says where each partition's replicas are (unknown by default)."""
 
     name: str
     assign: AssignFunction
@@ -164,7 +212,25 @@ ASSIGNORS: Mapping[str, PartitionAssignor] = {UNIFORM.name: UNIFORM, RANGE.name:
 DEFAULT_ASSIGNOR: PartitionAssignor = UNIFORM
 
 __all__ = [
-    "ASSIGNORS", "DEFAULT_ASSIGNOR", "RANGE", "UNIFORM", "AssignFunction", "GroupAssignment",
-    "MemberAssignment", "MemberId", "MemberSpec", "PartitionAssignor", "PartitionAssignorError",
-    "SubscriptionType", "TopicId", "partition_counts", "subscription_type", "topics_by_subscribers",
+    "ASSIGNORS",
+    "DEFAULT_ASSIGNOR",
+    "NO_RACKS",
+    "RANGE",
+    "UNIFORM",
+    "UNKNOWN_RACKS",
+    "AssignFunction",
+    "GroupAssignment",
+    "MemberAssignment",
+    "MemberId",
+    "MemberSpec",
+    "PartitionAssignor",
+    "PartitionAssignorError",
+    "PartitionRacks",
+    "SubscriptionType",
+    "TopicId",
+    "partition_counts",
+    "partition_racks_of",
+    "rack_aware",
+    "subscription_type",
+    "topics_by_subscribers",
 ]

@@ -22,7 +22,20 @@ subscriptions.
   (ordered by the unit's partitions per subscriber), which is what makes 1,000-topic groups cheap
   in Python; the promises above are the same.
 
-Racks are accepted but unused, as in the snapshot.
+Racks (Kafka's rack-aware uniform builders of KAFKA-14515/15484, removed from the built-in
+assignors by KAFKA-16694 and kept here for clusters): used only when `rack_aware` says so over
+the subscribed partitions, which is never the case on a single node (every partition has the
+same racks), where the result is exactly the rack-less one. When used:
+- a member with a rack keeps only the partitions of its current target that have a replica on
+  its rack; the others are freed, their owner remembered;
+- the shares, hence the balance, are computed exactly as without racks, from what is kept;
+- free partitions go first to receivers on one of their replicas' racks (partitions with the
+  fewest members on their racks first, then topic and partition; among receivers the least
+  loaded, then member order), then back to their previous owner while it has room, then in
+  member order as without racks;
+- heterogeneous balancing moves a donor's off-rack partitions first and places what it moves
+  the same way.
+A member without a rack matches every partition.
 
 Determinism: members are numbered in member-id order, topics are taken in topic-id order, and
 ties always break on those numbers, so equal inputs give equal outputs in any process.
@@ -30,18 +43,23 @@ ties always break on those numbers, so equal inputs give equal outputs in any pr
 
 from __future__ import annotations
 
+import heapq
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from itertools import accumulate
 
 from coordinator.core.assignors import (
+    UNKNOWN_RACKS,
     GroupAssignment,
     MemberAssignment,
     MemberId,
     MemberSpec,
     PartitionAssignorError,
+    PartitionRacks,
     SubscriptionType,
     TopicId,
     partition_counts,
+    rack_aware,
     subscription_type,
     topics_by_subscribers,
 )
@@ -56,26 +74,167 @@ MAX_BALANCING_PASSES = 16
 Pool = list[tuple[TopicId, Sequence[int]]]
 
 
-def assign(members: Mapping[MemberId, MemberSpec], topics: Mapping[TopicId, int]) -> GroupAssignment:
+def assign(members: Mapping[MemberId, MemberSpec], topics: Mapping[TopicId, int],
+           racks: PartitionRacks = UNKNOWN_RACKS) -> GroupAssignment:
     """The new target assignment of every member; see the module docstring."""
     member_ids = sorted(members)
     specs = [members[member_id] for member_id in member_ids]
     if subscription_type(members) is SubscriptionType.HOMOGENEOUS:
-        assignments = _assign_homogeneous(specs, topics)
+        assignments = _assign_homogeneous(specs, topics, racks)
     else:
-        assignments = _assign_heterogeneous(specs, topics)
+        assignments = _assign_heterogeneous(specs, topics, racks)
     return dict(zip(member_ids, assignments, strict=False))
+
+
+# --- racks -------------------------------------------------------------------------------------
+
+class _Racks:
+    """The racks of a run that uses them (see `_rack_view`)."""
+
+    __slots__ = ("member_racks", "members_in_rack", "partition_racks", "previous_owner")
+
+    def __init__(self, member_racks: list[str | None], partition_racks: PartitionRacks) -> None:
+        self.member_racks = member_racks
+        self.partition_racks = partition_racks
+        self.members_in_rack = Counter(rack for rack in member_racks if rack is not None)
+        self.previous_owner: dict[tuple[TopicId, int], int] = {}  # freed off-rack partitions
+
+    def matches(self, index: int, topic_id: TopicId, partition: int) -> bool:
+        rack = self.member_racks[index]
+        return rack is None or rack in self.partition_racks.of(topic_id, partition)
+
+
+def _rack_view(specs: list[MemberSpec], counts: Mapping[TopicId, int], racks: PartitionRacks) -> _Racks | None:
+    if not racks.by_topic:
+        return None
+    member_racks = [spec.rack or None for spec in specs]
+    every_partition = (racks.of(topic_id, p) for topic_id in sorted(counts) for p in range(counts[topic_id]))
+    if not rack_aware(member_racks, every_partition):
+        return None
+    return _Racks(member_racks, racks)
+
+
+def _free_off_rack(kept: list[MemberAssignment], loads: list[int], free: dict[TopicId, Sequence[int]],
+                   racks: _Racks) -> None:
+    """Frees the kept partitions without a replica on their holder's rack, remembering the holder."""
+    freed: dict[TopicId, list[int]] = {}
+    for index, assignment in enumerate(kept):
+        if racks.member_racks[index] is None:
+            continue
+        for topic_id in sorted(assignment):
+            partitions = assignment[topic_id]
+            remote = [p for p in partitions if not racks.matches(index, topic_id, p)]
+            if remote:
+                _replace(assignment, loads, index, topic_id, partitions.difference(remote))
+                freed.setdefault(topic_id, []).extend(remote)
+                for partition in remote:
+                    racks.previous_owner[(topic_id, partition)] = index
+    for topic_id, freed_partitions in freed.items():
+        freed_partitions.extend(free.get(topic_id, ()))
+        freed_partitions.sort()
+        free[topic_id] = freed_partitions
+
+
+def _distribute(pool: Pool, receivers: list[tuple[int, int]], kept: list[MemberAssignment], loads: list[int],
+                racks: _Racks | None) -> None:
+    """Gives each (member, count) receiver `count` partitions of the pool: in pool order without
+    racks (`_hand_out`), rack first with them (`_place_on_racks`)."""
+    if racks is None:
+        _hand_out(pool, receivers, kept, loads)
+    else:
+        _place_on_racks(pool, receivers, kept, loads, racks)
+
+
+def _place_on_racks(pool: Pool, receivers: list[tuple[int, int]], kept: list[MemberAssignment], loads: list[int],
+                    racks: _Racks) -> None:
+    """Kafka's rackAwarePartitionAssignment, then the previous owners, then the rest in member order."""
+    need = dict(receivers)
+    heaps: dict[str, list[tuple[int, int]]] = {}  # rack -> (load, member) of receivers with room
+    for index, count in receivers:
+        rack = racks.member_racks[index]
+        if rack is not None and count:
+            heaps.setdefault(rack, []).append((loads[index], index))
+    for heap in heaps.values():
+        heapq.heapify(heap)
+    gained: dict[int, dict[TopicId, list[int]]] = {}
+    leftovers: list[tuple[TopicId, int]] = []
+    ordered: list[tuple[int, TopicId, int]] = []
+    for topic_id, partitions in pool:
+        for partition in partitions:
+            on_racks = sum(racks.members_in_rack.get(rack, 0)
+                           for rack in racks.partition_racks.of(topic_id, partition))
+            if on_racks:
+                ordered.append((on_racks, topic_id, partition))
+            else:
+                leftovers.append((topic_id, partition))
+    ordered.sort()
+    for _, topic_id, partition in ordered:
+        best: list[tuple[int, int]] | None = None
+        for rack in racks.partition_racks.of(topic_id, partition):
+            candidate = heaps.get(rack)
+            if candidate and (best is None or candidate[0] < best[0]):
+                best = candidate
+        if best is None:
+            leftovers.append((topic_id, partition))
+            continue
+        load, index = heapq.heappop(best)
+        gained.setdefault(index, {}).setdefault(topic_id, []).append(partition)
+        loads[index] = load + 1
+        need[index] -= 1
+        if need[index]:
+            heapq.heappush(best, (load + 1, index))
+
+    rest: dict[TopicId, list[int]] = {}
+    for topic_id, partition in sorted(leftovers):
+        owner = racks.previous_owner.get((topic_id, partition))
+        if owner is not None and need.get(owner, 0) > 0:
+            gained.setdefault(owner, {}).setdefault(topic_id, []).append(partition)
+            loads[owner] += 1
+            need[owner] -= 1
+        else:
+            rest.setdefault(topic_id, []).append(partition)
+    for index, topics_gained in gained.items():
+        mine = kept[index]
+        for topic_id, partitions in topics_gained.items():
+            held = mine.get(topic_id)
+            mine[topic_id] = frozenset(partitions) if held is None else held.union(partitions)
+    _hand_out(list(rest.items()), [(index, need[index]) for index, _ in receivers if need[index]], kept, loads)
+
+
+def _take_for_balance(assignment: MemberAssignment, index: int, amount: int, among: frozenset[TopicId],
+                      racks: _Racks | None) -> Pool:
+    """`_take_highest`, except that with racks the donor's off-rack partitions go first."""
+    if racks is None:
+        return _take_highest(assignment, amount, among)
+    candidates = sorted(((not racks.matches(index, topic_id, p), topic_id, p)
+                         for topic_id in assignment if topic_id in among for p in assignment[topic_id]),
+                        reverse=True)[:amount]
+    taken: dict[TopicId, list[int]] = {}
+    for _, topic_id, partition in candidates:
+        taken.setdefault(topic_id, []).append(partition)
+    for topic_id, partitions in taken.items():
+        remaining = assignment[topic_id].difference(partitions)
+        if remaining:
+            assignment[topic_id] = remaining
+        else:
+            del assignment[topic_id]
+        partitions.sort()
+    return sorted(taken.items())
 
 
 # --- homogeneous -------------------------------------------------------------------------------
 
-def _assign_homogeneous(specs: list[MemberSpec], topics: Mapping[TopicId, int]) -> list[MemberAssignment]:
+def _assign_homogeneous(specs: list[MemberSpec], topics: Mapping[TopicId, int],
+                        racks: PartitionRacks) -> list[MemberAssignment]:
     if not specs or not specs[0].subscribed_topic_ids:
         return [{} for _ in specs]
     topic_ids = sorted(specs[0].subscribed_topic_ids)
     counts = partition_counts(topics, topic_ids)
     kept, loads, holders = _kept_current(specs)
     free = _free_partitions(topic_ids, counts, kept, loads, holders)
+    rack_view = _rack_view(specs, counts, racks)
+    if rack_view is not None:
+        _free_off_rack(kept, loads, free, rack_view)
 
     member_count = len(specs)
     shares = _shares(loads, sum(counts.values()), member_count)
@@ -95,7 +254,7 @@ def _assign_homogeneous(specs: list[MemberSpec], topics: Mapping[TopicId, int]) 
 
     pool = [(topic_id, free[topic_id]) for topic_id in topic_ids if topic_id in free]
     receivers = [(index, shares[index] - loads[index]) for index in range(member_count) if loads[index] < shares[index]]
-    _hand_out(pool, receivers, kept, loads)
+    _distribute(pool, receivers, kept, loads, rack_view)
     return kept
 
 
@@ -134,7 +293,8 @@ class _TopicGroup:
         return (-self.partition_total / len(self.subscribers), len(self.subscribers), self.topic_ids[0])
 
 
-def _assign_heterogeneous(specs: list[MemberSpec], topics: Mapping[TopicId, int]) -> list[MemberAssignment]:
+def _assign_heterogeneous(specs: list[MemberSpec], topics: Mapping[TopicId, int],
+                          racks: PartitionRacks) -> list[MemberAssignment]:
     classes = topics_by_subscribers([spec.subscribed_topic_ids for spec in specs])
     counts = partition_counts(topics, (topic_id for _, topic_ids in classes for topic_id in topic_ids))
     groups = sorted((_TopicGroup(subscribers, topic_ids, counts) for subscribers, topic_ids in classes),
@@ -142,14 +302,17 @@ def _assign_heterogeneous(specs: list[MemberSpec], topics: Mapping[TopicId, int]
 
     kept, loads, holders = _kept_current(specs)
     free = _free_partitions(sorted(counts), counts, kept, loads, holders)
+    rack_view = _rack_view(specs, counts, racks)
+    if rack_view is not None:
+        _free_off_rack(kept, loads, free, rack_view)
 
     for group in groups:
         pool = [(topic_id, free[topic_id]) for topic_id in group.topic_ids if topic_id in free]
         if pool:
             free_count = sum(len(partitions) for _, partitions in pool)
-            _hand_out(pool, _fill_least_loaded(group.subscribers, loads, free_count), kept, loads)
+            _distribute(pool, _fill_least_loaded(group.subscribers, loads, free_count), kept, loads, rack_view)
 
-    _balance(groups, kept, loads)
+    _balance(groups, kept, loads, rack_view)
     return kept
 
 
@@ -180,7 +343,8 @@ def _fill_least_loaded(subscribers: list[int], loads: list[int], amount: int) ->
     return receivers
 
 
-def _balance(groups: list[_TopicGroup], kept: list[MemberAssignment], loads: list[int]) -> None:
+def _balance(groups: list[_TopicGroup], kept: list[MemberAssignment], loads: list[int],
+             racks: _Racks | None) -> None:
     """Kafka's final phase: pass over the topic groups until a whole pass moves nothing or
     MAX_BALANCING_PASSES is reached."""
     movable = [group for group in groups if len(group.subscribers) >= 2]
@@ -189,11 +353,11 @@ def _balance(groups: list[_TopicGroup], kept: list[MemberAssignment], loads: lis
         for position, group in enumerate(movable):
             if position == last_moved:
                 return  # a full pass since the last move changed nothing
-            if _balance_group(group, kept, loads) or last_moved == -1:
+            if _balance_group(group, kept, loads, racks) or last_moved == -1:
                 last_moved = position
 
 
-def _balance_group(group: _TopicGroup, kept: list[MemberAssignment], loads: list[int]) -> int:
+def _balance_group(group: _TopicGroup, kept: list[MemberAssignment], loads: list[int], racks: _Racks | None) -> int:
     """Moves the group's partitions from its most to its least loaded subscribers until every
     subscriber still holding one of them is at most one above the least loaded. Returns how many
     partitions moved."""
@@ -226,10 +390,10 @@ def _balance_group(group: _TopicGroup, kept: list[MemberAssignment], loads: list
     moved = 0
     pool: Pool = []
     for index, amount in donors:
-        pool.extend(_take_highest(kept[index], amount, topic_set))
+        pool.extend(_take_for_balance(kept[index], index, amount, topic_set, racks))
         loads[index] -= amount
         moved += amount
-    _hand_out(pool, receivers, kept, loads)
+    _distribute(pool, receivers, kept, loads, racks)
     return moved
 
 

@@ -30,10 +30,12 @@ from coordinator.core.runtime.outcome import GroupEvent, Outcome
 from coordinator.core.runtime.shard_state import ShardState
 from coordinator.records import (
     GroupReason,
+    RemovalCause,
     empty_group_metadata_record,
     group_metadata_record,
     group_metadata_value,
     group_reason_record,
+    member_removal_record,
 )
 from protocol.error_codes import ErrorCode
 from protocol.messages import JoinGroupRequest
@@ -268,6 +270,8 @@ def _replace_static_member_then_rebalance_or_complete(join: _Join, old_member_id
 
 def _replace_static_member(group: ClassicGroup, old_member_id: str, new_member_id: str, fx: Effects) -> Member:
     old = group.members.pop(old_member_id)
+    fx.records.append(member_removal_record(group.group_id, "JoinGroup", old_member_id, old.group_instance_id,
+                                            RemovalCause.REPLACED, None, fx.now_ms))
     if old.awaiting_join is not None:
         fx.answer(old.awaiting_join, join_response(old.awaiting_join.api_version, ErrorCode.FENCED_INSTANCE_ID,
                                                    member_id=old_member_id))

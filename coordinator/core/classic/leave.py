@@ -21,7 +21,7 @@ from coordinator.core.runtime.errors import ApiError
 from coordinator.core.runtime.outcome import Outcome
 from coordinator.core.runtime.shard_state import ShardState
 from coordinator.core.runtime.timer_keys import HeartbeatKey
-from coordinator.records import GroupReason, group_reason_record
+from coordinator.records import RemovalCause, member_removal_record
 from protocol.error_codes import ErrorCode
 from protocol.messages import LeaveGroupRequest, LeaveGroupResponse
 
@@ -45,12 +45,15 @@ def leave_group(st: ShardState, req: LeaveGroupRequest, ctx: RequestContext) -> 
         return Outcome(response=LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
 
     fx = Effects(ctx.now_ms, ctx.ref)
-    results = [(identity, _leave_one(group, identity, fx)) for identity in identities]
+    results: list[tuple[Identity, ErrorCode]] = []
+    for identity in identities:
+        code, removed = _leave_one(group, identity, fx)
+        results.append((identity, code))
+        if removed is not None:
+            fx.records.append(member_removal_record(
+                group.group_id, "LeaveGroup", removed.member_id, removed.group_instance_id,
+                leave_cause(identity, ctx.client_id, removed.client_id), identity[2], ctx.now_ms))
     left = [identity for identity, code in results if code is ErrorCode.NONE]
-    for member_id, instance_id, reason in left:
-        if reason:
-            fx.records.append(group_reason_record(group.group_id, GroupReason(
-                "LeaveGroup", member_id, instance_id, reason, ctx.now_ms)))
     if left:
         # Counts pending members and removals by instance id too (a Kafka quirk kept on purpose).
         reasons = "; ".join(f"{m or i}: {r or 'not provided'}" for m, i, r in left)
@@ -68,24 +71,42 @@ def leave_group_identities(req: LeaveGroupRequest, version: int) -> list[Identit
     return [(m.member_id, m.group_instance_id, m.reason if version >= 5 else None) for m in req.members]
 
 
-def _leave_one(group: ClassicGroup, identity: Identity, fx: Effects) -> ErrorCode:
+# The reason text Kafka's AdminClient.removeMembersFromConsumerGroup sends (its DEFAULT_LEAVE_GROUP_REASON,
+# followed by ": " and the caller's reason when one is given).
+ADMIN_REMOVAL_REASON = "member was removed by an admin"
+
+
+def leave_cause(identity: Identity, requester_client_id: str, member_client_id: str) -> RemovalCause:
+    """Whether a LeaveGroup is the member leaving or an admin removing it. Kafka does not record the
+    difference; the request shows it: an admin names a static member by instance id alone, sends
+    the AdminClient's reason text, or comes from another client id than the member's."""
+    member_id, _, reason = identity
+    if not member_id or (reason or "").startswith(ADMIN_REMOVAL_REASON) or requester_client_id != member_client_id:
+        return RemovalCause.REMOVED
+    return RemovalCause.LEFT
+
+
+def _leave_one(group: ClassicGroup, identity: Identity, fx: Effects) -> tuple[ErrorCode, Member | None]:
+    """Removes one member; returns the error code and the removed member (None for a pending member,
+    which never was in a generation, so no record tells of it)."""
     member_id, instance_id, reason = identity
     if not member_id:
         mapped = group.static_member_id(instance_id)
         if mapped is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        _remove_current_member(group, group.members[mapped], reason, fx)
-        return ErrorCode.NONE
+            return ErrorCode.UNKNOWN_MEMBER_ID, None
+        member = group.members[mapped]
+        _remove_current_member(group, member, reason, fx)
+        return ErrorCode.NONE, member
     if member_id in group.pending_join_members:
         group.remove(member_id)
         fx.cancel(HeartbeatKey(group.group_id, member_id))
-        return ErrorCode.NONE
+        return ErrorCode.NONE, None
     try:
         member = ensure_member(group, member_id, instance_id)
     except ApiError as exc:
-        return exc.code
+        return exc.code, None
     _remove_current_member(group, member, reason, fx)
-    return ErrorCode.NONE
+    return ErrorCode.NONE, member
 
 
 def _remove_current_member(group: ClassicGroup, member: Member, reason: str | None, fx: Effects) -> None:

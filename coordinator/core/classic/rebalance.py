@@ -15,7 +15,7 @@ from coordinator.core.classic.responses import join_error, join_success, sync_re
 from coordinator.core.classic.state import GroupState, can_rebalance, transition_to
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.timer_keys import HeartbeatKey, JoinKey, SyncKey
-from coordinator.records import group_metadata_record, group_metadata_value
+from coordinator.records import RemovalCause, group_metadata_record, group_metadata_value, member_removal_record
 from protocol.error_codes import ErrorCode
 
 S = GroupState
@@ -90,6 +90,7 @@ def complete_join(group: ClassicGroup, fx: Effects) -> None:
             # Dynamic members that did not rejoin are out; static ones are kept until their session ends.
             group.remove(member.member_id)
             fx.cancel(HeartbeatKey(group.group_id, member.member_id))
+            record_timer_removal(group, member, RemovalCause.REBALANCE_TIMEOUT, fx)
             fx.event("member_removed", group.group_id, member_id=member.member_id, reason="did not rejoin")
     if group.state is S.DEAD:
         return
@@ -158,10 +159,17 @@ def answer_parked_with_unknown_member(member: Member, fx: Effects) -> None:
         member.awaiting_sync = None
 
 
+def record_timer_removal(group: ClassicGroup, member: Member, cause: RemovalCause, fx: Effects) -> None:
+    """The cause record of a member a timer removed (no request, so no client reason)."""
+    fx.records.append(member_removal_record(group.group_id, "Timer", member.member_id, member.group_instance_id,
+                                            cause, None, fx.now_ms))
+
+
 def remove_member_and_update(group: ClassicGroup, member: Member, reason: str, fx: Effects,
-                             config: GroupConfig) -> None:
+                             config: GroupConfig, cause: RemovalCause) -> None:
     answer_parked_with_unknown_member(member, fx)
     group.remove(member.member_id)
+    record_timer_removal(group, member, cause, fx)
     fx.event("member_removed", group.group_id, member_id=member.member_id, reason=reason)
     if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
         prepare_rebalance(group, reason, fx, config)
@@ -198,7 +206,8 @@ def on_heartbeat_expired(group: ClassicGroup | None, member_id: str, fx: Effects
     alive = member.awaiting_join is not None or member.awaiting_sync is not None
     if member.is_new or not alive:
         # A new member's first JoinGroup is bounded by the new-member timeout even while parked.
-        remove_member_and_update(group, member, f"removing member {member_id} on heartbeat expiration", fx, config)
+        remove_member_and_update(group, member, f"removing member {member_id} on heartbeat expiration", fx, config,
+                                 RemovalCause.SESSION_EXPIRED)
 
 
 def on_join_deadline(group: ClassicGroup | None, data: JoinDeadline, fx: Effects, config: GroupConfig) -> None:
@@ -224,6 +233,9 @@ def on_sync_deadline(group: ClassicGroup | None, data: SyncDeadline, fx: Effects
         return
     late = sorted(group.pending_sync_members)
     for member_id in late:
+        member = group.members.get(member_id)
         group.remove(member_id)
         fx.cancel(HeartbeatKey(group.group_id, member_id))
+        if member is not None:
+            record_timer_removal(group, member, RemovalCause.REBALANCE_TIMEOUT, fx)
     prepare_rebalance(group, f"removing members {late} on pending sync request expiration", fx, config)

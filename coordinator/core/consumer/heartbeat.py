@@ -94,7 +94,7 @@ def _join_or_heartbeat(state: ShardState, req: ConsumerGroupHeartbeatRequest, ct
     ensure_group_not_full(group, req.member_id, state.consumer_config.max_size)
     owned = owned_partitions(req)
     joining = member_for_heartbeat(state, group, req, owned)
-    records.extend(joining.records)
+    records.extend(joining.records_with_cause(group.group_id, "ConsumerGroupHeartbeat", ctx.now_ms))
     before = joining.member
     gid, member_id = group.group_id, before.member_id
 

@@ -22,9 +22,11 @@ from typing import TypeVar
 
 from coordinator.core.assignors import (
     ASSIGNORS,
+    UNKNOWN_RACKS,
     MemberSpec,
     PartitionAssignor,
     PartitionAssignorError,
+    PartitionRacks,
 )
 
 #: One member's target: topic index -> partitions, encoded as [topic index, n, p1..pn, ...].
@@ -47,6 +49,7 @@ class AssignmentJob:
     racks: tuple[str | None, ...]
     member_subscriptions: bytes  # array('i'): per member, its index into `subscriptions`
     current: tuple[EncodedTarget, ...]  # per member, its current target (the stickiness hint)
+    partition_racks: PartitionRacks = UNKNOWN_RACKS  # by topic id text; unknown on a single node
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +98,7 @@ def execute_assignment_job(job: AssignmentJob,
             specs[member_id] = MemberSpec(subscription_sets[member_subscriptions[k]], job.racks[k],
                                           job.instance_ids[k], decode_target(job.current[k], topic_ids))
         counts = dict(zip(topic_ids, job.partition_counts, strict=False))
-        result = assignors[job.assignor].assign(specs, counts)
+        result = assignors[job.assignor].assign(specs, counts, job.partition_racks)
         topic_index = {t: i for i, t in enumerate(topic_ids)}
         changed: dict[str, EncodedTarget] = {}
         for member_id in job.member_ids:

@@ -30,6 +30,7 @@ from coordinator.core.runtime.timer_keys import (
     RebalanceKey,
     SessionKey,
 )
+from coordinator.records import RemovalCause, member_removal_record
 from coordinator.records.consumer import (
     consumer_group_epoch_record,
     current_assignment_record,
@@ -86,17 +87,23 @@ def leave_group(state: ShardState, req: ConsumerGroupHeartbeatRequest, fx: Effec
             # Kept with its partitions so a successor can take over; its session timer keeps running.
             leaving = replace(member, member_epoch=STATIC_LEAVE_EPOCH, partitions_pending_revocation={})
             fx.records.append(current_assignment_record(group.group_id, leaving))
+            fx.records.append(member_removal_record(group.group_id, "ConsumerGroupHeartbeat", member.member_id,
+                                                    member.instance_id, RemovalCause.STATIC_LEFT, None, fx.now_ms))
             fx.event("consumer_member_left_temporarily", group.group_id, member_id=member.member_id,
                      instance_id=req.instance_id)
             return leave_response(member.member_id, STATIC_LEAVE_EPOCH)
-    fence_member(state, group, member, fx, topics, reason="left the group")
+    fence_member(state, group, member, fx, topics, reason="left the group",
+                 cause=RemovalCause.LEFT, api="ConsumerGroupHeartbeat")
     return leave_response(req.member_id, req.member_epoch)
 
 
 def fence_member(state: ShardState, group: ConsumerGroup, member: ConsumerMember, fx: Effects,
-                 topics: TopicsView, reason: str) -> None:
-    """Remove the member: its tombstones, the subscription metadata without it, a group epoch bump;
-    or, when it was the last consumer-protocol member among classic ones, downgrade the group (10.3)."""
+                 topics: TopicsView, reason: str, cause: RemovalCause, api: str = "Timer") -> None:
+    """Remove the member: its cause record, its tombstones, the subscription metadata without it, a
+    group epoch bump; or, when it was the last consumer-protocol member among classic ones, downgrade
+    the group (10.3)."""
+    fx.records.append(member_removal_record(group.group_id, api, member.member_id, member.instance_id, cause,
+                                            None, fx.now_ms))
     if downgrade_allowed_after_fencing(state, group, member.member_id):
         try:
             downgrade_group(state, group, member.member_id, fx, topics)
@@ -131,16 +138,22 @@ def on_member_timer(state: ShardState, key: MemberTimerKey, data: Any, fx: Effec
     if group is None or member is None:
         return
     if isinstance(key, SessionKey):
-        fence_member(state, group, member, fx, topics, reason="session expired")
+        # A static member that left with epoch -2 and did not come back left; the others crashed.
+        cause = (RemovalCause.STATIC_LEAVE_EXPIRED if member.member_epoch == STATIC_LEAVE_EPOCH
+                 else RemovalCause.SESSION_EXPIRED)
+        fence_member(state, group, member, fx, topics, reason="session expired", cause=cause)
     elif isinstance(key, RebalanceKey):
         # (classic-protocol members are bounded by their join and sync timers instead, as in Kafka)
         if member.member_epoch == data and not member.uses_classic_protocol:
             fence_member(state, group, member, fx, topics,
-                         reason=f"did not leave epoch {data} within its rebalance timeout")
+                         reason=f"did not leave epoch {data} within its rebalance timeout",
+                         cause=RemovalCause.REBALANCE_TIMEOUT)
     elif isinstance(key, ClassicMemberJoinKey):
         if member.uses_classic_protocol:
             fence_member(state, group, member, fx, topics, reason="the classic member failed to join within the "
-                                                                  "rebalance timeout")
+                                                                  "rebalance timeout",
+                         cause=RemovalCause.REBALANCE_TIMEOUT)
     elif member.uses_classic_protocol:
         fence_member(state, group, member, fx, topics, reason="the classic member failed to sync within the "
-                                                              "rebalance timeout")
+                                                              "rebalance timeout",
+                     cause=RemovalCause.REBALANCE_TIMEOUT)

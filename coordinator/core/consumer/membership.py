@@ -26,7 +26,7 @@ from coordinator.core.consumer.topics import TopicsView
 from coordinator.core.migration.upgrade import upgrade_allowed, upgrade_group
 from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.shard_state import ShardState
-from coordinator.records import Record, group_metadata_tombstone
+from coordinator.records import Record, RemovalCause, group_metadata_tombstone, member_removal_record
 from coordinator.records.consumer import (
     current_assignment_record,
     member_removal_tombstones,
@@ -45,6 +45,14 @@ class JoiningMember:
     is_new: bool = False
     replaced: ConsumerMember | None = None  # the static member this one takes over from
     records: list[Record] = field(default_factory=list)
+
+    def records_with_cause(self, group_id: str, api: str, now_ms: int) -> list[Record]:
+        """The records of taking the member on, with the cause record of the static member it replaces."""
+        if self.replaced is None:
+            return self.records
+        holder = self.replaced
+        return [member_removal_record(group_id, api, holder.member_id, holder.instance_id, RemovalCause.REPLACED,
+                                      None, now_ms), *self.records]
 
 
 def group_for_heartbeat(state: ShardState, group_id: str, member_epoch: int, fx: Effects,

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
+from coordinator.core.assignors import UNKNOWN_RACKS, PartitionRacks
 from coordinator.core.consumer.errors import ConsumerGroupError
 from coordinator.core.consumer.jobs import (
     AssignmentJob,
@@ -95,7 +96,13 @@ def build_assignment_job(state: ShardState, group: ConsumerGroup, group_epoch: i
         job_id, group.group_id, group_epoch, choose_assignor(state, group, members), topic_ids,
         tuple(t.num_partitions for t in infos), tuple(subscriptions), member_ids,
         tuple(members[m].instance_id for m in member_ids), tuple(members[m].rack_id for m in member_ids),
-        member_subscriptions.tobytes(), tuple(current))
+        member_subscriptions.tobytes(), tuple(current), _partition_racks(infos))
+
+
+def _partition_racks(infos: list[TopicInfo]) -> PartitionRacks:
+    """The replica racks the topics view knows (a cluster's; none on a single node)."""
+    known = {str(info.topic_id): info.replica_racks for info in infos if info.replica_racks}
+    return PartitionRacks(known) if known else UNKNOWN_RACKS
 
 
 def restrict(assignment: Assignment, topic_ids: Mapping[TopicId, object] | AbstractSet[TopicId]) -> Assignment:

@@ -25,6 +25,9 @@ class TopicInfo:
     topic_id: TopicId
     name: str
     num_partitions: int
+    # Racks of each partition's replicas, for the rack-aware assignors; () when unknown, as on a
+    # single node (where every partition would have the same racks, which changes nothing).
+    replica_racks: tuple[frozenset[str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

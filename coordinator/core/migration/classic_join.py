@@ -104,7 +104,7 @@ def _join(state: ShardState, group: ConsumerGroup, req: JoinGroupRequest, ctx: R
         return _join_downgrading(state, group, joining, subscription, classic, rebalance_timeout_ms, req, ctx,
                                  fx, topics)
 
-    fx.records.extend(joining.records)
+    fx.records.extend(joining.records_with_cause(group.group_id, "JoinGroup", ctx.now_ms))
     before = joining.member
     gid = group.group_id
     updated = _apply_join(before, instance_id, subscription, classic, rebalance_timeout_ms, ctx)

@@ -4,8 +4,8 @@ Each identity is handled like the classic API would (a static member may be name
 alone, the admin path). Members of either protocol are removed (Kafka 4.4's
 classicGroupLeaveToConsumerGroup no longer refuses consumer-protocol members), and each answer
 carries the member id the request named. When the members left all speak the classic protocol the
-group is downgraded to a classic group of them (Kafka's consumerGroupFenceMembers); otherwise the
-removed members' tombstones come first, then the subscription metadata without them and one group
+group is downgraded to a classic group of them (Kafka's consumerGroupFenceMembers); otherwise each
+removed member's cause record and tombstones come first, then the subscription metadata without them and one group
 epoch bump.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from coordinator.core.classic.leave import (
     Identity,
+    leave_cause,
     leave_group_identities,
     leave_group_response,
 )
@@ -28,6 +29,7 @@ from coordinator.core.runtime.effects import Effects
 from coordinator.core.runtime.errors import ApiError
 from coordinator.core.runtime.outcome import Outcome
 from coordinator.core.runtime.shard_state import ShardState
+from coordinator.records import member_removal_record
 from coordinator.records.consumer import (
     consumer_group_epoch_record,
     member_removal_tombstones,
@@ -51,6 +53,9 @@ def classic_leave_group(state: ShardState, req: LeaveGroupRequest, ctx: RequestC
             continue
         if member.member_id not in removed:
             removed[member.member_id] = member
+            fx.records.append(member_removal_record(
+                group.group_id, "LeaveGroup", member.member_id, member.instance_id,
+                leave_cause(identity, ctx.client_id, member.client_id), identity[2], ctx.now_ms))
             fx.event("member_left_consumer_group_by_leave_group", group.group_id, member_id=member.member_id,
                      instance_id=member.instance_id, reason=identity[2] or "not provided")
         results.append((identity, ErrorCode.NONE))

@@ -90,6 +90,7 @@ from coordinator.records import (
     RecordType,
     UnknownRecordType,
     decode_record_versions,
+    group_reason_tombstone,
     offset_from_value,
     reason_from_value,
 )
@@ -314,6 +315,8 @@ class GroupShard:
             return m.DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=exc.code)
         records.extend(offsets.offset_tombstones(self.state, group_id))
         records.extend(deletion)
+        if group_id in self.state.reasons:  # its members' cause records
+            records.append(group_reason_tombstone(group_id))
         return m.DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=ErrorCode.NONE)
 
     def on_assignment_result(self, result: AssignmentJobResult, now_ms: int, topics: TopicsView = NO_TOPICS) -> Outcome:

@@ -93,8 +93,8 @@ def test_leave_reason_is_kept_in_a_record_and_an_event() -> None:
     ctx = CoordinatorContext()
     _leader, follower = ctx.stable_group()
     out = ctx.leave("g", [(follower, None)], reason="shutting down")
-    assert group_reason_record("g", GroupReason("LeaveGroup", follower, None, "shutting down", ctx.clock.now_ms)) \
-        in out.records
+    expected = GroupReason("LeaveGroup", follower, None, "shutting down", ctx.clock.now_ms, "left")
+    assert group_reason_record("g", expected) in out.records
     assert any(e.name == "member_left" and ("reason", "shutting down") in e.fields for e in out.events)
     assert ctx.shard.state.reasons["g"].reason == "shutting down"
     ctx.assert_replay_matches()

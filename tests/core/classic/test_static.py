@@ -11,7 +11,7 @@ from coordinator.core.classic.responses import (
 )
 from coordinator.core.classic.state import GroupState
 from coordinator.core.runtime.timer_keys import HeartbeatKey
-from coordinator.records import group_metadata_record, group_metadata_value
+from coordinator.records import RemovalCause, group_metadata_record, group_metadata_value, member_removal_record
 from protocol.error_codes import ErrorCode
 from tests.core.context import CoordinatorContext
 from tests.core.helpers import assert_outcome
@@ -42,14 +42,15 @@ def test_second_join_with_same_instance_id_fences_the_parked_one() -> None:
 def test_static_follower_replaced_in_stable_group_keeps_generation_and_assignment() -> None:
     # docs/spec/classic-groups.md#case-50
     ctx = CoordinatorContext()
-    leader, _follower = ctx.stable_group(static=True)
+    leader, follower = ctx.stable_group(static=True)
     now = ctx.clock.now_ms
     _, out = ctx.join("g", instance_id="i1")
     group = ctx.group()
     new_id = "i1-uuid-3"
     assert_outcome(out, response=join_response(9, member_id=new_id, generation_id=1, protocol_type="consumer",
                                                 protocol_name="range", leader=leader),
-                   records=[group_metadata_record("g", group_metadata_value(group))],
+                   records=[member_removal_record("g", "JoinGroup", follower, "i1", RemovalCause.REPLACED, None, now),
+                            group_metadata_record("g", group_metadata_value(group))],
                    timers=[Schedule(HeartbeatKey("g", new_id), now + 10_000)])
     assert group.state is GroupState.STABLE and group.static_members["i1"] == new_id
     _, out = ctx.sync("g", new_id, 1, instance_id="i1")

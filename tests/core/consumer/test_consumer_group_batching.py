@@ -64,7 +64,7 @@ def stored_timestamp(ctx: ConsumerGroupContext) -> int:
 
 
 def _failing(name: str) -> PartitionAssignor:
-    def assign(members: Any, topics: Any) -> Any:
+    def assign(members: Any, topics: Any, racks: Any = None) -> Any:
         raise PartitionAssignorError("boom")
     return PartitionAssignor(name, assign)
 

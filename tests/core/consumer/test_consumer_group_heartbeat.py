@@ -257,7 +257,7 @@ def test_26_a_full_group_refuses_new_members_but_keeps_serving_its_own() -> None
 
 
 def _failing(name: str) -> PartitionAssignor:
-    def assign(members, topics):
+    def assign(members, topics, racks=None):
         raise PartitionAssignorError("boom")
     return PartitionAssignor(name, assign)
 

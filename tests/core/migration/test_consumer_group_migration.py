@@ -8,10 +8,10 @@ from coordinator.core.classic.state import GroupState
 from coordinator.core.consumer import ConsumerGroupState
 from coordinator.core.consumer.model import MemberState
 from coordinator.core.runtime.timer_keys import ClassicMemberJoinKey, SessionKey
-from coordinator.records import group_metadata_tombstone
+from coordinator.records import RecordType, decode_record_versions, group_metadata_tombstone
 from protocol.error_codes import ErrorCode
 from tests.core.consumer_group_context import topic_id
-from tests.core.migration_context import MixedContext, assigned
+from tests.core.migration_context import MixedContext, assigned, subscription
 
 FOO = topic_id("foo")
 
@@ -298,3 +298,25 @@ def test_an_upgraded_group_survives_a_restart_with_classic_session_timeouts() ->
     assert ctx.timers.deadline(SessionKey("g", leader)) == ctx.clock.now_ms + 10_000
     ctx.advance(10_000)  # classic members that never come back are fenced after their own session timeout
     assert leader not in group.members and follower not in group.members
+
+
+def test_a_classic_member_in_a_consumer_group_carries_the_rack_of_its_subscription() -> None:
+    # docs/spec/consumer-protocol.md#racks: ConsumerProtocolSubscription v3's rack is the member's rack
+    ctx = MixedContext({"foo": 6})
+    ctx.consumer_join()
+    metadata = subscription(["foo"], version=3, rack_id="rack-b")
+    _, out = ctx.join("g", version=5, protocols=[("range", metadata)])
+    _, out = ctx.join("g", out.response.member_id, version=5, protocols=[("range", metadata)])
+    member = ctx.consumer_groups["g"].members[out.response.member_id]
+    assert member.rack_id == "rack-b"
+    ctx.assert_replay_matches()
+
+
+def test_classic_members_leaving_a_consumer_group_record_their_cause() -> None:
+    ctx = MixedContext({"foo": 6})
+    _consumer_id, classic_id, _ = _consumer_group_with_classic_member(ctx)
+    before = len(ctx.log)
+    ctx.leave("g", [(classic_id, None)], version=3)  # no reason text: kafka-python, aiokafka
+    [cause] = [decode_record_versions(r.key, r.value).value for r in ctx.log[before:]
+               if decode_record_versions(r.key, r.value).record_type == RecordType.CLASSIC_GROUP_REASON]
+    assert (cause.api, cause.member_id, cause.reason, cause.cause) == ("LeaveGroup", classic_id, "", "left")
