@@ -30,6 +30,7 @@ from coordinator.log.manager import LogManager
 from coordinator.log.partition import LogConfig, Partition
 from coordinator.log.transactions import ProduceError
 from coordinator.records import Record, partition_for
+from coordinator.server.apis.api_versions import TRANSACTION_VERSION_LEVEL
 from coordinator.server.log_record_store import latest_keys_and_values
 from coordinator.topics import OFFSETS_TOPIC
 from protocol.error_codes import ErrorCode
@@ -59,7 +60,8 @@ class TxnService:
         self.abort_interval_ms: int = config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
         self.expire_interval_ms: int = config["transaction.remove.expired.transaction.cleanup.interval.ms"]
         self.core = TxnCoordinator(TxnConfig(max_timeout_ms=config["transaction.max.timeout.ms"],
-                                             id_expiration_ms=config["transactional.id.expiration.ms"]),
+                                             id_expiration_ms=config["transactional.id.expiration.ms"],
+                                             transaction_version=TRANSACTION_VERSION_LEVEL),
                                    broker.data.producer_ids.allocate)
         self.loading = True
         self._tasks: set[asyncio.Task[None]] = set()
@@ -216,7 +218,8 @@ class TxnService:
         durable = None
         if version >= IMPLICIT_ADD_SINCE:
             outcome = self.core.add_partitions(request.transactional_id, request.producer_id,
-                                               request.producer_epoch, [offsets_partition], now_ms())
+                                               request.producer_epoch, [offsets_partition], now_ms(),
+                                               client_version=2)
             code = outcome.code
             if code == ErrorCode.NONE:
                 durable = self.apply(outcome)

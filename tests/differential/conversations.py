@@ -817,12 +817,43 @@ def transaction_version_2(s: Side) -> None:
     s.call("a", K.DESCRIBE_TRANSACTIONS, 0, m.DescribeTransactionsRequest(transactional_ids=[tid]))
 
 
+def transaction_version_2_fence(s: Side) -> None:
+    """A second InitProducerId fences an open transaction.version 2 transaction. Kafka 4.4 aborts it under
+    the server's transaction.version 2: the fence's own bump is dropped and the abort bumps once from the
+    fenced producer's epoch, which stays the last epoch, so the fenced producer's re-init with it is
+    answered as a retry (the current epoch, no bump), its EndTxn v5 as a retry of the wrong kind, and the
+    new producer's retry gets the epoch two up (TransactionCoordinator.handleInitProducerId and
+    endTransaction, TransactionMetadata.prepareFenceProducerEpoch and prepareAbortOrCommit)."""
+    (topic,) = create_topics(s, "txn-fence", partitions=2)
+    group, tid = s.name_of("txnf-group"), s.name_of("txnf-id")
+    await_transaction_coordinator(s, tid)
+    init = m.InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1,
+                                   producer_epoch=-1)
+    first = s.call("a", K.INIT_PRODUCER_ID, 5, init)
+    pid, epoch = first.producer_id, first.producer_epoch
+    s.call("a", K.TXN_OFFSET_COMMIT, 5, txn_offset_commit(tid, group, pid, epoch, topic, {0: 5, 1: 6}))
+    s.call("a", K.DESCRIBE_TRANSACTIONS, 0, m.DescribeTransactionsRequest(transactional_ids=[tid]))
+    s.call("b", K.INIT_PRODUCER_ID, 5, init)  # CONCURRENT_TRANSACTIONS: the open transaction is aborted first
+    await_transaction_completed(s, tid)
+    s.call("a", K.DESCRIBE_TRANSACTIONS, 0, m.DescribeTransactionsRequest(transactional_ids=[tid]))
+    await_stable_offsets(s, group, topic, [0, 1])
+    s.call("a", K.OFFSET_FETCH, 7, fetch(7, group, topic, [0, 1]))  # the aborted offsets never show
+    # The fenced producer: its offsets, its end, its re-init with the epoch it had.
+    s.call("a", K.TXN_OFFSET_COMMIT, 5, txn_offset_commit(tid, group, pid, epoch, topic, {0: 50}))
+    s.call("a", K.END_TXN, 5, m.EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                                              committed=True))
+    s.call("a", K.INIT_PRODUCER_ID, 5, m.InitProducerIdRequest(
+        transactional_id=tid, transaction_timeout_ms=60_000, producer_id=pid, producer_epoch=epoch))
+    s.call("b", K.INIT_PRODUCER_ID, 5, init)  # the new producer's retry: the epoch two up
+    s.call("a", K.DESCRIBE_TRANSACTIONS, 0, m.DescribeTransactionsRequest(transactional_ids=[tid]))
+
+
 CONVERSATIONS: dict[str, Conversation] = {
     f.__name__: f for f in (
         join_every_version, join_errors, two_members_sync, stale_generation_and_unknown_member,
         static_membership, duplicate_instance_fencing, leave_batches, offsets_across_versions,
         describe_list_delete, consumer_group_lifecycle, consumer_group_errors, transactional_offsets,
         create_partitions, txn_offsets_unknown_topics, admin_apis, share_group_membership, share_sessions,
-        transaction_version_2,
+        transaction_version_2, transaction_version_2_fence,
     )
 }

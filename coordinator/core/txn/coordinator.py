@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from coordinator.core.txn.model import (
     ALLOWED_FROM,
     EXPIRABLE,
+    MAX_EPOCH,
     TopicPartition,
     TxnMetadata,
     TxnState,
@@ -39,6 +40,8 @@ E = ErrorCode
 class TxnConfig:
     max_timeout_ms: int = 900_000
     id_expiration_ms: int = 604_800_000
+    # the finalized transaction.version: what a server-side abort (fence, timeout) runs under
+    transaction_version: int = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +93,12 @@ class TxnCoordinator:
             self.transactions.pop(tid, None)
             return
         old = self.transactions.get(tid)
-        if old is not None and old.producer_id == meta.producer_id and meta.producer_epoch != old.producer_epoch:
+        bumped = old is not None and old.producer_id == meta.producer_id and meta.producer_epoch != old.producer_epoch
+        if bumped and old is not None and old.state is S.ONGOING and meta.state is S.PREPARE_ABORT:
+            # an abort of an open transaction that bumped: a TV1 fence forgets the last epoch, a TV2 abort
+            # (EndTxn v5, a fence or a timeout under TV2) keeps the one it bumped from (prepareAbortOrCommit)
+            meta.last_producer_epoch = meta.producer_epoch - 1 if meta.client_version >= 2 else -1
+        elif bumped and old is not None:
             meta.last_producer_epoch = old.producer_epoch
         elif old is not None and old.producer_id == meta.producer_id:
             meta.last_producer_epoch = old.last_producer_epoch
@@ -147,10 +155,19 @@ class TxnCoordinator:
         return out
 
     def _fence_and_abort(self, meta: TxnMetadata, now_ms: int, code: ErrorCode) -> TxnOutcome:
-        """Bump the epoch past the running producer and abort its transaction with the new epoch
-        (prepareFenceProducerEpoch then the server-side abort)."""
-        epoch = meta.producer_epoch + 1 if not is_epoch_exhausted(meta.producer_epoch) else meta.producer_epoch
-        new = dataclasses.replace(meta, producer_epoch=epoch, state=S.PREPARE_ABORT, last_update_ms=now_ms)
+        """Fence the running producer and abort its transaction: prepareFenceProducerEpoch, then
+        endTransaction under the server's transaction.version (not the client's).
+
+        TV1 (endTransactionWithTV1): the abort takes the fenced epoch, one up (never past Short.MaxValue),
+        and forgets the last epoch. TV2 (endTransaction): the fence's pending epoch is dropped and
+        prepareAbortOrCommit bumps once from the current one, so the epoch is again one up, the last
+        epoch is the fenced producer's (its own re-init with it is answered as a retry), and an exhausted
+        epoch allocates the next producer id, moved to once the markers are written."""
+        tv2 = self.config.transaction_version >= 2
+        next_pid = self.allocate_producer_id() if tv2 and is_epoch_exhausted(meta.producer_epoch) else -1
+        epoch = min(meta.producer_epoch + 1, MAX_EPOCH)
+        new = dataclasses.replace(meta, producer_epoch=epoch, state=S.PREPARE_ABORT, last_update_ms=now_ms,
+                                  next_producer_id=next_pid, client_version=2 if tv2 else 0)
         out = TxnOutcome(code=code)
         self._write(meta, new, out)
         out.markers.append(MarkerJob(meta.transactional_id, new.producer_id, epoch, False, new.partitions))
@@ -169,8 +186,10 @@ class TxnCoordinator:
         return meta
 
     def add_partitions(self, tid: str, pid: int, epoch: int, partitions: Iterable[TopicPartition],
-                       now_ms: int) -> TxnOutcome:
-        """handleAddPartitionsToTransaction (client form, and AddOffsetsToTxn's one partition)."""
+                       now_ms: int, client_version: int = 0) -> TxnOutcome:
+        """handleAddPartitionsToTransaction (client form, and AddOffsetsToTxn's one partition).
+        `client_version`: 2 for AddPartitionsToTxn v4+ and the implicit adds of Produce v12 and
+        TxnOffsetCommit v5, 0 otherwise (TransactionVersion.transactionVersionForAddPartitionsToTxn)."""
         try:
             meta = self._check_producer(tid, pid, epoch)
         except _Refusal as exc:
@@ -182,7 +201,7 @@ class TxnCoordinator:
             return TxnOutcome()
         start = meta.start_ms if meta.state is S.ONGOING else now_ms
         new = dataclasses.replace(meta, state=S.ONGOING, partitions=meta.partitions | wanted, start_ms=start,
-                                  last_update_ms=now_ms)
+                                  last_update_ms=now_ms, client_version=client_version)
         out = TxnOutcome()
         self._write(meta, new, out)
         return out
@@ -213,7 +232,7 @@ class TxnCoordinator:
         state = meta.state
         if state is S.ONGOING:
             new = dataclasses.replace(meta, state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
-                                      last_update_ms=now_ms)
+                                      last_update_ms=now_ms, client_version=0)
             out = TxnOutcome(producer_id=-1, producer_epoch=-1)
             self._write(meta, new, out)
             out.markers.append(MarkerJob(tid, pid, epoch, commit, meta.partitions))
@@ -229,9 +248,12 @@ class TxnCoordinator:
         if tid == "":
             return _fail(E.INVALID_REQUEST)
         meta = self.transactions.get(tid)
-        if meta is None or meta.producer_id != pid:
+        # a retry of an EndTxn that rotated to the next producer id (retryOnOverflow)
+        overflow_retry = meta is not None and meta.previous_producer_id == pid and epoch == MAX_EPOCH - 1 \
+            and meta.producer_epoch == 0 and meta.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+        if meta is None or (meta.producer_id != pid and not overflow_retry):
             return _fail(E.INVALID_PRODUCER_ID_MAPPING)
-        retry = epoch == meta.producer_epoch - 1
+        retry = epoch == meta.producer_epoch - 1 or overflow_retry
         current = epoch == meta.producer_epoch
         state = meta.state
         if state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
@@ -247,15 +269,17 @@ class TxnCoordinator:
             return _fail(E.PRODUCER_FENCED)
         if state is not S.ONGOING and commit:
             return _fail(E.INVALID_TXN_STATE)
-        if is_epoch_exhausted(meta.producer_epoch):
-            # rotate to a new producer id at completion would need NextProducerId; fence and start anew
-            return _fail(E.PRODUCER_FENCED)
-        bumped = meta.producer_epoch + 1
+        # an exhausted epoch: bump to the last one for the markers, and rotate to the next producer id
+        # once they are written (prepareAbortOrCommit, prepareComplete); the answer already carries it
+        next_pid = self.allocate_producer_id() if is_epoch_exhausted(meta.producer_epoch) else -1
+        bumped = min(meta.producer_epoch + 1, MAX_EPOCH)  # never past Short.MaxValue
         partitions = meta.partitions if state is S.ONGOING else frozenset()
         start = meta.start_ms if state is S.ONGOING else now_ms
         new = dataclasses.replace(meta, producer_epoch=bumped, state=S.PREPARE_COMMIT if commit else S.PREPARE_ABORT,
-                                  partitions=partitions, start_ms=start, last_update_ms=now_ms)
-        out = TxnOutcome(producer_id=pid, producer_epoch=bumped)
+                                  partitions=partitions, start_ms=start, last_update_ms=now_ms,
+                                  next_producer_id=next_pid, client_version=2)
+        out = TxnOutcome(producer_id=pid, producer_epoch=bumped) if next_pid == -1 else \
+            TxnOutcome(producer_id=next_pid, producer_epoch=0)
         if state is not S.ONGOING:  # EMPTY/COMPLETE_*: the path through Ongoing is implicit
             new.state = S.PREPARE_ABORT
             out.records.append(txn_record(new))
@@ -274,7 +298,9 @@ class TxnCoordinator:
                 or meta.producer_epoch != job.producer_epoch:
             return TxnOutcome()
         new = dataclasses.replace(meta, state=S.COMPLETE_COMMIT if job.commit else S.COMPLETE_ABORT,
-                                  partitions=frozenset(), last_update_ms=now_ms)
+                                  partitions=frozenset(), last_update_ms=now_ms, next_producer_id=-1)
+        if meta.client_version >= 2 and meta.next_producer_id != -1:  # the rotation of an exhausted epoch
+            new.previous_producer_id, new.producer_id, new.producer_epoch = meta.producer_id, meta.next_producer_id, 0
         out = TxnOutcome()
         self._write(meta, new, out)
         return out

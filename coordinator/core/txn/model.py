@@ -83,6 +83,11 @@ class TxnMetadata:
     start_ms: int = -1
     last_update_ms: int = -1
     previous_producer_id: int = -1
+    # NextProducerId: the id an EndTxn v5 at an exhausted epoch rotates to once the markers are written
+    next_producer_id: int = -1
+    # ClientTransactionVersion (TransactionMetadata.clientTransactionVersion): 2 once EndTxn v5, an implicit
+    # add or a server-side abort under transaction.version 2 wrote the record; 0 for the older requests
+    client_version: int = 0
     last_producer_epoch: int = -1  # in memory only (KIP-360 retries), as Kafka's lastProducerEpoch
 
 
@@ -97,6 +102,7 @@ def txn_record(meta: TxnMetadata) -> Record:
         for t, p in partitions_by_topic(meta.partitions).items()]
     return transaction_log_record(meta.transactional_id, TransactionLogValue(
         producer_id=meta.producer_id, previous_producer_id=meta.previous_producer_id,
+        next_producer_id=meta.next_producer_id, client_transaction_version=meta.client_version,
         producer_epoch=meta.producer_epoch, transaction_timeout_ms=meta.timeout_ms,
         transaction_status=meta.state.value, transaction_partitions=partitions,
         transaction_last_update_timestamp_ms=meta.last_update_ms, transaction_start_timestamp_ms=meta.start_ms))
@@ -122,4 +128,5 @@ def decode_txn_record(record: Record) -> tuple[str, TxnMetadata | None]:
     partitions = frozenset((p.topic, i) for p in v.transaction_partitions or () for i in p.partition_ids)
     return tid, TxnMetadata(tid, v.producer_id, v.producer_epoch, v.transaction_timeout_ms,
                             TxnState(v.transaction_status), partitions, v.transaction_start_timestamp_ms,
-                            v.transaction_last_update_timestamp_ms, v.previous_producer_id)
+                            v.transaction_last_update_timestamp_ms, v.previous_producer_id,
+                            next_producer_id=v.next_producer_id, client_version=v.client_transaction_version)

@@ -63,7 +63,8 @@ async def _one(broker: Broker, ctx: RequestContext, tid: str, pid: int, epoch: i
     if verify_only:
         codes = {tp: for_version(txn.core.verify(tid, pid, epoch, tp), version, abortable_since=0) for tp in wanted}
         return _results(topics, codes, 0)
-    outcome = await txn.answer(txn.core.add_partitions(tid, pid, epoch, wanted, now_ms()))
+    outcome = await txn.answer(txn.core.add_partitions(tid, pid, epoch, wanted, now_ms(),
+                                                        client_version=2 if version >= BROKER_FORM_SINCE else 0))
     return _results(topics, {}, for_version(outcome.code, version, abortable_since=5))
 
 

@@ -132,7 +132,8 @@ def _add_partition(broker: Broker, transactional_id: str, producer_id: int, epoc
     """TV2: the transaction coordinator adds the partition (handleAddPartitionsToTransaction)."""
     if broker.txn.loading:
         return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-    outcome = broker.txn.core.add_partitions(transactional_id, producer_id, epoch, [partition], now_ms())
+    outcome = broker.txn.core.add_partitions(transactional_id, producer_id, epoch, [partition], now_ms(),
+                                             client_version=2)
     if outcome.code == ErrorCode.NONE:
         durable = broker.txn.apply(outcome)
         if durable is not None:

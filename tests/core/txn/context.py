@@ -27,8 +27,9 @@ class TxnContext:
     def init(self, tid: str = "tx", timeout_ms: int = 60_000, pid: int = -1, epoch: int = -1) -> TxnOutcome:
         return self.apply(self.coordinator.init_producer_id(tid, timeout_ms, pid, epoch, self.now))
 
-    def add(self, tid: str, pid: int, epoch: int, *partitions: tuple[str, int]) -> TxnOutcome:
-        return self.apply(self.coordinator.add_partitions(tid, pid, epoch, partitions, self.now))
+    def add(self, tid: str, pid: int, epoch: int, *partitions: tuple[str, int], client_version: int = 0) -> TxnOutcome:
+        return self.apply(self.coordinator.add_partitions(tid, pid, epoch, partitions, self.now,
+                                                          client_version=client_version))
 
     def end(self, tid: str, pid: int, epoch: int, commit: bool, bump: bool = False) -> TxnOutcome:
         return self.apply(self.coordinator.end_txn(tid, pid, epoch, commit, self.now, bump_epoch=bump))
@@ -56,7 +57,7 @@ class TxnContext:
     def assert_replay_matches(self) -> None:
         fresh = self.reloaded()
         def strip(ts: Any) -> dict[Any, tuple[Any, ...]]:
-            return {k: (m.producer_id, m.producer_epoch, m.state, m.partitions, m.start_ms, m.timeout_ms)
-                    for k, m in ts.items()}
+            return {k: (m.producer_id, m.producer_epoch, m.state, m.partitions, m.start_ms, m.timeout_ms,
+                        m.previous_producer_id, m.next_producer_id, m.client_version) for k, m in ts.items()}
 
         assert strip(fresh.transactions) == strip(self.coordinator.transactions)

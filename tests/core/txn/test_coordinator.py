@@ -3,7 +3,9 @@ ending with the state rebuilt from the written records equal to the live one."""
 
 from __future__ import annotations
 
-from coordinator.core.txn import TxnConfig, TxnState, decode_txn_record
+import dataclasses
+
+from coordinator.core.txn import TxnConfig, TxnOutcome, TxnState, decode_txn_record, txn_record
 from protocol.error_codes import ErrorCode as E
 from tests.core.txn.context import TxnContext
 
@@ -104,6 +106,9 @@ def test_end_txn_checks() -> None:  # §15 cases 27, 28
 
 
 def test_init_fences_an_open_transaction_by_aborting_it_with_a_bumped_epoch() -> None:  # §15 case 30
+    """transaction.version 2 (this server's, whatever the client's): the abort bumps the epoch once from
+    the fenced producer's and remembers that one as the last epoch, so the fenced producer's own re-init
+    is answered as a retry (TransactionCoordinator.endTransaction, as Kafka 4.4 answers it)."""
     ctx = TxnContext()
     ctx.init()
     ctx.add("tx", 1000, 0, T0)
@@ -111,12 +116,90 @@ def test_init_fences_an_open_transaction_by_aborting_it_with_a_bumped_epoch() ->
     assert fence.code == E.CONCURRENT_TRANSACTIONS
     [job] = fence.markers
     assert (job.producer_epoch, job.commit, job.partitions) == (1, False, frozenset({T0}))
-    assert ctx.coordinator.transactions["tx"].state is S.PREPARE_ABORT
+    meta = ctx.coordinator.transactions["tx"]
+    assert (meta.state, meta.client_version, meta.last_producer_epoch) == (S.PREPARE_ABORT, 2, 0)
     assert ctx.init().code == E.CONCURRENT_TRANSACTIONS  # markers still pending
     ctx.finish_markers(fence)
+    assert ctx.end("tx", 1000, 0, commit=True, bump=True).code == E.INVALID_TXN_STATE  # a "retry" of the abort
+    zombie = ctx.init(pid=1000, epoch=0)
+    assert (zombie.code, zombie.producer_id, zombie.producer_epoch) == (E.NONE, 1000, 1)
     retry = ctx.init()
     assert (retry.code, retry.producer_id, retry.producer_epoch) == (E.NONE, 1000, 2)
     assert ctx.end("tx", 1000, 0, commit=True).code == E.PRODUCER_FENCED  # the zombie
+    ctx.assert_replay_matches()
+
+
+def test_a_server_on_transaction_version_1_fences_and_forgets_the_last_epoch() -> None:
+    ctx = TxnContext(TxnConfig(transaction_version=1))
+    ctx.init()
+    ctx.add("tx", 1000, 0, T0, client_version=2)
+    fence = ctx.init()
+    assert [j.producer_epoch for j in fence.markers] == [1]
+    meta = ctx.coordinator.transactions["tx"]
+    assert (meta.client_version, meta.last_producer_epoch) == (0, -1)  # endTransactionWithTV1
+    ctx.finish_markers(fence)
+    assert ctx.init(pid=1000, epoch=0).code == E.PRODUCER_FENCED
+    assert ctx.init().producer_epoch == 2
+    ctx.assert_replay_matches()
+
+
+def test_a_tv2_fence_keeps_the_client_version_in_the_record_and_rotates_an_exhausted_epoch() -> None:
+    """ClientTransactionVersion is tagged field 2 of the value. A fence from 32766 aborts at 32767 with
+    the next producer id allocated (tagged field 1), which the Complete record moves to at epoch 0."""
+    ctx = TxnContext()
+    ctx.init()
+    assert ctx.add("tx", 1000, 0, T0, client_version=2).code == E.NONE
+    assert decode_txn_record(ctx.log[-1])[1].client_version == 2
+    assert ctx.log[-1].value.endswith(b"\x01\x02\x02\x00\x02")  # one tagged field: tag 2, 2 bytes, int16 2
+    ctx.assert_replay_matches()
+    meta = ctx.coordinator.transactions["tx"]
+    ctx.apply(TxnOutcome(records=[txn_record(dataclasses.replace(meta, producer_epoch=32766))]))
+    fence = ctx.init()
+    assert [(j.producer_id, j.producer_epoch) for j in fence.markers] == [(1000, 32767)]
+    assert decode_txn_record(ctx.log[-1])[1].next_producer_id == 1001
+    ctx.assert_replay_matches()
+    ctx.finish_markers(fence)
+    meta = ctx.coordinator.transactions["tx"]
+    assert (meta.state, meta.producer_id, meta.producer_epoch, meta.previous_producer_id) == (
+        S.COMPLETE_ABORT, 1001, 0, 1000)
+    assert ctx.init().producer_id == 1001
+    ctx.assert_replay_matches()
+
+
+def test_a_timed_out_tv2_transaction_aborts_like_a_fence() -> None:
+    ctx = TxnContext()
+    ctx.init(timeout_ms=1000)
+    ctx.add("tx", 1000, 0, T0, client_version=2)
+    ctx.now += 1001
+    [abort] = [ctx.apply(o) for o in ctx.coordinator.abort_timed_out(ctx.now)]
+    assert [j.producer_epoch for j in abort.markers] == [1]
+    ctx.finish_markers(abort)
+    assert ctx.state_and_epoch("tx") == (S.COMPLETE_ABORT, 1)
+    assert decode_txn_record(ctx.log[-1])[1].client_version == 2
+    ctx.assert_replay_matches()
+
+
+def test_end_txn_v5_at_an_exhausted_epoch_rotates_to_the_next_producer_id() -> None:
+    """prepareAbortOrCommit with a NextProducerId, prepareComplete moving to it: the answer carries
+    the new id at epoch 0, the markers the old id at epoch 32767, a retry gets the new id again."""
+    ctx = TxnContext()
+    ctx.init()
+    ctx.add("tx", 1000, 0, T0, client_version=2)
+    meta = ctx.coordinator.transactions["tx"]
+    ctx.apply(TxnOutcome(records=[txn_record(dataclasses.replace(meta, producer_epoch=32766))]))
+    out = ctx.end("tx", 1000, 32766, commit=True, bump=True)
+    assert (out.code, out.producer_id, out.producer_epoch) == (E.NONE, 1001, 0)
+    [job] = out.markers
+    assert (job.producer_id, job.producer_epoch, job.commit) == (1000, 32767, True)
+    assert decode_txn_record(ctx.log[-1])[1].next_producer_id == 1001
+    assert ctx.end("tx", 1000, 32766, commit=True, bump=True).code == E.CONCURRENT_TRANSACTIONS
+    ctx.finish_markers(out)
+    meta = ctx.coordinator.transactions["tx"]
+    assert (meta.state, meta.producer_id, meta.producer_epoch, meta.previous_producer_id, meta.next_producer_id) \
+        == (S.COMPLETE_COMMIT, 1001, 0, 1000, -1)
+    retry = ctx.end("tx", 1000, 32766, commit=True, bump=True)
+    assert (retry.code, retry.producer_id, retry.producer_epoch) == (E.NONE, 1001, 0)
+    assert ctx.add("tx", 1001, 0, T1, client_version=2).code == E.NONE
     ctx.assert_replay_matches()
 
 
