@@ -46,6 +46,12 @@ ALLOWLIST: tuple[Allowed, ...] = (
     *(Allowed("CreatePartitions", r"results\[0\]\.error_message", conversation="create_partitions", step=step,
               reason="The message names the node itself (node 1 in the oracle, node 0 in groupcoord).")
       for step in (11, 13)),
+    Allowed("ListGroups", r"groups\[\d+\]\.group_state", conversation="consumer_group_errors", step=33,
+            kafka_value="Assigning",
+            reason="The regex group of step 14: Kafka 4.4 resolves a new regular expression on a background "
+                   "executor and computes the target at a later heartbeat, so its group waits in Assigning; "
+                   "groupcoord resolves it in the joining heartbeat and computes the target with it "
+                   "(docs/spec/consumer-protocol.md#regular-expressions), so its group is already Stable."),
     # share_group_membership: Kafka 4.4 initializes a share-partition (record 15, the share coordinator's
     # initialize call) before assigning it: the first heartbeat answers epoch 2 and no partitions.
     *(Allowed(api, r".*", conversation="share_group_membership", step=step, reason=(
