@@ -136,6 +136,7 @@ class Cluster:
         self.cluster_id = cluster_id  # the first node's proposal; every node takes the one stored
         self._loop_task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._topics_lock = asyncio.Lock()  # one exchange with gc_topics at a time (rounds, creations, misses)
         self.loop = asyncio.get_running_loop()
         r = metrics.registry
         self.lease_changes = r.counter("groupcoord_cluster_lease_changes",
@@ -204,7 +205,7 @@ class Cluster:
         self.batches.start()
         self.runtime.gate = self
         await self._round()
-        await self._sync_topics()
+        await self.sync_topics()
         self._loop_task = asyncio.ensure_future(self._run())
         log.info("cluster_joined", node_id=self.node_id, shards=len(self.held), live_nodes=sorted(self.nodes))
 
@@ -213,7 +214,7 @@ class Cluster:
             await asyncio.sleep(self.renew_s)
             try:
                 await self._round()
-                await self._sync_topics()
+                await self.sync_topics()
                 await self._compact_some()
             except asyncio.CancelledError:
                 raise
@@ -269,12 +270,21 @@ class Cluster:
             if held.loaded and preferred is not None and preferred != self.node_id and self.node_id in settled:
                 await self._hand_over(partition, held, to=preferred)
 
-    async def _sync_topics(self) -> None:
+    async def sync_topics(self) -> None:
         """Topics created on any node reach every node: this node's new topics go into gc_topics (the
         first node to write a name wins), and the table's topics this node lacks are created here, with
-        the same id (derived from the name). Deletions are not shared."""
+        the same id (derived from the name). Deletions are not shared.
+
+        Run every round, and also at once where waiting for the round would give a wrong answer: a
+        CreateTopics answers only once its topics are in the table, and a node about to answer
+        UNKNOWN_TOPIC_OR_PARTITION reads the table first (the topic may be a moment old, made on another node)."""
         if self.topics is None:
             return
+        async with self._topics_lock:
+            await self._sync_topics()
+
+    async def _sync_topics(self) -> None:
+        assert self.topics is not None
         local = {topic.name: topic for topic in self.topics if not topic.internal}
         async with self.pool.acquire() as conn:
             shared = {row["name"]: row for row in await conn.fetch("SELECT name, partitions, configs FROM gc_topics")}
