@@ -37,7 +37,7 @@ from coordinator.cluster.store import COMPACT_AFTER_BATCHES, BatchStore, PgRecor
 from coordinator.config import Config
 from coordinator.metrics.server_metrics import ServerMetrics
 from coordinator.server.registry import HandlerError
-from coordinator.topics import TopicError, TopicRegistry
+from coordinator.topics import TopicChange, TopicError, TopicRegistry
 from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -137,6 +137,8 @@ class Cluster:
         self._loop_task: asyncio.Task[None] | None = None
         self._stopping = False
         self._topics_lock = asyncio.Lock()  # one exchange with gc_topics at a time (rounds, creations, misses)
+        self._learning = False  # creating topics read from gc_topics: nothing to publish back
+        self._publishing: set[asyncio.Task[None]] = set()
         self.loop = asyncio.get_running_loop()
         r = metrics.registry
         self.lease_changes = r.counter("groupcoord_cluster_lease_changes",
@@ -204,6 +206,8 @@ class Cluster:
         self.batches.pool = self.pool
         self.batches.start()
         self.runtime.gate = self
+        if self.topics is not None:
+            self.topics.on_change(self._topic_changed)
         await self._round()
         await self.sync_topics()
         self._loop_task = asyncio.ensure_future(self._run())
@@ -283,6 +287,20 @@ class Cluster:
         async with self._topics_lock:
             await self._sync_topics()
 
+    def _topic_changed(self, change: TopicChange) -> None:
+        """A topic made on this node (CreateTopics, or created by a Metadata request) goes into gc_topics
+        at once rather than at the next round."""
+        if change.kind != "created" or self._learning or self._stopping:
+            return
+        task = asyncio.ensure_future(self.sync_topics())
+        self._publishing.add(task)
+        task.add_done_callback(self._published)
+
+    def _published(self, task: asyncio.Task[None]) -> None:
+        self._publishing.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # the next round publishes it
+            log.warning("cluster_topic_publish_failed", error=repr(task.exception()))
+
     async def _sync_topics(self) -> None:
         assert self.topics is not None
         local = {topic.name: topic for topic in self.topics if not topic.internal}
@@ -297,11 +315,14 @@ class Cluster:
         for name, row in shared.items():
             if name in local:
                 continue
+            self._learning = True
             try:
                 self.topics.create(name, int(row["partitions"]), json.loads(row["configs"]))
             except TopicError as exc:  # not a name this node accepts: leave it out, say so
                 log.warning("cluster_topic_not_created", topic=name, error=str(exc))
                 continue
+            finally:
+                self._learning = False
             log.info("cluster_topic_learnt", topic=name, partitions=row["partitions"])
 
     def _start_load(self, partition: int, held: Held) -> None:
@@ -368,6 +389,8 @@ class Cluster:
         self._stopping = True
         if self._loop_task is not None:
             self._loop_task.cancel()
+        for task in list(self._publishing):
+            task.cancel()
         if self.pool is None:
             return
         await self.batches.close()
