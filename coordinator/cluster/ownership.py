@@ -37,7 +37,7 @@ from coordinator.cluster.store import COMPACT_AFTER_BATCHES, BatchStore, PgRecor
 from coordinator.config import Config
 from coordinator.metrics.server_metrics import ServerMetrics
 from coordinator.server.registry import HandlerError
-from coordinator.topics import TopicError, TopicRegistry
+from coordinator.topics import TopicChange, TopicError, TopicRegistry
 from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -136,6 +136,9 @@ class Cluster:
         self.cluster_id = cluster_id  # the first node's proposal; every node takes the one stored
         self._loop_task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._topics_lock = asyncio.Lock()  # one exchange with gc_topics at a time (rounds, creations, misses)
+        self._learning = False  # creating topics read from gc_topics: nothing to publish back
+        self._publishing: set[asyncio.Task[None]] = set()
         self.loop = asyncio.get_running_loop()
         r = metrics.registry
         self.lease_changes = r.counter("groupcoord_cluster_lease_changes",
@@ -203,8 +206,10 @@ class Cluster:
         self.batches.pool = self.pool
         self.batches.start()
         self.runtime.gate = self
+        if self.topics is not None:
+            self.topics.on_change(self._topic_changed)
         await self._round()
-        await self._sync_topics()
+        await self.sync_topics()
         self._loop_task = asyncio.ensure_future(self._run())
         log.info("cluster_joined", node_id=self.node_id, shards=len(self.held), live_nodes=sorted(self.nodes))
 
@@ -213,7 +218,7 @@ class Cluster:
             await asyncio.sleep(self.renew_s)
             try:
                 await self._round()
-                await self._sync_topics()
+                await self.sync_topics()
                 await self._compact_some()
             except asyncio.CancelledError:
                 raise
@@ -269,12 +274,35 @@ class Cluster:
             if held.loaded and preferred is not None and preferred != self.node_id and self.node_id in settled:
                 await self._hand_over(partition, held, to=preferred)
 
-    async def _sync_topics(self) -> None:
+    async def sync_topics(self) -> None:
         """Topics created on any node reach every node: this node's new topics go into gc_topics (the
         first node to write a name wins), and the table's topics this node lacks are created here, with
-        the same id (derived from the name). Deletions are not shared."""
+        the same id (derived from the name). Deletions are not shared.
+
+        Run every round, and also at once where waiting for the round would give a wrong answer: a
+        CreateTopics answers only once its topics are in the table, and a node about to answer
+        UNKNOWN_TOPIC_OR_PARTITION reads the table first (the topic may be a moment old, made on another node)."""
         if self.topics is None:
             return
+        async with self._topics_lock:
+            await self._sync_topics()
+
+    def _topic_changed(self, change: TopicChange) -> None:
+        """A topic made on this node (CreateTopics, or created by a Metadata request) goes into gc_topics
+        at once rather than at the next round."""
+        if change.kind != "created" or self._learning or self._stopping:
+            return
+        task = asyncio.ensure_future(self.sync_topics())
+        self._publishing.add(task)
+        task.add_done_callback(self._published)
+
+    def _published(self, task: asyncio.Task[None]) -> None:
+        self._publishing.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # the next round publishes it
+            log.warning("cluster_topic_publish_failed", error=repr(task.exception()))
+
+    async def _sync_topics(self) -> None:
+        assert self.topics is not None
         local = {topic.name: topic for topic in self.topics if not topic.internal}
         async with self.pool.acquire() as conn:
             shared = {row["name"]: row for row in await conn.fetch("SELECT name, partitions, configs FROM gc_topics")}
@@ -287,11 +315,14 @@ class Cluster:
         for name, row in shared.items():
             if name in local:
                 continue
+            self._learning = True
             try:
                 self.topics.create(name, int(row["partitions"]), json.loads(row["configs"]))
             except TopicError as exc:  # not a name this node accepts: leave it out, say so
                 log.warning("cluster_topic_not_created", topic=name, error=str(exc))
                 continue
+            finally:
+                self._learning = False
             log.info("cluster_topic_learnt", topic=name, partitions=row["partitions"])
 
     def _start_load(self, partition: int, held: Held) -> None:
@@ -358,6 +389,8 @@ class Cluster:
         self._stopping = True
         if self._loop_task is not None:
             self._loop_task.cancel()
+        for task in list(self._publishing):
+            task.cancel()
         if self.pool is None:
             return
         await self.batches.close()

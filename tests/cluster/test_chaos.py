@@ -13,7 +13,7 @@ import threading
 import time
 
 from protocol.error_codes import ErrorCode
-from tests.cluster.wire import RETRIABLE, WireCommitter, fetch_offset
+from tests.cluster.wire import RETRIABLE, WireCommitter, create_shared_topic, fetch_offset
 from tests.server.conftest import KafkaWire
 
 LEASE = ("cluster.lease.ms=2000", "cluster.lease.renew.ms=250")
@@ -22,6 +22,7 @@ KILLS = 20
 
 
 def start_committers(cluster) -> tuple[list[WireCommitter], list[threading.Thread]]:
+    create_shared_topic(cluster, "t")
     nodes = [(n.host, n.port) for _, n in sorted(cluster.nodes.items())]
     committers = [WireCommitter(nodes, f"chaos-{i}") for i in range(GROUPS)]
     threads = [threading.Thread(target=c.run, daemon=True) for c in committers]

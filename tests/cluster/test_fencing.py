@@ -7,7 +7,14 @@ import time
 
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from tests.cluster.wire import commit, commit_request, commit_until_accepted, fetch_offset, find_coordinator
+from tests.cluster.wire import (
+    commit,
+    commit_request,
+    commit_until_accepted,
+    create_shared_topic,
+    fetch_offset,
+    find_coordinator,
+)
 from tests.server.conftest import KafkaWire
 
 LEASE = ("cluster.lease.ms=2000", "cluster.lease.renew.ms=250")
@@ -16,6 +23,7 @@ LEASE = ("cluster.lease.ms=2000", "cluster.lease.renew.ms=250")
 def test_a_paused_owner_is_fenced_and_answers_not_coordinator(cluster_factory) -> None:
     cluster = cluster_factory(3, *LEASE)
     group, topic = "fenced-group", "t"
+    create_shared_topic(cluster, topic)
     owner = cluster.wait_owner(group)
     old = KafkaWire(cluster.nodes[owner].host, cluster.nodes[owner].port)
     commit_until_accepted(old, group, topic, 1)

@@ -13,6 +13,20 @@ from protocol.primitives import ZERO_UUID
 RETRIABLE = {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE}
 
 
+def create_shared_topic(cluster: Any, topic: str, partitions: int = 1) -> None:
+    """Create `topic` on one node only (node 1): the others learn it through the database (commits are
+    refused for topics that do not exist, as Kafka refuses them)."""
+    from tests.server.admin_wire import create_topic
+    from tests.server.conftest import KafkaWire
+
+    node = cluster.nodes[1]
+    wire = KafkaWire(node.host, node.port)
+    try:
+        create_topic(wire, topic, partitions)
+    finally:
+        wire.close()
+
+
 def commit_request(group: str, topic: str, offset: int) -> OffsetCommitRequest:
     """A simple (memberless) commit of `offset` for partition 0 of `topic`."""
     return OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[

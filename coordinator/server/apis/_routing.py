@@ -5,7 +5,8 @@ whole request otherwise). Requests naming topics (OffsetCommit, OffsetDelete) ar
 as KafkaApis.handleOffsetCommitRequest and handleOffsetDeleteRequest do before the group is
 consulted: a topic the principal may not READ is answered TOPIC_AUTHORIZATION_FAILED on each of its
 partitions, a topic or partition the metadata does not have UNKNOWN_TOPIC_OR_PARTITION; the other
-partitions go on to the group, and its answer is merged after those errors.
+partitions go on to the group, and its answer is merged after those errors. A cluster node re-reads
+the cluster's topics before it answers UNKNOWN_TOPIC_OR_PARTITION (learn_shared_topics).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import structlog
 
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_group, permits_topic
@@ -30,6 +33,8 @@ from coordinator.server.registry import (
 )
 from protocol.apis import API_SPECS
 from protocol.error_codes import ErrorCode
+
+log = structlog.get_logger()
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +60,16 @@ def route_to_group(api_key: int, call: ShardCall, versions: tuple[int, int],
             raise HandlerError(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         if topic_screen is None:  # the Heartbeat path: nothing more to look at
             return broker.groups.handle(request.group_id, call, request, ctx)
+        return screened(broker, request, ctx, learn=broker.cluster is not None)
+
+    def screened(broker: Broker, request: Any, ctx: RequestContext, learn: bool) -> Reply:
+        assert topic_screen is not None
         errors, kept = screen_topics(broker, ctx, request.topics)
         if not errors:
             return broker.groups.handle(request.group_id, call, request, ctx)
+        if learn and any(code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for _, _, code in errors):
+            # The topic may have been made a moment ago on another node: screened again once learnt.
+            return Pending(_after_learning_topics(broker, lambda: screened(broker, request, ctx, learn=False)))
         error_topics = [topic_screen.error_topic(name, partitions, code) for name, partitions, code in errors]
         if not kept and not topic_screen.consult_group_when_empty:
             response: Any = API_SPECS[api_key].response_class()
@@ -75,6 +87,23 @@ def route_to_group(api_key: int, call: ShardCall, versions: tuple[int, int],
         return amend_answer(answer, merge)
 
     api(api_key, versions, error_response)(handle)
+
+
+async def learn_shared_topics(broker: Broker) -> None:
+    """A cluster node's exchange of topics with the database, now (Cluster.sync_topics); nothing for a
+    single node. The database unreachable: the node answers from what it knows."""
+    if broker.cluster is None:
+        return
+    try:
+        await broker.cluster.sync_topics()
+    except Exception as exc:
+        log.warning("cluster_topic_sync_failed", error=repr(exc))
+
+
+async def _after_learning_topics(broker: Broker, then: Callable[[], Reply]) -> Any:
+    await learn_shared_topics(broker)
+    reply = then()
+    return await reply.answer if isinstance(reply, Pending) else reply
 
 
 def screen_topics(broker: Broker, ctx: RequestContext,

@@ -20,8 +20,9 @@ import structlog
 
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_cluster, permits_topic
+from coordinator.server.apis._routing import learn_shared_topics
 from coordinator.server.broker import Broker
-from coordinator.server.registry import RequestContext, api
+from coordinator.server.registry import Pending, Reply, RequestContext, api
 from coordinator.topic_configs import TOPIC_SETTINGS, topic_default, validate_topic_config
 from coordinator.topics import TopicError, validate_topic_name
 from protocol.api_keys import ApiKey
@@ -102,7 +103,7 @@ def may_create(broker: Broker, ctx: RequestContext, name: str) -> bool:
 
 
 @api(ApiKey.CREATE_TOPICS, versions=(2, 7), error_response=create_topics_error)
-def create_topics(broker: Broker, request, ctx: RequestContext) -> CreateTopicsResponse:  # type: ignore[no-untyped-def]
+def create_topics(broker: Broker, request, ctx: RequestContext) -> Reply:  # type: ignore[no-untyped-def]
     names = [t.name for t in request.topics]
     duplicated = {name for name in names if names.count(name) > 1}
     results = [_failure(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for name in sorted(duplicated)]
@@ -131,4 +132,14 @@ def create_topics(broker: Broker, request, ctx: RequestContext) -> CreateTopicsR
         results.append(Result(name=topic.name, topic_id=topic.topic_id if not request.validate_only else ZERO_UUID,
                               error_code=0, error_message=None, num_partitions=partitions, replication_factor=1,
                               configs=_config_entries(broker, configs)))
-    return CreateTopicsResponse(topics=results)
+    response = CreateTopicsResponse(topics=results)
+    if broker.cluster is not None and not request.validate_only and any(r.error_code == 0 for r in results):
+        return Pending(_published(broker, response))
+    return response
+
+
+async def _published(broker: Broker, response: CreateTopicsResponse) -> CreateTopicsResponse:
+    """A cluster node answers once its new topics are in the database: every node can then learn them
+    (a commit for one on another node re-reads the table before refusing it)."""
+    await learn_shared_topics(broker)
+    return response

@@ -17,6 +17,7 @@ from typing import Any
 from coordinator.core import GroupShard
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_group, permits_topic, permits_transactional_id
+from coordinator.server.apis._routing import learn_shared_topics
 from coordinator.server.broker import Broker
 from coordinator.server.registry import HandlerError, Pending, Reply, RequestContext, api
 from protocol.api_keys import ApiKey
@@ -38,6 +39,19 @@ def txn_offset_commit_error(request: Any, code: ErrorCode, version: int) -> TxnO
     return _response(request, int(code))
 
 
+def _screen(broker: Broker, request: Any, ctx: RequestContext) -> dict[tuple[str, int], int]:
+    """The partitions answered before the group is consulted: not readable, or not existing."""
+    codes: dict[tuple[str, int], int] = {}
+    for t in request.topics:
+        topic = broker.topics.get(t.name)
+        for p in t.partitions:
+            if not permits_topic(broker, ctx, Operation.READ, t.name):
+                codes[t.name, p.partition_index] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            elif topic is None or not 0 <= p.partition_index < topic.partitions:
+                codes[t.name, p.partition_index] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    return codes
+
+
 @api(ApiKey.TXN_OFFSET_COMMIT, versions=(0, 5), error_response=txn_offset_commit_error)
 def txn_offset_commit(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
     return Pending(_txn_offset_commit(broker, request, ctx))
@@ -48,14 +62,10 @@ async def _txn_offset_commit(broker: Broker, request: Any, ctx: RequestContext) 
         return _response(request, int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
     if not permits_group(broker, ctx, Operation.READ, request.group_id):
         return _response(request, int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
-    codes: dict[tuple[str, int], int] = {}
-    for t in request.topics:
-        topic = broker.topics.get(t.name)
-        for p in t.partitions:
-            if not permits_topic(broker, ctx, Operation.READ, t.name):
-                codes[t.name, p.partition_index] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-            elif topic is None or not 0 <= p.partition_index < topic.partitions:
-                codes[t.name, p.partition_index] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    codes = _screen(broker, request, ctx)
+    if broker.cluster is not None and int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) in codes.values():
+        await learn_shared_topics(broker)  # the topic may be a moment old, made on another node
+        codes = _screen(broker, request, ctx)
     if len(codes) == sum(len(t.partitions) for t in request.topics):
         # Nothing left for the coordinator: answered at once (KafkaApis.handleTxnOffsetCommitRequest),
         # so the transaction does not take the group in.
