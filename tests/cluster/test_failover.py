@@ -19,6 +19,12 @@ pytestmark = pytest.mark.clients
 
 COMMIT_EVERY_S = 0.1
 FAILOVER_LIMIT_S = 5.0
+# librdkafka may loop re-pointing its coordinator connection at the new owner for ~30 s after a
+# coordinator moves (a commit in flight on that connection fails with a transport error, the client
+# marks the coordinator dead and asks again: librdkafka issue #3645), seen in ~1 of 7 runs while the
+# server named the new owner within 4 s. The KIP-848 test holds the server to FAILOVER_LIMIT_S and
+# the client's own resumption to this.
+LIBRDKAFKA_REPOINT_LIMIT_S = 45.0
 
 
 @dataclass
@@ -87,25 +93,28 @@ def committed_offset(bootstrap: str, group: str, topic: str) -> int | None:
     return None if found is None else int(found)
 
 
-def kill_owner_and_await_commits(cluster, owner: int, log: CommitLog) -> int:
-    """SIGKILL the group's coordinator, wait for a survivor to own its shard and for commits to succeed
-    there (and two seconds more of them); returns the new owner."""
+def kill_owner_and_await_commits(cluster, owner: int, log: CommitLog, limit_s: float = FAILOVER_LIMIT_S) -> int:
+    """SIGKILL the group's coordinator, wait for a survivor to own its shard (within FAILOVER_LIMIT_S)
+    and for commits to succeed there (and two seconds more of them); returns the new owner."""
     log.killed_at = time.monotonic()
     cluster.signal(owner, signal.SIGKILL)
     new_owner: int = cluster.wait_owner(log.group, not_node=owner)
-    deadline = log.killed_at + FAILOVER_LIMIT_S + 5
+    owned_after = time.monotonic() - log.killed_at
+    assert owned_after < FAILOVER_LIMIT_S, f"no survivor owned the shard until {owned_after:.2f}s after the kill"
+    deadline = log.killed_at + limit_s + 5
     while log.first_ack_after(log.killed_at) is None and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(2.0)  # more commits on the new coordinator
     return new_owner
 
 
-def assert_nothing_lost(cluster, owner: int, group: str, topic: str, log: CommitLog) -> None:
+def assert_nothing_lost(cluster, owner: int, group: str, topic: str, log: CommitLog,
+                        limit_s: float = FAILOVER_LIMIT_S) -> None:
     """Commits resumed within the limit, never went backwards, and the last acknowledged one is what the
     survivors return."""
     recovered = log.first_ack_after(log.killed_at)
     assert recovered is not None, f"no commit succeeded after the kill; errors: {log.errors[-5:]}"
-    assert recovered - log.killed_at < FAILOVER_LIMIT_S, (f"commits resumed after {recovered - log.killed_at:.2f}s; "
+    assert recovered - log.killed_at < limit_s, (f"commits resumed after {recovered - log.killed_at:.2f}s; "
                                                           f"errors: {log.errors[-8:]}")
     offsets = [offset for _, offset in log.acknowledged]
     assert offsets == sorted(offsets)
@@ -208,10 +217,10 @@ def test_consumer_protocol_group_keeps_its_epochs_across_the_kill_of_its_coordin
     time.sleep(1.0)
     owner = cluster.wait_owner(group)
     epochs_before = describe_consumer_group(cluster.nodes[owner], group)
-    new_owner = kill_owner_and_await_commits(cluster, owner, log)
+    new_owner = kill_owner_and_await_commits(cluster, owner, log, LIBRDKAFKA_REPOINT_LIMIT_S)
     epochs_after = describe_consumer_group(cluster.nodes[new_owner], group)
     log.stop.set()
     worker.join(30)
-    assert_nothing_lost(cluster, owner, group, topic, log)
+    assert_nothing_lost(cluster, owner, group, topic, log, LIBRDKAFKA_REPOINT_LIMIT_S)
     assert epochs_after == epochs_before  # the same group epoch, the same members at the same epochs
     assert [kind for kind, _ in assigned].count("assigned") == 1, assigned
