@@ -695,6 +695,23 @@ def admin_apis(s: Side) -> None:
         s.call("a", K.LIST_GROUPS, version, m.ListGroupsRequest(states_filter=states, types_filter=types))
 
 
+def await_share_assignment(s: Side, group: str, member_id: str, epoch: int, timeout: float = 20.0) -> int:
+    """Heartbeat (unrecorded) until the member gets partitions; its epoch then. Kafka assigns a
+    share-partition one heartbeat after its share coordinator initialized it, which takes a moment
+    (the first time, `__share_group_state` is created); groupcoord initializes it at once."""
+    wire = s.wire("_await")
+    deadline = time.monotonic() + timeout
+    while True:
+        response = wire.request(K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+            group_id=group, member_id=member_id, member_epoch=epoch))
+        epoch = response.member_epoch
+        if response.assignment is not None and response.assignment.topic_partitions:
+            return epoch
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{s.name}: no share-partition of {group} assigned")
+        time.sleep(0.1)  # poll interval
+
+
 def share_group_membership(s: Side) -> None:
     """ShareGroupHeartbeat validation, epochs, leave; ShareGroupDescribe; the group-id namespace shared
     with classic groups (docs/spec/share-groups.md#heartbeat and #describe-and-coexistence)."""
@@ -715,9 +732,11 @@ def share_group_membership(s: Side) -> None:
         hb("a", **request)
     hb("a", group_id=s.name_of("sg-none"), member_id="m-none-00000000000000", member_epoch=3)
     hb("a", group_id=s.name_of("sg-none"), member_id="m-none-00000000000000", member_epoch=-1)
+    # A new share group answers epoch 2 and no partitions: they are initialized first (record 15).
     a = hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=0, subscribed_topic_names=[topic])
-    hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=a.member_epoch)
-    hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=a.member_epoch + 5)
+    epoch = await_share_assignment(s, group, "m-a-00000000000000000", a.member_epoch)
+    hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=epoch)
+    hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=epoch + 5)
     hb("b", group_id=group, member_id="m-zz-0000000000000000", member_epoch=1)
     s.call("a", K.SHARE_GROUP_DESCRIBE, 1, m.ShareGroupDescribeRequest(group_ids=[group, s.name_of("sg-none")]))
     s.call("a", K.JOIN_GROUP, 9, join(group))

@@ -93,8 +93,12 @@ def test_heartbeat_and_describe_over_the_wire(wire):
     group = f"g-{uuid.uuid4().hex[:8]}"
     joined = wire.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, ShareGroupHeartbeatRequest(
         group_id=group, member_id="member-1", member_epoch=0, subscribed_topic_names=[name]))
-    assert joined.error_code == 0 and joined.member_epoch == 1
-    assert [(tp.topic_id, sorted(tp.partitions)) for tp in joined.assignment.topic_partitions] == [(topic_id, [0, 1])]
+    # docs/spec/share-groups.md#heartbeat: the join initializes the share-partitions, the next beat assigns them
+    assert (joined.error_code, joined.member_epoch, joined.assignment.topic_partitions) == (0, 2, [])
+    again = wire.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, ShareGroupHeartbeatRequest(
+        group_id=group, member_id="member-1", member_epoch=2))
+    assert again.error_code == 0 and again.member_epoch == 3
+    assert [(tp.topic_id, sorted(tp.partitions)) for tp in again.assignment.topic_partitions] == [(topic_id, [0, 1])]
     [described] = wire.request(ApiKey.SHARE_GROUP_DESCRIBE, 1, ShareGroupDescribeRequest(group_ids=[group])).groups
     assert (described.group_state, described.assignor_name, [m.member_id for m in described.members]) == (
         "Stable", "simple", ["member-1"])
