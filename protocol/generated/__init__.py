@@ -31,6 +31,10 @@ from protocol.generated.describe_groups import DescribeGroupsRequest, DescribeGr
 from protocol.generated.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from protocol.generated.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from protocol.generated.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from protocol.generated.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+)
 from protocol.generated.describe_topic_partitions import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 from protocol.generated.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.generated.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
@@ -169,6 +173,8 @@ __all__ = [
     'DescribeProducersResponse',
     'DescribeQuorumRequest',
     'DescribeQuorumResponse',
+    'DescribeShareGroupOffsetsRequest',
+    'DescribeShareGroupOffsetsResponse',
     'DescribeTopicPartitionsRequest',
     'DescribeTopicPartitionsResponse',
     'DescribeTransactionsRequest',
@@ -313,6 +319,8 @@ MESSAGES: dict[str, type[Message]] = {
     'DescribeProducersResponse': DescribeProducersResponse,
     'DescribeQuorumRequest': DescribeQuorumRequest,
     'DescribeQuorumResponse': DescribeQuorumResponse,
+    'DescribeShareGroupOffsetsRequest': DescribeShareGroupOffsetsRequest,
+    'DescribeShareGroupOffsetsResponse': DescribeShareGroupOffsetsResponse,
     'DescribeTopicPartitionsRequest': DescribeTopicPartitionsRequest,
     'DescribeTopicPartitionsResponse': DescribeTopicPartitionsResponse,
     'DescribeTransactionsRequest': DescribeTransactionsRequest,
@@ -448,3 +456,4 @@ class ApiKey(IntEnum):
     SHARE_GROUP_DESCRIBE = 77
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90

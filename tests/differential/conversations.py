@@ -749,6 +749,29 @@ def share_group_membership(s: Side) -> None:
     # DeleteGroups of the emptied share group is left out: Kafka 4.4 did not answer it within 8 s.
 
 
+def share_group_offsets(s: Side) -> None:
+    """DescribeShareGroupOffsets (docs/spec/share-groups.md#offsets-admin): every topic (null) or named
+    ones, a group of another type, an unknown group, versions 0 and 1. Left out: a request naming an
+    unknown group with topics, an unknown topic and a partition out of range together got no answer
+    from Kafka 4.4 within 15 s (which of them stalls it is not known yet)."""
+    (topic,) = create_topics(s, "sgo", partitions=2)
+    await_assignable(s, topic)
+    group, classic = s.name_of("sgo"), s.name_of("sgo-classic")
+    joined = s.call("a", K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+        group_id=group, member_id="m-o-00000000000000000", member_epoch=0, subscribed_topic_names=[topic]))
+    await_share_assignment(s, group, "m-o-00000000000000000", joined.member_epoch)
+    member = join_one(s, classic, "c")
+    s.call("c", K.SYNC_GROUP, 5, sync(classic, 1, member.member_id, {member.member_id: b""}))
+    Req = m.DescribeShareGroupOffsetsRequest
+    Group, Topic = Req.DescribeShareGroupOffsetsRequestGroup, Req.DescribeShareGroupOffsetsRequestTopic
+    # one group per request: Kafka 4.4 lists the groups of one request in no fixed order
+    for version in (0, 1):
+        for group_id in (group, s.name_of("sgo-none"), classic):
+            s.call("a", K.DESCRIBE_SHARE_GROUP_OFFSETS, version, Req(groups=[Group(group_id=group_id, topics=None)]))
+    s.call("a", K.DESCRIBE_SHARE_GROUP_OFFSETS, 1, Req(groups=[
+        Group(group_id=group, topics=[Topic(topic_name=topic, partitions=[1, 0])])]))
+
+
 def share_sessions(s: Side) -> None:
     """ShareFetch and ShareAcknowledge session rules (docs/spec/share-groups.md#sessions): a missing
     session, acknowledgements when opening one, a wrong epoch, ShareAcknowledge at epoch 0, closing."""
@@ -841,7 +864,8 @@ CONVERSATIONS: dict[str, Conversation] = {
         join_every_version, join_errors, two_members_sync, stale_generation_and_unknown_member,
         static_membership, duplicate_instance_fencing, leave_batches, offsets_across_versions,
         describe_list_delete, consumer_group_lifecycle, consumer_group_errors, transactional_offsets,
-        create_partitions, txn_offsets_unknown_topics, admin_apis, share_group_membership, share_sessions,
+        create_partitions, txn_offsets_unknown_topics, admin_apis, share_group_membership, share_group_offsets,
+        share_sessions,
         transaction_version_2,
     )
 }

@@ -10,6 +10,7 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import (
     CreateTopicsRequest,
+    DescribeShareGroupOffsetsRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
     ShareGroupDescribeRequest,
@@ -103,6 +104,37 @@ def test_heartbeat_and_describe_over_the_wire(wire):
     assert (described.group_state, described.assignor_name, [m.member_id for m in described.members]) == (
         "Stable", "simple", ["member-1"])
     assert described.members[0].assignment.topic_partitions[0].topic_name == name
+
+
+def describe_offsets(wire, group, topics=None, version=1):
+    Req = DescribeShareGroupOffsetsRequest
+    named = None if topics is None else [Req.DescribeShareGroupOffsetsRequestTopic(n, p) for n, p in topics]
+    [described] = wire.request(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, version, Req(groups=[
+        Req.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=named)])).groups
+    return described
+
+
+def test_describe_share_group_offsets(wire):
+    """docs/spec/share-groups.md#case-43: SPSO per initialized share-partition, -1 before its first
+    fetch; the lag (v1) leaves out in-flight records whose delivery ended."""
+    name, topic_id = create(wire, partitions=2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    wire.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, ShareGroupHeartbeatRequest(
+        group_id=group, member_id="member-1", member_epoch=0, subscribed_topic_names=[name]))
+    described = describe_offsets(wire, group)
+    assert described.error_code == 0
+    assert [(t.topic_name, t.topic_id, [(p.partition_index, p.start_offset, p.lag, p.error_code)
+                                        for p in t.partitions]) for t in described.topics] == [
+        (name, topic_id, [(0, -1, -1, 0), (1, -1, -1, 0)])]
+    share_fetch(wire, group, "member-1", 0, topic_id)  # latest: starts at 0 on the empty partition
+    produce(wire, name, 0, 10)
+    assert acquired(share_fetch(wire, group, "member-1", 1, topic_id)) == [(0, 9, 1)]
+    share_ack(wire, group, "member-1", 2, topic_id, [(0, 2, ACCEPT), (5, 5, REJECT)])
+    [topic] = describe_offsets(wire, group, [(name, [1, 0])]).topics
+    # SPSO 3 (0-2 accepted); of 3-9 one (5) is rejected: lag 6
+    assert [(p.partition_index, p.start_offset, p.lag) for p in topic.partitions] == [(0, 3, 6), (1, -1, -1)]
+    assert describe_offsets(wire, "no-such-group").topics == []
+    assert describe_offsets(wire, group, version=0).topics[0].partitions[0].start_offset == 3
 
 
 def test_acknowledged_records_stay_acknowledged_across_a_sigkill(server_factory, connect):

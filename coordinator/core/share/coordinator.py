@@ -33,6 +33,7 @@ from coordinator.records import DecodedRecord, Record, RecordType
 from coordinator.records import share as records
 from protocol import messages as m
 from protocol.error_codes import ErrorCode
+from protocol.primitives import ZERO_UUID, Uuid
 
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
@@ -41,6 +42,7 @@ MEMBER_REMOVED = "share_member_removed"
 
 Heartbeat = m.ShareGroupHeartbeatResponse
 Described = m.ShareGroupDescribeResponse
+OffsetsDescribed = m.DescribeShareGroupOffsetsResponse
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +261,32 @@ class ShareGroupCoordinator:
                                         group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
                                         assignor_name=ASSIGNOR_NAME, members=members)
 
+    # ---- DescribeShareGroupOffsets (the shell fills in start offsets and lags)
+
+    def describe_offsets(self, req: m.DescribeShareGroupOffsetsRequest, ctx: RequestContext,
+                         topics: TopicsView) -> Outcome:
+        """Per group, its initialized share-partitions (topics null) or the ones named, each at start
+        offset -1 and lag -1 until the shell knows better. docs/spec/share-groups.md#offsets-admin."""
+        return Outcome(response=OffsetsDescribed(groups=[self._describe_offsets(g, topics) for g in req.groups]))
+
+    def _describe_offsets(self, wanted: m.DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup,
+                          topics: TopicsView) -> OffsetsDescribed.DescribeShareGroupOffsetsResponseGroup:
+        answer = OffsetsDescribed.DescribeShareGroupOffsetsResponseGroup(group_id=wanted.group_id, topics=[])
+        group = self.groups.share(wanted.group_id)
+        if group is None:  # Kafka 4.4 answers an unknown group or one of another type with no topics
+            return answer
+        if wanted.topics is None:
+            named = [(t.name, sorted(t.partitions)) for t in group.initialized.values()]
+        else:
+            named = [(t.topic_name, sorted(set(t.partitions))) for t in wanted.topics]
+        for name, partitions in sorted(named):
+            info = topics.by_name(name)
+            if info is None:
+                answer.topics.append(_offsets_topic(name, None, partitions, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            else:
+                answer.topics.append(_offsets_topic(name, info.topic_id, partitions, ErrorCode.NONE))
+        return answer
+
     def listed_groups(self, states: list[str], types: list[str]) -> list[m.ListGroupsResponse.ListedGroup]:
         wanted_states = {s.lower() for s in states}
         wanted_types = {t.lower() for t in types}
@@ -395,3 +423,14 @@ def _assignment(assignment: Assignment) -> Heartbeat.Assignment:
 def _name(topics: TopicsView, topic_id: object) -> str:
     info = topics.by_id(topic_id)  # type: ignore[arg-type]
     return info.name if info is not None else ""
+
+
+def _offsets_topic(name: str, topic_id: Uuid | None, partitions: list[int],
+                   code: ErrorCode) -> OffsetsDescribed.DescribeShareGroupOffsetsResponseTopic:
+    message = None if code == ErrorCode.NONE else "This server does not host this topic-partition."
+    return OffsetsDescribed.DescribeShareGroupOffsetsResponseTopic(
+        topic_name=name, topic_id=topic_id if topic_id is not None else ZERO_UUID, partitions=[
+            OffsetsDescribed.DescribeShareGroupOffsetsResponsePartition(
+                partition_index=p, start_offset=-1, leader_epoch=0, lag=-1, error_code=int(code),
+                error_message=message)
+            for p in partitions])
