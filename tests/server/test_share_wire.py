@@ -4,7 +4,11 @@ acquisition, acknowledgements and their errors (docs/spec/share-groups.md#sessio
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -135,6 +139,29 @@ def test_describe_share_group_offsets(wire):
     assert [(p.partition_index, p.start_offset, p.lag) for p in topic.partitions] == [(0, 3, 6), (1, -1, -1)]
     assert describe_offsets(wire, "no-such-group").topics == []
     assert describe_offsets(wire, group, version=0).topics[0].partitions[0].start_offset == 3
+
+
+def test_groups_cli_describes_a_share_group_as_kafka_share_groups_does(shared_server, wire):
+    """`groupcoord groups --describe` of a share group: kafka-share-groups.sh's columns (GROUP, TOPIC,
+    PARTITION, LEADER-EPOCH, START-OFFSET, LAG), "-" where nothing is known yet."""
+    name, topic_id = create(wire, partitions=2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    wire.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, ShareGroupHeartbeatRequest(
+        group_id=group, member_id="member-1", member_epoch=0, subscribed_topic_names=[name]))
+    share_fetch(wire, group, "member-1", 0, topic_id)
+    produce(wire, name, 0, 4)
+    share_fetch(wire, group, "member-1", 1, topic_id, max_wait_ms=0)
+    share_ack(wire, group, "member-1", 2, topic_id, [(0, 0, ACCEPT)])
+    command = [str(Path(sys.executable).with_name("groupcoord")), "groups", "--bootstrap-server",
+               shared_server.bootstrap, "--describe", "--group", group]
+    rows = json.loads(subprocess.run([*command, "--output", "json"], capture_output=True, text=True, timeout=30,
+                                     check=True).stdout)
+    assert rows == [
+        {"GROUP": group, "TOPIC": name, "PARTITION": 0, "LEADER-EPOCH": 0, "START-OFFSET": 1, "LAG": 3},
+        {"GROUP": group, "TOPIC": name, "PARTITION": 1, "LEADER-EPOCH": 0, "START-OFFSET": None, "LAG": None}]
+    table = subprocess.run(command, capture_output=True, text=True, timeout=30, check=True).stdout.splitlines()
+    assert table[0].split() == ["GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET", "LAG"]
+    assert table[2].split() == [group, name, "1", "0", "-", "-"]
 
 
 def test_acknowledged_records_stay_acknowledged_across_a_sigkill(server_factory, connect):
