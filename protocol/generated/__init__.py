@@ -14,6 +14,7 @@ from protocol.generated.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from protocol.generated.alter_share_group_offsets import AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse
 from protocol.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.generated.consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 from protocol.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
@@ -23,6 +24,10 @@ from protocol.generated.create_topics import CreateTopicsRequest, CreateTopicsRe
 from protocol.generated.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.generated.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.generated.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
+from protocol.generated.delete_share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+)
 from protocol.generated.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.generated.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.generated.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
@@ -120,6 +125,8 @@ __all__ = [
     'AlterConfigsResponse',
     'AlterPartitionReassignmentsRequest',
     'AlterPartitionReassignmentsResponse',
+    'AlterShareGroupOffsetsRequest',
+    'AlterShareGroupOffsetsResponse',
     'ApiKey',
     'ApiVersionsRequest',
     'ApiVersionsResponse',
@@ -157,6 +164,8 @@ __all__ = [
     'DeleteGroupsResponse',
     'DeleteRecordsRequest',
     'DeleteRecordsResponse',
+    'DeleteShareGroupOffsetsRequest',
+    'DeleteShareGroupOffsetsResponse',
     'DeleteTopicsRequest',
     'DeleteTopicsResponse',
     'DescribeAclsRequest',
@@ -267,6 +276,8 @@ MESSAGES: dict[str, type[Message]] = {
     'AlterConfigsResponse': AlterConfigsResponse,
     'AlterPartitionReassignmentsRequest': AlterPartitionReassignmentsRequest,
     'AlterPartitionReassignmentsResponse': AlterPartitionReassignmentsResponse,
+    'AlterShareGroupOffsetsRequest': AlterShareGroupOffsetsRequest,
+    'AlterShareGroupOffsetsResponse': AlterShareGroupOffsetsResponse,
     'ApiVersionsRequest': ApiVersionsRequest,
     'ApiVersionsResponse': ApiVersionsResponse,
     'ClassicGroupReasonKey': ClassicGroupReasonKey,
@@ -303,6 +314,8 @@ MESSAGES: dict[str, type[Message]] = {
     'DeleteGroupsResponse': DeleteGroupsResponse,
     'DeleteRecordsRequest': DeleteRecordsRequest,
     'DeleteRecordsResponse': DeleteRecordsResponse,
+    'DeleteShareGroupOffsetsRequest': DeleteShareGroupOffsetsRequest,
+    'DeleteShareGroupOffsetsResponse': DeleteShareGroupOffsetsResponse,
     'DeleteTopicsRequest': DeleteTopicsRequest,
     'DeleteTopicsResponse': DeleteTopicsResponse,
     'DescribeAclsRequest': DescribeAclsRequest,
@@ -457,3 +470,5 @@ class ApiKey(IntEnum):
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92

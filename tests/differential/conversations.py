@@ -772,6 +772,50 @@ def share_group_offsets(s: Side) -> None:
         Group(group_id=group, topics=[Topic(topic_name=topic, partitions=[1, 0])])]))
 
 
+def share_group_offsets_admin(s: Side) -> None:
+    """AlterShareGroupOffsets and DeleteShareGroupOffsets (docs/spec/share-groups.md#offsets-admin): refused
+    while the group has members, then applied; unknown groups and groups of another type."""
+    (topic,) = create_topics(s, "sga", partitions=2)
+    await_assignable(s, topic)
+    group, classic = s.name_of("sga"), s.name_of("sga-classic")
+    member = "m-s-00000000000000000"
+    joined = s.call("a", K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+        group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]))
+    epoch = await_share_assignment(s, group, member, joined.member_epoch)
+    joined_classic = join_one(s, classic, "c")
+    s.call("c", K.SYNC_GROUP, 5, sync(classic, 1, joined_classic.member_id, {joined_classic.member_id: b""}))
+    Alter, Delete = m.AlterShareGroupOffsetsRequest, m.DeleteShareGroupOffsetsRequest
+    Describe = m.DescribeShareGroupOffsetsRequest
+
+    def alter(group_id: str, partitions: dict[int, int]) -> None:
+        s.call("a", K.ALTER_SHARE_GROUP_OFFSETS, 0, Alter(group_id=group_id, topics=[
+            Alter.AlterShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[
+                Alter.AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=o)
+                for p, o in partitions.items()])]))
+
+    def delete(group_id: str) -> None:
+        s.call("a", K.DELETE_SHARE_GROUP_OFFSETS, 0, Delete(group_id=group_id, topics=[
+            Delete.DeleteShareGroupOffsetsRequestTopic(topic_name=topic)]))
+
+    def describe() -> None:
+        s.call("a", K.DESCRIBE_SHARE_GROUP_OFFSETS, 1, Describe(groups=[
+            Describe.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)]))
+
+    alter(group, {0: 0})
+    delete(group)
+    s.call("a", K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+        group_id=group, member_id=member, member_epoch=epoch, subscribed_topic_names=None))
+    s.call("a", K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(group_id=group, member_id=member,
+                                                                         member_epoch=-1))
+    alter(group, {0: 0, 1: 0})
+    describe()
+    delete(group)
+    describe()
+    for other in (classic, s.name_of("sga-none")):
+        alter(other, {0: 0})
+        delete(other)
+
+
 def share_sessions(s: Side) -> None:
     """ShareFetch and ShareAcknowledge session rules (docs/spec/share-groups.md#sessions): a missing
     session, acknowledgements when opening one, a wrong epoch, ShareAcknowledge at epoch 0, closing."""
@@ -865,7 +909,7 @@ CONVERSATIONS: dict[str, Conversation] = {
         static_membership, duplicate_instance_fencing, leave_batches, offsets_across_versions,
         describe_list_delete, consumer_group_lifecycle, consumer_group_errors, transactional_offsets,
         create_partitions, txn_offsets_unknown_topics, admin_apis, share_group_membership, share_group_offsets,
-        share_sessions,
+        share_group_offsets_admin, share_sessions,
         transaction_version_2,
     )
 }

@@ -13,7 +13,9 @@ from pathlib import Path
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import (
+    AlterShareGroupOffsetsRequest,
     CreateTopicsRequest,
+    DeleteShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
@@ -139,6 +141,51 @@ def test_describe_share_group_offsets(wire):
     assert [(p.partition_index, p.start_offset, p.lag) for p in topic.partitions] == [(0, 3, 6), (1, -1, -1)]
     assert describe_offsets(wire, "no-such-group").topics == []
     assert describe_offsets(wire, group, version=0).topics[0].partitions[0].start_offset == 3
+
+
+def test_alter_and_delete_share_group_offsets(wire):
+    """docs/spec/share-groups.md#case-44 and #case-45: refused while the group has a member; once
+    Empty, Alter restarts the share-partition at the offset given (accepted records delivered again),
+    Delete forgets it (a newcomer starts from the reset policy)."""
+    name, topic_id = create(wire)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    Alter, Delete = AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest
+
+    def alter(offset):
+        return wire.request(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, Alter(group_id=group, topics=[
+            Alter.AlterShareGroupOffsetsRequestTopic(name, [Alter.AlterShareGroupOffsetsRequestPartition(0, offset)])]))
+
+    def delete():
+        return wire.request(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, Delete(group_id=group, topics=[
+            Delete.DeleteShareGroupOffsetsRequestTopic(name)]))
+
+    def heartbeat(epoch):
+        return wire.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, ShareGroupHeartbeatRequest(
+            group_id=group, member_id="member-1", member_epoch=epoch, subscribed_topic_names=[name] if epoch == 0
+            else None))
+
+    heartbeat(0)
+    share_fetch(wire, group, "member-1", 0, topic_id)
+    produce(wire, name, 0, 10)
+    assert acquired(share_fetch(wire, group, "member-1", 1, topic_id)) == [(0, 9, 1)]
+    share_ack(wire, group, "member-1", 2, topic_id, [(0, 9, ACCEPT)])
+    refused = alter(3)
+    assert (refused.error_code, refused.error_message) == (ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
+    assert delete().error_code == ErrorCode.NON_EMPTY_GROUP
+    share_fetch(wire, group, "member-1", -1, topic_id)
+    heartbeat(-1)
+    altered = alter(3)
+    assert altered.error_code == 0
+    assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions]) for t in altered.responses] == [
+        (topic_id, [(0, 0)])]
+    assert describe_offsets(wire, group).topics[0].partitions[0].start_offset == 3
+    assert acquired(share_fetch(wire, group, "member-2", 0, topic_id)) == [(3, 9, 1)]  # accepted ones again
+    share_fetch(wire, group, "member-2", -1, topic_id)
+    deleted = delete()
+    assert (deleted.error_code, [(t.topic_id, t.error_code) for t in deleted.responses]) == (0, [(topic_id, 0)])
+    assert describe_offsets(wire, group).topics == []
+    share_fetch(wire, group, "member-3", 0, topic_id)  # latest again: starts past the 10 records
+    assert describe_offsets(wire, group, [(name, [0])]).topics[0].partitions[0].start_offset == 10
 
 
 def test_groups_cli_describes_a_share_group_as_kafka_share_groups_does(shared_server, wire):

@@ -287,6 +287,74 @@ class ShareGroupCoordinator:
                 answer.topics.append(_offsets_topic(name, info.topic_id, partitions, ErrorCode.NONE))
         return answer
 
+    # ---- AlterShareGroupOffsets, DeleteShareGroupOffsets (the shell then rewrites the share state)
+
+    def _empty_group_for_offsets(self, group_id: str, create: bool) -> ShareGroup:
+        """A working copy of an Empty share group; as Kafka 4.4 answers, an unknown one is created
+        by Alter (and an unknown one for Delete is an empty new one too)."""
+        if group_id in self.groups and self.groups.share(group_id) is None:
+            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        group = self._group_for(group_id, create=True) if create or group_id in self.groups else ShareGroup(group_id)
+        if group.members:
+            raise ApiError(ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
+        return group
+
+    def alter_offsets(self, req: m.AlterShareGroupOffsetsRequest, ctx: RequestContext, topics: TopicsView) -> Outcome:
+        """The named share-partitions become initialized (record 15); the response lists them per
+        topic. docs/spec/share-groups.md#offsets-admin."""
+        Altered = m.AlterShareGroupOffsetsResponse
+        try:
+            before = self.groups.share(req.group_id)
+            group = self._empty_group_for_offsets(req.group_id, create=True)
+            if before is None:
+                group.group_epoch = 0  # created here, not by a member joining
+        except ApiError as exc:
+            return Outcome(response=Altered(error_code=int(exc.code), error_message=_message(exc), responses=[]))
+        responses = []
+        for wanted in req.topics:
+            info = topics.by_name(wanted.topic_name)
+            parts = []
+            for p in wanted.partitions:
+                known = info is not None and 0 <= p.partition_index < info.num_partitions
+                code = ErrorCode.NONE if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                parts.append(Altered.AlterShareGroupOffsetsResponsePartition(
+                    partition_index=p.partition_index, error_code=int(code),
+                    error_message=None if known else "This server does not host this topic-partition."))
+            if info is not None:
+                done = {p.partition_index for p in wanted.partitions if 0 <= p.partition_index < info.num_partitions}
+                old = group.initialized.get(info.topic_id)
+                group.initialized[info.topic_id] = InitializedTopic(
+                    info.name, frozenset(done) | (old.partitions if old is not None else frozenset()))
+            responses.append(Altered.AlterShareGroupOffsetsResponseTopic(
+                topic_name=wanted.topic_name, topic_id=info.topic_id if info is not None else ZERO_UUID,
+                partitions=parts))
+        records = changes(req.group_id, before, group, ctx.now_ms)
+        return Outcome(records=records, response=Altered(responses=responses))
+
+    def delete_offsets(self, req: m.DeleteShareGroupOffsetsRequest, ctx: RequestContext,
+                       topics: TopicsView) -> Outcome:
+        """The named topics leave record 15: the next assignment initializes them again."""
+        Deleted = m.DeleteShareGroupOffsetsResponse
+        try:
+            before = self.groups.share(req.group_id)
+            group = self._empty_group_for_offsets(req.group_id, create=False)
+        except ApiError as exc:
+            return Outcome(response=Deleted(error_code=int(exc.code), error_message=_message(exc), responses=[]))
+        responses = []
+        for wanted in req.topics:
+            info = topics.by_name(wanted.topic_name)
+            if info is None:
+                responses.append(Deleted.DeleteShareGroupOffsetsResponseTopic(
+                    topic_name=wanted.topic_name, topic_id=ZERO_UUID,
+                    error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                    error_message="This server does not host this topic-partition."))
+                continue
+            group.initialized.pop(info.topic_id, None)
+            responses.append(Deleted.DeleteShareGroupOffsetsResponseTopic(topic_name=wanted.topic_name,
+                                                                          topic_id=info.topic_id))
+        records = changes(req.group_id, before, group, ctx.now_ms) if before is not None else []
+        return Outcome(records=records, response=Deleted(responses=responses))
+
     def listed_groups(self, states: list[str], types: list[str]) -> list[m.ListGroupsResponse.ListedGroup]:
         wanted_states = {s.lower() for s in states}
         wanted_types = {t.lower() for t in types}
@@ -434,3 +502,8 @@ def _offsets_topic(name: str, topic_id: Uuid | None, partitions: list[int],
                 partition_index=p, start_offset=-1, leader_epoch=0, lag=-1, error_code=int(code),
                 error_message=message)
             for p in partitions])
+
+
+def _message(exc: ApiError) -> str | None:
+    text = str(exc)
+    return text.split(": ", 1)[1] if ": " in text else None
