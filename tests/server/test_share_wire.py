@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -186,6 +187,57 @@ def test_alter_and_delete_share_group_offsets(wire):
     assert describe_offsets(wire, group).topics == []
     share_fetch(wire, group, "member-3", 0, topic_id)  # latest again: starts past the 10 records
     assert describe_offsets(wire, group, [(name, [0])]).topics[0].partitions[0].start_offset == 10
+
+
+def test_offsets_admin_acls_as_kafkaapis_checks_them(server_factory, connect):
+    """Describe/Alter/DeleteShareGroupOffsets with ACLs (docs/spec/share-groups.md#offsets-admin): no ACL
+    on the group → GROUP_AUTHORIZATION_FAILED; a topic the principal may not read or describe →
+    TOPIC_AUTHORIZATION_FAILED for it, the others answered."""
+    from coordinator.cli import main as groupcoord
+
+    server = server_factory("authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+
+    def acls(*args: str) -> None:
+        assert groupcoord(["acls", "--data-dir", str(server.data_dir), "--add", "--allow-principal",
+                           "User:ANONYMOUS", *args]) == 0
+
+    acls("--operation", "Create", "--cluster")
+    acls("--operation", "All", "--topic", "open")
+    wire = connect(server)
+    for name in ("open", "secret"):
+        deadline = time.monotonic() + 5
+        while wire.request(ApiKey.CREATE_TOPICS, 7, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+                name, 1, 1, [], [])])).topics[0].error_code not in (0, ErrorCode.TOPIC_ALREADY_EXISTS):
+            assert time.monotonic() < deadline, "the Create ACL was not applied"
+            time.sleep(0.1)
+    Alter, Delete = AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest
+
+    def alter():
+        return wire.request(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, Alter(group_id="g", topics=[
+            Alter.AlterShareGroupOffsetsRequestTopic(t, [Alter.AlterShareGroupOffsetsRequestPartition(0, 0)])
+            for t in ("open", "secret")]))
+
+    def delete():
+        return wire.request(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, Delete(group_id="g", topics=[
+            Delete.DeleteShareGroupOffsetsRequestTopic(t) for t in ("open", "secret")]))
+
+    assert describe_offsets(wire, "g").error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    assert alter().error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    assert delete().error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    acls("--operation", "All", "--group", "g")
+    deadline = time.monotonic() + 5
+    while (altered := alter()).error_code != 0:
+        assert time.monotonic() < deadline, "the group ACL was not applied"
+        time.sleep(0.1)
+    assert sorted((t.topic_name, t.partitions[0].error_code) for t in altered.responses) == [
+        ("open", 0), ("secret", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+    named = describe_offsets(wire, "g", [("open", [0]), ("secret", [0])])
+    assert sorted((t.topic_name, t.partitions[0].error_code, t.partitions[0].start_offset) for t in named.topics) == [
+        ("open", 0, 0), ("secret", ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1)]
+    assert [t.topic_name for t in describe_offsets(wire, "g").topics] == ["open"]
+    deleted = delete()
+    assert sorted((t.topic_name, t.error_code) for t in deleted.responses) == [
+        ("open", 0), ("secret", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
 
 
 def test_groups_cli_describes_a_share_group_as_kafka_share_groups_does(shared_server, wire):
