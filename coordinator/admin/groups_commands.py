@@ -84,7 +84,9 @@ MIN_GROUP_WIDTH, GROUP_PADDING, COLUMN_WIDTH = 15, 10, 20
 def _list(client: AdminClient, args: argparse.Namespace) -> int:
     states = [s for s in (args.state or "").split(",") if s]
     types = [t for t in (args.types or "").split(",") if t]
-    listings = [g for g in ops.list_groups(client, states, types) if g.protocol_type in CONSUMER_PROTOCOL_TYPES]
+    # `--type share` lists share groups, as kafka-share-groups.sh --list does
+    kept = CONSUMER_PROTOCOL_TYPES + (("share",) if "share" in {t.lower() for t in types} else ())
+    listings = [g for g in ops.list_groups(client, states, types) if g.protocol_type in kept]
     if args.output == "json":
         rows = [{"GROUP": g.group, "STATE": g.state, "TYPE": g.type, "PROTOCOL-TYPE": g.protocol_type}
                 for g in listings]

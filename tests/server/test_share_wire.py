@@ -261,6 +261,12 @@ def test_groups_cli_describes_a_share_group_as_kafka_share_groups_does(shared_se
     table = subprocess.run(command, capture_output=True, text=True, timeout=30, check=True).stdout.splitlines()
     assert table[0].split() == ["GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET", "LAG"]
     assert table[2].split() == [group, name, "1", "0", "-", "-"]
+    base = command[:4]
+    listed = subprocess.run([*base, "--list", "--type", "share"], capture_output=True, text=True, timeout=30,
+                            check=True).stdout.splitlines()
+    assert [group, "Share"] in [line.split() for line in listed]
+    plain = subprocess.run([*base, "--list"], capture_output=True, text=True, timeout=30, check=True).stdout
+    assert group not in plain.split()  # kafka-consumer-groups.sh --list shows no share group
 
 
 def test_acknowledged_records_stay_acknowledged_across_a_sigkill(server_factory, connect):
