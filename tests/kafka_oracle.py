@@ -51,6 +51,10 @@ QUICK_SETTINGS = {
     "offsets.topic.num.partitions": "1",
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
+    # __share_group_state on one broker: with Kafka's default of 3 replicas the share coordinator never
+    # starts, and no share-partition ever initializes (so none is ever assigned).
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
     "num.partitions": "1",
     "auto.create.topics.enable": "false",
     # The consumer protocol (KIP-848) is on by default in 4.x; spelt out so a changed default shows.

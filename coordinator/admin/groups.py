@@ -16,6 +16,7 @@ from protocol.messages import (
     ConsumerProtocolAssignment,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
+    DescribeShareGroupOffsetsRequest,
     DescribeTransactionsRequest,
     LeaveGroupRequest,
     ListGroupsRequest,
@@ -201,6 +202,38 @@ def offsets_view(client: AdminClient, group: str) -> tuple[GroupDescription, lis
     rows = [OffsetRow(group, t, p, committed.get((t, p)), ends.get((t, p)), owner.get((t, p)))
             for t, p in partitions]
     return description, rows
+
+
+@dataclass(frozen=True)
+class ShareOffsetRow:
+    """One share-partition as kafka-share-groups.sh --describe shows it; None where Kafka prints "-"."""
+
+    group: str
+    topic: str
+    partition: int
+    leader_epoch: int | None
+    start_offset: int | None  # None: not fetched from yet
+    lag: int | None
+
+
+def share_offsets(client: AdminClient, group: str) -> list[ShareOffsetRow]:
+    """Every share-partition of the share group `group` (DescribeShareGroupOffsets, topics null)."""
+    conn = client.coordinator(group)
+    Req = DescribeShareGroupOffsetsRequest
+    response = conn.request(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, Req(groups=[
+        Req.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)]),
+        conn.version_for(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS))
+    answer = response.groups[0]
+    _raise_for(group, "DescribeShareGroupOffsets", answer.error_code)
+    rows = []
+    for topic in answer.topics:
+        for p in topic.partitions:
+            _raise_for(group, f"DescribeShareGroupOffsets of {topic.topic_name}-{p.partition_index}", p.error_code)
+            rows.append(ShareOffsetRow(group, topic.topic_name, p.partition_index,
+                                       p.leader_epoch if p.leader_epoch >= 0 else None,
+                                       p.start_offset if p.start_offset >= 0 else None,
+                                       p.lag if p.lag >= 0 else None))
+    return sorted(rows, key=lambda r: (r.topic, r.partition))
 
 
 def delete_groups(client: AdminClient, groups: list[str]) -> dict[str, int]:

@@ -84,7 +84,9 @@ MIN_GROUP_WIDTH, GROUP_PADDING, COLUMN_WIDTH = 15, 10, 20
 def _list(client: AdminClient, args: argparse.Namespace) -> int:
     states = [s for s in (args.state or "").split(",") if s]
     types = [t for t in (args.types or "").split(",") if t]
-    listings = [g for g in ops.list_groups(client, states, types) if g.protocol_type in CONSUMER_PROTOCOL_TYPES]
+    # `--type share` lists share groups, as kafka-share-groups.sh --list does
+    kept = CONSUMER_PROTOCOL_TYPES + (("share",) if "share" in {t.lower() for t in types} else ())
+    listings = [g for g in ops.list_groups(client, states, types) if g.protocol_type in kept]
     if args.output == "json":
         rows = [{"GROUP": g.group, "STATE": g.state, "TYPE": g.type, "PROTOCOL-TYPE": g.protocol_type}
                 for g in listings]
@@ -120,8 +122,15 @@ def _describe(client: AdminClient, args: argparse.Namespace) -> int:
         return _describe_state(client, args)
     if args.members:
         return _describe_members(client, args)
+    groups = _groups_of(client, args)
+    share = {g.group for g in ops.list_groups(client, types=["share"])} & set(groups)
+    if share:
+        _describe_share(args, [ops.share_offsets(client, group) for group in groups if group in share])
+        groups = [g for g in groups if g not in share]
+        if not groups:
+            return EXIT_OK
     rows: list[Row] = []
-    for group in _groups_of(client, args):
+    for group in groups:
         description, offsets = ops.offsets_view(client, group)
         _note_inactive(args, description)
         for r in offsets:
@@ -132,6 +141,13 @@ def _describe(client: AdminClient, args: argparse.Namespace) -> int:
                          "CLIENT-ID": r.member.client_id if r.member else None})
     return _emit(args, rows, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
                               "CONSUMER-ID", "HOST", "CLIENT-ID"])
+
+
+def _describe_share(args: argparse.Namespace, offsets: list[list[ops.ShareOffsetRow]]) -> None:
+    """What kafka-share-groups.sh --describe prints: each share-partition's start offset and lag."""
+    rows: list[Row] = [{"GROUP": r.group, "TOPIC": r.topic, "PARTITION": r.partition, "LEADER-EPOCH": r.leader_epoch,
+                        "START-OFFSET": r.start_offset, "LAG": r.lag} for group in offsets for r in group]
+    _emit(args, rows, ["GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET", "LAG"])
 
 
 def _describe_state(client: AdminClient, args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ Byte format, as Kafka's `CoordinatorRecordSerde` writes it:
 
 Record types are Kafka's (`CoordinatorRecordType`, the `apiKey` of each `*Key.json` in Kafka's
 group-coordinator): 0/1 OffsetCommit, 2 GroupMetadata, 3-8 the KIP-848 consumer group records,
-10-14 the share group records (KIP-932), 16 the KIP-848 regular-expression record.
+10-15 the share group records (KIP-932), 16 the KIP-848 regular-expression record.
 30000 is ours (`ClassicGroupReason`, see `records/reasons.py`); Kafka's loader logs and skips a
 type it does not know, so a Kafka broker can still load a log we wrote.
 
@@ -47,6 +47,8 @@ from protocol.messages import (
     ShareGroupMemberMetadataValue,
     ShareGroupMetadataKey,
     ShareGroupMetadataValue,
+    ShareGroupStatePartitionMetadataKey,
+    ShareGroupStatePartitionMetadataValue,
     ShareGroupTargetAssignmentMemberKey,
     ShareGroupTargetAssignmentMemberValue,
     ShareGroupTargetAssignmentMetadataKey,
@@ -73,6 +75,7 @@ class RecordType(IntEnum):
     SHARE_GROUP_TARGET_ASSIGNMENT_METADATA = 12
     SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER = 13
     SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
+    SHARE_GROUP_STATE_PARTITION_METADATA = 15  # share-partitions initializing, initialized, deleting
     CONSUMER_GROUP_REGULAR_EXPRESSION = 16  # KIP-848 regex subscriptions: a resolved regular expression
     CLASSIC_GROUP_REASON = 30000  # ours, see the module docstring
 
@@ -150,6 +153,8 @@ register(RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER, "share_group_target_as
          ShareGroupTargetAssignmentMemberKey, ShareGroupTargetAssignmentMemberValue, 0, "group_id", "member_id")
 register(RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT, "share_group_current_member_assignment",
          ShareGroupCurrentMemberAssignmentKey, ShareGroupCurrentMemberAssignmentValue, 0, "group_id", "member_id")
+register(RecordType.SHARE_GROUP_STATE_PARTITION_METADATA, "share_group_state_partition_metadata",
+         ShareGroupStatePartitionMetadataKey, ShareGroupStatePartitionMetadataValue, 0, "group_id")
 register(RecordType.CLASSIC_GROUP_REASON, "group_reason", ClassicGroupReasonKey, ClassicGroupReasonValue, 1, "group")
 # __transaction_state: value v1 (flexible), what Kafka 4.x writes once transaction.version >= 1.
 TRANSACTION_LOG_KEY_VERSION = 0
@@ -163,7 +168,7 @@ CONSUMER_GROUP_RECORD_TYPES = frozenset([*range(RecordType.CONSUMER_GROUP_METADA
 
 #: The share group record types (KIP-932), which the share group core replays.
 SHARE_GROUP_RECORD_TYPES = frozenset(range(RecordType.SHARE_GROUP_MEMBER_METADATA,
-                                           RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT + 1))
+                                           RecordType.SHARE_GROUP_STATE_PARTITION_METADATA + 1))
 
 GROUP_METADATA_VALUE_VERSION = REGISTRY[RecordType.GROUP_METADATA].written_value_version
 OFFSET_COMMIT_VALUE_VERSION = REGISTRY[RecordType.OFFSET_COMMIT].written_value_version

@@ -1,17 +1,19 @@
-"""Share group records (KIP-932, types 10-14, value version 0), as Kafka's `GroupCoordinatorRecordHelpers`
+"""Share group records (KIP-932, types 10-15, value version 0), as Kafka's `GroupCoordinatorRecordHelpers`
 writes them:
 
     type  key                                      value
     10    ShareGroupMemberMetadataKey              a member's rack, client id and host, subscription
-    11    ShareGroupMetadataKey                    group epoch (metadata hash 0 here)
+    11    ShareGroupMetadataKey                    group epoch, hash of the subscribed topics' metadata
     12    ShareGroupTargetAssignmentMetadataKey    assignment epoch
     13    ShareGroupTargetAssignmentMemberKey      a member's target assignment
     14    ShareGroupCurrentMemberAssignmentKey     a member's epochs and current assignment
+    15    ShareGroupStatePartitionMetadataKey      share-partitions initializing, initialized, deleting
 
-Orders written (docs/spec/share-groups.md#durable-state): heartbeat 10?, 11?, 13*, 12?, 14?;
-member removal 14-tomb, 13-tomb, 10-tomb, 11; group deletion the members' tombstones, then 12, 11.
-Type 15 (share-partition initialization) is not written: groupcoord keeps share-partition state on
-one node and initializes it on first fetch.
+Orders written (docs/spec/share-groups.md#durable-state): heartbeat 10?, 11?, 13*, 12?, 14?, 15?;
+member removal 14-tomb, 13-tomb, 10-tomb, 11; group deletion the members' tombstones, then 12, 15, 11.
+Type 15 is written with initialized topics only: on one node the share coordinator is this process,
+so a share-partition is initialized in the heartbeat that first sees it subscribed (Kafka records it
+initializing first, and initialized once its share coordinator answered).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from protocol.messages import (
     ShareGroupMemberMetadataValue,
     ShareGroupMetadataKey,
     ShareGroupMetadataValue,
+    ShareGroupStatePartitionMetadataKey,
+    ShareGroupStatePartitionMetadataValue,
     ShareGroupTargetAssignmentMemberKey,
     ShareGroupTargetAssignmentMemberValue,
     ShareGroupTargetAssignmentMetadataKey,
@@ -60,9 +64,9 @@ def share_member_metadata_tombstone(group_id: str, member_id: str) -> Record:
                    ShareGroupMemberMetadataKey(group_id=group_id, member_id=member_id), None)
 
 
-def share_group_epoch_record(group_id: str, epoch: int) -> Record:
+def share_group_epoch_record(group_id: str, epoch: int, metadata_hash: int) -> Record:
     return _record(RecordType.SHARE_GROUP_METADATA, ShareGroupMetadataKey(group_id=group_id),
-                   ShareGroupMetadataValue(epoch=epoch, metadata_hash=0))
+                   ShareGroupMetadataValue(epoch=epoch, metadata_hash=metadata_hash))
 
 
 def share_group_epoch_tombstone(group_id: str) -> Record:
@@ -106,3 +110,20 @@ def share_current_assignment_record(group_id: str, member_id: str, member_epoch:
 def share_current_assignment_tombstone(group_id: str, member_id: str) -> Record:
     return _record(RecordType.SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT,
                    ShareGroupCurrentMemberAssignmentKey(group_id=group_id, member_id=member_id), None)
+
+
+def share_initialized_record(group_id: str, initialized: Mapping[Uuid, tuple[str, Collection[int]]]) -> Record:
+    """topic id -> (name, partitions) of every initialized share-partition of the group."""
+    info = ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo
+    return _record(RecordType.SHARE_GROUP_STATE_PARTITION_METADATA,
+                   ShareGroupStatePartitionMetadataKey(group_id=group_id),
+                   ShareGroupStatePartitionMetadataValue(
+                       initializing_topics=[], deleting_topics=[], initialized_topics=[
+                           info(topic_id=topic_id, topic_name=initialized[topic_id][0],
+                                partitions=sorted(initialized[topic_id][1]))
+                           for topic_id in sorted(initialized, key=str)]))
+
+
+def share_initialized_tombstone(group_id: str) -> Record:
+    return _record(RecordType.SHARE_GROUP_STATE_PARTITION_METADATA,
+                   ShareGroupStatePartitionMetadataKey(group_id=group_id), None)

@@ -33,6 +33,7 @@ from coordinator.records.share_state import (
     batches_of,
     decode_share_state,
     snapshot_record,
+    snapshot_tombstone,
     state_partition_key,
 )
 from coordinator.server.log_record_store import LogRecordStore
@@ -156,20 +157,40 @@ class SharePartitionManager:
         by_state_partition: dict[int, list[Record]] = {}
         for key in sorted(self._dirty, key=str):
             sp = self.partitions.get(key)
-            if sp is None:
+            index = partition_for(state_partition_key(*key), self.state_log.num_partitions)
+            if sp is None:  # deleted (DeleteShareGroupOffsets): a tombstone
+                self._snapshot_epochs.pop(key, None)
+                self._created_ms.pop(key, None)
+                by_state_partition.setdefault(index, []).append(snapshot_tombstone(*key))
                 continue
             epoch = self._snapshot_epochs[key] = self._snapshot_epochs.get(key, -1) + 1
             created = self._created_ms.setdefault(key, now)
             record = snapshot_record(*key, snapshot_epoch=epoch, state_epoch=sp.state_epoch,
                                      start_offset=sp.start_offset, batches=sp.state_batches(),
                                      create_ms=created, write_ms=now)
-            index = partition_for(state_partition_key(*key), self.state_log.num_partitions)
             by_state_partition.setdefault(index, []).append(record)
         self._dirty.clear()
         writes = [self.state_log.append(index, records) for index, records in by_state_partition.items()]
         if not writes:
             return None
         return _all_of(writes)
+
+    # ---- offsets admin (the group is Empty: its core checked)
+
+    def restart_at(self, group_id: str, topic_id: uuid.UUID, index: int, start_offset: int) -> None:
+        """AlterShareGroupOffsets: the share-partition restarts at `start_offset` with a higher state
+        epoch, every earlier record state discarded (docs/spec/share-groups.md#offsets-admin)."""
+        key = (group_id, topic_id, index)
+        old = self.partitions.get(key)
+        self.partitions[key] = SharePartition(start_offset, old.state_epoch + 1 if old is not None else 0)
+        self.mark_changed(key)
+
+    def forget_topic(self, group_id: str, topic_id: uuid.UUID) -> None:
+        """DeleteShareGroupOffsets: the topic's share-partitions of the group are deleted (tombstoned);
+        the next assignment initializes them again from the reset policy."""
+        for key in [k for k in self.partitions if k[0] == group_id and k[1] == topic_id]:
+            del self.partitions[key]
+            self.mark_changed(key)
 
     # ---- sessions
 

@@ -14,6 +14,7 @@ from protocol.generated.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from protocol.generated.alter_share_group_offsets import AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse
 from protocol.generated.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.generated.consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 from protocol.generated.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
@@ -23,6 +24,10 @@ from protocol.generated.create_topics import CreateTopicsRequest, CreateTopicsRe
 from protocol.generated.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.generated.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.generated.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
+from protocol.generated.delete_share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+)
 from protocol.generated.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.generated.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.generated.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
@@ -31,6 +36,10 @@ from protocol.generated.describe_groups import DescribeGroupsRequest, DescribeGr
 from protocol.generated.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from protocol.generated.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from protocol.generated.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from protocol.generated.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+)
 from protocol.generated.describe_topic_partitions import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
 from protocol.generated.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.generated.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
@@ -83,6 +92,8 @@ from protocol.generated.records import (
     ShareGroupMemberMetadataValue,
     ShareGroupMetadataKey,
     ShareGroupMetadataValue,
+    ShareGroupStatePartitionMetadataKey,
+    ShareGroupStatePartitionMetadataValue,
     ShareGroupTargetAssignmentMemberKey,
     ShareGroupTargetAssignmentMemberValue,
     ShareGroupTargetAssignmentMetadataKey,
@@ -114,6 +125,8 @@ __all__ = [
     'AlterConfigsResponse',
     'AlterPartitionReassignmentsRequest',
     'AlterPartitionReassignmentsResponse',
+    'AlterShareGroupOffsetsRequest',
+    'AlterShareGroupOffsetsResponse',
     'ApiKey',
     'ApiVersionsRequest',
     'ApiVersionsResponse',
@@ -151,6 +164,8 @@ __all__ = [
     'DeleteGroupsResponse',
     'DeleteRecordsRequest',
     'DeleteRecordsResponse',
+    'DeleteShareGroupOffsetsRequest',
+    'DeleteShareGroupOffsetsResponse',
     'DeleteTopicsRequest',
     'DeleteTopicsResponse',
     'DescribeAclsRequest',
@@ -167,6 +182,8 @@ __all__ = [
     'DescribeProducersResponse',
     'DescribeQuorumRequest',
     'DescribeQuorumResponse',
+    'DescribeShareGroupOffsetsRequest',
+    'DescribeShareGroupOffsetsResponse',
     'DescribeTopicPartitionsRequest',
     'DescribeTopicPartitionsResponse',
     'DescribeTransactionsRequest',
@@ -231,6 +248,8 @@ __all__ = [
     'ShareGroupMemberMetadataValue',
     'ShareGroupMetadataKey',
     'ShareGroupMetadataValue',
+    'ShareGroupStatePartitionMetadataKey',
+    'ShareGroupStatePartitionMetadataValue',
     'ShareGroupTargetAssignmentMemberKey',
     'ShareGroupTargetAssignmentMemberValue',
     'ShareGroupTargetAssignmentMetadataKey',
@@ -257,6 +276,8 @@ MESSAGES: dict[str, type[Message]] = {
     'AlterConfigsResponse': AlterConfigsResponse,
     'AlterPartitionReassignmentsRequest': AlterPartitionReassignmentsRequest,
     'AlterPartitionReassignmentsResponse': AlterPartitionReassignmentsResponse,
+    'AlterShareGroupOffsetsRequest': AlterShareGroupOffsetsRequest,
+    'AlterShareGroupOffsetsResponse': AlterShareGroupOffsetsResponse,
     'ApiVersionsRequest': ApiVersionsRequest,
     'ApiVersionsResponse': ApiVersionsResponse,
     'ClassicGroupReasonKey': ClassicGroupReasonKey,
@@ -293,6 +314,8 @@ MESSAGES: dict[str, type[Message]] = {
     'DeleteGroupsResponse': DeleteGroupsResponse,
     'DeleteRecordsRequest': DeleteRecordsRequest,
     'DeleteRecordsResponse': DeleteRecordsResponse,
+    'DeleteShareGroupOffsetsRequest': DeleteShareGroupOffsetsRequest,
+    'DeleteShareGroupOffsetsResponse': DeleteShareGroupOffsetsResponse,
     'DeleteTopicsRequest': DeleteTopicsRequest,
     'DeleteTopicsResponse': DeleteTopicsResponse,
     'DescribeAclsRequest': DescribeAclsRequest,
@@ -309,6 +332,8 @@ MESSAGES: dict[str, type[Message]] = {
     'DescribeProducersResponse': DescribeProducersResponse,
     'DescribeQuorumRequest': DescribeQuorumRequest,
     'DescribeQuorumResponse': DescribeQuorumResponse,
+    'DescribeShareGroupOffsetsRequest': DescribeShareGroupOffsetsRequest,
+    'DescribeShareGroupOffsetsResponse': DescribeShareGroupOffsetsResponse,
     'DescribeTopicPartitionsRequest': DescribeTopicPartitionsRequest,
     'DescribeTopicPartitionsResponse': DescribeTopicPartitionsResponse,
     'DescribeTransactionsRequest': DescribeTransactionsRequest,
@@ -373,6 +398,8 @@ MESSAGES: dict[str, type[Message]] = {
     'ShareGroupMemberMetadataValue': ShareGroupMemberMetadataValue,
     'ShareGroupMetadataKey': ShareGroupMetadataKey,
     'ShareGroupMetadataValue': ShareGroupMetadataValue,
+    'ShareGroupStatePartitionMetadataKey': ShareGroupStatePartitionMetadataKey,
+    'ShareGroupStatePartitionMetadataValue': ShareGroupStatePartitionMetadataValue,
     'ShareGroupTargetAssignmentMemberKey': ShareGroupTargetAssignmentMemberKey,
     'ShareGroupTargetAssignmentMemberValue': ShareGroupTargetAssignmentMemberValue,
     'ShareGroupTargetAssignmentMetadataKey': ShareGroupTargetAssignmentMetadataKey,
@@ -442,3 +469,6 @@ class ApiKey(IntEnum):
     SHARE_GROUP_DESCRIBE = 77
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92

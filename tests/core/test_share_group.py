@@ -48,15 +48,52 @@ def test_three_members_share_two_partitions_and_every_partition_has_a_member():
 def test_epochs_leave_and_fencing():
     s = shard()
     first = beat(s, "a", 0, ["t"]).response
-    assert first.error_code == 0 and first.member_epoch == 1 and partitions(first) == [0, 1]
+    assert first.error_code == 0 and first.member_epoch == 2 and partitions(first) == []
     assert first.heartbeat_interval_ms == 5000
-    assert beat(s, "a", 1).response.assignment is None  # nothing changed: no assignment sent
+    second = beat(s, "a", 2).response  # the share-partitions are initialized now: assigned one epoch later
+    assert (second.member_epoch, partitions(second)) == (3, [0, 1])
+    assert beat(s, "a", 3).response.assignment is None  # nothing changed: no assignment sent
     assert beat(s, "a", 7).response.error_code == ErrorCode.FENCED_MEMBER_EPOCH
     assert beat(s, "x", 1).response.error_code == ErrorCode.UNKNOWN_MEMBER_ID
     left = beat(s, "a", -1).response
     assert (left.error_code, left.member_epoch, left.heartbeat_interval_ms) == (0, -1, 0)
     assert beat(s, "a", -1).response.error_code == ErrorCode.UNKNOWN_MEMBER_ID
     assert beat(s, "a", -1, group="nope").response.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_a_share_partition_is_initialized_once_and_assigned_one_epoch_later():
+    """docs/spec/share-groups.md#heartbeat: Kafka's maybeCreateInitializeShareGroupStateRequest, then
+    initializedAssignmentPending bumping the group epoch on the next heartbeat."""
+    s = shard()
+    joined = beat(s, "a", 0, ["t", "missing"])
+    kinds = [decode_record_versions(r.key, r.value) for r in joined.records]
+    assert kinds[-1].record_type == RecordType.SHARE_GROUP_STATE_PARTITION_METADATA  # last in the batch
+    (topic,) = kinds[-1].value.initialized_topics
+    assert (topic.topic_id, topic.topic_name, topic.partitions) == (T, "t", [0, 1])
+    assert kinds[-1].value.initializing_topics == [] and kinds[-1].value.deleting_topics == []
+    assert partitions(joined.response) == []
+    again = beat(s, "a", 2)
+    assert RecordType.SHARE_GROUP_STATE_PARTITION_METADATA not in {
+        decode_record_versions(r.key, r.value).record_type for r in again.records}  # written once
+    assert partitions(again.response) == [0, 1]
+    # a restart replays record 15: the partitions stay initialized and assigned, nothing is rewritten
+    loaded = GroupShard.from_log([*joined.records, *again.records], new_uuid=lambda: "uuid")
+    newcomer = beat(loaded, "b", 0, ["t"])
+    assert partitions(newcomer.response) == [0] or partitions(newcomer.response) == [1]
+    assert RecordType.SHARE_GROUP_STATE_PARTITION_METADATA not in {
+        decode_record_versions(r.key, r.value).record_type for r in newcomer.records}
+    # more partitions: the new one is initialized, then assigned
+    grown = TopicsSnapshot.of({"t": (T, 3)})
+    epochs = {"a": 3, "b": 4}
+    for member in ("b", "b", "a"):  # b initializes partition 2, its next heartbeat assigns it
+        out = loaded.share_group_heartbeat(m.ShareGroupHeartbeatRequest(
+            group_id="g", member_id=member, member_epoch=epochs[member]), ctx(), grown)
+        loaded.replay_all(out.records)
+        epochs[member] = out.response.member_epoch
+    described = loaded.share_group_describe(m.ShareGroupDescribeRequest(group_ids=["g"]), ctx(), grown).response
+    held = {p for member in described.groups[0].members for tp in member.assignment.topic_partitions
+            for p in tp.partitions}
+    assert held == {0, 1, 2}
 
 
 def test_invalid_requests_are_refused_in_kafkas_order():
@@ -75,6 +112,7 @@ def test_session_expiry_removes_the_member_and_reassigns():
     out = beat(s, "a", 0, ["t"])
     assert ShareSessionKey("g", "a") in {op.key for op in out.timers}
     beat(s, "b", 0, ["t"])
+    beat(s, "a", 3)
     expired = s.on_timer(ShareSessionKey("g", "a"), None, 50_000, TOPICS)
     s.replay_all(expired.records)
     assert [e.name for e in expired.events] == ["share_member_session_expired", "share_member_removed"]
@@ -115,6 +153,9 @@ def test_records_rebuild_the_group_and_delete_writes_tombstones():
     deleted = s.delete_groups(m.DeleteGroupsRequest(groups_names=["g"]), ctx(), TOPICS)
     assert deleted.response.results[0].error_code == 0
     assert all(r.value is None for r in deleted.records)
+    assert [decode_record_versions(r.key, r.value).record_type for r in deleted.records][-3:] == [
+        RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA, RecordType.SHARE_GROUP_STATE_PARTITION_METADATA,
+        RecordType.SHARE_GROUP_METADATA]
     s.replay_all(deleted.records)
     gone = s.share_group_describe(m.ShareGroupDescribeRequest(group_ids=["g"]), ctx(), TOPICS).response
     assert gone.groups[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND

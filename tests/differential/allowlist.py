@@ -43,6 +43,12 @@ ALLOWLIST: tuple[Allowed, ...] = (
     Allowed("CreatePartitions", r"<request>", conversation="create_partitions",
             reason="Manual assignments name the node itself, whose id differs: the oracle is node 1, groupcoord "
                    "node 0 (the conversation reads it from Metadata)."),
+    *(Allowed("ShareFetch", r"responses.*", conversation="share_sessions", step=step, reason=(
+        "BUG, to fix: a ShareFetch of a share-partition its group never initialized (no member subscribed, "
+        "no record 15): Kafka 4.4 answers nothing while its share coordinator reads the missing state, and "
+        "UNKNOWN_SERVER_ERROR (-1) for the partition once that read failed (the opening fetch or the next, "
+        "by timing); groupcoord initializes the share-partition on first fetch and answers no records "
+        "(docs/spec/share-groups.md#heartbeat).")) for step in (3, 6)),
     *(Allowed("CreatePartitions", r"results\[0\]\.error_message", conversation="create_partitions", step=step,
               reason="The message names the node itself (node 1 in the oracle, node 0 in groupcoord).")
       for step in (11, 13)),
@@ -52,14 +58,6 @@ ALLOWLIST: tuple[Allowed, ...] = (
                    "executor and computes the target at a later heartbeat, so its group waits in Assigning; "
                    "groupcoord resolves it in the joining heartbeat and computes the target with it "
                    "(docs/spec/consumer-protocol.md#regular-expressions), so its group is already Stable."),
-    # share_group_membership: Kafka 4.4 initializes a share-partition (record 15, the share coordinator's
-    # initialize call) before assigning it: the first heartbeat answers epoch 2 and no partitions.
-    *(Allowed(api, r".*", conversation="share_group_membership", step=step, reason=(
-        "BUG, to fix: share-partition initialization is not modelled (docs/spec/share-groups.md#heartbeat): "
-        "groupcoord assigns a subscribed partition at once (epoch 1 with partitions), Kafka 4.4 only after "
-        "initializing it one group epoch later; later steps then carry other epochs."))
-      for api, step in (("ShareGroupHeartbeat", 9), ("ShareGroupHeartbeat", 10), ("ShareGroupHeartbeat", 11),
-                        ("ShareGroupDescribe", 13))),
 )
 
 

@@ -695,6 +695,23 @@ def admin_apis(s: Side) -> None:
         s.call("a", K.LIST_GROUPS, version, m.ListGroupsRequest(states_filter=states, types_filter=types))
 
 
+def await_share_assignment(s: Side, group: str, member_id: str, epoch: int, timeout: float = 20.0) -> int:
+    """Heartbeat (unrecorded) until the member gets partitions; its epoch then. Kafka assigns a
+    share-partition one heartbeat after its share coordinator initialized it, which takes a moment
+    (the first time, `__share_group_state` is created); groupcoord initializes it at once."""
+    wire = s.wire("_await")
+    deadline = time.monotonic() + timeout
+    while True:
+        response = wire.request(K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+            group_id=group, member_id=member_id, member_epoch=epoch))
+        epoch = response.member_epoch
+        if response.assignment is not None and response.assignment.topic_partitions:
+            return epoch
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{s.name}: no share-partition of {group} assigned")
+        time.sleep(0.1)  # poll interval
+
+
 def share_group_membership(s: Side) -> None:
     """ShareGroupHeartbeat validation, epochs, leave; ShareGroupDescribe; the group-id namespace shared
     with classic groups (docs/spec/share-groups.md#heartbeat and #describe-and-coexistence)."""
@@ -715,9 +732,11 @@ def share_group_membership(s: Side) -> None:
         hb("a", **request)
     hb("a", group_id=s.name_of("sg-none"), member_id="m-none-00000000000000", member_epoch=3)
     hb("a", group_id=s.name_of("sg-none"), member_id="m-none-00000000000000", member_epoch=-1)
+    # A new share group answers epoch 2 and no partitions: they are initialized first (record 15).
     a = hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=0, subscribed_topic_names=[topic])
-    hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=a.member_epoch)
-    hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=a.member_epoch + 5)
+    epoch = await_share_assignment(s, group, "m-a-00000000000000000", a.member_epoch)
+    hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=epoch)
+    hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=epoch + 5)
     hb("b", group_id=group, member_id="m-zz-0000000000000000", member_epoch=1)
     s.call("a", K.SHARE_GROUP_DESCRIBE, 1, m.ShareGroupDescribeRequest(group_ids=[group, s.name_of("sg-none")]))
     s.call("a", K.JOIN_GROUP, 9, join(group))
@@ -728,6 +747,73 @@ def share_group_membership(s: Side) -> None:
     s.call("a", K.LIST_GROUPS, 5, m.ListGroupsRequest(types_filter=["share"]))
     hb("a", group_id=group, member_id="m-a-00000000000000000", member_epoch=-1)
     # DeleteGroups of the emptied share group is left out: Kafka 4.4 did not answer it within 8 s.
+
+
+def share_group_offsets(s: Side) -> None:
+    """DescribeShareGroupOffsets (docs/spec/share-groups.md#offsets-admin): every topic (null) or named
+    ones, a group of another type, an unknown group, versions 0 and 1. Left out: a request naming an
+    unknown group with topics, an unknown topic and a partition out of range together got no answer
+    from Kafka 4.4 within 15 s (which of them stalls it is not known yet)."""
+    (topic,) = create_topics(s, "sgo", partitions=2)
+    await_assignable(s, topic)
+    group, classic = s.name_of("sgo"), s.name_of("sgo-classic")
+    joined = s.call("a", K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+        group_id=group, member_id="m-o-00000000000000000", member_epoch=0, subscribed_topic_names=[topic]))
+    await_share_assignment(s, group, "m-o-00000000000000000", joined.member_epoch)
+    member = join_one(s, classic, "c")
+    s.call("c", K.SYNC_GROUP, 5, sync(classic, 1, member.member_id, {member.member_id: b""}))
+    Req = m.DescribeShareGroupOffsetsRequest
+    Group, Topic = Req.DescribeShareGroupOffsetsRequestGroup, Req.DescribeShareGroupOffsetsRequestTopic
+    # one group per request: Kafka 4.4 lists the groups of one request in no fixed order
+    for version in (0, 1):
+        for group_id in (group, s.name_of("sgo-none"), classic):
+            s.call("a", K.DESCRIBE_SHARE_GROUP_OFFSETS, version, Req(groups=[Group(group_id=group_id, topics=None)]))
+    s.call("a", K.DESCRIBE_SHARE_GROUP_OFFSETS, 1, Req(groups=[
+        Group(group_id=group, topics=[Topic(topic_name=topic, partitions=[1, 0])])]))
+
+
+def share_group_offsets_admin(s: Side) -> None:
+    """AlterShareGroupOffsets and DeleteShareGroupOffsets (docs/spec/share-groups.md#offsets-admin): refused
+    while the group has members, then applied; unknown groups and groups of another type."""
+    (topic,) = create_topics(s, "sga", partitions=2)
+    await_assignable(s, topic)
+    group, classic = s.name_of("sga"), s.name_of("sga-classic")
+    member = "m-s-00000000000000000"
+    joined = s.call("a", K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+        group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]))
+    epoch = await_share_assignment(s, group, member, joined.member_epoch)
+    joined_classic = join_one(s, classic, "c")
+    s.call("c", K.SYNC_GROUP, 5, sync(classic, 1, joined_classic.member_id, {joined_classic.member_id: b""}))
+    Alter, Delete = m.AlterShareGroupOffsetsRequest, m.DeleteShareGroupOffsetsRequest
+    Describe = m.DescribeShareGroupOffsetsRequest
+
+    def alter(group_id: str, partitions: dict[int, int]) -> None:
+        s.call("a", K.ALTER_SHARE_GROUP_OFFSETS, 0, Alter(group_id=group_id, topics=[
+            Alter.AlterShareGroupOffsetsRequestTopic(topic_name=topic, partitions=[
+                Alter.AlterShareGroupOffsetsRequestPartition(partition_index=p, start_offset=o)
+                for p, o in partitions.items()])]))
+
+    def delete(group_id: str) -> None:
+        s.call("a", K.DELETE_SHARE_GROUP_OFFSETS, 0, Delete(group_id=group_id, topics=[
+            Delete.DeleteShareGroupOffsetsRequestTopic(topic_name=topic)]))
+
+    def describe() -> None:
+        s.call("a", K.DESCRIBE_SHARE_GROUP_OFFSETS, 1, Describe(groups=[
+            Describe.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=None)]))
+
+    alter(group, {0: 0})
+    delete(group)
+    s.call("a", K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+        group_id=group, member_id=member, member_epoch=epoch, subscribed_topic_names=None))
+    s.call("a", K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(group_id=group, member_id=member,
+                                                                         member_epoch=-1))
+    alter(group, {0: 0, 1: 0})
+    describe()
+    delete(group)
+    describe()
+    for other in (classic, s.name_of("sga-none")):
+        alter(other, {0: 0})
+        delete(other)
 
 
 def share_sessions(s: Side) -> None:
@@ -853,7 +939,7 @@ CONVERSATIONS: dict[str, Conversation] = {
         join_every_version, join_errors, two_members_sync, stale_generation_and_unknown_member,
         static_membership, duplicate_instance_fencing, leave_batches, offsets_across_versions,
         describe_list_delete, consumer_group_lifecycle, consumer_group_errors, transactional_offsets,
-        create_partitions, txn_offsets_unknown_topics, admin_apis, share_group_membership, share_sessions,
-        transaction_version_2, transaction_version_2_fence,
+        create_partitions, txn_offsets_unknown_topics, admin_apis, share_group_membership, share_group_offsets,
+        share_group_offsets_admin, share_sessions, transaction_version_2, transaction_version_2_fence,
     )
 }

@@ -84,13 +84,14 @@ def sample_records() -> list[Record]:
         cg.current_assignment_record("cg", member()),
         *cg.group_deletion_tombstones(group),
         sg.share_member_metadata_record("cg", "m-1", None, "client", "/127.0.0.1", ["foo"]),
-        sg.share_group_epoch_record("cg", 2),
+        sg.share_group_epoch_record("cg", 2, -4_321),
         sg.share_target_record("cg", "m-1", {FOO: frozenset({0, 1})}),
         sg.share_assignment_epoch_record("cg", 2, 1_700_000_000_000),
         sg.share_current_assignment_record("cg", "m-1", 2, 0, {FOO: frozenset({0, 1})}),
         sg.share_current_assignment_tombstone("cg", "m-1"), sg.share_target_tombstone("cg", "m-1"),
         sg.share_member_metadata_tombstone("cg", "m-1"), sg.share_assignment_epoch_tombstone("cg"),
         sg.share_group_epoch_tombstone("cg"),
+        sg.share_initialized_record("cg", {FOO: ("foo", frozenset({0, 1, 2}))}), sg.share_initialized_tombstone("cg"),
     ]
 
 
@@ -106,7 +107,8 @@ def test_kafkas_record_type_numbers() -> None:
         "CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA": 6, "CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER": 7,
         "CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT": 8, "SHARE_GROUP_MEMBER_METADATA": 10, "SHARE_GROUP_METADATA": 11,
         "SHARE_GROUP_TARGET_ASSIGNMENT_METADATA": 12, "SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER": 13,
-        "SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT": 14, "CONSUMER_GROUP_REGULAR_EXPRESSION": 16,
+        "SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT": 14,
+        "SHARE_GROUP_STATE_PARTITION_METADATA": 15, "CONSUMER_GROUP_REGULAR_EXPRESSION": 16,
         "CLASSIC_GROUP_REASON": 30000}
     assert set(REGISTRY) == set(RecordType)
     for record_type, schema in REGISTRY.items():
@@ -185,7 +187,7 @@ def test_the_spark_decoder_decodes_every_record_type(tmp_path: Path) -> None:
         assert (row["record_type"], row["kind"], row["group_id"], row["tombstone"], row["value_version"]) == (
             decoded.record_type, schema.kind, decoded.group_id, record.value is None, decoded.value_version)
         assert row["member_id"] == (None if schema.member_attr is None else "m-1")
-        has_json = (decoded.record_type in (*range(3, 9), *range(10, 15), RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION)
+        has_json = (decoded.record_type in (*range(3, 9), *range(10, 16), RecordType.CONSUMER_GROUP_REGULAR_EXPRESSION)
                     and record.value is not None)
         assert (row["value_json"] is not None) == has_json, row
     epoch = next(r for r in rows if r["kind"] == "consumer_group_metadata" and not r["tombstone"])

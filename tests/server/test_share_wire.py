@@ -4,12 +4,20 @@ acquisition, acknowledgements and their errors (docs/spec/share-groups.md#sessio
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import time
 import uuid
+from pathlib import Path
 
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import (
+    AlterShareGroupOffsetsRequest,
     CreateTopicsRequest,
+    DeleteShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
     ShareGroupDescribeRequest,
@@ -93,12 +101,172 @@ def test_heartbeat_and_describe_over_the_wire(wire):
     group = f"g-{uuid.uuid4().hex[:8]}"
     joined = wire.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, ShareGroupHeartbeatRequest(
         group_id=group, member_id="member-1", member_epoch=0, subscribed_topic_names=[name]))
-    assert joined.error_code == 0 and joined.member_epoch == 1
-    assert [(tp.topic_id, sorted(tp.partitions)) for tp in joined.assignment.topic_partitions] == [(topic_id, [0, 1])]
+    # docs/spec/share-groups.md#heartbeat: the join initializes the share-partitions, the next beat assigns them
+    assert (joined.error_code, joined.member_epoch, joined.assignment.topic_partitions) == (0, 2, [])
+    again = wire.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, ShareGroupHeartbeatRequest(
+        group_id=group, member_id="member-1", member_epoch=2))
+    assert again.error_code == 0 and again.member_epoch == 3
+    assert [(tp.topic_id, sorted(tp.partitions)) for tp in again.assignment.topic_partitions] == [(topic_id, [0, 1])]
     [described] = wire.request(ApiKey.SHARE_GROUP_DESCRIBE, 1, ShareGroupDescribeRequest(group_ids=[group])).groups
     assert (described.group_state, described.assignor_name, [m.member_id for m in described.members]) == (
         "Stable", "simple", ["member-1"])
     assert described.members[0].assignment.topic_partitions[0].topic_name == name
+
+
+def describe_offsets(wire, group, topics=None, version=1):
+    Req = DescribeShareGroupOffsetsRequest
+    named = None if topics is None else [Req.DescribeShareGroupOffsetsRequestTopic(n, p) for n, p in topics]
+    [described] = wire.request(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, version, Req(groups=[
+        Req.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=named)])).groups
+    return described
+
+
+def test_describe_share_group_offsets(wire):
+    """docs/spec/share-groups.md#case-43: SPSO per initialized share-partition, -1 before its first
+    fetch; the lag (v1) leaves out in-flight records whose delivery ended."""
+    name, topic_id = create(wire, partitions=2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    wire.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, ShareGroupHeartbeatRequest(
+        group_id=group, member_id="member-1", member_epoch=0, subscribed_topic_names=[name]))
+    described = describe_offsets(wire, group)
+    assert described.error_code == 0
+    assert [(t.topic_name, t.topic_id, [(p.partition_index, p.start_offset, p.lag, p.error_code)
+                                        for p in t.partitions]) for t in described.topics] == [
+        (name, topic_id, [(0, -1, -1, 0), (1, -1, -1, 0)])]
+    share_fetch(wire, group, "member-1", 0, topic_id)  # latest: starts at 0 on the empty partition
+    produce(wire, name, 0, 10)
+    assert acquired(share_fetch(wire, group, "member-1", 1, topic_id)) == [(0, 9, 1)]
+    share_ack(wire, group, "member-1", 2, topic_id, [(0, 2, ACCEPT), (5, 5, REJECT)])
+    [topic] = describe_offsets(wire, group, [(name, [1, 0])]).topics
+    # SPSO 3 (0-2 accepted); of 3-9 one (5) is rejected: lag 6
+    assert [(p.partition_index, p.start_offset, p.lag) for p in topic.partitions] == [(0, 3, 6), (1, -1, -1)]
+    assert describe_offsets(wire, "no-such-group").topics == []
+    assert describe_offsets(wire, group, version=0).topics[0].partitions[0].start_offset == 3
+
+
+def test_alter_and_delete_share_group_offsets(wire):
+    """docs/spec/share-groups.md#case-44 and #case-45: refused while the group has a member; once
+    Empty, Alter restarts the share-partition at the offset given (accepted records delivered again),
+    Delete forgets it (a newcomer starts from the reset policy)."""
+    name, topic_id = create(wire)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    Alter, Delete = AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest
+
+    def alter(offset):
+        return wire.request(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, Alter(group_id=group, topics=[
+            Alter.AlterShareGroupOffsetsRequestTopic(name, [Alter.AlterShareGroupOffsetsRequestPartition(0, offset)])]))
+
+    def delete():
+        return wire.request(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, Delete(group_id=group, topics=[
+            Delete.DeleteShareGroupOffsetsRequestTopic(name)]))
+
+    def heartbeat(epoch):
+        return wire.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, ShareGroupHeartbeatRequest(
+            group_id=group, member_id="member-1", member_epoch=epoch, subscribed_topic_names=[name] if epoch == 0
+            else None))
+
+    heartbeat(0)
+    share_fetch(wire, group, "member-1", 0, topic_id)
+    produce(wire, name, 0, 10)
+    assert acquired(share_fetch(wire, group, "member-1", 1, topic_id)) == [(0, 9, 1)]
+    share_ack(wire, group, "member-1", 2, topic_id, [(0, 9, ACCEPT)])
+    refused = alter(3)
+    assert (refused.error_code, refused.error_message) == (ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
+    assert delete().error_code == ErrorCode.NON_EMPTY_GROUP
+    share_fetch(wire, group, "member-1", -1, topic_id)
+    heartbeat(-1)
+    altered = alter(3)
+    assert altered.error_code == 0
+    assert [(t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions]) for t in altered.responses] == [
+        (topic_id, [(0, 0)])]
+    assert describe_offsets(wire, group).topics[0].partitions[0].start_offset == 3
+    assert acquired(share_fetch(wire, group, "member-2", 0, topic_id)) == [(3, 9, 1)]  # accepted ones again
+    share_fetch(wire, group, "member-2", -1, topic_id)
+    deleted = delete()
+    assert (deleted.error_code, [(t.topic_id, t.error_code) for t in deleted.responses]) == (0, [(topic_id, 0)])
+    assert describe_offsets(wire, group).topics == []
+    share_fetch(wire, group, "member-3", 0, topic_id)  # latest again: starts past the 10 records
+    assert describe_offsets(wire, group, [(name, [0])]).topics[0].partitions[0].start_offset == 10
+
+
+def test_offsets_admin_acls_as_kafkaapis_checks_them(server_factory, connect):
+    """Describe/Alter/DeleteShareGroupOffsets with ACLs (docs/spec/share-groups.md#offsets-admin): no ACL
+    on the group → GROUP_AUTHORIZATION_FAILED; a topic the principal may not read or describe →
+    TOPIC_AUTHORIZATION_FAILED for it, the others answered."""
+    from coordinator.cli import main as groupcoord
+
+    server = server_factory("authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+
+    def acls(*args: str) -> None:
+        assert groupcoord(["acls", "--data-dir", str(server.data_dir), "--add", "--allow-principal",
+                           "User:ANONYMOUS", *args]) == 0
+
+    acls("--operation", "Create", "--cluster")
+    acls("--operation", "All", "--topic", "open")
+    wire = connect(server)
+    for name in ("open", "secret"):
+        deadline = time.monotonic() + 5
+        while wire.request(ApiKey.CREATE_TOPICS, 7, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+                name, 1, 1, [], [])])).topics[0].error_code not in (0, ErrorCode.TOPIC_ALREADY_EXISTS):
+            assert time.monotonic() < deadline, "the Create ACL was not applied"
+            time.sleep(0.1)
+    Alter, Delete = AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest
+
+    def alter():
+        return wire.request(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, Alter(group_id="g", topics=[
+            Alter.AlterShareGroupOffsetsRequestTopic(t, [Alter.AlterShareGroupOffsetsRequestPartition(0, 0)])
+            for t in ("open", "secret")]))
+
+    def delete():
+        return wire.request(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, Delete(group_id="g", topics=[
+            Delete.DeleteShareGroupOffsetsRequestTopic(t) for t in ("open", "secret")]))
+
+    assert describe_offsets(wire, "g").error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    assert alter().error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    assert delete().error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    acls("--operation", "All", "--group", "g")
+    deadline = time.monotonic() + 5
+    while (altered := alter()).error_code != 0:
+        assert time.monotonic() < deadline, "the group ACL was not applied"
+        time.sleep(0.1)
+    assert sorted((t.topic_name, t.partitions[0].error_code) for t in altered.responses) == [
+        ("open", 0), ("secret", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+    named = describe_offsets(wire, "g", [("open", [0]), ("secret", [0])])
+    assert sorted((t.topic_name, t.partitions[0].error_code, t.partitions[0].start_offset) for t in named.topics) == [
+        ("open", 0, 0), ("secret", ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1)]
+    assert [t.topic_name for t in describe_offsets(wire, "g").topics] == ["open"]
+    deleted = delete()
+    assert sorted((t.topic_name, t.error_code) for t in deleted.responses) == [
+        ("open", 0), ("secret", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+
+
+def test_groups_cli_describes_a_share_group_as_kafka_share_groups_does(shared_server, wire):
+    """`groupcoord groups --describe` of a share group: kafka-share-groups.sh's columns (GROUP, TOPIC,
+    PARTITION, LEADER-EPOCH, START-OFFSET, LAG), "-" where nothing is known yet."""
+    name, topic_id = create(wire, partitions=2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    wire.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, ShareGroupHeartbeatRequest(
+        group_id=group, member_id="member-1", member_epoch=0, subscribed_topic_names=[name]))
+    share_fetch(wire, group, "member-1", 0, topic_id)
+    produce(wire, name, 0, 4)
+    share_fetch(wire, group, "member-1", 1, topic_id, max_wait_ms=0)
+    share_ack(wire, group, "member-1", 2, topic_id, [(0, 0, ACCEPT)])
+    command = [str(Path(sys.executable).with_name("groupcoord")), "groups", "--bootstrap-server",
+               shared_server.bootstrap, "--describe", "--group", group]
+    rows = json.loads(subprocess.run([*command, "--output", "json"], capture_output=True, text=True, timeout=30,
+                                     check=True).stdout)
+    assert rows == [
+        {"GROUP": group, "TOPIC": name, "PARTITION": 0, "LEADER-EPOCH": 0, "START-OFFSET": 1, "LAG": 3},
+        {"GROUP": group, "TOPIC": name, "PARTITION": 1, "LEADER-EPOCH": 0, "START-OFFSET": None, "LAG": None}]
+    table = subprocess.run(command, capture_output=True, text=True, timeout=30, check=True).stdout.splitlines()
+    assert table[0].split() == ["GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET", "LAG"]
+    assert table[2].split() == [group, name, "1", "0", "-", "-"]
+    base = command[:4]
+    listed = subprocess.run([*base, "--list", "--type", "share"], capture_output=True, text=True, timeout=30,
+                            check=True).stdout.splitlines()
+    assert [group, "Share"] in [line.split() for line in listed]
+    plain = subprocess.run([*base, "--list"], capture_output=True, text=True, timeout=30, check=True).stdout
+    assert group not in plain.split()  # kafka-consumer-groups.sh --list shows no share group
 
 
 def test_acknowledged_records_stay_acknowledged_across_a_sigkill(server_factory, connect):

@@ -180,6 +180,18 @@ class GroupShard:
                              topics: TopicsView = NO_TOPICS) -> Outcome:
         return self.share.describe(req, ctx, topics)
 
+    def describe_share_group_offsets(self, req: m.DescribeShareGroupOffsetsRequest, ctx: RequestContext,
+                                     topics: TopicsView = NO_TOPICS) -> Outcome:
+        return self.share.describe_offsets(req, ctx, topics)
+
+    def alter_share_group_offsets(self, req: m.AlterShareGroupOffsetsRequest, ctx: RequestContext,
+                                  topics: TopicsView = NO_TOPICS) -> Outcome:
+        return self.share.alter_offsets(req, ctx, topics)
+
+    def delete_share_group_offsets(self, req: m.DeleteShareGroupOffsetsRequest, ctx: RequestContext,
+                                   topics: TopicsView = NO_TOPICS) -> Outcome:
+        return self.share.delete_offsets(req, ctx, topics)
+
     def consumer_group_describe(self, req: m.ConsumerGroupDescribeRequest, ctx: RequestContext,
                                 topics: TopicsView = NO_TOPICS) -> Outcome:
         return self.consumer.consumer_group_describe(req, ctx, topics)

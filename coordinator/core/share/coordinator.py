@@ -2,17 +2,21 @@
 GroupMetadataManager.shareGroupHeartbeat and friends), over the shard's one group map.
 
 docs/spec/share-groups.md#heartbeat: join at epoch 0 (creating the group), heartbeat at the
-member's epoch, leave at -1. A new member, a changed subscription or changed partition counts bump
-the group epoch; a group epoch ahead of the assignment epoch runs the `simple` assignor, and each
-member takes its target at once (no revocation step: partitions are shared).
+member's epoch, leave at -1. A new member, a changed subscription, changed partition counts or an
+initialized share-partition no target holds bump the group epoch; a group epoch ahead of the
+assignment epoch runs the `simple` assignor over the initialized share-partitions, and each member
+takes its target at once (no revocation step: partitions are shared). A heartbeat then initializes
+the subscribed partitions not initialized yet (record 15), so they are assigned one epoch later, as
+Kafka 4.4 does (GroupMetadataManager.maybeCreateInitializeShareGroupStateRequest).
 
-A handler computes on a copy of the group and returns what changed as records (types 10-14,
+A handler computes on a copy of the group and returns what changed as records (types 10-15,
 coordinator/records/share.py); `replay` is what applies them, at run time and when loading.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -24,11 +28,12 @@ from coordinator.core.runtime.groups import GroupMap
 from coordinator.core.runtime.outcome import Outcome
 from coordinator.core.runtime.timer_keys import ShareSessionKey
 from coordinator.core.share.assignor import assign
-from coordinator.core.share.model import Assignment, ShareGroup, ShareMember
+from coordinator.core.share.model import Assignment, InitializedTopic, ShareGroup, ShareMember
 from coordinator.records import DecodedRecord, Record, RecordType
 from coordinator.records import share as records
 from protocol import messages as m
 from protocol.error_codes import ErrorCode
+from protocol.primitives import ZERO_UUID, Uuid
 
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
@@ -37,6 +42,7 @@ MEMBER_REMOVED = "share_member_removed"
 
 Heartbeat = m.ShareGroupHeartbeatResponse
 Described = m.ShareGroupDescribeResponse
+OffsetsDescribed = m.DescribeShareGroupOffsetsResponse
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,11 +105,12 @@ class ShareGroupCoordinator:
             if names != member.subscribed_topic_names:
                 member.subscribed_topic_names = names
                 bump = True
-        if self._refresh_topics(group, topics) or bump:
+        if self._refresh_topics(group, topics) or bump or self._initialized_unassigned(group, topics):
             group.group_epoch += 1
         if group.group_epoch > group.assignment_epoch:
             self._assign(group, topics)
         changed = self._reconcile(member, group)
+        self._initialize(group, topics)
         fx.schedule(ShareSessionKey(group.group_id, member.member_id), self.config.session_timeout_ms)
         response = Heartbeat(member_id=member.member_id, member_epoch=member.member_epoch,
                              heartbeat_interval_ms=self.config.heartbeat_interval_ms)
@@ -131,7 +138,9 @@ class ShareGroupCoordinator:
             raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
         if not create:
             raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
-        return ShareGroup(group_id)
+        # Kafka 4.4 answers a new share group's first member with epoch 2, whatever it subscribes to
+        # (seen against the 4.4 oracle); later members add one each.
+        return ShareGroup(group_id, group_epoch=1)
 
     def _remove(self, group: ShareGroup, member_id: str, fx: Effects, topics: TopicsView) -> None:
         del group.members[member_id]
@@ -145,22 +154,60 @@ class ShareGroupCoordinator:
             self._assign(group, topics)
 
     def _refresh_topics(self, group: ShareGroup, topics: TopicsView) -> bool:
-        seen = {}
-        for name in group.subscribed_topic_names():
+        """True when the subscribed topics' metadata changed since the group epoch last went up.
+        Kafka hashes it with its own topic hashes (computeMetadataHash); ours is a stable digest of the
+        same facts, so a log written by either side bumps the epoch at most once on the other."""
+        seen = []
+        for name in sorted(group.subscribed_topic_names()):
             info = topics.by_name(name)
             if info is not None:
-                seen[name] = info.num_partitions
-        if seen == group.topic_partitions:
+                seen.append(f"{name}\0{info.topic_id}\0{info.num_partitions}")
+        digest = hashlib.blake2b("\n".join(seen).encode(), digest_size=8).digest() if seen else bytes(8)
+        metadata_hash = int.from_bytes(digest, "big", signed=True)
+        if metadata_hash == group.metadata_hash:
             return False
-        group.topic_partitions = seen
+        group.metadata_hash = metadata_hash
         return True
+
+    @staticmethod
+    def _initialized_unassigned(group: ShareGroup, topics: TopicsView) -> bool:
+        """Kafka's initializedAssignmentPending: an initialized partition of a subscribed, existing
+        topic that no target holds."""
+        targeted: dict[object, set[int]] = {}
+        for target in group.targets.values():
+            for topic_id, parts in target.items():
+                targeted.setdefault(topic_id, set()).update(parts)
+        for name in group.subscribed_topic_names():
+            info = topics.by_name(name)
+            initialized = group.initialized.get(info.topic_id) if info is not None else None
+            if info is not None and initialized is not None:
+                live = {p for p in initialized.partitions if p < info.num_partitions}
+                if not live <= targeted.get(info.topic_id, set()):
+                    return True
+        return False
+
+    @staticmethod
+    def _initialize(group: ShareGroup, topics: TopicsView) -> None:
+        """Every partition of a subscribed topic gets durable share state (record 15). On one node
+        this is immediate: the share-partition starts at -1 (the reset policy applies on its first
+        fetch, server/share_partitions.py); Kafka's share coordinator writes the same snapshot."""
+        for name in sorted(group.subscribed_topic_names()):
+            info = topics.by_name(name)
+            if info is None:
+                continue
+            known = group.initialized.get(info.topic_id)
+            every = frozenset(range(info.num_partitions))
+            if known is None or not every <= known.partitions:
+                group.initialized[info.topic_id] = InitializedTopic(
+                    name, every | (known.partitions if known is not None else frozenset()))
 
     def _assign(self, group: ShareGroup, topics: TopicsView) -> None:
         known = {}
         for name in group.subscribed_topic_names():
             info = topics.by_name(name)
-            if info is not None:
-                known[name] = (info.topic_id, info.num_partitions)
+            initialized = group.initialized.get(info.topic_id) if info is not None else None
+            if info is not None and initialized is not None:
+                known[name] = (info.topic_id, sorted(p for p in initialized.partitions if p < info.num_partitions))
         group.targets = assign({mid: mem.subscribed_topic_names for mid, mem in group.members.items()}, known)
         group.assignment_epoch = group.group_epoch
 
@@ -214,6 +261,100 @@ class ShareGroupCoordinator:
                                         group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
                                         assignor_name=ASSIGNOR_NAME, members=members)
 
+    # ---- DescribeShareGroupOffsets (the shell fills in start offsets and lags)
+
+    def describe_offsets(self, req: m.DescribeShareGroupOffsetsRequest, ctx: RequestContext,
+                         topics: TopicsView) -> Outcome:
+        """Per group, its initialized share-partitions (topics null) or the ones named, each at start
+        offset -1 and lag -1 until the shell knows better. docs/spec/share-groups.md#offsets-admin."""
+        return Outcome(response=OffsetsDescribed(groups=[self._describe_offsets(g, topics) for g in req.groups]))
+
+    def _describe_offsets(self, wanted: m.DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup,
+                          topics: TopicsView) -> OffsetsDescribed.DescribeShareGroupOffsetsResponseGroup:
+        answer = OffsetsDescribed.DescribeShareGroupOffsetsResponseGroup(group_id=wanted.group_id, topics=[])
+        group = self.groups.share(wanted.group_id)
+        if group is None:  # Kafka 4.4 answers an unknown group or one of another type with no topics
+            return answer
+        if wanted.topics is None:
+            named = [(t.name, sorted(t.partitions)) for t in group.initialized.values()]
+        else:
+            named = [(t.topic_name, sorted(set(t.partitions))) for t in wanted.topics]
+        for name, partitions in sorted(named):
+            info = topics.by_name(name)
+            if info is None:
+                answer.topics.append(_offsets_topic(name, None, partitions, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            else:
+                answer.topics.append(_offsets_topic(name, info.topic_id, partitions, ErrorCode.NONE))
+        return answer
+
+    # ---- AlterShareGroupOffsets, DeleteShareGroupOffsets (the shell then rewrites the share state)
+
+    def _empty_group_for_offsets(self, group_id: str, create: bool) -> ShareGroup:
+        """A working copy of an Empty share group; as Kafka 4.4 answers, an unknown one is created
+        by Alter (and an unknown one for Delete is an empty new one too)."""
+        if group_id in self.groups and self.groups.share(group_id) is None:
+            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        group = self._group_for(group_id, create=True) if create or group_id in self.groups else ShareGroup(group_id)
+        if group.members:
+            raise ApiError(ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
+        return group
+
+    def alter_offsets(self, req: m.AlterShareGroupOffsetsRequest, ctx: RequestContext, topics: TopicsView) -> Outcome:
+        """The named share-partitions become initialized (record 15); the response lists them per
+        topic. docs/spec/share-groups.md#offsets-admin."""
+        Altered = m.AlterShareGroupOffsetsResponse
+        try:
+            before = self.groups.share(req.group_id)
+            group = self._empty_group_for_offsets(req.group_id, create=True)
+            if before is None:
+                group.group_epoch = 0  # created here, not by a member joining
+        except ApiError as exc:
+            return Outcome(response=Altered(error_code=int(exc.code), error_message=_message(exc), responses=[]))
+        responses = []
+        for wanted in req.topics:
+            info = topics.by_name(wanted.topic_name)
+            parts = []
+            for p in wanted.partitions:
+                known = info is not None and 0 <= p.partition_index < info.num_partitions
+                code = ErrorCode.NONE if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                parts.append(Altered.AlterShareGroupOffsetsResponsePartition(
+                    partition_index=p.partition_index, error_code=int(code),
+                    error_message=None if known else "This server does not host this topic-partition."))
+            if info is not None:
+                done = {p.partition_index for p in wanted.partitions if 0 <= p.partition_index < info.num_partitions}
+                old = group.initialized.get(info.topic_id)
+                group.initialized[info.topic_id] = InitializedTopic(
+                    info.name, frozenset(done) | (old.partitions if old is not None else frozenset()))
+            responses.append(Altered.AlterShareGroupOffsetsResponseTopic(
+                topic_name=wanted.topic_name, topic_id=info.topic_id if info is not None else ZERO_UUID,
+                partitions=parts))
+        records = changes(req.group_id, before, group, ctx.now_ms)
+        return Outcome(records=records, response=Altered(responses=responses))
+
+    def delete_offsets(self, req: m.DeleteShareGroupOffsetsRequest, ctx: RequestContext,
+                       topics: TopicsView) -> Outcome:
+        """The named topics leave record 15: the next assignment initializes them again."""
+        Deleted = m.DeleteShareGroupOffsetsResponse
+        try:
+            before = self.groups.share(req.group_id)
+            group = self._empty_group_for_offsets(req.group_id, create=False)
+        except ApiError as exc:
+            return Outcome(response=Deleted(error_code=int(exc.code), error_message=_message(exc), responses=[]))
+        responses = []
+        for wanted in req.topics:
+            info = topics.by_name(wanted.topic_name)
+            if info is None:
+                responses.append(Deleted.DeleteShareGroupOffsetsResponseTopic(
+                    topic_name=wanted.topic_name, topic_id=ZERO_UUID,
+                    error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                    error_message="This server does not host this topic-partition."))
+                continue
+            group.initialized.pop(info.topic_id, None)
+            responses.append(Deleted.DeleteShareGroupOffsetsResponseTopic(topic_name=wanted.topic_name,
+                                                                          topic_id=info.topic_id))
+        records = changes(req.group_id, before, group, ctx.now_ms) if before is not None else []
+        return Outcome(records=records, response=Deleted(responses=responses))
+
     def listed_groups(self, states: list[str], types: list[str]) -> list[m.ListGroupsResponse.ListedGroup]:
         wanted_states = {s.lower() for s in states}
         wanted_types = {t.lower() for t in types}
@@ -254,7 +395,7 @@ class ShareGroupCoordinator:
             if value is None:
                 del self.groups[group_id]
             else:
-                group.group_epoch = value.epoch
+                group.group_epoch, group.metadata_hash = value.epoch, value.metadata_hash
         elif kind == RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_METADATA:
             group.assignment_epoch = value.assignment_epoch if value is not None else 0
         elif kind == RecordType.SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER:
@@ -273,6 +414,10 @@ class ShareGroupCoordinator:
             member = group.members.setdefault(key.member_id, ShareMember(key.member_id, "", ""))
             member.member_epoch, member.previous_member_epoch = value.member_epoch, value.previous_member_epoch
             member.assignment = {t.topic_id: frozenset(t.partitions) for t in value.assigned_partitions}
+        elif kind == RecordType.SHARE_GROUP_STATE_PARTITION_METADATA:
+            # initializing and deleting topics are Kafka's two-step states: nothing to assign yet
+            group.initialized = {} if value is None else {
+                t.topic_id: InitializedTopic(t.topic_name, frozenset(t.partitions)) for t in value.initialized_topics}
 
     def member_ids(self, group_id: str) -> Iterator[str]:
         group = self.groups.share(group_id)
@@ -291,15 +436,18 @@ def changes(group_id: str, before: ShareGroup | None, after: ShareGroup | None, 
                     records.share_member_metadata_tombstone(group_id, member_id)]
     if after is None:
         if before is not None:
-            out += [records.share_assignment_epoch_tombstone(group_id), records.share_group_epoch_tombstone(group_id)]
+            out.append(records.share_assignment_epoch_tombstone(group_id))
+            if before.initialized:
+                out.append(records.share_initialized_tombstone(group_id))
+            out.append(records.share_group_epoch_tombstone(group_id))
         return out
     for member_id, member in new_members.items():
         old = old_members.get(member_id)
         shown = (member.rack_id, member.client_id, member.client_host, member.subscribed_topic_names)
         if old is None or (old.rack_id, old.client_id, old.client_host, old.subscribed_topic_names) != shown:
             out.append(records.share_member_metadata_record(group_id, member_id, *shown))
-    if before is None or before.group_epoch != after.group_epoch:
-        out.append(records.share_group_epoch_record(group_id, after.group_epoch))
+    if before is None or (before.group_epoch, before.metadata_hash) != (after.group_epoch, after.metadata_hash):
+        out.append(records.share_group_epoch_record(group_id, after.group_epoch, after.metadata_hash))
     old_targets = before.targets if before is not None else {}
     for member_id, target in after.targets.items():
         if old_targets.get(member_id) != target:
@@ -314,6 +462,9 @@ def changes(group_id: str, before: ShareGroup | None, after: ShareGroup | None, 
         now = (member.member_epoch, member.previous_member_epoch, member.assignment)
         if old is None or (old.member_epoch, old.previous_member_epoch, old.assignment) != now:
             out.append(records.share_current_assignment_record(group_id, member_id, *now))
+    if after.initialized != (before.initialized if before is not None else {}):
+        out.append(records.share_initialized_record(group_id, {
+            topic_id: (topic.name, topic.partitions) for topic_id, topic in after.initialized.items()}))
     return out
 
 
@@ -340,3 +491,19 @@ def _assignment(assignment: Assignment) -> Heartbeat.Assignment:
 def _name(topics: TopicsView, topic_id: object) -> str:
     info = topics.by_id(topic_id)  # type: ignore[arg-type]
     return info.name if info is not None else ""
+
+
+def _offsets_topic(name: str, topic_id: Uuid | None, partitions: list[int],
+                   code: ErrorCode) -> OffsetsDescribed.DescribeShareGroupOffsetsResponseTopic:
+    message = None if code == ErrorCode.NONE else "This server does not host this topic-partition."
+    return OffsetsDescribed.DescribeShareGroupOffsetsResponseTopic(
+        topic_name=name, topic_id=topic_id if topic_id is not None else ZERO_UUID, partitions=[
+            OffsetsDescribed.DescribeShareGroupOffsetsResponsePartition(
+                partition_index=p, start_offset=-1, leader_epoch=0, lag=-1, error_code=int(code),
+                error_message=message)
+            for p in partitions])
+
+
+def _message(exc: ApiError) -> str | None:
+    text = str(exc)
+    return text.split(": ", 1)[1] if ": " in text else None

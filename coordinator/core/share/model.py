@@ -1,6 +1,6 @@
 """Share groups (KIP-932): members, epochs and the target assignment of one group.
 
-Durable through the share group records (types 10-14; coordinator/records/share.py), which the
+Durable through the share group records (types 10-15; coordinator/records/share.py), which the
 share group coordinator replays; the share-partitions' delivery state is the shell's
 (server/share_partitions.py, over `__share_group_state`).
 """
@@ -38,6 +38,12 @@ class ShareMember:
     assignment: Assignment = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class InitializedTopic:
+    name: str
+    partitions: frozenset[int]
+
+
 @dataclass(slots=True)
 class ShareGroup:
     group_type: ClassVar[Literal[GroupType.SHARE]] = GroupType.SHARE
@@ -47,8 +53,10 @@ class ShareGroup:
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     targets: dict[str, Assignment] = field(default_factory=dict)
-    # name -> partition count the last assignment saw: a change bumps the group epoch
-    topic_partitions: dict[str, int] = field(default_factory=dict)
+    # of the subscribed topics' names, ids and partition counts (record 11): a change bumps the group epoch
+    metadata_hash: int = 0
+    # share-partitions with durable state (record 15's initialized topics): only these are assigned
+    initialized: dict[TopicId, InitializedTopic] = field(default_factory=dict)
 
     @property
     def state(self) -> ShareGroupState:

@@ -100,6 +100,10 @@ class SharePartition:
     def in_flight(self) -> int:
         return self.end_offset - self.start_offset
 
+    def finished_in_flight(self) -> int:
+        """In-flight records whose delivery ended (ACKNOWLEDGED or ARCHIVED): not part of the lag."""
+        return sum(1 for r in self.records.values() if r.state in _FINAL)
+
     def held_by(self, member_id: str) -> Iterator[int]:
         return (o for o, r in self.records.items() if r.state is RecordState.ACQUIRED and r.member_id == member_id)
 
