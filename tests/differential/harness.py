@@ -172,13 +172,14 @@ class Normaliser:
         self.token = token
         self.placeholders: dict[str, str] = {}
 
-    def _placeholder(self, value: str, kind: str) -> str:
-        if value not in self.placeholders:
+    def _placeholder(self, value: str, kind: str, keep_shape: bool = True) -> str:
+        key = f"{kind}:{value}"
+        if key not in self.placeholders:
             shape = UUID_TEXT.sub("<uuid>", value.replace(self.token, "T"))
             shape = "<uuid>" if KAFKA_UUID_TEXT.fullmatch(shape) else shape
             number = sum(1 for p in self.placeholders.values() if p.startswith(kind)) + 1
-            self.placeholders[value] = f"{kind}:{shape}#{number}"
-        return self.placeholders[value]
+            self.placeholders[key] = f"{kind}:{shape}#{number}" if keep_shape else f"{kind}#{number}"
+        return self.placeholders[key]
 
     def value(self, name: str, value: Any) -> Any:
         if name in DROPPED_FIELDS:
@@ -188,7 +189,9 @@ class Normaliser:
         if name in TIME_FIELDS and isinstance(value, int) and value > 0:
             return "<time>"
         if name in PRODUCER_ID_FIELDS and isinstance(value, int) and value >= 0:
-            return self._placeholder(str(value), "producer")
+            # Numbered alone, without the value: Kafka's ids depend on what else the session's oracle
+            # allocated (the Java clients' idempotent producers).
+            return self._placeholder(str(value), "producer", keep_shape=False)
         if name in HOST_PORT_FIELDS and value not in ("", -1, None):
             return f"<{name}>"
         if isinstance(value, str):
@@ -204,7 +207,11 @@ class Normaliser:
 
     def plain(self, message: Any, name: str = "") -> Any:
         if isinstance(message, Struct):
-            return {a: self.plain(getattr(message, a), a) for a in message._attrs}
+            # An entry answering an error carries producer id 0 for "none" (DescribeTransactions of an
+            # unknown id), not an allocated id: left as it is.
+            failed = getattr(message, "error_code", 0) not in (0, None)
+            return {a: getattr(message, a) if failed and a in PRODUCER_ID_FIELDS
+                    else self.plain(getattr(message, a), a) for a in message._attrs}
         if isinstance(message, list):
             return [self.plain(v, name) for v in message]
         if isinstance(message, bytes):
