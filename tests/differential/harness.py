@@ -30,7 +30,8 @@ KAFKA_UUID_TEXT = re.compile(r"[A-Za-z0-9_-]{22}")  # Kafka's Uuid.toString(): u
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 MEMBER_ID_FIELDS = frozenset({"member_id", "leader", "leader_id"})
 ID_FIELDS = frozenset({"topic_id"})
-PRODUCER_ID_FIELDS = frozenset({"producer_id"})  # each server allocates its own: numbered by first appearance
+# Each server allocates its own producer ids: numbered by first appearance.
+PRODUCER_ID_FIELDS = frozenset({"producer_id", "v3_and_below_producer_id"})
 TIME_FIELDS = frozenset({"transaction_start_time_ms"})  # wall-clock times: compared as set (> 0) or not
 NODE_FIELDS = frozenset({"node_id", "controller_id", "broker_id", "leader_id_node"})
 HOST_PORT_FIELDS = frozenset({"host", "port"})
