@@ -463,25 +463,6 @@ def consumer_group_errors(s: Side) -> None:
     s.call("a", K.DELETE_GROUPS, 2, m.DeleteGroupsRequest(groups_names=[group]))
 
 
-def await_transaction_coordinator(s: Side, transactional_id: str, timeout: float = 60.0) -> None:
-    """Wait (unrecorded) until InitProducerId of ``transactional_id`` succeeds: Kafka creates
-    ``__transaction_state`` on the first FindCoordinator of a transactional id and loads it before
-    it answers; the probe's producer is then fenced by the conversation's own InitProducerId."""
-    wire = s.wire("_await")
-    deadline = time.monotonic() + timeout
-    while True:
-        found = wire.request(K.FIND_COORDINATOR, 4, m.FindCoordinatorRequest(key_type=1,
-                                                                            coordinator_keys=[transactional_id]))
-        if found.coordinators[0].error_code == E.NONE:
-            init = wire.request(K.INIT_PRODUCER_ID, 4, m.InitProducerIdRequest(
-                transactional_id=transactional_id, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1))
-            if init.error_code == E.NONE:
-                return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{s.name}: no transaction coordinator for {transactional_id}")
-        time.sleep(0.1)  # poll interval
-
-
 def await_stable_offsets(s: Side, group: str, topic: str, partitions: list[int], timeout: float = 10.0) -> None:
     """Wait (unrecorded) until OffsetFetch RequireStable answers no UNSTABLE_OFFSET_COMMIT: Kafka answers
     EndTxn before its markers are written."""
@@ -514,7 +495,7 @@ def transactional_offsets(s: Side) -> None:
     each (docs/spec/transactions.md)."""
     (topic,) = create_topics(s, "txn-offsets", partitions=3)
     group, tid = s.name_of("txn-group"), s.name_of("txn-id")
-    await_transaction_coordinator(s, tid)
+    init_producer(s, tid)  # unrecorded: its producer is fenced by the conversation's own InitProducerId
     init = s.call("a", K.INIT_PRODUCER_ID, 4, m.InitProducerIdRequest(
         transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1))
     pid, epoch = init.producer_id, init.producer_epoch
@@ -868,7 +849,7 @@ def transaction_version_2(s: Side) -> None:
     (TransactionCoordinator.endTransaction, docs/spec/transactions.md)."""
     (topic,) = create_topics(s, "txn-v2", partitions=3)
     group, tid = s.name_of("txn2-group"), s.name_of("txn2-id")
-    await_transaction_coordinator(s, tid)
+    init_producer(s, tid)  # unrecorded: its producer is fenced by the conversation's own InitProducerId
     init = s.call("a", K.INIT_PRODUCER_ID, 5, m.InitProducerIdRequest(
         transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1))
     pid, epoch = init.producer_id, init.producer_epoch
@@ -912,7 +893,7 @@ def transaction_version_2_fence(s: Side) -> None:
     endTransaction, TransactionMetadata.prepareFenceProducerEpoch and prepareAbortOrCommit)."""
     (topic,) = create_topics(s, "txn-fence", partitions=2)
     group, tid = s.name_of("txnf-group"), s.name_of("txnf-id")
-    await_transaction_coordinator(s, tid)
+    init_producer(s, tid)  # unrecorded: its producer is fenced by the conversation's own InitProducerId
     init = m.InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1,
                                    producer_epoch=-1)
     first = s.call("a", K.INIT_PRODUCER_ID, 5, init)
