@@ -16,8 +16,8 @@ from typing import Any
 
 from coordinator.core import GroupShard
 from coordinator.security.acls import Operation
-from coordinator.server.apis._acl import permits_group, permits_topic, permits_transactional_id
-from coordinator.server.apis._routing import learn_shared_topics
+from coordinator.server.apis._acl import permits_group, permits_transactional_id
+from coordinator.server.apis._routing import learn_shared_topics, screen_topics
 from coordinator.server.broker import Broker
 from coordinator.server.registry import HandlerError, Pending, Reply, RequestContext, api
 from protocol.api_keys import ApiKey
@@ -40,16 +40,10 @@ def txn_offset_commit_error(request: Any, code: ErrorCode, version: int) -> TxnO
 
 
 def _screen(broker: Broker, request: Any, ctx: RequestContext) -> dict[tuple[str, int], int]:
-    """The partitions answered before the group is consulted: not readable, or not existing."""
-    codes: dict[tuple[str, int], int] = {}
-    for t in request.topics:
-        topic = broker.topics.get(t.name)
-        for p in t.partitions:
-            if not permits_topic(broker, ctx, Operation.READ, t.name):
-                codes[t.name, p.partition_index] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-            elif topic is None or not 0 <= p.partition_index < topic.partitions:
-                codes[t.name, p.partition_index] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    return codes
+    """The partitions answered before the group is consulted (not readable, or not existing): the
+    screen OffsetCommit uses, per partition."""
+    errors, _ = screen_topics(broker, ctx, request.topics)
+    return {(name, partition): int(code) for name, partitions, code in errors for partition in partitions}
 
 
 @api(ApiKey.TXN_OFFSET_COMMIT, versions=(0, 5), error_response=txn_offset_commit_error)
