@@ -18,7 +18,7 @@ import functools
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 import structlog
@@ -34,6 +34,7 @@ from coordinator.core import (
     Schedule,
 )
 from coordinator.core.consumer import ConsumerGroupConfig, TopicsChanged, TopicsView
+from coordinator.core.consumer.group_configs import GroupConfigOverrides
 from coordinator.core.consumer.jobs import AssignmentJob, AssignmentJobResult
 from coordinator.core.runtime.shard import NO_TOPICS, GroupSummary
 from coordinator.core.runtime.timer_keys import CONSUMER_GROUP_TIMERS
@@ -121,6 +122,7 @@ class GroupRuntime:
         # Per-group settings (GROUP config resource); the core reads them through a live view.
         self.group_configs = group_configs if group_configs is not None else GroupConfigStore()
         self._group_overrides = StoreGroupConfigs(self.group_configs, config)
+        self.group_overrides: Mapping[str, GroupConfigOverrides] = self._group_overrides  # parsed, for the shell
         self.store = store
         self.shards: dict[int, GroupShard] = {}
         self.timers: dict[tuple[int, Any], asyncio.TimerHandle] = {}

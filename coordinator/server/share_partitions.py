@@ -24,7 +24,6 @@ from coordinator.core.share.partition import (
     PartitionLimits,
     SharePartition,
 )
-from coordinator.group_configs import SHARE_AUTO_OFFSET_RESET, SHARE_AUTO_OFFSET_RESET_DEFAULT
 from coordinator.log.batch import iter_batches
 from coordinator.records import Record, partition_for
 from coordinator.records.share_state import (
@@ -37,6 +36,8 @@ from coordinator.records.share_state import (
     state_partition_key,
 )
 from coordinator.server.log_record_store import LogRecordStore
+from coordinator.server.share_group_settings import ShareGroupSettings
+from coordinator.server.share_reading import drop_aborted, initial_start_offset, readable_end
 from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -102,9 +103,7 @@ class SharePartitionManager:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         config = broker.config
-        self.limits = PartitionLimits(lock_duration_ms=config["group.share.record.lock.duration.ms"],
-                                      delivery_count_limit=config["group.share.delivery.count.limit"],
-                                      max_in_flight=config["group.share.partition.max.record.locks"])
+        self._settings: ShareGroupSettings | None = None  # built on first use: the groups come later
         self.max_sessions: int = config["group.share.max.share.sessions"]
         self.partitions: dict[PartitionKey, SharePartition] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
@@ -116,6 +115,17 @@ class SharePartitionManager:
         self._dirty: set[PartitionKey] = set()
         self._snapshot_epochs: dict[PartitionKey, int] = {}
         self._created_ms: dict[PartitionKey, int] = {}
+
+    @property
+    def settings(self) -> ShareGroupSettings:
+        if self._settings is None:
+            self._settings = ShareGroupSettings(self.broker.config, self.broker.groups.group_overrides)
+        return self._settings
+
+    def limits_for(self, group_id: str) -> PartitionLimits:
+        """The group's share.record.lock.duration.ms, share.delivery.count.limit and
+        share.partition.max.record.locks, else the broker's."""
+        return self.settings.limits(group_id)
 
     # ---- durable state
 
@@ -227,7 +237,7 @@ class SharePartitionManager:
         session = self.sessions.pop((group_id, member_id), None)
         released = False
         for (key, sp) in list(self.partitions.items()):
-            if key[0] == group_id and sp.release_member(member_id, self.limits):
+            if key[0] == group_id and sp.release_member(member_id, self.limits_for(group_id)):
                 released = True
                 self.mark_changed(key)
         if released:
@@ -244,7 +254,7 @@ class SharePartitionManager:
         if sp is None:
             return ErrorCode.INVALID_RECORD_STATE
         try:
-            sp.acknowledge(member_id, batches, self.limits, _now_ms())
+            sp.acknowledge(member_id, batches, self.limits_for(group_id), _now_ms())
         except AcknowledgeError as exc:
             return exc.code
         self.mark_changed((group_id, topic_id, index))
@@ -258,10 +268,7 @@ class SharePartitionManager:
         assert topic is not None
         partition = self.broker.data.partition(topic, index)
         if sp is None:
-            reset = self.broker.groups.group_configs.get(group_id).get(SHARE_AUTO_OFFSET_RESET,
-                                                                       SHARE_AUTO_OFFSET_RESET_DEFAULT)
-            earliest = reset.strip().lower() == "earliest"
-            start = partition.log_start_offset if earliest else partition.high_watermark
+            start = initial_start_offset(partition, self.settings.auto_offset_reset(group_id), _now_ms())
             sp = self.partitions[key] = SharePartition(start)
             self.mark_changed(key)  # the start must be durable before anything is delivered from it
         if partition.log_start_offset > sp.start_offset:
@@ -276,7 +283,8 @@ class SharePartitionManager:
         assert topic is not None
         sp = self.share_partition(group_id, topic_id, index)
         partition = self.broker.data.partition(topic, index)
-        high_watermark = partition.high_watermark
+        read_committed = self.settings.read_committed(group_id)
+        high_watermark = readable_end(self.broker.data, topic, index, partition, read_committed)
         first = sp.next_fetch_offset()
         if first >= high_watermark or max_records <= 0:
             return Acquired([], b"")
@@ -286,7 +294,13 @@ class SharePartitionManager:
             return Acquired([], b"")
         last = min(spans[-1][1].last_offset, high_watermark - 1)
         now = _now_ms()
-        ranges = sp.acquire(member_id, first, last, max_records, now, self.limits)
+        ranges = sp.acquire(member_id, first, last, max_records, now, self.limits_for(group_id))
+        if read_committed:
+            committed = drop_aborted(self.broker.data, topic, index, partition, sp, member_id,
+                                     [header for _, header in spans], ranges)
+            if committed != ranges:
+                self.mark_changed((group_id, topic_id, index))  # archived records
+                ranges = committed
         if not ranges:
             return Acquired([], b"")
         self._arm_lock_timer((group_id, topic_id, index), sp)
@@ -314,7 +328,7 @@ class SharePartitionManager:
         sp = self.partitions.get(key)
         if sp is None:
             return
-        if sp.expire_locks(_now_ms(), self.limits):
+        if sp.expire_locks(_now_ms(), self.limits_for(key[0])):
             log.info("share_locks_expired", group_id=key[0], topic_id=str(key[1]), partition=key[2])
             self.mark_changed(key)
             self.persist()

@@ -915,6 +915,70 @@ def transaction_version_2_fence(s: Side) -> None:
     s.call("a", K.DESCRIBE_TRANSACTIONS, 0, m.DescribeTransactionsRequest(transactional_ids=[tid]))
 
 
+def share_group_configs(s: Side) -> None:
+    """The share.* GROUP configs (Kafka 4.4's GroupConfig): defaults and synonyms, a valid set,
+    range, type, choice and session-over-heartbeat refusals, by_duration, and the heartbeat
+    interval a share group's members are then given."""
+    group = s.name_of("sgcfg")
+    Resource = m.IncrementalAlterConfigsRequest.AlterConfigsResource
+    Config = m.IncrementalAlterConfigsRequest.AlterableConfig
+    Described = m.DescribeConfigsRequest.DescribeConfigsResource
+    names = ["share.auto.offset.reset", "share.delivery.count.limit", "share.heartbeat.interval.ms",
+             "share.isolation.level", "share.partition.max.record.locks", "share.record.lock.duration.ms",
+             "share.renew.acknowledge.enable", "share.session.timeout.ms"]
+
+    def alter(*changes: tuple[str, str]) -> None:
+        s.call("a", K.INCREMENTAL_ALTER_CONFIGS, 1, m.IncrementalAlterConfigsRequest(validate_only=False, resources=[
+            Resource(resource_type=GROUP_RESOURCE, resource_name=group,
+                     configs=[Config(name=k, config_operation=SET, value=v) for k, v in changes])]))
+
+    def describe_request() -> m.DescribeConfigsRequest:
+        return m.DescribeConfigsRequest(include_synonyms=True, include_documentation=False, resources=[
+            Described(resource_type=GROUP_RESOURCE, resource_name=group, configuration_keys=names)])
+
+    def describe() -> None:
+        s.call("a", K.DESCRIBE_CONFIGS, 4, describe_request())
+
+    def await_value(name: str, value: str, timeout: float = 10.0) -> None:
+        """Unrecorded: Kafka applies a GROUP config change through its metadata log, so a describe
+        right after the answer may still show the old value."""
+        wire = s.wire("_await")
+        deadline = time.monotonic() + timeout
+        while True:
+            (result,) = wire.request(K.DESCRIBE_CONFIGS, 4, describe_request()).results
+            if {c.name: c.value for c in result.configs}.get(name) == value:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{s.name}: {name} of {group} is not {value} after {timeout}s")
+            time.sleep(0.02)  # poll interval
+
+    describe()
+    alter(("share.auto.offset.reset", "earliest"), ("share.isolation.level", "read_committed"),
+          ("share.record.lock.duration.ms", "20000"), ("share.delivery.count.limit", "3"),
+          ("share.heartbeat.interval.ms", "6000"), ("share.session.timeout.ms", "50000"),
+          ("share.partition.max.record.locks", "1000"), ("share.renew.acknowledge.enable", " FALSE "))
+    await_value("share.partition.max.record.locks", "1000")
+    describe()
+    for bad in (("share.record.lock.duration.ms", "999"), ("share.record.lock.duration.ms", "70000"),
+                ("share.delivery.count.limit", "11"), ("share.partition.max.record.locks", "5000"),
+                ("share.heartbeat.interval.ms", "4000"), ("share.session.timeout.ms", "70000"),
+                ("share.isolation.level", "READ_COMMITTED"), ("share.isolation.level", "serializable"),
+                ("share.auto.offset.reset", "none"), ("share.auto.offset.reset", "by_duration:"),
+                ("share.auto.offset.reset", "by_duration:-PT1H"), ("share.auto.offset.reset", "by_duration:1h"),
+                ("share.renew.acknowledge.enable", "maybe")):
+        alter(bad)
+    alter(("share.auto.offset.reset", "by_duration:PT1H30M"))
+    alter(("share.auto.offset.reset", "LATEST"))
+    alter(("share.heartbeat.interval.ms", "15000"), ("share.session.timeout.ms", "45000"))  # session > hb
+    alter(("share.heartbeat.interval.ms", "6000"))
+    await_value("share.auto.offset.reset", "by_duration:PT1H30M")
+    describe()
+    s.call("a", K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+        group_id=group, member_id="m-cfg-000000000000000", member_epoch=0, subscribed_topic_names=["sgcfg-none"]))
+    s.call("a", K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+        group_id=group, member_id="m-cfg-000000000000000", member_epoch=-1))
+
+
 CONVERSATIONS: dict[str, Conversation] = {
     f.__name__: f for f in (
         join_every_version, join_errors, two_members_sync, stale_generation_and_unknown_member,
@@ -922,5 +986,6 @@ CONVERSATIONS: dict[str, Conversation] = {
         describe_list_delete, consumer_group_lifecycle, consumer_group_errors, transactional_offsets,
         create_partitions, txn_offsets_unknown_topics, admin_apis, share_group_membership, share_group_offsets,
         share_group_offsets_admin, share_sessions, transaction_version_2, transaction_version_2_fence,
+        share_group_configs,
     )
 }

@@ -76,7 +76,10 @@ def test_describe_reports_group_values_and_broker_defaults_with_kafkas_sources(w
     assert result.error_code == ErrorCode.NONE
     by_name = {c.name: c for c in result.configs}
     assert sorted(by_name) == ["consumer.assignment.interval.ms", "consumer.heartbeat.interval.ms",
-                               "consumer.session.timeout.ms"]
+                               "consumer.session.timeout.ms", "share.auto.offset.reset", "share.delivery.count.limit",
+                               "share.heartbeat.interval.ms", "share.isolation.level",
+                               "share.partition.max.record.locks", "share.record.lock.duration.ms",
+                               "share.renew.acknowledge.enable", "share.session.timeout.ms"]
     heartbeat = by_name["consumer.heartbeat.interval.ms"]
     assert (heartbeat.value, heartbeat.config_source, heartbeat.read_only, heartbeat.config_type) == (
         "6000", DYNAMIC_GROUP_CONFIG, False, INT)
@@ -90,8 +93,7 @@ def test_describe_reports_group_values_and_broker_defaults_with_kafkas_sources(w
     # Without synonyms asked for, none are sent; v0 has no sources, only is_default.
     assert all(c.synonyms == [] for c in describe(wire, "described").configs)
     v0 = {c.name: c.is_default for c in describe(wire, "described", version=0).configs}
-    assert v0 == {"consumer.assignment.interval.ms": True, "consumer.heartbeat.interval.ms": False,
-                  "consumer.session.timeout.ms": True}
+    assert {name for name, default in v0.items() if not default} == {"consumer.heartbeat.interval.ms"}
     keyed = describe(wire, "described", keys=["consumer.session.timeout.ms"])
     assert [c.name for c in keyed.configs] == ["consumer.session.timeout.ms"]
 
@@ -119,8 +121,18 @@ def test_delete_returns_a_setting_to_the_brokers_value_and_validate_only_changes
     ([("consumer.session.timeout.ms", SET, "abc")],
      (ErrorCode.INVALID_CONFIG,
       "Invalid value abc for configuration consumer.session.timeout.ms: Not a number of type INT")),
-    ([("share.session.timeout.ms", SET, "45000")],
-     (ErrorCode.INVALID_CONFIG, "Unknown group config name: share.session.timeout.ms")),
+    ([("streams.session.timeout.ms", SET, "45000")],  # no streams groups here
+     (ErrorCode.INVALID_CONFIG, "Unknown group config name: streams.session.timeout.ms")),
+    ([("share.session.timeout.ms", SET, "1000")],
+     (ErrorCode.INVALID_CONFIG, "share.session.timeout.ms must be in the range 45000 to 60000 inclusive.")),
+    ([("share.record.lock.duration.ms", SET, "70000")],
+     (ErrorCode.INVALID_CONFIG, "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive.")),
+    ([("share.delivery.count.limit", SET, "1")],
+     (ErrorCode.INVALID_CONFIG,
+      "Invalid value 1 for configuration share.delivery.count.limit: Value must be at least 2")),
+    ([("share.isolation.level", SET, "READ_COMMITTED")],
+     (ErrorCode.INVALID_CONFIG, "Invalid value READ_COMMITTED for configuration share.isolation.level: "
+                                "String must be one of: read_committed, read_uncommitted")),
     ([("consumer.session.timeout.ms", APPEND, "50000")],
      (ErrorCode.INVALID_CONFIG, "Can't APPEND to key consumer.session.timeout.ms because its type is not LIST.")),
     ([("consumer.session.timeout.ms", SUBTRACT, "50000")],

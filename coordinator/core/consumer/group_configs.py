@@ -28,6 +28,15 @@ class GroupConfigOverrides:
     session_timeout_ms: int | None = None  # consumer.session.timeout.ms
     heartbeat_interval_ms: int | None = None  # consumer.heartbeat.interval.ms
     assignment_interval_ms: int | None = None  # consumer.assignment.interval.ms
+    # share groups (KIP-932): read by the share group core and the broker's share-partitions
+    share_session_timeout_ms: int | None = None  # share.session.timeout.ms
+    share_heartbeat_interval_ms: int | None = None  # share.heartbeat.interval.ms
+    share_record_lock_duration_ms: int | None = None  # share.record.lock.duration.ms
+    share_delivery_count_limit: int | None = None  # share.delivery.count.limit
+    share_partition_max_record_locks: int | None = None  # share.partition.max.record.locks
+    share_auto_offset_reset: str | None = None  # share.auto.offset.reset, as set
+    share_isolation_level: str | None = None  # share.isolation.level
+    share_renew_acknowledge_enable: bool | None = None  # share.renew.acknowledge.enable
 
 
 #: What the shell hands in: group id -> that group's overrides (groups without any are absent).

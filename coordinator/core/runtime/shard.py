@@ -136,7 +136,7 @@ class GroupShard:
         if group_configs is not None:  # the shell's live view (possibly empty now): kept, not copied
             self.state.group_configs = group_configs
         self.consumer = ConsumerGroupCoordinator(self.state)  # the consumer protocol's handlers, over the same state
-        self.share = ShareGroupCoordinator(self.state.groups, share_config)
+        self.share = ShareGroupCoordinator(self.state.groups, share_config, self.state.group_configs)
 
     @property
     def config(self) -> GroupConfig:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from coordinator.core.consumer.group_configs import GroupConfigOverrides
 from coordinator.core.consumer.topics import TopicsView
 from coordinator.core.runtime.context import RequestContext
 from coordinator.core.runtime.effects import Effects
@@ -53,9 +54,24 @@ class ShareGroupConfig:
 
 
 class ShareGroupCoordinator:
-    def __init__(self, groups: GroupMap, config: ShareGroupConfig | None = None) -> None:
+    def __init__(self, groups: GroupMap, config: ShareGroupConfig | None = None,
+                 group_configs: Mapping[str, GroupConfigOverrides] | None = None) -> None:
         self.groups = groups
         self.config = config or ShareGroupConfig()
+        # the shell's live view of per-group settings (GROUP config resource), read when a value is needed
+        self.group_configs: Mapping[str, GroupConfigOverrides] = group_configs if group_configs is not None else {}
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """share.session.timeout.ms of the group, else the broker's (Kafka's shareGroupSessionTimeoutMs)."""
+        overrides = self.group_configs.get(group_id)
+        value = overrides.share_session_timeout_ms if overrides is not None else None
+        return self.config.session_timeout_ms if value is None else value
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """share.heartbeat.interval.ms of the group, else the broker's (Kafka's shareGroupHeartbeatIntervalMs)."""
+        overrides = self.group_configs.get(group_id)
+        value = overrides.share_heartbeat_interval_ms if overrides is not None else None
+        return self.config.heartbeat_interval_ms if value is None else value
 
     # ---- ShareGroupHeartbeat
 
@@ -111,9 +127,9 @@ class ShareGroupCoordinator:
             self._assign(group, topics)
         changed = self._reconcile(member, group)
         self._initialize(group, topics)
-        fx.schedule(ShareSessionKey(group.group_id, member.member_id), self.config.session_timeout_ms)
+        fx.schedule(ShareSessionKey(group.group_id, member.member_id), self.session_timeout_ms(group.group_id))
         response = Heartbeat(member_id=member.member_id, member_epoch=member.member_epoch,
-                             heartbeat_interval_ms=self.config.heartbeat_interval_ms)
+                             heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id))
         if joining or changed:
             response.assignment = _assignment(member.assignment)
         return response, group
@@ -379,7 +395,7 @@ class ShareGroupCoordinator:
         """After loading: every member's session runs from now (it must heartbeat again in time)."""
         for group in self.groups.share_groups():
             for member_id in group.members:
-                fx.schedule(ShareSessionKey(group.group_id, member_id), self.config.session_timeout_ms)
+                fx.schedule(ShareSessionKey(group.group_id, member_id), self.session_timeout_ms(group.group_id))
 
     # ---- replay: the only mutator of share groups
 

@@ -82,6 +82,7 @@ class PartitionLimits:
     lock_duration_ms: int = 30_000
     delivery_count_limit: int = 5
     max_in_flight: int = 2_000
+    renew_enabled: bool = True  # share.renew.acknowledge.enable
 
 
 class SharePartition:
@@ -201,6 +202,9 @@ class SharePartition:
                 raise AcknowledgeError(ErrorCode.INVALID_REQUEST, "Acknowledge types do not match the batch")
             if any(t not in AcknowledgeType._value2member_map_ for t in batch.types):
                 raise AcknowledgeError(ErrorCode.INVALID_REQUEST, "Unknown acknowledge type")
+            if not limits.renew_enabled and AcknowledgeType.RENEW in batch.types:
+                raise AcknowledgeError(ErrorCode.INVALID_RECORD_STATE,
+                                       "Renewing acquisition locks is not enabled for the group.")
             previous_last = batch.last_offset
             for offset in range(batch.first_offset, batch.last_offset + 1):
                 record = self.records.get(offset)
@@ -229,6 +233,19 @@ class SharePartition:
             self._release(record, limits)
         self._advance_start()
         return bool(expired)
+
+    def archive_acquired(self, member_id: str, first: int, last: int) -> int:
+        """Records of an aborted transaction that `member_id` just acquired are archived instead of
+        delivered (Kafka's SharePartition.filterAbortedTransactionalAcquiredRecords under
+        share.isolation.level=read_committed). Returns how many were."""
+        archived = 0
+        for offset in range(max(first, self.start_offset), min(last + 1, self.end_offset)):
+            record = self.records.get(offset)
+            if record is not None and record.state is RecordState.ACQUIRED and record.member_id == member_id:
+                record.state, record.member_id = RecordState.ARCHIVED, None
+                archived += 1
+        self._advance_start()
+        return archived
 
     # ---- internals
 

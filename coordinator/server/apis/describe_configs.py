@@ -26,7 +26,7 @@ source; v3 config type and documentation (when asked for); v4 flexible.
 from __future__ import annotations
 
 from coordinator.config import SETTINGS, SETTINGS_BY_NAME, Setting
-from coordinator.group_configs import GROUP_SETTINGS, GroupSetting
+from coordinator.group_configs import GROUP_SETTINGS, STRING_SETTINGS, GroupSetting, StringGroupSetting
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_cluster, permits_group, permits_topic
 from coordinator.server.broker import Broker
@@ -106,6 +106,22 @@ def _group_entry(broker: Broker, setting: GroupSetting, overrides, include_synon
                  config_type=CONFIG_TYPES["int"], documentation=setting.doc if include_docs else None)
 
 
+def _group_string_entry(setting: StringGroupSetting, overrides, include_synonyms: bool,  # type: ignore[no-untyped-def]
+                        include_docs: bool) -> Entry:
+    # No broker synonym (share.auto.offset.reset, share.isolation.level, share.renew.acknowledge.enable):
+    # createGroupConfigEntry falls back to GroupConfig's own default, under the setting's own name.
+    levels: list[tuple[str, str, int]] = []
+    if setting.name in overrides:  # as ConfigDef.convertToString shows the parsed value
+        raw = overrides[setting.name].strip()
+        levels.append((setting.name, raw.lower() if setting.config_type == "boolean" else raw, DYNAMIC_GROUP_CONFIG))
+    levels.append((setting.name, setting.default, DEFAULT_CONFIG))
+    _, value, source = levels[0]
+    return Entry(name=setting.name, value=value, read_only=False, is_default=source == DEFAULT_CONFIG,
+                 config_source=source, is_sensitive=False,
+                 synonyms=[Synonym(*level) for level in levels] if include_synonyms else [],
+                 config_type=CONFIG_TYPES[setting.config_type], documentation=setting.doc if include_docs else None)
+
+
 def _describe(broker: Broker, resource, include_synonyms: bool, include_docs: bool) -> Result:  # type: ignore[no-untyped-def]
     def failure(code: ErrorCode, message: str) -> Result:
         return Result(error_code=int(code), error_message=message, resource_type=resource.resource_type,
@@ -135,7 +151,9 @@ def _describe(broker: Broker, resource, include_synonyms: bool, include_docs: bo
             return failure(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
         overrides = broker.groups.group_configs.get(name)
         entries = [_group_entry(broker, GROUP_SETTINGS[n], overrides, include_synonyms, include_docs)
-                   for n in sorted(GROUP_SETTINGS)]
+                   if n in GROUP_SETTINGS else
+                   _group_string_entry(STRING_SETTINGS[n], overrides, include_synonyms, include_docs)
+                   for n in sorted([*GROUP_SETTINGS, *STRING_SETTINGS])]
     else:
         return failure(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}")
     if resource.configuration_keys is not None:

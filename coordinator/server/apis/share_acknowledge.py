@@ -51,5 +51,6 @@ def share_acknowledge(broker: Broker, request: Any, ctx: RequestContext) -> Repl
         share.close_session(request.group_id, request.member_id)
     else:
         session.next_epoch()
+    lock_ms = share.limits_for(request.group_id).lock_duration_ms
     return after_durable(share.persist(), ShareAcknowledgeResponse(
-        acquisition_lock_timeout_ms=share.limits.lock_duration_ms, responses=topics, node_endpoints=[]))
+        acquisition_lock_timeout_ms=lock_ms, responses=topics, node_endpoints=[]))

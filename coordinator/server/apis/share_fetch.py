@@ -39,8 +39,9 @@ Acquired = ShareFetchResponse.AcquiredRecords
 class _Result:
     """The response being built: partitions by (topic id, index), in the order they appear."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, group_id: str) -> None:
         self.broker = broker
+        self.group_id = group_id
         self.partitions: dict[tuple[Any, int], PartitionData] = {}
 
     def of(self, topic_id: Any, index: int) -> PartitionData:
@@ -55,7 +56,8 @@ class _Result:
         topics: dict[Any, Topic] = {}
         for (topic_id, _), data in self.partitions.items():
             topics.setdefault(topic_id, Topic(topic_id=topic_id, partitions=[])).partitions.append(data)
-        return ShareFetchResponse(acquisition_lock_timeout_ms=self.broker.share.limits.lock_duration_ms,
+        lock_ms = self.broker.share.limits_for(self.group_id).lock_duration_ms
+        return ShareFetchResponse(acquisition_lock_timeout_ms=lock_ms,
                                   responses=list(topics.values()), node_endpoints=[])
 
 
@@ -87,7 +89,7 @@ def share_fetch(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
         return _error(exc.code)  # Kafka 4.4 gives these errors no message
     except SessionError as exc:
         return _error(exc.code)
-    result = _Result(broker)
+    result = _Result(broker, request.group_id)
     for topic_id, index, batches in acks:
         result.of(topic_id, index).acknowledge_error_code = int(
             acknowledge(broker, ctx, request, topic_id, index, batches))
