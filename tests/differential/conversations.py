@@ -965,8 +965,11 @@ def share_group_configs(s: Side) -> None:
                 ("share.isolation.level", "READ_COMMITTED"), ("share.isolation.level", "serializable"),
                 ("share.auto.offset.reset", "none"), ("share.auto.offset.reset", "by_duration:"),
                 ("share.auto.offset.reset", "by_duration:-PT1H"), ("share.auto.offset.reset", "by_duration:1h"),
+                ("share.auto.offset.reset", "BY_DURATION:PT1H"), ("share.auto.offset.reset", "by_duration:PT-1H"),
+                ("share.auto.offset.reset", "Earliest"),
                 ("share.renew.acknowledge.enable", "maybe")):
         alter(bad)
+    alter(("share.auto.offset.reset", "by_duration:pt2h"))
     alter(("share.auto.offset.reset", "by_duration:PT1H30M"))
     alter(("share.auto.offset.reset", "LATEST"))
     alter(("share.heartbeat.interval.ms", "15000"), ("share.session.timeout.ms", "45000"))  # session > hb
