@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from coordinator.server.app import Server
 
 CLASSIC_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+SHARE_STATES = ("Empty", "Stable", "Dead")  # GroupCoordinatorMetrics' share-group-count state tags
 
 
 def register_server_gauges(metrics: ServerMetrics, server: Server) -> None:
@@ -21,8 +22,27 @@ def register_server_gauges(metrics: ServerMetrics, server: Server) -> None:
     def classic_groups() -> list[GroupSummary]:
         return [g for g in broker.groups.group_summaries() if g.protocol == "classic"]
 
+    def share_groups() -> list[GroupSummary]:
+        return [g for g in broker.groups.group_summaries() if g.protocol == "share"]
+
     def group_count() -> dict[Labels, float]:
-        return {labels_of({"protocol": "classic"}): len(classic_groups())}
+        return {labels_of({"protocol": "classic"}): len(classic_groups()),
+                labels_of({"protocol": "share"}): len(share_groups())}
+
+    def share_group_count() -> dict[Labels, float]:
+        tally = Tally(g.state for g in share_groups())
+        return {labels_of({"state": s}): tally.get(s, 0) for s in SHARE_STATES}
+
+    def share_partition_records(acquired_only: bool) -> dict[Labels, float]:
+        # SharePartitionMetrics' InFlightMessageCount (tags group, topic, partition), and the acquired part of it
+        share = broker.share
+        out: dict[Labels, float] = {}
+        for (group_id, topic_id, index), sp in list(share.partitions.items()):
+            topic = broker.topics.by_id(topic_id)
+            labels = labels_of({"group": group_id, "topic": topic.name if topic is not None else str(topic_id),
+                                "partition": index})
+            out[labels] = sp.acquired_count() if acquired_only else sp.in_flight()
+        return out
 
     def classic_group_count() -> dict[Labels, float]:
         tally = Tally(g.state for g in classic_groups())
@@ -45,6 +65,12 @@ def register_server_gauges(metrics: ServerMetrics, server: Server) -> None:
 
     metrics.add_gauge(GROUP_METRICS + "group_count", "Groups, by rebalance protocol", group_count)
     metrics.add_gauge(GROUP_METRICS + "classic_group_count", "Classic groups, by state", classic_group_count)
+    metrics.add_gauge(GROUP_METRICS + "share_group_count", "Share groups, by state", share_group_count)
+    metrics.add_gauge("kafka_server_share_partition_metrics_in_flight_message_count",
+                      "Records in the in-flight window (start to end offset) per share-partition",
+                      lambda: share_partition_records(acquired_only=False))
+    metrics.add_gauge("groupcoord_share_partition_acquired_records", "Records acquired (locked) per share-partition",
+                      lambda: share_partition_records(acquired_only=True))
     metrics.add_gauge(GROUP_METRICS + "offset_count", "Committed offsets retained", offset_count)
     metrics.add_gauge("groupcoord_group_members", "Members of all groups", members)
     metrics.add_gauge("kafka_server_socket_server_metrics_connection_count", "Open client connections", connections)

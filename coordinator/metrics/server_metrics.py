@@ -66,6 +66,18 @@ class ServerMetrics:
                                              "Offloaded assignor run: submitted until a worker starts it")
         self.background_processing_time = r.timer(GROUP_METRICS + "background_processing_time_ms",
                                                   "Offloaded assignor run: time in the worker")
+        # Share groups (KIP-932): Kafka's names (coordinator/server/share_metrics.py says which), and ours
+        # where Kafka has none.
+        self.share_group_rebalances = r.counter(GROUP_METRICS + "share_group_rebalance_count",
+                                                "Share group epoch bumps (Kafka's ShareGroupRebalances sensor)")
+        self.share_acknowledgements = r.counter("kafka_server_share_group_metrics_record_acknowledgements",
+                                                "Records acknowledged by share group members, by type")
+        self.share_lock_timeouts = r.counter("kafka_server_share_partition_metrics_acquisition_lock_timeout",
+                                             "Acquired records whose lock ran out, by share-partition")
+        self.share_deliveries = r.counter("groupcoord_share_records_delivered",
+                                          "Records handed to share group members, first deliveries and redeliveries")
+        self.share_archived = r.counter("groupcoord_share_records_archived",
+                                        "Records archived undelivered or unaccepted, by group and reason")
         self._rebalance_started: dict[str, float] = {}  # group id -> monotonic ms
         self._request_keys: dict[int, tuple[Labels, Labels]] = {}  # api key << 16 | version -> labels
         self._error_keys: dict[int, Labels] = {}
@@ -100,6 +112,8 @@ class ServerMetrics:
             self.member_events.inc(event=name)
         elif name == "offsets_expired":
             self.offset_expirations.inc(int(fields.get("partitions", 1)))
+        elif name == "share_group_epoch_bumped":
+            self.share_group_rebalances.inc()
         elif name == "group_expired":
             self._rebalance_started.pop(group_id, None)
 

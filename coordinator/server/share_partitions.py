@@ -37,6 +37,13 @@ from coordinator.records.share_state import (
 )
 from coordinator.server.log_record_store import LogRecordStore
 from coordinator.server.share_group_settings import ShareGroupSettings
+from coordinator.server.share_metrics import (
+    ShareCounts,
+    count_aborted,
+    count_deliveries,
+    count_lock_timeouts,
+    expiring,
+)
 from coordinator.server.share_reading import drop_aborted, initial_start_offset, readable_end
 from protocol.error_codes import ErrorCode
 
@@ -97,6 +104,10 @@ def _all_of(writes: list[asyncio.Future[None]]) -> asyncio.Future[None]:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _size(ranges: Iterable[AcquiredRange]) -> int:
+    return sum(r.last_offset - r.first_offset + 1 for r in ranges)
 
 
 class SharePartitionManager:
@@ -236,8 +247,13 @@ class SharePartitionManager:
         """The session ends (epoch -1, a new epoch 0, the member left the group): its records go back."""
         session = self.sessions.pop((group_id, member_id), None)
         released = False
+        limits = self.limits_for(group_id)
         for (key, sp) in list(self.partitions.items()):
-            if key[0] == group_id and sp.release_member(member_id, self.limits_for(group_id)):
+            if key[0] != group_id:
+                continue
+            counts = ShareCounts(self.broker.metrics, group_id).releases(sp, sp.held_by(member_id), limits)
+            if sp.release_member(member_id, limits):
+                counts.commit()
                 released = True
                 self.mark_changed(key)
         if released:
@@ -253,10 +269,13 @@ class SharePartitionManager:
         sp = self.partitions.get((group_id, topic_id, index))
         if sp is None:
             return ErrorCode.INVALID_RECORD_STATE
+        limits = self.limits_for(group_id)
+        counts = ShareCounts(self.broker.metrics, group_id).acknowledgements(sp, batches, limits)
         try:
-            sp.acknowledge(member_id, batches, self.limits_for(group_id), _now_ms())
+            sp.acknowledge(member_id, batches, limits, _now_ms())
         except AcknowledgeError as exc:
             return exc.code
+        counts.commit()
         self.mark_changed((group_id, topic_id, index))
         self.broker.data.appended.notify()  # released records may be acquired by a waiting fetch
         return ErrorCode.NONE
@@ -300,9 +319,11 @@ class SharePartitionManager:
                                      [header for _, header in spans], ranges)
             if committed != ranges:
                 self.mark_changed((group_id, topic_id, index))  # archived records
+                count_aborted(self.broker.metrics, group_id, _size(ranges) - _size(committed))
                 ranges = committed
         if not ranges:
             return Acquired([], b"")
+        count_deliveries(self.broker.metrics, group_id, ranges)
         self._arm_lock_timer((group_id, topic_id, index), sp)
         kept = bytearray()
         for position, header in spans:  # only the batches holding acquired offsets: the client drops the rest
@@ -328,7 +349,14 @@ class SharePartitionManager:
         sp = self.partitions.get(key)
         if sp is None:
             return
-        if sp.expire_locks(_now_ms(), self.limits_for(key[0])):
+        now, limits = _now_ms(), self.limits_for(key[0])
+        ending = expiring(sp, now)
+        counts = ShareCounts(self.broker.metrics, key[0]).releases(sp, ending, limits)
+        if sp.expire_locks(now, limits):
+            counts.commit()
+            topic = self.broker.topics.by_id(key[1])
+            count_lock_timeouts(self.broker.metrics, key[0], topic.name if topic is not None else str(key[1]),
+                                key[2], len(ending))
             log.info("share_locks_expired", group_id=key[0], topic_id=str(key[1]), partition=key[2])
             self.mark_changed(key)
             self.persist()

@@ -123,6 +123,7 @@ class ShareGroupCoordinator:
                 bump = True
         if self._refresh_topics(group, topics) or bump or self._initialized_unassigned(group, topics):
             group.group_epoch += 1
+            fx.event("share_group_epoch_bumped", group.group_id, epoch=group.group_epoch)  # Kafka's rebalance count
         if group.group_epoch > group.assignment_epoch:
             self._assign(group, topics)
         changed = self._reconcile(member, group)

@@ -105,6 +105,9 @@ class SharePartition:
         """In-flight records whose delivery ended (ACKNOWLEDGED or ARCHIVED): not part of the lag."""
         return sum(1 for r in self.records.values() if r.state in _FINAL)
 
+    def acquired_count(self) -> int:
+        return sum(1 for r in self.records.values() if r.state is RecordState.ACQUIRED)
+
     def held_by(self, member_id: str) -> Iterator[int]:
         return (o for o, r in self.records.items() if r.state is RecordState.ACQUIRED and r.member_id == member_id)
 
