@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench.compare import groups, targets, workloads
+from bench.compare import groups, share, targets, workloads
 
-HIGHER_IS_BETTER = {"heartbeats_per_s_8conn", "heartbeats_per_s_1conn", "commits_per_s"}
+HIGHER_IS_BETTER = {"heartbeats_per_s_8conn", "heartbeats_per_s_1conn", "commits_per_s", "share_records_per_s"}
 Figures = dict[str, list[float]]
 
 
@@ -214,6 +214,8 @@ def measure(profile: Profile, runs: int, quick: bool) -> Figures:
             _attempt(figures, profile.name, "commits",
                      _workload(workloads.offset_commits, target.port, seconds=seconds))
             _attempt(figures, profile.name, "rolling_restart", _workload(workloads.static_rolling_restart, target.port))
+            _attempt(figures, profile.name, "share_groups",
+                     _workload(share.share_groups, target.port, records=5_000 if quick else 20_000))
             _attempt(figures, profile.name, "time_to_stable_group",
                      functools.partial(time_to_stable_group, target.port))
             _attempt(figures, profile.name, "time_to_stable_java_group",
@@ -297,13 +299,21 @@ def _ratio(key: str, ours: list[float] | None, theirs: list[float] | None, same_
     return f"{(a / b if key in HIGHER_IS_BETTER else b / a):.2f}x"
 
 
+def _cell(broker: str, key: str, values: list[float] | None) -> str:
+    """A figure, or why a broker has none where the reason is that it lacks the feature."""
+    if not values and key.startswith("share_") and FAILURES.get(f"{broker} share_groups", "").startswith(
+            share.NoShareGroups.__name__):
+        return "no share groups"
+    return _fmt(values)
+
+
 def report(ours: Figures, peers: dict[str, Figures], floor: Figures) -> str:
     """One row per figure: groupcoord, each peer, then groupcoord's ratio to each peer."""
     keys = list(dict.fromkeys([*ours, *(k for p in peers.values() for k in p)]))
     header = ("figure", "groupcoord", *peers, *(f"vs {name}" for name in peers))
     rows = [header]
     for key in keys:
-        rows.append((key, _fmt(ours.get(key)), *(_fmt(p.get(key)) for p in peers.values()),
+        rows.append((key, _fmt(ours.get(key)), *(_cell(name, key, p.get(key)) for name, p in peers.items()),
                      *(_ratio(key, ours.get(key), p.get(key), ours.get("idle_groups") == p.get("idle_groups"))
                        for p in peers.values())))
     pad = ("",) * (2 * len(peers))
@@ -329,7 +339,11 @@ time_to_stable_java_group_s counts from launching three JVMs (Kafka's Java consu
 rss_idle_mb: a fresh broker, idle; idle_groups_rss_mb: with idle_groups stable groups of 10 members (Tansu is
   given 1,000: its groups expire while more form), compared only where the counts match.
 start_to_first_answer_s: launch to the first ApiVersions answer; start_to_coordinator_s: to FindCoordinator NONE
-  (Kafka's storage formatted beforehand, as at install time)."""
+  (Kafka's storage formatted beforehand, as at install time).
+share_records_per_s: records produced to 2 partitions, then acquired and accepted (acknowledged in the next
+  ShareFetch, MaxRecords 500, MaxWaitMs 200) by a share group of 3 members; share_fetch_p50/p99_ms: those
+  ShareFetch round trips, a wait of up to 200 ms for records included. groupcoord answers an acknowledgement once
+  its share-state snapshot is fsynced; Kafka 4.4 once its share coordinator's write is appended (no fsync)."""
 
 
 def main() -> int:

@@ -146,3 +146,27 @@ def test_kafka_target_starts_as_users_run_it_and_the_table_has_its_column() -> N
     assert rounds[-2] == "-"  # counts are shown, not compared
     memory = next(r.split() for r in rows if r.startswith("idle_groups_rss_mb "))
     assert memory[-2:] == ["4.00x", "-"]  # memory with groups compares only under the same number of groups
+
+
+async def test_share_group_workload_accepts_every_record_once(server_factory) -> None:
+    """The share column's workload against groupcoord, small: three members, every record accepted."""
+    from bench.compare.share import share_groups
+
+    srv = server_factory("group.initial.rebalance.delay.ms=0")
+    figures = await asyncio.wait_for(share_groups(srv.port, records=300), 60)
+    assert figures["share_records_per_s"] > 0
+    assert 0 < figures["share_fetch_p50_ms"] <= figures["share_fetch_p99_ms"]
+
+
+def test_a_broker_without_share_groups_says_so_in_the_table(monkeypatch) -> None:
+    from bench.compare import __main__ as compare
+    from bench.compare.share import NoShareGroups
+
+    monkeypatch.setattr(compare, "FAILURES", {"tansu share_groups": f"{NoShareGroups.__name__}: no share groups"})
+    ours = {"share_records_per_s": [3000.0], "share_fetch_p99_ms": [200.0]}
+    kafka = {"share_records_per_s": [1500.0], "share_fetch_p99_ms": [400.0]}
+    table = compare.report(ours, {"kafka": kafka, "tansu": {}}, floor={})
+    rate = next(r for r in table.splitlines() if r.startswith("share_records_per_s "))
+    assert "no share groups" in rate and rate.split()[-2:] == ["2.00x", "n/a"]
+    p99 = next(r for r in table.splitlines() if r.startswith("share_fetch_p99_ms "))
+    assert p99.split()[-2:] == ["2.00x", "n/a"]
