@@ -45,10 +45,17 @@ ALLOWLIST: tuple[Allowed, ...] = (
                    "node 0 (the conversation reads it from Metadata)."),
     *(Allowed("ShareFetch", r"responses.*", conversation="share_sessions", step=step, reason=(
         "BUG, to fix: a ShareFetch of a share-partition its group never initialized (no member subscribed, "
-        "no record 15): Kafka 4.4 answers nothing while its share coordinator reads the missing state, and "
-        "UNKNOWN_SERVER_ERROR (-1) for the partition once that read failed (the opening fetch or the next, "
-        "by timing); groupcoord initializes the share-partition on first fetch and answers no records "
-        "(docs/spec/share-groups.md#heartbeat).")) for step in (3, 6)),
+        "no record 15). Kafka 4.4's answer is deterministic, only its timing is not: SharePartition."
+        "maybeInitialize reads the state through the persister; ShareCoordinatorShard.maybeGetReadStateError "
+        "answers INVALID_REQUEST ('Read on uninitialized share partition') for a key it has no state for; "
+        "SharePartition.fetchPersisterError maps every code but the coordinator, group, partition and fencing "
+        "ones to UnknownServerException, so the partition fails with UNKNOWN_SERVER_ERROR (-1) and is dropped "
+        "from the cache (the next fetch tries again and fails again). The opening fetch (MaxWaitMs 0) may be "
+        "answered before that read completes, with no data for the partition; so the error shows at the "
+        "opening fetch or the next. Shipped behaviour wins: groupcoord should answer UNKNOWN_SERVER_ERROR "
+        "instead of initializing the share-partition on first fetch and answering no records "
+        "(docs/spec/share-groups.md#heartbeat); not done yet because the share wire tests and the share "
+        "benchmark fetch without joining the group first.")) for step in (3, 6)),
     *(Allowed("CreatePartitions", r"results\[0\]\.error_message", conversation="create_partitions", step=step,
               reason="The message names the node itself (node 1 in the oracle, node 0 in groupcoord).")
       for step in (11, 13)),
