@@ -594,6 +594,7 @@ def _check_together(values: Mapping[str, Any]) -> None:
             f"group.min.session.timeout.ms ({values['group.min.session.timeout.ms']}) must not exceed "
             f"group.max.session.timeout.ms ({values['group.max.session.timeout.ms']})")
     _check_consumer_group_timeouts(values)
+    _check_share_group_settings(values)
 
 
 _AT_LEAST, _AT_MOST, _BELOW = (operator.ge, "greater than or equal to"), (operator.le, "less than or equal to"), \
@@ -615,6 +616,32 @@ def _check_consumer_group_timeouts(values: Mapping[str, Any]) -> None:
         (hb, _BELOW, session),
         (max_interval, _AT_LEAST, min_interval), (interval, _AT_LEAST, min_interval),
         (interval, _AT_MOST, max_interval),
+    )
+    for left, (holds, words), right in rules:
+        if not holds(values[left], values[right]):
+            raise ConfigError(f"{left} ({values[left]}) must be {words} {right} ({values[right]})")
+
+
+def _check_share_group_settings(values: Mapping[str, Any]) -> None:
+    """The share group settings within their bounds, in Kafka 4.4's order: GroupCoordinatorConfig's
+    heartbeat interval and session timeout, then ShareGroupConfig's delivery count limit, record
+    locks per partition, lock duration, and sessions against the group size."""
+    p = "group.share."
+    rules = (
+        (p + "max.heartbeat.interval.ms", _AT_LEAST, p + "min.heartbeat.interval.ms"),
+        (p + "heartbeat.interval.ms", _AT_LEAST, p + "min.heartbeat.interval.ms"),
+        (p + "heartbeat.interval.ms", _AT_MOST, p + "max.heartbeat.interval.ms"),
+        (p + "max.session.timeout.ms", _AT_LEAST, p + "min.session.timeout.ms"),
+        (p + "session.timeout.ms", _AT_LEAST, p + "min.session.timeout.ms"),
+        (p + "session.timeout.ms", _AT_MOST, p + "max.session.timeout.ms"),
+        (p + "heartbeat.interval.ms", _BELOW, p + "session.timeout.ms"),
+        (p + "max.delivery.count.limit", _AT_LEAST, p + "delivery.count.limit"),
+        (p + "delivery.count.limit", _AT_LEAST, p + "min.delivery.count.limit"),
+        (p + "max.partition.max.record.locks", _AT_LEAST, p + "partition.max.record.locks"),
+        (p + "partition.max.record.locks", _AT_LEAST, p + "min.partition.max.record.locks"),
+        (p + "record.lock.duration.ms", _AT_LEAST, p + "min.record.lock.duration.ms"),
+        (p + "max.record.lock.duration.ms", _AT_LEAST, p + "record.lock.duration.ms"),
+        (p + "max.share.sessions", _AT_LEAST, p + "max.size"),
     )
     for left, (holds, words), right in rules:
         if not holds(values[left], values[right]):

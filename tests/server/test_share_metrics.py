@@ -29,7 +29,7 @@ def page_of(port: int) -> str:
 def test_share_metrics_count_what_the_members_did(server_factory, connect):
     http_port = free_port()
     server = server_factory(f"http.listener=127.0.0.1:{http_port}", "group.share.record.lock.duration.ms=1000",
-                            "group.share.delivery.count.limit=2")
+                            "group.share.min.record.lock.duration.ms=1000", "group.share.delivery.count.limit=2")
     wire = connect(server)
     name, topic_id = create(wire)
     group = f"g-{uuid.uuid4().hex[:8]}"
