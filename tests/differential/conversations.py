@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from coordinator.log.batch import build_batch
 from protocol import messages as m
 from protocol.api_keys import ApiKey as K
 from protocol.error_codes import ErrorCode as E
@@ -982,6 +983,54 @@ def share_group_configs(s: Side) -> None:
         group_id=group, member_id="m-cfg-000000000000000", member_epoch=-1))
 
 
+def share_group_configs_in_force(s: Side) -> None:
+    """The share.* GROUP configs take effect (docs/spec/share-groups.md#configuration): earliest
+    delivers records written before the share-partition was initialized, the group's lock duration
+    is the AcquisitionLockTimeoutMs, and a delivery count limit of 2 archives a record released twice."""
+    (topic,) = create_topics(s, "sgin", partitions=1)
+    await_assignable(s, topic)
+    wire = s.wire("_await")  # unrecorded: the node ids differ (the oracle is node 1)
+    topic_id = wire.request(K.METADATA, 12, m.MetadataRequest(topics=[m.MetadataRequest.MetadataRequestTopic(
+        name=topic)], allow_auto_topic_creation=False)).topics[0].topic_id
+    batch = build_batch([(b"k%d" % i, b"v%d" % i) for i in range(3)], timestamp=1_700_000_000_000)
+    P = m.ProduceRequest
+    s.call("admin", K.PRODUCE, 9, P(acks=-1, timeout_ms=5000, topic_data=[
+        P.TopicProduceData(name=topic, partition_data=[P.PartitionProduceData(index=0, records=batch)])]))
+    group = s.name_of("sgin")
+    Resource = m.IncrementalAlterConfigsRequest.AlterConfigsResource
+    Config = m.IncrementalAlterConfigsRequest.AlterableConfig
+    s.call("admin", K.INCREMENTAL_ALTER_CONFIGS, 1, m.IncrementalAlterConfigsRequest(resources=[Resource(
+        resource_type=GROUP_RESOURCE, resource_name=group, configs=[
+            Config(name=k, config_operation=SET, value=v) for k, v in (
+                ("share.auto.offset.reset", "earliest"), ("share.record.lock.duration.ms", "20000"),
+                ("share.delivery.count.limit", "2"))])]))
+    deadline = time.monotonic() + 10  # unrecorded: until the change is in force (through Kafka's metadata log)
+    while True:
+        described = wire.request(K.DESCRIBE_CONFIGS, 4, m.DescribeConfigsRequest(resources=[
+            m.DescribeConfigsRequest.DescribeConfigsResource(resource_type=GROUP_RESOURCE, resource_name=group,
+                                                             configuration_keys=["share.delivery.count.limit"])]))
+        if described.results[0].configs and described.results[0].configs[0].value == "2":
+            break
+        assert time.monotonic() < deadline, f"{s.name}: the group config is not in force"
+        time.sleep(0.02)  # poll interval
+    member = "m-in-0000000000000000"
+    joined = s.call("a", K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+        group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]))
+    await_share_assignment(s, group, member, joined.member_epoch)
+    F = m.ShareFetchRequest
+
+    def fetch(epoch: int, acks: tuple[tuple[int, int, int], ...] = (), wait_ms: int = 5000) -> Any:
+        batches = [F.AcknowledgementBatch(first, last, [kind]) for first, last, kind in acks]
+        return s.call("a", K.SHARE_FETCH, 2, F(
+            group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=wait_ms, min_bytes=1,
+            max_records=100, batch_size=100, topics=[F.FetchTopic(topic_id, [
+                F.FetchPartition(partition_index=0, acknowledgement_batches=batches)])], forgotten_topics_data=[]))
+
+    fetch(0)  # earliest: 0-2, count 1, lock 20000
+    fetch(1, ((0, 2, 2),))  # released: 0-2 again, count 2
+    fetch(2, ((0, 2, 2),), wait_ms=0)  # released at the limit: archived, nothing left
+
+
 CONVERSATIONS: dict[str, Conversation] = {
     f.__name__: f for f in (
         join_every_version, join_errors, two_members_sync, stale_generation_and_unknown_member,
@@ -989,6 +1038,6 @@ CONVERSATIONS: dict[str, Conversation] = {
         describe_list_delete, consumer_group_lifecycle, consumer_group_errors, transactional_offsets,
         create_partitions, txn_offsets_unknown_topics, admin_apis, share_group_membership, share_group_offsets,
         share_group_offsets_admin, share_sessions, transaction_version_2, transaction_version_2_fence,
-        share_group_configs,
+        share_group_configs, share_group_configs_in_force,
     )
 }
