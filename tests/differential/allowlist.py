@@ -62,12 +62,14 @@ ALLOWLIST: tuple[Allowed, ...] = (
                    "bytes only (the CRC does not cover them). Not a share group matter: the data plane's append."),
     Allowed("DescribeShareGroupOffsets", r"groups\[0\]\.topics\[0\]\.partitions\[0\]\.start_offset",
             conversation="share_read_committed", kafka_value=0,
-            reason="BUG, to fix (not understood yet): both brokers archive the aborted records 0-2 undelivered and "
-                   "deliver 3-5 (the abort marker and two plain records), which the member accepts; groupcoord "
-                   "then reports the share-partition start offset 6, Kafka 4.4 keeps reporting 0 (polled for 5 s, "
-                   "so not the write's timing). Kafka's SharePartition archives the filtered records after the "
-                   "acquisition (filterAbortedTransactionalAcquiredRecords) without, it seems, moving or "
-                   "persisting the start offset; to read in its code before matching it."),
+            reason="BUG, to fix: both brokers archive the aborted records 0-2 undelivered and deliver 3-5 (the "
+                   "abort marker and two plain records), which the member accepts; groupcoord then describes the "
+                   "share-partition's start offset as 6, Kafka 4.4 as 0, deterministically (polled for 5 s): its "
+                   "SharePartition.writeShareGroupState sends startOffset() as it is before the acknowledgement, "
+                   "and only the write's completion (rollbackOrProcessStateUpdates -> "
+                   "maybeUpdateCachedStateAndOffsets) moves the start in memory, so the persisted start offset, "
+                   "which DescribeShareGroupOffsets reads, lags one write behind. groupcoord should describe the "
+                   "start offset of its last snapshot as Kafka writes it."),
     *(Allowed("CreatePartitions", r"results\[0\]\.error_message", conversation="create_partitions", step=step,
               reason="The message names the node itself (node 1 in the oracle, node 0 in groupcoord).")
       for step in (11, 13)),
