@@ -50,10 +50,15 @@ def test_confluent_admin_sets_describes_and_deletes_group_configs_that_survive_a
     admin = _admin(server)
     _set(admin, GROUP, "consumer.heartbeat.interval.ms", "6000")
     _set(admin, GROUP, "consumer.assignment.interval.ms", "0")
+    _set(admin, GROUP, "share.record.lock.duration.ms", "20000")
     configs = _describe(admin, GROUP)
     assert {n: e.value for n, e in configs.items()} == {
         "consumer.assignment.interval.ms": "0", "consumer.heartbeat.interval.ms": "6000",
-        "consumer.session.timeout.ms": "45000"}
+        "consumer.session.timeout.ms": "45000", "share.auto.offset.reset": "latest",
+        "share.delivery.count.limit": "5", "share.heartbeat.interval.ms": "5000",
+        "share.isolation.level": "read_uncommitted", "share.partition.max.record.locks": "2000",
+        "share.record.lock.duration.ms": "20000", "share.renew.acknowledge.enable": "true",
+        "share.session.timeout.ms": "45000"}
     assert configs["consumer.heartbeat.interval.ms"].source == ConfigSource.GROUP_CONFIG.value
     assert configs["consumer.session.timeout.ms"].source == ConfigSource.DEFAULT_CONFIG.value
 
@@ -67,6 +72,7 @@ def test_confluent_admin_sets_describes_and_deletes_group_configs_that_survive_a
     admin = _admin(server)
     configs = _describe(admin, GROUP)
     assert configs["consumer.heartbeat.interval.ms"].value == "6000"
+    assert configs["share.record.lock.duration.ms"].value == "20000"
     _set(admin, GROUP, "consumer.assignment.interval.ms", None, AlterConfigOpType.DELETE)
     configs = _describe(admin, GROUP)
     assert configs["consumer.assignment.interval.ms"].value == "1000"
