@@ -56,15 +56,20 @@ class ShareCounts:
     def acknowledgements(self, sp: SharePartition, batches: Sequence[AcknowledgementBatch],
                          limits: PartitionLimits) -> ShareCounts:
         for batch in batches:
-            for offset in range(batch.first_offset, batch.last_offset + 1):
-                kind = batch.types[0] if len(batch.types) == 1 else batch.types[offset - batch.first_offset]
-                self._acks[kind] = self._acks.get(kind, 0) + 1
-                if kind in (AcknowledgeType.REJECT, AcknowledgeType.GAP):
-                    self._archived["rejected"] = self._archived.get("rejected", 0) + 1
-                elif kind == AcknowledgeType.RELEASE:
-                    self._archived["delivery_limit"] = (self._archived.get("delivery_limit", 0)
-                                                        + _exhausted(sp, (offset,), limits))
+            if len(batch.types) == 1:  # one type for the whole batch, the usual case: counted at once
+                self._count(sp, batch.types[0], range(batch.first_offset, batch.last_offset + 1), limits)
+                continue
+            for offset, kind in zip(range(batch.first_offset, batch.last_offset + 1), batch.types, strict=False):
+                self._count(sp, kind, range(offset, offset + 1), limits)
         return self
+
+    def _count(self, sp: SharePartition, kind: int, offsets: range, limits: PartitionLimits) -> None:
+        self._acks[kind] = self._acks.get(kind, 0) + len(offsets)
+        if kind in (AcknowledgeType.REJECT, AcknowledgeType.GAP):
+            self._archived["rejected"] = self._archived.get("rejected", 0) + len(offsets)
+        elif kind == AcknowledgeType.RELEASE:
+            self._archived["delivery_limit"] = (self._archived.get("delivery_limit", 0)
+                                                + _exhausted(sp, offsets, limits))
 
     def releases(self, sp: SharePartition, offsets: Iterable[int], limits: PartitionLimits) -> ShareCounts:
         """Records going back without an acknowledgement (lock expiry, the session closing)."""
