@@ -48,7 +48,9 @@ async def _one(broker: Broker, ctx: RequestContext, tid: str, pid: int, epoch: i
     refused: dict[tuple[str, int], int] = {}
     for t in topics:
         topic = broker.topics.get(t.name)
-        internal = topic is not None and getattr(topic, "internal", False)
+        # Clients may not add internal topics; brokers (v4+) verify `__consumer_offsets` partitions for
+        # TxnOffsetCommit (KafkaApis screens internal topics from the client versions only).
+        internal = version < BROKER_FORM_SINCE and topic is not None and getattr(topic, "internal", False)
         for p in t.partitions:
             if internal or (version < BROKER_FORM_SINCE and not permits_topic(broker, ctx, Operation.WRITE, t.name)):
                 refused[t.name, p] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
@@ -58,8 +60,9 @@ async def _one(broker: Broker, ctx: RequestContext, tid: str, pid: int, epoch: i
         return _results(topics, refused, int(ErrorCode.OPERATION_NOT_ATTEMPTED))
     txn = broker.txn
     wanted = [(t.name, p) for t in topics for p in t.partitions]
-    if txn.loading:
-        return _results(topics, {}, int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+    refused = txn.refusal(tid)
+    if refused is not None:  # loading, or another cluster node's transactional id
+        return _results(topics, {}, int(refused))
     if verify_only:
         codes = {tp: for_version(txn.core.verify(tid, pid, epoch, tp), version, abortable_since=0) for tp in wanted}
         return _results(topics, codes, 0)

@@ -130,8 +130,9 @@ def _verifier(broker: Broker, transactional_id: str, topic: str, index: int, ver
 def _add_partition(broker: Broker, transactional_id: str, producer_id: int, epoch: int,
                    partition: tuple[str, int], added: list[asyncio.Future[None]]) -> ErrorCode:
     """TV2: the transaction coordinator adds the partition (handleAddPartitionsToTransaction)."""
-    if broker.txn.loading:
-        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    refused = broker.txn.refusal(transactional_id)
+    if refused is not None:  # retriable for the producer (NOT_ENOUGH_REPLICAS), as Kafka's verification
+        return refused
     outcome = broker.txn.core.add_partitions(transactional_id, producer_id, epoch, [partition], now_ms(),
                                              client_version=2)
     if outcome.code == ErrorCode.NONE:

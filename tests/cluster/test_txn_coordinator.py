@@ -1,0 +1,150 @@
+"""One transaction coordinator per transactional id across the cluster (coordinator/cluster/txn.py):
+`__transaction_state` partitions are leased shards in PostgreSQL, FindCoordinator names the owner of
+the id's partition, the other nodes answer NOT_COORDINATOR, producer ids come from database blocks,
+and a survivor that takes a partition over completes the transactions decided before the kill."""
+
+from __future__ import annotations
+
+import signal
+import time
+import uuid
+
+from coordinator.cluster.txn import PRODUCER_ID_BLOCK, txn_shard
+from coordinator.records import partition_for
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import (
+    AddOffsetsToTxnRequest,
+    DescribeTransactionsRequest,
+    EndTxnRequest,
+    InitProducerIdRequest,
+)
+from protocol.messages import TxnOffsetCommitRequest as Commit
+from tests.cluster.conftest import TXN_PARTITIONS, query
+from tests.cluster.test_txn_offsets import LEASE, stable_offset, transaction, txn_coordinator, until_not_retriable
+from tests.cluster.wire import create_shared_topic
+from tests.server.conftest import KafkaWire
+
+
+def init(wire: KafkaWire, tid: str) -> tuple[int, int, int]:
+    answer = wire.request(ApiKey.INIT_PRODUCER_ID, 4, InitProducerIdRequest(transactional_id=tid,
+                                                                            transaction_timeout_ms=60_000))
+    return int(answer.error_code), int(answer.producer_id), int(answer.producer_epoch)
+
+
+def describe(wire: KafkaWire, tid: str) -> tuple[int, str]:
+    [state] = wire.request(ApiKey.DESCRIBE_TRANSACTIONS, 0, DescribeTransactionsRequest(
+        transactional_ids=[tid])).transaction_states
+    return int(state.error_code), state.transaction_state
+
+
+def test_one_coordinator_per_transactional_id_and_unique_producer_ids(cluster_factory) -> None:
+    cluster = cluster_factory(3, *LEASE)
+    tids = [f"tid-{uuid.uuid4().hex[:8]}" for _ in range(6)]
+    pids = []
+    for tid in tids:
+        coordinator = txn_coordinator(cluster, tid)
+        [shard] = query(cluster.url, "SELECT owner FROM gc_leases WHERE shard = $1",
+                        txn_shard(partition_for(tid, TXN_PARTITIONS)))
+        assert shard["owner"] == coordinator  # FindCoordinator names the lease holder
+        for node_id, node in cluster.nodes.items():
+            wire = KafkaWire(node.host, node.port)
+            try:
+                if node_id == coordinator:
+                    code, pid, _ = until_not_retriable(lambda: init(wire, tid), lambda r: r[0])  # noqa: B023
+                    assert code == ErrorCode.NONE, ErrorCode(code).name
+                    pids.append(pid)
+                else:  # every other node refuses the id's requests, as a broker that is not its coordinator
+                    assert init(wire, tid)[0] == ErrorCode.NOT_COORDINATOR
+                    added = wire.request(ApiKey.ADD_OFFSETS_TO_TXN, 3, AddOffsetsToTxnRequest(
+                        transactional_id=tid, producer_id=0, producer_epoch=0, group_id="g"))
+                    assert added.error_code == ErrorCode.NOT_COORDINATOR
+                    ended = wire.request(ApiKey.END_TXN, 3, EndTxnRequest(transactional_id=tid, producer_id=0,
+                                                                          producer_epoch=0, committed=True))
+                    assert ended.error_code == ErrorCode.NOT_COORDINATOR
+            finally:
+                wire.close()
+    assert len(set(pids)) == len(pids)  # unique across the nodes that handed them out
+    [row] = query(cluster.url, "SELECT next_block FROM gc_producer_ids")
+    assert row["next_block"] >= PRODUCER_ID_BLOCK * len(cluster.nodes)  # every node took its block
+
+
+def test_the_survivor_completes_a_transaction_decided_before_the_kill(cluster_factory) -> None:
+    """SIGKILL the transaction coordinator right after EndTxn(commit) was accepted: the node that
+    takes the `__transaction_state` partition over reads PrepareCommit (or CompleteCommit) back and
+    the transaction ends committed: its offsets visible on the group's node, never half-applied."""
+    cluster = cluster_factory(3, *LEASE)
+    topic = "txn-failover"
+    create_shared_topic(cluster, topic)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    owner = cluster.wait_owner(group)
+    tid = f"tid-{uuid.uuid4().hex[:8]}"
+    while (coordinator := txn_coordinator(cluster, tid)) == owner:  # the kill must spare the group's node
+        tid = f"tid-{uuid.uuid4().hex[:8]}"
+    txn_wire = KafkaWire(cluster.nodes[coordinator].host, cluster.nodes[coordinator].port)
+    wire = KafkaWire(cluster.nodes[owner].host, cluster.nodes[owner].port)
+    code, pid, epoch = until_not_retriable(lambda: init(txn_wire, tid), lambda r: r[0])
+    assert code == ErrorCode.NONE
+    transaction(wire, tid, pid, epoch, group, topic, 42, commit=True, txn_wire=txn_wire)
+    cluster.signal(coordinator, signal.SIGKILL)  # maybe before its markers, maybe after: both must end well
+    txn_wire.close()
+
+    survivor = txn_coordinator(cluster, tid, not_node=coordinator)
+    deadline = time.monotonic() + 30
+    while stable_offset(wire, group, topic) != (0, 42):
+        assert time.monotonic() < deadline, stable_offset(wire, group, topic)
+        time.sleep(0.1)
+    survivor_wire = KafkaWire(cluster.nodes[survivor].host, cluster.nodes[survivor].port)
+    try:
+        state = until_not_retriable(lambda: describe(survivor_wire, tid), lambda r: r[0])
+        assert state == (0, "CompleteCommit")
+        # The producer goes on with the new coordinator: its epoch is fenced up, as after any move.
+        code, pid_after, epoch_after = until_not_retriable(lambda: init(survivor_wire, tid), lambda r: r[0])
+        assert (code, pid_after) == (ErrorCode.NONE, pid) and epoch_after > epoch
+    finally:
+        survivor_wire.close()
+        wire.close()
+
+
+def test_an_ongoing_transaction_of_a_killed_coordinator_is_aborted(cluster_factory) -> None:
+    """An Ongoing transaction (offsets pending, no EndTxn) whose coordinator dies is not committed by
+    anyone: the survivor aborts it when the producer re-initialises (Kafka fences and aborts)."""
+    cluster = cluster_factory(3, *LEASE)
+    topic = "txn-ongoing"
+    create_shared_topic(cluster, topic)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    owner = cluster.wait_owner(group)
+    tid = f"tid-{uuid.uuid4().hex[:8]}"
+    while (coordinator := txn_coordinator(cluster, tid)) == owner:
+        tid = f"tid-{uuid.uuid4().hex[:8]}"
+    txn_wire = KafkaWire(cluster.nodes[coordinator].host, cluster.nodes[coordinator].port)
+    wire = KafkaWire(cluster.nodes[owner].host, cluster.nodes[owner].port)
+    _, pid, epoch = until_not_retriable(lambda: init(txn_wire, tid), lambda r: r[0])
+    transaction(wire, tid, pid, epoch, group, topic, 7, commit=True, txn_wire=txn_wire)  # committed: 7
+    added = txn_wire.request(ApiKey.ADD_OFFSETS_TO_TXN, 3, AddOffsetsToTxnRequest(
+        transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group))
+    assert added.error_code == ErrorCode.NONE
+    answer = wire.request(ApiKey.TXN_OFFSET_COMMIT, 3, Commit(transactional_id=tid, group_id=group, producer_id=pid,
+                                                            producer_epoch=epoch, topics=[
+        Commit.TxnOffsetCommitRequestTopic(name=topic, partitions=[
+            Commit.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=99)])]))
+    assert answer.topics[0].partitions[0].error_code == ErrorCode.NONE
+    cluster.signal(coordinator, signal.SIGKILL)
+    txn_wire.close()
+    survivor = txn_coordinator(cluster, tid, not_node=coordinator)
+    survivor_wire = KafkaWire(cluster.nodes[survivor].host, cluster.nodes[survivor].port)
+    try:
+        assert until_not_retriable(lambda: describe(survivor_wire, tid), lambda r: r[0]) == (0, "Ongoing")
+        # A new producer instance with the same id: the survivor fences the old epoch and aborts.
+        deadline = time.monotonic() + 30
+        while (result := init(survivor_wire, tid))[0] != ErrorCode.NONE:
+            assert result[0] in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), result
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        while stable_offset(wire, group, topic) != (0, 7):  # the pending 99 dropped by the abort marker
+            assert time.monotonic() < deadline, stable_offset(wire, group, topic)
+            time.sleep(0.1)
+        assert describe(survivor_wire, tid)[1] in ("Empty", "CompleteAbort")
+    finally:
+        survivor_wire.close()
+        wire.close()
