@@ -46,8 +46,8 @@ from coordinator.cluster.ownership import (
     preferred_owner,
 )
 from coordinator.cluster.store import shard_name
+from coordinator.records import Record
 from coordinator.records.transactional import resolve
-from coordinator.server.log_record_store import decoded_records
 from coordinator.topics import OFFSETS_TOPIC
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -276,7 +276,8 @@ class TxnShards:
         started = time.perf_counter()
         try:
             batches = await self.cluster.batches.read(txn_shard(partition))
-            records = list(decoded_records(resolve(batches)))
+            resolved = resolve(batches)  # each transactional id's latest record, tombstones as None values
+            records = [Record(key, value) for key, value in zip(resolved.keys, resolved.values, strict=True)]
         except Exception as exc:  # the database failed: let the lease lapse so a node that can load takes it
             log.warning("txn_load_failed", partition=partition, error=repr(exc))
             self._drop(partition, held, "load_failed")
