@@ -60,9 +60,9 @@ async def _one(broker: Broker, ctx: RequestContext, tid: str, pid: int, epoch: i
         return _results(topics, refused, int(ErrorCode.OPERATION_NOT_ATTEMPTED))
     txn = broker.txn
     wanted = [(t.name, p) for t in topics for p in t.partitions]
-    refused = txn.refusal(tid)
-    if refused is not None:  # loading, or another cluster node's transactional id
-        return _results(topics, {}, int(refused))
+    not_now = txn.refusal(tid)
+    if not_now is not None:  # loading, or another cluster node's transactional id
+        return _results(topics, {}, int(not_now))
     if verify_only:
         codes = {tp: for_version(txn.core.verify(tid, pid, epoch, tp), version, abortable_since=0) for tp in wanted}
         return _results(topics, codes, 0)
