@@ -25,7 +25,8 @@ def test_a_lone_node_reports_every_lease_gained_and_loaded(cluster_factory) -> N
     cluster_factory(1, f"http.listener=127.0.0.1:{port}")
     text = scrape(port)
     # leases and loads of the `__consumer_offsets` and `__transaction_state` shards alike
-    assert sample(text, 'groupcoord_cluster_lease_changes_total{change="gained"}') == OFFSETS_PARTITIONS + TXN_PARTITIONS
+    gained = sample(text, 'groupcoord_cluster_lease_changes_total{change="gained"}')
+    assert gained == OFFSETS_PARTITIONS + TXN_PARTITIONS
     assert sample(text, "groupcoord_cluster_shards_served") == OFFSETS_PARTITIONS
     assert sample(text, "groupcoord_cluster_live_nodes") == 1
     assert sample(text, "groupcoord_cluster_shard_load_ms_count") == OFFSETS_PARTITIONS + TXN_PARTITIONS

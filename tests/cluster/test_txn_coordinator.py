@@ -148,3 +148,32 @@ def test_an_ongoing_transaction_of_a_killed_coordinator_is_aborted(cluster_facto
     finally:
         survivor_wire.close()
         wire.close()
+
+
+def test_a_transactional_produce_is_verified_by_the_coordinator_on_another_node(cluster_factory) -> None:
+    """Node 1 takes a transactional batch for an id that another node coordinates: it asks that node
+    (AddPartitionsToTxn v5, verify only) before appending, so a partition not in the transaction is
+    refused and one added is accepted."""
+    from protocol.messages import AddPartitionsToTxnRequest as Add
+    from tests.server.test_transactions_wire import produce, txn_batch
+
+    cluster = cluster_factory(3, *LEASE)
+    topic = "txn-produce"
+    create_shared_topic(cluster, topic)  # on node 1, where the batches go
+    tid = f"tid-{uuid.uuid4().hex[:8]}"
+    while (coordinator := txn_coordinator(cluster, tid)) == 1:
+        tid = f"tid-{uuid.uuid4().hex[:8]}"
+    txn_wire = KafkaWire(cluster.nodes[coordinator].host, cluster.nodes[coordinator].port)
+    data_wire = KafkaWire(cluster.nodes[1].host, cluster.nodes[1].port)
+    try:
+        code, pid, epoch = until_not_retriable(lambda: init(txn_wire, tid), lambda r: r[0])
+        assert code == ErrorCode.NONE
+        assert produce(data_wire, tid, topic, 0, txn_batch(pid, epoch, 0, 2)).error_code == ErrorCode.INVALID_TXN_STATE
+        added = txn_wire.request(ApiKey.ADD_PARTITIONS_TO_TXN, 3, Add(
+            v3_and_below_transactional_id=tid, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[Add.AddPartitionsToTxnTopic(name=topic, partitions=[0])]))
+        assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == ErrorCode.NONE
+        assert produce(data_wire, tid, topic, 0, txn_batch(pid, epoch, 0, 2)).error_code == ErrorCode.NONE
+    finally:
+        txn_wire.close()
+        data_wire.close()

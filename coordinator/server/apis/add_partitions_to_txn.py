@@ -12,6 +12,7 @@ from typing import Any
 
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_cluster, permits_topic, permits_transactional_id
+from coordinator.server.apis._routing import learn_shared_topics
 from coordinator.server.apis._txn import for_version
 from coordinator.server.broker import Broker
 from coordinator.server.registry import Pending, Reply, RequestContext, api
@@ -39,12 +40,9 @@ def add_partitions_error(request: Any, code: ErrorCode, version: int) -> AddPart
                                                                              int(code)))
 
 
-async def _one(broker: Broker, ctx: RequestContext, tid: str, pid: int, epoch: int, topics: Any,
-               verify_only: bool) -> list[Any]:
+def _screen(broker: Broker, ctx: RequestContext, topics: Any) -> dict[tuple[str, int], int]:
+    """The partitions refused before the coordinator is asked (KafkaApis.handleAddPartitionsToTxnRequest)."""
     version = ctx.api_version
-    if version < BROKER_FORM_SINCE and not permits_transactional_id(broker, ctx, Operation.WRITE, tid):
-        # the client form (the broker form is checked as CLUSTER_ACTION): KafkaApis.handleAddPartitionsToTxnRequest
-        return _results(topics, {}, int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
     refused: dict[tuple[str, int], int] = {}
     for t in topics:
         topic = broker.topics.get(t.name)
@@ -56,6 +54,19 @@ async def _one(broker: Broker, ctx: RequestContext, tid: str, pid: int, epoch: i
                 refused[t.name, p] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             elif topic is None or not 0 <= p < topic.partitions:
                 refused[t.name, p] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    return refused
+
+
+async def _one(broker: Broker, ctx: RequestContext, tid: str, pid: int, epoch: int, topics: Any,
+               verify_only: bool) -> list[Any]:
+    version = ctx.api_version
+    if version < BROKER_FORM_SINCE and not permits_transactional_id(broker, ctx, Operation.WRITE, tid):
+        # the client form (the broker form is checked as CLUSTER_ACTION): KafkaApis.handleAddPartitionsToTxnRequest
+        return _results(topics, {}, int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+    refused = _screen(broker, ctx, topics)
+    if broker.cluster is not None and int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) in refused.values():
+        await learn_shared_topics(broker)  # the topic may be a moment old, made on another node
+        refused = _screen(broker, ctx, topics)
     if refused:
         return _results(topics, refused, int(ErrorCode.OPERATION_NOT_ATTEMPTED))
     txn = broker.txn
