@@ -177,3 +177,64 @@ def test_a_transactional_produce_is_verified_by_the_coordinator_on_another_node(
     finally:
         txn_wire.close()
         data_wire.close()
+
+
+def test_a_transactional_producer_goes_on_across_the_kill_of_its_transaction_coordinator(cluster_factory) -> None:
+    """confluent-kafka's transactional producer commits a group's offsets in transactions, one after
+    the other; its transaction coordinator is SIGKILLed. The producer finds the survivor and goes on;
+    every transaction acknowledged committed is there, none is half applied (the group's stable offset
+    is an acknowledged one, or the one whose commit was in flight at the kill)."""
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+    cluster = cluster_factory(3, *LEASE)
+    topic = "txn-producer-failover"
+    create_shared_topic(cluster, topic)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    owner = cluster.wait_owner(group)
+    tid = f"tid-{uuid.uuid4().hex[:8]}"
+    while (coordinator := txn_coordinator(cluster, tid)) == owner:  # the kill must spare the group's node
+        tid = f"tid-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": tid,
+                         "transaction.timeout.ms": 20000, "retry.backoff.ms": 50, "retry.backoff.max.ms": 200})
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})  # group metadata only
+    acknowledged: list[tuple[float, int]] = []
+    errors: list[str] = []
+    producer.init_transactions(30)
+    killed_at = 0.0
+    offset = 0
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            if len(acknowledged) == 5 and not killed_at:
+                killed_at = time.monotonic()
+                cluster.signal(coordinator, signal.SIGKILL)
+            if killed_at and any(t > killed_at + 2 for t, _ in acknowledged):
+                break
+            offset += 1
+            try:
+                producer.begin_transaction()
+                producer.send_offsets_to_transaction([TopicPartition(topic, 0, offset)],
+                                                     consumer.consumer_group_metadata(), 30)
+                producer.commit_transaction(30)
+            except KafkaException as exc:
+                error = exc.args[0]
+                errors.append(str(error))
+                assert not error.fatal(), error
+                if error.txn_requires_abort():
+                    producer.abort_transaction(30)
+                continue
+            acknowledged.append((time.monotonic(), offset))
+    finally:
+        consumer.close()
+    assert killed_at and any(t > killed_at for t, _ in acknowledged), errors[-5:]
+    survivor = txn_coordinator(cluster, tid, not_node=coordinator)
+    assert survivor != coordinator
+    wire = KafkaWire(cluster.nodes[owner].host, cluster.nodes[owner].port)
+    try:
+        code, stable = until_not_retriable(lambda: stable_offset(wire, group, topic), lambda r: r[0])
+    finally:
+        wire.close()
+    last = acknowledged[-1][1]
+    assert code == ErrorCode.NONE and stable == last, (stable, last, errors[-5:])
+    offsets = [o for _, o in acknowledged]
+    assert offsets == sorted(offsets)
