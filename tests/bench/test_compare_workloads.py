@@ -146,3 +146,13 @@ def test_kafka_target_starts_as_users_run_it_and_the_table_has_its_column() -> N
     assert rounds[-2] == "-"  # counts are shown, not compared
     memory = next(r.split() for r in rows if r.startswith("idle_groups_rss_mb "))
     assert memory[-2:] == ["4.00x", "-"]  # memory with groups compares only under the same number of groups
+
+
+def test_the_cluster_rows_compare_failover_as_a_time_and_durable_commits_as_a_rate() -> None:
+    from bench.compare.__main__ import report
+
+    text = report({"failover_s": [3.0], "durable_commits_per_s_postgresql": [500.0]},
+                  {"kafka": {"failover_s": [9.0], "durable_commits_per_s_postgresql": [250.0]}}, {})
+    rows = {line.split()[0]: line.split() for line in text.splitlines()}
+    assert rows["failover_s"][-1] == "3.00x"  # Kafka's 9 s against groupcoord's 3 s: 3x better
+    assert rows["durable_commits_per_s_postgresql"][-1] == "2.00x"
