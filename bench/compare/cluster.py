@@ -60,6 +60,7 @@ def groupcoord_figures(seconds: float, kills: int) -> dict[str, float]:
                                f"log.dirs={root / 'file'}"], root / "file.log")
         try:
             bench._ready(file_port)
+            bench._create_topics(file_port)
             files = bench.measure_commits(file_port, seconds, 8)
         finally:
             bench._stop(server)
@@ -70,6 +71,7 @@ def groupcoord_figures(seconds: float, kills: int) -> dict[str, float]:
         node = bench._start(node_command(1, node_port, url, root / "pg"), root / "pg.log")
         try:
             bench._ready(node_port)
+            bench._create_topics(node_port)
             bench._wait_balanced(url, 1)
             pg = bench.measure_commits(node_port, seconds, 8)
         finally:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import signal
 import time
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 from coordinator.cluster.txn import PRODUCER_ID_BLOCK, txn_shard
 from coordinator.records import partition_for
@@ -69,85 +71,82 @@ def test_one_coordinator_per_transactional_id_and_unique_producer_ids(cluster_fa
     assert row["next_block"] >= PRODUCER_ID_BLOCK * len(cluster.nodes)  # every node took its block
 
 
-def test_the_survivor_completes_a_transaction_decided_before_the_kill(cluster_factory) -> None:
-    """SIGKILL the transaction coordinator right after EndTxn(commit) was accepted: the node that
-    takes the `__transaction_state` partition over reads PrepareCommit (or CompleteCommit) back and
-    the transaction ends committed: its offsets visible on the group's node, never half-applied."""
+def _tid_coordinated_by(cluster: Any, wanted: Callable[[int], bool]) -> tuple[str, int]:
+    while not wanted(coordinator := txn_coordinator(cluster, tid := f"tid-{uuid.uuid4().hex[:8]}")):
+        pass
+    return tid, coordinator
+
+
+def _group_owned_by(cluster: Any, wanted: Callable[[int], bool]) -> tuple[str, int]:
+    while not wanted(owner := cluster.wait_owner(group := f"g-{uuid.uuid4().hex[:8]}")):
+        pass
+    return group, owner
+
+
+def test_a_survivor_completes_decided_transactions_and_aborts_ongoing_ones(cluster_factory) -> None:
+    """Two transactional ids coordinated by one node, SIGKILLed: A right after EndTxn(commit) was
+    accepted, B with offsets pending and no EndTxn. The nodes taking the `__transaction_state`
+    partitions over read them back: A ends committed (PrepareCommit completed, or CompleteCommit read),
+    its offset visible on its group's node; B stays Ongoing until its producer re-initialises, when it
+    is fenced and aborted (Kafka's InitProducerId on an Ongoing transaction), its pending offset dropped."""
     cluster = cluster_factory(3, *LEASE)
     topic = "txn-failover"
     create_shared_topic(cluster, topic)
-    group = f"g-{uuid.uuid4().hex[:8]}"
-    owner = cluster.wait_owner(group)
-    tid = f"tid-{uuid.uuid4().hex[:8]}"
-    while (coordinator := txn_coordinator(cluster, tid)) == owner:  # the kill must spare the group's node
-        tid = f"tid-{uuid.uuid4().hex[:8]}"
+    tid_a, coordinator = _tid_coordinated_by(cluster, lambda node: True)
+    tid_b, _ = _tid_coordinated_by(cluster, lambda node: node == coordinator)
+    group_a, owner_a = _group_owned_by(cluster, lambda node: node != coordinator)  # the kill spares the groups
+    group_b, owner_b = _group_owned_by(cluster, lambda node: node != coordinator)
     txn_wire = KafkaWire(cluster.nodes[coordinator].host, cluster.nodes[coordinator].port)
-    wire = KafkaWire(cluster.nodes[owner].host, cluster.nodes[owner].port)
-    code, pid, epoch = until_not_retriable(lambda: init(txn_wire, tid), lambda r: r[0])
-    assert code == ErrorCode.NONE
-    transaction(wire, tid, pid, epoch, group, topic, 42, commit=True, txn_wire=txn_wire)
-    cluster.signal(coordinator, signal.SIGKILL)  # maybe before its markers, maybe after: both must end well
-    txn_wire.close()
+    wire_a = KafkaWire(cluster.nodes[owner_a].host, cluster.nodes[owner_a].port)
+    wire_b = KafkaWire(cluster.nodes[owner_b].host, cluster.nodes[owner_b].port)
+    try:
+        _, pid_a, epoch_a = until_not_retriable(lambda: init(txn_wire, tid_a), lambda r: r[0])
+        _, pid_b, epoch_b = until_not_retriable(lambda: init(txn_wire, tid_b), lambda r: r[0])
+        transaction(wire_b, tid_b, pid_b, epoch_b, group_b, topic, 7, commit=True, txn_wire=txn_wire)
+        added = txn_wire.request(ApiKey.ADD_OFFSETS_TO_TXN, 3, AddOffsetsToTxnRequest(
+            transactional_id=tid_b, producer_id=pid_b, producer_epoch=epoch_b, group_id=group_b))
+        assert added.error_code == ErrorCode.NONE
+        answer = wire_b.request(ApiKey.TXN_OFFSET_COMMIT, 3, Commit(
+            transactional_id=tid_b, group_id=group_b, producer_id=pid_b, producer_epoch=epoch_b, topics=[
+                Commit.TxnOffsetCommitRequestTopic(name=topic, partitions=[
+                    Commit.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=99)])]))
+        assert answer.topics[0].partitions[0].error_code == ErrorCode.NONE  # B: Ongoing, 99 pending
+        transaction(wire_a, tid_a, pid_a, epoch_a, group_a, topic, 42, commit=True, txn_wire=txn_wire)
+        cluster.signal(coordinator, signal.SIGKILL)  # A maybe before its markers, maybe after: both end well
+    finally:
+        txn_wire.close()
 
-    survivor = txn_coordinator(cluster, tid, not_node=coordinator)
     deadline = time.monotonic() + 30
-    while stable_offset(wire, group, topic) != (0, 42):
-        assert time.monotonic() < deadline, stable_offset(wire, group, topic)
-        time.sleep(0.1)
-    survivor_wire = KafkaWire(cluster.nodes[survivor].host, cluster.nodes[survivor].port)
     try:
-        state = until_not_retriable(lambda: describe(survivor_wire, tid), lambda r: r[0])
-        assert state == (0, "CompleteCommit")
-        # The producer goes on with the new coordinator: its epoch is fenced up, as after any move.
-        code, pid_after, epoch_after = until_not_retriable(lambda: init(survivor_wire, tid), lambda r: r[0])
-        assert (code, pid_after) == (ErrorCode.NONE, pid) and epoch_after > epoch
-    finally:
-        survivor_wire.close()
-        wire.close()
-
-
-def test_an_ongoing_transaction_of_a_killed_coordinator_is_aborted(cluster_factory) -> None:
-    """An Ongoing transaction (offsets pending, no EndTxn) whose coordinator dies is not committed by
-    anyone: the survivor aborts it when the producer re-initialises (Kafka fences and aborts)."""
-    cluster = cluster_factory(3, *LEASE)
-    topic = "txn-ongoing"
-    create_shared_topic(cluster, topic)
-    group = f"g-{uuid.uuid4().hex[:8]}"
-    owner = cluster.wait_owner(group)
-    tid = f"tid-{uuid.uuid4().hex[:8]}"
-    while (coordinator := txn_coordinator(cluster, tid)) == owner:
-        tid = f"tid-{uuid.uuid4().hex[:8]}"
-    txn_wire = KafkaWire(cluster.nodes[coordinator].host, cluster.nodes[coordinator].port)
-    wire = KafkaWire(cluster.nodes[owner].host, cluster.nodes[owner].port)
-    _, pid, epoch = until_not_retriable(lambda: init(txn_wire, tid), lambda r: r[0])
-    transaction(wire, tid, pid, epoch, group, topic, 7, commit=True, txn_wire=txn_wire)  # committed: 7
-    added = txn_wire.request(ApiKey.ADD_OFFSETS_TO_TXN, 3, AddOffsetsToTxnRequest(
-        transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group))
-    assert added.error_code == ErrorCode.NONE
-    answer = wire.request(ApiKey.TXN_OFFSET_COMMIT, 3, Commit(transactional_id=tid, group_id=group, producer_id=pid,
-                                                            producer_epoch=epoch, topics=[
-        Commit.TxnOffsetCommitRequestTopic(name=topic, partitions=[
-            Commit.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=99)])]))
-    assert answer.topics[0].partitions[0].error_code == ErrorCode.NONE
-    cluster.signal(coordinator, signal.SIGKILL)
-    txn_wire.close()
-    survivor = txn_coordinator(cluster, tid, not_node=coordinator)
-    survivor_wire = KafkaWire(cluster.nodes[survivor].host, cluster.nodes[survivor].port)
-    try:
-        assert until_not_retriable(lambda: describe(survivor_wire, tid), lambda r: r[0]) == (0, "Ongoing")
-        # A new producer instance with the same id: the survivor fences the old epoch and aborts.
-        deadline = time.monotonic() + 30
-        while (result := init(survivor_wire, tid))[0] != ErrorCode.NONE:
-            assert result[0] in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), result
-            assert time.monotonic() < deadline
+        while stable_offset(wire_a, group_a, topic) != (0, 42):
+            assert time.monotonic() < deadline, stable_offset(wire_a, group_a, topic)
             time.sleep(0.1)
-        while stable_offset(wire, group, topic) != (0, 7):  # the pending 99 dropped by the abort marker
-            assert time.monotonic() < deadline, stable_offset(wire, group, topic)
-            time.sleep(0.1)
-        assert describe(survivor_wire, tid)[1] in ("Empty", "CompleteAbort")
+        survivor_a = txn_coordinator(cluster, tid_a, not_node=coordinator)
+        survivor = KafkaWire(cluster.nodes[survivor_a].host, cluster.nodes[survivor_a].port)
+        try:
+            assert until_not_retriable(lambda: describe(survivor, tid_a), lambda r: r[0]) == (0, "CompleteCommit")
+            # The producer goes on with the new coordinator: its epoch is bumped, as after any re-init.
+            code, pid_after, epoch_after = until_not_retriable(lambda: init(survivor, tid_a), lambda r: r[0])
+            assert (code, pid_after) == (ErrorCode.NONE, pid_a) and epoch_after > epoch_a
+        finally:
+            survivor.close()
+        survivor_b = txn_coordinator(cluster, tid_b, not_node=coordinator)
+        survivor = KafkaWire(cluster.nodes[survivor_b].host, cluster.nodes[survivor_b].port)
+        try:
+            assert until_not_retriable(lambda: describe(survivor, tid_b), lambda r: r[0]) == (0, "Ongoing")
+            while (result := init(survivor, tid_b))[0] != ErrorCode.NONE:  # fenced and aborted first
+                assert result[0] in (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), result
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            while stable_offset(wire_b, group_b, topic) != (0, 7):  # the pending 99 dropped by the abort marker
+                assert time.monotonic() < deadline, stable_offset(wire_b, group_b, topic)
+                time.sleep(0.1)
+            assert describe(survivor, tid_b)[1] in ("Empty", "CompleteAbort")
+        finally:
+            survivor.close()
     finally:
-        survivor_wire.close()
-        wire.close()
+        wire_a.close()
+        wire_b.close()
 
 
 def test_a_transactional_produce_is_verified_by_the_coordinator_on_another_node(cluster_factory) -> None:
