@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import os
 import socket
 import struct
@@ -27,6 +28,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from coordinator.server.worker_processes import die_with_parent
 from tests.conftest import (
     REPO_ROOT,
     STOP_TIMEOUT_S,
@@ -159,6 +161,8 @@ class KafkaOracle:
                 kafka_java_command("kafka.Kafka", str(properties), heap=self.heap, jvm_flags=self.jvm_flags),
                 cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: stop() signals all of it
+                # and dies with us (Linux) if we are killed before stop(): no broker outlives its session
+                preexec_fn=functools.partial(die_with_parent, os.getpid()),
             )
         return self
 

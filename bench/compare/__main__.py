@@ -3,7 +3,10 @@ pure-Python build as groupcoord-pure), Apache Kafka and Tansu, one after the oth
 table of the figures and each ratio to the others (median of RUNS runs, min–max shown).
 
     .venv/bin/python -m bench.compare [--runs 3] [--quick] [--only groupcoord|groupcoord-pure|kafka|tansu]
-        [--heartbeat-interval-ms 100]
+        [--heartbeat-interval-ms 100] [--kills 5] [--no-cluster]
+
+The cluster rows (bench/compare/cluster.py): durable commits through PostgreSQL and the file store,
+and the failover time of a three-node groupcoord cluster against a three-broker Kafka cluster.
 
 The floor server's heartbeat figures show what the load generator itself can drive on this machine,
 and the latency it measures where the server adds nothing.
@@ -29,9 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench.compare import groups, share, targets, workloads
+from bench.compare import cluster, groups, share, targets, workloads
 
-HIGHER_IS_BETTER = {"heartbeats_per_s_8conn", "heartbeats_per_s_1conn", "commits_per_s", "share_records_per_s"}
+HIGHER_IS_BETTER = {"heartbeats_per_s_8conn", "heartbeats_per_s_1conn", "commits_per_s", "share_records_per_s",
+                    "durable_commits_per_s_files", "durable_commits_per_s_postgresql"}
 Figures = dict[str, list[float]]
 
 
@@ -343,7 +347,13 @@ start_to_first_answer_s: launch to the first ApiVersions answer; start_to_coordi
 share_records_per_s: records produced to 2 partitions, then acquired and accepted (acknowledged in the next
   ShareFetch, MaxRecords 500, MaxWaitMs 200) by a share group of 3 members; share_fetch_p50/p99_ms: those
   ShareFetch round trips, a wait of up to 200 ms for records included. groupcoord answers an acknowledgement once
-  its share-state snapshot is fsynced; Kafka 4.4 once its share coordinator's write is appended (no fsync)."""
+  its share-state snapshot is fsynced; Kafka 4.4 once its share coordinator's write is appended (no fsync).
+durable_commits_*: groupcoord alone, 8 connections committing 10 partitions each, answered once durable: fsynced
+  (files, flush.policy=always) or committed in PostgreSQL (a throwaway local server, synchronous_commit on).
+failover_s: median over the kills (failover_max_s the worst) of the seconds from SIGKILLing the node that
+  coordinates a committing group until a survivor acknowledges a commit: groupcoord, three nodes over PostgreSQL
+  (cluster.lease.ms 3 s); Kafka, three KRaft brokers (each a controller, __consumer_offsets replicated 3 times,
+  defaults otherwise: broker.session.timeout.ms 9 s), the same client for both."""
 
 
 def main() -> int:
@@ -356,6 +366,8 @@ def main() -> int:
                         help="measure one broker")
     parser.add_argument("--heartbeat-interval-ms", type=int, default=groups.HEARTBEAT_INTERVAL_MS,
                         help="how often a synced member heartbeats while a group forms (every broker alike)")
+    parser.add_argument("--kills", type=int, default=5, help="SIGKILLs per failover figure (median of them)")
+    parser.add_argument("--no-cluster", action="store_true", help="leave out the cluster rows")
     args = parser.parse_args()
     groups.HEARTBEAT_INTERVAL_MS = args.heartbeat_interval_ms
     started = time.perf_counter()
@@ -371,6 +383,9 @@ def main() -> int:
                                idle_concurrency=100), args.runs, args.quick)
         print(f"groupcoord: {ours}", flush=True)
         _add(ours, restart_load(args.restart_records // (10 if args.quick else 1)))
+        if not args.no_cluster:
+            _attempt(ours, "groupcoord", "cluster", lambda: cluster.groupcoord_figures(
+                seconds=2 if args.quick else 8, kills=args.kills))
     if args.only in (None, "groupcoord-pure"):
         # The pure-Python build (GROUPCOORD_PURE_PYTHON=1), measured right after the compiled one so
         # that their ratio is taken on the same machine load.
@@ -386,6 +401,8 @@ def main() -> int:
         # Kafka's group limits are wide (session timeouts 6 s to 30 min): its groups are driven as ours.
         peers["kafka"] = measure(Profile("kafka", targets.kafka, session_ms=300_000, idle_groups=10_000,
                                          idle_concurrency=100), args.runs, args.quick)
+        if not args.no_cluster:
+            _attempt(peers["kafka"], "kafka", "cluster_failover", lambda: cluster.kafka_figures(args.kills))
         print(f"kafka: {peers['kafka']}", flush=True)
     if args.only not in (None, "tansu"):
         pass

@@ -3,7 +3,9 @@
 The PostgreSQL server is Debian's (`initdb`, `pg_ctl` from /usr/lib/postgresql/<version>/bin), in
 a private directory: its unix socket there, TCP on one loopback port, trust authentication, gone
 when stopped. PostgreSQL refuses to run as root, so under root it runs as the `postgres` user
-(the directory is handed to that user).
+(the directory is handed to that user). The postmaster is this process's own child, not a daemon of
+pg_ctl's, and the kernel SIGKILLs it when this process dies (PR_SET_PDEATHSIG): a test session or a
+`make cluster` killed outright leaves no PostgreSQL behind.
 
     python -m coordinator.cluster.local [--nodes 3] [--base-port 9092]
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import glob
 import os
 import pwd
@@ -26,6 +29,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from coordinator.server.worker_processes import die_with_parent
 
 PG_BIN_ENV = "GROUPCOORD_PG_BIN"
 PG_USER = "groupcoord"
@@ -61,6 +66,7 @@ class ThrowawayPostgres:
         self.port = port or free_port()
         self.bin = pg_bin()
         self.run_as: str | None = "postgres" if os.geteuid() == 0 else None
+        self.proc: subprocess.Popen[bytes] | None = None  # the postmaster
 
     @property
     def url(self) -> str:
@@ -83,24 +89,36 @@ class ThrowawayPostgres:
         subprocess.run(self._command(str(self.bin / "initdb"), "-D", str(self.data), "-U", PG_USER, "-A", "trust",
                                      "--no-sync", "-E", "UTF8"),
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        options = (f"-k {self.socket_dir} -p {self.port} -c listen_addresses=127.0.0.1 "
-                   f"-c max_connections=200 -c shared_buffers=32MB")
-        subprocess.run(self._command(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.log_path),
-                                     "-o", options, "-w", "-t", "60", "start"),
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self._spawn()
         return self
+
+    def _spawn(self, timeout_s: float = 60.0) -> None:
+        """The postmaster as a child that dies with this process, then wait until it takes connections."""
+        argv = [str(self.bin / "postgres"), "-D", str(self.data), "-k", str(self.socket_dir), "-p", str(self.port),
+                "-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "shared_buffers=32MB"]
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True,
+                                         preexec_fn=functools.partial(_postmaster_setup, self.run_as, os.getpid()))
+        deadline = time.monotonic() + timeout_s
+        while subprocess.run([str(self.bin / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(self.port)],
+                             check=False).returncode != 0:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"PostgreSQL did not start (exit {self.proc.poll()}); see {self.log_path}")
+            time.sleep(0.1)
 
     def pg_ctl(self, action: str, *extra: str) -> None:
         """`stop` (fast), `start` again after a stop, `status`..."""
-        options = (f"-k {self.socket_dir} -p {self.port} -c listen_addresses=127.0.0.1 "
-                   f"-c max_connections=200 -c shared_buffers=32MB")
-        argv = [str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.log_path), "-w", "-t", "60"]
         if action == "start":
-            argv += ["-o", options]
+            self._spawn()
+            return
+        argv = [str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.log_path), "-w", "-t", "60"]
         if action == "stop":
             argv += ["-m", "fast"]
         subprocess.run(self._command(*argv, *extra, action), check=True, stdout=subprocess.DEVNULL,
                        stderr=subprocess.PIPE)
+        if action == "stop" and self.proc is not None:
+            self.proc.wait(timeout=60)
 
     def create_database(self, name: str) -> str:
         subprocess.run([str(self.bin / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", PG_USER, "-d",
@@ -113,7 +131,22 @@ class ThrowawayPostgres:
             subprocess.run(self._command(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
                                          "-w", "stop"), check=False, stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, timeout=60)
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()  # pg_ctl found nothing to stop (a failed start): the child all the same
+            self.proc.wait(timeout=60)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _postmaster_setup(run_as: str | None, parent: int) -> None:
+    """In the postmaster's child before exec: become `run_as` (PostgreSQL refuses root), then arm the
+    parent-death signal (after the change of user, which would clear it)."""
+    if run_as is not None:
+        user = pwd.getpwnam(run_as)
+        os.setgroups([])
+        os.setgid(user.pw_gid)
+        os.setuid(user.pw_uid)
+    die_with_parent(parent)
 
 
 def node_command(node_id: int, port: int, url: str, data_dir: Path, *overrides: str) -> list[str]:

@@ -57,6 +57,16 @@ MIGRATIONS: tuple[str, ...] = (
         created_at timestamptz NOT NULL DEFAULT now()
     );
     """,
+    # 3: producer ids handed out in blocks to the nodes, so that ids stay unique across the cluster
+    # (Kafka's ProducerIdManager takes its blocks from the controller). `__transaction_state`
+    # partitions are shards like the others: their leases are rows of gc_leases, their logs gc_batches.
+    """
+    CREATE TABLE gc_producer_ids (
+        singleton  boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+        next_block bigint NOT NULL               -- the first id of the next block handed out
+    );
+    INSERT INTO gc_producer_ids (next_block) VALUES (0);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

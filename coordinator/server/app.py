@@ -92,8 +92,18 @@ class Server:
                 await cluster.start()
                 self.broker.cluster_id = cluster.cluster_id  # one id for the whole cluster, kept in the database
 
-            self.broker.startup_hooks.append(join_cluster)
-            self.broker.shutdown_hooks.insert(2, cluster.close)  # leases handed over once the groups stop
+            from coordinator.cluster.txn import ClusterProducerIds, TxnShards
+            txn_shards = self.broker.txn.shards = TxnShards(cluster, self.broker.txn)
+
+            async def join_transactions() -> None:  # producer ids from the database, then the log's leases
+                producer_ids = ClusterProducerIds(cluster.pool)
+                await producer_ids.start()
+                self.broker.data.producer_ids = producer_ids  # type: ignore[assignment]
+                await txn_shards.start()
+
+            self.broker.startup_hooks += [join_cluster, join_transactions]
+            self.broker.shutdown_hooks.insert(1, txn_shards.close)  # the transaction log's leases handed over
+            self.broker.shutdown_hooks.insert(3, cluster.close)  # leases handed over once the groups stop
         self.connections: set[Connection] = set()
         self.connections_per_host: Counter[str] = Counter()
         self.servers: list[asyncio.base_events.Server] = []

@@ -41,6 +41,9 @@ class ProducerIdAllocator:
         if self._file.exists():
             self._next = self._limit = int(self._file.read_text().strip() or 0)
 
+    def available(self) -> bool:
+        return True  # a block is reserved on the spot when one runs out
+
     def allocate(self) -> int:
         if self._next >= self._limit:
             self._limit = self._next + PRODUCER_ID_BLOCK

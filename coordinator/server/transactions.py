@@ -10,6 +10,11 @@ partitions straight through the data plane (same epoch checks as Kafka's append 
 to the `__consumer_offsets` partitions through the group runtime. Once every marker is durable, the
 Complete* record is written.
 
+In a cluster (coordinator.store.url) the log's partitions are shards in PostgreSQL, each coordinated
+by the node holding its lease (coordinator/cluster/txn.py: `shards`): requests for a transactional
+id of another node's partition are answered NOT_COORDINATOR, and a marker for a partition owned by
+another node reaches it as WriteTxnMarkers, as Kafka's marker channel sends it to the leader.
+
 Pending transactional offsets live where Kafka keeps them: TxnOffsetCommit writes OffsetCommit
 records in a transactional batch of the producer to the group's `__consumer_offsets` partition
 (GroupShard.txn_offset_commit), and the marker is a control batch in that partition
@@ -20,11 +25,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import TYPE_CHECKING
 
 import structlog
 
 from coordinator.config import Config
-from coordinator.core.txn import MarkerJob, TxnConfig, TxnCoordinator, TxnOutcome, TxnState, transactional_id_of
+from coordinator.core.txn import (
+    MarkerJob,
+    TxnConfig,
+    TxnCoordinator,
+    TxnOutcome,
+    TxnState,
+    transactional_id_of,
+    txn_tombstone,
+)
 from coordinator.log.batch import build_keyed_batch_from_columns
 from coordinator.log.manager import LogManager
 from coordinator.log.partition import LogConfig, Partition
@@ -34,6 +48,9 @@ from coordinator.server.apis.api_versions import TRANSACTION_VERSION_LEVEL
 from coordinator.server.log_record_store import latest_keys_and_values
 from coordinator.topics import OFFSETS_TOPIC
 from protocol.error_codes import ErrorCode
+
+if TYPE_CHECKING:
+    from coordinator.cluster.txn import TxnShards
 
 IMPLICIT_ADD_SINCE = 5  # TxnOffsetCommit v5: KIP-890 part 2
 
@@ -46,6 +63,10 @@ OPEN_STATES = frozenset({TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PRE
 COORDINATOR_EPOCH = 0  # one node, never failed over: the epoch of every marker
 MARKER_RETRY_S = 1.0
 MARKER_ANSWER_WAIT_S = 1.0
+# A marker refused with these is not written again (TransactionMarkerRequestCompletionHandler: a newer
+# producer epoch or coordinator owns the partition; the partition cannot take markers).
+MARKER_GIVE_UP = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                            ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT})
 
 
 def now_ms() -> int:
@@ -62,8 +83,9 @@ class TxnService:
         self.core = TxnCoordinator(TxnConfig(max_timeout_ms=config["transaction.max.timeout.ms"],
                                              id_expiration_ms=config["transactional.id.expiration.ms"],
                                              transaction_version=TRANSACTION_VERSION_LEVEL),
-                                   broker.data.producer_ids.allocate)
+                                   lambda: broker.data.producer_ids.allocate())  # a cluster swaps the allocator
         self.loading = True
+        self.shards: TxnShards | None = None  # a cluster node: the transaction log partitions it holds
         self._tasks: set[asyncio.Task[None]] = set()
         self._last_append: dict[int, asyncio.Future[None]] = {}
         self._marker_tasks: list[asyncio.Task[None]] = []  # those the last apply started
@@ -86,7 +108,18 @@ class TxnService:
 
     # ---- loading -------------------------------------------------------------------------------
 
+    def refusal(self, transactional_id: str) -> ErrorCode | None:
+        """Why this node cannot coordinate the transactional id now (None: it can): loading, or in a
+        cluster another node's partition (NOT_COORDINATOR) or one being loaded."""
+        if self.shards is not None:
+            return self.shards.refusal(self.partition_of(transactional_id))
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.loading else None
+
     def load(self) -> None:
+        if self.shards is not None:  # a cluster node loads the partitions whose leases it wins (install)
+            self.loading = False
+            self._start_scans()
+            return
         started = time.perf_counter()
         count = 0
         for topic, partition in sorted(self.logs.partitions()):
@@ -102,8 +135,33 @@ class TxnService:
                  seconds=round(time.perf_counter() - started, 3))
         for job in self.core.resume():
             self._spawn(self._write_markers(job))
+        self._start_scans()
+
+    def _start_scans(self) -> None:
         self._spawn(self._periodic(self.abort_interval_ms, self._abort_timed_out))
         self._spawn(self._periodic(self.expire_interval_ms, self._expire_ids))
+
+    def install(self, partition: int, records: list[Record]) -> int:
+        """A cluster node won the partition's lease: replay its log, then finish what was decided
+        (TransactionStateManager.loadTransactionsForTxnTopicPartition: PrepareCommit/PrepareAbort
+        are completed; Ongoing transactions are left to the timeout scan). Returns the records read."""
+        for record in records:
+            self.core.replay(record)
+        for job in self.core.resume():
+            if self.partition_of(job.transactional_id) == partition:
+                self._spawn(self._write_markers(job))
+        return len(records)
+
+    def unload(self, partition: int) -> None:
+        """The partition's lease is lost or handed over: forget its transactional ids (in memory only;
+        the log keeps them for the next owner)."""
+        for meta in self.core.all_transactions():
+            if self.partition_of(meta.transactional_id) == partition:
+                self.core.replay(txn_tombstone(meta.transactional_id))
+
+    def pending_write(self, partition: int) -> asyncio.Future[None] | None:
+        durable = self._last_append.get(partition)
+        return None if durable is None or durable.done() else durable
 
     # ---- outcomes ------------------------------------------------------------------------------
 
@@ -123,8 +181,11 @@ class TxnService:
         return durable
 
     def _append(self, partition: int, records: list[Record]) -> asyncio.Future[None]:
-        plog = self._log(partition)
         batch = build_keyed_batch_from_columns([r.key for r in records], [r.value for r in records], now_ms())
+        if self.shards is not None:
+            self._last_append[partition] = written = self.shards.append(partition, batch, len(records))
+            return written
+        plog = self._log(partition)
         try:
             plog.append(batch, keys_checked=True)
         except OSError as exc:
@@ -164,46 +225,94 @@ class TxnService:
         await self._write_markers(job)
 
     async def _write_markers(self, job: MarkerJob) -> None:
-        """TransactionMarkerChannelManager on one node: every marker, durable, then Complete*."""
+        """TransactionMarkerChannelManager: every marker, durable, then Complete*. Markers for partitions
+        another cluster node owns go to it as WriteTxnMarkers; those not written yet are tried again."""
+        remaining = set(job.partitions)
         while True:
+            if self.shards is not None and self.refusal(job.transactional_id) == ErrorCode.NOT_COORDINATOR:
+                # the partition moved: its next owner finishes the transaction when it loads it
+                log.info("transaction_markers_handed_on", transactional_id=job.transactional_id)
+                return
             try:
-                written, offsets_written = self._append_markers(job)
-                for partition in written:
-                    await self.broker.data.wait_durable(partition)
-                for durable in offsets_written:
-                    await durable
-                break
+                remaining = await self._deliver_markers(job, remaining)
             except OSError as exc:
                 log.warning("transaction_marker_retry", transactional_id=job.transactional_id, error=repr(exc))
-                await asyncio.sleep(MARKER_RETRY_S)
+            if not remaining:
+                break
+            await asyncio.sleep(MARKER_RETRY_S)
         log.info("transaction_completed", transactional_id=job.transactional_id, producer_id=job.producer_id,
                  epoch=job.producer_epoch, commit=job.commit, partitions=len(job.partitions))
         self.completed.inc(result="commit" if job.commit else "abort")
         await self.answer(self.core.complete(job, now_ms()))
 
-    def _append_markers(self, job: MarkerJob) -> tuple[list[Partition], list[asyncio.Future[None]]]:
-        written = []
-        offsets_written: list[asyncio.Future[None]] = []
+    def _coordinator_epoch(self, transactional_id: str) -> int:
+        """The epoch markers carry: the lease epoch of the id's partition in a cluster (Kafka's
+        coordinatorEpoch, the transaction log partition's leader epoch)."""
+        if self.shards is None:
+            return COORDINATOR_EPOCH
+        return self.shards.epoch(self.partition_of(transactional_id))
+
+    async def _deliver_markers(self, job: MarkerJob, partitions: set[tuple[str, int]]) -> set[tuple[str, int]]:
+        """Write the markers of `partitions`, here or on their owners; returns those to try again."""
+        retry: set[tuple[str, int]] = set()
+        remote: dict[int, list[tuple[str, int]]] = {}
+        written: list[tuple[tuple[str, int], Partition]] = []
+        offsets_written: list[tuple[tuple[str, int], asyncio.Future[None]]] = []
+        coordinator_epoch = self._coordinator_epoch(job.transactional_id)
         now = now_ms()
-        for topic_name, index in sorted(job.partitions):
+        for topic_name, index in sorted(partitions):
+            if self.shards is not None:
+                try:
+                    owner = self.shards.marker_owner(topic_name, index)
+                except OSError:  # nobody serves it this moment
+                    retry.add((topic_name, index))
+                    continue
+                if owner is not None:
+                    remote.setdefault(owner, []).append((topic_name, index))
+                    continue
             if topic_name == OFFSETS_TOPIC:
-                offsets_written.append(self.broker.groups.write_marker(index, job.producer_id, job.producer_epoch,
-                                                                       job.commit, COORDINATOR_EPOCH))
+                offsets_written.append(((topic_name, index), self.broker.groups.write_marker(
+                    index, job.producer_id, job.producer_epoch, job.commit, coordinator_epoch)))
                 continue
             topic = self.broker.topics.get(topic_name)
             if topic is None or not 0 <= index < topic.partitions:
                 continue  # deleted meanwhile: nothing to mark
             try:
-                written.append(self.broker.data.write_marker(topic, index, job.producer_id, job.producer_epoch,
-                                                             job.commit, COORDINATOR_EPOCH, now))
+                written.append(((topic_name, index), self.broker.data.write_marker(
+                    topic, index, job.producer_id, job.producer_epoch, job.commit, coordinator_epoch, now)))
             except ProduceError as exc:  # a newer producer epoch owns the partition: Kafka gives up here too
                 log.warning("transaction_marker_refused", topic=topic_name, partition=index, error=exc.code.name)
-        return written, offsets_written
+        assert self.shards is not None or not remote
+        for node, owned in remote.items():
+            try:
+                codes = await self.shards.send_markers(node, job.producer_id, job.producer_epoch,  # type: ignore[union-attr]
+                                                       job.commit, coordinator_epoch, owned)
+            except OSError as exc:
+                log.warning("transaction_marker_send_failed", node=node, error=repr(exc))
+                retry.update(owned)
+                continue
+            for tp in owned:
+                code = ErrorCode(codes.get(tp, ErrorCode.NOT_LEADER_OR_FOLLOWER))
+                if code in MARKER_GIVE_UP:
+                    log.warning("transaction_marker_refused", topic=tp[0], partition=tp[1], error=code.name, node=node)
+                elif code != ErrorCode.NONE:
+                    retry.add(tp)
+        for tp, plog in written:
+            try:
+                await self.broker.data.wait_durable(plog)
+            except OSError:
+                retry.add(tp)
+        for tp, durable in offsets_written:
+            try:
+                await durable
+            except OSError:
+                retry.add(tp)
+        return retry
 
     # ---- TxnOffsetCommit ----------------------------------------------------------------------
 
-    def check_txn_offset_commit(self, request, version: int  # type: ignore[no-untyped-def]
-                                ) -> tuple[ErrorCode, asyncio.Future[None] | None]:
+    async def check_txn_offset_commit(self, request, version: int  # type: ignore[no-untyped-def]
+                                      ) -> tuple[ErrorCode, asyncio.Future[None] | None]:
         """The transaction coordinator's checks of a TxnOffsetCommit (the group's partition is in the
         producer's transaction, current epoch): the per-request error (NONE: on to the group).
 
@@ -212,11 +321,18 @@ class TxnService:
         is the append of that `__transaction_state` record, which the answer waits for."""
         if not request.group_id:
             return ErrorCode.INVALID_GROUP_ID, None
-        if self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None
+        refused = self.refusal(request.transactional_id)
         offsets_partition = (OFFSETS_TOPIC, partition_for(request.group_id, self.offsets_partitions))
         durable = None
-        if version >= IMPLICIT_ADD_SINCE:
+        if refused == ErrorCode.NOT_COORDINATOR and self.shards is not None:
+            # Another node coordinates the transactional id: ask it, as Kafka's group coordinator does
+            # through AddPartitionsToTxnManager (verify only; from v5, add).
+            code = await self.shards.verify_remotely(request.transactional_id, request.producer_id,
+                                                     request.producer_epoch, offsets_partition,
+                                                     add=version >= IMPLICIT_ADD_SINCE)
+        elif refused is not None:
+            return refused, None
+        elif version >= IMPLICIT_ADD_SINCE:
             outcome = self.core.add_partitions(request.transactional_id, request.producer_id,
                                                request.producer_epoch, [offsets_partition], now_ms(),
                                                client_version=2)

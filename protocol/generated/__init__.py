@@ -113,6 +113,7 @@ from protocol.generated.share_group_describe import ShareGroupDescribeRequest, S
 from protocol.generated.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from protocol.generated.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.generated.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from protocol.generated.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from protocol.model import Message
 
 __all__ = [
@@ -264,6 +265,8 @@ __all__ = [
     'TransactionLogValue',
     'TxnOffsetCommitRequest',
     'TxnOffsetCommitResponse',
+    'WriteTxnMarkersRequest',
+    'WriteTxnMarkersResponse',
 ]
 
 #: Every message class, by schema name.
@@ -414,6 +417,8 @@ MESSAGES: dict[str, type[Message]] = {
     'TransactionLogValue': TransactionLogValue,
     'TxnOffsetCommitRequest': TxnOffsetCommitRequest,
     'TxnOffsetCommitResponse': TxnOffsetCommitResponse,
+    'WriteTxnMarkersRequest': WriteTxnMarkersRequest,
+    'WriteTxnMarkersResponse': WriteTxnMarkersResponse,
 }
 
 
@@ -442,6 +447,7 @@ class ApiKey(IntEnum):
     ADD_PARTITIONS_TO_TXN = 24
     ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
+    WRITE_TXN_MARKERS = 27
     TXN_OFFSET_COMMIT = 28
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30

@@ -93,6 +93,20 @@ def _ready(port: int, timeout: float = 30) -> None:
             time.sleep(0.05)
 
 
+def _create_topics(port: int) -> None:
+    """The topics the commits name (a commit for a topic that does not exist is refused, as Kafka refuses
+    it): `bench` for the commit rate, `t` for the failover client (tests/cluster/wire.py)."""
+    from tests.server.admin_wire import create_topic
+    from tests.server.conftest import KafkaWire
+
+    wire = KafkaWire("127.0.0.1", port)
+    try:
+        create_topic(wire, "bench", PARTITIONS)
+        create_topic(wire, "t")
+    finally:
+        wire.close()
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -141,6 +155,7 @@ def measure_failover(postgres: ThrowawayPostgres, root: Path, kills: int) -> lis
     try:
         for port in ports.values():
             _ready(port)
+        _create_topics(ports[1])  # the other nodes learn them through the database
         _wait_balanced(url, 3)
         for kill in range(kills):
             group = f"failover-{kill}"
@@ -183,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                               f"log.dirs={root / 'file'}"], root / "file.log")
         try:
             _ready(file_port)
+            _create_topics(file_port)
             files = measure_commits(file_port, args.seconds, args.connections)
         finally:
             _stop(file_server)
@@ -193,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         node = _start(node_command(1, node_port, url, root / "pg"), root / "pg.log")
         try:
             _ready(node_port)
+            _create_topics(node_port)
             _wait_balanced(url, 1)
             pg = measure_commits(node_port, args.seconds, args.connections)
         finally:

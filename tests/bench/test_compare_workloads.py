@@ -170,3 +170,13 @@ def test_a_broker_without_share_groups_says_so_in_the_table(monkeypatch) -> None
     assert "no share groups" in rate and rate.split()[-2:] == ["2.00x", "n/a"]
     p99 = next(r for r in table.splitlines() if r.startswith("share_fetch_p99_ms "))
     assert p99.split()[-2:] == ["2.00x", "n/a"]
+
+
+def test_the_cluster_rows_compare_failover_as_a_time_and_durable_commits_as_a_rate() -> None:
+    from bench.compare.__main__ import report
+
+    text = report({"failover_s": [3.0], "durable_commits_per_s_postgresql": [500.0]},
+                  {"kafka": {"failover_s": [9.0], "durable_commits_per_s_postgresql": [250.0]}}, {})
+    rows = {line.split()[0]: line.split() for line in text.splitlines()}
+    assert rows["failover_s"][-1] == "3.00x"  # Kafka's 9 s against groupcoord's 3 s: 3x better
+    assert rows["durable_commits_per_s_postgresql"][-1] == "2.00x"

@@ -24,6 +24,7 @@ from coordinator.records import partition_for
 from tests.conftest import ServerProcess, server_command
 
 OFFSETS_PARTITIONS = 50
+TXN_PARTITIONS = 50  # transaction.state.log.num.partitions
 
 
 @pytest.fixture(scope="session")
@@ -61,7 +62,8 @@ class Cluster:
 
     def owners(self) -> dict[str, int | None]:
         return {row["shard"]: row["owner"] for row in query(
-            self.url, "SELECT shard, CASE WHEN expires_at > now() THEN owner END AS owner FROM gc_leases")}
+            self.url, "SELECT shard, CASE WHEN expires_at > now() THEN owner END AS owner FROM gc_leases "
+            "WHERE shard LIKE '__consumer_offsets-%'")}
 
     def owner_of(self, group_id: str) -> int | None:
         return self.owners().get(offsets_shard(partition_for(group_id, OFFSETS_PARTITIONS)))

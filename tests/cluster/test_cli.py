@@ -6,7 +6,7 @@ import json
 import subprocess
 
 from coordinator.cluster.schema import SCHEMA_VERSION
-from tests.cluster.conftest import OFFSETS_PARTITIONS
+from tests.cluster.conftest import OFFSETS_PARTITIONS, TXN_PARTITIONS
 from tests.conftest import free_port, server_command
 
 
@@ -37,8 +37,10 @@ def test_cluster_status_shows_nodes_leases_and_epochs(cluster_factory) -> None:
     status = json.loads(result.stdout)
     assert status["unowned"] == 0
     assert {n["node_id"]: n["live"] for n in status["nodes"]} == {1: True, 2: True}
-    assert sum(n["shards"] for n in status["nodes"]) == OFFSETS_PARTITIONS
+    # every `__consumer_offsets` and `__transaction_state` partition is a leased shard
+    assert sum(n["shards"] for n in status["nodes"]) == OFFSETS_PARTITIONS + TXN_PARTITIONS
     assert all(n["shards"] > 0 for n in status["nodes"])
     assert all(lease["epoch"] >= 1 and lease["owner"] in (1, 2) for lease in status["leases"])
     table = groupcoord("cluster", "status", "--store-url", cluster.url)
-    assert table.returncode == 0 and "__consumer_offsets-0" in table.stdout and "0 shard(s) without" in table.stdout
+    assert table.returncode == 0 and "__consumer_offsets-0" in table.stdout
+    assert "__transaction_state-0" in table.stdout and "0 shard(s) without" in table.stdout

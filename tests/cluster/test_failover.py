@@ -224,3 +224,39 @@ def test_consumer_protocol_group_keeps_its_epochs_across_the_kill_of_its_coordin
     assert_nothing_lost(cluster, owner, group, topic, log, LIBRDKAFKA_REPOINT_LIMIT_S)
     assert epochs_after == epochs_before  # the same group epoch, the same members at the same epochs
     assert [kind for kind, _ in assigned].count("assigned") == 1, assigned
+
+
+def test_java_consumer_commits_on_a_survivor_after_the_kill_of_its_coordinator(cluster_factory, tmp_path) -> None:
+    """The Java client (classic protocol) committing every 100 ms: commits succeed on a survivor within
+    5 s of the SIGKILL, never go backwards, and the generation is the one before the kill."""
+    from tests.clients.java_processes import CLIENT_TIMEOUTS, JavaProcess
+    from tests.cluster.wire import create_shared_topic
+
+    cluster = cluster_factory(3)
+    group, topic = f"java-{uuid.uuid4().hex[:8]}", "failover-java"
+    create_shared_topic(cluster, topic)
+    java = JavaProcess("groupcoord.clients.Committer", cluster.bootstrap, topic, group, str(int(COMMIT_EVERY_S * 1000)),
+                       *CLIENT_TIMEOUTS, "session.timeout.ms=10000", "heartbeat.interval.ms=500",
+                       "retry.backoff.ms=50", "reconnect.backoff.max.ms=200", name="committer", log_dir=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while len(java.of("committed")) < 5:
+            assert java.proc.poll() is None and time.monotonic() < deadline, java.stderr_tail()
+            time.sleep(0.1)
+        owner = cluster.wait_owner(group)
+        log = CommitLog(group)
+        log.killed_at = time.monotonic()
+        cluster.signal(owner, signal.SIGKILL)
+        cluster.wait_owner(group, not_node=owner)
+        while not java.of("committed", after=log.killed_at) and time.monotonic() < log.killed_at + 15:
+            time.sleep(0.05)
+        time.sleep(2.0)  # more commits on the new coordinator
+    finally:
+        java.stop()
+    log.acknowledged = [(t, e["offset"]) for t, e in java.events if e.get("event") == "committed"]
+    log.errors = [e["error"] for _, e in java.events if e.get("event") == "commit_error"]
+    assert_nothing_lost(cluster, owner, group, topic, log)
+    generations = {e["generation"] for _, e in java.events if e.get("event") == "committed"}
+    assert len(generations) == 1, generations  # no rebalance: one generation before and after the kill
+    assert [e["event"] for _, e in java.events if e.get("event") in ("assigned", "revoked", "lost")].count(
+        "assigned") == 1

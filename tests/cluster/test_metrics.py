@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import urllib.request
 
-from tests.cluster.conftest import OFFSETS_PARTITIONS
+from tests.cluster.conftest import OFFSETS_PARTITIONS, TXN_PARTITIONS
 from tests.conftest import free_port
 
 
@@ -24,7 +24,9 @@ def test_a_lone_node_reports_every_lease_gained_and_loaded(cluster_factory) -> N
     port = free_port()
     cluster_factory(1, f"http.listener=127.0.0.1:{port}")
     text = scrape(port)
-    assert sample(text, 'groupcoord_cluster_lease_changes_total{change="gained"}') == OFFSETS_PARTITIONS
+    # leases and loads of the `__consumer_offsets` and `__transaction_state` shards alike
+    gained = sample(text, 'groupcoord_cluster_lease_changes_total{change="gained"}')
+    assert gained == OFFSETS_PARTITIONS + TXN_PARTITIONS
     assert sample(text, "groupcoord_cluster_shards_served") == OFFSETS_PARTITIONS
     assert sample(text, "groupcoord_cluster_live_nodes") == 1
-    assert sample(text, "groupcoord_cluster_shard_load_ms_count") == OFFSETS_PARTITIONS
+    assert sample(text, "groupcoord_cluster_shard_load_ms_count") == OFFSETS_PARTITIONS + TXN_PARTITIONS

@@ -14,7 +14,13 @@ from coordinator.cluster.store import offsets_shard
 from coordinator.records import partition_for
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages import AddOffsetsToTxnRequest, EndTxnRequest, InitProducerIdRequest, OffsetFetchRequest
+from protocol.messages import (
+    AddOffsetsToTxnRequest,
+    EndTxnRequest,
+    FindCoordinatorRequest,
+    InitProducerIdRequest,
+    OffsetFetchRequest,
+)
 from protocol.messages import TxnOffsetCommitRequest as Commit
 from tests.cluster.conftest import OFFSETS_PARTITIONS, query
 from tests.cluster.wire import RETRIABLE, create_shared_topic
@@ -43,10 +49,31 @@ def stable_offset(wire: KafkaWire, group: str, topic: str) -> tuple[int, int]:
     return int(partition.error_code), int(partition.committed_offset)
 
 
+def txn_coordinator(cluster: Any, tid: str, not_node: int | None = None, timeout: float = 20.0) -> int:
+    """The node FindCoordinator (key type TRANSACTION) names for `tid`, asked of a live node (other
+    than `not_node`, which must not be the answer either: a killed coordinator's lease runs out first)."""
+    asked = next(i for i in sorted(cluster.alive()) if i != not_node)
+    wire = KafkaWire(cluster.nodes[asked].host, cluster.nodes[asked].port)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            found = until_not_retriable(lambda: wire.request(ApiKey.FIND_COORDINATOR, 4, FindCoordinatorRequest(
+                key_type=1, coordinator_keys=[tid])).coordinators[0], lambda c: c.error_code)
+            assert found.error_code == ErrorCode.NONE, ErrorCode(found.error_code).name
+            if found.node_id != not_node:
+                return int(found.node_id)
+            assert time.monotonic() < deadline, f"{tid} still coordinated by node {not_node}"
+            time.sleep(0.1)
+    finally:
+        wire.close()
+
+
 def transaction(wire: KafkaWire, tid: str, pid: int, epoch: int, group: str, topic: str, offset: int,
-                commit: bool) -> None:
-    """AddOffsetsToTxn, TxnOffsetCommit of `offset`, then EndTxn; the offset stays pending until the marker."""
-    added = until_not_retriable(lambda: wire.request(ApiKey.ADD_OFFSETS_TO_TXN, 3, AddOffsetsToTxnRequest(
+                commit: bool, txn_wire: KafkaWire | None = None) -> None:
+    """AddOffsetsToTxn, TxnOffsetCommit of `offset`, then EndTxn; the offset stays pending until the marker.
+    `txn_wire`: the transaction coordinator's node (default: `wire`, the group's)."""
+    txn_wire = txn_wire or wire
+    added = until_not_retriable(lambda: txn_wire.request(ApiKey.ADD_OFFSETS_TO_TXN, 3, AddOffsetsToTxnRequest(
         transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)), lambda r: r.error_code)
     assert added.error_code == ErrorCode.NONE, ErrorCode(added.error_code).name
     request = Commit(transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch, topics=[
@@ -56,7 +83,7 @@ def transaction(wire: KafkaWire, tid: str, pid: int, epoch: int, group: str, top
     answer = until_not_retriable(lambda: wire.request(ApiKey.TXN_OFFSET_COMMIT, 3, request), code_of)
     assert code_of(answer) == ErrorCode.NONE, ErrorCode(code_of(answer)).name
     assert stable_offset(wire, group, topic)[0] == ErrorCode.UNSTABLE_OFFSET_COMMIT  # pending: no marker yet
-    ended = wire.request(ApiKey.END_TXN, 3, EndTxnRequest(transactional_id=tid, producer_id=pid,
+    ended = txn_wire.request(ApiKey.END_TXN, 3, EndTxnRequest(transactional_id=tid, producer_id=pid,
                                                           producer_epoch=epoch, committed=commit))
     assert ended.error_code == ErrorCode.NONE, ErrorCode(ended.error_code).name
 
@@ -66,23 +93,30 @@ def test_a_committed_transactions_offsets_survive_the_kill_of_the_owner(cluster_
     group, topic, tid = f"txn-{uuid.uuid4().hex[:8]}", "txn-offsets", f"tid-{uuid.uuid4().hex[:8]}"
     create_shared_topic(cluster, topic)  # on node 1: the owner may be another node, which learns it
     owner = cluster.wait_owner(group)
-    # The transaction coordinator is per node: the markers reach the group's shard on the same node.
+    # The group's node takes the offsets; the transactional id's coordinator, maybe another node,
+    # verifies them (AddPartitionsToTxn between nodes) and sends the markers (WriteTxnMarkers).
     wire = KafkaWire(cluster.nodes[owner].host, cluster.nodes[owner].port)
-    init = until_not_retriable(lambda: wire.request(ApiKey.INIT_PRODUCER_ID, 4, InitProducerIdRequest(
+    coordinator = txn_coordinator(cluster, tid)
+    while coordinator == owner:  # a transactional id coordinated elsewhere: the path between nodes
+        tid = f"tid-{uuid.uuid4().hex[:8]}"
+        coordinator = txn_coordinator(cluster, tid)
+    txn_wire = KafkaWire(cluster.nodes[coordinator].host, cluster.nodes[coordinator].port)
+    init = until_not_retriable(lambda: txn_wire.request(ApiKey.INIT_PRODUCER_ID, 4, InitProducerIdRequest(
         transactional_id=tid, transaction_timeout_ms=60_000)), lambda r: r.error_code)
     assert init.error_code == ErrorCode.NONE, ErrorCode(init.error_code).name
     pid, epoch = init.producer_id, init.producer_epoch
 
-    transaction(wire, tid, pid, epoch, group, topic, 10, commit=True)
+    transaction(wire, tid, pid, epoch, group, topic, 10, commit=True, txn_wire=txn_wire)
     deadline = time.monotonic() + 10
     while stable_offset(wire, group, topic) != (0, 10):  # the marker is written right after EndTxn's answer
         assert time.monotonic() < deadline, stable_offset(wire, group, topic)
         time.sleep(0.05)
-    transaction(wire, tid, pid, epoch, group, topic, 20, commit=False)
+    transaction(wire, tid, pid, epoch, group, topic, 20, commit=False, txn_wire=txn_wire)
     while stable_offset(wire, group, topic) != (0, 10):  # aborted: the pending 20 is dropped at the marker
         assert time.monotonic() < deadline, stable_offset(wire, group, topic)
         time.sleep(0.05)
     wire.close()
+    txn_wire.close()
     # Both transactions are in the shard's log in PostgreSQL: transactional batches and two markers
     # (attributes, bytes 21-22 of a batch v2: 0x10 transactional, 0x20 control).
     shard = offsets_shard(partition_for(group, OFFSETS_PARTITIONS))

@@ -75,6 +75,8 @@ EXTRA_SCHEMAS_ALLOWED: dict[str, str] = {
     "ShareFetchResponse": _CHECKED_AGAINST_KAFKA_JAR.format(78),
     "ShareAcknowledgeRequest": _CHECKED_AGAINST_KAFKA_JAR.format(79),
     "ShareAcknowledgeResponse": _CHECKED_AGAINST_KAFKA_JAR.format(79),
+    "WriteTxnMarkersRequest": _CHECKED_AGAINST_KAFKA_JAR.format(27),
+    "WriteTxnMarkersResponse": _CHECKED_AGAINST_KAFKA_JAR.format(27),
     "DescribeShareGroupOffsetsRequest": _CHECKED_AGAINST_KAFKA_JAR.format(90),
     "DescribeShareGroupOffsetsResponse": _CHECKED_AGAINST_KAFKA_JAR.format(90),
     "AlterShareGroupOffsetsRequest": _CHECKED_AGAINST_KAFKA_JAR.format(91),

@@ -32,8 +32,9 @@ async def _add_offsets_to_txn(broker: Broker, request: Any, ctx: RequestContext)
     if not permits_group(broker, ctx, Operation.READ, request.group_id):
         return AddOffsetsToTxnResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     txn = broker.txn
-    if txn.loading:
-        return AddOffsetsToTxnResponse(error_code=int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+    refused = txn.refusal(request.transactional_id)
+    if refused is not None:  # loading, or another cluster node's transactional id
+        return AddOffsetsToTxnResponse(error_code=int(refused))
     partition = (OFFSETS_TOPIC, partition_for(request.group_id, txn.offsets_partitions))
     outcome = await txn.answer(txn.core.add_partitions(request.transactional_id, request.producer_id,
                                                        request.producer_epoch, [partition], now_ms()))

@@ -12,6 +12,7 @@ from typing import Any
 
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_cluster, permits_topic, permits_transactional_id
+from coordinator.server.apis._routing import learn_shared_topics
 from coordinator.server.apis._txn import for_version
 from coordinator.server.broker import Broker
 from coordinator.server.registry import Pending, Reply, RequestContext, api
@@ -39,27 +40,40 @@ def add_partitions_error(request: Any, code: ErrorCode, version: int) -> AddPart
                                                                              int(code)))
 
 
+def _screen(broker: Broker, ctx: RequestContext, topics: Any) -> dict[tuple[str, int], int]:
+    """The partitions refused before the coordinator is asked (KafkaApis.handleAddPartitionsToTxnRequest)."""
+    version = ctx.api_version
+    refused: dict[tuple[str, int], int] = {}
+    for t in topics:
+        topic = broker.topics.get(t.name)
+        # Clients may not add internal topics; brokers (v4+) verify `__consumer_offsets` partitions for
+        # TxnOffsetCommit (KafkaApis screens internal topics from the client versions only).
+        internal = version < BROKER_FORM_SINCE and topic is not None and getattr(topic, "internal", False)
+        for p in t.partitions:
+            if internal or (version < BROKER_FORM_SINCE and not permits_topic(broker, ctx, Operation.WRITE, t.name)):
+                refused[t.name, p] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            elif topic is None or not 0 <= p < topic.partitions:
+                refused[t.name, p] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    return refused
+
+
 async def _one(broker: Broker, ctx: RequestContext, tid: str, pid: int, epoch: int, topics: Any,
                verify_only: bool) -> list[Any]:
     version = ctx.api_version
     if version < BROKER_FORM_SINCE and not permits_transactional_id(broker, ctx, Operation.WRITE, tid):
         # the client form (the broker form is checked as CLUSTER_ACTION): KafkaApis.handleAddPartitionsToTxnRequest
         return _results(topics, {}, int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
-    refused: dict[tuple[str, int], int] = {}
-    for t in topics:
-        topic = broker.topics.get(t.name)
-        internal = topic is not None and getattr(topic, "internal", False)
-        for p in t.partitions:
-            if internal or (version < BROKER_FORM_SINCE and not permits_topic(broker, ctx, Operation.WRITE, t.name)):
-                refused[t.name, p] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-            elif topic is None or not 0 <= p < topic.partitions:
-                refused[t.name, p] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    refused = _screen(broker, ctx, topics)
+    if broker.cluster is not None and int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) in refused.values():
+        await learn_shared_topics(broker)  # the topic may be a moment old, made on another node
+        refused = _screen(broker, ctx, topics)
     if refused:
         return _results(topics, refused, int(ErrorCode.OPERATION_NOT_ATTEMPTED))
     txn = broker.txn
     wanted = [(t.name, p) for t in topics for p in t.partitions]
-    if txn.loading:
-        return _results(topics, {}, int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+    not_now = txn.refusal(tid)
+    if not_now is not None:  # loading, or another cluster node's transactional id
+        return _results(topics, {}, int(not_now))
     if verify_only:
         codes = {tp: for_version(txn.core.verify(tid, pid, epoch, tp), version, abortable_since=0) for tp in wanted}
         return _results(topics, codes, 0)

@@ -34,8 +34,10 @@ def _describe(broker: Broker, ctx: RequestContext, tid: str) -> Any:
     # differential run compares them).
     if not permits_transactional_id(broker, ctx, Operation.DESCRIBE, tid):
         return Described(error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), transactional_id=tid)
-    if broker.txn.loading:
-        return Described(error_code=int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), transactional_id=tid)
+    refused = broker.txn.refusal(tid) if tid else None
+    if broker.txn.loading or refused is not None:  # in a cluster, another node's id: NOT_COORDINATOR
+        code = refused if refused is not None else ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return Described(error_code=int(code), transactional_id=tid)
     meta = broker.txn.core.transaction(tid) if tid else None
     if meta is None:
         code = ErrorCode.INVALID_REQUEST if tid == "" else ErrorCode.TRANSACTIONAL_ID_NOT_FOUND

@@ -33,9 +33,9 @@ async def _end_txn(broker: Broker, request: Any, ctx: RequestContext) -> EndTxnR
     if not permits_transactional_id(broker, ctx, Operation.WRITE, request.transactional_id):
         return EndTxnResponse(error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), producer_id=-1,
                               producer_epoch=-1)
-    if txn.loading:
-        return EndTxnResponse(error_code=int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), producer_id=-1,
-                              producer_epoch=-1)
+    refused = txn.refusal(request.transactional_id)
+    if refused is not None:  # loading, or another cluster node's transactional id
+        return EndTxnResponse(error_code=int(refused), producer_id=-1, producer_epoch=-1)
     outcome = await txn.answer(txn.core.end_txn(request.transactional_id, request.producer_id,
                                                 request.producer_epoch, request.committed, now_ms(),
                                                 bump_epoch=ctx.api_version >= EPOCH_BUMP_SINCE),

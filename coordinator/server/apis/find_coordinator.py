@@ -1,7 +1,8 @@
 """FindCoordinator (key 10), v0–6.
 
 A single node coordinates every group. In a cluster (coordinator.store.url) a group's
-coordinator is the node holding the lease of its `__consumer_offsets` partition; while no node
+coordinator is the node holding the lease of its `__consumer_offsets` partition, a transactional
+id's the one holding its `__transaction_state` partition's; while no node
 holds it (its owner died, the lease not yet taken over) the answer is COORDINATOR_NOT_AVAILABLE,
 which clients retry. v1 key type (0 group, 1 transaction,
 2 share) and error message; v3 flexible; v4 batched `coordinator_keys` with a
@@ -43,10 +44,15 @@ def _failure(code: ErrorCode, message: str | None, request, version: int) -> Fin
                                                  for key in request.coordinator_keys])
 
 
-def _cluster_answer(broker: Broker, key: str, host: str, port: int) -> Coordinator:
-    """The group's coordinator in a cluster: the owner of the lease of its partition."""
+def _cluster_answer(broker: Broker, key: str, host: str, port: int, key_type: int = GROUP) -> Coordinator:
+    """The group's (or transactional id's) coordinator in a cluster: the owner of the lease of its
+    `__consumer_offsets` (`__transaction_state`) partition."""
     assert broker.cluster is not None
-    owner = broker.cluster.owner_of(partition_for(key, broker.groups.num_partitions))
+    if key_type == TRANSACTION:
+        assert broker.txn.shards is not None
+        owner = broker.txn.shards.owner_of(broker.txn.partition_of(key))
+    else:
+        owner = broker.cluster.owner_of(partition_for(key, broker.groups.num_partitions))
     if owner is None:
         return Coordinator(key, -1, "", -1, int(ErrorCode.COORDINATOR_NOT_AVAILABLE), None)
     if owner.node_id == broker.node_id:  # this node: as reached on the client's listener
@@ -82,22 +88,23 @@ def find_coordinator(broker: Broker, request, ctx: RequestContext) -> FindCoordi
             return _failure(ErrorCode.INVALID_REQUEST, "empty transactional id", request, version)
         if version >= BATCHED_SINCE and "" in keys:
             return FindCoordinatorResponse(coordinators=[
-                Coordinator(key, node, host, port, 0, None) if key
+                (_cluster_answer(broker, key, host, port, TRANSACTION) if broker.cluster is not None
+                 else Coordinator(key, node, host, port, 0, None)) if key
                 else Coordinator(key, -1, "", -1, int(ErrorCode.INVALID_REQUEST), "empty transactional id")
                 for key in keys])
 
     if version < BATCHED_SINCE:
         if not may_describe(request.key):
             return _failure(refused, None, request, version)
-        if broker.cluster is not None and request.key_type == GROUP:
-            found = _cluster_answer(broker, request.key, host, port)
+        if broker.cluster is not None:
+            found = _cluster_answer(broker, request.key, host, port, request.key_type)
             return FindCoordinatorResponse(error_code=found.error_code, error_message=None, node_id=found.node_id,
                                            host=found.host, port=found.port)
         return FindCoordinatorResponse(error_code=0, error_message=None, node_id=node, host=host, port=port)
-    if broker.cluster is not None and request.key_type == GROUP:
+    if broker.cluster is not None:
         return FindCoordinatorResponse(coordinators=[
-            _cluster_answer(broker, key, host, port) if may_describe(key)
-            else Coordinator(key, -1, "", -1, int(ErrorCode.GROUP_AUTHORIZATION_FAILED), None)
+            _cluster_answer(broker, key, host, port, request.key_type) if may_describe(key)
+            else Coordinator(key, -1, "", -1, int(refused), None)
             for key in request.coordinator_keys])
     return FindCoordinatorResponse(coordinators=[
         Coordinator(key, node, host, port, 0, None) if may_describe(key)

@@ -33,6 +33,9 @@ def init_producer_id(broker: Broker, request: Any, ctx: RequestContext) -> Reply
     if request.producer_id >= 0 and 0 <= request.producer_epoch < MAX_EPOCH - 1:
         return InitProducerIdResponse(error_code=0, producer_id=request.producer_id,
                                       producer_epoch=request.producer_epoch + 1)
+    if not broker.data.producer_ids.available():  # a cluster node between two blocks of ids
+        return InitProducerIdResponse(error_code=int(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), producer_id=-1,
+                                      producer_epoch=-1)
     return InitProducerIdResponse(error_code=0, producer_id=broker.data.producer_ids.allocate(), producer_epoch=0)
 
 
@@ -41,7 +44,10 @@ async def _transactional(broker: Broker, request: Any, ctx: RequestContext) -> I
     if not permits_transactional_id(broker, ctx, Operation.WRITE, request.transactional_id):
         return InitProducerIdResponse(error_code=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), producer_id=-1,
                                       producer_epoch=-1)
-    if txn.loading:
+    refused = txn.refusal(request.transactional_id)
+    if refused is not None:  # loading, or another cluster node's transactional id
+        outcome_code, pid, epoch = refused, -1, -1
+    elif not broker.data.producer_ids.available():  # a cluster node between two blocks of ids
         outcome_code, pid, epoch = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1, -1
     else:
         outcome = await txn.answer(txn.core.init_producer_id(request.transactional_id, request.transaction_timeout_ms,

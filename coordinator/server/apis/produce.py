@@ -59,6 +59,39 @@ def produce(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
         return produce_error(request, ErrorCode.INVALID_PRODUCER_ID_MAPPING, ctx.api_version)
     if request.acks not in (-1, 0, 1):
         return produce_error(request, ErrorCode.INVALID_REQUIRED_ACKS, ctx.api_version)
+    if transactional and broker.txn.shards is not None \
+            and broker.txn.refusal(request.transactional_id) == ErrorCode.NOT_COORDINATOR:
+        return Pending(_verified_elsewhere(broker, request, ctx, next(iter(transactional))))
+    return _append(broker, request, ctx, bool(transactional))
+
+
+async def _verified_elsewhere(broker: Broker, request: Any, ctx: RequestContext, producer_id: int) -> Any:
+    """A cluster node appending for a transactional id another node coordinates: that node verifies
+    (v12: adds) each partition the producer has no open transaction in, as Kafka's
+    AddPartitionsToTxnManager asks the coordinator before ReplicaManager appends."""
+    assert broker.txn.shards is not None
+    codes: dict[tuple[str, int], ErrorCode] = {}
+    for topic_data in request.topic_data:
+        topic = broker.topics.get(topic_data.name)
+        for data in topic_data.partition_data:
+            if topic is None or not 0 <= data.index < topic.partitions or not data.records \
+                    or len(data.records) < 61:
+                continue  # answered by the append's own checks
+            producers = broker.data.producer_state(topic.name, data.index, broker.data.partition(topic, data.index))
+            if producers.has_open_txn(producer_id):
+                continue
+            epoch = int.from_bytes(data.records[51:53], "big", signed=True)
+            codes[topic.name, data.index] = await broker.txn.shards.verify_remotely(
+                request.transactional_id, producer_id, epoch, (topic.name, data.index),
+                add=ctx.api_version >= IMPLICIT_ADD_SINCE)
+    reply = _append(broker, request, ctx, True, verified=codes)
+    return await reply.answer if isinstance(reply, Pending) else reply
+
+
+def _append(broker: Broker, request: Any, ctx: RequestContext, transactional: bool,
+            verified: dict[tuple[str, int], ErrorCode] | None = None) -> Reply:
+    """The append itself; `verified`: the coordinator's answers for the partitions it was asked about
+    (another cluster node's transactional id), instead of asking this node's coordinator."""
     responses = []
     written = []
     added: list[asyncio.Future[None]] = []  # v12: the implicit adds' transaction log appends
@@ -77,7 +110,10 @@ def produce(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
                 results.append(_result(data.index, ErrorCode.CORRUPT_MESSAGE, message="null records"))
                 continue
             verify = None
-            if transactional:
+            if transactional and verified is not None:
+                code = verified.get((topic_data.name, data.index), ErrorCode.NOT_ENOUGH_REPLICAS)  # not asked: retried
+                verify = lambda _pid, _epoch, code=code: _for_produce(code, ctx.api_version)  # noqa: E731
+            elif transactional:
                 verify = _verifier(broker, request.transactional_id, topic_data.name, data.index, ctx.api_version,
                                    added)
             try:
@@ -130,8 +166,9 @@ def _verifier(broker: Broker, transactional_id: str, topic: str, index: int, ver
 def _add_partition(broker: Broker, transactional_id: str, producer_id: int, epoch: int,
                    partition: tuple[str, int], added: list[asyncio.Future[None]]) -> ErrorCode:
     """TV2: the transaction coordinator adds the partition (handleAddPartitionsToTransaction)."""
-    if broker.txn.loading:
-        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    refused = broker.txn.refusal(transactional_id)
+    if refused is not None:  # retriable for the producer (NOT_ENOUGH_REPLICAS), as Kafka's verification
+        return refused
     outcome = broker.txn.core.add_partitions(transactional_id, producer_id, epoch, [partition], now_ms(),
                                              client_version=2)
     if outcome.code == ErrorCode.NONE:

@@ -64,7 +64,7 @@ async def _txn_offset_commit(broker: Broker, request: Any, ctx: RequestContext) 
         # Nothing left for the coordinator: answered at once (KafkaApis.handleTxnOffsetCommitRequest),
         # so the transaction does not take the group in.
         return _response(request, 0, codes)
-    code, added = broker.txn.check_txn_offset_commit(request, ctx.api_version)
+    code, added = await broker.txn.check_txn_offset_commit(request, ctx.api_version)
     if code != ErrorCode.NONE:
         return _response(request, int(code), codes)
     if added is not None:

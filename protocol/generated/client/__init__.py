@@ -59,6 +59,7 @@ from protocol.generated.client import (
     share_group_heartbeat,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 
 __all__ = [
@@ -115,4 +116,5 @@ __all__ = [
     'share_group_heartbeat',
     'sync_group',
     'txn_offset_commit',
+    'write_txn_markers',
 ]
