@@ -162,13 +162,18 @@ def measure_failover(postgres: ThrowawayPostgres, root: Path, kills: int) -> lis
             committer = WireCommitter([("127.0.0.1", ports[i]) for i in (1, 2, 3)], group)
             thread = threading.Thread(target=committer.run, daemon=True)
             thread.start()
-            while not committer.acknowledged:
+            deadline = time.monotonic() + 60
+            while not committer.acknowledged:  # bounded: a bench run must end, with a reason
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"no commit acknowledged (errors {committer.errors[-5:]})")
                 time.sleep(0.01)
             victim = _owner(url, group)
             killed_at = time.monotonic()
             procs[victim].kill()
             procs[victim].wait()
             while not any(t > killed_at for t, _ in committer.acknowledged):
+                if time.monotonic() > killed_at + 60:
+                    raise TimeoutError(f"no commit acknowledged after the kill (errors {committer.errors[-5:]})")
                 time.sleep(0.01)
             times.append(next(t for t, _ in committer.acknowledged if t > killed_at) - killed_at)
             committer.stop = True
