@@ -13,8 +13,9 @@ dispatch gone and C calls for builtins, the behaviour identical.
 
 The exception: the hot request decoders, whose generated `.pxd` (protocol/codegen.py's
 TYPED_FAMILIES) Cython reads beside their `.py`. Their positions, lengths and counts are C integers
-and their buffer `bytes` (every caller converts first), a further 1.3-1.6x on those decoders; the
-manifest's CRC covers the `.pxd` too. Property tests hold both builds to the same results and errors.
+and their buffer `bytes` (every caller converts first): measured 1.17x (a 100-partition OffsetCommit)
+and 1.23x (a Heartbeat) on top of the untyped compile, header and body decoded; the manifest's CRC
+covers the `.pxd` too. Property tests hold both builds to the same results and errors.
 """
 
 from __future__ import annotations
