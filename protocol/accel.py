@@ -73,8 +73,16 @@ PURE_ENV = "GROUPCOORD_PURE_PYTHON"
 
 
 def source_crc(path: str) -> int:
+    """CRC-32 of a module's source `path` and, when there is one, of the `.pxd` beside it (the typed
+    declarations Cython compiled it with: protocol/codegen.py writes them for the hot decoders)."""
     with open(path, "rb") as f:
-        return zlib.crc32(f.read())
+        crc = zlib.crc32(f.read())
+    try:
+        with open(path[:-3] + ".pxd", "rb") as f:
+            crc = zlib.crc32(f.read(), crc)
+    except FileNotFoundError:
+        pass
+    return crc
 
 
 def read_manifest() -> dict[str, tuple[str, int]]:

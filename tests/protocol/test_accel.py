@@ -231,6 +231,32 @@ def test_the_build_is_used_without_the_switch() -> None:
     assert _status_in({accel.PURE_ENV: ""}) == "compiled"
 
 
+@needs_build
+def test_the_hot_decoders_are_compiled_typed() -> None:
+    """The generated .pxd took effect: the compiled decoder is typed (its buffer is `bytes`, so a
+    bytearray is refused) where the pure one, the reference, reads anything it can slice. Every
+    caller hands decoders bytes (protocol.frames, Message.decode_from)."""
+    from protocol.generated import heartbeat
+
+    frame = b"\x02g\x00\x00\x00\x01\x02m\x00\x00"
+    assert accel.is_compiled(heartbeat)
+    message, pos = heartbeat.d_HeartbeatRequest_v4(frame, 0, len(frame))
+    assert (message.group_id, message.generation_id, message.member_id, pos) == ("g", 1, "m", len(frame))
+    with pytest.raises(TypeError):
+        heartbeat.d_HeartbeatRequest_v4(bytearray(frame), 0, len(frame))  # type: ignore[arg-type]  # the point
+
+
+def test_a_pxd_change_makes_its_module_stale(tmp_path: Path) -> None:
+    """The build's CRC covers the declarations Cython compiled the module with, not the .py alone."""
+    source = tmp_path / "m.py"
+    source.write_text("def d(buf, pos):\n    return buf[pos]\n")
+    alone = accel.source_crc(str(source))
+    (tmp_path / "m.pxd").write_text("cpdef d(bytes buf, Py_ssize_t pos)\n")
+    typed = accel.source_crc(str(source))
+    (tmp_path / "m.pxd").write_text("cpdef d(object buf, Py_ssize_t pos)\n")
+    assert len({alone, typed, accel.source_crc(str(source))}) == 3
+
+
 def test_a_stale_build_never_shadows_its_source(tmp_path: Path) -> None:
     """A compiled module whose source changed since its build (a regenerated codec, an edit) imports
     pure, and is named as stale; the others stay compiled."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,12 +30,29 @@ def test_check_reports_a_hand_edited_module(tmp_path: Path) -> None:
     assert codegen.stale_files(tmp_path) == {}
     edited = tmp_path / "heartbeat.py"
     edited.write_text(edited.read_text() + "\nEXTRA = 1\n")
+    typed = tmp_path / "offset_commit.pxd"  # the accelerator's declarations are generated files too
+    typed.write_text(typed.read_text().replace("Py_ssize_t pos", "object pos"))
     (tmp_path / "leftover.py").write_text("")
+    (tmp_path / "leftover.pxd").write_text("")
     (tmp_path / "client" / "leftover.py").write_text("")
-    assert set(codegen.stale_files(tmp_path)) == {"heartbeat.py", "leftover.py", "client/leftover.py"}
+    assert set(codegen.stale_files(tmp_path)) == {"heartbeat.py", "offset_commit.pxd", "leftover.py", "leftover.pxd",
+                                                  "client/leftover.py"}
     codegen.write(tmp_path)
     assert codegen.stale_files(tmp_path) == {} and not (tmp_path / "leftover.py").exists()
+    assert not (tmp_path / "leftover.pxd").exists()
     assert not (tmp_path / "client" / "leftover.py").exists()
+
+
+def test_typed_declarations_name_only_integer_locals() -> None:
+    """The .pxd types a decoder's position, lengths and counts (never a field's value) and declares
+    every decoder of its module, with the module's own parameters."""
+    text = codegen.generated_sources()["heartbeat.pxd"]
+    assert "cpdef tuple d_HeartbeatRequest_v4(bytes buf, Py_ssize_t pos, Py_ssize_t blen)" in text
+    assert "n1=Py_ssize_t" in text and "f_" not in text
+    for family in codegen.TYPED_FAMILIES:
+        module = codegen.generated_sources()[f"{family}.py"]
+        declared = len(re.findall(r"^cpdef ", codegen.generated_sources()[f"{family}.pxd"], re.M))
+        assert declared == len(re.findall(r"^def da?_", module, re.M)) > 0, family
 
 
 def test_codegen_prints_one_message_version_for_reading() -> None:
