@@ -57,6 +57,16 @@ MIGRATIONS: tuple[str, ...] = (
         created_at timestamptz NOT NULL DEFAULT now()
     );
     """,
+    # 3: user-topic partitions in PostgreSQL (their batches and leases are rows of gc_batches and gc_leases,
+    # shard `<topic>-<partition>`): where each partition's log starts once retention moved it, and the
+    # blocks of producer ids the nodes hand out (block n: ids n*1000 to n*1000+999).
+    """
+    CREATE TABLE IF NOT EXISTS gc_log_starts (
+        shard     text PRIMARY KEY,
+        log_start bigint NOT NULL
+    );
+    CREATE SEQUENCE IF NOT EXISTS gc_producer_id_blocks MINVALUE 0 START 0;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

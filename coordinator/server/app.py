@@ -59,11 +59,15 @@ class Server:
         self.security = ListenerSecurity(config)  # first: bad TLS/SASL settings stop the start before any I/O
         self.broker = Broker(config)
         self.loop = asyncio.get_running_loop()
-        self.broker.data = DataPlane(config, self.broker.data_dir)
+        store_url = config["coordinator.store.url"]
+        if store_url:  # a cluster node: topic partitions in PostgreSQL, led through leases
+            from coordinator.cluster.partitions import ClusterDataPlane
+            self.broker.data = ClusterDataPlane(config, self.broker.data_dir, self.broker.node_id)
+        else:
+            self.broker.data = DataPlane(config, self.broker.data_dir)
         offsets_partitions = config["offsets.topic.num.partitions"]
         if OFFSETS_TOPIC not in self.broker.topics:
             self.broker.topics.create(OFFSETS_TOPIC, offsets_partitions, {"cleanup.policy": "compact"}, internal=True)
-        store_url = config["coordinator.store.url"]
         store: RecordStore
         pg_store = None
         if store_url:  # a cluster node: PostgreSQL holds the records, leases decide the shards it serves
@@ -92,8 +96,12 @@ class Server:
                 await cluster.start()
                 self.broker.cluster_id = cluster.cluster_id  # one id for the whole cluster, kept in the database
 
-            self.broker.startup_hooks.append(join_cluster)
+            from coordinator.cluster.partitions import ClusterDataPlane, PartitionOwnership
+            assert isinstance(self.broker.data, ClusterDataPlane)
+            leads = PartitionOwnership(cluster, self.broker.data, self.broker.topics)
+            self.broker.startup_hooks += [join_cluster, leads.start]
             self.broker.shutdown_hooks.insert(2, cluster.close)  # leases handed over once the groups stop
+            self.broker.shutdown_hooks.insert(2, leads.close)  # partitions' leases too, before the pool closes
         self.connections: set[Connection] = set()
         self.connections_per_host: Counter[str] = Counter()
         self.servers: list[asyncio.base_events.Server] = []
