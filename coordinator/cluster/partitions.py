@@ -360,6 +360,16 @@ class ClusterDataPlane(DataPlane):
             raise NotLeader(shard)
         return self.loaded[shard]
 
+    def write_marker(self, topic: Topic, index: int, producer_id: int, producer_epoch: int,  # type: ignore[override]
+                     commit: bool, coordinator_epoch: int, now_ms: int) -> PgPartition:
+        """A transaction marker goes only into a partition this node leads; elsewhere it is retried (an
+        OSError to the transaction coordinator's marker loop) until the partition is led here, as
+        Kafka's marker channel retries until the leader takes it: markers are not sent between nodes."""
+        if self.leader_error(topic.name, index) is not None:
+            raise WriteLost(f"{shard_name(topic.name, index)} is not led by this node: marker not written")
+        return super().write_marker(topic, index, producer_id, producer_epoch, commit,  # type: ignore[return-value]
+                                    coordinator_epoch, now_ms)
+
     async def wait_durable(self, partition: PgPartition) -> None:  # type: ignore[override]
         await partition.durable()
 
@@ -373,6 +383,14 @@ class ClusterDataPlane(DataPlane):
         raise ProduceError(ErrorCode.POLICY_VIOLATION, "DeleteRecords is not supported for partitions in PostgreSQL")
 
     def delete_topic(self, topic: str) -> None:
+        """DeleteTopics on this node: the registry's notice unloaded the partitions (`unlead_topic`); the
+        rows go too (the other nodes learn the deletion from gc_deleted_topics)."""
+        self.unlead_topic(topic)
+        if self.ownership is not None:
+            self.ownership.delete_rows(topic)
+
+    def unlead_topic(self, topic: str) -> None:
+        """The topic is gone (deleted here or on another node): stop leading its partitions."""
         for shard, lead in list(self.led.items()):
             if lead.topic == topic:
                 self._unload(shard)
@@ -380,8 +398,6 @@ class ClusterDataPlane(DataPlane):
                 self.store.epochs.pop(shard, None)
         for key in [k for k in self.producers if k[0] == topic]:
             del self.producers[key]
-        if self.ownership is not None:
-            self.ownership.forget_topic(topic)
 
     # ---- loading and dropping
 
@@ -449,7 +465,10 @@ class PartitionOwnership:
         self._task = asyncio.ensure_future(self._run())
 
     def _topic_changed(self, change: TopicChange) -> None:
-        if change.kind in ("created", "grown"):
+        if change.kind == "deleted":
+            self.data.unlead_topic(change.name)
+            self._rows = {shard for shard in self._rows if shard.rsplit("-", 1)[0] != change.name}
+        else:
             self._wake.set()  # claim the new partitions now rather than a renewal period later
 
     async def _run(self) -> None:
@@ -580,19 +599,20 @@ class PartitionOwnership:
                 partition.move_start(start)
                 log.info("partition_retention", shard=shard, log_start=start)
 
-    def forget_topic(self, topic: str) -> None:
-        """A deleted topic: its partitions' rows go (batches, leases, log starts), in the background."""
-        shards = [shard for shard in self._rows if shard.rsplit("-", 1)[0] == topic]
-        self._rows.difference_update(shards)
-        task = asyncio.ensure_future(self._delete_rows(topic, shards))
+    def delete_rows(self, topic: str) -> None:
+        """A topic deleted on this node: its partitions' rows go (batches, leases, log starts), in the
+        background; a leader elsewhere finds its lease gone (its appends are refused, its renewal fails)."""
+        task = asyncio.ensure_future(self._delete_rows(topic))
         self._deleting.add(task)
         task.add_done_callback(self._deleting.discard)
 
-    async def _delete_rows(self, topic: str, shards: list[str]) -> None:
+    async def _delete_rows(self, topic: str) -> None:
+        prefix = topic + "-"
         try:
             async with self.cluster.pool.acquire() as conn, conn.transaction():
                 for table in ("gc_batches", "gc_leases", "gc_log_starts"):
-                    await conn.execute(f"DELETE FROM {table} WHERE shard = ANY($1::text[])", shards)
+                    await conn.execute(f"DELETE FROM {table} WHERE left(shard, length($1)) = $1 "
+                                       f"AND substr(shard, length($1) + 1) ~ '^[0-9]+$'", prefix)
         except Exception as exc:
             log.warning("partition_rows_not_deleted", topic=topic, error=repr(exc))
 

@@ -58,14 +58,19 @@ MIGRATIONS: tuple[str, ...] = (
     );
     """,
     # 3: user-topic partitions in PostgreSQL (their batches and leases are rows of gc_batches and gc_leases,
-    # shard `<topic>-<partition>`): where each partition's log starts once retention moved it, and the
-    # blocks of producer ids the nodes hand out (block n: ids n*1000 to n*1000+999).
+    # shard `<topic>-<partition>`): where each partition's log starts once retention moved it, the
+    # blocks of producer ids the nodes hand out (block n: ids n*1000 to n*1000+999), deleted topics.
     """
     CREATE TABLE IF NOT EXISTS gc_log_starts (
         shard     text PRIMARY KEY,
         log_start bigint NOT NULL
     );
     CREATE SEQUENCE IF NOT EXISTS gc_producer_id_blocks MINVALUE 0 START 0;
+    -- topics deleted on one node, for the others to delete too (until the name is created again)
+    CREATE TABLE IF NOT EXISTS gc_deleted_topics (
+        name       text PRIMARY KEY,
+        deleted_at timestamptz NOT NULL DEFAULT now()
+    );
     """,
 )
 
