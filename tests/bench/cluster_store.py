@@ -87,7 +87,20 @@ def _measure(clients: list[Callable[[float, list[float]], Awaitable[None]]], sec
             "p99_ms": latencies[int(len(latencies) * 0.99)]}
 
 
+def _create_topic(port: int, name: str, partitions: int) -> None:
+    from tests.server.admin_wire import ensure_topic
+    from tests.server.conftest import KafkaWire
+
+    wire = KafkaWire("127.0.0.1", port)
+    try:
+        ensure_topic(wire, name, partitions)
+    finally:
+        wire.close()
+
+
 def measure_commits(port: int, seconds: float, connections: int) -> dict[str, float]:
+    _create_topic(port, "bench", PARTITIONS)  # offsets of topics that do not exist are refused
+
     def client(group: str) -> Callable[[float, list[float]], Awaitable[None]]:
         return functools.partial(_client, port, lambda n: _commit_frame(group, n, n), ApiKey.OFFSET_COMMIT, 8,
                                  lambda r: {p.error_code for t in r.topics for p in t.partitions})
@@ -104,14 +117,7 @@ def _produce_frame(partition: int, correlation_id: int) -> bytes:
 
 def measure_produce(port: int, seconds: float, connections: int) -> dict[str, float]:
     """Produce acks=all, each connection to a partition of its own; figures per request (batch)."""
-    from tests.server.admin_wire import create_topic
-    from tests.server.conftest import KafkaWire
-
-    wire = KafkaWire("127.0.0.1", port)
-    try:
-        create_topic(wire, "bench-produce", connections)
-    finally:
-        wire.close()
+    _create_topic(port, "bench-produce", connections)
 
     def client(partition: int) -> Callable[[float, list[float]], Awaitable[None]]:
         return functools.partial(_client, port, lambda n: _produce_frame(partition, n), ApiKey.PRODUCE, 9,
