@@ -105,6 +105,8 @@ def test_twenty_random_kills_under_load_lose_no_acknowledged_commit_or_record(cl
 def test_postgres_stopped_for_five_seconds_gives_retriable_errors_then_recovers(cluster_factory, postgres) -> None:
     cluster = cluster_factory(3, *LEASE)
     committers, threads = start_committers(cluster)
+    create_shared_topic(cluster, TOPIC, PARTITIONS)
+    produced, producer = start_producer(cluster.bootstrap)
     try:
         time.sleep(1.0)
         postgres.pg_ctl("stop")
@@ -113,16 +115,25 @@ def test_postgres_stopped_for_five_seconds_gives_retriable_errors_then_recovers(
         postgres.pg_ctl("start")
         restarted_at = time.monotonic()
         deadline = restarted_at + 30
-        while any(not c.acknowledged or c.acknowledged[-1][0] < restarted_at for c in committers):
+        while (any(not c.acknowledged or c.acknowledged[-1][0] < restarted_at for c in committers)
+               or any(produced.acknowledged_after(restarted_at, p) == 0 for p in range(PARTITIONS))):
             assert time.monotonic() < deadline, "the cluster did not recover by itself"
             time.sleep(0.1)
         recovered_s = max(next(t for t, _ in c.acknowledged if t > restarted_at) for c in committers) - restarted_at
     finally:
         stop_committers(committers, threads)
+        produced.stop.set()
+        producer.join(150)
     # While the database was down nothing was acknowledged: an acknowledgement is a commit in PostgreSQL.
     for committer in committers:
         during = [t for t, _ in committer.acknowledged if stopped_at + 0.5 < t < restarted_at]
         assert during == [], f"{committer.group} acknowledged commits while PostgreSQL was down"
+    # Records neither: an acknowledgement is a committed transaction (a delivery report can come a moment
+    # after the answer, hence the margin at the end).
+    assert produced.acknowledged_after(stopped_at + 0.5) - produced.acknowledged_after(restarted_at - 0.5) == 0
     assert_nothing_lost(cluster, committers)
+    assert not producer.is_alive()
+    assert produced.errors == [] and len(produced.acknowledged) == produced.sent
+    assert_every_acknowledged_record_readable(cluster, produced)
     assert set(cluster.alive()) == {1, 2, 3}
     assert recovered_s < 30
