@@ -25,6 +25,7 @@ from typing import Any
 import structlog
 
 from coordinator.log.partition import OffsetOutOfRangeError
+from coordinator.log.transactions import ProduceError
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_topic
 from coordinator.server.broker import Broker
@@ -52,6 +53,8 @@ def _delete(broker: Broker, ctx: RequestContext, name: str, index: int, offset: 
         return failure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if topic.internal:
         return failure(ErrorCode.INVALID_TOPIC_EXCEPTION)
+    if (not_leader := broker.data.leader_error(name, index)) is not None:  # a cluster node not leading it
+        return failure(not_leader)
     partition = broker.data.partition(topic, index)
     if not partition.config.deletes:
         return failure(ErrorCode.POLICY_VIOLATION)
@@ -62,6 +65,8 @@ def _delete(broker: Broker, ctx: RequestContext, name: str, index: int, offset: 
         low_watermark = broker.data.delete_records(topic, index, target)
     except OffsetOutOfRangeError:
         return failure(ErrorCode.OFFSET_OUT_OF_RANGE)
+    except ProduceError as exc:  # refused by the store (a cluster's partitions in PostgreSQL)
+        return failure(exc.code)
     except OSError as exc:  # the checkpoint could not be written: the start did not move
         log.error("delete_records_checkpoint_failed", topic=name, partition=index, error=repr(exc))
         return failure(ErrorCode.KAFKA_STORAGE_ERROR)

@@ -95,8 +95,8 @@ def produce(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
     if request.acks == 0:
         return NO_RESPONSE
     if added:
-        return Pending(_after_durable(broker, written if broker.data.durable_before_ack(request.acks) else [],
-                                      response, added))
+        durable = request.acks == -1 or broker.data.durable_before_ack(request.acks)
+        return Pending(_after_durable(broker, written if durable else [], response, added))
     if not written or not broker.data.durable_before_ack(request.acks):
         return response
     return Pending(_after_durable(broker, written, response))
