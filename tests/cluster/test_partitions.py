@@ -124,3 +124,23 @@ def test_retention_deletes_expired_batches_from_the_database(cluster_factory) ->
         assert list_offset(wire, topic, 0, LATEST).offset == 2
     finally:
         wire.close()
+
+
+def test_a_clean_shutdown_hands_the_partitions_over_at_once(cluster_factory) -> None:
+    """Leases far longer than the test: only the hand-over of a stopping leader can move its partition."""
+    cluster = cluster_factory(3, "cluster.lease.ms=60000", "cluster.lease.renew.ms=250", balanced=False)
+    create_shared_topic(cluster, TOPIC, 1)
+    leader = cluster.wait_leader(TOPIC, 0)
+    wire = KafkaWire(cluster.nodes[leader].host, cluster.nodes[leader].port)
+    try:
+        produce_when_led(wire, 0, b"1")
+    finally:
+        wire.close()
+    assert cluster.nodes[leader].stop() == 0
+    successor = cluster.wait_leader(TOPIC, 0, timeout=10, not_node=leader)
+    wire = KafkaWire(cluster.nodes[successor].host, cluster.nodes[successor].port)
+    try:
+        produce_when_led(wire, 0, b"2")
+    finally:
+        wire.close()
+    assert read_partition(cluster, TOPIC, 0) == [(0, 1), (1, 2)]
