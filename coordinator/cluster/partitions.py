@@ -43,11 +43,12 @@ from coordinator.cluster.ownership import (
     Held,
     preferred_owner,
 )
-from coordinator.cluster.store import _LOCK_LEASES, BatchStore, StoreUnavailable, _Pending, shard_name
+from coordinator.cluster.store import _LOCK_LEASES, BatchStore, _Pending, shard_name
 from coordinator.log.batch import iter_records, set_base_offset, verify_crc
 from coordinator.log.partition import LogConfig, check_appended
 from coordinator.log.transactions import ProduceError
 from coordinator.server.data_plane import PRODUCER_ID_BLOCK, DataPlane, partition_config
+from coordinator.server.registry import HandlerError
 from coordinator.topics import Topic, TopicChange, TopicRegistry
 from protocol.error_codes import ErrorCode
 
@@ -136,8 +137,8 @@ class ClusterProducerIds:
 
     def allocate(self) -> int:
         if self._next >= self._limit:
-            if self._spare is None:
-                raise StoreUnavailable("no producer id block reserved yet")
+            if self._spare is None:  # the next block is still being reserved: retriable, as while loading
+                raise HandlerError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
             (self._next, self._limit), self._spare = self._spare, None
         if (self._spare is None and self._limit - self._next <= PRODUCER_ID_BLOCK // 2
                 and (self._reserving is None or self._reserving.done())):

@@ -17,7 +17,7 @@ import pytest
 from coordinator.log.batch import build_batch
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages import ProduceRequest
+from protocol.messages import InitProducerIdRequest, ProduceRequest
 from tests.cluster.conftest import query
 from tests.cluster.producing import (
     PARTITIONS,
@@ -144,3 +144,25 @@ def test_a_clean_shutdown_hands_the_partitions_over_at_once(cluster_factory) -> 
     finally:
         wire.close()
     assert read_partition(cluster, TOPIC, 0) == [(0, 1), (1, 2)]
+
+
+def test_producer_ids_are_unique_across_the_nodes(cluster_factory) -> None:
+    """Idempotent producers on different nodes write to the same partitions: their ids come from blocks
+    of a sequence in the database, never the same id from two nodes (nor from a node's restart)."""
+    cluster = cluster_factory(3, *LEASE, balanced=False)
+    ids: list[int] = []
+    for node in [*cluster.nodes.values(), cluster.nodes[1]]:
+        if node is cluster.nodes[1] and ids:
+            node.stop()
+            node.start()
+            node.wait_ready()
+        wire = KafkaWire(node.host, node.port)
+        try:
+            for _ in range(2):
+                response = wire.request(ApiKey.INIT_PRODUCER_ID, 4, InitProducerIdRequest(
+                    transactional_id=None, transaction_timeout_ms=60000))
+                assert response.error_code == ErrorCode.NONE
+                ids.append(response.producer_id)
+        finally:
+            wire.close()
+    assert len(ids) == len(set(ids)) == 8
