@@ -45,7 +45,7 @@ from coordinator.cluster.ownership import (
 )
 from coordinator.cluster.store import _LOCK_LEASES, BatchStore, _Pending, shard_name
 from coordinator.log.batch import iter_records, set_base_offset, verify_crc
-from coordinator.log.partition import LogConfig, check_appended
+from coordinator.log.partition import LogConfig, OffsetOutOfRangeError, check_appended
 from coordinator.log.transactions import ProduceError
 from coordinator.server.data_plane import PRODUCER_ID_BLOCK, DataPlane, partition_config
 from coordinator.server.registry import HandlerError
@@ -331,6 +331,7 @@ class ClusterDataPlane(DataPlane):
         self.loaded: dict[str, PgPartition] = {}
         self.owners: dict[str, tuple[int, int]] = {}  # shard -> (node, epoch) of a live lease
         self.ownership: PartitionOwnership | None = None
+        self.start_moves: dict[tuple[str, int], asyncio.Future[None]] = {}  # DeleteRecords' writes, per request
         self.loop = asyncio.get_running_loop()
 
     # ---- what the handlers ask
@@ -381,7 +382,21 @@ class ClusterDataPlane(DataPlane):
                 partition.config = config
 
     def delete_records(self, topic: Topic, index: int, offset: int) -> int:
-        raise ProduceError(ErrorCode.POLICY_VIOLATION, "DeleteRecords is not supported for partitions in PostgreSQL")
+        """DeleteRecords: the new log start, moved in the database by a statement under the lease that the
+        answer waits for (`take_start_moves`), as the file store's answer waits for its checkpoint."""
+        partition = self.partition(topic, index)
+        if offset > partition.high_watermark:
+            raise OffsetOutOfRangeError(offset, partition.log_start_offset, partition.high_watermark)
+        if offset <= partition.log_start_offset or self.ownership is None:
+            return partition.log_start_offset
+        shard = shard_name(topic.name, index)
+        self.start_moves[(topic.name, index)] = asyncio.ensure_future(self.ownership.move_start(shard, partition,
+                                                                                                offset))
+        return offset
+
+    def take_start_moves(self) -> dict[tuple[str, int], asyncio.Future[None]]:
+        moves, self.start_moves = self.start_moves, {}
+        return moves
 
     def delete_topic(self, topic: str) -> None:
         """DeleteTopics on this node: the registry's notice unloaded the partitions (`unlead_topic`); the
@@ -591,14 +606,20 @@ class PartitionOwnership:
         now_ms = int(time.time() * 1000)
         for shard, partition in list(self.data.loaded.items()):
             start = partition.retained_start(now_ms)
-            if start <= partition.log_start_offset:
-                continue
-            async with self.cluster.pool.acquire() as conn:
-                moved = await conn.fetch(_MOVE_START, [shard], [self.data.store.epochs.get(shard, -1)],
-                                         self.node_id, start)
-            if moved and self.data.loaded.get(shard) is partition:
-                partition.move_start(start)
+            if start > partition.log_start_offset:
+                await self.move_start(shard, partition, start)
                 log.info("partition_retention", shard=shard, log_start=start)
+
+    async def move_start(self, shard: str, partition: PgPartition, offset: int) -> None:
+        """The partition's log starts at `offset`: in the database first, under the lease (WriteLost if
+        it was lost), then in memory."""
+        async with self.cluster.pool.acquire() as conn:
+            moved = await conn.fetch(_MOVE_START, [shard], [self.data.store.epochs.get(shard, -1)], self.node_id,
+                                     offset)
+        if not moved:
+            raise WriteLost(f"{shard}: lease lost, log start not moved")
+        if self.data.loaded.get(shard) is partition:
+            partition.move_start(offset)
 
     def delete_rows(self, topic: str) -> None:
         """A topic deleted on this node: its partitions' rows go (batches, leases, log starts), in the

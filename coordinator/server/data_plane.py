@@ -199,6 +199,11 @@ class DataPlane:
         self.partition(topic, index)
         return self.logs.delete_records(topic.name, index, offset)
 
+    def take_start_moves(self) -> dict[tuple[str, int], asyncio.Future[None]]:
+        """The log-start moves the DeleteRecords just handled started and must wait for (topic, partition):
+        none here, the checkpoint is written before `delete_records` returns; a cluster's are statements."""
+        return {}
+
     def delete_topic(self, topic: str) -> None:
         self.logs.delete_topic(topic)
         for key in [k for k in self.producers if k[0] == topic]:

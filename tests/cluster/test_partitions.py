@@ -29,6 +29,7 @@ from tests.cluster.producing import (
 from tests.cluster.wire import create_shared_topic
 from tests.server.admin_wire import EARLIEST, LATEST, create_topic, fetch, list_offset
 from tests.server.conftest import KafkaWire
+from tests.server.test_delete_records import delete_records
 
 pytestmark = pytest.mark.clients
 
@@ -105,7 +106,7 @@ def test_a_paused_leader_cannot_append_after_losing_its_lease(cluster_factory) -
     new.close()
 
 
-def test_retention_deletes_expired_batches_from_the_database(cluster_factory) -> None:
+def test_retention_and_delete_records_delete_batches_from_the_database(cluster_factory) -> None:
     cluster = cluster_factory(1, *LEASE)
     topic = "retained"
     node = cluster.nodes[1]
@@ -122,6 +123,15 @@ def test_retention_deletes_expired_batches_from_the_database(cluster_factory) ->
             {"base_offset": 1}]
         assert fetch(wire, topic, 0, 0).error_code == ErrorCode.OFFSET_OUT_OF_RANGE
         assert list_offset(wire, topic, 0, LATEST).offset == 2
+
+        # DeleteRecords moves the start further, in the database before it answers.
+        produce_when_led(wire, 0, b"3", topic)
+        assert delete_records(wire, 2, topic, (0, 2)) == {0: (ErrorCode.NONE, 2)}
+        assert query(cluster.url, "SELECT log_start FROM gc_log_starts WHERE shard = $1", f"{topic}-0") == [
+            {"log_start": 2}]
+        assert query(cluster.url, "SELECT base_offset FROM gc_batches WHERE shard = $1", f"{topic}-0") == [
+            {"base_offset": 2}]
+        assert list_offset(wire, topic, 0, EARLIEST).offset == 2
     finally:
         wire.close()
 
