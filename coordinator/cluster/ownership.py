@@ -37,7 +37,7 @@ from coordinator.cluster.store import COMPACT_AFTER_BATCHES, BatchStore, PgRecor
 from coordinator.config import Config
 from coordinator.metrics.server_metrics import ServerMetrics
 from coordinator.server.registry import HandlerError
-from coordinator.topics import TopicChange, TopicError, TopicRegistry
+from coordinator.topics import Topic, TopicChange, TopicError, TopicRegistry
 from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
@@ -139,6 +139,10 @@ class Cluster:
         self._topics_lock = asyncio.Lock()  # one exchange with gc_topics at a time (rounds, creations, misses)
         self._learning = False  # creating topics read from gc_topics: nothing to publish back
         self._publishing: set[asyncio.Task[None]] = set()
+        # Topics created or deleted on this node since they were last published: a creation lifts an
+        # earlier deletion's tombstone (gc_deleted_topics), a deletion leaves one for the other nodes.
+        self._created_here: set[str] = set()
+        self._deleted_here: set[str] = set()
         self.loop = asyncio.get_running_loop()
         r = metrics.registry
         self.lease_changes = r.counter("groupcoord_cluster_lease_changes",
@@ -277,7 +281,9 @@ class Cluster:
     async def sync_topics(self) -> None:
         """Topics created on any node reach every node: this node's new topics go into gc_topics (the
         first node to write a name wins), and the table's topics this node lacks are created here, with
-        the same id (derived from the name). Deletions are not shared.
+        the same id (derived from the name). Partitions added on a node reach the others the same way; a
+        topic deleted on a node leaves a tombstone (gc_deleted_topics) from which the others delete it,
+        until a node creates the name again.
 
         Run every round, and also at once where waiting for the round would give a wrong answer: a
         CreateTopics answers only once its topics are in the table, and a node about to answer
@@ -288,10 +294,16 @@ class Cluster:
             await self._sync_topics()
 
     def _topic_changed(self, change: TopicChange) -> None:
-        """A topic made on this node (CreateTopics, or created by a Metadata request) goes into gc_topics
-        at once rather than at the next round."""
-        if change.kind != "created" or self._learning or self._stopping:
+        """A topic made, grown or deleted on this node (CreateTopics, a Metadata request, CreatePartitions,
+        DeleteTopics) goes into gc_topics at once rather than at the next round."""
+        if self._learning or self._stopping:
             return
+        if change.kind == "created":
+            self._deleted_here.discard(change.name)
+            self._created_here.add(change.name)
+        elif change.kind == "deleted":
+            self._created_here.discard(change.name)
+            self._deleted_here.add(change.name)
         task = asyncio.ensure_future(self.sync_topics())
         self._publishing.add(task)
         task.add_done_callback(self._published)
@@ -304,26 +316,54 @@ class Cluster:
     async def _sync_topics(self) -> None:
         assert self.topics is not None
         local = {topic.name: topic for topic in self.topics if not topic.internal}
-        async with self.pool.acquire() as conn:
+        created, deleted = set(self._created_here), set(self._deleted_here)
+        async with self.pool.acquire() as conn, conn.transaction():
+            if deleted:
+                await conn.execute("DELETE FROM gc_topics WHERE name = ANY($1::text[])", sorted(deleted))
+                await conn.execute("INSERT INTO gc_deleted_topics (name) SELECT unnest($1::text[]) "
+                                   "ON CONFLICT (name) DO UPDATE SET deleted_at = now()", sorted(deleted))
+            if created:
+                await conn.execute("DELETE FROM gc_deleted_topics WHERE name = ANY($1::text[])", sorted(created))
+            tombstones = {row["name"] for row in await conn.fetch("SELECT name FROM gc_deleted_topics")}
             shared = {row["name"]: row for row in await conn.fetch("SELECT name, partitions, configs FROM gc_topics")}
-            new = [topic for name, topic in local.items() if name not in shared]
+            new = [topic for name, topic in local.items() if name not in shared and name not in tombstones]
             if new:
                 await conn.execute(
                     "INSERT INTO gc_topics (name, partitions, configs) "
                     "SELECT * FROM unnest($1::text[], $2::integer[], $3::jsonb[]) ON CONFLICT DO NOTHING",
                     [t.name for t in new], [t.partitions for t in new], [json.dumps(t.configs) for t in new])
+            grown = [t for name, t in local.items() if name in shared and t.partitions > shared[name]["partitions"]]
+            if grown:  # CreatePartitions on this node: the others grow the topic too
+                await conn.execute(
+                    "UPDATE gc_topics t SET partitions = greatest(t.partitions, g.partitions) "
+                    "FROM unnest($1::text[], $2::integer[]) AS g(name, partitions) WHERE t.name = g.name",
+                    [t.name for t in grown], [t.partitions for t in grown])
+        self._created_here -= created
+        self._deleted_here -= deleted
+        self._learning = True
+        try:
+            self._learn_topics(local, shared, tombstones)
+        finally:
+            self._learning = False
+
+    def _learn_topics(self, local: dict[str, Topic], shared: dict[str, Any], tombstones: set[str]) -> None:
+        """What other nodes did to the topics: created, grown (CreatePartitions) or deleted."""
+        assert self.topics is not None
         for name, row in shared.items():
-            if name in local:
-                continue
-            self._learning = True
+            topic = local.get(name)
             try:
-                self.topics.create(name, int(row["partitions"]), json.loads(row["configs"]))
+                if topic is None:
+                    self.topics.create(name, int(row["partitions"]), json.loads(row["configs"]))
+                    log.info("cluster_topic_learnt", topic=name, partitions=row["partitions"])
+                elif int(row["partitions"]) > topic.partitions:
+                    self.topics.add_partitions(name, int(row["partitions"]))
+                    log.info("cluster_topic_grown", topic=name, partitions=row["partitions"])
             except TopicError as exc:  # not a name this node accepts: leave it out, say so
                 log.warning("cluster_topic_not_created", topic=name, error=str(exc))
-                continue
-            finally:
-                self._learning = False
-            log.info("cluster_topic_learnt", topic=name, partitions=row["partitions"])
+        for name in local.keys() - shared.keys():
+            if name in tombstones and name not in self._created_here:
+                self.topics.delete(name)
+                log.info("cluster_topic_deleted", topic=name)
 
     def _start_load(self, partition: int, held: Held) -> None:
         if held.load is not None and not held.load.done():

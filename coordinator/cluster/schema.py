@@ -58,14 +58,25 @@ MIGRATIONS: tuple[str, ...] = (
     );
     """,
     # 3: producer ids handed out in blocks to the nodes, so that ids stay unique across the cluster
-    # (Kafka's ProducerIdManager takes its blocks from the controller). `__transaction_state`
-    # partitions are shards like the others: their leases are rows of gc_leases, their logs gc_batches.
+    # (Kafka's ProducerIdManager takes its blocks from the controller); user-topic partitions in
+    # PostgreSQL (their batches and leases are rows of gc_batches and gc_leases, shard
+    # `<topic>-<partition>`, as `__transaction_state` partitions are shards like the others): where each
+    # partition's log starts once retention moved it, and the topics deleted on one node for the others
+    # to delete too (until the name is created again).
     """
     CREATE TABLE gc_producer_ids (
         singleton  boolean PRIMARY KEY DEFAULT true CHECK (singleton),
         next_block bigint NOT NULL               -- the first id of the next block handed out
     );
     INSERT INTO gc_producer_ids (next_block) VALUES (0);
+    CREATE TABLE gc_log_starts (
+        shard     text PRIMARY KEY,
+        log_start bigint NOT NULL
+    );
+    CREATE TABLE gc_deleted_topics (
+        name       text PRIMARY KEY,
+        deleted_at timestamptz NOT NULL DEFAULT now()
+    );
     """,
 )
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import structlog
 
-from .batch import CONTROL_BIT, CorruptBatchError, iter_records, set_base_offset, verify_crc
+from .batch import CONTROL_BIT, BatchHeader, CorruptBatchError, iter_records, set_base_offset, verify_crc
 from .segment import OUT_OF_SPACE, SUFFIX, CorruptLogError, Segment, base_offset_of, intact_batch_after
 
 log = structlog.get_logger(__name__)
@@ -252,13 +252,7 @@ class Partition:
         """
         if self.storage_error is not None:
             raise LogStorageError(f"{self.path}: earlier storage error: {self.storage_error}")
-        h = verify_crc(batch)
-        if h.size != len(batch):
-            raise CorruptBatchError(h.size, f"{len(batch) - h.size} bytes after the batch")
-        if h.records_count <= 0 or h.last_offset_delta < 0:
-            raise CorruptBatchError(0, f"{h.records_count} records, last offset delta {h.last_offset_delta}")
-        if self.config.requires_keys and not keys_checked and not h.attributes & CONTROL_BIT:
-            ensure_keys(batch)
+        h = check_appended(batch, self.config, keys_checked)
         base = self._next_offset
         buf = bytearray(batch)
         set_base_offset(buf, base)
@@ -440,6 +434,18 @@ class Partition:
     def __repr__(self) -> str:
         return (f"Partition({self.topic}-{self.partition}, start={self.log_start_offset}, "
                 f"end={self.log_end_offset}, segments={len(self.segments)})")
+
+
+def check_appended(batch: bytes | bytearray, config: LogConfig, keys_checked: bool = False) -> BatchHeader:
+    """What a log checks of one batch before appending it (see `Partition.append`); its header."""
+    h = verify_crc(batch)
+    if h.size != len(batch):
+        raise CorruptBatchError(h.size, f"{len(batch) - h.size} bytes after the batch")
+    if h.records_count <= 0 or h.last_offset_delta < 0:
+        raise CorruptBatchError(0, f"{h.records_count} records, last offset delta {h.last_offset_delta}")
+    if config.requires_keys and not keys_checked and not h.attributes & CONTROL_BIT:
+        ensure_keys(batch)
+    return h
 
 
 def ensure_keys(batch: bytes | bytearray) -> None:

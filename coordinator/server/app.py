@@ -59,11 +59,15 @@ class Server:
         self.security = ListenerSecurity(config)  # first: bad TLS/SASL settings stop the start before any I/O
         self.broker = Broker(config)
         self.loop = asyncio.get_running_loop()
-        self.broker.data = DataPlane(config, self.broker.data_dir)
+        store_url = config["coordinator.store.url"]
+        if store_url:  # a cluster node: topic partitions in PostgreSQL, led through leases
+            from coordinator.cluster.partitions import ClusterDataPlane
+            self.broker.data = ClusterDataPlane(config, self.broker.data_dir, self.broker.node_id)
+        else:
+            self.broker.data = DataPlane(config, self.broker.data_dir)
         offsets_partitions = config["offsets.topic.num.partitions"]
         if OFFSETS_TOPIC not in self.broker.topics:
             self.broker.topics.create(OFFSETS_TOPIC, offsets_partitions, {"cleanup.policy": "compact"}, internal=True)
-        store_url = config["coordinator.store.url"]
         store: RecordStore
         pg_store = None
         if store_url:  # a cluster node: PostgreSQL holds the records, leases decide the shards it serves
@@ -92,18 +96,28 @@ class Server:
                 await cluster.start()
                 self.broker.cluster_id = cluster.cluster_id  # one id for the whole cluster, kept in the database
 
+            from coordinator.cluster.partitions import ClusterDataPlane, PartitionOwnership
             from coordinator.cluster.txn import ClusterProducerIds, TxnShards
+            data = self.broker.data
+            assert isinstance(data, ClusterDataPlane)
+            leads = PartitionOwnership(cluster, data, self.broker.topics)
             txn_shards = self.broker.txn.shards = TxnShards(cluster, self.broker.txn)
+
+            def data_owner(topic: str, partition: int) -> int | None:  # markers go to the partition's leader
+                found = data.leader_of(topic, partition)
+                return None if found is None else found[0]  # None: written here, retried until led somewhere
+            txn_shards.data_owner = data_owner
 
             async def join_transactions() -> None:  # producer ids from the database, then the log's leases
                 producer_ids = ClusterProducerIds(cluster.pool)
                 await producer_ids.start()
-                self.broker.data.producer_ids = producer_ids  # type: ignore[assignment]
+                data.producer_ids = producer_ids  # type: ignore[assignment]
                 await txn_shards.start()
 
-            self.broker.startup_hooks += [join_cluster, join_transactions]
+            self.broker.startup_hooks += [join_cluster, join_transactions, leads.start]
             self.broker.shutdown_hooks.insert(1, txn_shards.close)  # the transaction log's leases handed over
-            self.broker.shutdown_hooks.insert(3, cluster.close)  # leases handed over once the groups stop
+            self.broker.shutdown_hooks.insert(3, leads.close)  # once the groups stop: the partitions' leases,
+            self.broker.shutdown_hooks.insert(4, cluster.close)  # then the shards' leases, before the pool closes
         self.connections: set[Connection] = set()
         self.connections_per_host: Counter[str] = Counter()
         self.servers: list[asyncio.base_events.Server] = []

@@ -111,6 +111,19 @@ class DataPlane:
         self.producers: dict[tuple[str, int], ProducerState] = {}
         self.appended = AppendSignal()
 
+    def leader_error(self, topic: str, index: int) -> ErrorCode | None:
+        """Why this node may not serve the partition now (None: it leads it; one node leads everything).
+        A cluster node leads only the partitions whose lease it holds (coordinator/cluster/partitions.py)."""
+        return None
+
+    def leader_of(self, topic: str, index: int) -> tuple[int, int] | None:
+        """(node id, leader epoch) of the partition's leader when it is not simply this node."""
+        return None
+
+    def durable_before_ack(self, acks: int) -> bool:
+        """Whether a Produce with `acks` is answered only once its batches are durable."""
+        return acks == -1 and self.config["flush.policy"] == "always"
+
     def partition(self, topic: Topic, index: int) -> Partition:
         return self.logs.get_or_create(topic.name, index, partition_config(self.config, topic))
 
@@ -188,6 +201,11 @@ class DataPlane:
         """DeleteRecords: the partition's log start moves up to `offset` (durably); the new start."""
         self.partition(topic, index)
         return self.logs.delete_records(topic.name, index, offset)
+
+    def take_start_moves(self) -> dict[tuple[str, int], asyncio.Future[None]]:
+        """The log-start moves the DeleteRecords just handled started and must wait for (topic, partition):
+        none here, the checkpoint is written before `delete_records` returns; a cluster's are statements."""
+        return {}
 
     def delete_topic(self, topic: str) -> None:
         self.logs.delete_topic(topic)

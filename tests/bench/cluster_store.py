@@ -1,4 +1,4 @@
-"""Durable offset commits through PostgreSQL vs the file store, and a cluster's failover time.
+"""Durable offset commits and produced records through PostgreSQL vs the file store, and a cluster's failover time.
 
     .venv/bin/python -m tests.bench.cluster_store [--seconds 10] [--connections 8] [--kills 5]
 
@@ -6,6 +6,9 @@
   its own) one after the other for SECONDS, against one server on the file store (flush.policy=always:
   answered once fsynced) and one cluster node on a throwaway PostgreSQL (answered once the
   transaction committed, synchronous_commit on). Figures: requests/s and p50/p99 latency in ms.
+- produce: CONNECTIONS clients each send Produce requests (acks=all, one batch of 10 records of 100
+  bytes) to a partition of their own, one after the other, for SECONDS, against the same two servers
+  (files: answered once fsynced; PostgreSQL: once the partition's transaction committed).
 - failover: a three-node cluster (default lease 3 s, renewal 0.5 s); a client commits every 10 ms
   to its group's coordinator, which is SIGKILLed, KILLS times (restarted in between). Figure: seconds
   from the kill to the first commit acknowledged by the survivor taking over, median and max.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import shutil
 import signal
 import statistics
@@ -26,15 +30,20 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from coordinator.cluster.local import ThrowawayPostgres, free_port, node_command
+from coordinator.log.batch import build_batch
 from protocol.api_keys import ApiKey
 from protocol.client import decode_response, encode_request
-from protocol.messages import OffsetCommitRequest
+from protocol.messages import OffsetCommitRequest, ProduceRequest
 from tests.conftest import api_versions_round_trip
 
 PARTITIONS = 10
+PRODUCE_RECORDS = 10  # records of RECORD_VALUE per produced batch
+RECORD_VALUE = b"v" * 100
 
 
 def _commit_frame(group: str, offset: int, correlation_id: int) -> bytes:
@@ -45,35 +54,77 @@ def _commit_frame(group: str, offset: int, correlation_id: int) -> bytes:
     return encode_request(ApiKey.OFFSET_COMMIT, 8, correlation_id, "bench", request)
 
 
-async def _client(port: int, group: str, until: float, latencies: list[float]) -> None:
+async def _client(port: int, request: Callable[[int], bytes], api_key: ApiKey, version: int,
+                  codes: Callable[[Any], set[int]], until: float, latencies: list[float]) -> None:
+    """One connection sending `request(n)` one after the other until `until`; the latency of each
+    answered without error is counted."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    offset = 0
+    n = 0
     while time.monotonic() < until:
-        offset += 1
+        n += 1
         started = time.perf_counter()
-        writer.write(_commit_frame(group, offset, offset))
+        writer.write(request(n))
         (size,) = struct.unpack(">i", await reader.readexactly(4))
-        _, response = decode_response(ApiKey.OFFSET_COMMIT, 8, await reader.readexactly(size))
-        codes = {p.error_code for t in response.topics for p in t.partitions}
-        if codes == {0}:
+        _, response = decode_response(api_key, version, await reader.readexactly(size))
+        if codes(response) == {0}:
             latencies.append((time.perf_counter() - started) * 1000)
         else:
-            await asyncio.sleep(0.05)  # a shard still loading: not counted
+            await asyncio.sleep(0.05)  # a shard or partition still loading: not counted
     writer.close()
 
 
-def measure_commits(port: int, seconds: float, connections: int) -> dict[str, float]:
+def _measure(clients: list[Callable[[float, list[float]], Awaitable[None]]], seconds: float) -> dict[str, float]:
     latencies: list[float] = []
 
     async def run() -> None:
         until = time.monotonic() + seconds
-        await asyncio.gather(*(_client(port, f"bench-{port}-{i}", until, latencies) for i in range(connections)))
+        await asyncio.gather(*(client(until, latencies) for client in clients))
 
     asyncio.run(run())
     latencies.sort()
-    return {"commits_per_s": len(latencies) / seconds,
+    return {"per_s": len(latencies) / seconds,
             "p50_ms": latencies[len(latencies) // 2],
             "p99_ms": latencies[int(len(latencies) * 0.99)]}
+
+
+def _create_topic(port: int, name: str, partitions: int) -> None:
+    from tests.server.admin_wire import ensure_topic
+    from tests.server.conftest import KafkaWire
+
+    wire = KafkaWire("127.0.0.1", port)
+    try:
+        ensure_topic(wire, name, partitions)
+    finally:
+        wire.close()
+
+
+def measure_commits(port: int, seconds: float, connections: int) -> dict[str, float]:
+    _create_topic(port, "bench", PARTITIONS)  # offsets of topics that do not exist are refused
+
+    def client(group: str) -> Callable[[float, list[float]], Awaitable[None]]:
+        return functools.partial(_client, port, lambda n: _commit_frame(group, n, n), ApiKey.OFFSET_COMMIT, 8,
+                                 lambda r: {p.error_code for t in r.topics for p in t.partitions})
+
+    return _measure([client(f"bench-{port}-{i}") for i in range(connections)], seconds)
+
+
+def _produce_frame(partition: int, correlation_id: int) -> bytes:
+    batch = build_batch([(b"key", RECORD_VALUE)] * PRODUCE_RECORDS)
+    request = ProduceRequest(acks=-1, timeout_ms=30000, topic_data=[ProduceRequest.TopicProduceData(
+        name="bench-produce", partition_data=[ProduceRequest.PartitionProduceData(index=partition, records=batch)])])
+    return encode_request(ApiKey.PRODUCE, 9, correlation_id, "bench", request)
+
+
+def measure_produce(port: int, seconds: float, connections: int) -> dict[str, float]:
+    """Produce acks=all, each connection to a partition of its own; figures per request (batch)."""
+    _create_topic(port, "bench-produce", connections)
+
+    def client(partition: int) -> Callable[[float, list[float]], Awaitable[None]]:
+        return functools.partial(_client, port, lambda n: _produce_frame(partition, n), ApiKey.PRODUCE, 9,
+                                 lambda r: {p.error_code for t in r.responses for p in t.partition_responses})
+
+    _measure([client(p) for p in range(connections)], 2.0)  # until every partition is led and loaded
+    return _measure([client(p) for p in range(connections)], seconds)
 
 
 def _start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
@@ -187,6 +238,12 @@ def measure_failover(postgres: ThrowawayPostgres, root: Path, kills: int) -> lis
     return times
 
 
+def _table(unit: str, rows: dict[str, dict[str, float]]) -> None:
+    print(f"{'store':<12} {unit:>10} {'p50 ms':>8} {'p99 ms':>8}")
+    for name, figures in rows.items():
+        print(f"{name:<12} {figures['per_s']:>10.0f} {figures['p50_ms']:>8.2f} {figures['p99_ms']:>8.2f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.cluster_store", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -205,6 +262,7 @@ def main(argv: list[str] | None = None) -> int:
             _ready(file_port)
             _create_topics(file_port)
             files = measure_commits(file_port, args.seconds, args.connections)
+            files_produce = measure_produce(file_port, args.seconds, args.connections)
         finally:
             _stop(file_server)
         url = postgres.create_database("commits")
@@ -217,12 +275,14 @@ def main(argv: list[str] | None = None) -> int:
             _create_topics(node_port)
             _wait_balanced(url, 1)
             pg = measure_commits(node_port, args.seconds, args.connections)
+            pg_produce = measure_produce(node_port, args.seconds, args.connections)
         finally:
             _stop(node)
         print(f"durable commits ({args.connections} connections, {PARTITIONS} partitions each, {args.seconds:.0f} s)")
-        print(f"{'store':<12} {'commits/s':>10} {'p50 ms':>8} {'p99 ms':>8}")
-        for name, figures in (("files", files), ("postgresql", pg)):
-            print(f"{name:<12} {figures['commits_per_s']:>10.0f} {figures['p50_ms']:>8.2f} {figures['p99_ms']:>8.2f}")
+        _table("commits/s", {"files": files, "postgresql": pg})
+        print(f"produce acks=all ({args.connections} connections, a partition each, batches of {PRODUCE_RECORDS} "
+              f"records of {len(RECORD_VALUE)} bytes, {args.seconds:.0f} s)")
+        _table("batches/s", {"files": files_produce, "postgresql": pg_produce})
         if args.kills:
             times = measure_failover(postgres, root, args.kills)
             print(f"failover (SIGKILL of the group's coordinator, {len(times)} kills): median "

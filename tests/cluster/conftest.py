@@ -61,9 +61,24 @@ class Cluster:
         return {i: n for i, n in self.nodes.items() if n.proc is not None and n.proc.poll() is None}
 
     def owners(self) -> dict[str, int | None]:
+        """The coordinator shards' lease holders (None: free or expired)."""
+        return {shard: owner for shard, owner in self.leases().items() if shard.startswith("__consumer_offsets-")}
+
+    def leases(self) -> dict[str, int | None]:
+        """Every lease's holder: coordinator shards and topic partitions (`<topic>-<partition>`)."""
         return {row["shard"]: row["owner"] for row in query(
             self.url, "SELECT shard, CASE WHEN expires_at > now() THEN owner END AS owner FROM gc_leases "
             "WHERE shard LIKE '__consumer_offsets-%'")}
+
+    def wait_leader(self, topic: str, partition: int, timeout: float = 20.0, not_node: int | None = None) -> int:
+        """The node holding the lease of a topic partition (another than `not_node`)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            owner = self.leases().get(f"{topic}-{partition}")
+            if owner is not None and owner != not_node:
+                return owner
+            time.sleep(0.1)
+        raise TimeoutError(f"no leader for {topic}-{partition} after {timeout}s")
 
     def owner_of(self, group_id: str) -> int | None:
         return self.owners().get(offsets_shard(partition_for(group_id, OFFSETS_PARTITIONS)))

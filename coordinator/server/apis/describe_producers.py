@@ -35,6 +35,9 @@ def describe_producers(broker: Broker, request: Any, ctx: RequestContext) -> Des
                 results.append(PartitionResult(partition_index=index,
                                                error_code=int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
                 continue
+            if (not_leader := broker.data.leader_error(topic.name, index)) is not None:  # a cluster node
+                results.append(PartitionResult(partition_index=index, error_code=int(not_leader)))
+                continue
             state = broker.data.producer_state(topic.name, index, broker.data.partition(topic, index))
             results.append(PartitionResult(partition_index=index, error_code=0, active_producers=[
                 Active(producer_id=pid, producer_epoch=entry.epoch, last_sequence=entry.last_sequence,

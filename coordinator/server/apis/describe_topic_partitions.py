@@ -26,6 +26,7 @@ from typing import Any
 from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_topic
 from coordinator.server.apis._authorized import TOPIC_OPERATIONS
+from coordinator.server.apis.metadata import set_leaders
 from coordinator.server.broker import Broker
 from coordinator.server.registry import HandlerError, RequestContext, api
 from coordinator.topics import TopicError, validate_topic_name
@@ -75,6 +76,8 @@ def _describe(broker: Broker, names: Iterable[str], start_index: dict[str, int],
         partitions = [PartitionEntry(error_code=0, partition_index=i, leader_id=node, leader_epoch=0,
                                      replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[],
                                      last_known_elr=[], offline_replicas=[]) for i in range(first, upper)]
+        if broker.cluster is not None and not topic.internal:
+            set_leaders(broker, topic, partitions)
         response.topics.append(TopicEntry(error_code=0, name=name, topic_id=topic.topic_id,
                                           is_internal=topic.internal, partitions=partitions,
                                           topic_authorized_operations=TOPIC_OPERATIONS))

@@ -61,6 +61,10 @@ def _read(broker: Broker, request: Any, ctx: RequestContext) -> tuple[FetchRespo
             if not 0 <= p.partition < topic.partitions:
                 results.append(_empty(p.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
+            not_leader = broker.data.leader_error(topic.name, p.partition)
+            if not_leader is not None:
+                results.append(_empty(p.partition, not_leader))
+                continue
             partition = broker.data.partition(topic, p.partition)
             if not partition.log_start_offset <= p.fetch_offset <= partition.high_watermark:
                 # Kafka's readFromLocalLog: an out-of-range read reports no offsets (-1), only the error

@@ -48,6 +48,8 @@ def list_offsets(broker: Broker, request: Any, ctx: RequestContext) -> ListOffse
             elif ctx.api_version < SINCE_VERSION.get(p.timestamp, 0):
                 result.error_code = int(ErrorCode.UNSUPPORTED_VERSION)
                 result.leader_epoch = -1
+            elif (not_leader := broker.data.leader_error(topic.name, p.partition_index)) is not None:
+                result.error_code, result.leader_epoch = int(not_leader), -1
             elif p.timestamp == LATEST_TIERED:
                 pass  # nothing is tiered: offset -1
             else:

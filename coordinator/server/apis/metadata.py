@@ -42,6 +42,8 @@ def topic_entry(broker: Broker, topic: Topic, topic_operations: int = OMITTED) -
     partitions = [Partition(error_code=0, partition_index=i, leader_id=node, leader_epoch=0,
                             replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
                   for i in range(topic.partitions)]
+    if broker.cluster is not None and not topic.internal:
+        set_leaders(broker, topic, partitions)
     if broker.cluster is not None and topic.name == OFFSETS_TOPIC:  # a cluster: each shard's lease holder leads it
         for entry in partitions:
             owner = broker.cluster.owner_of(entry.partition_index)
@@ -51,6 +53,17 @@ def topic_entry(broker: Broker, topic: Topic, topic_operations: int = OMITTED) -
                 entry.error_code = int(ErrorCode.LEADER_NOT_AVAILABLE)
     return TopicEntry(error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
                       partitions=partitions, topic_authorized_operations=topic_operations)
+
+
+def set_leaders(broker: Broker, topic: Topic, partitions: list) -> None:  # type: ignore[type-arg]
+    """A cluster: each partition's lease holder leads it, at the lease's epoch (Metadata and
+    DescribeTopicPartitions entries; LEADER_NOT_AVAILABLE while no live node holds the lease)."""
+    for entry in partitions:
+        leader = broker.data.leader_of(topic.name, entry.partition_index)
+        entry.leader_id, entry.leader_epoch = leader if leader is not None else (-1, -1)
+        entry.replica_nodes = entry.isr_nodes = [entry.leader_id] if leader is not None else []
+        if leader is None:
+            entry.error_code = int(ErrorCode.LEADER_NOT_AVAILABLE)
 
 
 def _error_entry(code: ErrorCode, name: str | None, topic_id: uuid.UUID = ZERO_UUID) -> TopicEntry:

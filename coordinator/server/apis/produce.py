@@ -131,8 +131,9 @@ def _append(broker: Broker, request: Any, ctx: RequestContext, transactional: bo
     if request.acks == 0:
         return NO_RESPONSE
     if added:
-        return Pending(_after_durable(broker, written if request.acks == -1 else [], response, added))
-    if request.acks == 1 or not written or broker.config["flush.policy"] != "always":
+        durable = request.acks == -1 or broker.data.durable_before_ack(request.acks)
+        return Pending(_after_durable(broker, written if durable else [], response, added))
+    if not written or not broker.data.durable_before_ack(request.acks):
         return response
     return Pending(_after_durable(broker, written, response))
 
@@ -195,9 +196,10 @@ async def _after_durable(broker: Broker, partitions: list, response: ProduceResp
             await broker.data.wait_durable(partition)
         for durable in added or ():
             await durable
-    except OSError:
+    except OSError as exc:  # a cluster's lost write says NOT_LEADER_OR_FOLLOWER (coordinator/cluster/partitions.py)
+        code = int(getattr(exc, "error_code", ErrorCode.KAFKA_STORAGE_ERROR))
         for topic in response.responses:
             for result in topic.partition_responses:
                 if result.error_code == 0:
-                    result.error_code, result.base_offset = int(ErrorCode.KAFKA_STORAGE_ERROR), -1
+                    result.error_code, result.base_offset = code, -1
     return response
