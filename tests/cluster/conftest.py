@@ -67,8 +67,7 @@ class Cluster:
     def leases(self) -> dict[str, int | None]:
         """Every lease's holder: coordinator shards and topic partitions (`<topic>-<partition>`)."""
         return {row["shard"]: row["owner"] for row in query(
-            self.url, "SELECT shard, CASE WHEN expires_at > now() THEN owner END AS owner FROM gc_leases "
-            "WHERE shard LIKE '__consumer_offsets-%'")}
+            self.url, "SELECT shard, CASE WHEN expires_at > now() THEN owner END AS owner FROM gc_leases")}
 
     def wait_leader(self, topic: str, partition: int, timeout: float = 20.0, not_node: int | None = None) -> int:
         """The node holding the lease of a topic partition (another than `not_node`)."""
