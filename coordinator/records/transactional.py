@@ -53,7 +53,7 @@ def resolve(batches: Iterable[tuple[Sequence[bytes], Sequence[bytes | None]] | L
     resolver: _TransactionResolver | None = None
     for batch in batches:
         if resolver is None:
-            if len(batch) == 2 or (batch[2] < 0 and not batch[4]):  # type: ignore[misc]
+            if len(batch) == 2 or (batch[2] < 0 and not batch[4]):  # type: ignore[misc, unused-ignore]
                 merge_batch(latest, batch[0], batch[1])
                 continue
             resolver = _TransactionResolver(latest)  # from here on, positions matter
@@ -77,7 +77,7 @@ class _TransactionResolver:
         if len(batch) == 2:
             keys, values, pid, epoch, transactional, marker = batch[0], batch[1], -1, -1, False, None
         else:
-            keys, values, pid, epoch, transactional, marker = batch  # type: ignore[misc]
+            keys, values, pid, epoch, transactional, marker = batch  # type: ignore[misc, unused-ignore]
         if marker is not None or (transactional and not keys):
             self._end_transaction(pid, marker)
             return
