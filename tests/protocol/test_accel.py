@@ -29,7 +29,7 @@ from tests.protocol import accel_ops
 from tests.protocol.strategies import message_strategy
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = int(os.environ.get("GROUPCOORD_HYPOTHESIS_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("GC_TEST_HYPOTHESIS_EXAMPLES", "40"))
 _LENGTH = struct.Struct(">I")
 
 # The hot requests the server decodes, and the responses it encodes (issue 23).

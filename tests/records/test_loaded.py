@@ -29,7 +29,7 @@ from coordinator.records import (
 )
 from coordinator.records.transactional import LogBatch, resolve, resolved_records
 
-EXAMPLES = int(os.environ.get("TEST_HYPOTHESIS_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("GC_TEST_HYPOTHESIS_EXAMPLES", "40"))
 
 _GROUPS = st.sampled_from(["g", "h", "", "gé"])
 _TOPICS = st.sampled_from(["t", "u", "ü"])
