@@ -69,7 +69,7 @@ def merge_batch(latest: dict[bytes, bytes | None], keys: Sequence[bytes], values
         return
     order = list(dict.fromkeys(reversed(keys)))  # each key once, by its latest record, last first
     order.reverse()
-    latest.update(zip(order, map(last.__getitem__, order)))
+    latest.update(zip(order, map(last.__getitem__, order), strict=True))
 
 
 @dataclass(slots=True)
