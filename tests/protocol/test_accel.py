@@ -215,6 +215,40 @@ def test_record_decoding_agrees_on_any_bytes(pure: PureWorker, key: bytes, value
     same(pure, "decode_record", key, value)
 
 
+@st.composite
+def offsets_logs(draw: st.DrawFn) -> bytes:
+    """A `__consumer_offsets` log: tests/records/test_loaded.py's batches (commits of every kind,
+    tombstones, group metadata, unknown types, damaged records, transactions and markers), and
+    commits of many partitions of one topic (the batches the loader slices by strides)."""
+    from coordinator.log.transactions import control_batch
+    from coordinator.records import offset_commit_record
+    from tests.records.test_loaded import logs
+
+    log = b""
+    for batch in draw(logs()):
+        if len(batch) == 2:
+            log += accel_ops.build_keyed_batch_from_columns(list(batch[0]), list(batch[1]), 5, 0)
+        elif batch[5] is not None:
+            log += control_batch(batch[2], batch[3], batch[5], 0, 5)
+        else:
+            log += accel_ops.build_batch(list(zip(batch[0], batch[1], strict=True)), 0, 5, True, batch[2])
+        if draw(st.booleans()):
+            group, epoch = draw(st.sampled_from(["g", "h"])), draw(st.integers(-1, 3))
+            commits = [offset_commit_record(group, "t", p, draw(st.integers(0, 9)) + p, epoch, "", 7)
+                       for p in range(draw(st.integers(1, 120)))]
+            log += accel_ops.build_keyed_batch_from_columns([r.key for r in commits], [r.value for r in commits], 7, 0)
+    return log
+
+
+@needs_build
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(log=offsets_logs())
+def test_loading_a_log_agrees(pure: PureWorker, log: bytes) -> None:
+    """The loader (framing by strides, resolving, offset commits as columns, replay): the same
+    state from the same log, or the same error."""
+    same(pure, "load_log", log)
+
+
 def _status_in(env: dict[str, str]) -> str:
     code = "import coordinator.server.app, protocol.accel as a; print(a.status(), ','.join(a.stale_modules()))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, **env}, capture_output=True,
