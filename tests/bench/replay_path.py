@@ -8,6 +8,10 @@
         .venv/bin/python -m tests.bench.replay_path --records 100000 --callgrind
     grep ^summary: replay.out.2                                    # Ir of the load alone
 
+Against another revision (say main, for before/after figures): `git archive main | tar -x -C DIR`,
+copy this file into DIR/tests/bench/, `python -m protocol.accel_build` there for its compiled build,
+and run the same commands from DIR with PYTHONPATH=. (the venv stays this one).
+
 The log is what the restart of `make bench-compare` leaves (1,000 groups of 100 partitions, each
 committed many times: `tests.bench.commit_path`'s commits), written once per run and then loaded:
 
