@@ -65,6 +65,9 @@ ACCELERATED: tuple[str, ...] = (
     "coordinator.core.runtime.timer_keys",
     "coordinator.core.classic.heartbeat",
     "coordinator.core.classic.guards",
+    # Loading `__consumer_offsets` (tests.bench.replay_path): resolving the log, its offset commits as columns.
+    "coordinator.records.transactional",
+    "coordinator.records.loaded",
 )
 
 COMPILED_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_compiled")

@@ -17,6 +17,7 @@ the lz4 frame format) and zstd (``zstandard``).
 
 from __future__ import annotations
 
+import re
 import struct
 import time
 import zlib
@@ -512,6 +513,21 @@ def record_columns(batch: Buffer, pos: int = 0, header: BatchHeader | None = Non
         raise CorruptBatchError(pos, f"bad record: {e}") from e
 
 
+def record_keys_values(batch: Buffer, pos: int, header: BatchHeader) -> tuple[list[bytes | None], list[bytes | None]]:
+    """``record_columns(batch, pos, header)``'s keys and values alone, framed by
+    ``frame_keys_values_into``; the same checks and ``CorruptBatchError``s."""
+    if header.batch_length < MIN_BATCH_LENGTH or pos + header.size > len(batch):
+        raise CorruptBatchError(pos, f"batch of {header.size} bytes does not fit in {len(batch) - pos}")
+    data = decompressed_records(batch, pos, header)
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
+    try:
+        frame_keys_values_into(data, 0, len(data), header.records_count, keys, values)
+    except (IndexError, ValueError, UnicodeDecodeError) as e:
+        raise CorruptBatchError(pos, f"bad record: {e}") from e
+    return keys, values
+
+
 _Columns = tuple[list[int], list[int], list[bytes | None], list[bytes | None],
                  list[tuple[tuple[str, bytes | None], ...]]]
 
@@ -608,6 +624,141 @@ def frame_records_into(data: bytes, start: int, end: int, count: int, base_offse
             raise IndexError(f"record {i} is {length} bytes but its fields take {length + p - rec_end}")
     if p != end:
         raise IndexError(f"{end - p} trailing bytes after {count} records")
+
+
+def frame_keys_values_into(data: bytes, start: int, end: int, count: int, keys: list[bytes | None],
+                           values: list[bytes | None]) -> None:
+    """``frame_records_into`` for a reader of keys and values only (a shard loading its log), into
+    the lists ``keys`` and ``values``: the same records, checks and errors, with the offset and
+    timestamp deltas skipped rather than decoded and the headers read only to check them.
+
+    A coordinator's batch is runs of records of one shape (``_records_by_shape`` writes them: the
+    keys of one topic's partitions have one size, and so have their values), so where at least
+    ``UNIFORM_RUN_MIN`` records are left, the run of those shaped like the next one is checked and
+    sliced with strides, a few C-level passes per run (``_uniform_run``) instead of a loop turn per
+    record; any other record is framed one by one."""
+    read_varint = _read_varint
+    zigzag = _ZIGZAG_BYTE
+    add_key, add_value = keys.append, values.append
+    p = start
+    i = 0
+    probe_from = 0  # after a run of one record, records framed one by one before the next try
+    while i < count:
+        if i >= probe_from and count - i >= UNIFORM_RUN_MIN:
+            n, size, key_at, key_size, value_at, value_size = _uniform_run(data, p, end, count - i)
+            if n > 1:
+                stop = p + n * size
+                keys += [data[x:x + key_size] for x in range(p + key_at, stop, size)]
+                values += [data[x:x + value_size] for x in range(p + value_at, stop, size)]
+                p = stop
+                i += n
+                continue
+            probe_from = i + UNIFORM_RUN_MIN
+        b = data[p]
+        if b < 0x80:
+            length = zigzag[b]
+            p += 1
+        else:
+            length, p = read_varint(data, p)
+        rec_end = p + length
+        if length < 0 or rec_end > end:
+            raise IndexError(f"record {i} of length {length} overruns the batch")
+        p += 1  # the record attributes: unused
+        if data[p] < 0x80:  # the timestamp delta: 0 for a coordinator's records
+            p += 1
+        else:
+            p = read_varint(data, p)[1]
+        b = data[p]  # the offset delta: one byte for the first 64 records of a batch, then two
+        if b < 0x80:
+            p += 1
+        elif data[p + 1] < 0x80:
+            p += 2
+        else:
+            p = read_varint(data, p)[1]
+        b = data[p]
+        if b < 0x80:
+            n = zigzag[b]
+            p += 1
+        else:
+            n, p = read_varint(data, p)
+        if n < 0:
+            add_key(None)
+        else:
+            add_key(data[p:p + n])
+            p += n
+        b = data[p]
+        if b < 0x80:
+            n = zigzag[b]
+            p += 1
+        else:
+            n, p = read_varint(data, p)
+        if n < 0:
+            add_value(None)
+        else:
+            add_value(data[p:p + n])
+            p += n
+        if data[p] == 0:  # common case: no headers
+            p += 1
+        else:
+            p = _read_headers(data, p)[1]
+        if p != rec_end:
+            raise IndexError(f"record {i} is {length} bytes but its fields take {length + p - rec_end}")
+        i += 1
+    if p != end:
+        raise IndexError(f"{end - p} trailing bytes after {count} records")
+
+
+UNIFORM_RUN_MIN = 8  # records left in a batch before a run of one shape is looked for
+_HIGH_BYTE = re.compile(b"[\x80-\xff]")  # a byte that continues a varint
+_LOW_BYTE = re.compile(b"[\x00-\x7f]")  # a byte that ends one
+_NO_RUN = (0, 0, 0, 0, 0, 0)
+
+
+def _uniform_run(data: bytes, p: int, end: int, limit: int) -> tuple[int, int, int, int, int, int]:
+    """The records from ``p`` (at most ``limit``, within ``end``) framed exactly like the first:
+    (how many, record size, key and value positions from the record's start, key and value sizes),
+    or no records if the first is not of the plain shape: one-byte record length, timestamp delta,
+    key and value lengths (neither null), a one- or two-byte offset delta, no headers. A record
+    whose length byte, key and value length bytes and header count are the first one's, and whose
+    timestamp and offset deltas take as many bytes, frames as the first does, at the first's
+    positions plus its size: its fields are then sliced at those positions. The checks are stride
+    slices of ``data`` (one byte of each record), so a run costs a few C-level passes."""
+    zigzag = _ZIGZAG_BYTE
+    try:
+        length_byte = data[p]
+        if length_byte >= 0x80 or data[p + 2] >= 0x80:
+            return _NO_RUN
+        if data[p + 3] < 0x80:
+            delta_size = 1
+        elif data[p + 4] < 0x80:
+            delta_size = 2
+        else:
+            return _NO_RUN
+        key_length_at = 3 + delta_size
+        key_length_byte = data[p + key_length_at]
+        key_size = zigzag[key_length_byte] if key_length_byte < 0x80 else -1
+        value_length_at = key_length_at + 1 + key_size
+        value_length_byte = data[p + value_length_at]
+        value_size = zigzag[value_length_byte] if value_length_byte < 0x80 else -1
+        headers_at = value_length_at + 1 + value_size
+        size = headers_at + 1
+        if key_size < 0 or value_size < 0 or size != 1 + zigzag[length_byte] or data[p + headers_at] != 0:
+            return _NO_RUN
+    except IndexError:
+        return _NO_RUN  # framed one by one, which raises the error of the records
+    n = min(limit, (end - p) // size)
+    stop = p + n * size
+    for at, byte in ((0, length_byte), (key_length_at, key_length_byte), (value_length_at, value_length_byte),
+                     (headers_at, 0)):
+        same = data[p + at:stop:size]
+        n = min(n, len(same) - len(same.lstrip(bytes((byte,)))))
+    for at, stops_it in ((2, _HIGH_BYTE), (3, _HIGH_BYTE if delta_size == 1 else _LOW_BYTE), (4, _HIGH_BYTE)):
+        if at == 4 and delta_size == 1:
+            break
+        found = stops_it.search(data[p + at:stop:size])
+        if found is not None:
+            n = min(n, found.start())  # the first record whose delta takes another number of bytes
+    return n, size, key_length_at + 1, key_size, value_length_at + 1, value_size
 
 
 def _read_headers(data: bytes, p: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:

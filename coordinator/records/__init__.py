@@ -6,6 +6,7 @@
     classic.py       classic group metadata (type 2)
     consumer.py      KIP-848 consumer group records (types 3-8)
     reasons.py       our reason records (type 30000): KIP-800 texts and every removal's cause
+    loaded.py        a loaded log as replay takes it: plain offset commits as columns
     transaction_log.py  `__transaction_state` records (TransactionLog key v0, value v0/v1)
     transactional.py    transactional offset commits and markers in a log, resolved for replay
     describe.py      one line of text per record (`groupcoord log dump`)
@@ -36,6 +37,7 @@ from coordinator.records.codec import (
     latest_per_key,
 )
 from coordinator.records.describe import describe_record, describe_transaction_log_record
+from coordinator.records.loaded import LoadedRecords, OffsetCommitColumns, loaded_records, resolved_log_records
 from coordinator.records.offsets import (
     OFFSET_KEY_CACHE_SIZE,
     CommittedPartition,
@@ -97,8 +99,10 @@ __all__ = [
     "CommittedPartition",
     "DecodedRecord",
     "GroupReason",
+    "LoadedRecords",
     "MemberLike",
     "OffsetAndMetadata",
+    "OffsetCommitColumns",
     "OffsetCommitRun",
     "Record",
     "RecordDecoder",
@@ -123,6 +127,7 @@ __all__ = [
     "group_reason_tombstone",
     "java_string_hash",
     "latest_per_key",
+    "loaded_records",
     "member_removal_record",
     "offset_commit_key",
     "offset_commit_record",
@@ -132,6 +137,7 @@ __all__ = [
     "partition_for",
     "reason_from_value",
     "register",
+    "resolved_log_records",
     "transaction_log_key",
     "transaction_log_record",
     "transaction_log_tombstone",

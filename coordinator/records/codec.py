@@ -57,16 +57,19 @@ def latest_per_key(batches: Iterable[tuple[Sequence[bytes], Sequence[bytes | Non
 
 
 def merge_batch(latest: dict[bytes, bytes | None], keys: Sequence[bytes], values: Sequence[bytes | None]) -> None:
-    """One batch into `latest_per_key`'s map: each key moves to the place of its latest record."""
-    # Keys seen before move to this batch's place: drop them, then insert the batch in one call.
-    for key in latest.keys() & keys:
-        del latest[key]
-    before = len(latest)
-    latest.update(zip(keys, values, strict=True))
-    if len(latest) - before != len(keys):  # a key twice in the batch: its place is its last record
-        for key, value in zip(keys, values, strict=True):
-            latest.pop(key, None)
-            latest[key] = value
+    """Records (a batch, or many: a loader passes chunks of batches) into `latest_per_key`'s map:
+    each key moves to the place of its latest record. Python-level work per distinct key, not per
+    record: the dict builds and updates run in C."""
+    last = dict(zip(keys, values, strict=True))  # each key's latest value
+    if latest:  # keys seen before move to this run's place: drop them first
+        for key in latest.keys() & last.keys():
+            del latest[key]
+    if len(last) == len(keys):  # no key twice: the records' order is already that of their latest
+        latest.update(last)
+        return
+    order = list(dict.fromkeys(reversed(keys)))  # each key once, by its latest record, last first
+    order.reverse()
+    latest.update(zip(order, map(last.__getitem__, order), strict=True))
 
 
 @dataclass(slots=True)

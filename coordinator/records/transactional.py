@@ -51,16 +51,28 @@ def resolve(batches: Iterable[tuple[Sequence[bytes], Sequence[bytes | None]] | L
     """Resolve a log given batch by batch, oldest first. A `(keys, values)` pair is a plain batch."""
     latest: dict[bytes, bytes | None] = {}
     resolver: _TransactionResolver | None = None
+    # Plain batches are merged a chunk of records at a time (merge_batch's work is per distinct key).
+    keys: list[bytes] = []
+    values: list[bytes | None] = []
     for batch in batches:
         if resolver is None:
-            if len(batch) == 2 or (batch[2] < 0 and not batch[4]):  # type: ignore[misc]
-                merge_batch(latest, batch[0], batch[1])
+            if len(batch) == 2 or (batch[2] < 0 and not batch[4]):  # type: ignore[misc, unused-ignore]
+                keys += batch[0]
+                values += batch[1]
+                if len(keys) >= MERGE_CHUNK:
+                    merge_batch(latest, keys, values)
+                    keys, values = [], []
                 continue
+            merge_batch(latest, keys, values)
             resolver = _TransactionResolver(latest)  # from here on, positions matter
         resolver.add(batch)
     if resolver is not None:
         return resolver.result()
+    merge_batch(latest, keys, values)
     return ResolvedLog(list(latest), list(latest.values()))
+
+
+MERGE_CHUNK = 1 << 16  # records of plain batches merged at once: bounded memory, per-key work
 
 
 class _TransactionResolver:
@@ -77,7 +89,7 @@ class _TransactionResolver:
         if len(batch) == 2:
             keys, values, pid, epoch, transactional, marker = batch[0], batch[1], -1, -1, False, None
         else:
-            keys, values, pid, epoch, transactional, marker = batch  # type: ignore[misc]
+            keys, values, pid, epoch, transactional, marker = batch  # type: ignore[misc, unused-ignore]
         if marker is not None or (transactional and not keys):
             self._end_transaction(pid, marker)
             return

@@ -42,7 +42,7 @@ from coordinator.core.share.coordinator import MEMBER_REMOVED as SHARE_MEMBER_RE
 from coordinator.core.share.coordinator import ShareGroupConfig
 from coordinator.group_config_store import GroupConfigStore
 from coordinator.metrics.server_metrics import ServerMetrics
-from coordinator.records import Record, partition_for
+from coordinator.records import LoadedRecords, Record, partition_for
 from coordinator.server.assignment_pool import AssignmentPool
 from coordinator.server.group_configs_view import StoreGroupConfigs
 from coordinator.server.record_store import RecordStore
@@ -164,7 +164,11 @@ class GroupRuntime:
                 count += 1
                 yield record
 
-        shard.replay_log(counted())
+        if isinstance(records, LoadedRecords):  # its offset commits are replayed as columns, not one by one
+            count = len(records)
+            shard.replay_log(records)
+        else:
+            shard.replay_log(counted())
         self.shards[partition] = shard
         self._apply(partition, shard.start(now_ms()))
         return count

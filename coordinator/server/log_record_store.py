@@ -16,13 +16,20 @@ import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 
-from coordinator.log.batch import BatchHeader, build_batch, build_keyed_batch_from_columns, record_columns
+from coordinator.log.batch import (
+    BatchHeader,
+    build_batch,
+    build_keyed_batch_from_columns,
+    record_columns,
+    record_keys_values,
+)
 from coordinator.log.manager import LogManager
 from coordinator.log.partition import LogConfig, Partition
 from coordinator.log.segment import scan_batches
 from coordinator.log.transactions import COMMIT, control_batch, marker_of
-from coordinator.records import Record, RecordDecoder, RecordsToWrite, UnknownRecordType
-from coordinator.records.transactional import LogBatch, ResolvedLog, resolve, resolved_records
+from coordinator.records import Record, RecordsToWrite
+from coordinator.records.loaded import LoadedRecords, resolved_log_records
+from coordinator.records.transactional import LogBatch, ResolvedLog, resolve
 from coordinator.server.worker_processes import forked_pool
 from coordinator.topics import OFFSETS_TOPIC
 
@@ -44,7 +51,7 @@ class LogRecordStore:
     def partitions(self) -> Iterable[int]:
         return sorted(p for topic, p in self.logs.partitions() if topic == self.topic)
 
-    def read_all(self, partition: int) -> Iterator[Record]:
+    def read_all(self, partition: int) -> LoadedRecords:
         """The partition's live records: for each key its latest record, in the log order of those
         records, which is what the log cleaner leaves. Replay must accept a compacted log anyway,
         and only a key's latest value counts in it; a log of commits rewrites each key many times
@@ -137,11 +144,12 @@ def resolvable_batch(batch: bytes | memoryview, header: BatchHeader, offset: int
     if header.is_control:
         marker = marker_of(batch, header)
         return (), (), header.producer_id, header.producer_epoch, True, None if marker is None else marker[0] == COMMIT
-    columns = record_columns(batch, 0, header)
-    keys, values = columns.keys, columns.values
     if header.base_offset < offset:  # the log starts inside this batch
+        columns = record_columns(batch, 0, header)
         kept = [i for i, record_offset in enumerate(columns.offsets()) if record_offset >= offset]
-        keys, values = [keys[i] for i in kept], [values[i] for i in kept]
+        keys, values = [columns.keys[i] for i in kept], [columns.values[i] for i in kept]
+    else:
+        keys, values = record_keys_values(batch, 0, header)
     if header.is_transactional:
         return keys, values, header.producer_id, header.producer_epoch, True, None  # type: ignore[return-value]
     return keys, values  # type: ignore[return-value]  # coordinator records always have keys
@@ -154,22 +162,6 @@ def _batches(files: list[tuple[int, int]], offset: int) -> Iterator[KeysAndValue
                 yield resolvable_batch(batch, header, offset)
 
 
-def decoded_records(resolved: ResolvedLog) -> Iterator[Record]:
-    """Records decoded already where this project knows the record type (the shard then skips
-    decoding them); each distinct key is decoded once. Pending transactional records carry their
-    producer."""
-    decode = RecordDecoder().decode
-    if resolved.pending_before or resolved.pending_after:
-        for key, value, producer_id, producer_epoch in resolved_records(resolved):
-            try:
-                decoded = decode(key, value)
-            except UnknownRecordType:  # another writer's record type: the shard skips it, as Kafka's loader does
-                decoded = None
-            yield Record(key, value, decoded, producer_id, producer_epoch)
-        return
-    for key, value in zip(resolved.keys, resolved.values, strict=True):  # no open transaction: the usual load
-        try:
-            decoded = decode(key, value)
-        except UnknownRecordType:
-            decoded = None
-        yield Record(key, value, decoded)
+def decoded_records(resolved: ResolvedLog) -> LoadedRecords:
+    """The resolved log as replay takes it: `coordinator.records.loaded.resolved_log_records`."""
+    return resolved_log_records(resolved)

@@ -21,6 +21,7 @@ from coordinator.core import (
     Schedule,
 )
 from coordinator.records import Record
+from coordinator.records.loaded import resolved_log_records
 from coordinator.records.transactional import LogBatch, resolve, resolved_records
 from protocol.messages import (
     HeartbeatRequest,
@@ -196,6 +197,10 @@ class CoordinatorContext:
                      for k, v, pid, epoch in resolved_records(resolve(self.log_batches()))]
         reloaded = GroupShard.from_log(compacted, config=self.shard.config).durable_view()
         assert reloaded == without_bare_simple_groups(self.shard.durable_view())
+        # The loader's form of the same records (plain offset commits as columns) rebuilds the same.
+        loaded = resolved_log_records(resolve(self.log_batches()))
+        assert len(loaded) == len(compacted) and list(loaded) == compacted
+        assert GroupShard.from_log(loaded, config=self.shard.config).durable_view() == reloaded
 
     # ---- request helpers -----------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from coordinator.log.batch import (
     BatchHeader,
     CorruptBatchError,
     Record,
+    _read_varint,
     assemble_batch,
     build_batch,
     build_keyed_batch,
@@ -22,6 +23,7 @@ from coordinator.log.batch import (
     iter_batches,
     iter_records,
     record_columns,
+    record_keys_values,
     set_base_offset,
     verify_crc,
 )
@@ -193,3 +195,68 @@ def test_varint_table_is_the_encoder_s_output() -> None:
     from coordinator.log.batch import _VARINTS, _varint
 
     assert [_varint(n) for n in range(len(_VARINTS))] == _VARINTS
+
+
+def _keys_and_values_or_error(data, header, columns):
+    try:
+        if columns:
+            read = record_columns(data, 0, header)
+            return read.keys, read.values
+        return record_keys_values(data, 0, header)
+    except CorruptBatchError as e:
+        return e.position, e.reason
+
+
+_SHAPES = st.sampled_from([b"k", b"key-" * 20, b"K" * 70, b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x01"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), _SHAPES, st.binary(max_size=200)),
+                          st.one_of(st.none(), st.sampled_from([b"", b"v" * 24, b"w" * 130]), st.binary(max_size=300)),
+                          st.sampled_from([(), (), [("h", b"x")]])), min_size=1, max_size=150),
+       st.integers(0, 2**40), st.data())
+def test_keys_and_values_are_those_of_the_record_columns(records, timestamp, data):
+    """The loader's framing (keys and values only) reads what record_columns reads, and refuses what
+    it refuses with the same position and reason, however the records section is damaged."""
+    _assert_keys_and_values_as_record_columns(build_batch(records, timestamp=timestamp), data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 90), _SHAPES, st.sampled_from([None, b"", b"v" * 24, b"w" * 70]),
+                          st.sampled_from([(), (), (), [("h", b"x")]])), min_size=1, max_size=6),
+       st.booleans(), st.data())
+def test_runs_of_one_shape_are_sliced_as_they_are_framed(runs, columns_built, data):
+    """A coordinator's batches: runs of records of one shape, across offset delta 64 (two-byte
+    deltas from there), read by stride slices; damaged anywhere, the same records or the same error."""
+    records = [(key, value, headers) for count, key, value, headers in runs for _ in range(count)]
+    if columns_built and all(headers == () for _, _, headers in records):
+        batch = build_keyed_batch_from_columns([k for k, _, _ in records], [v for _, v, _ in records], 5)
+    else:
+        batch = build_batch(records, timestamp=5)
+    _assert_keys_and_values_as_record_columns(batch, data)
+
+
+def _record_starts(batch: bytes) -> list[int]:
+    starts, p = [], HEADER_SIZE
+    while p < len(batch):
+        starts.append(p)
+        length, after = _read_varint(batch, p)
+        p = after + length
+    return starts
+
+
+def _assert_keys_and_values_as_record_columns(built: bytes, data) -> None:
+    batch = bytearray(built)
+    how = data.draw(st.sampled_from(["as is", "flip", "flip framing", "cut"]))
+    if how == "flip":
+        at = data.draw(st.integers(HEADER_SIZE, len(batch) - 1))
+        batch[at] ^= data.draw(st.integers(1, 255))
+    if how == "flip framing":  # a record's length, attributes, timestamp or offset delta, or key length
+        at = data.draw(st.sampled_from(_record_starts(built))) + data.draw(st.integers(0, 5))
+        if at < len(batch):
+            batch[at] ^= data.draw(st.sampled_from([0x80, 0x01, 0x81, 0x7F]))
+    header = BatchHeader.parse(batch)
+    if how == "cut":  # fewer records than the header counts, or bytes left over
+        header.records_count += data.draw(st.sampled_from([-1, 1]))
+    expected = _keys_and_values_or_error(bytes(batch), header, columns=True)
+    assert _keys_and_values_or_error(bytes(batch), header, columns=False) == expected

@@ -1,6 +1,4 @@
 import asyncio
-import os
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -113,24 +111,21 @@ def test_a_crash_after_the_swap_is_committed_but_before_the_old_files_go_is_fini
     assert [r.offset for r in read_everything(reopened)] == [5]  # offset 5, in the active segment, shadows all
 
 
-@pytest.mark.parametrize("updates", [int(os.environ.get("GROUPCOORD_BIG_COMPACTION_UPDATES", 1_000_000))])
-def test_a_million_updates_over_a_thousand_keys_shrink_to_the_live_set(tmp_path, updates):
-    keys, per_batch = 1_000, 1_000
-    p = open_partition(tmp_path, "__consumer_offsets-0", segment_bytes=1 << 20, cleanup_policy="compact")
-    for b in range(updates // per_batch):
+def test_many_updates_over_few_keys_shrink_to_the_live_set(tmp_path):
+    """Many segments of rewrites of the same keys compact to one record per key, the latest. The
+    million-update figure (time and rate) is tests/bench/cleaner.py's."""
+    keys, per_batch, batches = 100, 100, 40
+    p = open_partition(tmp_path, "__consumer_offsets-0", segment_bytes=1 << 14, cleanup_policy="compact")
+    for b in range(batches):
         p.append(build_batch([(b"key-%04d" % (i % keys), b"value-%08d" % (b * per_batch + i))
                               for i in range(per_batch)], timestamp=NOW))
-    last_batch = updates // per_batch - 1
     p.roll()
-    before = p.size_bytes
-    start = time.perf_counter()
+    assert len(p.segments) > 5
     result = compact(p, now_ms=NOW)
-    elapsed = time.perf_counter() - start
-    live = {b"key-%04d" % i: b"value-%08d" % (last_batch * per_batch + i) for i in range(keys)}
+    live = {b"key-%04d" % i: b"value-%08d" % ((batches - 1) * per_batch + i) for i in range(keys)}
     live_batch = len(build_batch(list(live.items())))
-    assert result.records_kept == keys and p.size_bytes <= live_batch * 1.1, (before, p.size_bytes)
+    assert result.records_kept == keys and p.size_bytes <= live_batch * 1.1
     assert reduce_by_key(read_everything(p)) == live
-    assert elapsed < 45
 
 
 def test_compaction_prepared_in_a_thread_lets_appends_and_reads_go_on(tmp_path):

@@ -86,9 +86,21 @@ def decode_record(key: bytes, value: bytes | None) -> Any:
     return codec.decode_record(key, value)
 
 
+def load_log(data: bytes) -> Any:
+    """A `__consumer_offsets` log's bytes loaded as a shard loads them (framed, resolved, plain
+    commits as columns, replayed): the durable state."""
+    from coordinator.core.runtime.shard import GroupShard
+    from coordinator.records.loaded import resolved_log_records
+    from coordinator.records.transactional import resolve
+    from coordinator.server.log_record_store import resolvable_batch
+
+    batches = [resolvable_batch(data[pos:pos + header.size], header) for pos, header in batch.iter_batches(data)]
+    return GroupShard.from_log(resolved_log_records(resolve(batches))).durable_view()
+
+
 OPERATIONS = {f.__name__: f for f in (decode, encode, decode_request_frame, encode_response_frame, build_batch,
                                      build_keyed_batch_from_columns, read_batches, offset_commit_record,
-                                     offset_commit_run, decode_record)}
+                                     offset_commit_run, decode_record, load_log)}
 
 
 def outcome(operation: str, args: tuple[Any, ...]) -> tuple[str, str]:

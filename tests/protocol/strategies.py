@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from protocol.messages import MESSAGES, Message
 from protocol.schema import FieldSpec, StructSpec
 
-#: Examples per (message, version); raise with GROUPCOORD_HYPOTHESIS_EXAMPLES=200 for a deep run.
-EXAMPLES = int(os.environ.get("GROUPCOORD_HYPOTHESIS_EXAMPLES", "5"))
+#: Examples per (message, version); raise with GC_TEST_HYPOTHESIS_EXAMPLES=200 for a deep run.
+EXAMPLES = int(os.environ.get("GC_TEST_HYPOTHESIS_EXAMPLES", "5"))
 
 INT_RANGES: dict[str, tuple[int, int]] = {
     "int8": (-(2**7), 2**7 - 1),

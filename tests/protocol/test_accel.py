@@ -29,7 +29,7 @@ from tests.protocol import accel_ops
 from tests.protocol.strategies import message_strategy
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = int(os.environ.get("GROUPCOORD_HYPOTHESIS_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("GC_TEST_HYPOTHESIS_EXAMPLES", "40"))
 _LENGTH = struct.Struct(">I")
 
 # The hot requests the server decodes, and the responses it encodes (issue 23).
@@ -213,6 +213,40 @@ def test_offset_commit_runs_agree(pure: PureWorker, group: str, topic: str, comm
 @given(key=st.binary(max_size=40), value=st.none() | st.binary(max_size=60))
 def test_record_decoding_agrees_on_any_bytes(pure: PureWorker, key: bytes, value: bytes | None) -> None:
     same(pure, "decode_record", key, value)
+
+
+@st.composite
+def offsets_logs(draw: st.DrawFn) -> bytes:
+    """A `__consumer_offsets` log: tests/records/test_loaded.py's batches (commits of every kind,
+    tombstones, group metadata, unknown types, damaged records, transactions and markers), and
+    commits of many partitions of one topic (the batches the loader slices by strides)."""
+    from coordinator.log.transactions import control_batch
+    from coordinator.records import offset_commit_record
+    from tests.records.test_loaded import logs
+
+    log = b""
+    for batch in draw(logs()):
+        if len(batch) == 2:
+            log += accel_ops.build_keyed_batch_from_columns(list(batch[0]), list(batch[1]), 5, 0)
+        elif batch[5] is not None:
+            log += control_batch(batch[2], batch[3], batch[5], 0, 5)
+        else:
+            log += accel_ops.build_batch(list(zip(batch[0], batch[1], strict=True)), 0, 5, True, batch[2])
+        if draw(st.booleans()):
+            group, epoch = draw(st.sampled_from(["g", "h"])), draw(st.integers(-1, 3))
+            commits = [offset_commit_record(group, "t", p, draw(st.integers(0, 9)) + p, epoch, "", 7)
+                       for p in range(draw(st.integers(1, 120)))]
+            log += accel_ops.build_keyed_batch_from_columns([r.key for r in commits], [r.value for r in commits], 7, 0)
+    return log
+
+
+@needs_build
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(log=offsets_logs())
+def test_loading_a_log_agrees(pure: PureWorker, log: bytes) -> None:
+    """The loader (framing by strides, resolving, offset commits as columns, replay): the same
+    state from the same log, or the same error."""
+    same(pure, "load_log", log)
 
 
 def _status_in(env: dict[str, str]) -> str:

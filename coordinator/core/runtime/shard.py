@@ -84,7 +84,9 @@ from coordinator.core.txn import offsets as txn_offsets
 from coordinator.records import (
     CONSUMER_GROUP_RECORD_TYPES,
     SHARE_GROUP_RECORD_TYPES,
+    LoadedRecords,
     OffsetAndMetadata,
+    OffsetCommitColumns,
     Record,
     RecordsToWrite,
     RecordType,
@@ -380,8 +382,29 @@ class GroupShard:
                     for partition in run.partitions:
                         txn_offsets.supersede_pending(self.state, (run.group_id, run.topic, partition))
             return
+        if isinstance(records, LoadedRecords):  # a loaded log: its plain offset commits come as columns
+            for part in records.parts:
+                if type(part) is Record:
+                    self.replay(part)
+                else:
+                    self._replay_offset_commits(part)  # type: ignore[arg-type]
+            return
         for record in records:
             self.replay(record)
+
+    def _replay_offset_commits(self, commits: OffsetCommitColumns) -> None:
+        """`replay` of each plain offset commit of the run, in order: the loop of its offset commit
+        branch, with the group's offsets looked up once per run of records of one group."""
+        st = self.state
+        last_group: str | None = None
+        group_offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        for group_id, partition, stored in zip(commits.group_ids, commits.partitions, commits.offsets, strict=True):
+            if group_id != last_group:
+                group_offsets = self._committed_offsets(group_id)
+                last_group = group_id
+            group_offsets[partition] = stored
+            if st.open_transactions:
+                txn_offsets.supersede_pending(st, (group_id, *partition))
 
     def on_topics_changed(self, change: TopicsChanged) -> None:
         """The shell's event when topics are created, deleted or grow (soft state: nothing is written)."""
