@@ -158,15 +158,21 @@ def test_a_transactional_produce_is_verified_by_the_coordinator_on_another_node(
 
     cluster = cluster_factory(3, *LEASE)
     topic = "txn-produce"
-    create_shared_topic(cluster, topic)  # on node 1, where the batches go
+    create_shared_topic(cluster, topic)
+    leader = cluster.wait_leader(topic, 0)  # where the batches go
     tid = f"tid-{uuid.uuid4().hex[:8]}"
-    while (coordinator := txn_coordinator(cluster, tid)) == 1:
+    while (coordinator := txn_coordinator(cluster, tid)) == leader:
         tid = f"tid-{uuid.uuid4().hex[:8]}"
     txn_wire = KafkaWire(cluster.nodes[coordinator].host, cluster.nodes[coordinator].port)
-    data_wire = KafkaWire(cluster.nodes[1].host, cluster.nodes[1].port)
+    data_wire = KafkaWire(cluster.nodes[leader].host, cluster.nodes[leader].port)
+    other = next(n for n in cluster.nodes if n not in (leader, coordinator))
+    elsewhere = KafkaWire(cluster.nodes[other].host, cluster.nodes[other].port)
     try:
         code, pid, epoch = until_not_retriable(lambda: init(txn_wire, tid), lambda r: r[0])
         assert code == ErrorCode.NONE
+        # a node that does not lead the partition sends the producer to the leader, whoever coordinates
+        refused = produce(elsewhere, tid, topic, 0, txn_batch(pid, epoch, 0, 2))
+        assert refused.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
         assert produce(data_wire, tid, topic, 0, txn_batch(pid, epoch, 0, 2)).error_code == ErrorCode.INVALID_TXN_STATE
         added = txn_wire.request(ApiKey.ADD_PARTITIONS_TO_TXN, 3, Add(
             v3_and_below_transactional_id=tid, v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
@@ -176,6 +182,7 @@ def test_a_transactional_produce_is_verified_by_the_coordinator_on_another_node(
     finally:
         txn_wire.close()
         data_wire.close()
+        elsewhere.close()
 
 
 def test_a_transactional_producer_goes_on_across_the_kill_of_its_transaction_coordinator(cluster_factory) -> None:

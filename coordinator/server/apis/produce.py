@@ -77,6 +77,8 @@ async def _verified_elsewhere(broker: Broker, request: Any, ctx: RequestContext,
             if topic is None or not 0 <= data.index < topic.partitions or not data.records \
                     or len(data.records) < 61:
                 continue  # answered by the append's own checks
+            if broker.data.leader_error(topic.name, data.index) is not None:
+                continue  # led by another node: the append answers NOT_LEADER_OR_FOLLOWER, nothing to verify
             producers = broker.data.producer_state(topic.name, data.index, broker.data.partition(topic, data.index))
             if producers.has_open_txn(producer_id):
                 continue
