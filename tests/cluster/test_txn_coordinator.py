@@ -244,3 +244,51 @@ def test_a_transactional_producer_goes_on_across_the_kill_of_its_transaction_coo
     assert code == ErrorCode.NONE and stable == last, (stable, last, errors[-5:])
     offsets = [o for _, o in acknowledged]
     assert offsets == sorted(offsets)
+
+
+def test_transactions_over_partitions_led_by_other_nodes_reach_read_committed_readers(cluster_factory) -> None:
+    """confluent-kafka's transactional producer writes to three partitions led by different nodes and
+    commits, aborts, commits. Each partition's leader gets its markers from the transaction coordinator
+    (WriteTxnMarkers for the partitions another node leads), so a read_committed consumer sees exactly
+    the committed records, and the last stable offset moves past the aborted ones."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    cluster = cluster_factory(3, *LEASE)
+    topic, partitions = "txn-records", 3
+    create_shared_topic(cluster, topic, partitions)
+    leaders = {p: cluster.wait_leader(topic, p) for p in range(partitions)}
+    tid = f"tid-{uuid.uuid4().hex[:8]}"
+    while (coordinator := txn_coordinator(cluster, tid)) not in leaders.values() \
+            or set(leaders.values()) == {coordinator}:  # markers here and to another node
+        tid = f"tid-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": tid,
+                         "transaction.timeout.ms": 20000, "linger.ms": 5})
+    producer.init_transactions(30)
+    committed: set[str] = set()
+    for n, commit in enumerate((True, False, True)):
+        producer.begin_transaction()
+        values = [f"t{n}-{i}" for i in range(4 * partitions)]
+        for i, value in enumerate(values):
+            producer.produce(topic, value=value.encode(), partition=i % partitions)
+        if commit:
+            producer.commit_transaction(30)
+            committed.update(values)
+        else:
+            producer.abort_transaction(30)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    seen: list[str] = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(seen) < len(committed) and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                seen.append(message.value().decode())
+        time.sleep(1)  # anything more (an aborted record, a duplicate) would arrive now
+        while (message := consumer.poll(0.5)) is not None:
+            if message.error() is None:
+                seen.append(message.value().decode())
+    finally:
+        consumer.close()
+    assert sorted(seen) == sorted(committed), (leaders, coordinator)
