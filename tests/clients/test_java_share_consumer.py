@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from .java_processes import JavaAdmin, JavaProcess, wait_until
+from .java_processes import JavaAdmin, JavaProcess, ShareMemberEvents, wait_until
 from .support import CLIENT_TEST_TIMEOUT_S
 
 pytestmark = [pytest.mark.clients, pytest.mark.slow, pytest.mark.timeout(CLIENT_TEST_TIMEOUT_S)]
@@ -25,30 +25,13 @@ RELEASE_MOD = 7  # offset % 7 == 0: released on its first delivery, so delivered
 REJECT_MOD = 11  # offset % 11 == 1: rejected, never delivered again
 
 
-class ShareMember(JavaProcess):
+class ShareMember(JavaProcess, ShareMemberEvents):
     """groupcoord.clients.ShareMember: one KafkaShareConsumer in ``group``, acknowledging explicitly."""
 
     def __init__(self, bootstrap: str, topic: str, group: str, name: str, log_dir, *config: str) -> None:
         super().__init__("groupcoord.clients.ShareMember", bootstrap, topic, group, name,
                          "request.timeout.ms=15000", "default.api.timeout.ms=20000", *config,
                          name=name, log_dir=log_dir)
-
-    def check(self) -> None:
-        errors = self.of("error")
-        assert not errors, f"{self.name}: {errors}\n{self.stderr_tail()}"
-
-    def outcomes(self) -> tuple[list[tuple[int, int, int, str]], list[tuple[int, int, int, str]]]:
-        """(records whose acknowledgement the broker confirmed, records of a batch left unconfirmed)."""
-        confirmed: list[tuple[int, int, int, str]] = []
-        pending: list[tuple[int, int, int, str]] = []
-        for _, event in list(self.events):
-            if event["event"] == "delivered":
-                pending = [tuple(r) for r in event["records"]]
-            elif event["event"] == "committed":
-                ok = set(event["partitions"])
-                confirmed += [r for r in pending if r[0] in ok]
-                pending = [r for r in pending if r[0] not in ok]
-        return confirmed, pending
 
 
 @pytest.fixture
