@@ -8,6 +8,10 @@ The pairs are librdkafka configs, except:
   so every record is accepted);
 - test.release.mod=N: release, on its first delivery, each record whose offset is 0 mod N;
 - test.reject.mod=M: reject each record whose offset is 1 mod M (the rest are accepted);
+- test.commit=sync|none: commit_sync after each batch (the default), or never (the acknowledgements
+  then ride on the next poll, and the last ones on close);
+- test.close.after=K: close right after the K-th batch, without another poll or commit (the last
+  acknowledgements then ride on the close);
 - test.stall.after=K: after K committed batches, take one more and hold it unacknowledged (its
   records typed HELD) until killed.
 
@@ -172,7 +176,8 @@ class ShareConsumer:
 def main(argv: list[str]) -> int:
     bootstrap, topic, group, name = argv[:4]
     release_mod = reject_mod = 0
-    stall_after = -1
+    stall_after = close_after = -1
+    commit = True
     mode = "explicit"
     config = {"bootstrap.servers": bootstrap, "group.id": group, "client.id": name}
     for pair in argv[4:]:
@@ -183,6 +188,10 @@ def main(argv: list[str]) -> int:
             reject_mod = int(value)
         elif key == "test.mode":
             mode = value
+        elif key == "test.commit":
+            commit = value == "sync"
+        elif key == "test.close.after":
+            close_after = int(value)
         elif key == "test.stall.after":
             stall_after = int(value)
         else:
@@ -254,12 +263,16 @@ def main(argv: list[str]) -> int:
             if holding:
                 stop.wait()
                 break
-            ok, failed = consumer.commit_sync(20_000)
-            emit({"event": "committed", "partitions": ok, "failed": failed})
+            if len(seen_batches) == close_after:
+                break
+            if commit:
+                ok, failed = consumer.commit_sync(20_000)
+                emit({"event": "committed", "partitions": ok, "failed": failed})
     except Exception as exc:  # reported to the test, which fails on it
         emit({"event": "error", "message": repr(exc)})
     finally:
         consumer.close()
+        emit({"event": "closed"})
     return 0
 
 

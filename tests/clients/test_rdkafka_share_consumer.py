@@ -54,15 +54,19 @@ def members():
         member.stop()
 
 
-def _prepare(bootstrap: str, topic: str, group: str) -> None:
-    """The topic, the group reading from the earliest offset, and RECORDS records on each partition."""
+def _prepare(bootstrap: str, topic: str, group: str, records: int = RECORDS) -> None:
+    """The topic, the group reading from the earliest offset, and ``records`` records on each partition."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(20)
     resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
         ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
     admin.incremental_alter_configs([resource])[resource].result(20)
+    _produce(bootstrap, topic, range(records))
+
+
+def _produce(bootstrap: str, topic: str, offsets: range) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    for offset in range(RECORDS):
+    for offset in offsets:
         for partition in range(PARTITIONS):
             producer.produce(topic, f"{partition}-{offset}".encode(), partition=partition)
     assert producer.flush(20) == 0
@@ -143,3 +147,33 @@ def test_librdkafka_share_consumer_accepts_implicitly(server_factory, members, t
     done = Counter((r[0], r[1]) for r in member.outcomes()[0])
     assert set(done) == expected and max(done.values()) == 1
     assert {r[2] for e in member.of("delivered") for r in e["records"]} == {1}
+
+
+def test_librdkafka_close_applies_the_last_explicit_acknowledgements(server_factory, members, topic_name,
+                                                                     tmp_path):
+    """librdkafka's close sends the acknowledgements still pending with ShareAcknowledge epoch -1 and,
+    concurrently, the leave heartbeat: whichever arrives first, they apply (the share session outlives the
+    leave, as in Kafka 4.4; tests/server/test_share_wire.py pins the order where the leave comes first), so
+    what it accepted never comes back. docs/spec/share-groups.md#sessions."""
+    server = server_factory()
+    group = f"share-{topic_name}"
+    few = 20
+    _prepare(server.bootstrap, topic_name, group, few)
+    first = _start(members, server.bootstrap, topic_name, group, "rdkafka-closing", tmp_path, "test.mode=explicit",
+                   "test.commit=none", "test.close.after=1")
+    wait_until(lambda: first.of("closed"), 30, lambda: (first.events, first.stderr_tail()))
+    taken = {(r[0], r[1]) for e in first.of("delivered") for r in e["records"]}
+    assert taken and all(r[3] == "ACCEPT" for e in first.of("delivered") for r in e["records"])
+    _produce(server.bootstrap, topic_name, range(few, 2 * few))
+    second = _start(members, server.bootstrap, topic_name, group, "rdkafka-after", tmp_path, "test.mode=implicit")
+    expected = {(p, o) for p in range(PARTITIONS) for o in range(2 * few)}
+
+    def rest() -> set | None:
+        second.check()
+        got = {(r[0], r[1]) for r in second.outcomes()[0]}
+        return got if got | taken >= expected else None
+
+    wait_until(rest, 60, lambda: sorted(expected - taken - {(r[0], r[1]) for r in second.outcomes()[0]})[:10])
+    second.stop()
+    again = {(r[0], r[1]) for e in second.of("delivered") for r in e["records"]} & taken
+    assert not again, sorted(again)[:10]
