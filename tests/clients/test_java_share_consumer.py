@@ -149,7 +149,7 @@ def test_no_accepted_record_is_delivered_again_nor_any_lost_across_20_sigkills(s
     produced += CHUNK
     expected = {(p, o) for p in range(PARTITIONS) for o in range(produced)}
 
-    def acknowledgements() -> list[tuple[float, tuple[int, int], str, str]]:
+    def acknowledgements(detail: bool = False) -> list:
         """Every acknowledgement as (when, record, type, outcome). Outcome "ok": the broker confirmed it;
         "refused": INVALID_RECORD_STATE, a record the member no longer holds (one acquired from a server process
         since killed, handed to the application only after the restart: the Java client buffers what it
@@ -165,7 +165,8 @@ def test_no_accepted_record_is_delivered_again_nor_any_lost_across_20_sigkills(s
                         refusal = e["failed"].get(str(r[0]), "")
                         outcome = ("ok" if r[0] in e["partitions"] else
                                    "refused" if "InvalidRecordState" in refusal else "unknown")
-                        acks.append((t, (r[0], r[1]), r[3], outcome))
+                        acks.append((t, m.name, (r[0], r[1]), r[2], r[3], refusal or outcome) if detail
+                                    else (t, (r[0], r[1]), r[3], outcome))
                     pending = []
         return acks
 
@@ -204,10 +205,17 @@ def test_no_accepted_record_is_delivered_again_nor_any_lost_across_20_sigkills(s
     accepted = wait_until(finished, float(os.environ.get("GC_SHARE_WAIT_S", "180")), stuck)
     time.sleep(2)  # a late redelivery would show now
     accepted = confirmed_accepts()
-    # delivered again after its ACCEPT was confirmed: the broker confirmed another acknowledgement of it later
-    redelivered = [(key, kind) for t, key, kind, outcome in acknowledgements()
-                   if outcome == "ok" and key in accepted and t > accepted[key]]
-    assert not redelivered, f"accepted records delivered again: {redelivered[:5]}"
+    # delivered again after its ACCEPT: the broker confirmed an acknowledgement of another delivery of it with
+    # a count as high (confirmations of different members arrive in any order: a RELEASE piggy-backed on a
+    # fetch before the ACCEPT may be confirmed by its commitSync after it, but its delivery count is lower)
+    accepted_count = {key: count for t, _, key, count, kind, outcome in acknowledgements(detail=True)
+                      if kind == "ACCEPT" and outcome == "ok" and accepted[key] == t}
+    redelivered = [(key, kind) for t, _, key, count, kind, outcome in acknowledgements(detail=True)
+                   if outcome == "ok" and key in accepted and t != accepted[key] and count >= accepted_count[key]]
+    if redelivered:
+        story = {key: sorted((round(t, 3), name, count, kind, outcome) for t, name, k, count, kind, outcome
+                             in acknowledgements(detail=True) if k == key) for key, _ in redelivered[:3]}
+        raise AssertionError(f"accepted records delivered again: {redelivered[:5]}; {story}")
     assert len(accepted) >= len(expected) * 0.8, len(accepted)  # most confirmed despite the kills
     assert sum(b > a for a, b in itertools.pairwise(progress)) >= KILLS // 2, progress
     print(f"{KILLS} SIGKILLs: {len(expected)} records, {len(accepted)} accepted with a confirmation, "
