@@ -15,17 +15,13 @@ from collections import Counter
 import pytest
 
 from .java_processes import JavaAdmin, JavaProcess, ShareMemberEvents, wait_until
-from .support import CLIENT_TEST_TIMEOUT_S
+from .support import CLIENT_TEST_TIMEOUT_S, SHARE_SHORT_TIMEOUTS_ALLOWED
 
 pytestmark = [pytest.mark.clients, pytest.mark.slow, pytest.mark.timeout(CLIENT_TEST_TIMEOUT_S)]
 
 PARTITIONS = 2
 RECORDS = 10_000
 LOCK_MS = 5000
-# Kafka's broker refuses a lock duration, session timeout or heartbeat interval below its bounds:
-# lowered with them.
-SHORT_TIMEOUTS_ALLOWED = ("group.share.min.record.lock.duration.ms=1000", "group.share.min.session.timeout.ms=1000",
-                          "group.share.min.heartbeat.interval.ms=1000")
 RELEASE_MOD = 7  # offset % 7 == 0: released on its first delivery, so delivered a second time
 REJECT_MOD = 11  # offset % 11 == 1: rejected, never delivered again
 
@@ -51,7 +47,7 @@ def java_processes():
 def test_three_java_share_consumers_accept_each_record_once(server_factory, java_processes, topic_name, tmp_path,
                                                            mode):
     server = server_factory(f"group.share.record.lock.duration.ms={LOCK_MS}", "group.share.session.timeout.ms=10000",
-                            "group.share.heartbeat.interval.ms=1000", *SHORT_TIMEOUTS_ALLOWED)
+                            "group.share.heartbeat.interval.ms=1000", *SHARE_SHORT_TIMEOUTS_ALLOWED)
     admin = JavaAdmin(server.bootstrap, tmp_path)
     java_processes.append(admin)
     admin(f"createTopic {topic_name} {PARTITIONS}")
@@ -126,7 +122,7 @@ CHUNK = 250  # records produced per partition after each restart
 def test_no_accepted_record_is_delivered_again_nor_any_lost_across_20_sigkills(server_factory, java_processes,
                                                                                topic_name, tmp_path):
     server = server_factory(f"group.share.record.lock.duration.ms={LOCK_MS}", "group.share.session.timeout.ms=10000",
-                            "group.share.heartbeat.interval.ms=1000", *SHORT_TIMEOUTS_ALLOWED)
+                            "group.share.heartbeat.interval.ms=1000", *SHARE_SHORT_TIMEOUTS_ALLOWED)
     admin = JavaAdmin(server.bootstrap, tmp_path)
     java_processes.append(admin)
     admin(f"createTopic {topic_name} {PARTITIONS}")

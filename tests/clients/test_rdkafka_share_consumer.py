@@ -23,7 +23,7 @@ from confluent_kafka.admin import (
 )
 
 from .java_processes import ShareMemberEvents, wait_until
-from .support import CLIENT_TEST_TIMEOUT_S
+from .support import CLIENT_TEST_TIMEOUT_S, SHARE_SHORT_TIMEOUTS_ALLOWED
 
 pytestmark = [pytest.mark.clients, pytest.mark.timeout(CLIENT_TEST_TIMEOUT_S)]
 
@@ -80,7 +80,8 @@ def _start(members: list, bootstrap: str, topic: str, group: str, name: str, log
 
 def test_librdkafka_share_consumers_accept_release_and_reject_each_record_once(server_factory, members,
                                                                                topic_name, tmp_path):
-    server = server_factory(f"group.share.record.lock.duration.ms={LOCK_MS}")
+    server = server_factory(f"group.share.record.lock.duration.ms={LOCK_MS}",
+                            *SHARE_SHORT_TIMEOUTS_ALLOWED)
     group = f"share-{topic_name}"
     _prepare(server.bootstrap, topic_name, group)
     explicit = ("test.mode=explicit", f"test.release.mod={RELEASE_MOD}", f"test.reject.mod={REJECT_MOD}",
