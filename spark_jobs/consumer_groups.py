@@ -32,6 +32,8 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from spark_jobs.summarize import STABLE_STATE as STABLE  # a member with nothing left to reconcile
+
 CONSUMER_KINDS = ("consumer_group_metadata", "consumer_group_partition_metadata", "consumer_group_member_metadata",
                   "consumer_group_target_assignment_metadata", "consumer_group_target_assignment_member",
                   "consumer_group_current_member_assignment", "consumer_group_regular_expression")
@@ -41,7 +43,6 @@ VIEWS = ("consumer_epochs", "consumer_assignment_runs", "consumer_membership", "
 EVENT_OF_CAUSE = {"left": "left", "static_leave_expired": "left", "removed": "removed",
                   "session_expired": "expired", "rebalance_timeout": "expired", "replaced": "static_replaced"}
 EVENTS = ("joined", "left", "removed", "expired", "static_replaced")
-STABLE = 0  # ConsumerGroupCurrentMemberAssignmentValue.State of a member with nothing left to reconcile
 
 
 def _json_int(field: str) -> Column:
