@@ -32,8 +32,6 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_jobs.summarize import STABLE_STATE as STABLE  # a member with nothing left to reconcile
-
 CONSUMER_KINDS = ("consumer_group_metadata", "consumer_group_partition_metadata", "consumer_group_member_metadata",
                   "consumer_group_target_assignment_metadata", "consumer_group_target_assignment_member",
                   "consumer_group_current_member_assignment", "consumer_group_regular_expression")
@@ -64,7 +62,7 @@ def consumer_views(records: DataFrame, cached: list[DataFrame] | None = None) ->
     to unpersist once the views are written."""
     records = _keep(records.filter(F.col("kind").isin(*CONSUMER_KINDS, "group_reason")).select(
         "kind", "group_id", "member_id", "partition", "offset", "timestamp", "tombstone", "value_json",
-        "reason_member_id", "reason_cause"), cached)
+        "reason_member_id", "reason_cause", "stable_epoch"), cached)
     epochs = _live(records, "consumer_group_metadata").select(
         "group_id", "partition", "offset", "timestamp", _json_int("Epoch").alias("epoch"))
     runs = (_live(records, "consumer_group_target_assignment_metadata")
@@ -95,9 +93,10 @@ def consumer_views(records: DataFrame, cached: list[DataFrame] | None = None) ->
                         cause_event.alias("event"), F.lit(None).cast("boolean").alias("classic")))
     membership = joins.unionByName(removals)
 
-    stable = (_live(records, "consumer_group_current_member_assignment")
-              .filter(_json_int("State") == STABLE)
-              .groupBy("group_id", "member_id", _json_int("MemberEpoch").alias("epoch"))
+    # The reader folds these records (summary mode): a live STABLE write's member epoch is `stable_epoch`.
+    stable = (records.filter((F.col("kind") == "consumer_group_current_member_assignment")
+                             & F.col("stable_epoch").isNotNull())
+              .groupBy("group_id", "member_id", F.col("stable_epoch").alias("epoch"))
               .agg(F.min("timestamp").alias("reconciled_ms")))
     landed = runs.groupBy("group_id", F.col("assignment_epoch").alias("epoch")).agg(
         F.min("timestamp").alias("target_ms"))

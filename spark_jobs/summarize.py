@@ -23,7 +23,8 @@ Rows by `kind` (the columns of `rows.arrow_schema()`, then `SUMMARY_FIELDS`):
   want only the group ids, and the earliest time each member was written STABLE at each member epoch),
   one row per (segment, record key, fold): a current assignment written live and STABLE at member
   epoch E folds per E, and that row holds the fold's earliest record; every other record of the key
-  folds into one row that holds its newest record, as an `offset_commit_key` row does.
+  folds into one row that holds its newest record, as an `offset_commit_key` row does. Their values
+  are not decoded (`value_json` is null): `stable_epoch` is E in a STABLE fold's row, null in the others;
   `record_count`, `tombstone_count`, `first_ms` and `last_ms` count the records folded.
 
 Segments of one partition follow each other in offset order, so Spark combines these rows by
@@ -67,6 +68,7 @@ STABLE_STATE = 0  # ConsumerGroupCurrentMemberAssignmentValue.State of a reconci
 #: A ConsumerGroupCurrentMemberAssignmentValue's value version, then its first fields (v0, flexible: fixed
 #: width before its arrays): MemberEpoch, PreviousMemberEpoch, State.
 _ASSIGNMENT_PREFIX = struct.Struct(">hiib")
+_VERSION = struct.Struct(">h").unpack_from
 MINUTE_KIND = "offset_commit_minute"
 
 #: Columns after `rows.COLUMNS` in summary mode (null in rows they do not apply to).
@@ -75,6 +77,7 @@ SUMMARY_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("first_ms", pa.int64()), ("last_ms", pa.int64()), ("first_commit_ms", pa.int64()),
     ("last_commit_ms", pa.int64()), ("first_live_offset", pa.int64()), ("first_committed_offset", pa.int64()),
     ("last_live_offset", pa.int64()), ("last_committed_offset", pa.int64()), ("partitions", pa.list_(pa.int32())),
+    ("stable_epoch", pa.int32()),
 )
 SUMMARY_COLUMNS: tuple[str, ...] = COLUMNS + tuple(name for name, _ in SUMMARY_FIELDS)
 
@@ -191,8 +194,15 @@ class _Folds:
         ordered = sorted(self.groups.items(), key=lambda item: item[1][4])  # by the chosen record's offset
         folded = [g for _, g in ordered]
         for (kid, _), (_, _, _, _, offset, timestamp, value) in ordered:
-            append_record(rows, keys, kid, offset, timestamp, value, stats)
+            if value is None:
+                rows.tombstones.append(len(rows.offsets))
+            rows.offsets.append(offset)
+            rows.timestamps.append(timestamp)
+            rows.kids.append(kid)
+            rows.versions.append(None if value is None else _VERSION(value)[0])
+            rows.commits.append(NO_COMMIT)
         return _with_summary_columns(to_batch(rows, keys, partition, seg_name), extra={
+            "stable_epoch": pa.array([epoch for (_, epoch), _ in ordered], pa.int32()),
             "record_count": pa.array([g[0] for g in folded], pa.int64()),
             "tombstone_count": pa.array([g[1] for g in folded], pa.int64()),
             "first_ms": pa.array([g[2] for g in folded], pa.int64()),
