@@ -422,7 +422,7 @@ def run(spark: SparkSession, log_dir: Path, out: Path, html: bool = True) -> dic
     phases.done("read")  # the facts are the first action: the log is read and cached there
     in_parallel({name: functools.partial(write_view, views[name], out / name) for name in VIEWS})
     phases.done("views")
-    share_groups = share_summary(log_dir, share_member_rows(records))  # spark_jobs/share_groups.py
+    share_groups = share_summary(log_dir, share_member_rows(records), out)  # spark_jobs/share_groups.py
     records.unpersist()
     for df in cached:
         df.unpersist()  # everything below reads the Parquet

@@ -64,7 +64,8 @@ log = structlog.get_logger(__name__)
 SECTION_ID = "share-groups"
 AVAILABLE, ACKNOWLEDGED, ARCHIVED = 0, 2, 4  # Kafka's RecordState ids as persisted
 DELIVERY_LIMIT_CONFIG = "share.delivery.count.limit"
-SHARE_KINDS = ("share_group_member_metadata", "share_group_metadata")
+SHARE_KINDS = ("share_group_member_metadata", "share_group_metadata", "share_group_state_partition_metadata")
+CHARTED_PARTITIONS = 5  # start-offset charts: the share-partitions with the most deliveries
 COUNTS = ("deliveries", "first_deliveries", "redeliveries", "accepted", "archived", "archived_first_delivery",
           "archived_redelivered", "rejected", "archived_at_limit", "settled_unseen", "in_flight", "discarded")
 
@@ -251,6 +252,8 @@ def membership(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
     groups: dict[str, dict[str, int]] = {}
     live: set[tuple[str, str]] = set()
     for row in rows:
+        if row["kind"] == "share_group_state_partition_metadata":
+            continue
         group = groups.setdefault(row["group_id"], {"joined": 0, "left": 0, "epoch_bumps": 0})
         if row["kind"] == "share_group_metadata":
             group["epoch_bumps"] += 0 if row["tombstone"] else 1
@@ -266,9 +269,26 @@ def membership(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
     return groups
 
 
-def share_summary(log_dir: Path, member_rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """The summary's `share_groups` section: totals, per group, and per share-partition."""
+def topic_names(rows: Iterable[dict[str, Any]]) -> dict[str, str]:
+    """Topic id -> name, from the ShareGroupStatePartitionMetadata records (the share-partitions a group
+    initialized, with their topics' names)."""
+    names: dict[str, str] = {}
+    for row in rows:
+        if row["kind"] == "share_group_state_partition_metadata" and not row["tombstone"] and row["value_json"]:
+            value = json.loads(row["value_json"])
+            for topic in (*value.get("InitializedTopics", ()), *value.get("InitializingTopics", ())):
+                names[topic["TopicId"]] = topic["TopicName"]
+    return names
+
+
+def share_summary(log_dir: Path, member_rows: Iterable[dict[str, Any]], out: Path | None = None) -> dict[str, Any]:
+    """The summary's `share_groups` section: totals, per group, and per share-partition; with ``out``,
+    its tables are written there too (`write_tables`)."""
+    member_rows = list(member_rows)
     partitions = fold_share_partitions(read_state_log(log_dir), delivery_limits(log_dir))
+    names = topic_names(member_rows)
+    for row in partitions:
+        row["topic"] = names.get(row["topic_id"])  # None: the group records are gone (deleted group)
     members = membership(member_rows)
     per_group: dict[str, dict[str, Any]] = {}
     for row in partitions:
@@ -283,8 +303,11 @@ def share_summary(log_dir: Path, member_rows: Iterable[dict[str, Any]]) -> dict[
             figures.setdefault(name, 0)
     totals = {name: sum(g[name] for g in per_group.values())
               for name in (*COUNTS, "share_partitions", "joined", "left", "epoch_bumps")}
-    return {"groups": len(per_group), **totals, "per_group": dict(sorted(per_group.items())),
-            "partitions": partitions}
+    summary = {"groups": len(per_group), **totals, "per_group": dict(sorted(per_group.items())),
+               "partitions": partitions}
+    if out is not None:
+        write_tables(summary, out)
+    return summary
 
 
 def member_rows(records: Any) -> list[dict[str, Any]]:
@@ -293,11 +316,11 @@ def member_rows(records: Any) -> list[dict[str, Any]]:
     from pyspark.sql import functions as F
 
     return (records.filter(F.col("kind").isin(*SHARE_KINDS))
-            .select("kind", "group_id", "member_id", "tombstone", "partition", "offset")
+            .select("kind", "group_id", "member_id", "tombstone", "partition", "offset", "value_json")
             .orderBy("partition", "offset").toArrow().to_pylist())
 
 
-_PARTITION_COLUMNS = ("group_id", "topic_id", "partition", "deliveries", "first_deliveries", "redeliveries",
+_PARTITION_COLUMNS = ("group_id", "topic", "topic_id", "partition", "deliveries", "first_deliveries", "redeliveries",
                       "accepted", "archived", "rejected", "archived_at_limit", "settled_unseen", "in_flight",
                       "discarded", "start_offset", "state_epochs")
 _GROUP_COLUMNS = ("share_partitions", "joined", "left", "epoch_bumps", "deliveries", "first_deliveries",
@@ -307,6 +330,8 @@ _GROUP_COLUMNS = ("share_partitions", "joined", "left", "epoch_bumps", "deliveri
 
 def section(summary: dict[str, Any]) -> tuple[str, str, str]:
     """(id, title, HTML) of the report section."""
+    from spark_jobs.html_report import line_chart  # it imports this module for the section
+
     title = "Share groups"
     if not summary["groups"]:
         return SECTION_ID, title, '<p class="empty">No share groups in this log.</p>'
@@ -323,5 +348,30 @@ def section(summary: dict[str, Any]) -> tuple[str, str, str]:
         "<tr>" + "".join(f"<td>{e(str(r[c]))}</td>" for c in _PARTITION_COLUMNS)
         + f"<td>{e(' → '.join(str(start) for _ms, start, _epoch in r['start_offsets'][-20:]))}</td></tr>"
         for r in summary["partitions"][:500])
+    busiest = sorted(summary["partitions"], key=lambda r: (-r["deliveries"], r["group_id"], r["topic_id"],
+                                                          r["partition"]))[:CHARTED_PARTITIONS]
+    charts = "".join(
+        f"<h3>Start offset of {e(r['group_id'])} / {e(r['topic'] or r['topic_id'])}-{r['partition']}</h3>"
+        + line_chart([ms for ms, _start, _epoch in r["start_offsets"]],
+                     [start for _ms, start, _epoch in r["start_offsets"]], "share-partition start offset",
+                     chart_id=f"chart-share-start-{i}")
+        for i, r in enumerate(busiest))
     return (SECTION_ID, title, note + f'<table id="share-groups-table"><tr>{group_head}</tr>{group_rows}</table>'
-            f'<h3>Share-partitions</h3><table id="share-partitions-table"><tr>{part_head}</tr>{part_rows}</table>')
+            f'<h3>Share-partitions</h3><table id="share-partitions-table"><tr>{part_head}</tr>{part_rows}</table>'
+            + charts)
+
+
+def write_tables(summary: dict[str, Any], out: Path) -> None:
+    """`share_partitions` (one row per share-partition) and `share_start_offsets` (one row per change of
+    a start offset or state epoch) as Parquet beside the Spark views, one file each."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{k: v for k, v in r.items() if k != "start_offsets"} for r in summary["partitions"]]
+    starts = [{"group_id": r["group_id"], "topic_id": r["topic_id"], "partition": r["partition"],
+               "write_ms": ms, "start_offset": start, "state_epoch": epoch}
+              for r in summary["partitions"] for ms, start, epoch in r["start_offsets"]]
+    for name, table in (("share_partitions", rows), ("share_start_offsets", starts)):
+        if table:
+            (out / name).mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.Table.from_pylist(table), out / name / "part-0.parquet")

@@ -65,22 +65,23 @@ def share_log(tmp_path_factory):
             wire.close()
     finally:
         assert server.stop(STOP_TIMEOUT_S) == 0
-    return work, server.data_dir, str(topic_id)
+    return work, server.data_dir, str(topic_id), name
 
 
 @pytest.fixture(scope="module")
 def report(share_log, spark_session):
     from spark_jobs.group_history import build_report
 
-    work, data_dir, _topic_id = share_log
+    work, data_dir, *_topic = share_log
     return build_report(spark_session, data_dir, work / "out")
 
 
 def test_share_partition_figures_are_the_scenario(share_log, report) -> None:
-    _work, _data, topic_id = share_log
+    _work, _data, topic_id, name = share_log
     share = report["share_groups"]
     [partition] = share["partitions"]
-    assert (partition["group_id"], partition["topic_id"], partition["partition"]) == (GROUP, topic_id, 0)
+    assert (partition["group_id"], partition["topic_id"], partition["topic"], partition["partition"]) == (
+        GROUP, topic_id, name, 0)
     expected = {"deliveries": 1 + 3 + 2 + 4 * 2 + 5, "first_deliveries": 15, "redeliveries": 4,
                 "accepted": 5, "archived": 4, "archived_first_delivery": 2, "archived_redelivered": 2,
                 "rejected": 2, "archived_at_limit": 2, "settled_unseen": 1, "in_flight": 5, "discarded": 0,
@@ -91,7 +92,7 @@ def test_share_partition_figures_are_the_scenario(share_log, report) -> None:
 
 
 def test_members_and_epochs_come_from_the_group_records(share_log, report) -> None:
-    _work, data_dir, _topic_id = share_log
+    _work, data_dir, *_topic = share_log
     rows = list(decode_rows(data_dir))
     bumps = sum(r["kind"] == "share_group_metadata" and not r["tombstone"] for r in rows)
     group = report["share_groups"]["per_group"][GROUP]
@@ -101,7 +102,15 @@ def test_members_and_epochs_come_from_the_group_records(share_log, report) -> No
 
 
 def test_the_page_has_the_share_section(share_log, report) -> None:
-    work, _data, _topic_id = share_log
+    work, _data, *_topic = share_log
     page = (work / "out" / "report.html").read_text()
     assert 'id="share-groups"' in page and 'id="share-partitions-table"' in page
-    assert f"<td>{GROUP}</td>" in page
+    assert f"<td>{GROUP}</td>" in page and 'id="chart-share-start-0"' in page
+
+
+def test_the_tables_are_written_beside_the_views(share_log, report, spark_session) -> None:
+    work, _data, *_topic = share_log
+    [row] = spark_session.read.parquet(str(work / "out" / "share_partitions")).collect()
+    assert (row.group_id, row.deliveries, row.accepted, row.archived_at_limit) == (GROUP, 19, 5, 2)
+    starts = spark_session.read.parquet(str(work / "out" / "share_start_offsets")).orderBy("write_ms").collect()
+    assert [(r.start_offset, r.state_epoch) for r in starts] == [(0, 0), (10, 0)]
