@@ -65,6 +65,8 @@ SECTION_ID = "share-groups"
 AVAILABLE, ACKNOWLEDGED, ARCHIVED = 0, 2, 4  # Kafka's RecordState ids as persisted
 DELIVERY_LIMIT_CONFIG = "share.delivery.count.limit"
 SHARE_KINDS = ("share_group_member_metadata", "share_group_metadata", "share_group_state_partition_metadata")
+#: What the summary keeps (the Parquet tables keep everything): share-partitions, start-offset points each.
+SUMMARY_PARTITIONS, SUMMARY_START_POINTS = 1000, 500
 CHARTED_PARTITIONS = 5  # start-offset charts: the share-partitions with the most deliveries
 COUNTS = ("deliveries", "first_deliveries", "redeliveries", "accepted", "archived", "archived_first_delivery",
           "archived_redelivered", "rejected", "archived_at_limit", "settled_unseen", "in_flight", "discarded")
@@ -307,7 +309,18 @@ def share_summary(log_dir: Path, member_rows: Iterable[dict[str, Any]], out: Pat
                "partitions": partitions}
     if out is not None:
         write_tables(summary, out)
+    # The summary (embedded in the page too) keeps a bounded share of it; the tables have it all.
+    summary["partitions"] = [{**r, "start_offsets": _thinned(r["start_offsets"], SUMMARY_START_POINTS)}
+                             for r in partitions[:SUMMARY_PARTITIONS]]
     return summary
+
+
+def _thinned(points: list[Any], most: int) -> list[Any]:
+    """At most ``most`` of ``points``, evenly spread, the last one kept."""
+    if len(points) <= most:
+        return points
+    step = len(points) / most
+    return [points[int(i * step)] for i in range(most - 1)] + [points[-1]]
 
 
 def member_rows(records: Any) -> list[dict[str, Any]]:

@@ -8,6 +8,8 @@ Scenario, group delivery limit 2, one partition of 10 records then 5 more:
 - it accepts 6-7 and releases 8-9: at the limit they are archived;
 - it accepts 0: the start offset moves to 10 with 0's end unwritten (settled, unseen); m1 leaves;
 - m2 acquires 10-14 and closes its session releasing them: 5 records in flight, delivered once.
+A second group (no membership, no limit set) reads all 15 from the earliest and accepts them in one
+acknowledgement at the head: 15 settled unseen.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from tests.server.test_share_wire import ACCEPT, REJECT, RELEASE, acquired, crea
 
 pytestmark = [pytest.mark.spark]
 
-GROUP = "share-report"
+GROUP, OTHER_GROUP = "share-report", "share-report-other"
 
 
 def _heartbeat(wire: KafkaWire, member: str, epoch: int, topics: list[str] | None = None) -> int:
@@ -61,6 +63,9 @@ def share_log(tmp_path_factory):
             assert acquired(share_fetch(wire, GROUP, "m2", 0, topic_id)) == [(10, 14, 1)]
             closed = share_ack(wire, GROUP, "m2", -1, topic_id, [(10, 11, RELEASE)])
             assert closed.error_code == 0
+            assert alter(wire, OTHER_GROUP, ("share.auto.offset.reset", SET, "earliest")) == (0, None)
+            assert acquired(share_fetch(wire, OTHER_GROUP, "o1", 0, topic_id)) == [(0, 14, 1)]
+            assert share_ack(wire, OTHER_GROUP, "o1", 1, topic_id, [(0, 14, ACCEPT)]).error_code == 0
         finally:
             wire.close()
     finally:
@@ -79,7 +84,7 @@ def report(share_log, spark_session):
 def test_share_partition_figures_are_the_scenario(share_log, report) -> None:
     _work, _data, topic_id, name = share_log
     share = report["share_groups"]
-    [partition] = share["partitions"]
+    partition, other = share["partitions"]
     assert (partition["group_id"], partition["topic_id"], partition["topic"], partition["partition"]) == (
         GROUP, topic_id, name, 0)
     expected = {"deliveries": 1 + 3 + 2 + 4 * 2 + 5, "first_deliveries": 15, "redeliveries": 4,
@@ -88,7 +93,12 @@ def test_share_partition_figures_are_the_scenario(share_log, report) -> None:
                 "delivery_count_limit": 2, "start_offset": 10, "state_epochs": [0]}
     assert {k: partition[k] for k in expected} == expected
     assert [start for _ms, start, _epoch in partition["start_offsets"]] == [0, 10]
-    assert share["groups"] == 1 and share["share_partitions"] == 1
+    assert share["groups"] == 2 and share["share_partitions"] == 2
+    assert (other["group_id"], other["delivery_count_limit"], other["start_offset"]) == (OTHER_GROUP, None, 15)
+    assert {k: other[k] for k in ("deliveries", "first_deliveries", "redeliveries", "accepted", "settled_unseen",
+                                  "in_flight")} == {"deliveries": 15, "first_deliveries": 15, "redeliveries": 0,
+                                                    "accepted": 0, "settled_unseen": 15, "in_flight": 0}
+    assert (share["deliveries"], share["settled_unseen"]) == (19 + 15, 1 + 15)
 
 
 def test_members_and_epochs_come_from_the_group_records(share_log, report) -> None:
@@ -98,7 +108,9 @@ def test_members_and_epochs_come_from_the_group_records(share_log, report) -> No
     group = report["share_groups"]["per_group"][GROUP]
     assert (group["joined"], group["left"], group["epoch_bumps"]) == (1, 1, bumps)
     assert bumps >= 2  # the join and the leave
-    assert group["deliveries"] == report["share_groups"]["deliveries"] == 19
+    assert group["deliveries"] == 19
+    other = report["share_groups"]["per_group"][OTHER_GROUP]
+    assert (other["joined"], other["left"], other["epoch_bumps"], other["deliveries"]) == (0, 0, 0, 15)
 
 
 def test_the_page_has_the_share_section(share_log, report) -> None:
@@ -110,7 +122,8 @@ def test_the_page_has_the_share_section(share_log, report) -> None:
 
 def test_the_tables_are_written_beside_the_views(share_log, report, spark_session) -> None:
     work, _data, *_topic = share_log
-    [row] = spark_session.read.parquet(str(work / "out" / "share_partitions")).collect()
+    [row] = spark_session.read.parquet(str(work / "out" / "share_partitions")).filter(f"group_id = '{GROUP}'").collect()
     assert (row.group_id, row.deliveries, row.accepted, row.archived_at_limit) == (GROUP, 19, 5, 2)
-    starts = spark_session.read.parquet(str(work / "out" / "share_start_offsets")).orderBy("write_ms").collect()
+    starts = (spark_session.read.parquet(str(work / "out" / "share_start_offsets"))
+              .filter(f"group_id = '{GROUP}'").orderBy("write_ms").collect())
     assert [(r.start_offset, r.state_epoch) for r in starts] == [(0, 0), (10, 0)]

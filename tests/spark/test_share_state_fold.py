@@ -6,7 +6,7 @@ and the start offset jumping past offsets no state showed."""
 from __future__ import annotations
 
 from coordinator.records.share_state import PersistedBatch as B
-from spark_jobs.share_groups import ACKNOWLEDGED, ARCHIVED, AVAILABLE, StateRecord, fold_share_partitions
+from spark_jobs.share_groups import ACKNOWLEDGED, ARCHIVED, AVAILABLE, StateRecord, _thinned, fold_share_partitions
 
 GROUP, TOPIC = "g", "t"
 
@@ -61,3 +61,10 @@ def test_archived_without_a_known_limit_only_says_rejected_at_the_first_delivery
 def test_a_start_past_the_window_counts_the_offsets_no_state_showed_as_delivered_once() -> None:
     row = fold(snapshot(1, 0, B(0, 0, AVAILABLE, 1)), snapshot(2, 4))
     assert (row["settled_unseen"], row["deliveries"], row["first_deliveries"], row["redeliveries"]) == (4, 5, 4, 1)
+
+
+def test_the_summary_keeps_an_even_spread_of_a_long_start_offset_series() -> None:
+    points = list(range(1000))
+    thinned = _thinned(points, 10)
+    assert len(thinned) == 10 and thinned[0] == 0 and thinned[-1] == 999 and thinned == sorted(thinned)
+    assert _thinned(points[:5], 10) == points[:5]
