@@ -41,7 +41,6 @@ VIEWS = ("consumer_epochs", "consumer_assignment_runs", "consumer_membership", "
 EVENT_OF_CAUSE = {"left": "left", "static_leave_expired": "left", "removed": "removed",
                   "session_expired": "expired", "rebalance_timeout": "expired", "replaced": "static_replaced"}
 EVENTS = ("joined", "left", "removed", "expired", "static_replaced")
-STABLE = 0  # ConsumerGroupCurrentMemberAssignmentValue.State of a member with nothing left to reconcile
 
 
 def _json_int(field: str) -> Column:
@@ -63,7 +62,7 @@ def consumer_views(records: DataFrame, cached: list[DataFrame] | None = None) ->
     to unpersist once the views are written."""
     records = _keep(records.filter(F.col("kind").isin(*CONSUMER_KINDS, "group_reason")).select(
         "kind", "group_id", "member_id", "partition", "offset", "timestamp", "tombstone", "value_json",
-        "reason_member_id", "reason_cause"), cached)
+        "reason_member_id", "reason_cause", "stable_epoch"), cached)
     epochs = _live(records, "consumer_group_metadata").select(
         "group_id", "partition", "offset", "timestamp", _json_int("Epoch").alias("epoch"))
     runs = (_live(records, "consumer_group_target_assignment_metadata")
@@ -94,9 +93,10 @@ def consumer_views(records: DataFrame, cached: list[DataFrame] | None = None) ->
                         cause_event.alias("event"), F.lit(None).cast("boolean").alias("classic")))
     membership = joins.unionByName(removals)
 
-    stable = (_live(records, "consumer_group_current_member_assignment")
-              .filter(_json_int("State") == STABLE)
-              .groupBy("group_id", "member_id", _json_int("MemberEpoch").alias("epoch"))
+    # The reader folds these records (summary mode): a live STABLE write's member epoch is `stable_epoch`.
+    stable = (records.filter((F.col("kind") == "consumer_group_current_member_assignment")
+                             & F.col("stable_epoch").isNotNull())
+              .groupBy("group_id", "member_id", F.col("stable_epoch").alias("epoch"))
               .agg(F.min("timestamp").alias("reconciled_ms")))
     landed = runs.groupBy("group_id", F.col("assignment_epoch").alias("epoch")).agg(
         F.min("timestamp").alias("target_ms"))

@@ -56,6 +56,8 @@ from spark_jobs.consumer_groups import consumer_views, summarize_consumer_groups
 from spark_jobs.decode import find_segments, log_end_offsets
 from spark_jobs.figures import group_sums, top_counts
 from spark_jobs.reader import local_session, read_log
+from spark_jobs.share_groups import member_rows as share_member_rows
+from spark_jobs.share_groups import share_summary
 from spark_jobs.summarize import KEY_KIND, MINUTE_KIND
 from spark_jobs.transactions_report import transaction_summary
 
@@ -420,6 +422,7 @@ def run(spark: SparkSession, log_dir: Path, out: Path, html: bool = True) -> dic
     phases.done("read")  # the facts are the first action: the log is read and cached there
     in_parallel({name: functools.partial(write_view, views[name], out / name) for name in VIEWS})
     phases.done("views")
+    share_groups = share_summary(log_dir, share_member_rows(records), out)  # spark_jobs/share_groups.py
     records.unpersist()
     for df in cached:
         df.unpersist()  # everything below reads the Parquet
@@ -428,6 +431,7 @@ def run(spark: SparkSession, log_dir: Path, out: Path, html: bool = True) -> dic
     phases.done("read_back")
     summary = summarize(data, facts, log_dir, len(segments))
     summary["transactions"] = transaction_summary(segments)  # spark_jobs/transactions_report.py
+    summary["share_groups"] = share_groups
     phases.done("summary")
     summary["seconds"] = round(time.monotonic() - started, 2)
     summary["phase_seconds"] = phases.seconds  # the page embeds them up to here; summary.json has them all

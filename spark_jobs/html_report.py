@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from spark_jobs.figures import group_sums
+from spark_jobs.share_groups import section as share_section
 from spark_jobs.transactions_report import section as transactions_section
 
 if TYPE_CHECKING:
@@ -274,6 +275,8 @@ def render(data: ViewData, summary: dict[str, Any]) -> str:
     ]
     if "transactions" in summary:  # its own module: spark_jobs/transactions_report.py
         sections.append(transactions_section(summary["transactions"]))
+    if "share_groups" in summary:  # its own module: spark_jobs/share_groups.py
+        sections.append(share_section(summary["share_groups"]))
     nav = " · ".join(f'<a href="#{sid}">{_e(title)}</a>' for sid, title, _ in sections)
     body = "".join(f'<section id="{sid}"><h2>{_e(title)}</h2>{content}</section>' for sid, title, content in sections)
     card_html = "".join(f'<div class="card"><div class="v">{_e(v)}</div><div class="k">{_e(k)}</div></div>'

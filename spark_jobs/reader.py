@@ -71,7 +71,7 @@ _SUMMARY_TYPES = {
     "record_count": LongType(), "tombstone_count": LongType(), "commit_count": LongType(), "first_ms": LongType(),
     "last_ms": LongType(), "first_commit_ms": LongType(), "last_commit_ms": LongType(),
     "first_live_offset": LongType(), "first_committed_offset": LongType(), "last_live_offset": LongType(),
-    "last_committed_offset": LongType(), "partitions": ArrayType(IntegerType()),
+    "last_committed_offset": LongType(), "partitions": ArrayType(IntegerType()), "stable_epoch": IntegerType(),
 }
 SUMMARY_SCHEMA = StructType([*SCHEMA.fields, *(StructField(name, typ) for name, typ in _SUMMARY_TYPES.items())])
 COMMITS_MODES = ("rows", "summary")

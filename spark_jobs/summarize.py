@@ -18,6 +18,15 @@ Rows by `kind` (the columns of `rows.arrow_schema()`, then `SUMMARY_FIELDS`):
   the minute's start (ms, UTC), `commit_count` the live commits, `partitions` their distinct
   partitions.
 
+- `consumer_group_target_assignment_member` and `consumer_group_current_member_assignment` (KIP-848:
+  one record per member and assignment change, most of a consumer-protocol group's records; the views
+  want only the group ids, and the earliest time each member was written STABLE at each member epoch),
+  one row per (segment, record key, fold): a current assignment written live and STABLE at member
+  epoch E folds per E, and that row holds the fold's earliest record; every other record of the key
+  folds into one row that holds its newest record, as an `offset_commit_key` row does. Their values
+  are not decoded (`value_json` is null): `stable_epoch` is E in a STABLE fold's row, null in the others;
+  `record_count`, `tombstone_count`, `first_ms` and `last_ms` count the records folded.
+
 Segments of one partition follow each other in offset order, so Spark combines these rows by
 (partition, offset) exactly as it would the records themselves.
 """
@@ -25,6 +34,7 @@ Segments of one partition follow each other in offset order, so Spark combines t
 from __future__ import annotations
 
 import functools
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,6 +60,15 @@ from spark_jobs.rows import (
 )
 
 KEY_KIND = "offset_commit_key"
+CURRENT_ASSIGNMENT = "consumer_group_current_member_assignment"
+#: KIP-848 record kinds folded in summary mode: the views read a few fields of them, and they are most
+#: of a consumer-protocol group's records (one per member and assignment change).
+FOLDED_KINDS = frozenset({"consumer_group_target_assignment_member", CURRENT_ASSIGNMENT})
+STABLE_STATE = 0  # ConsumerGroupCurrentMemberAssignmentValue.State of a reconciled member
+#: A ConsumerGroupCurrentMemberAssignmentValue's value version, then its first fields (v0, flexible: fixed
+#: width before its arrays): MemberEpoch, PreviousMemberEpoch, State.
+_ASSIGNMENT_PREFIX = struct.Struct(">hiib")
+_VERSION = struct.Struct(">h").unpack_from
 MINUTE_KIND = "offset_commit_minute"
 
 #: Columns after `rows.COLUMNS` in summary mode (null in rows they do not apply to).
@@ -58,6 +77,7 @@ SUMMARY_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
     ("first_ms", pa.int64()), ("last_ms", pa.int64()), ("first_commit_ms", pa.int64()),
     ("last_commit_ms", pa.int64()), ("first_live_offset", pa.int64()), ("first_committed_offset", pa.int64()),
     ("last_live_offset", pa.int64()), ("last_committed_offset", pa.int64()), ("partitions", pa.list_(pa.int32())),
+    ("stable_epoch", pa.int32()),
 )
 SUMMARY_COLUMNS: tuple[str, ...] = COLUMNS + tuple(name for name, _ in SUMMARY_FIELDS)
 
@@ -91,22 +111,26 @@ def summarize_segment(segment: Path, partition: int | None = None, chunk_rows: i
     keys = KeyTable()
     records = _Records()
     others = Chunk()
+    folds = _Folds()
     # Per record only C-level maps and extends (`_split`): a read chunk of batches at a time.
     for columns in batch_columns(segment, stats):
-        _split(columns, keys, records, others, stats)
+        _split(columns, keys, records, others, folds, stats)
         if len(others.offsets) >= chunk_rows:
             yield _with_summary_columns(to_batch(others, keys, partition, seg_name))
             others = Chunk()
     if others.offsets:
         yield _with_summary_columns(to_batch(others, keys, partition, seg_name))
+    if folds.groups:
+        yield folds.batch(keys, partition, seg_name, stats)
     if keys.commit_index:
         yield from _commit_batches(records, keys, partition, seg_name)
 
 
-def _split(pending: ChunkColumns, keys: KeyTable, records: _Records, others: Chunk, stats: DecodeStats) -> None:
+def _split(pending: ChunkColumns, keys: KeyTable, records: _Records, others: Chunk, folds: _Folds,
+           stats: DecodeStats) -> None:
     """Every record goes to ``records`` as columns (C-level maps and list extends, no per-record
     bytecode), with its key's number if it is an offset commit; the rest (a few %: found by C-level
-    scans for None) also become rows of ``others``."""
+    scans for None) also become rows of ``others``, or are folded (`_Folds`)."""
     key_bytes = record_keys(pending.keys)
     n = len(key_bytes)
     if not n:
@@ -129,8 +153,72 @@ def _split(pending: ChunkColumns, keys: KeyTable, records: _Records, others: Chu
             kid = keys.add(key)
         if kind_code[kid] == COMMIT:  # a commit key first seen in this chunk
             records.kids[start + i] = kid
+        elif keys.kind[kid] in FOLDED_KINDS:
+            folds.add(keys, kid, offsets[i], timestamps[i], values[i])
         else:
             append_record(others, keys, kid, offsets[i], timestamps[i], values[i], stats)
+
+
+class _Folds:
+    """The KIP-848 member records the views read only a little of, one row per (key, fold) and segment
+    (see the module docstring): per record a few bytes of its value are read, not the whole value."""
+
+    __slots__ = ("groups",)
+
+    def __init__(self) -> None:
+        # (kid, member epoch of a live STABLE assignment, else None) ->
+        # [records, tombstones, first_ms, last_ms, chosen offset, chosen timestamp, chosen value]
+        self.groups: dict[tuple[int, int | None], list] = {}
+
+    def add(self, keys: KeyTable, kid: int, offset: int, timestamp: int, value: bytes | None) -> None:
+        epoch = None
+        if value is not None and keys.kind[kid] == CURRENT_ASSIGNMENT:
+            epoch = _stable_epoch(keys, kid, value)
+        group = self.groups.get((kid, epoch))
+        if group is None:
+            self.groups[(kid, epoch)] = [1, int(value is None), timestamp, timestamp, offset, timestamp, value]
+            return
+        group[0] += 1
+        group[1] += value is None
+        if timestamp < group[2]:
+            group[2] = timestamp
+        if timestamp > group[3]:
+            group[3] = timestamp
+        # A stable epoch's row is its earliest record (reconciliation takes the earliest); the others'
+        # row is the newest record, as for an offset-commit key.
+        if epoch is None or timestamp < group[5]:
+            group[4], group[5], group[6] = offset, timestamp, value
+
+    def batch(self, keys: KeyTable, partition: int, seg_name: str, stats: DecodeStats) -> pa.RecordBatch:
+        rows = Chunk()
+        ordered = sorted(self.groups.items(), key=lambda item: item[1][4])  # by the chosen record's offset
+        folded = [g for _, g in ordered]
+        for (kid, _), (_, _, _, _, offset, timestamp, value) in ordered:
+            if value is None:
+                rows.tombstones.append(len(rows.offsets))
+            rows.offsets.append(offset)
+            rows.timestamps.append(timestamp)
+            rows.kids.append(kid)
+            rows.versions.append(None if value is None else _VERSION(value)[0])
+            rows.commits.append(NO_COMMIT)
+        return _with_summary_columns(to_batch(rows, keys, partition, seg_name), extra={
+            "stable_epoch": pa.array([epoch for (_, epoch), _ in ordered], pa.int32()),
+            "record_count": pa.array([g[0] for g in folded], pa.int64()),
+            "tombstone_count": pa.array([g[1] for g in folded], pa.int64()),
+            "first_ms": pa.array([g[2] for g in folded], pa.int64()),
+            "last_ms": pa.array([g[3] for g in folded], pa.int64())})
+
+
+def _stable_epoch(keys: KeyTable, kid: int, value: bytes) -> int | None:
+    """The member epoch of a ConsumerGroupCurrentMemberAssignmentValue whose state is STABLE, else None.
+    Version 0 starts with fixed-width fields (MemberEpoch, PreviousMemberEpoch, State), read in place;
+    any other version through the codec."""
+    if len(value) > _ASSIGNMENT_PREFIX.size:
+        version, epoch, _, state = _ASSIGNMENT_PREFIX.unpack_from(value)
+        if version == 0:
+            return epoch if state == STABLE_STATE else None
+    message = decode_value(keys, kid, value)[1]
+    return message.member_epoch if message.state == STABLE_STATE else None  # type: ignore[attr-defined]
 
 
 def _positions_of_none(values: list) -> list[int]:

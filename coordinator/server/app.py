@@ -80,7 +80,6 @@ class Server:
         self.broker.topics.on_change(self.broker.groups.topics_changed)
         self.broker.txn = TxnService(config, self.broker)  # transactions: after the data plane and groups
         self.broker.share = SharePartitionManager(self.broker)
-        self.broker.groups.share_member_removed = self.broker.share.close_session
         self.broker.startup_hooks += [self.broker.data.logs.start, self.broker.groups.load, self.broker.txn.load,
                                       self.broker.share.load]
         self.broker.shutdown_hooks += [self.broker.txn.close, self.broker.groups.close, self.broker.share.close,

@@ -38,7 +38,6 @@ from coordinator.core.consumer.group_configs import GroupConfigOverrides
 from coordinator.core.consumer.jobs import AssignmentJob, AssignmentJobResult
 from coordinator.core.runtime.shard import NO_TOPICS, GroupSummary
 from coordinator.core.runtime.timer_keys import CONSUMER_GROUP_TIMERS
-from coordinator.core.share.coordinator import MEMBER_REMOVED as SHARE_MEMBER_REMOVED
 from coordinator.core.share.coordinator import ShareGroupConfig
 from coordinator.group_config_store import GroupConfigStore
 from coordinator.metrics.server_metrics import ServerMetrics
@@ -130,8 +129,6 @@ class GroupRuntime:
         # timer key -> (deadline ms, data to fire with, deadline ms its loop timer was armed for)
         self.deadlines: dict[tuple[int, Any], tuple[int, Any, int]] = {}
         self.parked: dict[RequestRef, asyncio.Future[Any]] = {}
-        # A share group member left or was fenced: its share session ends (set by the server).
-        self.share_member_removed: Callable[[str, str], None] | None = None
         self._last_append: dict[int, asyncio.Future[None]] = {}  # partition -> its latest write
         self.unavailable: set[int] = set()  # partitions whose log could not be read back after a failed write
         # In a cluster: the leases this node holds decide which partitions it serves (None: all of them).
@@ -333,8 +330,6 @@ class GroupRuntime:
             self._submit_assignment(partition, job)
         for event in outcome.events:
             log.info(event.name, group_id=event.group_id, **dict(event.fields))
-            if event.name == SHARE_MEMBER_REMOVED and self.share_member_removed is not None:
-                self.share_member_removed(event.group_id, dict(event.fields)["member_id"])
             self.metrics.on_group_event(event.name, event.group_id, dict(event.fields), time.monotonic() * 1000)
         for ref, response in outcome.replies:
             waiting = self.parked.pop(ref, None)

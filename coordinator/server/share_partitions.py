@@ -243,8 +243,10 @@ class SharePartitionManager:
         for session in [s for s in self.sessions.values() if s.peer == peer]:
             self.close_session(session.group_id, session.member_id)
 
-    def close_session(self, group_id: str, member_id: str) -> None:
-        """The session ends (epoch -1, a new epoch 0, the member left the group): its records go back."""
+    def close_session(self, group_id: str, member_id: str) -> asyncio.Future[None] | None:
+        """The session ends (epoch -1, a new epoch 0, its connection closed): its records go back. The
+        write of every change so far (the closing request's acknowledgements too), None if none was due:
+        a closing request answers once it is durable."""
         session = self.sessions.pop((group_id, member_id), None)
         released = False
         limits = self.limits_for(group_id)
@@ -256,11 +258,13 @@ class SharePartitionManager:
                 counts.commit()
                 released = True
                 self.mark_changed(key)
+        durable = None
         if released:
-            self.persist()  # nobody waits for it: the records are back in memory already
+            durable = self.persist()
             self.broker.data.appended.notify()  # waiting fetches may take the released records
         if session is not None:
             log.debug("share_session_closed", group_id=group_id, member_id=member_id)
+        return durable
 
     # ---- acknowledging and acquiring
 

@@ -37,18 +37,17 @@ def quick_java_command(main_class: str, *args: str) -> list[str]:
 CLIENT_TIMEOUTS = ("request.timeout.ms=15000", "default.api.timeout.ms=20000")
 
 
-class JavaProcess:
-    """One JVM running ``main_class args``; its JSON lines land in ``events`` as (monotonic time, event)."""
+class JsonLinesProcess:
+    """One test program (``command``) speaking JSON lines; they land in ``events`` as (monotonic time, event)."""
 
-    def __init__(self, main_class: str, *args: str, name: str, log_dir: Path) -> None:
+    def __init__(self, command: list[str], *, name: str, log_dir: Path) -> None:
         self.name = name
         self.events: list[tuple[float, dict[str, Any]]] = []
         self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
         self.stderr_path = log_dir / f"{name}.stderr"
         with open(self.stderr_path, "wb") as stderr:  # the child keeps its own copy of the fd
-            self.proc = subprocess.Popen(quick_java_command(main_class, *args), stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=stderr, text=True,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                                         text=True, start_new_session=True)
         self._reader = threading.Thread(target=self._read, name=f"{name}-stdout", daemon=True)
         self._reader.start()
 
@@ -85,6 +84,35 @@ class JavaProcess:
 
     def stderr_tail(self, lines: int = 30) -> str:
         return "\n".join(self.stderr_path.read_text("utf-8", "replace").splitlines()[-lines:])
+
+
+class JavaProcess(JsonLinesProcess):
+    """One JVM running ``main_class args`` (a program of tests/clients/java)."""
+
+    def __init__(self, main_class: str, *args: str, name: str, log_dir: Path) -> None:
+        super().__init__(quick_java_command(main_class, *args), name=name, log_dir=log_dir)
+
+
+class ShareMemberEvents(JsonLinesProcess):
+    """A share consumer program's events (groupcoord.clients.ShareMember, tests/clients/rdkafka_share_member.py):
+    ``delivered`` batches of [partition, offset, deliveryCount, type], then ``committed`` partitions."""
+
+    def check(self) -> None:
+        errors = self.of("error")
+        assert not errors, f"{self.name}: {errors}\n{self.stderr_tail()}"
+
+    def outcomes(self) -> tuple[list[tuple[int, int, int, str]], list[tuple[int, int, int, str]]]:
+        """(records whose acknowledgement the broker confirmed, records of a batch left unconfirmed)."""
+        confirmed: list[tuple[int, int, int, str]] = []
+        pending: list[tuple[int, int, int, str]] = []
+        for _, event in list(self.events):
+            if event["event"] == "delivered":
+                pending = [tuple(r) for r in event["records"]]
+            elif event["event"] == "committed":
+                ok = set(event["partitions"])
+                confirmed += [r for r in pending if r[0] in ok]
+                pending = [r for r in pending if r[0] not in ok]
+        return confirmed, pending
 
 
 class JavaMember(JavaProcess):

@@ -32,3 +32,10 @@ def java_command(main_class: str, *args: str, heap: str = "256m") -> list[str]:
         pytest.fail("the Java test build is missing; run `make java` (make test does)")
     classpath = f"{JAVA_DIR / 'target' / 'classes'}:{classpath_file.read_text().strip()}"
     return [require_tool("java"), f"-Xmx{heap}", "-cp", classpath, main_class, *args]
+
+
+# Kafka's broker refuses a share lock duration, session timeout or heartbeat interval below its bounds
+# (group.share.min.*): tests that shorten them lower the bounds with them.
+SHARE_SHORT_TIMEOUTS_ALLOWED = ("group.share.min.record.lock.duration.ms=1000",
+                                "group.share.min.session.timeout.ms=1000",
+                                "group.share.min.heartbeat.interval.ms=1000")

@@ -77,3 +77,18 @@ def test_in_flight_limit_and_invalid_batches():
             sp.acknowledge("a", batches, small, 0)
         assert err.value.code == ErrorCode.INVALID_REQUEST
     assert all(r.state is RecordState.ACQUIRED for r in sp.records.values())  # all or nothing
+
+
+def test_an_acquisition_is_not_durable():
+    """docs/spec/share-groups.md#durable-state: ACQUIRED is written as AVAILABLE with its count before the
+    acquisition, so a restart (from_state) delivers it with that same count again, however many times."""
+    sp = SharePartition(0)
+    sp.acquire("a", 0, 3, 500, 0, LIMITS)
+    ack(sp, "a", 0, 0, RELEASE)
+    sp.acquire("b", 0, 0, 500, 0, LIMITS)  # 0 again (count 2), 1-3 still held by a (count 1)
+    assert [(b.first_offset, b.last_offset, b.state, b.delivery_count) for b in sp.state_batches()] == [
+        (0, 0, RecordState.AVAILABLE, 1), (1, 3, RecordState.AVAILABLE, 0)]
+    for _ in range(LIMITS.delivery_count_limit + 1):  # crash after crash: nothing is archived
+        restarted = SharePartition.from_state(sp.start_offset, sp.state_batches())
+        assert restarted.acquire("c", 0, 3, 500, 0, LIMITS) == [AcquiredRange(0, 0, 2), AcquiredRange(1, 3, 1)]
+        sp = restarted

@@ -828,6 +828,25 @@ def share_sessions(s: Side) -> None:
     fetch(2)
 
 
+def share_session_outlives_leave(s: Side) -> None:
+    """A share session ends on epoch -1 or its connection's close, not when its member leaves the group
+    (docs/spec/share-groups.md#sessions): librdkafka's close leaves first, then sends ShareAcknowledge -1."""
+    (topic,) = create_topics(s, "sl", partitions=1)
+    await_assignable(s, topic)
+    group, member = s.name_of("sl"), "m-sl-0000000000000000"
+    joined = s.call("a", K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+        group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]))
+    await_share_assignment(s, group, member, joined.member_epoch)
+    F, A = m.ShareFetchRequest, m.ShareAcknowledgeRequest
+    s.call("a", K.SHARE_FETCH, 2, F(group_id=group, member_id=member, share_session_epoch=0, max_wait_ms=0,
+                                     min_bytes=1, max_records=100, batch_size=100, topics=[],
+                                     forgotten_topics_data=[]))
+    s.call("a", K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+        group_id=group, member_id=member, member_epoch=-1))
+    for _ in range(2):  # the session closes; then there is none
+        s.call("a", K.SHARE_ACKNOWLEDGE, 2, A(group_id=group, member_id=member, share_session_epoch=-1, topics=[]))
+
+
 def await_transaction_completed(s: Side, transactional_id: str, timeout: float = 10.0) -> None:
     """Wait (unrecorded) until the transaction is no longer PrepareCommit/PrepareAbort: Kafka answers
     EndTxn before its markers and its Complete* record are written."""
@@ -1119,7 +1138,7 @@ CONVERSATIONS: dict[str, Conversation] = {
         static_membership, duplicate_instance_fencing, leave_batches, offsets_across_versions,
         describe_list_delete, consumer_group_lifecycle, consumer_group_errors, transactional_offsets,
         create_partitions, txn_offsets_unknown_topics, admin_apis, share_group_membership, share_group_offsets,
-        share_group_offsets_admin, share_sessions, transaction_version_2, transaction_version_2_fence,
-        share_group_configs, share_group_configs_in_force, share_read_committed,
+        share_group_offsets_admin, share_sessions, share_session_outlives_leave, transaction_version_2,
+        transaction_version_2_fence, share_group_configs, share_group_configs_in_force, share_read_committed,
     )
 }

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 SECTIONS = ("classic-protocol", "rebalances-over-time", "rebalances-per-group", "rebalance-durations",
             "membership-churn", "commit-rate", "commits-per-group", "timeline", "current-state", "consumer-protocol",
-            "transactional-commits")
+            "transactional-commits", "share-groups")
 
 
 class _Page(HTMLParser):

@@ -17,7 +17,14 @@ from coordinator.log.segment import scan_batches
 from spark_jobs.decode import decode_segment, find_segments
 from spark_jobs.generate import generate
 from spark_jobs.rows import DecodeStats
-from spark_jobs.summarize import KEY_KIND, MINUTE_KIND, summarize_segment
+from spark_jobs.summarize import (
+    CURRENT_ASSIGNMENT,
+    FOLDED_KINDS,
+    KEY_KIND,
+    MINUTE_KIND,
+    STABLE_STATE,
+    summarize_segment,
+)
 
 from .segments import whole_and_cut
 
@@ -67,10 +74,36 @@ def test_summary_rows_give_the_per_key_and_per_minute_figures_of_the_commit_rows
         minutes = {(r["group_id"], r["topic"], r["timestamp"]): (r["commit_count"], sorted(r["partitions"]))
                    for r in summary if r["kind"] == MINUTE_KIND}
         assert minutes == {k: (len(v), sorted(set(v))) for k, v in per_minute.items()}
-        others = [r for r in summary if r["kind"] not in (KEY_KIND, MINUTE_KIND)]
-        expected = [r for r in rows if r["kind"] != "offset_commit"]
+        _check_folds(rows, [r for r in summary if r["kind"] in FOLDED_KINDS])
+        others = [r for r in summary if r["kind"] not in (KEY_KIND, MINUTE_KIND, *FOLDED_KINDS)]
+        expected = [r for r in rows if r["kind"] not in ("offset_commit", *FOLDED_KINDS)]
         assert sorted(others, key=lambda r: r["offset"]) == [{**r, **{c: None for c in others[0] if c not in r}}
                                                              for r in sorted(expected, key=lambda r: r["offset"])]
+
+
+def _check_folds(rows: list[dict], folds: list[dict]) -> None:
+    """The folded KIP-848 rows against the rows themselves: a live STABLE current assignment folds per
+    member epoch into its earliest record; every other record of a key folds into its newest record."""
+    by_fold: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        if r["kind"] in FOLDED_KINDS:
+            value = json.loads(r["value_json"]) if r["value_json"] else {}
+            stable = r["kind"] == CURRENT_ASSIGNMENT and not r["tombstone"] and value["State"] == STABLE_STATE
+            by_fold[(r["kind"], r["group_id"], r["member_id"], value["MemberEpoch"] if stable else None)].append(r)
+    assert len(folds) == len(by_fold)
+    assert any(epoch is not None for *_, epoch in by_fold)  # the log has reconciled members
+    got = {(r["kind"], r["group_id"], r["member_id"], r["stable_epoch"]): r for r in folds}
+    assert got.keys() == by_fold.keys()
+    for key, records in by_fold.items():
+        chosen = (min(records, key=lambda r: (r["timestamp"], r["offset"])) if key[-1] is not None
+                  else max(records, key=lambda r: r["offset"]))
+        row = got[key]
+        assert row["value_json"] is None  # not decoded
+        same = [c for c in chosen if c != "value_json"]
+        assert {c: row[c] for c in same} == {c: chosen[c] for c in same}
+        assert (row["record_count"], row["tombstone_count"], row["first_ms"], row["last_ms"]) == (
+            len(records), sum(r["tombstone"] for r in records), min(r["timestamp"] for r in records),
+            max(r["timestamp"] for r in records))
 
 
 def test_offset_views_do_not_change_when_a_partition_log_is_cut_into_segments(logs, spark_session, tmp_path):

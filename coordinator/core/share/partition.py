@@ -129,19 +129,24 @@ class SharePartition:
     # ---- durable form (Kafka's PersisterPersistedBatch: ACQUIRED is written as AVAILABLE)
 
     def state_batches(self) -> list[PersistedBatch]:
-        """The window as maximal runs of one (state, count), what a ShareSnapshot record holds."""
+        """The window as maximal runs of one (state, count), what a ShareSnapshot record holds. An
+        acquisition is not durable (Kafka's SharePartition.acquire writes no state): an ACQUIRED record is
+        written as AVAILABLE with the count it had before, so a crash does not count a delivery nobody
+        finished, and repeated crashes cannot archive a record at the delivery limit."""
         batches: list[PersistedBatch] = []
         for offset in range(self.start_offset, self.end_offset):
             record = self.records.get(offset)
             if record is None:
                 continue
-            state = RecordState.AVAILABLE if record.state is RecordState.ACQUIRED else record.state
+            state, count = record.state, record.delivery_count
+            if state is RecordState.ACQUIRED:
+                state, count = RecordState.AVAILABLE, count - 1
             last = batches[-1] if batches else None
             if (last is not None and last.last_offset == offset - 1 and last.state == state
-                    and last.delivery_count == record.delivery_count):
-                batches[-1] = PersistedBatch(last.first_offset, offset, state, record.delivery_count)
+                    and last.delivery_count == count):
+                batches[-1] = PersistedBatch(last.first_offset, offset, state, count)
             else:
-                batches.append(PersistedBatch(offset, offset, state, record.delivery_count))
+                batches.append(PersistedBatch(offset, offset, state, count))
         return batches
 
     @classmethod

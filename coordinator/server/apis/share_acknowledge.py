@@ -47,10 +47,11 @@ def share_acknowledge(broker: Broker, request: Any, ctx: RequestContext) -> Repl
                                     current_leader=Leader(leader_id=broker.node_id, leader_epoch=0))
                       for p in topic.partitions]
         topics.append(Topic(topic_id=topic.topic_id, partitions=partitions))
-    if is_closing(request):
-        share.close_session(request.group_id, request.member_id)
+    closed = None
+    if is_closing(request):  # the acknowledgements may be written by the close: wait for that write too
+        closed = share.close_session(request.group_id, request.member_id)
     else:
         session.next_epoch()
     lock_ms = share.limits_for(request.group_id).lock_duration_ms
-    return after_durable(share.persist(), ShareAcknowledgeResponse(
+    return after_durable(share.persist() or closed, ShareAcknowledgeResponse(
         acquisition_lock_timeout_ms=lock_ms, responses=topics, node_endpoints=[]))

@@ -93,9 +93,9 @@ def share_fetch(broker: Broker, request: Any, ctx: RequestContext) -> Reply:
     for topic_id, index, batches in acks:
         result.of(topic_id, index).acknowledge_error_code = int(
             acknowledge(broker, ctx, request, topic_id, index, batches))
-    if is_closing(request):
-        share.close_session(request.group_id, request.member_id)
-        return after_durable(share.persist(), result.response())
+    if is_closing(request):  # the acknowledgements may be written by the close: wait for that write too
+        closed = share.close_session(request.group_id, request.member_id)
+        return after_durable(share.persist() or closed, result.response())
     if epoch != INITIAL_EPOCH:
         session.partitions.update(dict.fromkeys(wanted))
         for forgotten in request.forgotten_topics_data:
