@@ -36,6 +36,7 @@ from coordinator.records.share_state import (
     state_partition_key,
 )
 from coordinator.server.log_record_store import LogRecordStore
+from coordinator.server.registry import HandlerError
 from coordinator.server.share_group_settings import ShareGroupSettings
 from coordinator.server.share_metrics import (
     ShareCounts,
@@ -283,6 +284,21 @@ class SharePartitionManager:
         self.mark_changed((group_id, topic_id, index))
         self.broker.data.appended.notify()  # released records may be acquired by a waiting fetch
         return ErrorCode.NONE
+
+    def initialization_error(self, group_id: str, topic_id: uuid.UUID, index: int) -> ErrorCode:
+        """NONE when the group initialized the share-partition (record 15, written by the heartbeat that
+        first saw it subscribed), else the error a fetch of it gets. Kafka 4.4's share coordinator holds
+        no state for a key nobody initialized: ShareCoordinatorShard.maybeGetReadStateError answers
+        INVALID_REQUEST, which SharePartition.fetchPersisterError turns into UnknownServerException."""
+        if (group_id, topic_id, index) in self.partitions:
+            return ErrorCode.NONE
+        try:
+            _, shard = self.broker.groups.shard_for(group_id)
+        except HandlerError as exc:  # the group's coordinator is not here (or not loaded): its error
+            return exc.code
+        group = shard.state.groups.share(group_id)
+        topic = group.initialized.get(topic_id) if group is not None else None
+        return ErrorCode.NONE if topic is not None and index in topic.partitions else ErrorCode.UNKNOWN_SERVER_ERROR
 
     def share_partition(self, group_id: str, topic_id: uuid.UUID, index: int) -> SharePartition:
         key = (group_id, topic_id, index)

@@ -43,19 +43,6 @@ ALLOWLIST: tuple[Allowed, ...] = (
     Allowed("CreatePartitions", r"<request>", conversation="create_partitions",
             reason="Manual assignments name the node itself, whose id differs: the oracle is node 1, groupcoord "
                    "node 0 (the conversation reads it from Metadata)."),
-    *(Allowed("ShareFetch", r"responses.*", conversation="share_sessions", step=step, reason=(
-        "BUG, to fix: a ShareFetch of a share-partition its group never initialized (no member subscribed, "
-        "no record 15). Kafka 4.4's answer is deterministic, only its timing is not: SharePartition."
-        "maybeInitialize reads the state through the persister; ShareCoordinatorShard.maybeGetReadStateError "
-        "answers INVALID_REQUEST ('Read on uninitialized share partition') for a key it has no state for; "
-        "SharePartition.fetchPersisterError maps every code but the coordinator, group, partition and fencing "
-        "ones to UnknownServerException, so the partition fails with UNKNOWN_SERVER_ERROR (-1) and is dropped "
-        "from the cache (the next fetch tries again and fails again). The opening fetch (MaxWaitMs 0) may be "
-        "answered before that read completes, with no data for the partition; so the error shows at the "
-        "opening fetch or the next. Shipped behaviour wins: groupcoord should answer UNKNOWN_SERVER_ERROR "
-        "instead of initializing the share-partition on first fetch and answering no records "
-        "(docs/spec/share-groups.md#heartbeat); not done yet because the share wire tests and the share "
-        "benchmark fetch without joining the group first.")) for step in (3, 6)),
     Allowed("ShareFetch", r"responses\[0\]\.partitions\[0\]\.records", conversation="share_group_configs_in_force",
             reason="BUG, to fix: the batch's PartitionLeaderEpoch. Kafka 4.4 stamps the leader epoch (0) on every "
                    "batch it appends; groupcoord keeps the producer's -1, so the delivered bytes differ in those four "

@@ -800,7 +800,9 @@ def share_group_offsets_admin(s: Side) -> None:
 
 def share_sessions(s: Side) -> None:
     """ShareFetch and ShareAcknowledge session rules (docs/spec/share-groups.md#sessions): a missing
-    session, acknowledgements when opening one, a wrong epoch, ShareAcknowledge at epoch 0, closing."""
+    session, acknowledgements when opening one, a wrong epoch, ShareAcknowledge at epoch 0, closing; the
+    share-partition is never initialized (no member joined), so each fetch fails it with
+    UNKNOWN_SERVER_ERROR while the session goes on."""
     topic = s.name_of("ss")
     created = s.call("admin", K.CREATE_TOPICS, 7, m.CreateTopicsRequest(topics=[m.CreateTopicsRequest.CreatableTopic(
         name=topic, num_partitions=1, replication_factor=1)], timeout_ms=10_000))
@@ -808,12 +810,20 @@ def share_sessions(s: Side) -> None:
     await_assignable(s, topic)
     topic_id = created.topics[0].topic_id
     group = s.name_of("ss")
+    # Unrecorded: another group's member is assigned the topic first, so Kafka's share coordinator is up
+    # (the first time it creates __share_group_state, and a state read takes longer than a fetch waits).
+    warm, warm_member = s.name_of("ss-warm"), "m-ssw-000000000000000"
+    joined = s.wire("_await").request(K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+        group_id=warm, member_id=warm_member, member_epoch=0, subscribed_topic_names=[topic]))
+    await_share_assignment(s, warm, warm_member, joined.member_epoch)
     F, A = m.ShareFetchRequest, m.ShareAcknowledgeRequest
 
     def fetch(epoch: int, acks: tuple[tuple[int, int, int], ...] = (), member: str = "m-ss-0000000000000000") -> Any:
+        # MaxWaitMs 100: the share-partition was never initialized (no member joined), and Kafka 4.4 fails
+        # it only once its state read failed, which a fetch answered at once (MaxWaitMs 0) may precede
         batches = [F.AcknowledgementBatch(first, last, [kind]) for first, last, kind in acks]
         return s.call("a", K.SHARE_FETCH, 2, F(
-            group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=0, min_bytes=1,
+            group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=100, min_bytes=1,
             max_records=100, batch_size=100, topics=[F.FetchTopic(topic_id, [
                 F.FetchPartition(partition_index=0, acknowledgement_batches=batches)])], forgotten_topics_data=[]))
 

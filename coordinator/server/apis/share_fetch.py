@@ -43,6 +43,7 @@ class _Result:
         self.broker = broker
         self.group_id = group_id
         self.partitions: dict[tuple[Any, int], PartitionData] = {}
+        self.failed: dict[tuple[Any, int], ErrorCode] = {}  # share-partitions whose state could not be read
 
     def of(self, topic_id: Any, index: int) -> PartitionData:
         data = self.partitions.get((topic_id, index))
@@ -53,6 +54,8 @@ class _Result:
         return data
 
     def response(self) -> ShareFetchResponse:
+        for (topic_id, index), code in self.failed.items():
+            self.of(topic_id, index).error_code = int(code)
         topics: dict[Any, Topic] = {}
         for (topic_id, _), data in self.partitions.items():
             topics.setdefault(topic_id, Topic(topic_id=topic_id, partitions=[])).partitions.append(data)
@@ -126,6 +129,14 @@ def _acquire(broker: Broker, request: Any, ctx: RequestContext, session: ShareSe
         code = partition_error(broker, ctx, topic_id, index)
         if code != ErrorCode.NONE:  # only partitions with records, errors or acknowledgements are answered
             result.of(topic_id, index).error_code = int(code)
+            continue
+        code = share.initialization_error(request.group_id, topic_id, index)
+        if code != ErrorCode.NONE:
+            # Kafka 4.4 fails a share-partition whose state read fails, asynchronously: a fetch that may
+            # wait answers the error once its wait ends (DelayedShareFetch), one that may not (MaxWaitMs
+            # 0) answers before the read did, without the partition.
+            if request.max_wait_ms > 0:
+                result.failed[topic_id, index] = code
             continue
         acquired = share.acquire(request.group_id, request.member_id, topic_id, index, budget, max_bytes)
         if not acquired.ranges:
