@@ -43,10 +43,6 @@ ALLOWLIST: tuple[Allowed, ...] = (
     Allowed("CreatePartitions", r"<request>", conversation="create_partitions",
             reason="Manual assignments name the node itself, whose id differs: the oracle is node 1, groupcoord "
                    "node 0 (the conversation reads it from Metadata)."),
-    Allowed("ShareFetch", r"responses\[0\]\.partitions\[0\]\.records", conversation="share_group_configs_in_force",
-            reason="BUG, to fix: the batch's PartitionLeaderEpoch. Kafka 4.4 stamps the leader epoch (0) on every "
-                   "batch it appends; groupcoord keeps the producer's -1, so the delivered bytes differ in those four "
-                   "bytes only (the CRC does not cover them). Not a share group matter: the data plane's append."),
     Allowed("DescribeShareGroupOffsets", r"groups\[0\]\.topics\[0\]\.partitions\[0\]\.start_offset",
             conversation="share_read_committed", kafka_value=0,
             reason="BUG, to fix: both brokers archive the aborted records 0-2 undelivered and deliver 3-5 (the "
