@@ -316,8 +316,9 @@ class SharePartitionManager:
         return sp
 
     def acquire(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int, max_records: int,
-                max_bytes: int) -> Acquired:
-        """Acquire up to `max_records` for the member; the whole batches that hold them."""
+                max_bytes: int, batch_optimized: bool = True) -> Acquired:
+        """Acquire up to `max_records` for the member (batch-optimized: rounded up to the end of the log
+        batch where the limit falls); the whole batches that hold them."""
         topic = self.broker.topics.by_id(topic_id)
         assert topic is not None
         sp = self.share_partition(group_id, topic_id, index)
@@ -333,7 +334,8 @@ class SharePartitionManager:
             return Acquired([], b"")
         last = min(spans[-1][1].last_offset, high_watermark - 1)
         now = _now_ms()
-        ranges = sp.acquire(member_id, first, last, max_records, now, self.limits_for(group_id))
+        batch_ends = [header.last_offset for _, header in spans] if batch_optimized else None
+        ranges = sp.acquire(member_id, first, last, max_records, now, self.limits_for(group_id), batch_ends)
         if read_committed:
             committed = drop_aborted(self.broker.data, topic, index, partition, sp, member_id,
                                      [header for _, header in spans], ranges)
