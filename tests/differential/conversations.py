@@ -1180,6 +1180,7 @@ CONVERSATIONS: dict[str, Conversation] = {
         describe_list_delete, consumer_group_lifecycle, consumer_group_errors, transactional_offsets,
         create_partitions, txn_offsets_unknown_topics, admin_apis, share_group_membership, share_group_offsets,
         share_group_offsets_admin, share_sessions, share_session_outlives_leave, share_acquire_modes,
-        transaction_version_2, transaction_version_2_fence, share_group_configs, share_group_configs_in_force, share_read_committed,
+        transaction_version_2, transaction_version_2_fence, share_group_configs, share_group_configs_in_force,
+        share_read_committed,
     )
 }
