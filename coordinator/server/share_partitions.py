@@ -316,7 +316,7 @@ class SharePartitionManager:
         return sp
 
     def acquire(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int, max_records: int,
-                max_bytes: int, batch_optimized: bool = True) -> Acquired:
+                max_bytes: int, batch_optimized: bool = True, batch_size: int = 0) -> Acquired:
         """Acquire up to `max_records` for the member (batch-optimized: rounded up to the end of the log
         batch where the limit falls); the whole batches that hold them."""
         topic = self.broker.topics.by_id(topic_id)
@@ -335,7 +335,8 @@ class SharePartitionManager:
         last = min(spans[-1][1].last_offset, high_watermark - 1)
         now = _now_ms()
         batch_ends = [header.last_offset for _, header in spans] if batch_optimized else None
-        ranges = sp.acquire(member_id, first, last, max_records, now, self.limits_for(group_id), batch_ends)
+        ranges = sp.acquire(member_id, first, last, max_records, now, self.limits_for(group_id), batch_ends,
+                            batch_size)
         if read_committed:
             committed = drop_aborted(self.broker.data, topic, index, partition, sp, member_id,
                                      [header for _, header in spans], ranges)

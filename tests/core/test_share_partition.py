@@ -120,3 +120,15 @@ def test_batch_optimized_redelivery_counts_only_available_offsets():
     ack(sp, "a", 0, 9, RELEASE)
     # 0-9 available again (count 2) in one log batch: max records 2 still takes the whole batch
     assert sp.acquire("b", 0, 9, 2, 0, LIMITS, [9]) == [AcquiredRange(0, 9, 2)]
+
+
+def test_batch_optimized_mode_cuts_new_offsets_into_ranges_of_batch_size_at_log_batch_bases():
+    """SharePartition.createBatches: a range is cut at a log batch's base offset once it holds BatchSize
+    offsets; record-limit mode hands out one range."""
+    ten_single = list(range(10))
+    assert SharePartition(0).acquire("a", 0, 9, 10, 0, LIMITS, ten_single, batch_size=3) == [
+        AcquiredRange(0, 2, 1), AcquiredRange(3, 5, 1), AcquiredRange(6, 8, 1), AcquiredRange(9, 9, 1)]
+    three_of_four = [3, 7, 11]  # 0-3, 4-7, 8-11; max records 6 ends in 4-7
+    assert SharePartition(0).acquire("a", 0, 11, 6, 0, LIMITS, three_of_four, batch_size=4) == [
+        AcquiredRange(0, 3, 1), AcquiredRange(4, 7, 1)]
+    assert SharePartition(0).acquire("a", 0, 11, 6, 0, LIMITS, None, batch_size=4) == [AcquiredRange(0, 5, 1)]

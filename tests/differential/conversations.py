@@ -1067,17 +1067,25 @@ def share_group_configs_in_force(s: Side) -> None:
 
 
 def share_acquire_modes(s: Side) -> None:
-    """ShareAcquireMode (docs/spec/share-groups.md#case-21): one 50-record batch, MaxRecords 10. ShareFetch
-    v1 and v2 mode 0 (batch-optimized) acquire the whole batch, 0-49; v2 mode 1 (record-limit) exactly
-    0-9. One group per mode, each starting at earliest."""
-    (topic,) = create_topics(s, "sgam", partitions=1)
+    """ShareAcquireMode (docs/spec/share-groups.md#case-21). Partition 0 holds one 50-record batch, and
+    MaxRecords is 10: ShareFetch v1 and v2 mode 0 (batch-optimized) acquire the whole batch, 0-49; v2
+    mode 1 (record-limit) exactly 0-9. Partition 1 holds three 4-record batches, MaxRecords 6 and
+    BatchSize 4: batch-optimized acquires up to the end of the second batch in two ranges, 0-3 and
+    4-7; record-limit 0-5. One group per mode, each starting at earliest."""
+    (topic,) = create_topics(s, "sgam", partitions=2)
     await_assignable(s, topic)
     topic_id = s.wire("_await").request(K.METADATA, 12, m.MetadataRequest(topics=[
         m.MetadataRequest.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False)).topics[0].topic_id
     P = m.ProduceRequest
-    s.call("admin", K.PRODUCE, 9, P(acks=-1, timeout_ms=5000, topic_data=[P.TopicProduceData(
-        name=topic, partition_data=[P.PartitionProduceData(index=0, records=build_batch(
-            [(None, b"r%d" % i) for i in range(50)], timestamp=1_700_000_000_000))])]))
+
+    def produce(index: int, sizes: list[int]) -> None:
+        for size in sizes:
+            s.call("admin", K.PRODUCE, 9, P(acks=-1, timeout_ms=5000, topic_data=[P.TopicProduceData(
+                name=topic, partition_data=[P.PartitionProduceData(index=index, records=build_batch(
+                    [(None, b"r%d" % i) for i in range(size)], timestamp=1_700_000_000_000))])]))
+
+    produce(0, [50])
+    produce(1, [4, 4, 4])
     F = m.ShareFetchRequest
     for version, mode in ((1, 0), (2, 0), (2, 1)):
         group, member = s.name_of(f"sgam-{version}-{mode}"), f"m-am-{version}{mode}-00000000000000"
@@ -1085,10 +1093,12 @@ def share_acquire_modes(s: Side) -> None:
         joined = s.call("a", K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
             group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]))
         await_share_assignment(s, group, member, joined.member_epoch)
-        s.call("a", K.SHARE_FETCH, version, F(
-            group_id=group, member_id=member, share_session_epoch=0, max_wait_ms=5000, min_bytes=1,
-            max_records=10, batch_size=10, share_acquire_mode=mode, topics=[F.FetchTopic(topic_id, [
-                F.FetchPartition(partition_index=0, acknowledgement_batches=[])])], forgotten_topics_data=[]))
+        for epoch, (index, max_records, batch_size) in enumerate(((0, 10, 10), (1, 6, 4))):
+            s.call("a", K.SHARE_FETCH, version, F(
+                group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=5000, min_bytes=1,
+                max_records=max_records, batch_size=batch_size, share_acquire_mode=mode, topics=[F.FetchTopic(
+                    topic_id, [F.FetchPartition(partition_index=index, acknowledgement_batches=[])])],
+                forgotten_topics_data=[F.ForgottenTopic(topic_id, [0])] if index else []))  # one partition each
 
 
 def share_read_committed(s: Side) -> None:

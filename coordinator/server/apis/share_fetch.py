@@ -143,7 +143,7 @@ def _acquire(broker: Broker, request: Any, ctx: RequestContext, session: ShareSe
                 result.failed[topic_id, index] = code
             continue
         acquired = share.acquire(request.group_id, request.member_id, topic_id, index, budget, max_bytes,
-                                 batch_optimized)
+                                 batch_optimized, request.batch_size)
         if not acquired.ranges:
             continue
         data = result.of(topic_id, index)
