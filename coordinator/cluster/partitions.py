@@ -44,10 +44,10 @@ from coordinator.cluster.ownership import (
     preferred_owner,
 )
 from coordinator.cluster.store import _LOCK_LEASES, BatchStore, _Pending, shard_name
-from coordinator.log.batch import iter_records, set_base_offset, verify_crc
+from coordinator.log.batch import iter_records, set_base_offset, set_partition_leader_epoch, verify_crc
 from coordinator.log.partition import LogConfig, OffsetOutOfRangeError, check_appended
 from coordinator.log.transactions import ProduceError
-from coordinator.server.data_plane import DataPlane, partition_config
+from coordinator.server.data_plane import SINGLE_NODE_LEADER_EPOCH, DataPlane, partition_config
 from coordinator.topics import Topic, TopicChange, TopicRegistry
 from protocol.error_codes import ErrorCode
 
@@ -159,14 +159,18 @@ class PgPartition:
 
     # ---- writes
 
-    def append(self, batch: bytes | bytearray, keys_checked: bool = False) -> tuple[int, int]:
-        """Check one v2 batch, give it the next offsets, keep it and send it to the database."""
+    def append(self, batch: bytes | bytearray, keys_checked: bool = False,
+               leader_epoch: int | None = None) -> tuple[int, int]:
+        """Check one v2 batch, give it the next offsets (and the leader epoch), keep it and send it to
+        the database."""
         if self.failed:
             raise NotLeader(self.shard)
         header = check_appended(batch, self.config, keys_checked)
         base = self.next_offset
         buf = bytearray(batch)
         set_base_offset(buf, base)
+        if leader_epoch is not None:
+            set_partition_leader_epoch(buf, leader_epoch)
         data = bytes(buf)
         self._keep(data)
         span = header.last_offset_delta + 1
@@ -269,6 +273,11 @@ class PgPartition:
             del self.bases[:drop], self.lasts[:drop], self.max_timestamps[:drop], self.batches[:drop]
 
 
+def leader_epoch_of(lease_epoch: int) -> int:
+    """A lease epoch as the int32 leader epoch Metadata and batches carry."""
+    return lease_epoch & 0x7FFFFFFF
+
+
 @dataclass
 class _Lead:
     """A partition lease this node holds (the coordinator shards' `Held`) and what it leads."""
@@ -309,7 +318,12 @@ class ClusterDataPlane(DataPlane):
         node, epoch = found
         if node != self.node_id and node not in self.ownership.cluster.fresh:
             return None
-        return node, epoch & 0x7FFFFFFF
+        return node, leader_epoch_of(epoch)
+
+    def leader_epoch(self, topic: Topic, index: int) -> int:
+        """The lease epoch this node leads the partition in, as Metadata reports it (stamped on batches)."""
+        lead = self.led.get(shard_name(topic.name, index))
+        return SINGLE_NODE_LEADER_EPOCH if lead is None else leader_epoch_of(lead.held.epoch)
 
     def durable_before_ack(self, acks: int) -> bool:
         return acks != 0  # one durable store: acks=1 waits for the commit as acks=all does

@@ -41,6 +41,7 @@ _unpack_header = HEADER.unpack_from
 _pack_header = HEADER.pack_into
 _pack_i64 = struct.Struct(">q").pack_into
 _pack_u32 = struct.Struct(">I").pack_into
+_pack_i32 = struct.Struct(">i").pack_into
 _unpack_i32 = struct.Struct(">i").unpack_from
 crc32c = _crc32c.crc32c  # crc32c(data) -> int, CRC-32C as the batch header stores it
 _crc = crc32c
@@ -381,6 +382,12 @@ def crc_ok(batch: Buffer, pos: int = 0) -> bool:
 def set_base_offset(buf: bytearray | memoryview, offset: int, pos: int = 0) -> None:
     """Rewrite baseOffset in place; outside the CRC, so the batch stays valid."""
     _pack_i64(buf, pos, offset)
+
+
+def set_partition_leader_epoch(buf: bytearray | memoryview, epoch: int, pos: int = 0) -> None:
+    """Stamp partitionLeaderEpoch in place, as a leader's append does (Kafka's LogValidator sets it on
+    every batch to the leader's epoch); outside the CRC, so the batch stays valid."""
+    _pack_i32(buf, pos + 12, epoch)  # after baseOffset (8) and batchLength (4)
 
 
 def iter_batches(buf: Buffer, verify: bool = False) -> Iterator[tuple[int, BatchHeader]]:

@@ -27,7 +27,15 @@ from pathlib import Path
 
 import structlog
 
-from .batch import CONTROL_BIT, BatchHeader, CorruptBatchError, iter_records, set_base_offset, verify_crc
+from .batch import (
+    CONTROL_BIT,
+    BatchHeader,
+    CorruptBatchError,
+    iter_records,
+    set_base_offset,
+    set_partition_leader_epoch,
+    verify_crc,
+)
 from .segment import OUT_OF_SPACE, SUFFIX, CorruptLogError, Segment, base_offset_of, intact_batch_after
 
 log = structlog.get_logger(__name__)
@@ -238,11 +246,13 @@ class Partition:
 
     # ------------------------------------------------------------ append
 
-    def append(self, batch: bytes | bytearray, keys_checked: bool = False) -> tuple[int, int]:
+    def append(self, batch: bytes | bytearray, keys_checked: bool = False,
+               leader_epoch: int | None = None) -> tuple[int, int]:
         """Validate one v2 batch, give it the next offsets, write it. Returns ``(base_offset, last_offset)``.
 
         ``keys_checked``: the caller built the batch and knows every record has a key (the coordinator's
-        own records), so a compacted log need not decode the records to check.
+        own records), so a compacted log need not decode the records to check. ``leader_epoch``: stamped
+        as the batch's partitionLeaderEpoch (None keeps the writer's).
 
         Raises ``CorruptBatchError`` (CORRUPT_MESSAGE) for a bad batch, its subclass
         ``InvalidRecordError`` (INVALID_RECORD) for a keyless record in a compacted topic, and
@@ -257,6 +267,9 @@ class Partition:
         buf = bytearray(batch)
         set_base_offset(buf, base)
         h.base_offset = base
+        if leader_epoch is not None:
+            set_partition_leader_epoch(buf, leader_epoch)
+            h.partition_leader_epoch = leader_epoch
         active = self.active
         if active.size and (active.size + len(buf) > self.config.segment_bytes
                             or 0 <= self.config.segment_ms < h.max_timestamp - active.first_timestamp):

@@ -100,6 +100,10 @@ def read_batches(partition: Partition) -> Iterator[tuple[bytes, BatchHeader]]:
                 offset = header.last_offset + 1
 
 
+#: The leader epoch of every partition of a single node, as Metadata reports it.
+SINGLE_NODE_LEADER_EPOCH = 0
+
+
 class DataPlane:
     def __init__(self, broker_config, data_dir: Path) -> None:  # type: ignore[no-untyped-def]
         self.config = broker_config
@@ -123,6 +127,11 @@ class DataPlane:
     def durable_before_ack(self, acks: int) -> bool:
         """Whether a Produce with `acks` is answered only once its batches are durable."""
         return acks == -1 and self.config["flush.policy"] == "always"
+
+    def leader_epoch(self, topic: Topic, index: int) -> int:
+        """The epoch this node leads the partition in, stamped on every batch it appends (a cluster
+        passes its lease epoch, the leader epoch it reports)."""
+        return SINGLE_NODE_LEADER_EPOCH
 
     def partition(self, topic: Topic, index: int) -> Partition:
         return self.logs.get_or_create(topic.name, index, partition_config(self.config, topic))
@@ -170,7 +179,7 @@ class DataPlane:
                     if code != ErrorCode.NONE:
                         raise ProduceError(code, "the partition is not part of the producer's transaction")
                 try:
-                    base_offset, _ = partition.append(batch)
+                    base_offset, _ = partition.append(batch, leader_epoch=self.leader_epoch(topic, index))
                 except CorruptBatchError as exc:
                     raise ProduceError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
                 producers.record(header, base_offset)
@@ -187,7 +196,7 @@ class DataPlane:
         producers = self.producer_state(topic.name, index, partition)
         producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
         batch = control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
-        base_offset, _ = partition.append(batch, keys_checked=True)
+        base_offset, _ = partition.append(batch, keys_checked=True, leader_epoch=self.leader_epoch(topic, index))
         header = BatchHeader.parse(batch)
         producers.apply_marker(producer_id, producer_epoch, marker_of(batch, header), base_offset)
         self.appended.notify()  # the LSO may have moved: wake read_committed fetches

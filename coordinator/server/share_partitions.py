@@ -36,6 +36,7 @@ from coordinator.records.share_state import (
     state_partition_key,
 )
 from coordinator.server.log_record_store import LogRecordStore
+from coordinator.server.registry import HandlerError
 from coordinator.server.share_group_settings import ShareGroupSettings
 from coordinator.server.share_metrics import (
     ShareCounts,
@@ -284,6 +285,21 @@ class SharePartitionManager:
         self.broker.data.appended.notify()  # released records may be acquired by a waiting fetch
         return ErrorCode.NONE
 
+    def initialization_error(self, group_id: str, topic_id: uuid.UUID, index: int) -> ErrorCode:
+        """NONE when the group initialized the share-partition (record 15, written by the heartbeat that
+        first saw it subscribed), else the error a fetch of it gets. Kafka 4.4's share coordinator holds
+        no state for a key nobody initialized: ShareCoordinatorShard.maybeGetReadStateError answers
+        INVALID_REQUEST, which SharePartition.fetchPersisterError turns into UnknownServerException."""
+        if (group_id, topic_id, index) in self.partitions:
+            return ErrorCode.NONE
+        try:
+            _, shard = self.broker.groups.shard_for(group_id)
+        except HandlerError as exc:  # the group's coordinator is not here (or not loaded): its error
+            return exc.code
+        group = shard.state.groups.share(group_id)
+        topic = group.initialized.get(topic_id) if group is not None else None
+        return ErrorCode.NONE if topic is not None and index in topic.partitions else ErrorCode.UNKNOWN_SERVER_ERROR
+
     def share_partition(self, group_id: str, topic_id: uuid.UUID, index: int) -> SharePartition:
         key = (group_id, topic_id, index)
         sp = self.partitions.get(key)
@@ -300,8 +316,9 @@ class SharePartitionManager:
         return sp
 
     def acquire(self, group_id: str, member_id: str, topic_id: uuid.UUID, index: int, max_records: int,
-                max_bytes: int) -> Acquired:
-        """Acquire up to `max_records` for the member; the whole batches that hold them."""
+                max_bytes: int, batch_optimized: bool = True, batch_size: int = 0) -> Acquired:
+        """Acquire up to `max_records` for the member (batch-optimized: rounded up to the end of the log
+        batch where the limit falls); the whole batches that hold them."""
         topic = self.broker.topics.by_id(topic_id)
         assert topic is not None
         sp = self.share_partition(group_id, topic_id, index)
@@ -317,7 +334,9 @@ class SharePartitionManager:
             return Acquired([], b"")
         last = min(spans[-1][1].last_offset, high_watermark - 1)
         now = _now_ms()
-        ranges = sp.acquire(member_id, first, last, max_records, now, self.limits_for(group_id))
+        batch_ends = [header.last_offset for _, header in spans] if batch_optimized else None
+        ranges = sp.acquire(member_id, first, last, max_records, now, self.limits_for(group_id), batch_ends,
+                            batch_size)
         if read_committed:
             committed = drop_aborted(self.broker.data, topic, index, partition, sp, member_id,
                                      [header for _, header in spans], ranges)

@@ -5,9 +5,10 @@ members, and ShareFetch latency, against the real server.
     .venv/bin/python -m tests.bench.share_groups --records 50000 --members 3 --max-records 500
 
 The server runs as a subprocess (`groupcoord serve`, flush.policy=always) on a free 127.0.0.1 port. Each
-member is a thread with its own connection sending raw ShareFetch requests (v2, MaxRecords as given) for
-both partitions, acknowledging (ACCEPT) what the previous fetch acquired in the next one, as the Java
-client's implicit mode does; every acknowledgement is answered only once its ShareSnapshot is fsynced.
+member is a thread with its own connection that joins with ShareGroupHeartbeat, then sends raw
+ShareFetch requests (v2, MaxRecords as given) for both partitions, acknowledging (ACCEPT) what the
+previous fetch acquired in the next one, as the Java client's implicit mode does; every acknowledgement
+is answered only once its ShareSnapshot is fsynced.
 Reported: accepted records per second from the first fetch to the last acknowledgement, and the p50/p99
 of ShareFetch round trips. Figures depend on the disk's fsync latency and the machine's load.
 """
@@ -30,6 +31,7 @@ from protocol.api_keys import ApiKey
 from protocol.messages import CreateTopicsRequest, ShareFetchRequest
 from tests.bench.data_plane import machine, start_server
 from tests.server.conftest import KafkaWire
+from tests.server.test_share_wire import join
 
 TOPIC = "bench-share"
 GROUP = "bench-share-group"
@@ -104,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
             accepted: list[int] = []
             members = [Member(srv.host, srv.port, f"member-{i}", created.topic_id, args.partitions,
                               args.max_records, accepted, args.records) for i in range(args.members)]
+            for member in members:  # as clients do: join, and fetch once assigned (the join initializes)
+                join(member.wire, GROUP, member.name, TOPIC)
             for member in members:
                 member.fetch()  # opens the session; the share-partitions start at the end (latest)
             produce(srv.bootstrap, args.records, args.partitions)

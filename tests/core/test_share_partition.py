@@ -92,3 +92,43 @@ def test_an_acquisition_is_not_durable():
         restarted = SharePartition.from_state(sp.start_offset, sp.state_batches())
         assert restarted.acquire("c", 0, 3, 500, 0, LIMITS) == [AcquiredRange(0, 0, 2), AcquiredRange(1, 3, 1)]
         sp = restarted
+
+
+def test_batch_optimized_mode_finishes_the_log_batch_record_limit_mode_stops_at_max_records():
+    """docs/spec/share-groups.md#case-21: batch-optimized (ShareFetch v1, v2 mode 0) rounds a limit up to
+    the end of the log batch it falls in; record-limit (v2 mode 1) stops at exactly max records."""
+    ten_single = list(range(10))  # ten one-record batches: 0, 1, ..., 9
+    assert SharePartition(0).acquire("a", 0, 9, 3, 0, LIMITS, ten_single) == [AcquiredRange(0, 2, 1)]
+    one_batch = [9]  # one ten-record batch 0-9
+    assert SharePartition(0).acquire("a", 0, 9, 3, 0, LIMITS, one_batch) == [AcquiredRange(0, 9, 1)]
+    assert SharePartition(0).acquire("a", 0, 9, 3, 0, LIMITS) == [AcquiredRange(0, 2, 1)]
+    two_batches = [4, 9]  # 0-4 and 5-9: a limit at 6 finishes 5-9; a limit at the batch's end stops there
+    assert SharePartition(0).acquire("a", 0, 9, 7, 0, LIMITS, two_batches) == [AcquiredRange(0, 9, 1)]
+    assert SharePartition(0).acquire("a", 0, 9, 5, 0, LIMITS, two_batches) == [AcquiredRange(0, 4, 1)]
+
+
+def test_batch_optimized_mode_may_overshoot_the_in_flight_limit_by_the_rest_of_one_batch():
+    small = PartitionLimits(lock_duration_ms=1000, delivery_count_limit=3, max_in_flight=3)
+    sp = SharePartition(0)
+    assert sp.acquire("a", 0, 9, 500, 0, small, [4, 9]) == [AcquiredRange(0, 4, 1)]
+    assert sp.acquire("b", 5, 9, 500, 0, small, [9]) == []  # at the limit before anything was acquired
+
+
+def test_batch_optimized_redelivery_counts_only_available_offsets():
+    sp = SharePartition(0)
+    sp.acquire("a", 0, 9, 500, 0, LIMITS)
+    ack(sp, "a", 0, 9, RELEASE)
+    # 0-9 available again (count 2) in one log batch: max records 2 still takes the whole batch
+    assert sp.acquire("b", 0, 9, 2, 0, LIMITS, [9]) == [AcquiredRange(0, 9, 2)]
+
+
+def test_batch_optimized_mode_cuts_new_offsets_into_ranges_of_batch_size_at_log_batch_bases():
+    """SharePartition.createBatches: a range is cut at a log batch's base offset once it holds BatchSize
+    offsets; record-limit mode hands out one range."""
+    ten_single = list(range(10))
+    assert SharePartition(0).acquire("a", 0, 9, 10, 0, LIMITS, ten_single, batch_size=3) == [
+        AcquiredRange(0, 2, 1), AcquiredRange(3, 5, 1), AcquiredRange(6, 8, 1), AcquiredRange(9, 9, 1)]
+    three_of_four = [3, 7, 11]  # 0-3, 4-7, 8-11; max records 6 ends in 4-7
+    assert SharePartition(0).acquire("a", 0, 11, 6, 0, LIMITS, three_of_four, batch_size=4) == [
+        AcquiredRange(0, 3, 1), AcquiredRange(4, 7, 1)]
+    assert SharePartition(0).acquire("a", 0, 11, 6, 0, LIMITS, None, batch_size=4) == [AcquiredRange(0, 5, 1)]

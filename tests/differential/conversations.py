@@ -800,7 +800,9 @@ def share_group_offsets_admin(s: Side) -> None:
 
 def share_sessions(s: Side) -> None:
     """ShareFetch and ShareAcknowledge session rules (docs/spec/share-groups.md#sessions): a missing
-    session, acknowledgements when opening one, a wrong epoch, ShareAcknowledge at epoch 0, closing."""
+    session, acknowledgements when opening one, a wrong epoch, ShareAcknowledge at epoch 0, closing; the
+    share-partition is never initialized (no member joined), so each fetch fails it with
+    UNKNOWN_SERVER_ERROR while the session goes on."""
     topic = s.name_of("ss")
     created = s.call("admin", K.CREATE_TOPICS, 7, m.CreateTopicsRequest(topics=[m.CreateTopicsRequest.CreatableTopic(
         name=topic, num_partitions=1, replication_factor=1)], timeout_ms=10_000))
@@ -808,12 +810,20 @@ def share_sessions(s: Side) -> None:
     await_assignable(s, topic)
     topic_id = created.topics[0].topic_id
     group = s.name_of("ss")
+    # Unrecorded: another group's member is assigned the topic first, so Kafka's share coordinator is up
+    # (the first time it creates __share_group_state, and a state read takes longer than a fetch waits).
+    warm, warm_member = s.name_of("ss-warm"), "m-ssw-000000000000000"
+    joined = s.wire("_await").request(K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+        group_id=warm, member_id=warm_member, member_epoch=0, subscribed_topic_names=[topic]))
+    await_share_assignment(s, warm, warm_member, joined.member_epoch)
     F, A = m.ShareFetchRequest, m.ShareAcknowledgeRequest
 
     def fetch(epoch: int, acks: tuple[tuple[int, int, int], ...] = (), member: str = "m-ss-0000000000000000") -> Any:
+        # MaxWaitMs 100: the share-partition was never initialized (no member joined), and Kafka 4.4 fails
+        # it only once its state read failed, which a fetch answered at once (MaxWaitMs 0) may precede
         batches = [F.AcknowledgementBatch(first, last, [kind]) for first, last, kind in acks]
         return s.call("a", K.SHARE_FETCH, 2, F(
-            group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=0, min_bytes=1,
+            group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=100, min_bytes=1,
             max_records=100, batch_size=100, topics=[F.FetchTopic(topic_id, [
                 F.FetchPartition(partition_index=0, acknowledgement_batches=batches)])], forgotten_topics_data=[]))
 
@@ -1002,6 +1012,26 @@ def share_group_configs(s: Side) -> None:
         group_id=group, member_id="m-cfg-000000000000000", member_epoch=-1))
 
 
+def set_group_configs(s: Side, group: str, *configs: tuple[str, str]) -> None:
+    """IncrementalAlterConfigs (recorded) of the group's configs, then (unrecorded) until the last one is
+    in force: Kafka applies a GROUP config change through its metadata log."""
+    Resource = m.IncrementalAlterConfigsRequest.AlterConfigsResource
+    Config = m.IncrementalAlterConfigsRequest.AlterableConfig
+    s.call("admin", K.INCREMENTAL_ALTER_CONFIGS, 1, m.IncrementalAlterConfigsRequest(resources=[Resource(
+        resource_type=GROUP_RESOURCE, resource_name=group, configs=[
+            Config(name=k, config_operation=SET, value=v) for k, v in configs])]))
+    name, value = configs[-1]
+    deadline = time.monotonic() + 10
+    while True:
+        described = s.wire("_await").request(K.DESCRIBE_CONFIGS, 4, m.DescribeConfigsRequest(resources=[
+            m.DescribeConfigsRequest.DescribeConfigsResource(resource_type=GROUP_RESOURCE, resource_name=group,
+                                                             configuration_keys=[name])]))
+        if described.results[0].configs and described.results[0].configs[0].value == value:
+            return
+        assert time.monotonic() < deadline, f"{s.name}: the group config is not in force"
+        time.sleep(0.02)  # poll interval
+
+
 def share_group_configs_in_force(s: Side) -> None:
     """The share.* GROUP configs take effect (docs/spec/share-groups.md#configuration): earliest
     delivers records written before the share-partition was initialized, the group's lock duration
@@ -1016,22 +1046,8 @@ def share_group_configs_in_force(s: Side) -> None:
     s.call("admin", K.PRODUCE, 9, P(acks=-1, timeout_ms=5000, topic_data=[
         P.TopicProduceData(name=topic, partition_data=[P.PartitionProduceData(index=0, records=batch)])]))
     group = s.name_of("sgin")
-    Resource = m.IncrementalAlterConfigsRequest.AlterConfigsResource
-    Config = m.IncrementalAlterConfigsRequest.AlterableConfig
-    s.call("admin", K.INCREMENTAL_ALTER_CONFIGS, 1, m.IncrementalAlterConfigsRequest(resources=[Resource(
-        resource_type=GROUP_RESOURCE, resource_name=group, configs=[
-            Config(name=k, config_operation=SET, value=v) for k, v in (
-                ("share.auto.offset.reset", "earliest"), ("share.record.lock.duration.ms", "20000"),
-                ("share.delivery.count.limit", "2"))])]))
-    deadline = time.monotonic() + 10  # unrecorded: until the change is in force (through Kafka's metadata log)
-    while True:
-        described = wire.request(K.DESCRIBE_CONFIGS, 4, m.DescribeConfigsRequest(resources=[
-            m.DescribeConfigsRequest.DescribeConfigsResource(resource_type=GROUP_RESOURCE, resource_name=group,
-                                                             configuration_keys=["share.delivery.count.limit"])]))
-        if described.results[0].configs and described.results[0].configs[0].value == "2":
-            break
-        assert time.monotonic() < deadline, f"{s.name}: the group config is not in force"
-        time.sleep(0.02)  # poll interval
+    set_group_configs(s, group, ("share.auto.offset.reset", "earliest"), ("share.record.lock.duration.ms", "20000"),
+                      ("share.delivery.count.limit", "2"))
     member = "m-in-0000000000000000"
     joined = s.call("a", K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
         group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]))
@@ -1048,6 +1064,41 @@ def share_group_configs_in_force(s: Side) -> None:
     fetch(0)  # earliest: 0-2, count 1, lock 20000
     fetch(1, ((0, 2, 2),))  # released: 0-2 again, count 2
     fetch(2, ((0, 2, 2),), wait_ms=0)  # released at the limit: archived, nothing left
+
+
+def share_acquire_modes(s: Side) -> None:
+    """ShareAcquireMode (docs/spec/share-groups.md#case-21). Partition 0 holds one 50-record batch, and
+    MaxRecords is 10: ShareFetch v1 and v2 mode 0 (batch-optimized) acquire the whole batch, 0-49; v2
+    mode 1 (record-limit) exactly 0-9. Partition 1 holds three 4-record batches, MaxRecords 6 and
+    BatchSize 4: batch-optimized acquires up to the end of the second batch in two ranges, 0-3 and
+    4-7; record-limit 0-5. One group per mode, each starting at earliest."""
+    (topic,) = create_topics(s, "sgam", partitions=2)
+    await_assignable(s, topic)
+    topic_id = s.wire("_await").request(K.METADATA, 12, m.MetadataRequest(topics=[
+        m.MetadataRequest.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False)).topics[0].topic_id
+    P = m.ProduceRequest
+
+    def produce(index: int, sizes: list[int]) -> None:
+        for size in sizes:
+            s.call("admin", K.PRODUCE, 9, P(acks=-1, timeout_ms=5000, topic_data=[P.TopicProduceData(
+                name=topic, partition_data=[P.PartitionProduceData(index=index, records=build_batch(
+                    [(None, b"r%d" % i) for i in range(size)], timestamp=1_700_000_000_000))])]))
+
+    produce(0, [50])
+    produce(1, [4, 4, 4])
+    F = m.ShareFetchRequest
+    for version, mode in ((1, 0), (2, 0), (2, 1)):
+        group, member = s.name_of(f"sgam-{version}-{mode}"), f"m-am-{version}{mode}-00000000000000"
+        set_group_configs(s, group, ("share.auto.offset.reset", "earliest"))
+        joined = s.call("a", K.SHARE_GROUP_HEARTBEAT, 1, m.ShareGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[topic]))
+        await_share_assignment(s, group, member, joined.member_epoch)
+        for epoch, (index, max_records, batch_size) in enumerate(((0, 10, 10), (1, 6, 4))):
+            s.call("a", K.SHARE_FETCH, version, F(
+                group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=5000, min_bytes=1,
+                max_records=max_records, batch_size=batch_size, share_acquire_mode=mode, topics=[F.FetchTopic(
+                    topic_id, [F.FetchPartition(partition_index=index, acknowledgement_batches=[])])],
+                forgotten_topics_data=[F.ForgottenTopic(topic_id, [0])] if index else []))  # one partition each
 
 
 def share_read_committed(s: Side) -> None:
@@ -1138,7 +1189,8 @@ CONVERSATIONS: dict[str, Conversation] = {
         static_membership, duplicate_instance_fencing, leave_batches, offsets_across_versions,
         describe_list_delete, consumer_group_lifecycle, consumer_group_errors, transactional_offsets,
         create_partitions, txn_offsets_unknown_topics, admin_apis, share_group_membership, share_group_offsets,
-        share_group_offsets_admin, share_sessions, share_session_outlives_leave, transaction_version_2,
-        transaction_version_2_fence, share_group_configs, share_group_configs_in_force, share_read_committed,
+        share_group_offsets_admin, share_sessions, share_session_outlives_leave, share_acquire_modes,
+        transaction_version_2, transaction_version_2_fence, share_group_configs, share_group_configs_in_force,
+        share_read_committed,
     )
 }

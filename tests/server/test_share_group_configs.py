@@ -15,7 +15,7 @@ from protocol.messages import ShareGroupHeartbeatRequest
 
 from .admin_wire import produce
 from .test_group_configs import SET, alter
-from .test_share_wire import RELEASE, Ack, acquired, create, share_fetch
+from .test_share_wire import RELEASE, Ack, acquired, create, join, share_fetch
 from .test_transactions_wire import add, end, init, txn_batch
 from .test_transactions_wire import produce as produce_txn
 
@@ -29,6 +29,7 @@ def test_lock_duration_delivery_limit_renew_and_earliest(wire):
     assert alter(wire, group, ("share.auto.offset.reset", SET, "earliest"),
                  ("share.record.lock.duration.ms", SET, "15000"), ("share.delivery.count.limit", SET, "2"),
                  ("share.renew.acknowledge.enable", SET, "false")) == (0, None)
+    join(wire, group, "m1", name)
     opened = share_fetch(wire, group, "m1", 0, topic_id)  # the session's first fetch acquires too
     assert (opened.acquisition_lock_timeout_ms, acquired(opened)) == (15000, [(0, 9, 1)])
     renewed = wire.request(ApiKey.SHARE_ACKNOWLEDGE, 2, Ack(
@@ -52,6 +53,7 @@ def test_by_duration_starts_at_the_first_record_that_recent(wire):
     produce(wire, name, 0, 2, timestamp=now_ms - 60_000)  # offsets 3-4, a minute old
     group = f"g-{uuid.uuid4().hex[:8]}"
     assert alter(wire, group, ("share.auto.offset.reset", SET, "by_duration:PT1H")) == (0, None)
+    join(wire, group, "m1", name)
     assert acquired(share_fetch(wire, group, "m1", 0, topic_id)) == [(3, 4, 1)]
 
 
@@ -60,6 +62,7 @@ def test_read_committed_skips_open_and_aborted_transactions(wire):
     group = f"g-{uuid.uuid4().hex[:8]}"
     assert alter(wire, group, ("share.auto.offset.reset", SET, "earliest"),
                  ("share.isolation.level", SET, "read_committed")) == (0, None)
+    join(wire, group, "m1", name)
     tid = f"tx-{uuid.uuid4().hex[:6]}"
     pid, epoch = init(wire, tid)
     add(wire, tid, pid, epoch, name, 0)
@@ -82,6 +85,7 @@ def test_read_uncommitted_hands_out_the_open_transaction(wire):
     name, topic_id = create(wire)
     group = f"g-{uuid.uuid4().hex[:8]}"
     assert alter(wire, group, ("share.auto.offset.reset", SET, "earliest")) == (0, None)
+    join(wire, group, "m1", name)
     tid = f"tx-{uuid.uuid4().hex[:6]}"
     pid, epoch = init(wire, tid)
     add(wire, tid, pid, epoch, name, 0)

@@ -39,6 +39,22 @@ def create(wire, partitions: int = 1) -> tuple[str, uuid.UUID]:
     return name, result.topic_id
 
 
+def join(wire, group: str, member: str, *topics: str) -> int:
+    """The member joins the share group and heartbeats until it is assigned (the join initializes the
+    share-partitions, the next beat assigns them), as real clients do before their first ShareFetch:
+    Kafka 4.4 fails a fetch of a share-partition nobody initialized (docs/spec/share-groups.md#share-fetch).
+    Its member epoch then."""
+    epoch, names = 0, list(topics)
+    for _ in range(10):  # a few beats at most: groupcoord assigns at the second
+        beat = wire.request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, ShareGroupHeartbeatRequest(
+            group_id=group, member_id=member, member_epoch=epoch, subscribed_topic_names=names))
+        assert beat.error_code == 0, beat
+        epoch, names = beat.member_epoch, None
+        if beat.assignment is not None and beat.assignment.topic_partitions:
+            return epoch
+    raise AssertionError(f"{member} of {group} was assigned nothing")
+
+
 def share_fetch(wire, group, member, epoch, topic_id, acks=(), max_wait_ms=0, version=2, partition=0):
     batches = [Fetch.AcknowledgementBatch(first, last, [kind]) for first, last, kind in acks]
     return wire.request(ApiKey.SHARE_FETCH, version, Fetch(
@@ -62,6 +78,7 @@ def acquired(response) -> list[tuple[int, int, int]]:
 def test_sessions_acquire_acknowledge_and_redeliver(wire):
     name, topic_id = create(wire)
     group = f"g-{uuid.uuid4().hex[:8]}"
+    join(wire, group, "m1", name)
     first = share_fetch(wire, group, "m1", 0, topic_id)  # opens the session; starts at the end (latest)
     assert first.error_code == 0 and acquired(first) == [] and first.acquisition_lock_timeout_ms == 30000
     produce(wire, name, 0, 10)
@@ -206,6 +223,7 @@ def test_alter_and_delete_share_group_offsets(wire):
     deleted = delete()
     assert (deleted.error_code, [(t.topic_id, t.error_code) for t in deleted.responses]) == (0, [(topic_id, 0)])
     assert describe_offsets(wire, group).topics == []
+    join(wire, group, "member-3", name)  # initializes the share-partition again
     share_fetch(wire, group, "member-3", 0, topic_id)  # latest again: starts past the 10 records
     assert describe_offsets(wire, group, [(name, [0])]).topics[0].partitions[0].start_offset == 10
 
@@ -298,6 +316,7 @@ def test_acknowledged_records_stay_acknowledged_across_a_sigkill(server_factory,
     wire = connect(server)
     name, topic_id = create(wire)
     group = f"g-{uuid.uuid4().hex[:8]}"
+    join(wire, group, "m1", name)
     share_fetch(wire, group, "m1", 0, topic_id)
     produce(wire, name, 0, 10)
     assert acquired(share_fetch(wire, group, "m1", 1, topic_id)) == [(0, 9, 1)]

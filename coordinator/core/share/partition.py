@@ -15,6 +15,7 @@ Releases never lower a count: with limit L an offset is delivered at most L time
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -172,20 +173,44 @@ class SharePartition:
         self.end_offset = max(self.end_offset, self.start_offset)
 
     def acquire(self, member_id: str, first: int, last: int, max_records: int, now_ms: int,
-                limits: PartitionLimits) -> list[AcquiredRange]:
+                limits: PartitionLimits, batch_ends: Sequence[int] | None = None,
+                batch_size: int = 0) -> list[AcquiredRange]:
         """Acquire for `member_id` the AVAILABLE in-flight offsets and the new offsets within
         [first, last] (the offsets the log read covers), at most `max_records` of them and without
-        the window outgrowing `max_in_flight`. Returns maximal runs with one delivery count."""
+        the window outgrowing `max_in_flight`. Returns maximal runs with one delivery count.
+
+        `batch_ends` (the last offsets of the log batches read, ascending) asks for Kafka's
+        batch-optimized mode (ShareAcquireMode.BATCH_OPTIMIZED, ShareFetch v1 and v2 mode 0): a limit
+        reached within a log batch still acquires the rest of that batch, so more than `max_records`
+        may go out (SharePartition.acquireNewBatchRecords takes lastOffsetFromBatchWithRequestOffset),
+        and new offsets are handed out in ranges of about `batch_size` (ShareFetch's BatchSize), cut at
+        a log batch's base offset once a range holds `batch_size` offsets (SharePartition.createBatches).
+        Without it, record-limit mode: exactly `max_records` at most, in one range."""
         taken: list[tuple[int, int]] = []
         deadline = now_ms + limits.lock_duration_ms
         offset = max(first, self.start_offset)
-        while offset <= last and len(taken) < max_records:
+        # batch-optimized: where ranges of new offsets are cut (offsets a new range starts at)
+        bases = {end + 1 for end in batch_ends[:-1]} if batch_ends and batch_size > 0 else set()
+        new_range_start: int | None = None
+        splits: set[int] = set()
+        stop_after: int | None = None  # batch-optimized: the end of the log batch in which a limit was reached
+        while offset <= last:
+            if stop_after is None and (len(taken) >= max_records or (
+                    offset >= self.end_offset and self.in_flight() >= limits.max_in_flight)):
+                if batch_ends is None or not taken:
+                    break
+                stop_after = _batch_end(batch_ends, taken[-1][0])
+            if stop_after is not None and offset > stop_after:
+                break
             record = self.records.get(offset)
             if offset >= self.end_offset:
-                if self.in_flight() >= limits.max_in_flight:
-                    break
                 record = self.records[offset] = InFlightRecord()
                 self.end_offset = offset + 1
+                if new_range_start is None:
+                    new_range_start = offset
+                elif offset in bases and offset - new_range_start >= batch_size:
+                    splits.add(offset)
+                    new_range_start = offset
             if record is not None and record.state is RecordState.AVAILABLE:
                 record.state = RecordState.ACQUIRED
                 record.delivery_count += 1
@@ -193,7 +218,7 @@ class SharePartition:
                 record.lock_deadline_ms = deadline
                 taken.append((offset, record.delivery_count))
             offset += 1
-        return _runs(taken)
+        return _runs(taken, splits)
 
     def acknowledge(self, member_id: str, batches: Iterable[AcknowledgementBatch], limits: PartitionLimits,
                     now_ms: int) -> None:
@@ -283,10 +308,17 @@ class SharePartition:
             self.start_offset += 1
 
 
-def _runs(taken: list[tuple[int, int]]) -> list[AcquiredRange]:
+def _batch_end(batch_ends: Sequence[int], offset: int) -> int:
+    """The last offset of the log batch holding `offset` (itself when no batch read covers it)."""
+    index = bisect_left(batch_ends, offset)
+    return batch_ends[index] if index < len(batch_ends) else offset
+
+
+def _runs(taken: list[tuple[int, int]], splits: set[int] | frozenset[int] = frozenset()) -> list[AcquiredRange]:
     runs: list[AcquiredRange] = []
     for offset, count in taken:
-        if runs and runs[-1].last_offset == offset - 1 and runs[-1].delivery_count == count:
+        if (runs and runs[-1].last_offset == offset - 1 and runs[-1].delivery_count == count
+                and offset not in splits):
             runs[-1] = AcquiredRange(runs[-1].first_offset, offset, count)
         else:
             runs.append(AcquiredRange(offset, offset, count))

@@ -3,8 +3,9 @@ piggy-backed (KIP-932). docs/spec/share-groups.md#sessions and #share-fetch.
 
 Order: the session step (epoch 0 opens, n continues, -1 closes), the acknowledgements of each
 partition (its AcknowledgeErrorCode), then acquisition over the session's partitions from a
-round-robin start, at most MaxRecords in all. When nothing was acquired the request waits up to
-MaxWaitMs, woken by appends, releases and lock expiries. The response holds the whole log batches
+round-robin start, MaxRecords in all (batch-optimized mode finishes the log batch where it falls).
+When nothing was acquired the request waits up to MaxWaitMs, woken by appends, releases and lock
+expiries. The response holds the whole log batches
 covering the acquired offsets and the acquired ranges with their delivery counts; the client drops
 records outside those ranges. The lock duration is AcquisitionLockTimeoutMs.
 """
@@ -34,6 +35,7 @@ Topic = ShareFetchResponse.ShareFetchableTopicResponse
 PartitionData = ShareFetchResponse.PartitionData
 Leader = ShareFetchResponse.LeaderIdAndEpoch
 Acquired = ShareFetchResponse.AcquiredRecords
+RECORD_LIMIT = 1  # ShareFetch v2's ShareAcquireMode: 0 batch-optimized, 1 record-limit
 
 
 class _Result:
@@ -43,6 +45,7 @@ class _Result:
         self.broker = broker
         self.group_id = group_id
         self.partitions: dict[tuple[Any, int], PartitionData] = {}
+        self.failed: dict[tuple[Any, int], ErrorCode] = {}  # share-partitions whose state could not be read
 
     def of(self, topic_id: Any, index: int) -> PartitionData:
         data = self.partitions.get((topic_id, index))
@@ -53,6 +56,8 @@ class _Result:
         return data
 
     def response(self) -> ShareFetchResponse:
+        for (topic_id, index), code in self.failed.items():
+            self.of(topic_id, index).error_code = int(code)
         topics: dict[Any, Topic] = {}
         for (topic_id, _), data in self.partitions.items():
             topics.setdefault(topic_id, Topic(topic_id=topic_id, partitions=[])).partitions.append(data)
@@ -118,6 +123,8 @@ def _acquire(broker: Broker, request: Any, ctx: RequestContext, session: ShareSe
     start = session.cursor % len(partitions)
     session.cursor = start + 1
     budget = request.max_records if request.max_records > 0 else 500
+    # ShareAcquireMode: v1 has no field and acquires batch-optimized (0), as v2's default; 1 is record-limit
+    batch_optimized = ctx.api_version < 2 or request.share_acquire_mode != RECORD_LIMIT
     max_bytes = request.max_bytes
     taken = 0
     for topic_id, index in partitions[start:] + partitions[:start]:
@@ -127,7 +134,16 @@ def _acquire(broker: Broker, request: Any, ctx: RequestContext, session: ShareSe
         if code != ErrorCode.NONE:  # only partitions with records, errors or acknowledgements are answered
             result.of(topic_id, index).error_code = int(code)
             continue
-        acquired = share.acquire(request.group_id, request.member_id, topic_id, index, budget, max_bytes)
+        code = share.initialization_error(request.group_id, topic_id, index)
+        if code != ErrorCode.NONE:
+            # Kafka 4.4 fails a share-partition whose state read fails, asynchronously: a fetch that may
+            # wait answers the error once its wait ends (DelayedShareFetch), one that may not (MaxWaitMs
+            # 0) answers before the read did, without the partition.
+            if request.max_wait_ms > 0:
+                result.failed[topic_id, index] = code
+            continue
+        acquired = share.acquire(request.group_id, request.member_id, topic_id, index, budget, max_bytes,
+                                 batch_optimized, request.batch_size)
         if not acquired.ranges:
             continue
         data = result.of(topic_id, index)
