@@ -96,7 +96,9 @@ class ClusterShareState(BatchStore):
         return len(records), coordinator_batch(records, now)
 
     async def _commit(self, pending: list[_Pending]) -> None:
-        shards = sorted({shard for shard, _, _, _ in pending})
+        # Only partitions served here now: one being (re)loaded has no share-partitions in memory, and
+        # writing that emptiness would erase the state the load is about to install.
+        shards = sorted({shard for shard, _, _, _ in pending if shard in self.data.loaded})
         epochs = [self.data.store.epochs.get(shard, -1) for shard in shards]
         batches = {shard: self._snapshot_batch(shard) for shard in shards}
         try:
@@ -115,7 +117,7 @@ class ClusterShareState(BatchStore):
                 if not done.done():
                     done.set_exception(failure)
             return
-        fenced = set(shards) - set(held)
+        fenced = {shard for shard, _, _, _ in pending} - set(held)
         for shard, _, _, done in pending:
             if done.done():
                 continue

@@ -22,7 +22,7 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupHeartbeatRequest
 from tests.cluster.conftest import query
-from tests.cluster.wire import create_shared_topic
+from tests.cluster.wire import RETRIABLE, create_shared_topic
 from tests.server.admin_wire import produce
 from tests.server.conftest import KafkaWire
 
@@ -74,12 +74,18 @@ def test_share_partitions_follow_their_leader_and_survive_its_sigkill(cluster_fa
         topic_id = _topic_id(wires[1], topic)
 
         # The heartbeat goes to the group coordinator; any other node says NOT_COORDINATOR.
-        coordinator = cluster.wait_owner(group)
-        other = next(i for i in wires if i != coordinator)
         beat = ShareGroupHeartbeatRequest(group_id=group, member_id="member-1", member_epoch=0,
                                           subscribed_topic_names=[topic])
+        deadline = time.monotonic() + 20
+        while True:  # the shard's owner may still be loading it, or handing it to the node it settles on
+            coordinator = cluster.wait_owner(group)
+            code = wires[coordinator].request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, beat).error_code
+            if code not in RETRIABLE or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert code == 0
+        other = next(i for i in wires if i != cluster.wait_owner(group))
         assert wires[other].request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, beat).error_code == ErrorCode.NOT_COORDINATOR
-        assert wires[coordinator].request(ApiKey.SHARE_GROUP_HEARTBEAT, 1, beat).error_code == 0
 
         # A share fetch for a partition this node does not lead: NOT_LEADER_OR_FOLLOWER, the leader named.
         elsewhere = next(i for i in wires if i != leaders[0])
@@ -99,7 +105,7 @@ def test_share_partitions_follow_their_leader_and_survive_its_sigkill(cluster_fa
         for p in range(2):
             assert acquired(share_fetch(wires[leaders[p]], group, f"m-{p}", 0, topic_id, p)) == []
             epochs[p] = 1
-            produce(wires[leaders[p]], topic, p, RECORDS)
+            produce(wires[leaders[p]], topic, p, RECORDS, timestamp=int(time.time() * 1000))  # not retention-old
         accepted: dict[int, list[int]] = {0: [], 1: []}
         half = RECORDS // 2
         for p in range(2):
