@@ -43,6 +43,7 @@ from coordinator.cluster.ownership import (
     Held,
     preferred_owner,
 )
+from coordinator.cluster.share_state import share_shard
 from coordinator.cluster.store import _LOCK_LEASES, BatchStore, _Pending, shard_name
 from coordinator.log.batch import iter_records, set_base_offset, set_partition_leader_epoch, verify_crc
 from coordinator.log.partition import LogConfig, OffsetOutOfRangeError, check_appended
@@ -53,6 +54,7 @@ from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
     from coordinator.cluster.ownership import Cluster
+    from coordinator.cluster.share_state import ClusterShareState
 
 log = structlog.get_logger()
 
@@ -299,6 +301,8 @@ class ClusterDataPlane(DataPlane):
         self.owners: dict[str, tuple[int, int]] = {}  # shard -> (node, epoch) of a live lease
         self.ownership: PartitionOwnership | None = None
         self.start_moves: dict[tuple[str, int], asyncio.Future[None]] = {}  # DeleteRecords' writes, per request
+        self.share_state: ClusterShareState | None = None  # the led partitions' share-partitions (share_state.py)
+        self._share_loaded: dict[str, list[Any]] = {}  # shard -> its share-state, read with it, installed with it
         self.loop = asyncio.get_running_loop()
 
     # ---- what the handlers ask
@@ -394,6 +398,8 @@ class ClusterDataPlane(DataPlane):
         if partition is not None:
             partition.failed = True
             self.producers.pop((partition.topic, partition.partition), None)
+            if self.share_state is not None:
+                self.share_state.unload(partition.topic, partition.partition)
 
     def _write_failed(self, shard: str) -> None:
         """A transaction of the partition failed (database, or fenced): what memory holds past the
@@ -409,15 +415,21 @@ class ClusterDataPlane(DataPlane):
             log_start = await conn.fetchval("SELECT log_start FROM gc_log_starts WHERE shard = $1", shard) or 0
             rows = await conn.fetch("SELECT batch FROM gc_batches WHERE shard = $1 AND base_offset + record_count > $2 "
                                     "ORDER BY base_offset", shard, log_start)
+        if self.share_state is not None:
+            self._share_loaded[shard] = await self.share_state.read_state(shard)
         return PgPartition(topic.name, index, partition_config(self.config, topic), int(log_start),
                            int(next_offset or 0), (bytes(row["batch"]) for row in rows), self.store,
                            self.appended.notify)
 
     def install(self, shard: str, partition: PgPartition) -> None:
         self.producers.pop((partition.topic, partition.partition), None)  # rebuilt from the batches on use
+        if self.share_state is not None:
+            self.share_state.install(partition.topic, partition.partition, self._share_loaded.pop(shard, []))
         self.loaded[shard] = partition
 
     async def close(self) -> None:
+        if self.share_state is not None:
+            await self.share_state.close()
         await self.store.close()
         await super().close()
 
@@ -606,6 +618,8 @@ class PartitionOwnership:
                 for table in ("gc_batches", "gc_leases", "gc_log_starts"):
                     await conn.execute(f"DELETE FROM {table} WHERE left(shard, length($1)) = $1 "
                                        f"AND substr(shard, length($1) + 1) ~ '^[0-9]+$'", prefix)
+                await conn.execute("DELETE FROM gc_batches WHERE left(shard, length($1)) = $1 "  # its share-state
+                                   "AND substr(shard, length($1) + 1) ~ '^[0-9]+$'", share_shard(prefix))
         except Exception as exc:
             log.warning("partition_rows_not_deleted", topic=topic, error=repr(exc))
 
@@ -614,6 +628,8 @@ class PartitionOwnership:
         self._stopping = True
         if self._task is not None:
             self._task.cancel()
+        if self.data.share_state is not None:  # share-state queued so far written before the leases go
+            await self.data.share_state.close()
         await self.data.store.close()
         try:
             for shard, lead in list(self.data.led.items()):

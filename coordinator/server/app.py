@@ -96,9 +96,11 @@ class Server:
                 self.broker.cluster_id = cluster.cluster_id  # one id for the whole cluster, kept in the database
 
             from coordinator.cluster.partitions import ClusterDataPlane, PartitionOwnership
+            from coordinator.cluster.share_state import ClusterShareState
             from coordinator.cluster.txn import ClusterProducerIds, TxnShards
             data = self.broker.data
             assert isinstance(data, ClusterDataPlane)
+            ClusterShareState(self.broker.share, data)  # share-partitions with their topic partition's leader
             leads = PartitionOwnership(cluster, data, self.broker.topics)
             txn_shards = self.broker.txn.shards = TxnShards(cluster, self.broker.txn)
 

@@ -28,6 +28,7 @@ from coordinator.log.batch import iter_batches
 from coordinator.records import Record, partition_for
 from coordinator.records.share_state import (
     SHARE_STATE_TOPIC,
+    ShareStateRecord,
     ShareStateRecordType,
     batches_of,
     decode_share_state,
@@ -49,6 +50,7 @@ from coordinator.server.share_reading import drop_aborted, initial_start_offset,
 from protocol.error_codes import ErrorCode
 
 if TYPE_CHECKING:
+    from coordinator.cluster.share_state import ClusterShareState
     from coordinator.server.broker import Broker
 
 log = structlog.get_logger()
@@ -127,6 +129,8 @@ class SharePartitionManager:
         self._dirty: set[PartitionKey] = set()
         self._snapshot_epochs: dict[PartitionKey, int] = {}
         self._created_ms: dict[PartitionKey, int] = {}
+        # A cluster node: the state lives in PostgreSQL with each led partition (coordinator/cluster/share_state.py)
+        self.cluster_state: ClusterShareState | None = None
 
     @property
     def settings(self) -> ShareGroupSettings:
@@ -142,7 +146,10 @@ class SharePartitionManager:
     # ---- durable state
 
     def load(self) -> None:
-        """Replay `__share_group_state`: snapshots replace, updates change batches, tombstones delete."""
+        """Replay `__share_group_state`: snapshots replace, updates change batches, tombstones delete.
+        A cluster node loads each partition's share-state when it wins the partition's lease instead."""
+        if self.cluster_state is not None:
+            return
         count = 0
         for state_partition in self.state_log.partitions():
             for key_bytes, value_bytes in self.state_log.read_raw(state_partition):
@@ -151,21 +158,42 @@ class SharePartitionManager:
                 except ValueError:
                     continue  # another writer's record type
                 count += 1
-                key = (record.group_id, record.topic_id, record.partition)
-                if record.value is None:
-                    self.partitions.pop(key, None)
-                elif record.record_type is ShareStateRecordType.SHARE_SNAPSHOT:
-                    self.partitions[key] = SharePartition.from_state(record.value.start_offset,
-                                                                     batches_of(record.value),
-                                                                     record.value.state_epoch)
-                    self._snapshot_epochs[key] = record.value.snapshot_epoch
-                    self._created_ms[key] = record.value.create_timestamp
-                elif key in self.partitions:
-                    old = self.partitions[key]
-                    start = record.value.start_offset if record.value.start_offset >= 0 else old.start_offset
-                    self.partitions[key] = SharePartition.from_state(
-                        start, [*old.state_batches(), *batches_of(record.value)], old.state_epoch)
+                self.apply_state(record)
         log.info("share_state_loaded", share_partitions=len(self.partitions), records=count)
+
+    def apply_state(self, record: ShareStateRecord) -> None:
+        key = (record.group_id, record.topic_id, record.partition)
+        if record.value is None:
+            self.partitions.pop(key, None)
+        elif record.record_type is ShareStateRecordType.SHARE_SNAPSHOT:
+            self.partitions[key] = SharePartition.from_state(record.value.start_offset,
+                                                             batches_of(record.value),
+                                                             record.value.state_epoch)
+            self._snapshot_epochs[key] = record.value.snapshot_epoch
+            self._created_ms[key] = record.value.create_timestamp
+        elif key in self.partitions:
+            old = self.partitions[key]
+            start = record.value.start_offset if record.value.start_offset >= 0 else old.start_offset
+            self.partitions[key] = SharePartition.from_state(
+                start, [*old.state_batches(), *batches_of(record.value)], old.state_epoch)
+
+    def forget_partition(self, topic_id: uuid.UUID, index: int) -> None:
+        """A cluster node stopped leading the topic partition (or loads it anew): its share-partitions
+        leave memory, their lock timers with them; the database keeps their state for the next leader."""
+        for key in [k for k in self.partitions if k[1] == topic_id and k[2] == index]:
+            del self.partitions[key]
+            self._dirty.discard(key)
+            handle = self._lock_timers.pop(key, None)
+            if handle is not None:
+                handle.cancel()
+
+    def snapshot_of(self, key: PartitionKey, now: int) -> Record:
+        """The ShareSnapshot record of a share-partition's current state (the next snapshot epoch)."""
+        sp = self.partitions[key]
+        epoch = self._snapshot_epochs[key] = self._snapshot_epochs.get(key, -1) + 1
+        created = self._created_ms.setdefault(key, now)
+        return snapshot_record(*key, snapshot_epoch=epoch, state_epoch=sp.state_epoch, start_offset=sp.start_offset,
+                               batches=sp.state_batches(), create_ms=created, write_ms=now)
 
     def mark_changed(self, key: PartitionKey) -> None:
         self._dirty.add(key)
@@ -175,6 +203,9 @@ class SharePartitionManager:
         The future completes once all of them are durable (it fails if a write does)."""
         if not self._dirty:
             return None
+        if self.cluster_state is not None:
+            dirty, self._dirty = self._dirty, set()
+            return self.cluster_state.persist(dirty)
         now = _now_ms()
         by_state_partition: dict[int, list[Record]] = {}
         for key in sorted(self._dirty, key=str):
@@ -185,12 +216,7 @@ class SharePartitionManager:
                 self._created_ms.pop(key, None)
                 by_state_partition.setdefault(index, []).append(snapshot_tombstone(*key))
                 continue
-            epoch = self._snapshot_epochs[key] = self._snapshot_epochs.get(key, -1) + 1
-            created = self._created_ms.setdefault(key, now)
-            record = snapshot_record(*key, snapshot_epoch=epoch, state_epoch=sp.state_epoch,
-                                     start_offset=sp.start_offset, batches=sp.state_batches(),
-                                     create_ms=created, write_ms=now)
-            by_state_partition.setdefault(index, []).append(record)
+            by_state_partition.setdefault(index, []).append(self.snapshot_of(key, now))
         self._dirty.clear()
         writes = [self.state_log.append(index, records) for index, records in by_state_partition.items()]
         if not writes:

@@ -40,7 +40,29 @@ def partition_error(broker: Broker, ctx: RequestContext, topic_id: Any, index: i
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED
     if not 0 <= index < topic.partitions:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    return ErrorCode.NONE
+    # A cluster node keeps the share-partitions of the partitions it leads only, as Kafka's
+    # SharePartitionManager does: the client goes to the leader named in CurrentLeader.
+    not_leader = broker.data.leader_error(topic.name, index)
+    return ErrorCode.NONE if not_leader is None else not_leader
+
+
+def current_leader(broker: Broker, topic_id: Any, index: int) -> tuple[int, int]:
+    """(leader id, leader epoch) of a partition as ShareFetch/ShareAcknowledge name it: this node with
+    epoch 0 when it is the only node; a cluster's lease holder; (-1, -1) while nobody leads it."""
+    if broker.cluster is None:
+        return broker.node_id, 0
+    topic = broker.topics.by_id(topic_id)
+    found = broker.data.leader_of(topic.name, index) if topic is not None else None
+    return found if found is not None else (-1, -1)
+
+
+def leader_endpoints(broker: Broker, leaders: set[int], endpoint: Any) -> list[Any]:
+    """NodeEndpoints of the other nodes named as leaders (KIP-951: the client need not ask Metadata)."""
+    if broker.cluster is None:
+        return []
+    nodes = {n.node_id: n for n in broker.cluster.live_nodes()}
+    return [endpoint(node_id=n.node_id, host=n.host, port=n.port, rack=None)
+            for node_id in sorted(leaders - {broker.node_id}) if (n := nodes.get(node_id)) is not None]
 
 
 def acknowledge(broker: Broker, ctx: RequestContext, request: Any, topic_id: Any, index: int,

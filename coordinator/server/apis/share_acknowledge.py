@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator.server.apis._share import ShareRequestError, acknowledge, after_durable, check_request, is_closing
+from coordinator.server.apis._share import (
+    ShareRequestError,
+    acknowledge,
+    after_durable,
+    check_request,
+    current_leader,
+    is_closing,
+    leader_endpoints,
+)
 from coordinator.server.broker import Broker
 from coordinator.server.registry import Reply, RequestContext, api
 from coordinator.server.share_partitions import INITIAL_EPOCH, SessionError
@@ -40,12 +48,16 @@ def share_acknowledge(broker: Broker, request: Any, ctx: RequestContext) -> Repl
     except SessionError as exc:
         return _error(exc.code)
     topics = []
+    moved: set[int] = set()
     for topic in request.topics:
-        partitions = [PartitionData(partition_index=p.partition_index,
-                                    error_code=int(acknowledge(broker, ctx, request, topic.topic_id,
-                                                               p.partition_index, p.acknowledgement_batches)),
-                                    current_leader=Leader(leader_id=broker.node_id, leader_epoch=0))
-                      for p in topic.partitions]
+        partitions = []
+        for p in topic.partitions:
+            code = acknowledge(broker, ctx, request, topic.topic_id, p.partition_index, p.acknowledgement_batches)
+            leader_id, leader_epoch = current_leader(broker, topic.topic_id, p.partition_index)
+            if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                moved.add(leader_id)
+            partitions.append(PartitionData(partition_index=p.partition_index, error_code=int(code),
+                                            current_leader=Leader(leader_id=leader_id, leader_epoch=leader_epoch)))
         topics.append(Topic(topic_id=topic.topic_id, partitions=partitions))
     closed = None
     if is_closing(request):  # the acknowledgements may be written by the close: wait for that write too
@@ -54,4 +66,5 @@ def share_acknowledge(broker: Broker, request: Any, ctx: RequestContext) -> Repl
         session.next_epoch()
     lock_ms = share.limits_for(request.group_id).lock_duration_ms
     return after_durable(share.persist() or closed, ShareAcknowledgeResponse(
-        acquisition_lock_timeout_ms=lock_ms, responses=topics, node_endpoints=[]))
+        acquisition_lock_timeout_ms=lock_ms, responses=topics,
+        node_endpoints=leader_endpoints(broker, moved, ShareAcknowledgeResponse.NodeEndpoint)))

@@ -20,7 +20,9 @@ from coordinator.server.apis._share import (
     acknowledge,
     after_durable,
     check_request,
+    current_leader,
     is_closing,
+    leader_endpoints,
     partition_error,
     wait_durable,
 )
@@ -50,8 +52,9 @@ class _Result:
     def of(self, topic_id: Any, index: int) -> PartitionData:
         data = self.partitions.get((topic_id, index))
         if data is None:
+            leader_id, leader_epoch = current_leader(self.broker, topic_id, index)
             data = self.partitions[topic_id, index] = PartitionData(
-                partition_index=index, current_leader=Leader(leader_id=self.broker.node_id, leader_epoch=0),
+                partition_index=index, current_leader=Leader(leader_id=leader_id, leader_epoch=leader_epoch),
                 records=b"", acquired_records=[])
         return data
 
@@ -62,8 +65,11 @@ class _Result:
         for (topic_id, _), data in self.partitions.items():
             topics.setdefault(topic_id, Topic(topic_id=topic_id, partitions=[])).partitions.append(data)
         lock_ms = self.broker.share.limits_for(self.group_id).lock_duration_ms
-        return ShareFetchResponse(acquisition_lock_timeout_ms=lock_ms,
-                                  responses=list(topics.values()), node_endpoints=[])
+        moved = {d.current_leader.leader_id for d in self.partitions.values()
+                 if d.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+                 or d.acknowledge_error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER}
+        return ShareFetchResponse(acquisition_lock_timeout_ms=lock_ms, responses=list(topics.values()),
+                                  node_endpoints=leader_endpoints(self.broker, moved, ShareFetchResponse.NodeEndpoint))
 
 
 def _error(code: ErrorCode, message: str | None = None) -> ShareFetchResponse:
