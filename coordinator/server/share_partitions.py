@@ -320,8 +320,12 @@ class SharePartitionManager:
             return ErrorCode.NONE
         try:
             _, shard = self.broker.groups.shard_for(group_id)
-        except HandlerError as exc:  # the group's coordinator is not here (or not loaded): its error
-            return exc.code
+        except HandlerError as exc:
+            if self.broker.cluster is not None and exc.code == ErrorCode.NOT_COORDINATOR:
+                # A cluster node leading the partition for a group another node coordinates: the group's
+                # record 15 is that node's, so the share-partition counts as initialized (docs/CLUSTER.md).
+                return ErrorCode.NONE
+            return exc.code  # the group's shard is loading here: its retriable error
         group = shard.state.groups.share(group_id)
         topic = group.initialized.get(topic_id) if group is not None else None
         return ErrorCode.NONE if topic is not None and index in topic.partitions else ErrorCode.UNKNOWN_SERVER_ERROR
