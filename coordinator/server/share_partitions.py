@@ -161,7 +161,7 @@ class SharePartitionManager:
                     self._created_ms[key] = record.value.create_timestamp
                 elif key in self.partitions:
                     old = self.partitions[key]
-                    start = record.value.start_offset if record.value.start_offset >= 0 else old.start_offset
+                    start = record.value.start_offset if record.value.start_offset >= 0 else old.base_start
                     self.partitions[key] = SharePartition.from_state(
                         start, [*old.state_batches(), *batches_of(record.value)], old.state_epoch)
         log.info("share_state_loaded", share_partitions=len(self.partitions), records=count)
@@ -186,8 +186,9 @@ class SharePartitionManager:
                 continue
             epoch = self._snapshot_epochs[key] = self._snapshot_epochs.get(key, -1) + 1
             created = self._created_ms.setdefault(key, now)
+            start, batches = sp.written()
             record = snapshot_record(*key, snapshot_epoch=epoch, state_epoch=sp.state_epoch,
-                                     start_offset=sp.start_offset, batches=sp.state_batches(),
+                                     start_offset=start, batches=batches,
                                      create_ms=created, write_ms=now)
             by_state_partition.setdefault(index, []).append(record)
         self._dirty.clear()

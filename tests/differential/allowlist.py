@@ -60,16 +60,6 @@ ALLOWLIST: tuple[Allowed, ...] = (
             reason="BUG, to fix: the batch's PartitionLeaderEpoch. Kafka 4.4 stamps the leader epoch (0) on every "
                    "batch it appends; groupcoord keeps the producer's -1, so the delivered bytes differ in those four "
                    "bytes only (the CRC does not cover them). Not a share group matter: the data plane's append."),
-    Allowed("DescribeShareGroupOffsets", r"groups\[0\]\.topics\[0\]\.partitions\[0\]\.start_offset",
-            conversation="share_read_committed", kafka_value=0,
-            reason="BUG, to fix: both brokers archive the aborted records 0-2 undelivered and deliver 3-5 (the "
-                   "abort marker and two plain records), which the member accepts; groupcoord then describes the "
-                   "share-partition's start offset as 6, Kafka 4.4 as 0, deterministically (polled for 5 s): its "
-                   "SharePartition.writeShareGroupState sends startOffset() as it is before the acknowledgement, "
-                   "and only the write's completion (rollbackOrProcessStateUpdates -> "
-                   "maybeUpdateCachedStateAndOffsets) moves the start in memory, so the persisted start offset, "
-                   "which DescribeShareGroupOffsets reads, lags one write behind. groupcoord should describe the "
-                   "start offset of its last snapshot as Kafka writes it."),
     *(Allowed("CreatePartitions", r"results\[0\]\.error_message", conversation="create_partitions", step=step,
               reason="The message names the node itself (node 1 in the oracle, node 0 in groupcoord).")
       for step in (11, 13)),
