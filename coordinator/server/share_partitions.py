@@ -323,7 +323,8 @@ class SharePartitionManager:
             committed = drop_aborted(self.broker.data, topic, index, partition, sp, member_id,
                                      [header for _, header in spans], ranges)
             if committed != ranges:
-                self.mark_changed((group_id, topic_id, index))  # archived records
+                # Archived in memory only: as Kafka's SharePartition.acquire (its aborted-transaction
+                # filter included), an acquisition writes no state; the next write carries them.
                 count_aborted(self.broker.metrics, group_id, _size(ranges) - _size(committed))
                 ranges = committed
         if not ranges:

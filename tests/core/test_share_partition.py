@@ -101,18 +101,20 @@ def test_a_write_carries_the_start_before_its_change_with_the_final_states_from_
     passed are written ACKNOWLEDGED/ARCHIVED, and a reload keeps them settled."""
     sp = SharePartition(0)
     sp.acquire("a", 0, 5, 500, 0, LIMITS)
-    sp.archive_acquired("a", 0, 2)  # an aborted transaction's records
+    sp.archive_acquired("a", 0, 2)  # an aborted transaction's records: archived, the start stays
+    assert sp.start_offset == 0
     assert sp.written() == (0, [PersistedBatch(0, 2, RecordState.ARCHIVED, 1),
                                 PersistedBatch(3, 5, RecordState.AVAILABLE, 0)])
-    assert (sp.persisted_start, sp.base_start) == (0, 3)
     ack(sp, "a", 3, 5, ACCEPT)
     assert sp.start_offset == 6
     start, batches = sp.written()
-    assert (start, batches) == (3, [PersistedBatch(3, 5, RecordState.ACKNOWLEDGED, 1)])
-    assert sp.persisted_start == 3  # what DescribeShareGroupOffsets reports, one write behind
+    assert (start, batches) == (0, [PersistedBatch(0, 2, RecordState.ARCHIVED, 1),
+                                    PersistedBatch(3, 5, RecordState.ACKNOWLEDGED, 1)])
+    assert (sp.persisted_start, sp.base_start) == (0, 6)  # Describe reports 0, one write behind
     reloaded = SharePartition.from_state(start, batches)  # a restart after a SIGKILL
     assert reloaded.start_offset == 6 and reloaded.acquire("b", 0, 9, 500, 0, LIMITS) == [AcquiredRange(6, 9, 1)]
-    assert reloaded.persisted_start == 3
-    assert reloaded.written() == (3, [PersistedBatch(3, 5, RecordState.ACKNOWLEDGED, 1),
+    assert reloaded.persisted_start == 0
+    assert reloaded.written() == (0, [PersistedBatch(0, 2, RecordState.ARCHIVED, 1),
+                                      PersistedBatch(3, 5, RecordState.ACKNOWLEDGED, 1),
                                       PersistedBatch(6, 9, RecordState.AVAILABLE, 0)])
     assert reloaded.written() == (6, [PersistedBatch(6, 9, RecordState.AVAILABLE, 0)])

@@ -275,7 +275,7 @@ class SharePartition:
             if record is not None and record.state is RecordState.ACQUIRED and record.member_id == member_id:
                 record.state, record.member_id = RecordState.ARCHIVED, None
                 archived += 1
-        self._advance_start()
+        # the start stays: Kafka moves it only once a write completes (maybeUpdateCachedStateAndOffsets)
         return archived
 
     # ---- internals
