@@ -206,6 +206,8 @@ class SharePartition:
             record = self.records.get(offset)
             if offset >= self.end_offset:
                 if self.in_flight() >= limits.max_in_flight:
+                    self._advance_start()  # past records archive_acquired finished, else they would block
+                if self.in_flight() >= limits.max_in_flight:
                     break
                 record = self.records[offset] = InFlightRecord()
                 self.end_offset = offset + 1
