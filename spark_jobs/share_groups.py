@@ -22,10 +22,12 @@ What the snapshots tell, compared state by state per share-partition in log orde
 - Not written, so not told: an acquisition (a record is persisted AVAILABLE with the count from
   before it, as Kafka's SharePartition does); deliveries a crash undid are not counted (a record
   acquired and not acknowledged before a SIGKILL is delivered again with the same count).
-- An offset settled at the head of the window leaves it with the start offset, its final state
-  unwritten: it is counted `settled_unseen` (accepted or archived, the log cannot say which) with
-  one delivery more than its last seen count. So is an offset the start offset passed without a
-  delivery (DeleteRecords, retention moving the log start): the log does not tell those apart.
+- Each write carries the start offset as it was before the change written, with the final states
+  of the records from there (Kafka's SharePartition.writeShareGroupState), so an offset settled at
+  the head is seen ACKNOWLEDGED or ARCHIVED before the start passes it. An offset the start passes
+  unseen (the log start moved by DeleteRecords or retention, or a log an older server wrote) is
+  counted `settled_unseen` (accepted or archived, the log cannot say which) with one delivery more
+  than its last seen count.
 - Archived with delivery count 1 is a REJECT (or GAP, or an aborted transaction's record under
   read_committed): the limit is at least 2. With a higher count it is the delivery limit or a
   REJECT of a redelivery; when the group's limit is known, a count below it is `rejected` and a

@@ -173,7 +173,7 @@ class SharePartitionManager:
             self._created_ms[key] = record.value.create_timestamp
         elif key in self.partitions:
             old = self.partitions[key]
-            start = record.value.start_offset if record.value.start_offset >= 0 else old.start_offset
+            start = record.value.start_offset if record.value.start_offset >= 0 else old.base_start
             self.partitions[key] = SharePartition.from_state(
                 start, [*old.state_batches(), *batches_of(record.value)], old.state_epoch)
 
@@ -188,12 +188,14 @@ class SharePartitionManager:
                 handle.cancel()
 
     def snapshot_of(self, key: PartitionKey, now: int) -> Record:
-        """The ShareSnapshot record of a share-partition's current state (the next snapshot epoch)."""
+        """The ShareSnapshot record of a share-partition's state as Kafka writes it (the next snapshot
+        epoch): the start offset from before the changes written, with the final states from there."""
         sp = self.partitions[key]
         epoch = self._snapshot_epochs[key] = self._snapshot_epochs.get(key, -1) + 1
         created = self._created_ms.setdefault(key, now)
-        return snapshot_record(*key, snapshot_epoch=epoch, state_epoch=sp.state_epoch, start_offset=sp.start_offset,
-                               batches=sp.state_batches(), create_ms=created, write_ms=now)
+        start, batches = sp.written()
+        return snapshot_record(*key, snapshot_epoch=epoch, state_epoch=sp.state_epoch, start_offset=start,
+                               batches=batches, create_ms=created, write_ms=now)
 
     def mark_changed(self, key: PartitionKey) -> None:
         self._dirty.add(key)
@@ -371,7 +373,8 @@ class SharePartitionManager:
             committed = drop_aborted(self.broker.data, topic, index, partition, sp, member_id,
                                      [header for _, header in spans], ranges)
             if committed != ranges:
-                self.mark_changed((group_id, topic_id, index))  # archived records
+                # Archived in memory only: as Kafka's SharePartition.acquire (its aborted-transaction
+                # filter included), an acquisition writes no state; the next write carries them.
                 count_aborted(self.broker.metrics, group_id, _size(ranges) - _size(committed))
                 ranges = committed
         if not ranges:

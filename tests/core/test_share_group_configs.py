@@ -70,5 +70,16 @@ def test_archive_acquired_takes_only_the_members_acquired_records():
     sp.acquire("a", 0, 5, 500, 0, limits)
     assert sp.archive_acquired("b", 0, 5) == 0  # not b's
     assert sp.archive_acquired("a", 0, 2) == 3
-    assert sp.start_offset == 3  # archived records are final: the window moves past them
+    # final, but the start moves only with the next write (Kafka's maybeUpdateCachedStateAndOffsets)
+    assert sp.start_offset == 0 and sp.records[0].state is RecordState.ARCHIVED
+    assert sp.next_fetch_offset() == 6
+
+
+def test_archived_aborted_records_at_the_head_do_not_hold_the_in_flight_limit():
+    limits = PartitionLimits(max_in_flight=3)
+    sp = SharePartition(0)
+    sp.acquire("a", 0, 2, 500, 0, limits)
+    assert sp.archive_acquired("a", 0, 2) == 3 and sp.in_flight() == 3
+    assert sp.acquire("a", 3, 5, 500, 0, limits) == [AcquiredRange(3, 5, 1)]
+    assert sp.start_offset == 3 and [b.first_offset for b in sp.state_batches()] == [0, 3]
     assert sp.records[3].state is RecordState.ACQUIRED

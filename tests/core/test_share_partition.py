@@ -14,6 +14,7 @@ from coordinator.core.share.partition import (
     RecordState,
     SharePartition,
 )
+from coordinator.records.share_state import PersistedBatch
 from protocol.error_codes import ErrorCode
 
 LIMITS = PartitionLimits(lock_duration_ms=1000, delivery_count_limit=3, max_in_flight=100)
@@ -132,3 +133,28 @@ def test_batch_optimized_mode_cuts_new_offsets_into_ranges_of_batch_size_at_log_
     assert SharePartition(0).acquire("a", 0, 11, 6, 0, LIMITS, three_of_four, batch_size=4) == [
         AcquiredRange(0, 3, 1), AcquiredRange(4, 7, 1)]
     assert SharePartition(0).acquire("a", 0, 11, 6, 0, LIMITS, None, batch_size=4) == [AcquiredRange(0, 5, 1)]
+
+
+def test_a_write_carries_the_start_before_its_change_with_the_final_states_from_there():
+    """Kafka's SharePartition.writeShareGroupState sends the start as it was before the acknowledgement
+    (it moves once the write completes), with the state batches from there: the records the start
+    passed are written ACKNOWLEDGED/ARCHIVED, and a reload keeps them settled."""
+    sp = SharePartition(0)
+    sp.acquire("a", 0, 5, 500, 0, LIMITS)
+    sp.archive_acquired("a", 0, 2)  # an aborted transaction's records: archived, the start stays
+    assert sp.start_offset == 0
+    assert sp.written() == (0, [PersistedBatch(0, 2, RecordState.ARCHIVED, 1),
+                                PersistedBatch(3, 5, RecordState.AVAILABLE, 0)])
+    ack(sp, "a", 3, 5, ACCEPT)
+    assert sp.start_offset == 6
+    start, batches = sp.written()
+    assert (start, batches) == (0, [PersistedBatch(0, 2, RecordState.ARCHIVED, 1),
+                                    PersistedBatch(3, 5, RecordState.ACKNOWLEDGED, 1)])
+    assert (sp.persisted_start, sp.base_start) == (0, 6)  # Describe reports 0, one write behind
+    reloaded = SharePartition.from_state(start, batches)  # a restart after a SIGKILL
+    assert reloaded.start_offset == 6 and reloaded.acquire("b", 0, 9, 500, 0, LIMITS) == [AcquiredRange(6, 9, 1)]
+    assert reloaded.persisted_start == 0
+    assert reloaded.written() == (0, [PersistedBatch(0, 2, RecordState.ARCHIVED, 1),
+                                      PersistedBatch(3, 5, RecordState.ACKNOWLEDGED, 1),
+                                      PersistedBatch(6, 9, RecordState.AVAILABLE, 0)])
+    assert reloaded.written() == (6, [PersistedBatch(6, 9, RecordState.AVAILABLE, 0)])

@@ -43,18 +43,6 @@ ALLOWLIST: tuple[Allowed, ...] = (
     Allowed("CreatePartitions", r"<request>", conversation="create_partitions",
             reason="Manual assignments name the node itself, whose id differs: the oracle is node 1, groupcoord "
                    "node 0 (the conversation reads it from Metadata)."),
-    *(Allowed("DescribeShareGroupOffsets", r"groups\[0\]\.topics\[0\]\.partitions\[0\]\.start_offset",
-              conversation="share_read_committed", kafka_value=kafka_value,
-              reason="BUG, to fix: both brokers archive the aborted records 0-2 undelivered and deliver 3-5 (the "
-                     "abort marker and two plain records), which the member accepts; groupcoord then describes the "
-                     "share-partition's start offset as 6, Kafka 4.4 as 0, or as 3 in some full-suite runs (stable "
-                     "within a run, polled for 5 s): its SharePartition.writeShareGroupState sends startOffset() as "
-                     "it is before the acknowledgement, and only the write's completion (rollbackOrProcessStateUpdates "
-                     "-> maybeUpdateCachedStateAndOffsets) moves the start in memory, so the persisted start offset, "
-                     "which DescribeShareGroupOffsets reads, lags one write behind (3 when the start had already moved "
-                     "past the archived 0-2 in memory before the acknowledgement's write). groupcoord should describe "
-                     "the start offset of its last snapshot as Kafka writes it.")
-      for kafka_value in (0, 3)),
     *(Allowed("CreatePartitions", r"results\[0\]\.error_message", conversation="create_partitions", step=step,
               reason="The message names the node itself (node 1 in the oracle, node 0 in groupcoord).")
       for step in (11, 13)),

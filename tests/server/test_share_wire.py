@@ -176,9 +176,14 @@ def test_describe_share_group_offsets(wire):
     assert acquired(share_fetch(wire, group, "member-1", 1, topic_id)) == [(0, 9, 1)]
     share_ack(wire, group, "member-1", 2, topic_id, [(0, 2, ACCEPT), (5, 5, REJECT)])
     [topic] = describe_offsets(wire, group, [(name, [1, 0])]).topics
-    # SPSO 3 (0-2 accepted); of 3-9 one (5) is rejected: lag 6
-    assert [(p.partition_index, p.start_offset, p.lag) for p in topic.partitions] == [(0, 3, 6), (1, -1, -1)]
+    # The persisted SPSO lags one write behind (Kafka's SharePartition.writeShareGroupState writes the
+    # start as it was before the acknowledgement): 0 with 0-2 written accepted; lag 10 - 0 - 4 final = 6
+    assert [(p.partition_index, p.start_offset, p.lag) for p in topic.partitions] == [(0, 0, 6), (1, -1, -1)]
     assert describe_offsets(wire, "no-such-group").topics == []
+    share_ack(wire, group, "member-1", 3, topic_id, [(3, 4, ACCEPT)])
+    # the next write carries 3, the start the first one moved to; the start is now 6 in memory: lag 4
+    [topic] = describe_offsets(wire, group, [(name, [0])]).topics
+    assert [(p.partition_index, p.start_offset, p.lag) for p in topic.partitions] == [(0, 3, 4)]
     assert describe_offsets(wire, group, version=0).topics[0].partitions[0].start_offset == 3
 
 
@@ -294,8 +299,9 @@ def test_groups_cli_describes_a_share_group_as_kafka_share_groups_does(shared_se
                shared_server.bootstrap, "--describe", "--group", group]
     rows = json.loads(subprocess.run([*command, "--output", "json"], capture_output=True, text=True, timeout=30,
                                      check=True).stdout)
+    # START-OFFSET as persisted, one write behind as Kafka's (SharePartition.writeShareGroupState)
     assert rows == [
-        {"GROUP": group, "TOPIC": name, "PARTITION": 0, "LEADER-EPOCH": 0, "START-OFFSET": 1, "LAG": 3},
+        {"GROUP": group, "TOPIC": name, "PARTITION": 0, "LEADER-EPOCH": 0, "START-OFFSET": 0, "LAG": 3},
         {"GROUP": group, "TOPIC": name, "PARTITION": 1, "LEADER-EPOCH": 0, "START-OFFSET": None, "LAG": None}]
     table = subprocess.run(command, capture_output=True, text=True, timeout=30, check=True).stdout.splitlines()
     assert table[0].split() == ["GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET", "LAG"]

@@ -6,10 +6,12 @@ Scenario, group delivery limit 2, one partition of 10 records then 5 more:
   head stays and every other settlement is written in a state;
 - it accepts 1-3, rejects 4-5 and releases 6-9, which come back (delivery 2);
 - it accepts 6-7 and releases 8-9: at the limit they are archived;
-- it accepts 0: the start offset moves to 10 with 0's end unwritten (settled, unseen); m1 leaves;
+- it accepts 0: that write carries start 0 with 0 ACKNOWLEDGED and the final states of 1-9 (Kafka's
+  SharePartition writes the start as it was before the acknowledgement), the start moves to 10 once
+  written; m1 leaves;
 - m2 acquires 10-14 and closes its session releasing them: 5 records in flight, delivered once.
 A second group (no membership, no limit set) reads all 15 from the earliest and accepts them in one
-acknowledgement at the head: 15 settled unseen.
+acknowledgement at the head: written ACKNOWLEDGED with start 0, its last persisted start.
 """
 
 from __future__ import annotations
@@ -88,17 +90,17 @@ def test_share_partition_figures_are_the_scenario(share_log, report) -> None:
     assert (partition["group_id"], partition["topic_id"], partition["topic"], partition["partition"]) == (
         GROUP, topic_id, name, 0)
     expected = {"deliveries": 1 + 3 + 2 + 4 * 2 + 5, "first_deliveries": 15, "redeliveries": 4,
-                "accepted": 5, "archived": 4, "archived_first_delivery": 2, "archived_redelivered": 2,
-                "rejected": 2, "archived_at_limit": 2, "settled_unseen": 1, "in_flight": 5, "discarded": 0,
+                "accepted": 6, "archived": 4, "archived_first_delivery": 2, "archived_redelivered": 2,
+                "rejected": 2, "archived_at_limit": 2, "settled_unseen": 0, "in_flight": 5, "discarded": 0,
                 "delivery_count_limit": 2, "start_offset": 10, "state_epochs": [0]}
     assert {k: partition[k] for k in expected} == expected
     assert [start for _ms, start, _epoch in partition["start_offsets"]] == [0, 10]
     assert share["groups"] == 2 and share["share_partitions"] == 2
-    assert (other["group_id"], other["delivery_count_limit"], other["start_offset"]) == (OTHER_GROUP, None, 15)
+    assert (other["group_id"], other["delivery_count_limit"], other["start_offset"]) == (OTHER_GROUP, None, 0)
     assert {k: other[k] for k in ("deliveries", "first_deliveries", "redeliveries", "accepted", "settled_unseen",
                                   "in_flight")} == {"deliveries": 15, "first_deliveries": 15, "redeliveries": 0,
-                                                    "accepted": 0, "settled_unseen": 15, "in_flight": 0}
-    assert (share["deliveries"], share["settled_unseen"]) == (19 + 15, 1 + 15)
+                                                    "accepted": 15, "settled_unseen": 0, "in_flight": 0}
+    assert (share["deliveries"], share["settled_unseen"]) == (19 + 15, 0)
 
 
 def test_members_and_epochs_come_from_the_group_records(share_log, report) -> None:
@@ -123,7 +125,7 @@ def test_the_page_has_the_share_section(share_log, report) -> None:
 def test_the_tables_are_written_beside_the_views(share_log, report, spark_session) -> None:
     work, _data, *_topic = share_log
     [row] = spark_session.read.parquet(str(work / "out" / "share_partitions")).filter(f"group_id = '{GROUP}'").collect()
-    assert (row.group_id, row.deliveries, row.accepted, row.archived_at_limit) == (GROUP, 19, 5, 2)
+    assert (row.group_id, row.deliveries, row.accepted, row.archived_at_limit) == (GROUP, 19, 6, 2)
     starts = (spark_session.read.parquet(str(work / "out" / "share_start_offsets"))
               .filter(f"group_id = '{GROUP}'").orderBy("write_ms").collect())
     assert [(r.start_offset, r.state_epoch) for r in starts] == [(0, 0), (10, 0)]

@@ -89,13 +89,21 @@ class PartitionLimits:
 class SharePartition:
     """In-flight window of one share-partition; `start_offset` is Kafka's SPSO, `end_offset - 1` its SPEO."""
 
-    __slots__ = ("end_offset", "records", "start_offset", "state_epoch")
+    __slots__ = ("base_start", "end_offset", "persisted_start", "records", "settled", "start_offset", "state_epoch")
 
     def __init__(self, start_offset: int, state_epoch: int = 0) -> None:
         self.start_offset = start_offset
         self.end_offset = start_offset
         self.records: dict[int, InFlightRecord] = {}
         self.state_epoch = state_epoch
+        # Kafka's SharePartition.writeShareGroupState sends startOffset() as it is before the change
+        # being written; only the write's completion moves it (rollbackOrProcessStateUpdates ->
+        # maybeUpdateCachedStateAndOffsets). So each write carries `base_start`, the start as of the
+        # previous write, with the final states of the records the start passed since (`settled`);
+        # `persisted_start` is the start of the last write, what DescribeShareGroupOffsets reports.
+        self.base_start = start_offset
+        self.persisted_start = start_offset
+        self.settled: dict[int, InFlightRecord] = {}
 
     # ---- queries
 
@@ -130,13 +138,15 @@ class SharePartition:
     # ---- durable form (Kafka's PersisterPersistedBatch: ACQUIRED is written as AVAILABLE)
 
     def state_batches(self) -> list[PersistedBatch]:
-        """The window as maximal runs of one (state, count), what a ShareSnapshot record holds. An
+        """The window from `base_start` (the records the start passed since the last write with their
+        final states, then the in-flight ones) as maximal runs of one (state, count), what a
+        ShareSnapshot record holds. An
         acquisition is not durable (Kafka's SharePartition.acquire writes no state): an ACQUIRED record is
         written as AVAILABLE with the count it had before, so a crash does not count a delivery nobody
         finished, and repeated crashes cannot archive a record at the delivery limit."""
         batches: list[PersistedBatch] = []
-        for offset in range(self.start_offset, self.end_offset):
-            record = self.records.get(offset)
+        for offset in range(self.base_start, self.end_offset):
+            record = self.records.get(offset) if offset >= self.start_offset else self.settled.get(offset)
             if record is None:
                 continue
             state, count = record.state, record.delivery_count
@@ -150,9 +160,19 @@ class SharePartition:
                 batches.append(PersistedBatch(offset, offset, state, count))
         return batches
 
+    def written(self) -> tuple[int, list[PersistedBatch]]:
+        """The start offset and state batches of the next write; from then on the written start is the
+        current one (the settled records below it need not be written again)."""
+        start, batches = self.base_start, self.state_batches()
+        self.persisted_start, self.base_start = start, self.start_offset
+        self.settled.clear()
+        return start, batches
+
     @classmethod
     def from_state(cls, start_offset: int, batches: Iterable[PersistedBatch], state_epoch: int = 0) -> SharePartition:
-        """The share-partition a snapshot (and the updates after it) describe; nothing is acquired."""
+        """The share-partition a snapshot (and the updates after it) describe; nothing is acquired. The
+        records from `start_offset` that were written ACKNOWLEDGED or ARCHIVED stay settled: the start
+        moves past them in memory, and the next write carries them again from `start_offset`."""
         sp = cls(start_offset, state_epoch)
         for batch in batches:
             for offset in range(max(batch.first_offset, start_offset), batch.last_offset + 1):
@@ -171,6 +191,9 @@ class SharePartition:
             self.records.pop(self.start_offset, None)
             self.start_offset += 1
         self.end_offset = max(self.end_offset, self.start_offset)
+        if self.base_start < log_start_offset:  # nothing below the log start is written any more
+            self.settled = {o: r for o, r in self.settled.items() if o >= log_start_offset}
+            self.base_start = log_start_offset
 
     def acquire(self, member_id: str, first: int, last: int, max_records: int, now_ms: int,
                 limits: PartitionLimits, batch_ends: Sequence[int] | None = None,
@@ -195,6 +218,8 @@ class SharePartition:
         splits: set[int] = set()
         stop_after: int | None = None  # batch-optimized: the end of the log batch in which a limit was reached
         while offset <= last:
+            if offset >= self.end_offset and self.in_flight() >= limits.max_in_flight:
+                self._advance_start()  # past records archive_acquired finished, else they would block
             if stop_after is None and (len(taken) >= max_records or (
                     offset >= self.end_offset and self.in_flight() >= limits.max_in_flight)):
                 if batch_ends is None or not taken:
@@ -277,7 +302,7 @@ class SharePartition:
             if record is not None and record.state is RecordState.ACQUIRED and record.member_id == member_id:
                 record.state, record.member_id = RecordState.ARCHIVED, None
                 archived += 1
-        self._advance_start()
+        # the start stays: Kafka moves it only once a write completes (maybeUpdateCachedStateAndOffsets)
         return archived
 
     # ---- internals
@@ -304,6 +329,8 @@ class SharePartition:
             record = records.get(self.start_offset)
             if record is not None and record.state not in _FINAL:
                 break
+            if record is not None:
+                self.settled[self.start_offset] = record
             records.pop(self.start_offset, None)
             self.start_offset += 1
 

@@ -61,6 +61,6 @@ def _fill(broker: Broker, group_id: str, topic: Any, partition: Any) -> None:
     info = broker.topics.by_id(topic.topic_id)
     if sp is None or info is None or not 0 <= partition.partition_index < info.partitions:
         return
-    partition.start_offset = sp.start_offset
+    partition.start_offset = sp.persisted_start  # the persister's, one write behind (SharePartition)
     high_watermark = broker.data.partition(info, partition.partition_index).high_watermark
     partition.lag = max(0, high_watermark - sp.start_offset - sp.finished_in_flight())
