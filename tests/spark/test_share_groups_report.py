@@ -10,8 +10,9 @@ Scenario, group delivery limit 2, one partition of 10 records then 5 more:
   SharePartition writes the start as it was before the acknowledgement), the start moves to 10 once
   written; m1 leaves;
 - m2 acquires 10-14 and closes its session releasing them: 5 records in flight, delivered once.
-A second group (no membership, no limit set) reads all 15 from the earliest and accepts them in one
-acknowledgement at the head: written ACKNOWLEDGED with start 0, its last persisted start.
+A second group (no limit set) has o1 join, as a fetch needs an initialized share-partition, read all 15
+from the earliest and accept them in one acknowledgement at the head: written ACKNOWLEDGED with start 0,
+its last persisted start.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from tests.conftest import STOP_TIMEOUT_S, local_server
 from tests.server.admin_wire import produce
 from tests.server.conftest import KafkaWire
 from tests.server.test_group_configs import SET, alter
-from tests.server.test_share_wire import ACCEPT, REJECT, RELEASE, acquired, create, share_ack, share_fetch
+from tests.server.test_share_wire import ACCEPT, REJECT, RELEASE, acquired, create, join, share_ack, share_fetch
 
 pytestmark = [pytest.mark.spark]
 
@@ -66,6 +67,7 @@ def share_log(tmp_path_factory):
             closed = share_ack(wire, GROUP, "m2", -1, topic_id, [(10, 11, RELEASE)])
             assert closed.error_code == 0
             assert alter(wire, OTHER_GROUP, ("share.auto.offset.reset", SET, "earliest")) == (0, None)
+            join(wire, OTHER_GROUP, "o1", name)
             assert acquired(share_fetch(wire, OTHER_GROUP, "o1", 0, topic_id)) == [(0, 14, 1)]
             assert share_ack(wire, OTHER_GROUP, "o1", 1, topic_id, [(0, 14, ACCEPT)]).error_code == 0
         finally:
@@ -106,13 +108,19 @@ def test_share_partition_figures_are_the_scenario(share_log, report) -> None:
 def test_members_and_epochs_come_from_the_group_records(share_log, report) -> None:
     _work, data_dir, *_topic = share_log
     rows = list(decode_rows(data_dir))
-    bumps = sum(r["kind"] == "share_group_metadata" and not r["tombstone"] for r in rows)
+    def bumps_of(group_id: str) -> int:
+        return sum(r["kind"] == "share_group_metadata" and not r["tombstone"] and r["group_id"] == group_id
+                   for r in rows)
+
+    bumps = bumps_of(GROUP)
     group = report["share_groups"]["per_group"][GROUP]
     assert (group["joined"], group["left"], group["epoch_bumps"]) == (1, 1, bumps)
     assert bumps >= 2  # the join and the leave
     assert group["deliveries"] == 19
     other = report["share_groups"]["per_group"][OTHER_GROUP]
-    assert (other["joined"], other["left"], other["epoch_bumps"], other["deliveries"]) == (0, 0, 0, 15)
+    assert (other["joined"], other["left"], other["epoch_bumps"], other["deliveries"]) == (
+        1, 0, bumps_of(OTHER_GROUP), 15)
+    assert bumps_of(OTHER_GROUP) >= 1  # the join
 
 
 def test_the_page_has_the_share_section(share_log, report) -> None:
