@@ -69,6 +69,10 @@ UNUSED_COLUMNS = ("segment", "record_type", "value_version", "reason_instance_id
 VIEW_ORDER: dict[str, tuple[tuple[str, bool], ...]] = {"top_groups": (("rebalances", True), ("group_id", False)),
                                                        "rebalances_per_hour": (("hour", False),)}
 
+#: Views written at once. Each write is a few small stages; between them the driver plans, schedules
+#: and commits files while the cores wait, so more jobs in flight than cores keeps them busy.
+WRITE_THREADS = 4
+
 VIEWS = ("rebalance_timeline", "rebalances_per_hour", "top_groups", "membership_events", "churn_by_member",
          "churn_by_instance", "commits_per_minute", "offset_progress", "current_offsets", "current_groups",
          *CONSUMER_VIEWS)
@@ -420,7 +424,7 @@ def run(spark: SparkSession, log_dir: Path, out: Path, html: bool = True) -> dic
     cached: list[DataFrame] = []
     views, facts = build_views(spark, records, log_dir, cached)
     phases.done("read")  # the facts are the first action: the log is read and cached there
-    in_parallel({name: functools.partial(write_view, views[name], out / name) for name in VIEWS})
+    in_parallel({name: functools.partial(write_view, views[name], out / name) for name in VIEWS}, WRITE_THREADS)
     phases.done("views")
     share_groups = share_summary(log_dir, share_member_rows(records), out)  # spark_jobs/share_groups.py
     records.unpersist()
