@@ -32,6 +32,7 @@ While a snapshot is out, ``partition.cleaning`` keeps retention away from the cl
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -206,37 +207,55 @@ class TransactionRanges:
         return self.first_unstable is not None and h.base_offset >= self.first_unstable
 
 
-def transaction_ranges(files: list[_FileView]) -> TransactionRanges:
-    """Which transactional batches were aborted, and where the open transactions begin."""
-    ranges = TransactionRanges()
-    open_batches: dict[int, list[int]] = {}
+BatchViews = Iterable[tuple[BatchHeader, bytes | memoryview]]
+
+
+def _views(files: list[_FileView]) -> Iterator[tuple[BatchHeader, memoryview]]:
+    """The batches of segment files, in offset order."""
     for f in files:
         for _, h, view in scan_batches(f.fd, f.size, verify=False):
-            if not h.is_transactional:
-                continue
-            if not h.is_control:
-                open_batches.setdefault(h.producer_id, []).append(h.base_offset)
-                continue
-            batches = open_batches.pop(h.producer_id, [])
-            marker = marker_of(view, h)
-            if marker is not None and marker[0] == ABORT:
-                ranges.aborted_batches.update(batches)
-    firsts = [batches[0] for batches in open_batches.values() if batches]
+            yield h, view
+
+
+def transaction_ranges(files: list[_FileView]) -> TransactionRanges:
+    """Which transactional batches were aborted, and where the open transactions begin."""
+    return transaction_ranges_in(_views(files))
+
+
+def transaction_ranges_in(batches: BatchViews) -> TransactionRanges:
+    """`transaction_ranges` over batches from any store (the file log's segments, PostgreSQL's rows)."""
+    ranges = TransactionRanges()
+    open_batches: dict[int, list[int]] = {}
+    for h, view in batches:
+        if not h.is_transactional:
+            continue
+        if not h.is_control:
+            open_batches.setdefault(h.producer_id, []).append(h.base_offset)
+            continue
+        done = open_batches.pop(h.producer_id, [])
+        marker = marker_of(view, h)
+        if marker is not None and marker[0] == ABORT:
+            ranges.aborted_batches.update(done)
+    firsts = [done[0] for done in open_batches.values() if done]
     ranges.first_unstable = min(firsts) if firsts else None
     return ranges
 
 
 def latest_offsets(files: list[_FileView], txns: TransactionRanges | None = None) -> dict[bytes, int]:
     """key -> offset of its newest record, over the given segment files in offset order."""
+    return latest_offsets_in(_views(files), txns)
+
+
+def latest_offsets_in(batches: BatchViews, txns: TransactionRanges | None = None) -> dict[bytes, int]:
+    """`latest_offsets` over batches from any store, in offset order."""
     txns = txns or TransactionRanges()
     newest: dict[bytes, int] = {}
-    for f in files:
-        for _, h, view in scan_batches(f.fd, f.size, verify=False):
-            if h.is_control or h.base_offset in txns.aborted_batches or txns.skip(h):
-                continue
-            for r in iter_records(view):
-                if r.key is not None:
-                    newest[r.key] = r.offset
+    for h, view in batches:
+        if h.is_control or h.base_offset in txns.aborted_batches or txns.skip(h):
+            continue
+        for r in iter_records(view):
+            if r.key is not None:
+                newest[r.key] = r.offset
     return newest
 
 
@@ -269,19 +288,26 @@ class _SegmentWriter:
 
 def _clean_file(f: _FileView, newest: dict[bytes, int], now_ms: int, delete_retention_ms: int,
                 writer: _SegmentWriter, result: CleanResult, txns: TransactionRanges | None = None) -> None:
+    for batch, header in clean_batches(_views([f]), newest, now_ms, delete_retention_ms, result, txns):
+        writer.add(batch, header)
+
+
+def clean_batches(batches: BatchViews, newest: dict[bytes, int], now_ms: int, delete_retention_ms: int,
+                  result: CleanResult, txns: TransactionRanges | None = None) -> Iterator[tuple[bytes, BatchHeader]]:
+    """The cleaned form of `batches` (any store's), in order: what a cleaned log keeps of them. Batches
+    left untouched come back as their original bytes; emptied ones do not come back."""
     txns = txns or TransactionRanges()
-    for _, h, view in scan_batches(f.fd, f.size, verify=False):
+    for h, view in batches:
         if h.is_control or txns.skip(h):
-            writer.add(bytes(view), h)
+            yield bytes(view), h
             continue
         if h.base_offset in txns.aborted_batches:
             result.records_removed += h.records_count
             continue
-        records = iter_records(view)
         horizon = h.base_timestamp if h.has_delete_horizon else None
         kept: list[Record] = []
         tombstones = 0
-        for r in records:
+        for r in iter_records(view):
             if r.key is not None and newest.get(r.key) != r.offset:
                 continue  # shadowed by a newer record of its key
             if r.value is None:
@@ -295,11 +321,11 @@ def _clean_file(f: _FileView, newest: dict[bytes, int], now_ms: int, delete_rete
         if not kept:
             continue
         if removed == 0 and (tombstones == 0 or horizon is not None):
-            writer.add(bytes(view), h)  # untouched: the original bytes (and compression)
+            yield bytes(view), h  # untouched: the original bytes (and compression)
             continue
         new_horizon = horizon if horizon is not None else (now_ms + delete_retention_ms if tombstones else None)
         rebuilt = rebuild_batch(h, kept, new_horizon)
-        writer.add(rebuilt, BatchHeader.parse(rebuilt))
+        yield rebuilt, BatchHeader.parse(rebuilt)
 
 
 def rebuild_batch(h: BatchHeader, kept: list[Record], delete_horizon_ms: int | None = None) -> bytes:
