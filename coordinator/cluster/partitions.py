@@ -134,6 +134,8 @@ class PgPartition:
         self.on_committed = on_committed
         self.last_write: asyncio.Future[None] | None = None
         self.failed = False
+        self._clean_seen = -1  # the high watermark when a clean last found nothing to rewrite
+        self._clean_recheck_ms = 0  # and when that may change without appends
 
     def _keep(self, batch: bytes) -> None:
         header = verify_crc(batch)
@@ -280,24 +282,29 @@ class PgPartition:
         watermark. None when cleaning would change nothing."""
         if not self.config.compacted or not self.batches:
             return None
+        if self.committed == self._clean_seen and now_ms < self._clean_recheck_ms:
+            return None  # nothing appended, no tombstone's horizon or compaction lag passed since
         newest_allowed = now_ms - self.config.min_compaction_lag_ms
-        count = 0
-        for i in range(len(self.batches)):
-            if self.lasts[i] >= self.committed or self.max_timestamps[i] > newest_allowed:
-                break
-            count += 1
-        if count == 0:
-            return None
         done = bisect.bisect_left(self.lasts, self.committed)
+        count = 0
+        while count < done and self.max_timestamps[count] <= newest_allowed:
+            count += 1
         views = [(BatchHeader.parse(b), b) for b in self.batches[:done]]
-        txns = transaction_ranges_in(views)
-        newest = latest_offsets_in(views, txns)
-        result = CleanResult()
-        cleaned = [batch for batch, _ in clean_batches(views[:count], newest, now_ms, self.config.delete_retention_ms,
-                                                       result, txns)]
-        if cleaned == self.batches[:count]:
-            return None
-        return CleanedRange(self.bases[0], self.lasts[count - 1] + 1, cleaned, result)
+        if count:
+            txns = transaction_ranges_in(views)
+            newest = latest_offsets_in(views, txns)
+            result = CleanResult()
+            cleaned = [batch for batch, _ in clean_batches(views[:count], newest, now_ms,
+                                                           self.config.delete_retention_ms, result, txns)]
+            if cleaned != self.batches[:count]:
+                return CleanedRange(self.bases[0], self.lasts[count - 1] + 1, cleaned, result)
+        # Nothing to rewrite: look again after an append, or when a kept tombstone's delete horizon or
+        # the next batch's compaction lag has passed.
+        recheck = [h.base_timestamp for h, _ in views[:count] if h.has_delete_horizon]
+        if count < done:
+            recheck.append(self.max_timestamps[count] + self.config.min_compaction_lag_ms + 1)
+        self._clean_seen, self._clean_recheck_ms = self.committed, min(recheck, default=1 << 62)
+        return None
 
     def replace_cleaned(self, cleaned: CleanedRange) -> None:
         """The clean committed in the database: the same batches in memory (appends only came after
@@ -392,6 +399,7 @@ class ClusterDataPlane(DataPlane):
         for partition in self.loaded.values():
             if partition.topic == topic.name:
                 partition.config = config
+                partition._clean_seen = -1  # a policy or lag changed: look again
 
     def delete_records(self, topic: Topic, index: int, offset: int) -> int:
         """DeleteRecords: the new log start, moved in the database by a statement under the lease that the

@@ -9,7 +9,10 @@ import time
 
 import pytest
 
-from coordinator.log.batch import build_batch, iter_batches, iter_records
+from coordinator.cluster.partitions import PgPartition
+from coordinator.log.batch import build_batch, iter_batches, iter_records, set_base_offset
+from coordinator.log.partition import LogConfig
+from coordinator.log.transactions import control_batch
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import ProduceRequest
@@ -97,3 +100,41 @@ def test_a_compacted_topic_keeps_the_latest_value_per_key_across_a_leader_kill(c
         assert produce_batch(wire, [(b"e", b"e0")]) == 9  # offsets carry on after the last one
     finally:
         wire.close()
+
+
+def at(offset: int, batch: bytes) -> bytes:
+    buf = bytearray(batch)
+    set_base_offset(buf, offset)
+    return bytes(buf)
+
+
+def kept(partition: PgPartition) -> list[tuple[int, bytes | None, bytes | None]]:
+    return [(r.offset, r.key, r.value) for b in partition.batches for r in iter_records(b)]
+
+
+def test_the_leader_cleans_its_batches_with_the_file_cleaners_transaction_rules() -> None:
+    """The in-memory side of a clean, without a server: aborted records go whatever their keys, a
+    committed transaction's and the markers stay, nothing from an open transaction on is cleaned,
+    and records younger than min.compaction.lag.ms are left alone."""
+    now = 1_000_000
+    batches = [
+        at(0, build_batch([(b"a", b"a0"), (b"b", b"b0")], timestamp=now - 10_000)),
+        at(2, build_batch([(b"a", b"aborted")], producer_id=7, producer_epoch=0, base_sequence=0,
+                          transactional=True, timestamp=now - 10_000)),
+        at(3, control_batch(7, 0, commit=False, coordinator_epoch=0, timestamp=now - 10_000)),
+        at(4, build_batch([(b"b", b"b1")], producer_id=8, producer_epoch=0, base_sequence=0,
+                          transactional=True, timestamp=now - 10_000)),
+        at(5, control_batch(8, 0, commit=True, coordinator_epoch=0, timestamp=now - 10_000)),
+        at(6, build_batch([(b"a", b"a1")], timestamp=now - 10_000)),
+        at(7, build_batch([(b"b", b"young")], timestamp=now)),  # newer than the lag: stays, shadows b1
+    ]
+    config = LogConfig(cleanup_policy="compact", min_compaction_lag_ms=5_000)
+    partition = PgPartition(TOPIC, 0, config, 0, 8, batches, None, None)  # type: ignore[arg-type]
+    cleaned = partition.cleanable(now)
+    assert cleaned is not None and (cleaned.first, cleaned.end) == (0, 7)
+    partition.replace_cleaned(cleaned)
+    # b1 at 4 is shadowed by the young b at 7 (newest is judged over the whole log), so the committed
+    # transaction's batch is emptied; its marker and the abort marker stay, as the file cleaner keeps them.
+    assert [o for o, _, _ in kept(partition)] == [3, 5, 6, 7]
+    assert (6, b"a", b"a1") in kept(partition) and (7, b"b", b"young") in kept(partition)
+    assert partition.cleanable(now) is None  # nothing more to do until an append or the lag passes
