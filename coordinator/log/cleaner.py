@@ -4,8 +4,8 @@
 segments are rewritten (the active one still takes appends), and of those only the ones whose
 records are all at least ``min_compaction_lag_ms`` old (Kafka's first uncleanable offset: the
 first segment with a newer largest timestamp, and every segment after it, stay as they are). Records keep their offsets:
-a batch that loses records is rebuilt with base offset = its first kept offset and the
-kept records' deltas relative to it; untouched batches are copied byte for byte (so they
+a batch that loses records is rebuilt with its base offset, last offset and base sequence
+(Kafka's filterTo for v2 batches); untouched batches are copied byte for byte (so they
 keep their compression). Control batches (transaction markers) are copied unchanged.
 Records without a key (only possible if the topic was not always compacted) are kept.
 
@@ -331,9 +331,12 @@ def clean_batches(batches: BatchViews, newest: dict[bytes, int], now_ms: int, de
 def rebuild_batch(h: BatchHeader, kept: list[Record], delete_horizon_ms: int | None = None) -> bytes:
     """An uncompressed batch of ``kept`` with their original offsets and timestamps and ``h``'s producer.
 
+    The batch keeps ``h``'s base offset, last offset and base sequence, as Kafka's
+    MemoryRecords.filterTo does for v2 batches (overrideLastOffset): the producer state rebuilt from
+    a cleaned log sees the same sequences, and offsets between the kept records stay in their batch.
     With ``delete_horizon_ms`` the batch carries it as its baseTimestamp (hasDeleteHorizonMs set),
     record timestamps then being deltas from it, as Kafka writes them."""
-    base = kept[0].offset
+    base = h.base_offset
     attributes = h.attributes & ~COMPRESSION_MASK & ~DELETE_HORIZON_BIT
     if delete_horizon_ms is not None:
         base_ts = delete_horizon_ms
@@ -341,8 +344,7 @@ def rebuild_batch(h: BatchHeader, kept: list[Record], delete_horizon_ms: int | N
     else:
         base_ts = min(r.timestamp for r in kept)
     encoded = [encode_record(r.offset - base, r.timestamp - base_ts, r.key, r.value, r.headers) for r in kept]
-    sequence = h.base_sequence + (base - h.base_offset) if h.base_sequence >= 0 else -1
-    return assemble_batch(encoded, base_offset=base, last_offset_delta=kept[-1].offset - base,
+    return assemble_batch(encoded, base_offset=base, last_offset_delta=h.last_offset_delta,
                           base_timestamp=base_ts, max_timestamp=max(r.timestamp for r in kept),
                           attributes=attributes, producer_id=h.producer_id, producer_epoch=h.producer_epoch,
-                          base_sequence=sequence, partition_leader_epoch=h.partition_leader_epoch)
+                          base_sequence=h.base_sequence, partition_leader_epoch=h.partition_leader_epoch)
