@@ -11,8 +11,9 @@ Records without a key (only possible if the topic was not always compacted) are 
 
 Transactions (Kafka's LogCleaner with CleanedTransactionMetadata, simplified): batches of aborted
 transactions are removed whatever their keys and never shadow another record; nothing at or past
-the first offset of a still open transaction (the LSO) is cleaned or counted as newer. Markers
-stay.
+the first offset of a still open transaction (the LSO) is cleaned or counted as newer. A marker
+stays while a batch of its transaction does; then it is stamped with a delete horizon and removed
+past it, as tombstones are.
 
 Tombstones follow KIP-534: the first clean that keeps a tombstone rewrites its batch with
 the hasDeleteHorizonMs bit and baseTimestamp = clean time + ``delete_retention_ms``; a
@@ -297,10 +298,19 @@ def clean_batches(batches: BatchViews, newest: dict[bytes, int], now_ms: int, de
     """The cleaned form of `batches` (any store's), in order: what a cleaned log keeps of them. Batches
     left untouched come back as their original bytes; emptied ones do not come back."""
     txns = txns or TransactionRanges()
+    traversed: set[int] = set()  # producers with a transactional batch read since their last marker
     for h, view in batches:
-        if h.is_control or txns.skip(h):
+        if txns.skip(h):
             yield bytes(view), h
             continue
+        if h.is_control:
+            marker = _clean_marker(h, view, h.producer_id not in traversed, now_ms, delete_retention_ms)
+            traversed.discard(h.producer_id)
+            if marker is not None:
+                yield marker
+            continue
+        if h.is_transactional:
+            traversed.add(h.producer_id)
         if h.base_offset in txns.aborted_batches:
             result.records_removed += h.records_count
             continue
@@ -326,6 +336,20 @@ def clean_batches(batches: BatchViews, newest: dict[bytes, int], now_ms: int, de
         new_horizon = horizon if horizon is not None else (now_ms + delete_retention_ms if tombstones else None)
         rebuilt = rebuild_batch(h, kept, new_horizon)
         yield rebuilt, BatchHeader.parse(rebuilt)
+
+
+def _clean_marker(h: BatchHeader, view: bytes | memoryview, emptied: bool, now_ms: int,
+                  delete_retention_ms: int) -> tuple[bytes, BatchHeader] | None:
+    """A transaction marker stays while a batch of its transaction does (Kafka's
+    CleanedTransactionMetadata.onControlBatchRead); once none is left it is stamped with a delete
+    horizon, as a tombstone is, and removed by the first clean past it."""
+    horizon = h.base_timestamp if h.has_delete_horizon else None
+    if not emptied or (horizon is not None and now_ms < horizon):
+        return bytes(view), h
+    if horizon is not None:
+        return None
+    rebuilt = rebuild_batch(h, list(iter_records(view)), now_ms + delete_retention_ms)
+    return rebuilt, BatchHeader.parse(rebuilt)
 
 
 def rebuild_batch(h: BatchHeader, kept: list[Record], delete_horizon_ms: int | None = None) -> bytes:

@@ -114,7 +114,7 @@ def kept(partition: PgPartition) -> list[tuple[int, bytes | None, bytes | None]]
 
 def test_the_leader_cleans_its_batches_with_the_file_cleaners_transaction_rules() -> None:
     """The in-memory side of a clean, without a server: aborted records go whatever their keys, a
-    committed transaction's and the markers stay, nothing from an open transaction on is cleaned,
+    committed transaction's are judged by key, markers go once their transactions are gone and their horizon past,
     and records younger than min.compaction.lag.ms are left alone."""
     now = 1_000_000
     batches = [
@@ -128,13 +128,19 @@ def test_the_leader_cleans_its_batches_with_the_file_cleaners_transaction_rules(
         at(6, build_batch([(b"a", b"a1")], timestamp=now - 10_000)),
         at(7, build_batch([(b"b", b"young")], timestamp=now)),  # newer than the lag: stays, shadows b1
     ]
-    config = LogConfig(cleanup_policy="compact", min_compaction_lag_ms=5_000)
+    config = LogConfig(cleanup_policy="compact", min_compaction_lag_ms=5_000, delete_retention_ms=0)
     partition = PgPartition(TOPIC, 0, config, 0, 8, batches, None, None)  # type: ignore[arg-type]
     cleaned = partition.cleanable(now)
     assert cleaned is not None and (cleaned.first, cleaned.end) == (0, 7)
     partition.replace_cleaned(cleaned)
     # b1 at 4 is shadowed by the young b at 7 (newest is judged over the whole log), so the committed
-    # transaction's batch is emptied; its marker and the abort marker stay, as the file cleaner keeps them.
+    # transaction's batch is emptied; the markers stay while this clean still read their transactions.
     assert [o for o, _, _ in kept(partition)] == [3, 5, 6, 7]
     assert (6, b"a", b"a1") in kept(partition) and (7, b"b", b"young") in kept(partition)
+    # Then they get their delete horizon (delete.retention.ms=0: now), and go on the clean past it.
+    for _ in range(2):
+        cleaned = partition.cleanable(now)
+        assert cleaned is not None
+        partition.replace_cleaned(cleaned)
+    assert kept(partition) == [(6, b"a", b"a1"), (7, b"b", b"young")]
     assert partition.cleanable(now) is None  # nothing more to do until an append or the lag passes
