@@ -45,7 +45,8 @@ from coordinator.cluster.ownership import (
 )
 from coordinator.cluster.share_state import share_shard
 from coordinator.cluster.store import _LOCK_LEASES, BatchStore, _Pending, shard_name
-from coordinator.log.batch import iter_records, set_base_offset, set_partition_leader_epoch, verify_crc
+from coordinator.log.batch import BatchHeader, iter_records, set_base_offset, set_partition_leader_epoch, verify_crc
+from coordinator.log.cleaner import CleanResult, clean_batches, latest_offsets_in, transaction_ranges_in
 from coordinator.log.partition import LogConfig, OffsetOutOfRangeError, check_appended
 from coordinator.log.transactions import ProduceError
 from coordinator.server.data_plane import SINGLE_NODE_LEADER_EPOCH, DataPlane, partition_config
@@ -135,6 +136,8 @@ class PgPartition:
         self.on_committed = on_committed
         self.last_write: asyncio.Future[None] | None = None
         self.failed = False
+        self._clean_seen = -1  # the high watermark when a clean last found nothing to rewrite
+        self._clean_recheck_ms = 0  # and when that may change without appends
 
     def _keep(self, batch: bytes) -> None:
         header = verify_crc(batch)
@@ -148,6 +151,8 @@ class PgPartition:
 
     @property
     def log_start_offset(self) -> int:
+        if self.config.compacted:  # cleaning leaves gaps at the start too, the log start stays (as Kafka's)
+            return min(self._log_start, self.committed)
         first = self.bases[0] if self.bases else self.next_offset
         return min(max(self._log_start, first), self.committed)
 
@@ -274,6 +279,61 @@ class PgPartition:
             self.size_bytes -= sum(len(b) for b in self.batches[:drop])
             del self.bases[:drop], self.lasts[:drop], self.max_timestamps[:drop], self.batches[:drop]
 
+    # ---- compaction
+
+    def cleanable(self, now_ms: int) -> CleanedRange | None:
+        """The file log's cleaner over this partition's committed batches (`clean_batches`): the latest
+        record per key, over the whole log; rewritten, the batches up to the first one with a record
+        younger than min.compaction.lag.ms (Kafka's first uncleanable offset) or past the high
+        watermark. None when cleaning would change nothing."""
+        if not self.config.compacted or not self.batches:
+            return None
+        if self.committed == self._clean_seen and now_ms < self._clean_recheck_ms:
+            return None  # nothing appended, no tombstone's horizon or compaction lag passed since
+        newest_allowed = now_ms - self.config.min_compaction_lag_ms
+        done = bisect.bisect_left(self.lasts, self.committed)
+        count = 0
+        while count < done and self.max_timestamps[count] <= newest_allowed:
+            count += 1
+        views = [(BatchHeader.parse(b), b) for b in self.batches[:done]]
+        if count:
+            txns = transaction_ranges_in(views)
+            newest = latest_offsets_in(views, txns)
+            result = CleanResult()
+            cleaned = [batch for batch, _ in clean_batches(views[:count], newest, now_ms,
+                                                           self.config.delete_retention_ms, result, txns)]
+            if cleaned != self.batches[:count]:
+                return CleanedRange(self.bases[0], self.lasts[count - 1] + 1, cleaned, result)
+        # Nothing to rewrite: look again after an append, or when a kept tombstone's delete horizon or
+        # the next batch's compaction lag has passed.
+        recheck = [h.base_timestamp for h, _ in views[:count] if h.has_delete_horizon]
+        if count < done:
+            recheck.append(self.max_timestamps[count] + self.config.min_compaction_lag_ms + 1)
+        self._clean_seen, self._clean_recheck_ms = self.committed, min(recheck, default=1 << 62)
+        return None
+
+    def replace_cleaned(self, cleaned: CleanedRange) -> None:
+        """The clean committed in the database: the same batches in memory (appends only came after
+        `cleaned.end`; a log start moved meanwhile still holds)."""
+        keep = [b for i, b in enumerate(self.batches) if not cleaned.first <= self.bases[i] < cleaned.end]
+        merged = sorted([*cleaned.batches, *keep], key=lambda b: BatchHeader.parse(b).base_offset)
+        self.bases, self.lasts, self.max_timestamps, self.batches = [], [], [], []
+        self.size_bytes = 0
+        for batch in merged:
+            self._keep(batch)
+        self.move_start(self._log_start)
+
+
+@dataclass
+class CleanedRange:
+    """What a clean of a led partition rewrites: the rows with base offsets in [first, end) become
+    `batches` (each with its base offset kept where Kafka keeps it)."""
+
+    first: int
+    end: int
+    batches: list[bytes]
+    result: CleanResult
+
 
 def leader_epoch_of(lease_epoch: int) -> int:
     """A lease epoch as the int32 leader epoch Metadata and batches carry."""
@@ -356,6 +416,7 @@ class ClusterDataPlane(DataPlane):
         for partition in self.loaded.values():
             if partition.topic == topic.name:
                 partition.config = config
+                partition._clean_seen = -1  # a policy or lag changed: look again
 
     def delete_records(self, topic: Topic, index: int, offset: int) -> int:
         """DeleteRecords: the new log start, moved in the database by a statement under the lease that the
@@ -478,6 +539,7 @@ class PartitionOwnership:
             try:
                 await self._round()
                 await self._retain()
+                await self._compact()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the database is unreachable: leases lapse locally, retried next round
@@ -592,6 +654,36 @@ class PartitionOwnership:
             if start > partition.log_start_offset:
                 await self.move_start(shard, partition, start)
                 log.info("partition_retention", shard=shard, log_start=start)
+
+    async def _compact(self) -> None:
+        """Compaction of the led compacted partitions, in the database first, under the lease."""
+        now_ms = int(time.time() * 1000)
+        for shard, partition in list(self.data.loaded.items()):
+            cleaned = partition.cleanable(now_ms)
+            if cleaned is not None:
+                await self.clean(shard, partition, cleaned)
+
+    async def clean(self, shard: str, partition: PgPartition, cleaned: CleanedRange) -> None:
+        """Rewrite a cleaned range in one transaction that checks the lease's epoch (WriteLost if it was
+        lost), then in memory."""
+        headers = [BatchHeader.parse(b) for b in cleaned.batches]
+        # A statement's CTEs see the table as it was, so the DELETE and the INSERT of a batch that kept
+        # its base offset would clash on the key: two statements, in one transaction.
+        async with self.cluster.pool.acquire() as conn, conn.transaction():
+            held = await conn.fetch(_LOCK_LEASES, [shard], [self.data.store.epochs.get(shard, -1)], self.node_id)
+            if not held:
+                raise WriteLost(f"{shard}: lease lost, not compacted")
+            await conn.execute("DELETE FROM gc_batches WHERE shard = $1 AND base_offset >= $2 AND base_offset < $3",
+                               shard, cleaned.first, cleaned.end)
+            await conn.executemany(
+                "INSERT INTO gc_batches (shard, base_offset, record_count, batch) VALUES ($1, $2, $3, $4)",
+                [(shard, h.base_offset, h.last_offset_delta + 1, b)
+                 for h, b in zip(headers, cleaned.batches, strict=True)])
+        if self.data.loaded.get(shard) is partition:
+            partition.replace_cleaned(cleaned)
+        r = cleaned.result
+        log.info("partition_compacted", shard=shard, first=cleaned.first, end=cleaned.end,
+                 records_kept=r.records_kept, records_removed=r.records_removed)
 
     async def move_start(self, shard: str, partition: PgPartition, offset: int) -> None:
         """The partition's log starts at `offset`: in the database first, under the lease (WriteLost if

@@ -4,15 +4,16 @@
 segments are rewritten (the active one still takes appends), and of those only the ones whose
 records are all at least ``min_compaction_lag_ms`` old (Kafka's first uncleanable offset: the
 first segment with a newer largest timestamp, and every segment after it, stay as they are). Records keep their offsets:
-a batch that loses records is rebuilt with base offset = its first kept offset and the
-kept records' deltas relative to it; untouched batches are copied byte for byte (so they
+a batch that loses records is rebuilt with its base offset, last offset and base sequence
+(Kafka's filterTo for v2 batches); untouched batches are copied byte for byte (so they
 keep their compression). Control batches (transaction markers) are copied unchanged.
 Records without a key (only possible if the topic was not always compacted) are kept.
 
 Transactions (Kafka's LogCleaner with CleanedTransactionMetadata, simplified): batches of aborted
 transactions are removed whatever their keys and never shadow another record; nothing at or past
-the first offset of a still open transaction (the LSO) is cleaned or counted as newer. Markers
-stay.
+the first offset of a still open transaction (the LSO) is cleaned or counted as newer. A marker
+stays while a batch of its transaction does; then it is stamped with a delete horizon and removed
+past it, as tombstones are.
 
 Tombstones follow KIP-534: the first clean that keeps a tombstone rewrites its batch with
 the hasDeleteHorizonMs bit and baseTimestamp = clean time + ``delete_retention_ms``; a
@@ -32,6 +33,7 @@ While a snapshot is out, ``partition.cleaning`` keeps retention away from the cl
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -206,37 +208,55 @@ class TransactionRanges:
         return self.first_unstable is not None and h.base_offset >= self.first_unstable
 
 
-def transaction_ranges(files: list[_FileView]) -> TransactionRanges:
-    """Which transactional batches were aborted, and where the open transactions begin."""
-    ranges = TransactionRanges()
-    open_batches: dict[int, list[int]] = {}
+BatchViews = Iterable[tuple[BatchHeader, bytes | memoryview]]
+
+
+def _views(files: list[_FileView]) -> Iterator[tuple[BatchHeader, memoryview]]:
+    """The batches of segment files, in offset order."""
     for f in files:
         for _, h, view in scan_batches(f.fd, f.size, verify=False):
-            if not h.is_transactional:
-                continue
-            if not h.is_control:
-                open_batches.setdefault(h.producer_id, []).append(h.base_offset)
-                continue
-            batches = open_batches.pop(h.producer_id, [])
-            marker = marker_of(view, h)
-            if marker is not None and marker[0] == ABORT:
-                ranges.aborted_batches.update(batches)
-    firsts = [batches[0] for batches in open_batches.values() if batches]
+            yield h, view
+
+
+def transaction_ranges(files: list[_FileView]) -> TransactionRanges:
+    """Which transactional batches were aborted, and where the open transactions begin."""
+    return transaction_ranges_in(_views(files))
+
+
+def transaction_ranges_in(batches: BatchViews) -> TransactionRanges:
+    """`transaction_ranges` over batches from any store (the file log's segments, PostgreSQL's rows)."""
+    ranges = TransactionRanges()
+    open_batches: dict[int, list[int]] = {}
+    for h, view in batches:
+        if not h.is_transactional:
+            continue
+        if not h.is_control:
+            open_batches.setdefault(h.producer_id, []).append(h.base_offset)
+            continue
+        done = open_batches.pop(h.producer_id, [])
+        marker = marker_of(view, h)
+        if marker is not None and marker[0] == ABORT:
+            ranges.aborted_batches.update(done)
+    firsts = [done[0] for done in open_batches.values() if done]
     ranges.first_unstable = min(firsts) if firsts else None
     return ranges
 
 
 def latest_offsets(files: list[_FileView], txns: TransactionRanges | None = None) -> dict[bytes, int]:
     """key -> offset of its newest record, over the given segment files in offset order."""
+    return latest_offsets_in(_views(files), txns)
+
+
+def latest_offsets_in(batches: BatchViews, txns: TransactionRanges | None = None) -> dict[bytes, int]:
+    """`latest_offsets` over batches from any store, in offset order."""
     txns = txns or TransactionRanges()
     newest: dict[bytes, int] = {}
-    for f in files:
-        for _, h, view in scan_batches(f.fd, f.size, verify=False):
-            if h.is_control or h.base_offset in txns.aborted_batches or txns.skip(h):
-                continue
-            for r in iter_records(view):
-                if r.key is not None:
-                    newest[r.key] = r.offset
+    for h, view in batches:
+        if h.is_control or h.base_offset in txns.aborted_batches or txns.skip(h):
+            continue
+        for r in iter_records(view):
+            if r.key is not None:
+                newest[r.key] = r.offset
     return newest
 
 
@@ -269,19 +289,35 @@ class _SegmentWriter:
 
 def _clean_file(f: _FileView, newest: dict[bytes, int], now_ms: int, delete_retention_ms: int,
                 writer: _SegmentWriter, result: CleanResult, txns: TransactionRanges | None = None) -> None:
+    for batch, header in clean_batches(_views([f]), newest, now_ms, delete_retention_ms, result, txns):
+        writer.add(batch, header)
+
+
+def clean_batches(batches: BatchViews, newest: dict[bytes, int], now_ms: int, delete_retention_ms: int,
+                  result: CleanResult, txns: TransactionRanges | None = None) -> Iterator[tuple[bytes, BatchHeader]]:
+    """The cleaned form of `batches` (any store's), in order: what a cleaned log keeps of them. Batches
+    left untouched come back as their original bytes; emptied ones do not come back."""
     txns = txns or TransactionRanges()
-    for _, h, view in scan_batches(f.fd, f.size, verify=False):
-        if h.is_control or txns.skip(h):
-            writer.add(bytes(view), h)
+    traversed: set[int] = set()  # producers with a transactional batch read since their last marker
+    for h, view in batches:
+        if txns.skip(h):
+            yield bytes(view), h
             continue
+        if h.is_control:
+            marker = _clean_marker(h, view, h.producer_id not in traversed, now_ms, delete_retention_ms)
+            traversed.discard(h.producer_id)
+            if marker is not None:
+                yield marker
+            continue
+        if h.is_transactional:
+            traversed.add(h.producer_id)
         if h.base_offset in txns.aborted_batches:
             result.records_removed += h.records_count
             continue
-        records = iter_records(view)
         horizon = h.base_timestamp if h.has_delete_horizon else None
         kept: list[Record] = []
         tombstones = 0
-        for r in records:
+        for r in iter_records(view):
             if r.key is not None and newest.get(r.key) != r.offset:
                 continue  # shadowed by a newer record of its key
             if r.value is None:
@@ -295,19 +331,36 @@ def _clean_file(f: _FileView, newest: dict[bytes, int], now_ms: int, delete_rete
         if not kept:
             continue
         if removed == 0 and (tombstones == 0 or horizon is not None):
-            writer.add(bytes(view), h)  # untouched: the original bytes (and compression)
+            yield bytes(view), h  # untouched: the original bytes (and compression)
             continue
         new_horizon = horizon if horizon is not None else (now_ms + delete_retention_ms if tombstones else None)
         rebuilt = rebuild_batch(h, kept, new_horizon)
-        writer.add(rebuilt, BatchHeader.parse(rebuilt))
+        yield rebuilt, BatchHeader.parse(rebuilt)
+
+
+def _clean_marker(h: BatchHeader, view: bytes | memoryview, emptied: bool, now_ms: int,
+                  delete_retention_ms: int) -> tuple[bytes, BatchHeader] | None:
+    """A transaction marker stays while a batch of its transaction does (Kafka's
+    CleanedTransactionMetadata.onControlBatchRead); once none is left it is stamped with a delete
+    horizon, as a tombstone is, and removed by the first clean past it."""
+    horizon = h.base_timestamp if h.has_delete_horizon else None
+    if not emptied or (horizon is not None and now_ms < horizon):
+        return bytes(view), h
+    if horizon is not None:
+        return None
+    rebuilt = rebuild_batch(h, list(iter_records(view)), now_ms + delete_retention_ms)
+    return rebuilt, BatchHeader.parse(rebuilt)
 
 
 def rebuild_batch(h: BatchHeader, kept: list[Record], delete_horizon_ms: int | None = None) -> bytes:
     """An uncompressed batch of ``kept`` with their original offsets and timestamps and ``h``'s producer.
 
+    The batch keeps ``h``'s base offset, last offset and base sequence, as Kafka's
+    MemoryRecords.filterTo does for v2 batches (overrideLastOffset): the producer state rebuilt from
+    a cleaned log sees the same sequences, and offsets between the kept records stay in their batch.
     With ``delete_horizon_ms`` the batch carries it as its baseTimestamp (hasDeleteHorizonMs set),
     record timestamps then being deltas from it, as Kafka writes them."""
-    base = kept[0].offset
+    base = h.base_offset
     attributes = h.attributes & ~COMPRESSION_MASK & ~DELETE_HORIZON_BIT
     if delete_horizon_ms is not None:
         base_ts = delete_horizon_ms
@@ -315,8 +368,7 @@ def rebuild_batch(h: BatchHeader, kept: list[Record], delete_horizon_ms: int | N
     else:
         base_ts = min(r.timestamp for r in kept)
     encoded = [encode_record(r.offset - base, r.timestamp - base_ts, r.key, r.value, r.headers) for r in kept]
-    sequence = h.base_sequence + (base - h.base_offset) if h.base_sequence >= 0 else -1
-    return assemble_batch(encoded, base_offset=base, last_offset_delta=kept[-1].offset - base,
+    return assemble_batch(encoded, base_offset=base, last_offset_delta=h.last_offset_delta,
                           base_timestamp=base_ts, max_timestamp=max(r.timestamp for r in kept),
                           attributes=attributes, producer_id=h.producer_id, producer_epoch=h.producer_epoch,
-                          base_sequence=sequence, partition_leader_epoch=h.partition_leader_epoch)
+                          base_sequence=h.base_sequence, partition_leader_epoch=h.partition_leader_epoch)
