@@ -48,6 +48,7 @@ from coordinator.cluster.ownership import (
 from coordinator.cluster.store import shard_name
 from coordinator.records import Record
 from coordinator.records.transactional import resolve
+from coordinator.server.data_plane import PRODUCER_ID_BLOCK
 from coordinator.topics import OFFSETS_TOPIC
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -58,7 +59,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger()
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-PRODUCER_ID_BLOCK = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 PREFETCH_AT = 0.9  # ProducerIdManager fetches the next block when this much of the current one is used
 WRITE_TXN_MARKERS_VERSION = 1  # the flexible version every Kafka 4.x broker takes
 ADD_PARTITIONS_VERSION = 5  # the broker form, with TRANSACTION_ABORTABLE

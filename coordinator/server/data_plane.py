@@ -26,7 +26,7 @@ from protocol.error_codes import ErrorCode
 
 log = structlog.get_logger()
 
-PRODUCER_ID_BLOCK = 1000
+PRODUCER_ID_BLOCK = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE: a node's ids, one file write
 READ_CHUNK_BYTES = 8 * 1024 * 1024
 Verify = Callable[[int, int], "ErrorCode"]  # (producer id, epoch) -> NONE if the partition is in its transaction
 

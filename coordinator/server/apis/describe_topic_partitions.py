@@ -28,6 +28,7 @@ from coordinator.server.apis._acl import permits_topic
 from coordinator.server.apis._authorized import TOPIC_OPERATIONS
 from coordinator.server.apis.metadata import set_leaders
 from coordinator.server.broker import Broker
+from coordinator.server.data_plane import SINGLE_NODE_LEADER_EPOCH
 from coordinator.server.registry import HandlerError, RequestContext, api
 from coordinator.topics import TopicError, validate_topic_name
 from protocol.api_keys import ApiKey
@@ -73,9 +74,10 @@ def _describe(broker: Broker, names: Iterable[str], start_index: dict[str, int],
             continue
         first = start_index.get(name, 0)
         upper = min(topic.partitions, first + remaining)
-        partitions = [PartitionEntry(error_code=0, partition_index=i, leader_id=node, leader_epoch=0,
-                                     replica_nodes=[node], isr_nodes=[node], eligible_leader_replicas=[],
-                                     last_known_elr=[], offline_replicas=[]) for i in range(first, upper)]
+        partitions = [PartitionEntry(error_code=0, partition_index=i, leader_id=node,
+                                     leader_epoch=SINGLE_NODE_LEADER_EPOCH, replica_nodes=[node], isr_nodes=[node],
+                                     eligible_leader_replicas=[], last_known_elr=[], offline_replicas=[])
+                      for i in range(first, upper)]
         if broker.cluster is not None and not topic.internal:
             set_leaders(broker, topic, partitions)
         response.topics.append(TopicEntry(error_code=0, name=name, topic_id=topic.topic_id,

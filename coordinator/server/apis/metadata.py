@@ -24,6 +24,7 @@ from coordinator.security.acls import Operation
 from coordinator.server.apis._acl import permits_cluster, permits_topic
 from coordinator.server.apis._authorized import CLUSTER_OPERATIONS, OMITTED, TOPIC_OPERATIONS, authorized_operations
 from coordinator.server.broker import Broker
+from coordinator.server.data_plane import SINGLE_NODE_LEADER_EPOCH
 from coordinator.server.registry import HandlerError, RequestContext, api
 from coordinator.topics import OFFSETS_TOPIC, Topic, TopicError, validate_topic_name
 from protocol.api_keys import ApiKey
@@ -39,7 +40,7 @@ TopicEntry = MetadataResponse.MetadataResponseTopic
 
 def topic_entry(broker: Broker, topic: Topic, topic_operations: int = OMITTED) -> TopicEntry:
     node = broker.node_id
-    partitions = [Partition(error_code=0, partition_index=i, leader_id=node, leader_epoch=0,
+    partitions = [Partition(error_code=0, partition_index=i, leader_id=node, leader_epoch=SINGLE_NODE_LEADER_EPOCH,
                             replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
                   for i in range(topic.partitions)]
     if broker.cluster is not None and not topic.internal:
