@@ -259,7 +259,9 @@ def _attempt(figures: Figures, broker: str, workload: str, run: Callable[[], dic
         return
     try:
         _add(figures, run())
-    except Exception as exc:
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # pytest's Failed is a BaseException: the Java fixtures raise it without `make java`
         FAILURES[f"{broker} {workload}"] = f"{type(exc).__name__}: {exc}"[:200]
         print(f"{broker} {workload} failed: {FAILURES[f'{broker} {workload}']}", file=sys.stderr, flush=True)
 
