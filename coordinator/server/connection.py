@@ -34,6 +34,7 @@ import structlog
 
 from coordinator.security.tls import principal_of_peer
 from coordinator.server.dispatch import dispatch
+from coordinator.server.heartbeat_lane import HeartbeatLane, cut_frames
 
 if TYPE_CHECKING:
     from coordinator.config import Listener
@@ -70,6 +71,8 @@ class Connection(asyncio.Protocol):
         self.last_active = 0.0
         self._clock = server.loop.time  # bound once: read per data_received
         self.partial_since: float | None = None  # loop time the buffered, incomplete frame began arriving
+        # The server's heartbeat fast lane (heartbeat_lane.py), None where every frame takes dispatch.
+        self.lane: HeartbeatLane | None = server.heartbeat_lane
 
     # ---- asyncio callbacks
 
@@ -134,29 +137,24 @@ class Connection(asyncio.Protocol):
         buffer was empty, whose rest is then buffered), until one must wait.
 
         Replies ready at once are written together after the loop: one write (one syscall) per
-        batch of pipelined requests rather than one per response.
+        batch of pipelined requests rather than one per response. The frames are cut, and the
+        common heartbeats answered, by `cut_frames` (coordinator/server/heartbeat_lane.py).
         """
         buffer: bytes | bytearray = self.buffer if fresh is None else fresh
-        start = 0
         end = len(buffer)
         out: list[bytes] = []
-        answer = self._answer  # bound once: this loop runs per frame
-        # `self.blocked`, spelled out: a property call per frame cost more than the checks themselves.
-        while (end - start >= SIZE_BYTES and self.waiting is None and not self.closed and not self.writing_paused
-               and not self.stopping):
-            (size,) = _SIZE(buffer, start)
-            if size < self.min_frame or size > self.max_frame:
-                log.warning("frame_size_rejected_closing", peer=self.peer, client_id=self.client_id, size=size,
-                            max_size=self.max_frame)
-                self._flush(out)
-                self.close("bad_frame_size")
-                return
-            if end - start < SIZE_BYTES + size:
-                break
-            begin = start + SIZE_BYTES
-            start = begin + size
-            answer(bytes(buffer[begin:start]), out)
+        if fresh is not None:
+            start = cut_frames(self, fresh, 0, end, out)
+        elif end >= SIZE_BYTES and (end - SIZE_BYTES >= _SIZE(buffer, 0)[0] or not
+                                    self.min_frame <= _SIZE(buffer, 0)[0] <= self.max_frame):
+            # A complete first frame (or a size to refuse): cut from a copy as bytes. A frame still
+            # arriving is not copied at each read.
+            start = cut_frames(self, bytes(buffer), 0, end, out)
+        else:
+            start = 0
         self._flush(out)
+        if self.closed:
+            return
         if fresh is not None:
             if start < end:
                 self.buffer += memoryview(fresh)[start:]
@@ -169,6 +167,13 @@ class Connection(asyncio.Protocol):
             self.partial_since = self.server.loop.time()
         if self.reading_paused and (len(buffer) <= MAX_BUFFERED_BYTES or not self.blocked):
             self._resume_reading()
+
+    def refuse_frame_size(self, size: int, out: list[bytes]) -> None:
+        """A frame's size is out of bounds: what was answered before it goes out, then the connection closes."""
+        log.warning("frame_size_rejected_closing", peer=self.peer, client_id=self.client_id, size=size,
+                    max_size=self.max_frame)
+        self._flush(out)
+        self.close("bad_frame_size")
 
     def _flush(self, out: list[bytes]) -> None:
         if out and not self.closed:
@@ -251,6 +256,7 @@ class SaslConnection(Connection):
         self.authenticator: SaslAuthenticator | None = None
         self.max_frame = min(self.max_frame, server.security.max_receive_size)
         self.min_frame = 0
+        self.lane = None  # until authenticated: every frame goes to the authenticator
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -280,5 +286,6 @@ class SaslConnection(Connection):
             self.principal = f"User:{authenticator.username}"
             self.max_frame = self.server.config["socket.request.max.bytes"]
             self.min_frame = MIN_FRAME_BYTES
+            self.lane = self.server.heartbeat_lane
             log.debug("client_authenticated", peer=self.peer, listener=self.listener.name, principal=self.principal,
                      mechanism=authenticator.mechanism)
