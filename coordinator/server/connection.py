@@ -47,6 +47,7 @@ _SIZE = struct.Struct(">i").unpack_from
 SIZE_BYTES = 4
 MIN_FRAME_BYTES = 8  # api key, api version and correlation id: the smallest request header
 MAX_BUFFERED_BYTES = 4 * 1024 * 1024
+COPY_CHUNK_BYTES = 16 * 1024  # buffered frames are cut from copies of up to this much (or one frame)
 FAILED_AUTHENTICATION_CLOSE_DELAY_S = 0.1  # Kafka's connection.failed.authentication.delay.ms default
 
 
@@ -145,13 +146,8 @@ class Connection(asyncio.Protocol):
         out: list[bytes] = []
         if fresh is not None:
             start = cut_frames(self, fresh, 0, end, out)
-        elif end >= SIZE_BYTES and (end - SIZE_BYTES >= _SIZE(buffer, 0)[0] or not
-                                    self.min_frame <= _SIZE(buffer, 0)[0] <= self.max_frame):
-            # A complete first frame (or a size to refuse): cut from a copy as bytes. A frame still
-            # arriving is not copied at each read.
-            start = cut_frames(self, bytes(buffer), 0, end, out)
         else:
-            start = 0
+            start = self._cut_buffered(out)
         self._flush(out)
         if self.closed:
             return
@@ -167,6 +163,24 @@ class Connection(asyncio.Protocol):
             self.partial_since = self.server.loop.time()
         if self.reading_paused and (len(buffer) <= MAX_BUFFERED_BYTES or not self.blocked):
             self._resume_reading()
+
+    def _cut_buffered(self, out: list[bytes]) -> int:
+        """`cut_frames` over the buffer, which it reads as bytes: copied a chunk at a time (the
+        first frame whole), while the frame at the front is complete or has a size to refuse. A
+        frame still arriving is not copied at each read, and a connection that waits after each
+        request (commits waiting for their fsync) copies a chunk per answer, not all it buffered."""
+        buffer = self.buffer
+        start, end = 0, len(buffer)
+        while end - start >= SIZE_BYTES and not self.blocked:
+            (size,) = _SIZE(buffer, start)
+            if end - start - SIZE_BYTES < size and self.min_frame <= size <= self.max_frame:
+                break  # the front frame is still arriving
+            chunk = bytes(buffer[start:min(end, start + max(SIZE_BYTES + size, COPY_CHUNK_BYTES))])
+            cut = cut_frames(self, chunk, 0, len(chunk), out)
+            if not cut:
+                break
+            start += cut
+        return start
 
     def refuse_frame_size(self, size: int, out: list[bytes]) -> None:
         """A frame's size is out of bounds: what was answered before it goes out, then the connection closes."""
