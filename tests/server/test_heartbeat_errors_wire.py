@@ -10,15 +10,18 @@ member's JoinGroup starts a rebalance, REBALANCE_IN_PROGRESS.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
+from coordinator.cli import main as groupcoord
 from protocol.api_keys import ApiKey
 from protocol.client import decode_response, encode_request
 from protocol.error_codes import ErrorCode
 from protocol.messages import (
     ConsumerProtocolSubscription,
+    DescribeGroupsRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     SyncGroupRequest,
@@ -131,3 +134,28 @@ def test_heartbeats_behind_a_parked_join_wait_for_it(server: ServerProcess, conn
     assert answered.error_code == ErrorCode.ILLEGAL_GENERATION
     assert joined.generation_id == generation + 1
 
+
+
+def test_heartbeats_need_read_on_the_group_when_acls_are_on(server_factory: Callable[..., ServerProcess],
+                                                           connect: Callable[..., KafkaWire]) -> None:
+    """With an authorizer every heartbeat is checked (the lane leaves them to dispatch): a member whose
+    READ on the group is withdrawn is answered GROUP_AUTHORIZATION_FAILED from its next heartbeat on."""
+    server = server_factory("authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                            "group.initial.rebalance.delay.ms=0")
+    group = "hb-wire-acl"
+    acl = ["--allow-principal", "User:ANONYMOUS", "--operation", "Read", "--group", group]
+    assert groupcoord(["acls", "--data-dir", str(server.data_dir), "--add", *acl]) == 0
+    wire = connect(server)
+    deadline = time.monotonic() + 5
+    describe = DescribeGroupsRequest(groups=[group])
+    while wire.request(ApiKey.DESCRIBE_GROUPS, 5, describe).groups[0].error_code != ErrorCode.NONE:
+        assert time.monotonic() < deadline, "the server did not apply the ACL"
+        time.sleep(0.1)
+    member_id, generation = stable_group(connect(server), group)
+    beat = [(4, heartbeat(group, generation, member_id, INSTANCE, 4))]
+    assert pipelined(wire, beat * 3) == [ErrorCode.NONE] * 3
+    assert groupcoord(["acls", "--data-dir", str(server.data_dir), "--remove", *acl]) == 0
+    deadline = time.monotonic() + 5
+    while pipelined(wire, beat) != [ErrorCode.GROUP_AUTHORIZATION_FAILED]:
+        assert time.monotonic() < deadline, "the server did not apply the ACL change"
+        time.sleep(0.1)
