@@ -13,7 +13,7 @@ cdef class HeartbeatLane:
     cdef public dict last_append
     cdef public dict deadlines
     cdef public dict session_keys
-    cdef public bint bound
+    cdef public object runtime
 
     cpdef bint bind(self)
 

@@ -75,8 +75,8 @@ _TAIL_REBALANCE_IN_PROGRESS = _tails(REBALANCE_IN_PROGRESS)
 
 
 class HeartbeatLane:
-    """One per server: what the lane reads of the broker. The runtime's maps are bound at `bind`,
-    once per read (GroupRuntime changes them in place, never replaces them)."""
+    """One per server: what the lane reads of the broker. The runtime's maps are bound by `bind`,
+    checked once per read (GroupRuntime changes them in place, never replaces them)."""
 
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
@@ -88,7 +88,7 @@ class HeartbeatLane:
         # Member -> its session timer's key in `deadlines`, as stored there: built once per member
         # rather than per heartbeat (a Member hashes by identity, and always belongs to one group).
         self.session_keys: dict[Any, tuple[int, Any]] = {}
-        self.bound = False
+        self.runtime: Any = None  # the GroupRuntime whose maps are bound
 
     def bind(self) -> bool:
         """True when the lane may answer: the runtime is up, single-node, without an authorizer
@@ -97,12 +97,13 @@ class HeartbeatLane:
         runtime = getattr(broker, "groups", None)
         if runtime is None or runtime.gate is not None or broker.authorizer is not None:
             return False
-        if not self.bound:
+        if runtime is not self.runtime:
             self.partitions = runtime._partitions
             self.shards = runtime.shards
             self.last_append = runtime._last_append
             self.deadlines = runtime.deadlines
-            self.bound = True
+            self.session_keys = {}
+            self.runtime = runtime
         return True
 
 
