@@ -29,6 +29,6 @@ cdef tuple _string(bytes buf, Py_ssize_t pos, Py_ssize_t stop, bint compact)
 
 
 @cython.locals(flexible=bint, pos=Py_ssize_t, generation_id=cython.longlong, code=int,
-               deadline_ms=cython.longlong)
+               deadline_ms=cython.longlong, key=tuple)
 cdef int _heartbeat(HeartbeatLane lane, object conn, bytes buf, Py_ssize_t begin, Py_ssize_t stop, int version,
                     long long now_ms, list out) except? -2

@@ -85,9 +85,10 @@ class HeartbeatLane:
         self.shards: dict[int, Any] = {}
         self.last_append: dict[int, Any] = {}
         self.deadlines: dict[tuple[int, Any], tuple[int, Any, int]] = {}
-        # Member -> its session timer's key in `deadlines`, as stored there: built once per member
-        # rather than per heartbeat (a Member hashes by identity, and always belongs to one group).
-        self.session_keys: dict[Any, tuple[int, Any]] = {}
+        # Member id -> its session timer's key in `deadlines`, as stored there: built once per
+        # member rather than per heartbeat (checked against the group id; strings only, so a
+        # member gone leaves no group state alive here).
+        self.session_keys: dict[str, tuple[int, Any]] = {}
         self.runtime: Any = None  # the GroupRuntime whose maps are bound
 
     def bind(self) -> bool:
@@ -255,8 +256,8 @@ def _heartbeat(lane: HeartbeatLane, conn: Connection, buf: bytes, begin: int, st
         return -1
     deadline_ms = now_ms + member.session_timeout_ms
     deadlines = lane.deadlines
-    key = lane.session_keys.get(member)
-    if key is None:
+    key = lane.session_keys.get(member_id)
+    if key is None or key[1][1] != group_id:
         key = (partition, HeartbeatKey(group_id, member_id))
         entry = deadlines.pop(key, None)
         if entry is None:  # no session timer armed: the general path arms one
@@ -265,7 +266,7 @@ def _heartbeat(lane: HeartbeatLane, conn: Connection, buf: bytes, begin: int, st
         deadlines[key] = entry
         if len(lane.session_keys) >= SESSION_KEY_CACHE_SIZE:
             lane.session_keys.clear()
-        lane.session_keys[member] = key
+        lane.session_keys[member_id] = key
     entry = deadlines.get(key)
     # GroupRuntime._apply_timer for Schedule(key, deadline_ms): a loop timer armed no later than the
     # new deadline stays, only the deadline moves. Otherwise (none armed) the general path arms one.
