@@ -44,6 +44,7 @@ ACCELERATED: tuple[str, ...] = (
     "coordinator.records.offsets",
     "coordinator.server.dispatch",
     "coordinator.server.connection",
+    "coordinator.server.heartbeat_lane",  # the heartbeat fast lane, typed by its .pxd
     "coordinator.server.log_record_store",
     # The Python that remains on those paths once the codec is compiled (profiles of
     # tests.bench.heartbeat_path and commit_path): the runtime, routing, metrics, the log's append

@@ -3,7 +3,10 @@ pure-Python build as groupcoord-pure), Apache Kafka and Tansu, one after the oth
 table of the figures and each ratio to the others (median of RUNS runs, min–max shown).
 
     .venv/bin/python -m bench.compare [--runs 3] [--quick] [--only groupcoord|groupcoord-pure|kafka|tansu]
-        [--heartbeat-interval-ms 100] [--kills 5] [--no-cluster]
+        [--heartbeat-interval-ms 100] [--kills 5] [--no-cluster] [--heartbeats-only]
+
+`--only groupcoord --heartbeats-only`: issue 23's heartbeat figures alone (pipelined heartbeats/s over
+8 connections, p99 at a paced 20,000/s) beside the floor server's, in about a minute.
 
 The cluster rows (bench/compare/cluster.py): durable commits through PostgreSQL and the file store,
 and the failover time of a three-node groupcoord cluster against a three-broker Kafka cluster.
@@ -203,7 +206,7 @@ class Profile:
     idle_concurrency: int
 
 
-def measure(profile: Profile, runs: int, quick: bool) -> Figures:
+def measure(profile: Profile, runs: int, quick: bool, heartbeats_only: bool = False) -> Figures:
     figures: Figures = {}
     storms = (100, 500) if quick else (100, 500, 1000)
     groups.use_session_timeout(profile.session_ms)
@@ -212,6 +215,8 @@ def measure(profile: Profile, runs: int, quick: bool) -> Figures:
         target = profile.factory().start()
         try:
             _attempt(figures, profile.name, "heartbeats", _workload(workloads.heartbeats, target.port, seconds=seconds))
+            if heartbeats_only:
+                continue
             for n in storms:
                 _attempt(figures, profile.name, f"join_storm_{n}",
                          _workload(workloads.join_storm, target.port, n, target.cpu_s))
@@ -226,7 +231,10 @@ def measure(profile: Profile, runs: int, quick: bool) -> Figures:
                      functools.partial(time_to_stable_java_group, target.port))
         finally:
             target.cleanup()
-        _attempt(figures, profile.name, "start_to_first_answer", lambda: start_to_first_answer(profile.factory))
+        if not heartbeats_only:
+            _attempt(figures, profile.name, "start_to_first_answer", lambda: start_to_first_answer(profile.factory))
+    if heartbeats_only:
+        return figures
     target = profile.factory().start()  # memory: once, on a fresh broker
     try:
         _add(figures, {"rss_idle_mb": target.rss_mb()})  # apart: a failed idle_groups leaves this figure
@@ -370,6 +378,8 @@ def main() -> int:
                         help="how often a synced member heartbeats while a group forms (every broker alike)")
     parser.add_argument("--kills", type=int, default=5, help="SIGKILLs per failover figure (median of them)")
     parser.add_argument("--no-cluster", action="store_true", help="leave out the cluster rows")
+    parser.add_argument("--heartbeats-only", action="store_true",
+                        help="only the heartbeat workload (with the floor server's ceiling beside it)")
     args = parser.parse_args()
     groups.HEARTBEAT_INTERVAL_MS = args.heartbeat_interval_ms
     started = time.perf_counter()
@@ -382,17 +392,19 @@ def main() -> int:
     peers: dict[str, Figures] = {"groupcoord-pure": {}, "kafka": {}, "tansu": {}}
     if args.only in (None, "groupcoord"):
         ours = measure(Profile("groupcoord", targets.groupcoord, session_ms=300_000, idle_groups=10_000,
-                               idle_concurrency=100), args.runs, args.quick)
+                               idle_concurrency=100), args.runs, args.quick, args.heartbeats_only)
         print(f"groupcoord: {ours}", flush=True)
-        _add(ours, restart_load(args.restart_records // (10 if args.quick else 1)))
-        if not args.no_cluster:
+        if not args.heartbeats_only:
+            _add(ours, restart_load(args.restart_records // (10 if args.quick else 1)))
+        if not args.no_cluster and not args.heartbeats_only:
             _attempt(ours, "groupcoord", "cluster", lambda: cluster.groupcoord_figures(
                 seconds=2 if args.quick else 8, kills=args.kills))
     if args.only in (None, "groupcoord-pure"):
         # The pure-Python build (GROUPCOORD_PURE_PYTHON=1), measured right after the compiled one so
         # that their ratio is taken on the same machine load.
         peers["groupcoord-pure"] = measure(Profile("groupcoord-pure", targets.groupcoord_pure, session_ms=300_000,
-                                                   idle_groups=10_000, idle_concurrency=100), args.runs, args.quick)
+                                                   idle_groups=10_000, idle_concurrency=100), args.runs, args.quick,
+                                                   args.heartbeats_only)
         print(f"groupcoord-pure: {peers['groupcoord-pure']}", flush=True)
     if args.only not in (None, "kafka"):
         pass

@@ -7,6 +7,7 @@ so its memory does not grow with traffic.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -88,6 +89,17 @@ class Timer:
         s.recent.append(ms)
         if self.keep_unsent and len(s.unsent) < WINDOW * 8:  # bounded if the pusher falls behind
             s.unsent.append(ms)
+
+    def observe_key_repeated(self, key: Labels, ms: float, times: int) -> None:
+        """`observe_key(key, ms)` `times` times over (a run of requests timed together)."""
+        s = self.series.get(key)
+        if s is None:
+            s = self.series[key] = TimerSeries()
+        s.count += times
+        s.total += ms * times
+        s.recent.extend(itertools.repeat(ms, times))
+        if self.keep_unsent:
+            s.unsent.extend(itertools.repeat(ms, max(0, min(times, WINDOW * 8 - len(s.unsent)))))
 
 
 Metric = Counter | Gauge | Timer

@@ -18,6 +18,7 @@ from protocol.apis import API_SPECS
 
 GROUP_METRICS = "kafka_server_group_coordinator_metrics_"
 REQUEST_METRICS = "kafka_network_request_metrics_"
+HEARTBEAT_KEY = 12  # ApiKey.HEARTBEAT
 
 # A rebalance's free-text reason (KIP-800 style, as Kafka words it) -> a short, bounded label value.
 _TRIGGERS: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p, re.IGNORECASE), t) for p, t in (
@@ -96,6 +97,27 @@ class ServerMetrics:
         counts = self.requests.values  # Counter.inc_key inlined: this runs for every request
         counts[keys[0]] = counts.get(keys[0], 0) + 1
         self.request_time.observe_key(keys[1], elapsed_ms)
+
+    def on_heartbeats(self, version: int, error_code: int, count: int, elapsed_ms: float) -> None:
+        """`count` Heartbeats of `version` answered `error_code` by the fast lane
+        (coordinator/server/heartbeat_lane.py) in `elapsed_ms` together: counted as `on_request` and
+        `on_group_response` count each one dispatch answers, each timed at the run's mean."""
+        each = elapsed_ms / count
+        keys = self._request_keys.get(HEARTBEAT_KEY << 16 | version)
+        if keys is None:  # the first of this version: on_request builds its label sets
+            self.on_request(HEARTBEAT_KEY, version, each)
+            keys = self._request_keys[HEARTBEAT_KEY << 16 | version]
+            more = count - 1
+        else:
+            more = count
+        counts = self.requests.values
+        counts[keys[0]] = counts.get(keys[0], 0) + more
+        self.request_time.observe_key_repeated(keys[1], each, more)
+        key = self._error_keys.get(error_code)
+        if key is None:
+            key = self._error_keys[error_code] = labels_of({"error": error_code})
+        beats = self.heartbeats.values
+        beats[key] = beats.get(key, 0) + count
 
     def on_group_event(self, name: str, group_id: str, fields: Mapping[str, Any], now_ms: float) -> None:
         if name == "rebalance_prepared":

@@ -35,6 +35,7 @@ from coordinator.server.broker import Broker, Hook
 from coordinator.server.connection import Connection, SaslConnection
 from coordinator.server.data_plane import DataPlane
 from coordinator.server.groups import GroupRuntime
+from coordinator.server.heartbeat_lane import HeartbeatLane
 from coordinator.server.log_record_store import LogRecordStore
 from coordinator.server.record_store import RecordStore
 from coordinator.server.share_partitions import SharePartitionManager
@@ -59,6 +60,8 @@ class Server:
         self.security = ListenerSecurity(config)  # first: bad TLS/SASL settings stop the start before any I/O
         self.broker = Broker(config)
         self.loop = asyncio.get_running_loop()
+        # The heartbeat fast lane every connection cuts its frames through (None: all take dispatch).
+        self.heartbeat_lane: HeartbeatLane | None = HeartbeatLane(self.broker)
         store_url = config["coordinator.store.url"]
         if store_url:  # a cluster node: topic partitions in PostgreSQL, led through leases
             from coordinator.cluster.partitions import ClusterDataPlane

@@ -34,6 +34,7 @@ import structlog
 
 from coordinator.security.tls import principal_of_peer
 from coordinator.server.dispatch import dispatch
+from coordinator.server.heartbeat_lane import HeartbeatLane, cut_frames
 
 if TYPE_CHECKING:
     from coordinator.config import Listener
@@ -46,6 +47,7 @@ _SIZE = struct.Struct(">i").unpack_from
 SIZE_BYTES = 4
 MIN_FRAME_BYTES = 8  # api key, api version and correlation id: the smallest request header
 MAX_BUFFERED_BYTES = 4 * 1024 * 1024
+COPY_CHUNK_BYTES = 16 * 1024  # buffered frames are cut from copies of up to this much (or one frame)
 FAILED_AUTHENTICATION_CLOSE_DELAY_S = 0.1  # Kafka's connection.failed.authentication.delay.ms default
 
 
@@ -70,6 +72,8 @@ class Connection(asyncio.Protocol):
         self.last_active = 0.0
         self._clock = server.loop.time  # bound once: read per data_received
         self.partial_since: float | None = None  # loop time the buffered, incomplete frame began arriving
+        # The server's heartbeat fast lane (heartbeat_lane.py), None where every frame takes dispatch.
+        self.lane: HeartbeatLane | None = server.heartbeat_lane
 
     # ---- asyncio callbacks
 
@@ -134,29 +138,19 @@ class Connection(asyncio.Protocol):
         buffer was empty, whose rest is then buffered), until one must wait.
 
         Replies ready at once are written together after the loop: one write (one syscall) per
-        batch of pipelined requests rather than one per response.
+        batch of pipelined requests rather than one per response. The frames are cut, and the
+        common heartbeats answered, by `cut_frames` (coordinator/server/heartbeat_lane.py).
         """
         buffer: bytes | bytearray = self.buffer if fresh is None else fresh
-        start = 0
         end = len(buffer)
         out: list[bytes] = []
-        answer = self._answer  # bound once: this loop runs per frame
-        # `self.blocked`, spelled out: a property call per frame cost more than the checks themselves.
-        while (end - start >= SIZE_BYTES and self.waiting is None and not self.closed and not self.writing_paused
-               and not self.stopping):
-            (size,) = _SIZE(buffer, start)
-            if size < self.min_frame or size > self.max_frame:
-                log.warning("frame_size_rejected_closing", peer=self.peer, client_id=self.client_id, size=size,
-                            max_size=self.max_frame)
-                self._flush(out)
-                self.close("bad_frame_size")
-                return
-            if end - start < SIZE_BYTES + size:
-                break
-            begin = start + SIZE_BYTES
-            start = begin + size
-            answer(bytes(buffer[begin:start]), out)
+        if fresh is not None:
+            start = cut_frames(self, fresh, 0, end, out)
+        else:
+            start = self._cut_buffered(out)
         self._flush(out)
+        if self.closed:
+            return
         if fresh is not None:
             if start < end:
                 self.buffer += memoryview(fresh)[start:]
@@ -169,6 +163,31 @@ class Connection(asyncio.Protocol):
             self.partial_since = self.server.loop.time()
         if self.reading_paused and (len(buffer) <= MAX_BUFFERED_BYTES or not self.blocked):
             self._resume_reading()
+
+    def _cut_buffered(self, out: list[bytes]) -> int:
+        """`cut_frames` over the buffer, which it reads as bytes: copied a chunk at a time (the
+        first frame whole), while the frame at the front is complete or has a size to refuse. A
+        frame still arriving is not copied at each read, and a connection that waits after each
+        request (commits waiting for their fsync) copies a chunk per answer, not all it buffered."""
+        buffer = self.buffer
+        start, end = 0, len(buffer)
+        while end - start >= SIZE_BYTES and not self.blocked:
+            (size,) = _SIZE(buffer, start)
+            if end - start - SIZE_BYTES < size and self.min_frame <= size <= self.max_frame:
+                break  # the front frame is still arriving
+            chunk = bytes(buffer[start:min(end, start + max(SIZE_BYTES + size, COPY_CHUNK_BYTES))])
+            cut = cut_frames(self, chunk, 0, len(chunk), out)
+            if not cut:
+                break
+            start += cut
+        return start
+
+    def refuse_frame_size(self, size: int, out: list[bytes]) -> None:
+        """A frame's size is out of bounds: what was answered before it goes out, then the connection closes."""
+        log.warning("frame_size_rejected_closing", peer=self.peer, client_id=self.client_id, size=size,
+                    max_size=self.max_frame)
+        self._flush(out)
+        self.close("bad_frame_size")
 
     def _flush(self, out: list[bytes]) -> None:
         if out and not self.closed:
@@ -251,6 +270,7 @@ class SaslConnection(Connection):
         self.authenticator: SaslAuthenticator | None = None
         self.max_frame = min(self.max_frame, server.security.max_receive_size)
         self.min_frame = 0
+        self.lane = None  # until authenticated: every frame goes to the authenticator
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -280,5 +300,6 @@ class SaslConnection(Connection):
             self.principal = f"User:{authenticator.username}"
             self.max_frame = self.server.config["socket.request.max.bytes"]
             self.min_frame = MIN_FRAME_BYTES
+            self.lane = self.server.heartbeat_lane
             log.debug("client_authenticated", peer=self.peer, listener=self.listener.name, principal=self.principal,
                      mechanism=authenticator.mechanism)

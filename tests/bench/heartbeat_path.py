@@ -3,6 +3,7 @@
     .venv/bin/python -m tests.bench.heartbeat_path                      # µs of loop-thread CPU per heartbeat
     .venv/bin/python -m tests.bench.heartbeat_path --batch 1            # one frame per read (no pipelining)
     .venv/bin/python -m tests.bench.heartbeat_path --profile            # cProfile of the heartbeats, top 30
+    .venv/bin/python -m tests.bench.heartbeat_path --no-lane            # every frame through dispatch
     PYTHONHASHSEED=0 valgrind --tool=callgrind --zero-before=functools_reduce --dump-after=functools_reduce \\
         --callgrind-out-file=hb.out .venv/bin/python -m tests.bench.heartbeat_path --callgrind 5000
     grep ^summary: hb.out.1                                         # Ir of the 5,000 heartbeats alone
@@ -16,7 +17,9 @@ version, client id "bench") spread over `--connections` (8) connections and hand
 `Connection.data_received` `--batch` (64) frames at a time, as pipelined reads arrive. So the
 figure covers what the live server runs per heartbeat apart from the socket and the event loop:
 frame cutting, header parse, dispatch, decode, routing, the group lookup and the core handler,
-the session-timer update, metrics, response encoding and the (fake) transport write.
+the session-timer update, metrics, response encoding and the (fake) transport write. These
+heartbeats take the fast lane (coordinator/server/heartbeat_lane.py); `--no-lane` measures the
+general path they took before it (dispatch, the handler, an Outcome).
 
 Figures: loop-thread CPU (`thread_time`) µs per heartbeat, median of `--repeat` rounds, and what
 that CPU alone would allow per second. Under callgrind (`--callgrind N`) the N heartbeats run
@@ -186,6 +189,8 @@ class HeartbeatLoad:
 
 async def run(data: Path, args: argparse.Namespace) -> dict[str, Any]:
     server = await _server(data)
+    if args.no_lane:
+        server.heartbeat_lane = None
     members = await form_group(server, "hb-bench", args.members)
     load = HeartbeatLoad(server, members, "hb-bench", args.connections, args.batch)
     load.feed(2000)  # warm up: every member's session timer armed, caches filled
@@ -212,7 +217,7 @@ async def run(data: Path, args: argparse.Namespace) -> dict[str, Any]:
         per_hb = statistics.median(rounds)
         figures = {"heartbeat_cpu_us": round(per_hb, 2), "min_us": round(min(rounds), 2),
                    "max_us": round(max(rounds), 2), "cpu_bound_heartbeats_per_s": round(1e6 / per_hb),
-                   "batch": args.batch, "loop": type(asyncio.get_running_loop()).__module__,
+                   "batch": args.batch, "lane": not args.no_lane, "loop": type(asyncio.get_running_loop()).__module__,
                    "accelerator": accel.status()}
     await _close(server)
     return figures
@@ -230,6 +235,7 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=30, help="functions the profile lists")
     parser.add_argument("--callgrind", type=int, default=0, metavar="N", help="run N heartbeats for callgrind")
     parser.add_argument("--uvloop", action="store_true", help="on uvloop, as the server runs when installed")
+    parser.add_argument("--no-lane", action="store_true", help="without the heartbeat fast lane (dispatch)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-heartbeat-path-") as tmp:
         if args.uvloop:
