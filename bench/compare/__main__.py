@@ -3,7 +3,10 @@ pure-Python build as groupcoord-pure), Apache Kafka and Tansu, one after the oth
 table of the figures and each ratio to the others (median of RUNS runs, min–max shown).
 
     .venv/bin/python -m bench.compare [--runs 3] [--quick] [--only groupcoord|groupcoord-pure|kafka|tansu]
-        [--heartbeat-interval-ms 100] [--kills 5] [--no-cluster]
+        [--heartbeat-interval-ms 100] [--kills 5] [--no-cluster] [--workload commits]
+
+`--workload NAME` measures that one workload of `measure` (say `commits`: durable offset commits,
+pipelined then paced at 1,000 requests/s) and nothing else: no floor server, memory, restart or cluster rows.
 
 The cluster rows (bench/compare/cluster.py): durable commits through PostgreSQL and the file store,
 and the failover time of a three-node groupcoord cluster against a three-broker Kafka cluster.
@@ -227,6 +230,8 @@ def measure(profile: Profile, runs: int, quick: bool) -> Figures:
         finally:
             target.cleanup()
         _attempt(figures, profile.name, "start_to_first_answer", lambda: start_to_first_answer(profile.factory))
+    if ONLY_WORKLOAD is not None:
+        return figures
     target = profile.factory().start()  # memory: once, on a fresh broker
     try:
         _add(figures, {"rss_idle_mb": target.rss_mb()})  # apart: a failed idle_groups leaves this figure
@@ -240,6 +245,7 @@ def measure(profile: Profile, runs: int, quick: bool) -> Figures:
 
 
 FAILURES: dict[str, str] = {}  # "broker workload" -> why it could not be measured
+ONLY_WORKLOAD: str | None = None  # --workload: measure this one workload of `measure` alone
 WORKLOAD_TIMEOUT_S = 120
 # Forming 10,000 groups, or committing 1M offsets, takes ~90 s on an idle 2-core machine and
 # several times that under the shared machine's load.
@@ -255,7 +261,7 @@ def _workload(make: Callable[..., Awaitable[dict[str, float]]], *args: Any,
 def _attempt(figures: Figures, broker: str, workload: str, run: Callable[[], dict[str, float]]) -> None:
     """One workload; a broker that cannot do it gets a note in the report instead of a figure (and is
     not asked again in later runs: a timed-out workload would only cost the run its time budget)."""
-    if f"{broker} {workload}" in FAILURES:
+    if f"{broker} {workload}" in FAILURES or ONLY_WORKLOAD not in (None, workload):
         return
     try:
         _add(figures, run())
@@ -368,13 +374,16 @@ def main() -> int:
                         help="how often a synced member heartbeats while a group forms (every broker alike)")
     parser.add_argument("--kills", type=int, default=5, help="SIGKILLs per failover figure (median of them)")
     parser.add_argument("--no-cluster", action="store_true", help="leave out the cluster rows")
+    parser.add_argument("--workload", help="measure only this workload of each broker (e.g. commits)")
     args = parser.parse_args()
+    global ONLY_WORKLOAD
+    ONLY_WORKLOAD = args.workload
     groups.HEARTBEAT_INTERVAL_MS = args.heartbeat_interval_ms
     started = time.perf_counter()
     machine = {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
                "load_average": os.getloadavg(), "generator_loop": "uvloop" if _loop_factory() else "asyncio"}
     print(f"machine: {machine}", flush=True)
-    floor = floor_ceiling(args.runs)
+    floor = floor_ceiling(args.runs) if ONLY_WORKLOAD is None else {}
     print(f"floor: {floor}", flush=True)
     ours: Figures = {}
     peers: dict[str, Figures] = {"groupcoord-pure": {}, "kafka": {}, "tansu": {}}
@@ -382,8 +391,9 @@ def main() -> int:
         ours = measure(Profile("groupcoord", targets.groupcoord, session_ms=300_000, idle_groups=10_000,
                                idle_concurrency=100), args.runs, args.quick)
         print(f"groupcoord: {ours}", flush=True)
-        _add(ours, restart_load(args.restart_records // (10 if args.quick else 1)))
-        if not args.no_cluster:
+        if ONLY_WORKLOAD is None:
+            _add(ours, restart_load(args.restart_records // (10 if args.quick else 1)))
+        if not args.no_cluster and ONLY_WORKLOAD is None:
             _attempt(ours, "groupcoord", "cluster", lambda: cluster.groupcoord_figures(
                 seconds=2 if args.quick else 8, kills=args.kills))
     if args.only in (None, "groupcoord-pure"):

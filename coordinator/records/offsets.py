@@ -187,8 +187,19 @@ def offset_commit_run(group_id: str, topic: str, partitions: Sequence[CommittedP
     """offset_commit_record (value v3: no expire timestamp) for each partition of one topic of a
     commit, with the same bytes, as one run of columns."""
     indexes = [p.partition_index for p in partitions]
-    offsets = [OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "",
-                                 commit_timestamp) for p in partitions]
+    # Each OffsetAndMetadata is allocated and its slots set here rather than through the class call: the
+    # dataclass's __init__ is interpreted even in the compiled module and the class call around it costs
+    # as much again (~3.2k instructions a partition, callgrind); the fields and their values are the same.
+    offsets: list[OffsetAndMetadata] = []
+    append, allocate = offsets.append, object.__new__
+    for p in partitions:
+        stored: OffsetAndMetadata = allocate(OffsetAndMetadata)
+        stored.offset = p.committed_offset
+        stored.leader_epoch = p.committed_leader_epoch
+        stored.metadata = p.committed_metadata or ""
+        stored.commit_timestamp_ms = commit_timestamp
+        stored.expire_timestamp_ms = None
+        append(stored)
     cached = _topic_keys(group_id, topic)
     keys = [(cached.get(i) or _offset_key(group_id, topic, i))[0] for i in indexes]
     pack_empty, version = _VALUE_V3_EMPTY.pack, OFFSET_COMMIT_VALUE_VERSION
