@@ -3,10 +3,12 @@ pure-Python build as groupcoord-pure), Apache Kafka and Tansu, one after the oth
 table of the figures and each ratio to the others (median of RUNS runs, min–max shown).
 
     .venv/bin/python -m bench.compare [--runs 3] [--quick] [--only groupcoord|groupcoord-pure|kafka|tansu]
-        [--heartbeat-interval-ms 100] [--kills 5] [--no-cluster] [--heartbeats-only]
+        [--heartbeat-interval-ms 100] [--kills 5] [--no-cluster] [--workload commits]
 
-`--only groupcoord --heartbeats-only`: issue 23's heartbeat figures alone (pipelined heartbeats/s over
-8 connections, p99 at a paced 20,000/s) beside the floor server's, in about a minute.
+`--workload NAME` measures that one workload of `measure` and nothing else (no memory, restart or
+cluster rows): `--only groupcoord --workload heartbeats` gives issue 23's heartbeat figures (pipelined
+heartbeats/s over 8 connections, p99 at a paced 20,000/s) beside the floor server's in about a minute;
+`--workload commits` its commit figures (durable offset commits, pipelined, then paced at 1,000/s).
 
 The cluster rows (bench/compare/cluster.py): durable commits through PostgreSQL and the file store,
 and the failover time of a three-node groupcoord cluster against a three-broker Kafka cluster.
@@ -206,7 +208,7 @@ class Profile:
     idle_concurrency: int
 
 
-def measure(profile: Profile, runs: int, quick: bool, heartbeats_only: bool = False) -> Figures:
+def measure(profile: Profile, runs: int, quick: bool) -> Figures:
     figures: Figures = {}
     storms = (100, 500) if quick else (100, 500, 1000)
     groups.use_session_timeout(profile.session_ms)
@@ -215,8 +217,6 @@ def measure(profile: Profile, runs: int, quick: bool, heartbeats_only: bool = Fa
         target = profile.factory().start()
         try:
             _attempt(figures, profile.name, "heartbeats", _workload(workloads.heartbeats, target.port, seconds=seconds))
-            if heartbeats_only:
-                continue
             for n in storms:
                 _attempt(figures, profile.name, f"join_storm_{n}",
                          _workload(workloads.join_storm, target.port, n, target.cpu_s))
@@ -231,9 +231,8 @@ def measure(profile: Profile, runs: int, quick: bool, heartbeats_only: bool = Fa
                      functools.partial(time_to_stable_java_group, target.port))
         finally:
             target.cleanup()
-        if not heartbeats_only:
-            _attempt(figures, profile.name, "start_to_first_answer", lambda: start_to_first_answer(profile.factory))
-    if heartbeats_only:
+        _attempt(figures, profile.name, "start_to_first_answer", lambda: start_to_first_answer(profile.factory))
+    if ONLY_WORKLOAD is not None:
         return figures
     target = profile.factory().start()  # memory: once, on a fresh broker
     try:
@@ -248,6 +247,7 @@ def measure(profile: Profile, runs: int, quick: bool, heartbeats_only: bool = Fa
 
 
 FAILURES: dict[str, str] = {}  # "broker workload" -> why it could not be measured
+ONLY_WORKLOAD: str | None = None  # --workload: measure this one workload of `measure` alone
 WORKLOAD_TIMEOUT_S = 120
 # Forming 10,000 groups, or committing 1M offsets, takes ~90 s on an idle 2-core machine and
 # several times that under the shared machine's load.
@@ -263,7 +263,7 @@ def _workload(make: Callable[..., Awaitable[dict[str, float]]], *args: Any,
 def _attempt(figures: Figures, broker: str, workload: str, run: Callable[[], dict[str, float]]) -> None:
     """One workload; a broker that cannot do it gets a note in the report instead of a figure (and is
     not asked again in later runs: a timed-out workload would only cost the run its time budget)."""
-    if f"{broker} {workload}" in FAILURES:
+    if f"{broker} {workload}" in FAILURES or ONLY_WORKLOAD not in (None, workload):
         return
     try:
         _add(figures, run())
@@ -378,33 +378,33 @@ def main() -> int:
                         help="how often a synced member heartbeats while a group forms (every broker alike)")
     parser.add_argument("--kills", type=int, default=5, help="SIGKILLs per failover figure (median of them)")
     parser.add_argument("--no-cluster", action="store_true", help="leave out the cluster rows")
-    parser.add_argument("--heartbeats-only", action="store_true",
-                        help="only the heartbeat workload (with the floor server's ceiling beside it)")
+    parser.add_argument("--workload", help="measure only this workload of each broker (e.g. commits)")
     args = parser.parse_args()
+    global ONLY_WORKLOAD
+    ONLY_WORKLOAD = args.workload
     groups.HEARTBEAT_INTERVAL_MS = args.heartbeat_interval_ms
     started = time.perf_counter()
     machine = {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
                "load_average": os.getloadavg(), "generator_loop": "uvloop" if _loop_factory() else "asyncio"}
     print(f"machine: {machine}", flush=True)
-    floor = floor_ceiling(args.runs)
+    floor = floor_ceiling(args.runs) if ONLY_WORKLOAD in (None, "heartbeats") else {}
     print(f"floor: {floor}", flush=True)
     ours: Figures = {}
     peers: dict[str, Figures] = {"groupcoord-pure": {}, "kafka": {}, "tansu": {}}
     if args.only in (None, "groupcoord"):
         ours = measure(Profile("groupcoord", targets.groupcoord, session_ms=300_000, idle_groups=10_000,
-                               idle_concurrency=100), args.runs, args.quick, args.heartbeats_only)
+                               idle_concurrency=100), args.runs, args.quick)
         print(f"groupcoord: {ours}", flush=True)
-        if not args.heartbeats_only:
+        if ONLY_WORKLOAD is None:
             _add(ours, restart_load(args.restart_records // (10 if args.quick else 1)))
-        if not args.no_cluster and not args.heartbeats_only:
+        if not args.no_cluster and ONLY_WORKLOAD is None:
             _attempt(ours, "groupcoord", "cluster", lambda: cluster.groupcoord_figures(
                 seconds=2 if args.quick else 8, kills=args.kills))
     if args.only in (None, "groupcoord-pure"):
         # The pure-Python build (GROUPCOORD_PURE_PYTHON=1), measured right after the compiled one so
         # that their ratio is taken on the same machine load.
         peers["groupcoord-pure"] = measure(Profile("groupcoord-pure", targets.groupcoord_pure, session_ms=300_000,
-                                                   idle_groups=10_000, idle_concurrency=100), args.runs, args.quick,
-                                                   args.heartbeats_only)
+                                                   idle_groups=10_000, idle_concurrency=100), args.runs, args.quick)
         print(f"groupcoord-pure: {peers['groupcoord-pure']}", flush=True)
     if args.only not in (None, "kafka"):
         pass

@@ -143,6 +143,12 @@ def _commit_response(req: OffsetCommitRequest, code: ErrorCode,
     """Every partition answered `code`, except those in `exceptions`. Built positionally: a hundred
     partitions per commit are common (CommitPartition(partition_index, error_code))."""
     if not exceptions:
+        if code is NONE:  # the common answer: every partition committed, each answer shared (see _ACCEPTED)
+            accepted = _ACCEPTED.get
+            return OffsetCommitResponse(topics=[
+                CommitTopic(name=t.name, partitions=[accepted(p.partition_index) or _accepted(p.partition_index)
+                                                     for p in t.partitions])
+                for t in req.topics])
         return OffsetCommitResponse(topics=[
             CommitTopic(name=t.name, partitions=[CommitPartition(p.partition_index, code) for p in t.partitions])
             for t in req.topics])
@@ -152,6 +158,21 @@ def _commit_response(req: OffsetCommitRequest, code: ErrorCode,
             for p in t.partitions])
         for t in req.topics
     ])
+
+
+# A partition's "committed" answer, by partition index, shared by every response that carries it:
+# building one per partition was ~8 % of a 100-partition commit's instructions (callgrind). Response
+# partitions are only read once built (merges extend a topic's fresh list, never touch its partitions).
+# Indexes past ACCEPTED_CACHED_INDEXES are answered with a new object each time, which bounds the table.
+ACCEPTED_CACHED_INDEXES = 10_000
+_ACCEPTED: dict[int, CommitPartition] = {}
+
+
+def _accepted(partition_index: int) -> CommitPartition:
+    answer = CommitPartition(partition_index, NONE)
+    if 0 <= partition_index < ACCEPTED_CACHED_INDEXES:
+        _ACCEPTED[partition_index] = answer
+    return answer
 
 
 # ---- OffsetFetch -------------------------------------------------------------------------------
