@@ -7,8 +7,10 @@ kafka-python close (LeaveGroup without a reason text), aiokafka stop, kcat readi
 confluent-kafka close: 4 left; a confluent-kafka member SIGKILLed: 1 expired; a static kafka-python
 member removed by KafkaAdminClient.remove_group_members: 1 removed.
 Consumer-protocol group (group.protocol=consumer): two confluent-kafka closes: 2 left (heartbeat -1);
-a confluent-kafka member SIGKILLed: 1 expired. (kcat 1.7's librdkafka exits with an error on
-group.protocol=consumer here, so it is the classic protocol's only.)
+a confluent-kafka member SIGKILLed: 1 expired. kcat is the classic protocol's only: Debian's kcat 1.7.1
+runs on the system librdkafka 2.0.2, which has no group.protocol property (it came with librdkafka 2.4),
+so kcat exits 1 with 'No such configuration property: "group.protocol"' before it connects to any broker.
+The same kcat on a librdkafka with KIP-848 (the confluent-kafka wheel's) joins, consumes and leaves here.
 """
 
 from __future__ import annotations
