@@ -77,10 +77,10 @@ $(VENV)/.installed-test: pyproject.toml | $(VPY)
 # protocol/_compiled/, rebuilt when a source changes (only the changed ones recompile). Without a C
 # compiler, or when the build fails, the server runs pure Python and says so in `server_ready`;
 # a module whose source changed after its build also imports pure until the next build.
-ACCEL_SOURCES := $(wildcard protocol/*.py protocol/generated/*.py protocol/generated/*.pxd coordinator/log/*.py coordinator/records/*.py \
+ACCEL_SOURCES := $(wildcard protocol/*.py protocol/generated/*.py protocol/generated/*.pxd coordinator/log/*.py coordinator/log/*.pxd coordinator/records/*.py \
                    coordinator/server/*.py coordinator/server/apis/_routing.py coordinator/metrics/*.py \
                    coordinator/core/offsets.py coordinator/core/runtime/*.py coordinator/core/classic/*.py \
-                   spark_jobs/rows.py)
+                   spark_jobs/rows.py spark_jobs/decode.py spark_jobs/summarize.py)
 $(VENV)/.installed-accel: $(ACCEL_SOURCES) | $(VENV)/.installed-run
 	@if command -v $${CC:-cc} >/dev/null || command -v gcc >/dev/null; then \
 	  $(VPY) -m protocol.accel_build >build-accel.log 2>&1 && tail -1 build-accel.log \

@@ -59,6 +59,10 @@ ACCELERATED: tuple[str, ...] = (
     "coordinator.log.segment",
     "coordinator.log.chunk_columns",  # the Spark reader's scan of record batches into columns
     "spark_jobs.rows",  # and its decoding of them (spark_jobs.decode imports coordinator first)
+    # The reader's per-chunk loops (summary mode's split of commits from the rest, the KIP-848 folds) and
+    # its look for transactional batches (a header read per batch).
+    "spark_jobs.decode",
+    "spark_jobs.summarize",
     "coordinator.core.offsets",
     "coordinator.core.runtime.shard",
     "coordinator.core.runtime.groups",

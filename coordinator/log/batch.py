@@ -572,63 +572,81 @@ def frame_records_into(data: bytes, start: int, end: int, count: int, base_offse
     read_varint = _read_varint
     zigzag = _ZIGZAG_BYTE
     p = start
-    for i in range(count):
-        b = data[p]
-        if b < 0x80:
-            length = zigzag[b]
-            p += 1
-        else:
-            length, p = read_varint(data, p)
-        rec_end = p + length
-        if length < 0 or rec_end > end:
-            raise IndexError(f"record {i} of length {length} overruns the batch")
-        b = data[p + 1]  # after the record attributes: unused
-        if b == 0:  # a coordinator's records all have the batch's timestamp: no new int per record
-            add_timestamp(base_timestamp)
-            p += 2
-        elif b < 0x80:
-            add_timestamp(base_timestamp + zigzag[b])
-            p += 2
-        else:
-            n, p = read_varint(data, p + 1)
-            add_timestamp(base_timestamp + n)
-        b = data[p]
-        if b < 0x80:
-            add_offset(base_offset + zigzag[b])
-            p += 1
-        else:
-            n, p = read_varint(data, p)
-            add_offset(base_offset + n)
-        b = data[p]
-        if b < 0x80:
-            n = zigzag[b]
-            p += 1
-        else:
-            n, p = read_varint(data, p)
-        if n < 0:
-            add_key(None)
-        else:
-            add_key(data[p:p + n])
-            p += n
-        b = data[p]
-        if b < 0x80:
-            n = zigzag[b]
-            p += 1
-        else:
-            n, p = read_varint(data, p)
-        if n < 0:
-            add_value(None)
-        else:
-            add_value(data[p:p + n])
-            p += n
-        if data[p] == 0:  # common case: no headers
-            p += 1
-            add_headers(())
-        else:
-            record_headers, p = _read_headers(data, p)
-            add_headers(record_headers)
-        if p != rec_end:
-            raise IndexError(f"record {i} is {length} bytes but its fields take {length + p - rec_end}")
+    i = 0
+    size = len(data)
+    # A length read from a long varint is checked before it is used, so that compiled (batch.pxd:
+    # C integers) it fits in one; the checks raise what the reads they stand for would raise.
+    try:
+        for i in range(count):
+            b = data[p]
+            if b < 0x80:
+                length = zigzag[b]
+                p += 1
+            else:
+                wide, p = read_varint(data, p)
+                if wide < 0 or wide > end - p:
+                    raise IndexError(f"record {i} of length {wide} overruns the batch")
+                length = wide
+            rec_end = p + length
+            if length < 0 or rec_end > end:
+                raise IndexError(f"record {i} of length {length} overruns the batch")
+            b = data[p + 1]  # after the record attributes: unused
+            if b == 0:  # a coordinator's records all have the batch's timestamp: no new int per record
+                add_timestamp(base_timestamp)
+                p += 2
+            elif b < 0x80:
+                add_timestamp(base_timestamp + zigzag[b])
+                p += 2
+            else:
+                wide, p = read_varint(data, p + 1)
+                add_timestamp(base_timestamp + wide)
+            b = data[p]
+            if b < 0x80:
+                add_offset(base_offset + zigzag[b])
+                p += 1
+            else:
+                wide, p = read_varint(data, p)
+                add_offset(base_offset + wide)
+            b = data[p]
+            if b < 0x80:
+                n = zigzag[b]
+                p += 1
+            else:
+                wide, p = read_varint(data, p)
+                if wide > size - p:  # past the data: the next read fails
+                    raise IndexError("index out of range")
+                n = -1 if wide < 0 else wide
+            if n < 0:
+                add_key(None)
+            else:
+                add_key(data[p:p + n])
+                p += n
+            b = data[p]
+            if b < 0x80:
+                n = zigzag[b]
+                p += 1
+            else:
+                wide, p = read_varint(data, p)
+                if wide > size - p:
+                    raise IndexError("index out of range")
+                n = -1 if wide < 0 else wide
+            if n < 0:
+                add_value(None)
+            else:
+                add_value(data[p:p + n])
+                p += n
+            if data[p] == 0:  # common case: no headers
+                p += 1
+                add_headers(())
+            else:
+                record_headers, p = _read_headers(data, p)
+                add_headers(record_headers)
+            if p != rec_end:
+                raise IndexError(f"record {i} is {length} bytes but its fields take {length + p - rec_end}")
+    except IndexError as e:
+        if str(e) == "string index out of range":  # Cython's words for a typed bytes read past the end
+            raise IndexError("index out of range") from None
+        raise
     if p != end:
         raise IndexError(f"{end - p} trailing bytes after {count} records")
 

@@ -1,6 +1,7 @@
 """Benchmark: the group-history Spark job over a generated coordinator log.
 
-    python -m tests.bench.spark_report [--records 10000000] [--master local[2]] [--dir PATH] [--job-only] [--out DIR]
+    python -m tests.bench.spark_report [--records 10000000] [--master local[2]] [--dir PATH] [--job-only]
+                                       [--reader-only] [--out DIR]
 
 1. generates the log once (kept in --dir, default $TMPDIR/groupcoord-bench-<N>, and reused while
    its `generated.json` says the same size and seed);
@@ -68,6 +69,15 @@ def decode_alone(directory: Path, summary: bool) -> dict:
             "records_per_s": round(stats.records / seconds), "records_per_cpu_s": round(stats.records / cpu)}
 
 
+def decode_alone_pure(directory: Path, summary: bool) -> dict:
+    """``decode_alone`` in a child process forced pure: the reference the accelerator is compared with."""
+    code = ("import json, sys; from pathlib import Path; from tests.bench.spark_report import decode_alone; "
+            "print(json.dumps(decode_alone(Path(sys.argv[1]), sys.argv[2] == '1')))")
+    out = subprocess.run([sys.executable, "-c", code, str(directory), "1" if summary else "0"], check=True,
+                         capture_output=True, text=True, env={**os.environ, "GROUPCOORD_PURE_PYTHON": "1"})
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
 def decode_in_spark(directory: Path, master: str) -> dict:
     from spark_jobs.reader import local_session, read_log
 
@@ -133,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--skip-spark-reader", action="store_true")
     parser.add_argument("--job-only", action="store_true", help="only the whole job (no reader-alone runs)")
+    parser.add_argument("--reader-only", action="store_true", help="only the reader-alone runs (no Spark)")
     parser.add_argument("--out", type=Path, default=None, help="keep the job's output here (to compare runs)")
     args = parser.parse_args(argv)
     directory = args.dir or Path(tempfile.gettempdir()) / f"groupcoord-bench-{args.records}"
@@ -141,8 +152,16 @@ def main(argv: list[str] | None = None) -> int:
     results["generate"] = ensure_log(directory, args.records, args.seed)
     print(json.dumps({"generate": results["generate"]}), flush=True)
     for mode, summary in () if args.job_only else (("decode_alone_rows", False), ("decode_alone_summary", True)):
-        results[mode] = decode_alone(directory, summary)
+        compiled = decode_alone(directory, summary)
+        reference = decode_alone_pure(directory, summary)
+        from protocol import accel
+
+        results[mode] = {**compiled, "accelerator": accel.status(), "pure": reference,
+                         "vs_pure": round(compiled["records_per_cpu_s"] / reference["records_per_cpu_s"], 2)}
         print(json.dumps({mode: results[mode]}), flush=True)
+    if args.reader_only:
+        print(json.dumps(results, indent=2))
+        return 0
     if not (args.skip_spark_reader or args.job_only):
         results["decode_in_spark"] = decode_in_spark(directory, args.master)
         print(json.dumps({"decode_in_spark": results["decode_in_spark"]}), flush=True)

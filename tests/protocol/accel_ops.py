@@ -62,6 +62,22 @@ def read_batches(data: bytes, verify: bool) -> Any:
     return out
 
 
+def frame_chunk(data: bytes, verify: bool) -> Any:
+    """A read chunk framed into columns as the Spark reader frames it (`chunk_columns._frame_batches`):
+    the columns of the whole batches, the bytes used and the error that stopped it."""
+    from coordinator.log.chunk_columns import ChunkColumns, _frame_batches
+
+    out = ChunkColumns()
+    used, error = _frame_batches(data, 0, len(data), out, verify, True)
+    return (used, repr(error), error and error.position, out.batches, out.offsets, out.timestamps, out.keys,
+            out.values, out.headers)
+
+
+def frame_records(data: bytes, count: int) -> Any:
+    """A records section framed by `batch.frame_records_into` (what `frame_chunk` calls per batch)."""
+    return batch._frame_records(data, count)
+
+
 def offset_commit_record(group_id: str, topic: str, partition: int, offset: int, leader_epoch: int, metadata: str,
                          commit_timestamp: int, expire_timestamp: int | None) -> Any:
     record = offsets.offset_commit_record(group_id, topic, partition, offset, leader_epoch, metadata,
@@ -99,7 +115,8 @@ def load_log(data: bytes) -> Any:
 
 
 OPERATIONS = {f.__name__: f for f in (decode, encode, decode_request_frame, encode_response_frame, build_batch,
-                                     build_keyed_batch_from_columns, read_batches, offset_commit_record,
+                                     build_keyed_batch_from_columns, read_batches, frame_chunk, frame_records,
+                                     offset_commit_record,
                                      offset_commit_run, decode_record, load_log)}
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from protocol import accel
@@ -179,6 +179,27 @@ def test_batches_agree(pure: PureWorker, records: list[tuple[Any, ...]], base_of
     damaged = _corrupt(log, data.draw)
     for verify in (False, True):
         same(pure, "read_batches", damaged, verify)
+        same(pure, "frame_chunk", damaged, verify)  # the Spark reader's framing (chunk_columns.pxd, batch.pxd)
+
+
+@st.composite
+def records_sections(draw: st.DrawFn) -> tuple[bytes, int]:
+    """A batch's records section (its records as written, then damaged) and a record count."""
+    records = draw(st.lists(_RECORD, min_size=1, max_size=6))
+    try:
+        data = accel_ops.build_batch(records, 0, draw(st.integers(0, 2**42)), False, -1)[61:]  # past the header
+    except (TypeError, ValueError):  # records build_batch refuses (test_batches_agree compares those)
+        assume(False)
+    count = len(records) + draw(st.sampled_from([0, 0, 0, -1, 1]))
+    return _corrupt(data, draw), count
+
+
+@needs_build
+@settings(max_examples=EXAMPLES * 3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(section=records_sections())
+def test_record_framing_agrees_on_any_bytes(pure: PureWorker, section: tuple[bytes, int]) -> None:
+    """The per-record loop (batch.pxd types it): the same columns or the same error on any bytes."""
+    same(pure, "frame_records", *section)
 
 
 _NAME = st.text(max_size=10)

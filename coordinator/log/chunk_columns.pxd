@@ -1,0 +1,14 @@
+# Typed declarations Cython reads beside chunk_columns.py when it builds the accelerator
+# (protocol/accel_build.py); the pure-Python source stays the reference (tests/protocol/test_accel.py).
+#
+# _frame_batches is the per-batch loop of the Spark reader: positions, lengths and header fields
+# as C integers over the read chunk (`bytes`, from os.pread).
+
+import cython
+
+
+@cython.locals(n=Py_ssize_t, p=Py_ssize_t, rows=Py_ssize_t, batches=Py_ssize_t, last_header=Py_ssize_t,
+               in_file=Py_ssize_t, batch_length=Py_ssize_t, end=Py_ssize_t, magic=cython.int, attributes=cython.int,
+               count=Py_ssize_t)
+cpdef tuple _frame_batches(bytes data, Py_ssize_t file_pos, Py_ssize_t size, out, verify, skip_control,
+                           skip_batches=*)
