@@ -1,7 +1,8 @@
 """From a request frame to a response frame: header, version checks, handler, encoding.
 
 Returns the response bytes (empty when the request gets no answer, as Produce
-with acks=0), an awaitable of them (a handler's `Pending` answer), or None when
+with acks=0), an awaitable of them (a handler's `Pending` answer; wrapped in a
+`DurableReply` when it waits only for durability), or None when
 the connection must be closed (Kafka closes on requests it cannot parse or APIs
 it does not serve).
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Generator
 from typing import Any, Protocol
 
 import structlog
@@ -38,7 +39,22 @@ from protocol.primitives import ProtocolError
 
 log = structlog.get_logger()
 
-FrameReply = bytes | Awaitable[bytes | None] | None
+
+
+class DurableReply:
+    """A reply that waits only for a write to be durable (a `Pending` marked `pipelined`): the
+    connection may process its next requests while `answer` is awaited."""
+
+    __slots__ = ("answer",)
+
+    def __init__(self, answer: Awaitable[bytes | None]) -> None:
+        self.answer = answer
+
+    def __await__(self) -> Generator[Any, None, bytes | None]:
+        return self.answer.__await__()
+
+
+FrameReply = bytes | Awaitable[bytes | None] | DurableReply | None
 
 _wall_clock = time.time  # bound once: module attribute lookups, twice a request
 _perf_counter = time.perf_counter
@@ -96,8 +112,9 @@ def dispatch(broker: Broker, frame: bytes, client: Client) -> FrameReply:
             except Exception:
                 reply = _encoding_failed(handler, request, correlation_id, version, peer)
         elif type(response) is Pending:
-            return _await_response(broker, started, response.answer, handler, request, correlation_id, version,
-                                   peer)
+            waiting = _await_response(broker, started, response.answer, handler, request, correlation_id, version,
+                                      peer)
+            return DurableReply(waiting) if response.pipelined else waiting
         else:
             reply = _encode(handler, request, response, correlation_id, version, peer)
     broker.metrics.on_request(api_key, version, (_perf_counter() - started) * 1000)

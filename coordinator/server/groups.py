@@ -272,7 +272,7 @@ class GroupRuntime:
         if durable is None:
             self.metrics.on_group_response(response)
             return response
-        return Pending(self._after(durable, response))
+        return Pending(self._after(durable, response), pipelined=True)
 
     def handle_each(self, group_ids: list[str], build_request: Callable[[list[str]], Any], call: ShardCall,
                     ctx: RequestContext) -> list[tuple[list[str], Any | Pending]]:

@@ -47,12 +47,18 @@ NO_RESPONSE = _NoResponse()
 
 class Pending:
     """An answer not ready yet (it waits for a write to be durable, or for data to arrive): dispatch
-    awaits `answer` and encodes what it gives; it may fail with HandlerError like a handler."""
+    awaits `answer` and encodes what it gives; it may fail with HandlerError like a handler.
 
-    __slots__ = ("answer",)
+    `pipelined`: the request's effects are already applied and its answer waits only for a write
+    to be durable, so its connection may go on to the next requests meanwhile (answers still go
+    out in request order). Later requests then see the state they would see after the fsync, as
+    requests on other connections already do."""
 
-    def __init__(self, answer: Awaitable[Any]) -> None:
+    __slots__ = ("answer", "pipelined")
+
+    def __init__(self, answer: Awaitable[Any], pipelined: bool = False) -> None:
         self.answer = answer
+        self.pipelined = pipelined
 
     def amended(self, amend: Callable[[Any], None]) -> Pending:
         """The same answer with `amend` applied to the response once it is there."""
@@ -63,7 +69,7 @@ class Pending:
             amend(response)
             return response
 
-        return Pending(amended())
+        return Pending(amended(), self.pipelined)
 
 
 # What a handler returns: the response (ready), a Pending one, or NO_RESPONSE.
