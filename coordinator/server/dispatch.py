@@ -13,6 +13,8 @@ API's `error_response` hook; only when that fails too is the connection closed.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import itertools
 import time
 from collections.abc import Awaitable, Generator
@@ -112,8 +114,14 @@ def dispatch(broker: Broker, frame: bytes, client: Client) -> FrameReply:
             except Exception:
                 reply = _encoding_failed(handler, request, correlation_id, version, peer)
         elif type(response) is Pending:
-            waiting = _await_response(broker, started, response.answer, handler, request, correlation_id, version,
-                                      peer)
+            answer = response.answer
+            if response.pipelined and isinstance(answer, asyncio.Future):  # no coroutine, no Task: callbacks
+                reply_future: asyncio.Future[bytes | None] = answer.get_loop().create_future()
+                answer.add_done_callback(functools.partial(
+                    _encode_when_ready, broker, started, handler, request, correlation_id, version, peer,
+                    reply_future))
+                return DurableReply(reply_future)
+            waiting = _await_response(broker, started, answer, handler, request, correlation_id, version, peer)
             return DurableReply(waiting) if response.pipelined else waiting
         else:
             reply = _encode(handler, request, response, correlation_id, version, peer)
@@ -134,6 +142,28 @@ async def _await_response(broker: Broker, started: float, pending: Awaitable[Any
         reply = _encode(handler, request, response, correlation_id, version, peer)
     broker.metrics.on_request(handler.api_key, version, (_perf_counter() - started) * 1000)
     return reply
+
+
+def _encode_when_ready(broker: Broker, started: float, handler: ApiHandler, request: Any, correlation_id: int,
+                       version: int, peer: str, reply: asyncio.Future[bytes | None],
+                       answer: asyncio.Future[Any]) -> None:
+    """`_await_response` as a done callback of a Pending's future `answer`: `reply` gets the bytes."""
+    if reply.done():  # cancelled: its connection went away
+        return
+    if answer.cancelled():
+        reply.cancel()
+        return
+    failure = answer.exception()
+    if failure is None:
+        encoded = _encode(handler, request, answer.result(), correlation_id, version, peer)
+    elif isinstance(failure, HandlerError):
+        encoded = _error_reply(handler, request, failure.code, correlation_id, version)
+    else:
+        log.error("handler_failed", peer=peer, api=API_SPECS[handler.api_key].name, api_version=version,
+                  exc_info=failure)
+        encoded = _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)
+    broker.metrics.on_request(handler.api_key, version, (_perf_counter() - started) * 1000)
+    reply.set_result(encoded)
 
 
 def _encode(handler: ApiHandler, request: Any, response: Any, correlation_id: int, version: int,
