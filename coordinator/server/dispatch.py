@@ -32,6 +32,7 @@ from coordinator.server.registry import (
     HandlerError,
     Pending,
     RequestContext,
+    answer_wanted,
 )
 from protocol.apis import API_SPECS, API_VERSIONS_KEY
 from protocol.error_codes import ErrorCode
@@ -148,10 +149,7 @@ def _encode_when_ready(broker: Broker, started: float, handler: ApiHandler, requ
                        version: int, peer: str, reply: asyncio.Future[bytes | None],
                        answer: asyncio.Future[Any]) -> None:
     """`_await_response` as a done callback of a Pending's future `answer`: `reply` gets the bytes."""
-    if reply.done():  # cancelled: its connection went away
-        return
-    if answer.cancelled():
-        reply.cancel()
+    if not answer_wanted(reply, answer):
         return
     failure = answer.exception()
     if failure is None:

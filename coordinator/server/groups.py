@@ -45,7 +45,7 @@ from coordinator.records import LoadedRecords, Record, partition_for
 from coordinator.server.assignment_pool import AssignmentPool
 from coordinator.server.group_configs_view import StoreGroupConfigs
 from coordinator.server.record_store import RecordStore
-from coordinator.server.registry import HandlerError, Pending
+from coordinator.server.registry import HandlerError, Pending, answer_wanted
 from coordinator.topics import TopicChange
 from protocol.error_codes import ErrorCode
 
@@ -299,10 +299,7 @@ class GroupRuntime:
     def _answer_when_durable(self, answer: asyncio.Future[Any], response: Any, durable: asyncio.Future[None]) -> None:
         """`_after` as a done callback of the write's future: `answer` gets the response, or the
         storage failure as NOT_COORDINATOR."""
-        if answer.done():  # cancelled: its connection went away
-            return
-        if durable.cancelled():
-            answer.cancel()
+        if not answer_wanted(answer, durable):
             return
         failure = durable.exception()
         if failure is None:

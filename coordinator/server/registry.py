@@ -8,6 +8,7 @@ response, or NO_RESPONSE. The RequestContext is the core's: one context from the
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -70,6 +71,17 @@ class Pending:
             return response
 
         return Pending(amended(), self.pipelined)
+
+
+def answer_wanted(answer: asyncio.Future[Any], source: asyncio.Future[Any]) -> bool:
+    """In a done callback of `source` that completes `answer`: whether `answer` still waits for it.
+    No when the connection cancelled `answer`, or when `source` was cancelled (then so is `answer`)."""
+    if answer.done():
+        return False
+    if source.cancelled():
+        answer.cancel()
+        return False
+    return True
 
 
 # What a handler returns: the response (ready), a Pending one, or NO_RESPONSE.
