@@ -10,7 +10,7 @@ for its write to be durable (a `DurableReply`: an offset commit waiting for its
 fsync) does not hold the connection: the next frames are processed meanwhile,
 so pipelined commits share one fsync instead of queueing one fsync each, and the
 answers are queued (`answers`) and written in request order once each is ready.
-At most `MAX_DURABLE_IN_FLIGHT` such answers wait; the connection then holds.
+At most `MAX_DURABLE_IN_FLIGHT` answers are queued; the connection then holds.
 
 Limits: the server may refuse a connection as it arrives (`Server.admit`), and
 notes when a partial frame started waiting (`partial_since`) so that a sender
@@ -52,7 +52,7 @@ _SIZE = struct.Struct(">i").unpack_from
 SIZE_BYTES = 4
 MIN_FRAME_BYTES = 8  # api key, api version and correlation id: the smallest request header
 MAX_BUFFERED_BYTES = 4 * 1024 * 1024
-MAX_DURABLE_IN_FLIGHT = 16  # answers waiting for durability before the connection holds (bounds memory)
+MAX_DURABLE_IN_FLIGHT = 16  # answers queued behind a durability wait before the connection holds (bounds memory)
 FAILED_AUTHENTICATION_CLOSE_DELAY_S = 0.1  # Kafka's connection.failed.authentication.delay.ms default
 
 
@@ -199,13 +199,15 @@ class Connection(asyncio.Protocol):
             if reply:  # empty: a request that gets no answer (Produce with acks=0)
                 if self.answers:  # behind an answer still on its way
                     self.answers.append(reply)
+                    if len(self.answers) >= MAX_DURABLE_IN_FLIGHT and self.waiting is None:
+                        self._hold_for_last_answer()
                 else:
                     out.append(reply)
         elif reply is None:
             self._flush(out)  # what was answered before this frame still goes out, in order
             if self.answers:  # and the answers on their way too: close once they are written
                 self.close_when_answered = "bad_request"
-                self.waiting = next(a for a in reversed(self.answers) if not isinstance(a, bytes))
+                self._hold_for_last_answer()
             else:
                 self.close("bad_request")
         elif type(reply) is DurableReply:
@@ -218,6 +220,10 @@ class Connection(asyncio.Protocol):
             self.waiting = answer = asyncio.ensure_future(cast(Awaitable[bytes | None], reply))
             self.answers.append(answer)
             answer.add_done_callback(self._on_answer)
+
+    def _hold_for_last_answer(self) -> None:
+        """Process no more frames until the last answer on its way (and so all before it) is written."""
+        self.waiting = next(a for a in reversed(self.answers) if not isinstance(a, bytes))
 
     def _on_answer(self, future: asyncio.Future[bytes | None]) -> None:
         """An answer is ready: write it and every ready one behind it, in request order (one write),
