@@ -36,10 +36,11 @@ POLICIES = ("always", "interval")
 
 
 class _State:
-    __slots__ = ("inflight", "inflight_end", "waiters")
+    __slots__ = ("inflight", "inflight_end", "scheduled", "waiters")
 
     def __init__(self) -> None:
         self.inflight: asyncio.Future[None] | None = None
+        self.scheduled = False  # a round starts once the loop finishes what it is running (durable())
         self.inflight_end = -1  # log end offset the in-flight fsync covers
         self.waiters: list[tuple[int, asyncio.Future[None]]] = []  # durable() futures: (target offset, future)
 
@@ -104,9 +105,18 @@ class GroupCommitFlusher:
             return done
         st = self._states.setdefault(id(partition), _State())
         st.waiters.append((target, done))
-        if st.inflight is None:
-            self._start(partition, st)
+        if st.inflight is None and not st.scheduled:
+            # Not at once: the appends the loop makes before it runs the next callbacks (the rest of
+            # the pipelined commits cut from one read) are then covered by the same round, where an
+            # fsync started at the first would carry it alone and the others wait for the next.
+            st.scheduled = True
+            asyncio.get_running_loop().call_soon(self._start_scheduled, partition, st)
         return done
+
+    def _start_scheduled(self, partition: Partition, st: _State) -> None:
+        st.scheduled = False
+        if st.inflight is None and st.waiters and self._states.get(id(partition)) is st:
+            self._start(partition, st)
 
     def _settle_waiters(self, partition: Partition, st: _State, failure: OSError | None, covered: int) -> None:
         """After a round: complete the durable() futures it covered (or fail them with its error), and

@@ -3,9 +3,14 @@
 An `asyncio.Protocol` rather than streams: frames are cut out of one buffer in
 `data_received` and answered synchronously when the handler can, so pipelined
 requests cost no task switches. A handler that must wait (a parked JoinGroup, a
-commit waiting for its fsync) holds only this connection: later frames stay
-buffered until its response is written, as a Kafka broker keeps one request
-in flight per connection.
+fetch waiting for data) holds only this connection: later frames stay buffered
+until its response is written, as a Kafka broker keeps one request in flight
+per connection. A request whose effects are applied and whose answer waits only
+for its write to be durable (a `DurableReply`: an offset commit waiting for its
+fsync) does not hold the connection: the next frames are processed meanwhile,
+so pipelined commits share one fsync instead of queueing one fsync each, and the
+answers are queued (`answers`) and written in request order once each is ready.
+At most `MAX_DURABLE_IN_FLIGHT` answers are queued; the connection then holds.
 
 Limits: the server may refuse a connection as it arrives (`Server.admit`), and
 notes when a partial frame started waiting (`partial_since`) so that a sender
@@ -27,13 +32,14 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections import deque
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, cast
 
 import structlog
 
 from coordinator.security.tls import principal_of_peer
-from coordinator.server.dispatch import dispatch
+from coordinator.server.dispatch import DurableReply, dispatch
 from coordinator.server.heartbeat_lane import HeartbeatLane, cut_frames
 
 if TYPE_CHECKING:
@@ -48,6 +54,7 @@ SIZE_BYTES = 4
 MIN_FRAME_BYTES = 8  # api key, api version and correlation id: the smallest request header
 MAX_BUFFERED_BYTES = 4 * 1024 * 1024
 COPY_CHUNK_BYTES = 16 * 1024  # buffered frames are cut from copies of up to this much (or one frame)
+MAX_DURABLE_IN_FLIGHT = 16  # answers queued behind a durability wait before the connection holds (bounds memory)
 FAILED_AUTHENTICATION_CLOSE_DELAY_S = 0.1  # Kafka's connection.failed.authentication.delay.ms default
 
 
@@ -61,7 +68,11 @@ class Connection(asyncio.Protocol):
         self.min_frame = MIN_FRAME_BYTES
         self.buffer = bytearray()
         self.transport: asyncio.Transport | None = None
-        self.waiting: asyncio.Future[bytes | None] | None = None  # the in-flight response, if a handler waits
+        self.waiting: asyncio.Future[bytes | None] | None = None  # the answer this connection holds for
+        # Answers not written yet, in request order: futures (answers on their way) and the bytes of
+        # answers ready behind them. Empty unless an answer is on its way.
+        self.answers: deque[bytes | asyncio.Future[bytes | None]] = deque()
+        self.close_when_answered: str | None = None  # a bad frame came behind answers on their way
         self.writing_paused = False  # the transport's write buffer is full
         self.reading_paused = False
         self.closed = False
@@ -98,8 +109,11 @@ class Connection(asyncio.Protocol):
         share = getattr(self.broker, "share", None)  # absent in servers built without share groups (tests)
         if share is not None and share.sessions:
             share.connection_closed(self.peer)
-        if self.waiting is not None:
-            self.waiting.cancel()
+        if self.answers:
+            for answer in self.answers:
+                if not isinstance(answer, bytes):
+                    answer.cancel()
+            self.answers.clear()
             self.waiting = None
             self.server.notify_idle()
         log.debug("connection_closed", peer=self.peer, client_id=self.client_id, error=str(exc) if exc else None)
@@ -202,39 +216,83 @@ class Connection(asyncio.Protocol):
             reply = None
         if type(reply) is bytes:  # the common case first
             if reply:  # empty: a request that gets no answer (Produce with acks=0)
-                out.append(reply)
+                if self.answers:  # behind an answer still on its way
+                    self.answers.append(reply)
+                    if len(self.answers) >= MAX_DURABLE_IN_FLIGHT and self.waiting is None:
+                        self._hold_for_last_answer()
+                else:
+                    out.append(reply)
         elif reply is None:
             self._flush(out)  # what was answered before this frame still goes out, in order
-            self.close("bad_request")
+            if self.answers:  # and the answers on their way too: close once they are written
+                self.close_when_answered = "bad_request"
+                self._hold_for_last_answer()
+            else:
+                self.close("bad_request")
+        elif type(reply) is DurableReply:
+            answer = asyncio.ensure_future(reply.answer)
+            self.answers.append(answer)
+            answer.add_done_callback(self._on_answer)
+            if len(self.answers) >= MAX_DURABLE_IN_FLIGHT:
+                self.waiting = answer
         else:
-            self.waiting = asyncio.ensure_future(cast(Awaitable[bytes | None], reply))
-            self.waiting.add_done_callback(self._on_response)
+            self.waiting = answer = asyncio.ensure_future(cast(Awaitable[bytes | None], reply))
+            self.answers.append(answer)
+            answer.add_done_callback(self._on_answer)
 
-    def _on_response(self, future: asyncio.Future[bytes | None]) -> None:
-        if future is not self.waiting:  # cancelled by connection_lost
+    def _hold_for_last_answer(self) -> None:
+        """Process no more frames until the last answer on its way (and so all before it) is written."""
+        self.waiting = next(a for a in reversed(self.answers) if not isinstance(a, bytes))
+
+    def _on_answer(self, future: asyncio.Future[bytes | None]) -> None:
+        """An answer is ready: write it and every ready one behind it, in request order (one write),
+        up to the first still on its way; resume processing if the connection held for one of them."""
+        answers = self.answers
+        if self.closed or not answers or answers[0] is not future:  # cancelled, or behind one on its way
             return
-        self.waiting = None
-        self.server.notify_idle()
-        if self.closed:
-            return
-        reply = None if future.cancelled() or future.exception() is not None else future.result()
-        if reply is None:
-            if not future.cancelled() and future.exception() is not None:
-                log.error("response_failed_closing", peer=self.peer, client_id=self.client_id,
-                          error=repr(future.exception()))
-            self.close()
-            return
-        if reply:
-            self.transport.write(reply)  # type: ignore[union-attr]
+        out: list[bytes] = []
+        resume = False
+        while answers:
+            head = answers[0]
+            if isinstance(head, bytes):
+                out.append(head)
+                answers.popleft()
+                continue
+            if not head.done():
+                break
+            answers.popleft()
+            if head is self.waiting:
+                self.waiting = None
+                resume = True
+            reply = None if head.cancelled() or head.exception() is not None else head.result()
+            if reply is None:
+                if not head.cancelled() and head.exception() is not None:
+                    log.error("response_failed_closing", peer=self.peer, client_id=self.client_id,
+                              error=repr(head.exception()))
+                self._flush(out)
+                self.close()
+                self.waiting = None
+                self.server.notify_idle()
+                return
+            if reply:
+                out.append(reply)
+        self._flush(out)
+        if not answers:
+            self.waiting = None
+            self.server.notify_idle()
+            if self.close_when_answered is not None:
+                self.close(self.close_when_answered)
+                return
         self.last_active = self.server.loop.time()
-        self.process()
+        if resume:
+            self.process()
 
     # ---- lifecycle
 
     @property
     def busy(self) -> bool:
         """A request is in flight (its response not written yet)."""
-        return self.waiting is not None
+        return bool(self.answers)
 
     def _pause_reading(self) -> None:
         if not self.reading_paused and not self.closed:

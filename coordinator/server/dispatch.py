@@ -1,7 +1,8 @@
 """From a request frame to a response frame: header, version checks, handler, encoding.
 
 Returns the response bytes (empty when the request gets no answer, as Produce
-with acks=0), an awaitable of them (a handler's `Pending` answer), or None when
+with acks=0), an awaitable of them (a handler's `Pending` answer; wrapped in a
+`DurableReply` when it waits only for durability), or None when
 the connection must be closed (Kafka closes on requests it cannot parse or APIs
 it does not serve).
 
@@ -12,9 +13,11 @@ API's `error_response` hook; only when that fails too is the connection closed.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import itertools
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Generator
 from typing import Any, Protocol
 
 import structlog
@@ -29,6 +32,7 @@ from coordinator.server.registry import (
     HandlerError,
     Pending,
     RequestContext,
+    answer_wanted,
 )
 from protocol.apis import API_SPECS, API_VERSIONS_KEY
 from protocol.error_codes import ErrorCode
@@ -38,7 +42,22 @@ from protocol.primitives import ProtocolError
 
 log = structlog.get_logger()
 
-FrameReply = bytes | Awaitable[bytes | None] | None
+
+
+class DurableReply:
+    """A reply that waits only for a write to be durable (a `Pending` marked `pipelined`): the
+    connection may process its next requests while `answer` is awaited."""
+
+    __slots__ = ("answer",)
+
+    def __init__(self, answer: Awaitable[bytes | None]) -> None:
+        self.answer = answer
+
+    def __await__(self) -> Generator[Any, None, bytes | None]:
+        return self.answer.__await__()
+
+
+FrameReply = bytes | Awaitable[bytes | None] | DurableReply | None
 
 _wall_clock = time.time  # bound once: module attribute lookups, twice a request
 _perf_counter = time.perf_counter
@@ -96,8 +115,15 @@ def dispatch(broker: Broker, frame: bytes, client: Client) -> FrameReply:
             except Exception:
                 reply = _encoding_failed(handler, request, correlation_id, version, peer)
         elif type(response) is Pending:
-            return _await_response(broker, started, response.answer, handler, request, correlation_id, version,
-                                   peer)
+            answer = response.answer
+            if response.pipelined and isinstance(answer, asyncio.Future):  # no coroutine, no Task: callbacks
+                reply_future: asyncio.Future[bytes | None] = answer.get_loop().create_future()
+                answer.add_done_callback(functools.partial(
+                    _encode_when_ready, broker, started, handler, request, correlation_id, version, peer,
+                    reply_future))
+                return DurableReply(reply_future)
+            waiting = _await_response(broker, started, answer, handler, request, correlation_id, version, peer)
+            return DurableReply(waiting) if response.pipelined else waiting
         else:
             reply = _encode(handler, request, response, correlation_id, version, peer)
     broker.metrics.on_request(api_key, version, (_perf_counter() - started) * 1000)
@@ -117,6 +143,25 @@ async def _await_response(broker: Broker, started: float, pending: Awaitable[Any
         reply = _encode(handler, request, response, correlation_id, version, peer)
     broker.metrics.on_request(handler.api_key, version, (_perf_counter() - started) * 1000)
     return reply
+
+
+def _encode_when_ready(broker: Broker, started: float, handler: ApiHandler, request: Any, correlation_id: int,
+                       version: int, peer: str, reply: asyncio.Future[bytes | None],
+                       answer: asyncio.Future[Any]) -> None:
+    """`_await_response` as a done callback of a Pending's future `answer`: `reply` gets the bytes."""
+    if not answer_wanted(reply, answer):
+        return
+    failure = answer.exception()
+    if failure is None:
+        encoded = _encode(handler, request, answer.result(), correlation_id, version, peer)
+    elif isinstance(failure, HandlerError):
+        encoded = _error_reply(handler, request, failure.code, correlation_id, version)
+    else:
+        log.error("handler_failed", peer=peer, api=API_SPECS[handler.api_key].name, api_version=version,
+                  exc_info=failure)
+        encoded = _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)
+    broker.metrics.on_request(handler.api_key, version, (_perf_counter() - started) * 1000)
+    reply.set_result(encoded)
 
 
 def _encode(handler: ApiHandler, request: Any, response: Any, correlation_id: int, version: int,

@@ -45,7 +45,7 @@ from coordinator.records import LoadedRecords, Record, partition_for
 from coordinator.server.assignment_pool import AssignmentPool
 from coordinator.server.group_configs_view import StoreGroupConfigs
 from coordinator.server.record_store import RecordStore
-from coordinator.server.registry import HandlerError, Pending
+from coordinator.server.registry import HandlerError, Pending, answer_wanted
 from coordinator.topics import TopicChange
 from protocol.error_codes import ErrorCode
 
@@ -272,7 +272,10 @@ class GroupRuntime:
         if durable is None:
             self.metrics.on_group_response(response)
             return response
-        return Pending(self._after(durable, response))
+        # A future completed by a callback, not a coroutine: no Task per answer (one per commit).
+        answer = self.loop.create_future()
+        durable.add_done_callback(functools.partial(self._answer_when_durable, answer, response))
+        return Pending(answer, pipelined=True)
 
     def handle_each(self, group_ids: list[str], build_request: Callable[[list[str]], Any], call: ShardCall,
                     ctx: RequestContext) -> list[tuple[list[str], Any | Pending]]:
@@ -292,6 +295,22 @@ class GroupRuntime:
             self._apply(partition, outcome)
             answers.append(outcome.response)
         return answers
+
+    def _answer_when_durable(self, answer: asyncio.Future[Any], response: Any, durable: asyncio.Future[None]) -> None:
+        """`_after` as a done callback of the write's future: `answer` gets the response, or the
+        storage failure as NOT_COORDINATOR."""
+        if not answer_wanted(answer, durable):
+            return
+        failure = durable.exception()
+        if failure is None:
+            self.metrics.on_group_response(response)
+            answer.set_result(response)
+        elif isinstance(failure, OSError):  # as in _after
+            error = HandlerError(ErrorCode.NOT_COORDINATOR)
+            error.__cause__ = failure
+            answer.set_exception(error)
+        else:
+            answer.set_exception(failure)
 
     async def _after(self, durable: asyncio.Future[None], response: Any) -> Any:
         try:

@@ -139,7 +139,10 @@ def cut_frames(conn: Connection, buf: bytes, start: int, end: int, out: list[byt
             break
         begin = start + 4
         start = begin + size
-        if lane is not None and buf[begin] == 0 and buf[begin + 1] == HEARTBEAT and buf[begin + 2] == 0:
+        # Behind answers still waiting for an fsync (pipelined commits) a heartbeat's answer must queue
+        # after theirs: dispatch's path (Connection._answer) does that, the lane writes straight out.
+        if (lane is not None and buf[begin] == 0 and buf[begin + 1] == HEARTBEAT and buf[begin + 2] == 0
+                and not conn.answers):
             version = buf[begin + 3]
             if version <= MAX_VERSION:
                 if now_ms < 0:

@@ -8,6 +8,7 @@ response, or NO_RESPONSE. The RequestContext is the core's: one context from the
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,12 +48,18 @@ NO_RESPONSE = _NoResponse()
 
 class Pending:
     """An answer not ready yet (it waits for a write to be durable, or for data to arrive): dispatch
-    awaits `answer` and encodes what it gives; it may fail with HandlerError like a handler."""
+    awaits `answer` and encodes what it gives; it may fail with HandlerError like a handler.
 
-    __slots__ = ("answer",)
+    `pipelined`: the request's effects are already applied and its answer waits only for a write
+    to be durable, so its connection may go on to the next requests meanwhile (answers still go
+    out in request order). Later requests then see the state they would see after the fsync, as
+    requests on other connections already do."""
 
-    def __init__(self, answer: Awaitable[Any]) -> None:
+    __slots__ = ("answer", "pipelined")
+
+    def __init__(self, answer: Awaitable[Any], pipelined: bool = False) -> None:
         self.answer = answer
+        self.pipelined = pipelined
 
     def amended(self, amend: Callable[[Any], None]) -> Pending:
         """The same answer with `amend` applied to the response once it is there."""
@@ -63,7 +70,18 @@ class Pending:
             amend(response)
             return response
 
-        return Pending(amended())
+        return Pending(amended(), self.pipelined)
+
+
+def answer_wanted(answer: asyncio.Future[Any], source: asyncio.Future[Any]) -> bool:
+    """In a done callback of `source` that completes `answer`: whether `answer` still waits for it.
+    No when the connection cancelled `answer`, or when `source` was cancelled (then so is `answer`)."""
+    if answer.done():
+        return False
+    if source.cancelled():
+        answer.cancel()
+        return False
+    return True
 
 
 # What a handler returns: the response (ready), a Pending one, or NO_RESPONSE.

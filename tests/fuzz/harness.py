@@ -28,7 +28,7 @@ from structlog.testing import LogCapture
 
 from coordinator.config import Listener, load_config
 from coordinator.server.app import Server, _run_hooks
-from coordinator.server.dispatch import dispatch
+from coordinator.server.dispatch import DurableReply, dispatch
 from coordinator.server.registry import HANDLERS
 from protocol.apis import API_SPECS, API_VERSIONS_KEY
 from protocol.client import decode_response
@@ -115,6 +115,8 @@ class FuzzTarget:
         reply: Any = dispatch(self.server.broker, frame, Client())
         if reply is None or isinstance(reply, bytes):
             return reply
+        if isinstance(reply, DurableReply):
+            reply = reply.answer
         if not asyncio.iscoroutine(reply) and not asyncio.isfuture(reply):
             raise TypeError(f"dispatch returned {type(reply).__name__}")
         task = asyncio.ensure_future(reply)

@@ -45,6 +45,20 @@ async def test_one_hundred_concurrent_appenders_share_far_fewer_fsyncs(tmp_path)
     assert flusher.fsync_rounds <= 20, flusher.fsync_rounds
 
 
+async def test_appends_made_in_one_loop_step_share_one_round(tmp_path):
+    """durable() starts its round once the loop finishes the step that appended (the pipelined
+    commits cut from one read), so one fsync covers them all rather than the first alone."""
+    p = open_partition(tmp_path)
+    flusher = GroupCommitFlusher("always", fsync=CountingFsync())
+    waits = []
+    for i in range(8):
+        p.append(simple_batch(i, n=1))
+        waits.append(flusher.durable(p))
+    await asyncio.gather(*waits)
+    assert p.durable_offset == 8
+    assert flusher.fsync_rounds == 1
+
+
 async def test_waiter_returns_at_once_when_nothing_new_was_appended(tmp_path):
     p = open_partition(tmp_path)
     flusher = GroupCommitFlusher(fsync=CountingFsync())

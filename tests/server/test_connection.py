@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import struct
 import time
 
@@ -136,8 +137,8 @@ def test_null_client_id_is_accepted(shared_server, connect):
 
 
 def test_a_burst_of_commits_and_requests_answered_at_once_keeps_request_order(wire):
-    """A burst of commits (each waiting for its fsync) and requests answered at once: one request in
-    flight per connection, as Kafka brokers keep it, so every answer leaves in request order."""
+    """A burst of commits (each waiting for its fsync, the connection going on meanwhile) and requests
+    answered at once: every answer leaves in request order, the commits' after their fsync."""
     ensure_topic(wire, "pip", partitions=3)
     sent = []
     burst = []
@@ -175,3 +176,27 @@ def test_a_malformed_frame_behind_commits_closes_only_after_their_answers(wire):
         got, _response = wire.receive(ApiKey.OFFSET_COMMIT, 8)
         assert got == 70 + i
     assert wire.closed_by_server()
+
+
+def test_pipelined_commits_on_one_connection_share_fsyncs(server_factory, connect):
+    """A connection goes on to its next commits while one waits for its fsync, so a burst of 40
+    commits of one group is carried by fewer fsync rounds than commits (before, the connection held
+    for each fsync: one round per commit). Their answers come back in order, each committed."""
+    srv = server_factory()
+    wire = connect(srv)
+    ensure_topic(wire, "burst", partitions=2)
+    commits = 40
+    burst = [encode_request(ApiKey.OFFSET_COMMIT, 8, 300 + i, "p", OffsetCommitRequest(
+        group_id="burst", generation_id_or_member_epoch=-1, member_id="", topics=[
+            OffsetCommitRequest.OffsetCommitRequestTopic(name="burst", partitions=[
+                OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=p, committed_offset=i)
+                for p in range(2)])])) for i in range(commits)]
+    wire.send_raw(b"".join(burst))
+    for i in range(commits):
+        got, response = wire.receive(ApiKey.OFFSET_COMMIT, 8)
+        assert got == 300 + i
+        assert {p.error_code for t in response.topics for p in t.partitions} == {ErrorCode.NONE}
+    assert srv.stop() == 0
+    [stats] = [json.loads(line) for line in srv.log_path.read_text().splitlines() if '"log_flush_stats"' in line]
+    assert stats["durable_waits"] >= commits
+    assert stats["fsync_rounds"] < commits, stats
