@@ -24,9 +24,11 @@ from protocol.messages import (
     DescribeGroupsRequest,
     HeartbeatRequest,
     JoinGroupRequest,
+    OffsetCommitRequest,
     SyncGroupRequest,
 )
 from tests.conftest import STOP_TIMEOUT_S, ServerProcess, local_server
+from tests.server.admin_wire import ensure_topic
 from tests.server.conftest import KafkaWire
 
 SUBSCRIPTION = ConsumerProtocolSubscription(topics=["orders"]).encode(0)
@@ -134,6 +136,33 @@ def test_heartbeats_behind_a_parked_join_wait_for_it(server: ServerProcess, conn
     assert answered.error_code == ErrorCode.ILLEGAL_GENERATION
     assert joined.generation_id == generation + 1
 
+
+
+def test_heartbeats_behind_commits_waiting_for_their_fsync_are_answered_after_them(
+        server: ServerProcess, connect: Callable[..., KafkaWire]) -> None:
+    """A connection goes on past commits that wait only for their fsync (their answers queue); a
+    heartbeat the lane could answer at once must still come back after them, in request order."""
+    group = "hb-wire-behind-commits"
+    member_id, generation = stable_group(connect(server), group)
+    wire = connect(server)
+    ensure_topic(wire, "hb-behind", partitions=4)
+    frames = []
+    for i in range(6):  # commits and heartbeats alternating, all in one write
+        frames.append(encode_request(ApiKey.OFFSET_COMMIT, 8, 200 + 2 * i, "hb-wire", OffsetCommitRequest(
+            group_id=f"{group}-offsets", generation_id_or_member_epoch=-1, member_id="", topics=[
+                OffsetCommitRequest.OffsetCommitRequestTopic(name="hb-behind", partitions=[
+                    OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=p, committed_offset=i)
+                    for p in range(4)])])))
+        frames.append(encode_request(ApiKey.HEARTBEAT, 4, 201 + 2 * i, "hb-wire",
+                                     heartbeat(group, generation, member_id, INSTANCE, 4)))
+    wire.send_raw(b"".join(frames))
+    for i in range(6):
+        got, committed = wire.receive(ApiKey.OFFSET_COMMIT, 8)
+        assert got == 200 + 2 * i
+        assert {p.error_code for t in committed.topics for p in t.partitions} == {ErrorCode.NONE}
+        got, answered = wire.receive(ApiKey.HEARTBEAT, 4)
+        assert got == 201 + 2 * i
+        assert answered.error_code == ErrorCode.NONE
 
 
 def test_heartbeats_need_read_on_the_group_when_acls_are_on(server_factory: Callable[..., ServerProcess],
