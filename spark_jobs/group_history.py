@@ -266,10 +266,13 @@ def build_views(spark: SparkSession, records: DataFrame, log_dir: Path,
     cached = cached if cached is not None else []
     facts = log_facts(records)
     as_of = facts.get("last_ms") or 0
-    # Projections of the cached rows: cheaper to recompute per view than to cache again.
-    gm = group_writes(records)
+    # The GroupMetadata rows are read by seven views and the membership events by three: kept apart
+    # (a few percent of the cached rows), each view scans them instead of filtering every cached row
+    # and exploding the events again.
+    gm = group_writes(records).persist(StorageLevel.MEMORY_AND_DISK)
     timeline = rebalance_timeline(gm)
-    events = membership_events(gm)
+    events = membership_events(gm).persist(StorageLevel.MEMORY_AND_DISK)
+    cached += [gm, events]
     per_hour = timeline.groupBy(F.date_trunc("hour", F.timestamp_millis("stable_ms")).alias("hour")).agg(
         F.count(F.lit(1)).alias("rebalances"), F.countDistinct("group_id").alias("groups"),
         F.sum(F.when(F.col("trigger") == "member_expired", 1).otherwise(0)).alias("expiries"))
