@@ -92,8 +92,7 @@ def rebalance_timeline(gm: DataFrame) -> DataFrame:
     # Columns that were never null keep saying so in the Parquet schema (the reader's may be null).
     t = gm.filter(F.col("write") == "generation").withColumn("reasons", F.coalesce("reasons", F.array()))
     first_reason = F.get(F.col("reasons"), 0)
-    start = F.least(first_reason["reason_ms"], F.col("current_state_timestamp"))
-    start_ms = F.when(first_reason.isNotNull(), start).otherwise(F.col("current_state_timestamp"))
+    start_ms = rebalance_start_ms()
     return t.select(
         "group_id", "partition", "offset", "generation", F.coalesce("trigger", F.lit("")).alias("trigger"),
         first_reason["reason"].alias("reason"), first_reason["api"].alias("reason_api"),
@@ -107,6 +106,31 @@ def rebalance_timeline(gm: DataFrame) -> DataFrame:
         F.coalesce("removed", F.array().cast("array<string>")).alias("removed"),
         F.coalesce("static_members", F.lit(0)).alias("static_members"),
     )
+
+
+def rebalance_start_ms() -> Column:
+    """When a rebalance started: its first reason (KIP-800) if earlier than the join's end, else the join's end."""
+    first_reason = F.get(F.col("reasons"), 0)
+    start = F.least(first_reason["reason_ms"], F.col("current_state_timestamp"))
+    return F.when(first_reason.isNotNull(), start).otherwise(F.col("current_state_timestamp"))
+
+
+def top_groups(gm: DataFrame, facts: dict[str, Any]) -> DataFrame:
+    """Per group with a rebalance: the timeline's figures and the static replacements absorbed, in one
+    aggregate over the generation and replacement writes (one shuffle, where the timeline's aggregate
+    and the replacements' joined took three). No order: `_read_view` sorts it (`VIEW_ORDER`)."""
+    generation = F.col("write") == "generation"
+    duration = F.when(generation, F.col("timestamp") - rebalance_start_ms())
+    as_of = facts.get("last_ms") or 0
+    hours = (as_of - (facts.get("first_ms") or as_of)) / 3_600_000.0
+    return (gm.filter(F.col("write").isin("generation", "static_replacement")).groupBy("group_id").agg(
+                F.count(F.when(generation, 1)).alias("rebalances"), F.avg(duration).alias("avg_rebalance_ms"),
+                F.max(duration).alias("max_rebalance_ms"),
+                F.max(F.when(generation, F.col("generation"))).alias("last_generation"),
+                F.max(F.when(generation, F.col("timestamp"))).alias("last_rebalance_ms"),
+                F.count(F.when(~generation, 1)).alias("static_replacements_absorbed"))
+            .filter(F.col("rebalances") > 0)
+            .withColumn("rebalances_per_hour", F.col("rebalances") / F.greatest(F.lit(1.0), F.lit(hours))))
 
 
 def membership_events(gm: DataFrame) -> DataFrame:
@@ -276,19 +300,7 @@ def build_views(spark: SparkSession, records: DataFrame, log_dir: Path,
     per_hour = timeline.groupBy(F.date_trunc("hour", F.timestamp_millis("stable_ms")).alias("hour")).agg(
         F.count(F.lit(1)).alias("rebalances"), F.countDistinct("group_id").alias("groups"),
         F.sum(F.when(F.col("trigger") == "member_expired", 1).otherwise(0)).alias("expiries"))
-    absorbed = gm.filter(F.col("write") == "static_replacement").groupBy("group_id").agg(
-        F.count(F.lit(1)).alias("static_replacements_absorbed"))
-    top = (timeline.groupBy("group_id").agg(F.count(F.lit(1)).alias("rebalances"),
-                                            F.avg("rebalance_duration_ms").alias("avg_rebalance_ms"),
-                                            F.max("rebalance_duration_ms").alias("max_rebalance_ms"),
-                                            F.max("generation").alias("last_generation"),
-                                            F.max("stable_ms").alias("last_rebalance_ms"))
-           .join(absorbed, "group_id", "left")
-           .withColumn("static_replacements_absorbed", F.coalesce("static_replacements_absorbed", F.lit(0)))
-           .withColumn("rebalances_per_hour", F.col("rebalances") / F.greatest(
-               F.lit(1.0), F.lit((as_of - (facts.get("first_ms") or as_of)) / 3_600_000.0)))
-           .orderBy(F.desc("rebalances"), "group_id"))
-    views = {"rebalance_timeline": timeline, "rebalances_per_hour": per_hour.orderBy("hour"), "top_groups": top,
+    views = {"rebalance_timeline": timeline, "rebalances_per_hour": per_hour, "top_groups": top_groups(gm, facts),
              "membership_events": events, "churn_by_member": churn_by_member(events),
              "churn_by_instance": churn_by_instance(events),
              **offset_views(spark, records, as_of, log_end_offsets(log_dir) if log_dir.is_dir() else {}, cached),
