@@ -208,18 +208,23 @@ def offset_views(spark: SparkSession, records: DataFrame, as_of_ms: int, ends: d
         "topic": pa.array([t for t, _ in ends], pa.string()),
         "topic_partition": pa.array([p for _, p in ends], pa.int32()),
         "log_end_offset": pa.array(list(ends.values()), pa.int64())}))
+    # Whether `current` has the key, without joining it back: a key is one row of per_key, current
+    # those not ending in a tombstone (a null key would match nothing in a join).
+    is_current = F.coalesce(~F.col("l_tombstone"), F.lit(False))
+    for column in key:
+        is_current = is_current & F.col(column).isNotNull()
     progress = per_key.filter(F.col("commits") > 0).select(*key, "commits", "first_commit_ms", "last_commit_ms",
-                                                           "first_offset", "last_offset")
+                                                           "first_offset", "last_offset", "l_tombstone")
     span_s = (F.col("last_commit_ms") - F.col("first_commit_ms")) / 1000.0
     progress = (progress.withColumn("offsets_per_s", F.when(span_s > 0, (F.col("last_offset") - F.col("first_offset"))
                                                             / span_s))
                         .withColumn("ms_since_last_commit", F.lit(as_of_ms) - F.col("last_commit_ms"))
-                        .join(current.select(*key, F.lit(True).alias("current")), key, "left")
-                        .withColumn("current", F.coalesce("current", F.lit(False)))
+                        .withColumn("current", is_current)
                         .join(end_df, ["topic", "topic_partition"], "left")
                         .withColumn("lag", F.when(
                             F.col("current") & F.col("log_end_offset").isNotNull(),
-                            F.greatest(F.lit(0), F.col("log_end_offset") - F.col("last_offset")))))
+                            F.greatest(F.lit(0), F.col("log_end_offset") - F.col("last_offset"))))
+                        .drop("l_tombstone"))
     current = current.join(end_df, ["topic", "topic_partition"], "left").withColumn(
         "lag", F.greatest(F.lit(0), F.col("log_end_offset") - F.col("committed_offset")))
     return {"commits_per_minute": per_minute, "offset_progress": progress, "current_offsets": current}
