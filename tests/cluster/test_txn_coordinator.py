@@ -171,7 +171,12 @@ def test_a_transactional_produce_is_verified_by_the_coordinator_on_another_node(
         code, pid, epoch = until_not_retriable(lambda: init(txn_wire, tid), lambda r: r[0])
         assert code == ErrorCode.NONE
         # a node that does not lead the partition sends the producer to the leader, whoever coordinates
-        refused = produce(elsewhere, tid, topic, 0, txn_batch(pid, epoch, 0, 2))
+        # (a node learns the topic from the database a moment after node 1 created it; until then it
+        # answers UNKNOWN_TOPIC_OR_PARTITION, which Kafka's clients retry)
+        deadline = time.monotonic() + 20
+        while (refused := produce(elsewhere, tid, topic, 0, txn_batch(pid, epoch, 0, 2))).error_code \
+                == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert refused.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
         assert produce(data_wire, tid, topic, 0, txn_batch(pid, epoch, 0, 2)).error_code == ErrorCode.INVALID_TXN_STATE
         added = txn_wire.request(ApiKey.ADD_PARTITIONS_TO_TXN, 3, Add(
