@@ -43,7 +43,6 @@ from protocol.primitives import ProtocolError
 log = structlog.get_logger()
 
 
-
 class DurableReply:
     """A reply that waits only for a write to be durable (a `Pending` marked `pipelined`): the
     connection may process its next requests while `answer` is awaited."""
@@ -134,13 +133,10 @@ async def _await_response(broker: Broker, started: float, pending: Awaitable[Any
                           request: Any, correlation_id: int, version: int, peer: str) -> bytes | None:
     try:
         response = await pending
-    except HandlerError as exc:
-        reply = _error_reply(handler, request, exc.code, correlation_id, version)
-    except Exception:
-        log.exception("handler_failed", peer=peer, api=API_SPECS[handler.api_key].name, api_version=version)
-        reply = _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)
+    except Exception as exc:
+        reply = _settled_reply(handler, request, None, exc, correlation_id, version, peer)
     else:
-        reply = _encode(handler, request, response, correlation_id, version, peer)
+        reply = _settled_reply(handler, request, response, None, correlation_id, version, peer)
     broker.metrics.on_request(handler.api_key, version, (_perf_counter() - started) * 1000)
     return reply
 
@@ -152,16 +148,23 @@ def _encode_when_ready(broker: Broker, started: float, handler: ApiHandler, requ
     if not answer_wanted(reply, answer):
         return
     failure = answer.exception()
-    if failure is None:
-        encoded = _encode(handler, request, answer.result(), correlation_id, version, peer)
-    elif isinstance(failure, HandlerError):
-        encoded = _error_reply(handler, request, failure.code, correlation_id, version)
-    else:
-        log.error("handler_failed", peer=peer, api=API_SPECS[handler.api_key].name, api_version=version,
-                  exc_info=failure)
-        encoded = _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)
+    encoded = _settled_reply(handler, request, answer.result() if failure is None else None, failure,
+                             correlation_id, version, peer)
     broker.metrics.on_request(handler.api_key, version, (_perf_counter() - started) * 1000)
     reply.set_result(encoded)
+
+
+def _settled_reply(handler: ApiHandler, request: Any, response: Any, failure: BaseException | None,
+                   correlation_id: int, version: int, peer: str) -> bytes | None:
+    """The bytes of a Pending answer once it settled: its response, or the error it failed with
+    (a HandlerError's code; anything else logged and answered UNKNOWN_SERVER_ERROR)."""
+    if failure is None:
+        return _encode(handler, request, response, correlation_id, version, peer)
+    if isinstance(failure, HandlerError):
+        return _error_reply(handler, request, failure.code, correlation_id, version)
+    log.error("handler_failed", peer=peer, api=API_SPECS[handler.api_key].name, api_version=version,
+              exc_info=failure)
+    return _error_reply(handler, request, ErrorCode.UNKNOWN_SERVER_ERROR, correlation_id, version)
 
 
 def _encode(handler: ApiHandler, request: Any, response: Any, correlation_id: int, version: int,

@@ -297,30 +297,22 @@ class GroupRuntime:
         return answers
 
     def _answer_when_durable(self, answer: asyncio.Future[Any], response: Any, durable: asyncio.Future[None]) -> None:
-        """`_after` as a done callback of the write's future: `answer` gets the response, or the
-        storage failure as NOT_COORDINATOR."""
+        """A done callback of the write's future: `answer` gets the response, or the storage failure
+        as NOT_COORDINATOR."""
         if not answer_wanted(answer, durable):
             return
         failure = durable.exception()
         if failure is None:
             self.metrics.on_group_response(response)
             answer.set_result(response)
-        elif isinstance(failure, OSError):  # as in _after
+        # docs/spec/classic-groups.md#write-error-mapping: a storage failure reads as NOT_COORDINATOR; clients
+        # rediscover
+        elif isinstance(failure, OSError):
             error = HandlerError(ErrorCode.NOT_COORDINATOR)
             error.__cause__ = failure
             answer.set_exception(error)
         else:
             answer.set_exception(failure)
-
-    async def _after(self, durable: asyncio.Future[None], response: Any) -> Any:
-        try:
-            await durable
-        # docs/spec/classic-groups.md#write-error-mapping: a storage failure reads as NOT_COORDINATOR; clients
-        # rediscover
-        except OSError as exc:
-            raise HandlerError(ErrorCode.NOT_COORDINATOR) from exc
-        self.metrics.on_group_response(response)
-        return response
 
     # ---- outcomes
 
