@@ -131,8 +131,7 @@ def cut_frames(conn: Connection, buf: bytes, start: int, end: int, out: list[byt
             size -= 0x100000000
         if size < min_frame or size > max_frame:
             if run_count:
-                lane.metrics.on_heartbeats(run_version, run_code, run_count,  # type: ignore[union-attr]
-                                           (_perf_counter() - run_started) * 1000)
+                _count_run(lane, run_version, run_code, run_count, run_started)
             conn.refuse_frame_size(size, out)
             return start
         if end - start - 4 < size:
@@ -150,8 +149,7 @@ def cut_frames(conn: Connection, buf: bytes, start: int, end: int, out: list[byt
                 code = _heartbeat(lane, conn, buf, begin, start, version, now_ms, out)
                 if code >= 0:
                     if run_count and (version != run_version or code != run_code):
-                        lane.metrics.on_heartbeats(run_version, run_code, run_count,
-                                                   (_perf_counter() - run_started) * 1000)
+                        _count_run(lane, run_version, run_code, run_count, run_started)
                         run_count = 0
                     if not run_count:
                         run_started = _perf_counter()
@@ -160,16 +158,20 @@ def cut_frames(conn: Connection, buf: bytes, start: int, end: int, out: list[byt
                     run_count += 1
                     continue
         if run_count:
-            lane.metrics.on_heartbeats(run_version, run_code, run_count,  # type: ignore[union-attr]
-                                       (_perf_counter() - run_started) * 1000)
+            _count_run(lane, run_version, run_code, run_count, run_started)
             run_count = 0
         answer(buf[begin:start], out)
         if conn.waiting is not None or conn.closed or conn.writing_paused or conn.stopping:
             break
     if run_count:
-        lane.metrics.on_heartbeats(run_version, run_code, run_count,  # type: ignore[union-attr]
-                                   (_perf_counter() - run_started) * 1000)
+        _count_run(lane, run_version, run_code, run_count, run_started)
     return start
+
+
+def _count_run(lane: HeartbeatLane | None, version: int, code: int, count: int, started: float) -> None:
+    """The metrics of a run of `count` heartbeats the lane answered alike (one version, one error
+    code) since `started`: timed together, each observed at the run's mean."""
+    lane.metrics.on_heartbeats(version, code, count, (_perf_counter() - started) * 1000)  # type: ignore[union-attr]
 
 
 def _string(buf: bytes, pos: int, stop: int, compact: bool) -> tuple[str | None, int]:
