@@ -61,6 +61,9 @@ class _Member:
                                       group_instance_id=instance, enable_auto_commit=False,
                                       auto_offset_reset="earliest", session_timeout_ms=session_ms,
                                       heartbeat_interval_ms=500, max_poll_interval_ms=60_000)
+        # The topic known before the first join, or the leader rejoins when its metadata arrives and
+        # kafka-python 3.0.12 can lose that rejoin (see kafka_python_member in tests/clients/test_group_acceptance.py).
+        self.consumer.partitions_for_topic(TOPIC)
         self.consumer.subscribe([TOPIC])
         self._calls: queue.Queue = queue.Queue()
         self._thread = threading.Thread(target=self._run, name=f"member-{client_id}", daemon=True)
