@@ -58,6 +58,9 @@ def kafka_python_committer(bootstrap: str, group: str, topic: str, log: CommitLo
     consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=group, enable_auto_commit=False,
                              session_timeout_ms=10000, heartbeat_interval_ms=500, request_timeout_ms=10000,
                              retry_backoff_ms=50, reconnect_backoff_max_ms=200)
+    # The topic known before the first join, or the leader rejoins when its metadata arrives and
+    # kafka-python 3.0.12 can lose that rejoin (see kafka_python_member in tests/clients/test_group_acceptance.py).
+    consumer.partitions_for_topic(topic)
     consumer.subscribe([topic], listener=Listener())
     try:
         while not consumer.assignment():
