@@ -89,7 +89,9 @@ def group_writes(records: DataFrame) -> DataFrame:
 
 def rebalance_timeline(gm: DataFrame) -> DataFrame:
     """One row per completed rebalance (a new generation in the log)."""
-    # Columns that were never null keep saying so in the Parquet schema (the reader's may be null).
+    # What every generation has (reasons, trigger, counts, member lists) gets its empty value where the
+    # reader's column is null, so the view's readers need no null checks; the Parquet schema still says
+    # nullable, as Spark writes every column.
     t = gm.filter(F.col("write") == "generation").withColumn("reasons", F.coalesce("reasons", F.array()))
     first_reason = F.get(F.col("reasons"), 0)
     start_ms = rebalance_start_ms()
