@@ -10,6 +10,7 @@ from struct import unpack_from
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -19,6 +20,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -351,6 +353,16 @@ def d_AddPartitionsToTxnRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[Add
     return AddPartitionsToTxnRequest(f_transactions, '', 0, 0, []), pos
 
 def ea_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(xs: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.partition_error_code for o in xs]
+            w(array_struct('ih', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ih_pack(o.partition_index, o.partition_error_code))
@@ -380,6 +392,16 @@ def e_AddPartitionsToTxnResponse_v0(o: AddPartitionsToTxnResponse, w: Append) ->
         raise encode_error(exc, 'AddPartitionsToTxnResponse') from None
 
 def ea_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(xs: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.partition_error_code for o in xs]
+            w(array_struct('ihx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihx_pack(o.partition_index, o.partition_error_code))

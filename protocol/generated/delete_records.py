@@ -9,6 +9,7 @@ import struct
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -18,6 +19,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -254,6 +256,17 @@ def d_DeleteRecordsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteRe
     return DeleteRecordsRequest(f_topics, f_timeout_ms), pos
 
 def ea_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(xs: list[DeleteRecordsResponse.DeleteRecordsPartitionResult], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.partition_index for o in xs]
+            flat[1::3] = [o.low_watermark for o in xs]
+            flat[2::3] = [o.error_code for o in xs]
+            w(array_struct('iqh', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqh_pack(o.partition_index, o.low_watermark, o.error_code))
@@ -283,6 +296,17 @@ def e_DeleteRecordsResponse_v0(o: DeleteRecordsResponse, w: Append) -> None:
         raise encode_error(exc, 'DeleteRecordsResponse') from None
 
 def ea_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(xs: list[DeleteRecordsResponse.DeleteRecordsPartitionResult], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.partition_index for o in xs]
+            flat[1::3] = [o.low_watermark for o in xs]
+            flat[2::3] = [o.error_code for o in xs]
+            w(array_struct('iqhx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqhx_pack(o.partition_index, o.low_watermark, o.error_code))

@@ -10,12 +10,14 @@ import uuid
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
     UVARINT_SMALL,
     ZERO_UUID,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -233,6 +235,16 @@ def d_DescribeQuorumRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[Describ
     return DescribeQuorumRequest(f_topics), pos
 
 def ea_DescribeQuorumResponse_ReplicaState_v0(xs: list[DescribeQuorumResponse.ReplicaState], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.replica_id for o in xs]
+            flat[1::2] = [o.log_end_offset for o in xs]
+            w(array_struct('iqx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqx_pack(o.replica_id, o.log_end_offset))
@@ -283,6 +295,18 @@ def e_DescribeQuorumResponse_v0(o: DescribeQuorumResponse, w: Append) -> None:
         raise encode_error(exc, 'DescribeQuorumResponse') from None
 
 def ea_DescribeQuorumResponse_ReplicaState_v1(xs: list[DescribeQuorumResponse.ReplicaState], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (4 * count)
+            flat[0::4] = [o.replica_id for o in xs]
+            flat[1::4] = [o.log_end_offset for o in xs]
+            flat[2::4] = [o.last_fetch_timestamp for o in xs]
+            flat[3::4] = [o.last_caught_up_timestamp for o in xs]
+            w(array_struct('iqqqx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqqqx_pack(o.replica_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp))

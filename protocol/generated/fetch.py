@@ -12,6 +12,7 @@ from uuid import UUID
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -22,6 +23,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -1189,6 +1191,16 @@ def e_FetchResponse_v1(o: FetchResponse, w: Append) -> None:
         raise encode_error(exc, 'FetchResponse') from None
 
 def ea_FetchResponse_AbortedTransaction_v4(xs: list[FetchResponse.AbortedTransaction], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.producer_id for o in xs]
+            flat[1::2] = [o.first_offset for o in xs]
+            w(array_struct('qq', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_qq_pack(o.producer_id, o.first_offset))
@@ -1329,6 +1341,16 @@ def e_FetchResponse_v11(o: FetchResponse, w: Append) -> None:
         raise encode_error(exc, 'FetchResponse') from None
 
 def ea_FetchResponse_AbortedTransaction_v12(xs: list[FetchResponse.AbortedTransaction], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.producer_id for o in xs]
+            flat[1::2] = [o.first_offset for o in xs]
+            w(array_struct('qqx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_qqx_pack(o.producer_id, o.first_offset))

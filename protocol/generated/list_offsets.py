@@ -10,6 +10,7 @@ from struct import pack
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -19,6 +20,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -459,6 +461,18 @@ def e_ListOffsetsResponse_v0(o: ListOffsetsResponse, w: Append) -> None:
         raise encode_error(exc, 'ListOffsetsResponse') from None
 
 def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(xs: list[ListOffsetsResponse.ListOffsetsPartitionResponse], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (4 * count)
+            flat[0::4] = [o.partition_index for o in xs]
+            flat[1::4] = [o.error_code for o in xs]
+            flat[2::4] = [o.timestamp for o in xs]
+            flat[3::4] = [o.offset for o in xs]
+            w(array_struct('ihqq', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihqq_pack(o.partition_index, o.error_code, o.timestamp, o.offset))
@@ -496,6 +510,19 @@ def e_ListOffsetsResponse_v2(o: ListOffsetsResponse, w: Append) -> None:
         raise encode_error(exc, 'ListOffsetsResponse') from None
 
 def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(xs: list[ListOffsetsResponse.ListOffsetsPartitionResponse], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (5 * count)
+            flat[0::5] = [o.partition_index for o in xs]
+            flat[1::5] = [o.error_code for o in xs]
+            flat[2::5] = [o.timestamp for o in xs]
+            flat[3::5] = [o.offset for o in xs]
+            flat[4::5] = [o.leader_epoch for o in xs]
+            w(array_struct('ihqqi', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihqqi_pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch))
@@ -525,6 +552,19 @@ def e_ListOffsetsResponse_v4(o: ListOffsetsResponse, w: Append) -> None:
         raise encode_error(exc, 'ListOffsetsResponse') from None
 
 def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(xs: list[ListOffsetsResponse.ListOffsetsPartitionResponse], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (5 * count)
+            flat[0::5] = [o.partition_index for o in xs]
+            flat[1::5] = [o.error_code for o in xs]
+            flat[2::5] = [o.timestamp for o in xs]
+            flat[3::5] = [o.offset for o in xs]
+            flat[4::5] = [o.leader_epoch for o in xs]
+            w(array_struct('ihqqix', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihqqix_pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch))

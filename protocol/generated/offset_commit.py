@@ -9,6 +9,7 @@ import struct
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -18,6 +19,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -689,6 +691,16 @@ def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics), pos
 
 def ea_OffsetCommitResponse_OffsetCommitResponsePartition_v0(xs: list[OffsetCommitResponse.OffsetCommitResponsePartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.error_code for o in xs]
+            w(array_struct('ih', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ih_pack(o.partition_index, o.error_code))
@@ -726,6 +738,16 @@ def e_OffsetCommitResponse_v3(o: OffsetCommitResponse, w: Append) -> None:
         raise encode_error(exc, 'OffsetCommitResponse') from None
 
 def ea_OffsetCommitResponse_OffsetCommitResponsePartition_v8(xs: list[OffsetCommitResponse.OffsetCommitResponsePartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.error_code for o in xs]
+            w(array_struct('ihx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihx_pack(o.partition_index, o.error_code))

@@ -9,6 +9,7 @@ import struct
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -17,6 +18,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -166,6 +168,16 @@ def d_OffsetDeleteRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetDel
     return OffsetDeleteRequest(f_group_id, f_topics), pos
 
 def ea_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(xs: list[OffsetDeleteResponse.OffsetDeleteResponsePartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.error_code for o in xs]
+            w(array_struct('ih', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ih_pack(o.partition_index, o.error_code))

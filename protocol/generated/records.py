@@ -12,6 +12,7 @@ from uuid import UUID
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -22,6 +23,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -4213,6 +4215,18 @@ def d_ShareSnapshotValue_v0(buf: bytes, pos: int, blen: int) -> tuple[ShareSnaps
     return ShareSnapshotValue(f_snapshot_epoch, f_state_epoch, f_leader_epoch, f_start_offset, f_delivery_complete_count, f_create_timestamp, f_write_timestamp, f_state_batches), pos
 
 def ea_ShareSnapshotValue_StateBatch_v0(xs: list[ShareSnapshotValue.StateBatch], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (4 * count)
+            flat[0::4] = [o.first_offset for o in xs]
+            flat[1::4] = [o.last_offset for o in xs]
+            flat[2::4] = [o.delivery_state for o in xs]
+            flat[3::4] = [o.delivery_count for o in xs]
+            w(array_struct('qqbhx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_qqbhx_pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count))
@@ -4335,6 +4349,18 @@ def d_ShareUpdateValue_v0(buf: bytes, pos: int, blen: int) -> tuple[ShareUpdateV
     return ShareUpdateValue(f_snapshot_epoch, f_leader_epoch, f_start_offset, f_delivery_complete_count, f_state_batches), pos
 
 def ea_ShareUpdateValue_StateBatch_v0(xs: list[ShareUpdateValue.StateBatch], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (4 * count)
+            flat[0::4] = [o.first_offset for o in xs]
+            flat[1::4] = [o.last_offset for o in xs]
+            flat[2::4] = [o.delivery_state for o in xs]
+            flat[3::4] = [o.delivery_count for o in xs]
+            w(array_struct('qqbhx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_qqbhx_pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count))

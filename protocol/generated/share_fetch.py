@@ -12,12 +12,14 @@ from uuid import UUID
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
     UVARINT_SMALL,
     ZERO_UUID,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -478,6 +480,17 @@ def e_ShareFetchResponse_LeaderIdAndEpoch_v1(o: ShareFetchResponse.LeaderIdAndEp
         raise encode_error(exc, 'ShareFetchResponse.LeaderIdAndEpoch') from None
 
 def ea_ShareFetchResponse_AcquiredRecords_v1(xs: list[ShareFetchResponse.AcquiredRecords], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.first_offset for o in xs]
+            flat[1::3] = [o.last_offset for o in xs]
+            flat[2::3] = [o.delivery_count for o in xs]
+            w(array_struct('qqhx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_qqhx_pack(o.first_offset, o.last_offset, o.delivery_count))

@@ -9,6 +9,7 @@ import struct
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -18,6 +19,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -492,6 +494,16 @@ def d_TxnOffsetCommitRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[TxnOff
     return TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, f_generation_id, f_member_id, f_group_instance_id, f_topics), pos
 
 def ea_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(xs: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.error_code for o in xs]
+            w(array_struct('ih', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ih_pack(o.partition_index, o.error_code))
@@ -521,6 +533,16 @@ def e_TxnOffsetCommitResponse_v0(o: TxnOffsetCommitResponse, w: Append) -> None:
         raise encode_error(exc, 'TxnOffsetCommitResponse') from None
 
 def ea_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(xs: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.error_code for o in xs]
+            w(array_struct('ihx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihx_pack(o.partition_index, o.error_code))

@@ -10,11 +10,13 @@ from struct import unpack_from
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
     UVARINT_SMALL,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -277,6 +279,16 @@ def d_WriteTxnMarkersRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[WriteT
     return WriteTxnMarkersRequest(f_markers), pos
 
 def ea_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(xs: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.error_code for o in xs]
+            w(array_struct('ihx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihx_pack(o.partition_index, o.error_code))

@@ -11,10 +11,12 @@ from uuid import UUID
 from protocol.generated.alter_share_group_offsets import AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse
 from protocol.model import Append
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UVARINT_SMALL,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -31,6 +33,16 @@ _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic = AlterShare
 _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition = AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition
 
 def ea_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition_v0(xs: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.start_offset for o in xs]
+            w(array_struct('iqx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqx_pack(o.partition_index, o.start_offset))

@@ -10,6 +10,7 @@ import struct
 from protocol.generated.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from protocol.model import Append
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UVARINT_SMALL,
@@ -18,6 +19,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -38,6 +40,16 @@ _DeleteRecordsResponse_DeleteRecordsTopicResult = DeleteRecordsResponse.DeleteRe
 _DeleteRecordsResponse_DeleteRecordsPartitionResult = DeleteRecordsResponse.DeleteRecordsPartitionResult
 
 def ea_DeleteRecordsRequest_DeleteRecordsPartition_v0(xs: list[DeleteRecordsRequest.DeleteRecordsPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.offset for o in xs]
+            w(array_struct('iq', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iq_pack(o.partition_index, o.offset))
@@ -67,6 +79,16 @@ def e_DeleteRecordsRequest_v0(o: DeleteRecordsRequest, w: Append) -> None:
         raise encode_error(exc, 'DeleteRecordsRequest') from None
 
 def ea_DeleteRecordsRequest_DeleteRecordsPartition_v2(xs: list[DeleteRecordsRequest.DeleteRecordsPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.offset for o in xs]
+            w(array_struct('iqx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqx_pack(o.partition_index, o.offset))

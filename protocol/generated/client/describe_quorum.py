@@ -11,11 +11,13 @@ from uuid import UUID
 from protocol.generated.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from protocol.model import Append
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UVARINT_SMALL,
     ZERO_UUID,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -43,6 +45,13 @@ _DescribeQuorumResponse_Node = DescribeQuorumResponse.Node
 _DescribeQuorumResponse_Listener = DescribeQuorumResponse.Listener
 
 def ea_DescribeQuorumRequest_PartitionData_v0(xs: list[DescribeQuorumRequest.PartitionData], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            w(array_struct('ix', count).pack(*[o.partition_index for o in xs]))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ix_pack(o.partition_index))

@@ -12,6 +12,7 @@ from uuid import UUID
 from protocol.generated.fetch import FetchRequest, FetchResponse
 from protocol.model import Append
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UVARINT_SMALL,
@@ -21,6 +22,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -61,6 +63,17 @@ _FetchResponse_AbortedTransaction = FetchResponse.AbortedTransaction
 _FetchResponse_NodeEndpoint = FetchResponse.NodeEndpoint
 
 def ea_FetchRequest_FetchPartition_v0(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.partition for o in xs]
+            flat[1::3] = [o.fetch_offset for o in xs]
+            flat[2::3] = [o.partition_max_bytes for o in xs]
+            w(array_struct('iqi', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqi_pack(o.partition, o.fetch_offset, o.partition_max_bytes))
@@ -108,6 +121,18 @@ def e_FetchRequest_v4(o: FetchRequest, w: Append) -> None:
         raise encode_error(exc, 'FetchRequest') from None
 
 def ea_FetchRequest_FetchPartition_v5(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (4 * count)
+            flat[0::4] = [o.partition for o in xs]
+            flat[1::4] = [o.fetch_offset for o in xs]
+            flat[2::4] = [o.log_start_offset for o in xs]
+            flat[3::4] = [o.partition_max_bytes for o in xs]
+            w(array_struct('iqqi', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqqi_pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes))
@@ -162,6 +187,19 @@ def e_FetchRequest_v7(o: FetchRequest, w: Append) -> None:
         raise encode_error(exc, 'FetchRequest') from None
 
 def ea_FetchRequest_FetchPartition_v9(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (5 * count)
+            flat[0::5] = [o.partition for o in xs]
+            flat[1::5] = [o.current_leader_epoch for o in xs]
+            flat[2::5] = [o.fetch_offset for o in xs]
+            flat[3::5] = [o.log_start_offset for o in xs]
+            flat[4::5] = [o.partition_max_bytes for o in xs]
+            w(array_struct('iiqqi', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iiqqi_pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes))
@@ -210,6 +248,20 @@ def e_FetchRequest_v11(o: FetchRequest, w: Append) -> None:
         raise encode_error(exc, 'FetchRequest') from None
 
 def ea_FetchRequest_FetchPartition_v12(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (6 * count)
+            flat[0::6] = [o.partition for o in xs]
+            flat[1::6] = [o.current_leader_epoch for o in xs]
+            flat[2::6] = [o.fetch_offset for o in xs]
+            flat[3::6] = [o.last_fetched_epoch for o in xs]
+            flat[4::6] = [o.log_start_offset for o in xs]
+            flat[5::6] = [o.partition_max_bytes for o in xs]
+            w(array_struct('iiqiqix', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iiqiqix_pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes))

@@ -11,6 +11,7 @@ from struct import unpack_from
 from protocol.generated.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.model import Append
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UVARINT_SMALL,
@@ -19,6 +20,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -44,6 +46,17 @@ _ListOffsetsResponse_ListOffsetsTopicResponse = ListOffsetsResponse.ListOffsetsT
 _ListOffsetsResponse_ListOffsetsPartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 def ea_ListOffsetsRequest_ListOffsetsPartition_v0(xs: list[ListOffsetsRequest.ListOffsetsPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.partition_index for o in xs]
+            flat[1::3] = [o.timestamp for o in xs]
+            flat[2::3] = [o.max_num_offsets for o in xs]
+            w(array_struct('iqi', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqi_pack(o.partition_index, o.timestamp, o.max_num_offsets))
@@ -73,6 +86,16 @@ def e_ListOffsetsRequest_v0(o: ListOffsetsRequest, w: Append) -> None:
         raise encode_error(exc, 'ListOffsetsRequest') from None
 
 def ea_ListOffsetsRequest_ListOffsetsPartition_v1(xs: list[ListOffsetsRequest.ListOffsetsPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.timestamp for o in xs]
+            w(array_struct('iq', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iq_pack(o.partition_index, o.timestamp))
@@ -111,6 +134,17 @@ def e_ListOffsetsRequest_v2(o: ListOffsetsRequest, w: Append) -> None:
         raise encode_error(exc, 'ListOffsetsRequest') from None
 
 def ea_ListOffsetsRequest_ListOffsetsPartition_v4(xs: list[ListOffsetsRequest.ListOffsetsPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.partition_index for o in xs]
+            flat[1::3] = [o.current_leader_epoch for o in xs]
+            flat[2::3] = [o.timestamp for o in xs]
+            w(array_struct('iiq', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iiq_pack(o.partition_index, o.current_leader_epoch, o.timestamp))
@@ -140,6 +174,17 @@ def e_ListOffsetsRequest_v4(o: ListOffsetsRequest, w: Append) -> None:
         raise encode_error(exc, 'ListOffsetsRequest') from None
 
 def ea_ListOffsetsRequest_ListOffsetsPartition_v6(xs: list[ListOffsetsRequest.ListOffsetsPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.partition_index for o in xs]
+            flat[1::3] = [o.current_leader_epoch for o in xs]
+            flat[2::3] = [o.timestamp for o in xs]
+            w(array_struct('iiqx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iiqx_pack(o.partition_index, o.current_leader_epoch, o.timestamp))

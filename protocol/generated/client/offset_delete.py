@@ -10,6 +10,7 @@ import struct
 from protocol.generated.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.model import Append
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     I16_pack,
@@ -17,6 +18,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -31,6 +33,13 @@ _OffsetDeleteResponse_OffsetDeleteResponseTopic = OffsetDeleteResponse.OffsetDel
 _OffsetDeleteResponse_OffsetDeleteResponsePartition = OffsetDeleteResponse.OffsetDeleteResponsePartition
 
 def ea_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(xs: list[OffsetDeleteRequest.OffsetDeleteRequestPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            w(array_struct('i', count).pack(*[o.partition_index for o in xs]))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_i_pack(o.partition_index))
