@@ -30,6 +30,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_pack = struct.Struct(">ih").pack
 _F_ihx_pack = struct.Struct(">ihx").pack
@@ -149,7 +150,10 @@ def da_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(buf: bytes, pos: int
                     raise ProtocolError('AddPartitionsToTxnRequest.AddPartitionsToTxnTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
-            app(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(f_name, f_partitions))
+            item: AddPartitionsToTxnRequest.AddPartitionsToTxnTopic = _new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AddPartitionsToTxnRequest.AddPartitionsToTxnTopic', pos) from None
     return out, pos
@@ -226,7 +230,10 @@ def da_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(buf: bytes, pos: int
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AddPartitionsToTxnRequest.AddPartitionsToTxnTopic')
-            app(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(f_name, f_partitions))
+            item: AddPartitionsToTxnRequest.AddPartitionsToTxnTopic = _new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AddPartitionsToTxnRequest.AddPartitionsToTxnTopic', pos) from None
     return out, pos
@@ -322,7 +329,13 @@ def da_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(buf: bytes, po
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction')
-            app(_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(f_transactional_id, f_producer_id, f_producer_epoch, f_verify_only, f_topics))
+            item: AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction = _new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction)
+            item.transactional_id = f_transactional_id
+            item.producer_id = f_producer_id
+            item.producer_epoch = f_producer_epoch
+            item.verify_only = f_verify_only
+            item.topics = f_topics
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction', pos) from None
     return out, pos

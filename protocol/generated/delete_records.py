@@ -29,6 +29,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_iq_unpack = struct.Struct(">iq").unpack_from
@@ -113,7 +114,10 @@ def da_DeleteRecordsRequest_DeleteRecordsPartition_v0(buf: bytes, pos: int, blen
         for _ in range(n):
             (f_partition_index, f_offset,) = _F_iq_unpack(buf, pos)
             pos += 12
-            app(_DeleteRecordsRequest_DeleteRecordsPartition(f_partition_index, f_offset))
+            item: DeleteRecordsRequest.DeleteRecordsPartition = _new(_DeleteRecordsRequest_DeleteRecordsPartition)
+            item.partition_index = f_partition_index
+            item.offset = f_offset
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteRecordsRequest.DeleteRecordsPartition', pos) from None
     return out, pos
@@ -143,7 +147,10 @@ def da_DeleteRecordsRequest_DeleteRecordsTopic_v0(buf: bytes, pos: int, blen: in
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('DeleteRecordsRequest.DeleteRecordsTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_DeleteRecordsRequest_DeleteRecordsPartition_v0(buf, pos, blen, n3)
-            app(_DeleteRecordsRequest_DeleteRecordsTopic(f_name, f_partitions))
+            item: DeleteRecordsRequest.DeleteRecordsTopic = _new(_DeleteRecordsRequest_DeleteRecordsTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteRecordsRequest.DeleteRecordsTopic', pos) from None
     return out, pos
@@ -175,7 +182,10 @@ def da_DeleteRecordsRequest_DeleteRecordsPartition_v2(buf: bytes, pos: int, blen
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteRecordsRequest.DeleteRecordsPartition')
-            app(_DeleteRecordsRequest_DeleteRecordsPartition(f_partition_index, f_offset))
+            item: DeleteRecordsRequest.DeleteRecordsPartition = _new(_DeleteRecordsRequest_DeleteRecordsPartition)
+            item.partition_index = f_partition_index
+            item.offset = f_offset
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteRecordsRequest.DeleteRecordsPartition', pos) from None
     return out, pos
@@ -223,7 +233,10 @@ def da_DeleteRecordsRequest_DeleteRecordsTopic_v2(buf: bytes, pos: int, blen: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteRecordsRequest.DeleteRecordsTopic')
-            app(_DeleteRecordsRequest_DeleteRecordsTopic(f_name, f_partitions))
+            item: DeleteRecordsRequest.DeleteRecordsTopic = _new(_DeleteRecordsRequest_DeleteRecordsTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteRecordsRequest.DeleteRecordsTopic', pos) from None
     return out, pos

@@ -30,6 +30,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_pack = struct.Struct(">h").pack
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_pack = struct.Struct(">ih").pack
@@ -138,7 +139,10 @@ def da_DescribeLogDirsRequest_DescribableLogDirTopic_v0(buf: bytes, pos: int, bl
                     raise ProtocolError('DescribeLogDirsRequest.DescribableLogDirTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
-            app(_DescribeLogDirsRequest_DescribableLogDirTopic(f_topic, f_partitions))
+            item: DescribeLogDirsRequest.DescribableLogDirTopic = _new(_DescribeLogDirsRequest_DescribableLogDirTopic)
+            item.topic = f_topic
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeLogDirsRequest.DescribableLogDirTopic', pos) from None
     return out, pos
@@ -202,7 +206,10 @@ def da_DescribeLogDirsRequest_DescribableLogDirTopic_v2(buf: bytes, pos: int, bl
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeLogDirsRequest.DescribableLogDirTopic')
-            app(_DescribeLogDirsRequest_DescribableLogDirTopic(f_topic, f_partitions))
+            item: DescribeLogDirsRequest.DescribableLogDirTopic = _new(_DescribeLogDirsRequest_DescribableLogDirTopic)
+            item.topic = f_topic
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeLogDirsRequest.DescribableLogDirTopic', pos) from None
     return out, pos

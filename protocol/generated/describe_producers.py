@@ -26,6 +26,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_pack = struct.Struct(">ih").pack
 _F_qiiqiqx_pack = struct.Struct(">qiiqiqx").pack
@@ -149,7 +150,10 @@ def da_DescribeProducersRequest_TopicRequest_v0(buf: bytes, pos: int, blen: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeProducersRequest.TopicRequest')
-            app(_DescribeProducersRequest_TopicRequest(f_name, f_partition_indexes))
+            item: DescribeProducersRequest.TopicRequest = _new(_DescribeProducersRequest_TopicRequest)
+            item.name = f_name
+            item.partition_indexes = f_partition_indexes
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeProducersRequest.TopicRequest', pos) from None
     return out, pos

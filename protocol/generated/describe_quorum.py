@@ -27,6 +27,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_Hx_pack = struct.Struct(">Hx").pack
 _F_h_pack = struct.Struct(">h").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
@@ -156,7 +157,9 @@ def da_DescribeQuorumRequest_PartitionData_v0(buf: bytes, pos: int, blen: int, n
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeQuorumRequest.PartitionData')
-            app(_DescribeQuorumRequest_PartitionData(f_partition_index))
+            item: DescribeQuorumRequest.PartitionData = _new(_DescribeQuorumRequest_PartitionData)
+            item.partition_index = f_partition_index
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeQuorumRequest.PartitionData', pos) from None
     return out, pos
@@ -204,7 +207,10 @@ def da_DescribeQuorumRequest_TopicData_v0(buf: bytes, pos: int, blen: int, n: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeQuorumRequest.TopicData')
-            app(_DescribeQuorumRequest_TopicData(f_topic_name, f_partitions))
+            item: DescribeQuorumRequest.TopicData = _new(_DescribeQuorumRequest_TopicData)
+            item.topic_name = f_topic_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeQuorumRequest.TopicData', pos) from None
     return out, pos

@@ -30,6 +30,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_ib_unpack = struct.Struct(">ib").unpack_from
@@ -126,7 +127,12 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v0(buf: bytes, pos: int, blen: in
         for _ in range(n):
             (f_partition_index, f_timestamp, f_max_num_offsets,) = _F_iqi_unpack(buf, pos)
             pos += 16
-            app(_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, -1, f_timestamp, f_max_num_offsets))
+            item: ListOffsetsRequest.ListOffsetsPartition = _new(_ListOffsetsRequest_ListOffsetsPartition)
+            item.partition_index = f_partition_index
+            item.current_leader_epoch = -1
+            item.timestamp = f_timestamp
+            item.max_num_offsets = f_max_num_offsets
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition', pos) from None
     return out, pos
@@ -156,7 +162,10 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v0(buf: bytes, pos: int, blen: int, n
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsRequest_ListOffsetsPartition_v0(buf, pos, blen, n3)
-            app(_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions))
+            item: ListOffsetsRequest.ListOffsetsTopic = _new(_ListOffsetsRequest_ListOffsetsTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsTopic', pos) from None
     return out, pos
@@ -184,7 +193,12 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v1(buf: bytes, pos: int, blen: in
         for _ in range(n):
             (f_partition_index, f_timestamp,) = _F_iq_unpack(buf, pos)
             pos += 12
-            app(_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, -1, f_timestamp, 1))
+            item: ListOffsetsRequest.ListOffsetsPartition = _new(_ListOffsetsRequest_ListOffsetsPartition)
+            item.partition_index = f_partition_index
+            item.current_leader_epoch = -1
+            item.timestamp = f_timestamp
+            item.max_num_offsets = 1
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition', pos) from None
     return out, pos
@@ -214,7 +228,10 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v1(buf: bytes, pos: int, blen: int, n
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsRequest_ListOffsetsPartition_v1(buf, pos, blen, n3)
-            app(_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions))
+            item: ListOffsetsRequest.ListOffsetsTopic = _new(_ListOffsetsRequest_ListOffsetsTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsTopic', pos) from None
     return out, pos
@@ -258,7 +275,12 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v4(buf: bytes, pos: int, blen: in
         for _ in range(n):
             (f_partition_index, f_current_leader_epoch, f_timestamp,) = _F_iiq_unpack(buf, pos)
             pos += 16
-            app(_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1))
+            item: ListOffsetsRequest.ListOffsetsPartition = _new(_ListOffsetsRequest_ListOffsetsPartition)
+            item.partition_index = f_partition_index
+            item.current_leader_epoch = f_current_leader_epoch
+            item.timestamp = f_timestamp
+            item.max_num_offsets = 1
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition', pos) from None
     return out, pos
@@ -288,7 +310,10 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v4(buf: bytes, pos: int, blen: int, n
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsRequest_ListOffsetsPartition_v4(buf, pos, blen, n3)
-            app(_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions))
+            item: ListOffsetsRequest.ListOffsetsTopic = _new(_ListOffsetsRequest_ListOffsetsTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsTopic', pos) from None
     return out, pos
@@ -320,7 +345,12 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v6(buf: bytes, pos: int, blen: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsRequest.ListOffsetsPartition')
-            app(_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1))
+            item: ListOffsetsRequest.ListOffsetsPartition = _new(_ListOffsetsRequest_ListOffsetsPartition)
+            item.partition_index = f_partition_index
+            item.current_leader_epoch = f_current_leader_epoch
+            item.timestamp = f_timestamp
+            item.max_num_offsets = 1
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition', pos) from None
     return out, pos
@@ -368,7 +398,10 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v6(buf: bytes, pos: int, blen: int, n
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsRequest.ListOffsetsTopic')
-            app(_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions))
+            item: ListOffsetsRequest.ListOffsetsTopic = _new(_ListOffsetsRequest_ListOffsetsTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsTopic', pos) from None
     return out, pos

@@ -25,6 +25,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_hi_pack = struct.Struct(">hi").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
@@ -106,7 +107,9 @@ def da_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(buf: bytes, pos: int,
         for _ in range(n):
             (f_partition_index,) = _F_i_unpack(buf, pos)
             pos += 4
-            app(_OffsetDeleteRequest_OffsetDeleteRequestPartition(f_partition_index))
+            item: OffsetDeleteRequest.OffsetDeleteRequestPartition = _new(_OffsetDeleteRequest_OffsetDeleteRequestPartition)
+            item.partition_index = f_partition_index
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetDeleteRequest.OffsetDeleteRequestPartition', pos) from None
     return out, pos
@@ -136,7 +139,10 @@ def da_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf: bytes, pos: int, ble
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('OffsetDeleteRequest.OffsetDeleteRequestTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(buf, pos, blen, n3)
-            app(_OffsetDeleteRequest_OffsetDeleteRequestTopic(f_name, f_partitions))
+            item: OffsetDeleteRequest.OffsetDeleteRequestTopic = _new(_OffsetDeleteRequest_OffsetDeleteRequestTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetDeleteRequest.OffsetDeleteRequestTopic', pos) from None
     return out, pos

@@ -29,6 +29,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_hi_unpack = struct.Struct(">hi").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
@@ -164,7 +165,10 @@ def da_ProduceRequest_PartitionProduceData_v0(buf: bytes, pos: int, blen: int, n
                 f_records = None
             else:
                 bad_length(n1, pos, 'ProduceRequest.PartitionProduceData', 'records', 'Records')
-            app(_ProduceRequest_PartitionProduceData(f_index, f_records))
+            item: ProduceRequest.PartitionProduceData = _new(_ProduceRequest_PartitionProduceData)
+            item.index = f_index
+            item.records = f_records
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceRequest.PartitionProduceData', pos) from None
     return out, pos
@@ -194,7 +198,10 @@ def da_ProduceRequest_TopicProduceData_v0(buf: bytes, pos: int, blen: int, n: in
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, f'array PartitionData count {n3} exceeds remaining bytes')
                 f_partition_data, pos = da_ProduceRequest_PartitionProduceData_v0(buf, pos, blen, n3)
-            app(_ProduceRequest_TopicProduceData(f_name, f_partition_data))
+            item: ProduceRequest.TopicProduceData = _new(_ProduceRequest_TopicProduceData)
+            item.name = f_name
+            item.partition_data = f_partition_data
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceRequest.TopicProduceData', pos) from None
     return out, pos
@@ -273,7 +280,10 @@ def da_ProduceRequest_PartitionProduceData_v9(buf: bytes, pos: int, blen: int, n
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ProduceRequest.PartitionProduceData')
-            app(_ProduceRequest_PartitionProduceData(f_index, f_records))
+            item: ProduceRequest.PartitionProduceData = _new(_ProduceRequest_PartitionProduceData)
+            item.index = f_index
+            item.records = f_records
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceRequest.PartitionProduceData', pos) from None
     return out, pos
@@ -321,7 +331,10 @@ def da_ProduceRequest_TopicProduceData_v9(buf: bytes, pos: int, blen: int, n: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ProduceRequest.TopicProduceData')
-            app(_ProduceRequest_TopicProduceData(f_name, f_partition_data))
+            item: ProduceRequest.TopicProduceData = _new(_ProduceRequest_TopicProduceData)
+            item.name = f_name
+            item.partition_data = f_partition_data
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceRequest.TopicProduceData', pos) from None
     return out, pos

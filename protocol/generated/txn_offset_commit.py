@@ -29,6 +29,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_pack = struct.Struct(">ih").pack
 _F_ihx_pack = struct.Struct(">ihx").pack
@@ -135,7 +136,12 @@ def da_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(buf: bytes, pos
                     bad_length(n1, pos, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition', 'string', 'CommittedMetadata')
                 f_committed_metadata = buf[pos:end2].decode()
                 pos = end2
-            app(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, f_committed_metadata))
+            item: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition = _new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+            item.partition_index = f_partition_index
+            item.committed_offset = f_committed_offset
+            item.committed_leader_epoch = -1
+            item.committed_metadata = f_committed_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition', pos) from None
     return out, pos
@@ -165,7 +171,10 @@ def da_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(buf: bytes, pos: in
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(buf, pos, blen, n3)
-            app(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(f_name, f_partitions))
+            item: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic = _new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic', pos) from None
     return out, pos
@@ -230,7 +239,12 @@ def da_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf: bytes, pos
                     bad_length(n1, pos, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition', 'string', 'CommittedMetadata')
                 f_committed_metadata = buf[pos:end2].decode()
                 pos = end2
-            app(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata))
+            item: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition = _new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+            item.partition_index = f_partition_index
+            item.committed_offset = f_committed_offset
+            item.committed_leader_epoch = f_committed_leader_epoch
+            item.committed_metadata = f_committed_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition', pos) from None
     return out, pos
@@ -260,7 +274,10 @@ def da_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf: bytes, pos: in
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf, pos, blen, n3)
-            app(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(f_name, f_partitions))
+            item: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic = _new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic', pos) from None
     return out, pos
@@ -336,7 +353,12 @@ def da_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(buf: bytes, pos
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition')
-            app(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata))
+            item: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition = _new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+            item.partition_index = f_partition_index
+            item.committed_offset = f_committed_offset
+            item.committed_leader_epoch = f_committed_leader_epoch
+            item.committed_metadata = f_committed_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition', pos) from None
     return out, pos
@@ -384,7 +406,10 @@ def da_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic')
-            app(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(f_name, f_partitions))
+            item: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic = _new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic', pos) from None
     return out, pos

@@ -26,6 +26,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_ib_unpack = struct.Struct(">ib").unpack_from
 _F_ihx_pack = struct.Struct(">ihx").pack
@@ -157,7 +158,10 @@ def da_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf: bytes, pos: int, bl
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'WriteTxnMarkersRequest.WritableTxnMarkerTopic')
-            app(_WriteTxnMarkersRequest_WritableTxnMarkerTopic(f_name, f_partition_indexes))
+            item: WriteTxnMarkersRequest.WritableTxnMarkerTopic = _new(_WriteTxnMarkersRequest_WritableTxnMarkerTopic)
+            item.name = f_name
+            item.partition_indexes = f_partition_indexes
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'WriteTxnMarkersRequest.WritableTxnMarkerTopic', pos) from None
     return out, pos
@@ -190,7 +194,14 @@ def da_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf: bytes, pos: int, blen: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'WriteTxnMarkersRequest.WritableTxnMarker')
-            app(_WriteTxnMarkersRequest_WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, 0))
+            item: WriteTxnMarkersRequest.WritableTxnMarker = _new(_WriteTxnMarkersRequest_WritableTxnMarker)
+            item.producer_id = f_producer_id
+            item.producer_epoch = f_producer_epoch
+            item.transaction_result = f_transaction_result
+            item.topics = f_topics
+            item.coordinator_epoch = f_coordinator_epoch
+            item.transaction_version = 0
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'WriteTxnMarkersRequest.WritableTxnMarker', pos) from None
     return out, pos
@@ -248,7 +259,14 @@ def da_WriteTxnMarkersRequest_WritableTxnMarker_v2(buf: bytes, pos: int, blen: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'WriteTxnMarkersRequest.WritableTxnMarker')
-            app(_WriteTxnMarkersRequest_WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, f_transaction_version))
+            item: WriteTxnMarkersRequest.WritableTxnMarker = _new(_WriteTxnMarkersRequest_WritableTxnMarker)
+            item.producer_id = f_producer_id
+            item.producer_epoch = f_producer_epoch
+            item.transaction_result = f_transaction_result
+            item.topics = f_topics
+            item.coordinator_epoch = f_coordinator_epoch
+            item.transaction_version = f_transaction_version
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'WriteTxnMarkersRequest.WritableTxnMarker', pos) from None
     return out, pos

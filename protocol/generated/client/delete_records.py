@@ -28,6 +28,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_iq_pack = struct.Struct(">iq").pack
@@ -128,7 +129,11 @@ def da_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(buf: bytes, pos: in
         for _ in range(n):
             (f_partition_index, f_low_watermark, f_error_code,) = _F_iqh_unpack(buf, pos)
             pos += 14
-            app(_DeleteRecordsResponse_DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code))
+            item: DeleteRecordsResponse.DeleteRecordsPartitionResult = _new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
+            item.partition_index = f_partition_index
+            item.low_watermark = f_low_watermark
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteRecordsResponse.DeleteRecordsPartitionResult', pos) from None
     return out, pos
@@ -158,7 +163,10 @@ def da_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(buf: bytes, pos: int, b
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('DeleteRecordsResponse.DeleteRecordsTopicResult', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(buf, pos, blen, n3)
-            app(_DeleteRecordsResponse_DeleteRecordsTopicResult(f_name, f_partitions))
+            item: DeleteRecordsResponse.DeleteRecordsTopicResult = _new(_DeleteRecordsResponse_DeleteRecordsTopicResult)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteRecordsResponse.DeleteRecordsTopicResult', pos) from None
     return out, pos
@@ -190,7 +198,11 @@ def da_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf: bytes, pos: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteRecordsResponse.DeleteRecordsPartitionResult')
-            app(_DeleteRecordsResponse_DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code))
+            item: DeleteRecordsResponse.DeleteRecordsPartitionResult = _new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
+            item.partition_index = f_partition_index
+            item.low_watermark = f_low_watermark
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteRecordsResponse.DeleteRecordsPartitionResult', pos) from None
     return out, pos
@@ -238,7 +250,10 @@ def da_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf: bytes, pos: int, b
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteRecordsResponse.DeleteRecordsTopicResult')
-            app(_DeleteRecordsResponse_DeleteRecordsTopicResult(f_name, f_partitions))
+            item: DeleteRecordsResponse.DeleteRecordsTopicResult = _new(_DeleteRecordsResponse_DeleteRecordsTopicResult)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteRecordsResponse.DeleteRecordsTopicResult', pos) from None
     return out, pos

@@ -31,6 +31,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_ihi_unpack = struct.Struct(">ihi").unpack_from
 _F_ihq_unpack = struct.Struct(">ihq").unpack_from
@@ -550,7 +551,19 @@ def da_FetchResponse_PartitionData_v0(buf: bytes, pos: int, blen: int, n: int) -
                 f_records = None
             else:
                 bad_length(n1, pos, 'FetchResponse.PartitionData', 'records', 'Records')
-            app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, -1, -1, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), [], -1, f_records))
+            item: FetchResponse.PartitionData = _new(_FetchResponse_PartitionData)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.high_watermark = f_high_watermark
+            item.last_stable_offset = -1
+            item.log_start_offset = -1
+            item.diverging_epoch = _FetchResponse_EpochEndOffset()
+            item.current_leader = _FetchResponse_LeaderIdAndEpoch()
+            item.snapshot_id = _FetchResponse_SnapshotId()
+            item.aborted_transactions = []
+            item.preferred_read_replica = -1
+            item.records = f_records
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
     return out, pos
@@ -580,7 +593,11 @@ def da_FetchResponse_FetchableTopicResponse_v0(buf: bytes, pos: int, blen: int, 
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchResponse_PartitionData_v0(buf, pos, blen, n3)
-            app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
+            item: FetchResponse.FetchableTopicResponse = _new(_FetchResponse_FetchableTopicResponse)
+            item.topic = f_topic
+            item.topic_id = ZERO_UUID
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
     return out, pos
@@ -622,7 +639,10 @@ def da_FetchResponse_AbortedTransaction_v4(buf: bytes, pos: int, blen: int, n: i
         for _ in range(n):
             (f_producer_id, f_first_offset,) = _F_qq_unpack(buf, pos)
             pos += 16
-            app(_FetchResponse_AbortedTransaction(f_producer_id, f_first_offset))
+            item: FetchResponse.AbortedTransaction = _new(_FetchResponse_AbortedTransaction)
+            item.producer_id = f_producer_id
+            item.first_offset = f_first_offset
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.AbortedTransaction', pos) from None
     return out, pos
@@ -654,7 +674,19 @@ def da_FetchResponse_PartitionData_v4(buf: bytes, pos: int, blen: int, n: int) -
                 f_records = None
             else:
                 bad_length(n2, pos, 'FetchResponse.PartitionData', 'records', 'Records')
-            app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, -1, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), f_aborted_transactions, -1, f_records))
+            item: FetchResponse.PartitionData = _new(_FetchResponse_PartitionData)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.high_watermark = f_high_watermark
+            item.last_stable_offset = f_last_stable_offset
+            item.log_start_offset = -1
+            item.diverging_epoch = _FetchResponse_EpochEndOffset()
+            item.current_leader = _FetchResponse_LeaderIdAndEpoch()
+            item.snapshot_id = _FetchResponse_SnapshotId()
+            item.aborted_transactions = f_aborted_transactions
+            item.preferred_read_replica = -1
+            item.records = f_records
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
     return out, pos
@@ -684,7 +716,11 @@ def da_FetchResponse_FetchableTopicResponse_v4(buf: bytes, pos: int, blen: int, 
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchResponse_PartitionData_v4(buf, pos, blen, n3)
-            app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
+            item: FetchResponse.FetchableTopicResponse = _new(_FetchResponse_FetchableTopicResponse)
+            item.topic = f_topic
+            item.topic_id = ZERO_UUID
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
     return out, pos
@@ -732,7 +768,19 @@ def da_FetchResponse_PartitionData_v5(buf: bytes, pos: int, blen: int, n: int) -
                 f_records = None
             else:
                 bad_length(n2, pos, 'FetchResponse.PartitionData', 'records', 'Records')
-            app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), f_aborted_transactions, -1, f_records))
+            item: FetchResponse.PartitionData = _new(_FetchResponse_PartitionData)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.high_watermark = f_high_watermark
+            item.last_stable_offset = f_last_stable_offset
+            item.log_start_offset = f_log_start_offset
+            item.diverging_epoch = _FetchResponse_EpochEndOffset()
+            item.current_leader = _FetchResponse_LeaderIdAndEpoch()
+            item.snapshot_id = _FetchResponse_SnapshotId()
+            item.aborted_transactions = f_aborted_transactions
+            item.preferred_read_replica = -1
+            item.records = f_records
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
     return out, pos
@@ -762,7 +810,11 @@ def da_FetchResponse_FetchableTopicResponse_v5(buf: bytes, pos: int, blen: int, 
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchResponse_PartitionData_v5(buf, pos, blen, n3)
-            app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
+            item: FetchResponse.FetchableTopicResponse = _new(_FetchResponse_FetchableTopicResponse)
+            item.topic = f_topic
+            item.topic_id = ZERO_UUID
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
     return out, pos
@@ -828,7 +880,19 @@ def da_FetchResponse_PartitionData_v11(buf: bytes, pos: int, blen: int, n: int) 
                 f_records = None
             else:
                 bad_length(n2, pos, 'FetchResponse.PartitionData', 'records', 'Records')
-            app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), f_aborted_transactions, f_preferred_read_replica, f_records))
+            item: FetchResponse.PartitionData = _new(_FetchResponse_PartitionData)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.high_watermark = f_high_watermark
+            item.last_stable_offset = f_last_stable_offset
+            item.log_start_offset = f_log_start_offset
+            item.diverging_epoch = _FetchResponse_EpochEndOffset()
+            item.current_leader = _FetchResponse_LeaderIdAndEpoch()
+            item.snapshot_id = _FetchResponse_SnapshotId()
+            item.aborted_transactions = f_aborted_transactions
+            item.preferred_read_replica = f_preferred_read_replica
+            item.records = f_records
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
     return out, pos
@@ -858,7 +922,11 @@ def da_FetchResponse_FetchableTopicResponse_v11(buf: bytes, pos: int, blen: int,
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchResponse_PartitionData_v11(buf, pos, blen, n3)
-            app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
+            item: FetchResponse.FetchableTopicResponse = _new(_FetchResponse_FetchableTopicResponse)
+            item.topic = f_topic
+            item.topic_id = ZERO_UUID
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
     return out, pos
@@ -890,7 +958,10 @@ def da_FetchResponse_AbortedTransaction_v12(buf: bytes, pos: int, blen: int, n: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.AbortedTransaction')
-            app(_FetchResponse_AbortedTransaction(f_producer_id, f_first_offset))
+            item: FetchResponse.AbortedTransaction = _new(_FetchResponse_AbortedTransaction)
+            item.producer_id = f_producer_id
+            item.first_offset = f_first_offset
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.AbortedTransaction', pos) from None
     return out, pos
@@ -997,7 +1068,19 @@ def da_FetchResponse_PartitionData_v12(buf: bytes, pos: int, blen: int, n: int) 
                     elif tag == 2:
                         f_snapshot_id, pos = d_FetchResponse_SnapshotId_v12(buf, pos, blen)
                     pos = tag_end  # unknown tags are skipped
-            app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records))
+            item: FetchResponse.PartitionData = _new(_FetchResponse_PartitionData)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.high_watermark = f_high_watermark
+            item.last_stable_offset = f_last_stable_offset
+            item.log_start_offset = f_log_start_offset
+            item.diverging_epoch = f_diverging_epoch
+            item.current_leader = f_current_leader
+            item.snapshot_id = f_snapshot_id
+            item.aborted_transactions = f_aborted_transactions
+            item.preferred_read_replica = f_preferred_read_replica
+            item.records = f_records
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
     return out, pos
@@ -1045,7 +1128,11 @@ def da_FetchResponse_FetchableTopicResponse_v12(buf: bytes, pos: int, blen: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.FetchableTopicResponse')
-            app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
+            item: FetchResponse.FetchableTopicResponse = _new(_FetchResponse_FetchableTopicResponse)
+            item.topic = f_topic
+            item.topic_id = ZERO_UUID
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
     return out, pos
@@ -1105,7 +1192,11 @@ def da_FetchResponse_FetchableTopicResponse_v13(buf: bytes, pos: int, blen: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.FetchableTopicResponse')
-            app(_FetchResponse_FetchableTopicResponse('', f_topic_id, f_partitions))
+            item: FetchResponse.FetchableTopicResponse = _new(_FetchResponse_FetchableTopicResponse)
+            item.topic = ''
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
     return out, pos
@@ -1189,7 +1280,12 @@ def da_FetchResponse_NodeEndpoint_v16(buf: bytes, pos: int, blen: int, n: int) -
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.NodeEndpoint')
-            app(_FetchResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack))
+            item: FetchResponse.NodeEndpoint = _new(_FetchResponse_NodeEndpoint)
+            item.node_id = f_node_id
+            item.host = f_host
+            item.port = f_port
+            item.rack = f_rack
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.NodeEndpoint', pos) from None
     return out, pos

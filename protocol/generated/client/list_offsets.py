@@ -29,6 +29,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_ib_pack = struct.Struct(">ib").pack
@@ -245,7 +246,14 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf: bytes, pos: int,
                     raise ProtocolError('ListOffsetsResponse.ListOffsetsPartitionResponse', None, pos, f'array OldStyleOffsets count {n1} exceeds remaining bytes')
                 f_old_style_offsets = list(unpack_from(f'>{n1}q', buf, pos))
                 pos += 8 * n1
-            app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, f_old_style_offsets, -1, -1, -1))
+            item: ListOffsetsResponse.ListOffsetsPartitionResponse = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.old_style_offsets = f_old_style_offsets
+            item.timestamp = -1
+            item.offset = -1
+            item.leader_epoch = -1
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse', pos) from None
     return out, pos
@@ -275,7 +283,10 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf: bytes, pos: int, ble
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf, pos, blen, n3)
-            app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
+            item: ListOffsetsResponse.ListOffsetsTopicResponse = _new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsTopicResponse', pos) from None
     return out, pos
@@ -301,7 +312,14 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(buf: bytes, pos: int,
         for _ in range(n):
             (f_partition_index, f_error_code, f_timestamp, f_offset,) = _F_ihqq_unpack(buf, pos)
             pos += 22
-            app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, -1))
+            item: ListOffsetsResponse.ListOffsetsPartitionResponse = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.old_style_offsets = []
+            item.timestamp = f_timestamp
+            item.offset = f_offset
+            item.leader_epoch = -1
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse', pos) from None
     return out, pos
@@ -331,7 +349,10 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf: bytes, pos: int, ble
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(buf, pos, blen, n3)
-            app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
+            item: ListOffsetsResponse.ListOffsetsTopicResponse = _new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsTopicResponse', pos) from None
     return out, pos
@@ -373,7 +394,14 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(buf: bytes, pos: int,
         for _ in range(n):
             (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _F_ihqqi_unpack(buf, pos)
             pos += 26
-            app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch))
+            item: ListOffsetsResponse.ListOffsetsPartitionResponse = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.old_style_offsets = []
+            item.timestamp = f_timestamp
+            item.offset = f_offset
+            item.leader_epoch = f_leader_epoch
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse', pos) from None
     return out, pos
@@ -403,7 +431,10 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v4(buf: bytes, pos: int, ble
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(buf, pos, blen, n3)
-            app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
+            item: ListOffsetsResponse.ListOffsetsTopicResponse = _new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsTopicResponse', pos) from None
     return out, pos
@@ -435,7 +466,14 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(buf: bytes, pos: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsResponse.ListOffsetsPartitionResponse')
-            app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch))
+            item: ListOffsetsResponse.ListOffsetsPartitionResponse = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.old_style_offsets = []
+            item.timestamp = f_timestamp
+            item.offset = f_offset
+            item.leader_epoch = f_leader_epoch
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse', pos) from None
     return out, pos
@@ -483,7 +521,10 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf: bytes, pos: int, ble
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsResponse.ListOffsetsTopicResponse')
-            app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
+            item: ListOffsetsResponse.ListOffsetsTopicResponse = _new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsTopicResponse', pos) from None
     return out, pos

@@ -24,6 +24,7 @@ from protocol.primitives import (
     encode_error,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_hi_unpack = struct.Struct(">hi").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_unpack = struct.Struct(">ih").unpack_from
@@ -78,7 +79,10 @@ def da_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf: bytes, pos: in
         for _ in range(n):
             (f_partition_index, f_error_code,) = _F_ih_unpack(buf, pos)
             pos += 6
-            app(_OffsetDeleteResponse_OffsetDeleteResponsePartition(f_partition_index, f_error_code))
+            item: OffsetDeleteResponse.OffsetDeleteResponsePartition = _new(_OffsetDeleteResponse_OffsetDeleteResponsePartition)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetDeleteResponse.OffsetDeleteResponsePartition', pos) from None
     return out, pos
@@ -108,7 +112,10 @@ def da_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf: bytes, pos: int, b
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('OffsetDeleteResponse.OffsetDeleteResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf, pos, blen, n3)
-            app(_OffsetDeleteResponse_OffsetDeleteResponseTopic(f_name, f_partitions))
+            item: OffsetDeleteResponse.OffsetDeleteResponseTopic = _new(_OffsetDeleteResponse_OffsetDeleteResponseTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetDeleteResponse.OffsetDeleteResponseTopic', pos) from None
     return out, pos
