@@ -10,6 +10,7 @@ from struct import unpack_from
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -19,6 +20,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -28,6 +30,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_pack = struct.Struct(">ih").pack
 _F_ihx_pack = struct.Struct(">ihx").pack
@@ -147,7 +150,10 @@ def da_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v0(buf: bytes, pos: int
                     raise ProtocolError('AddPartitionsToTxnRequest.AddPartitionsToTxnTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
-            app(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(f_name, f_partitions))
+            item: AddPartitionsToTxnRequest.AddPartitionsToTxnTopic = _new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AddPartitionsToTxnRequest.AddPartitionsToTxnTopic', pos) from None
     return out, pos
@@ -224,7 +230,10 @@ def da_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic_v3(buf: bytes, pos: int
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AddPartitionsToTxnRequest.AddPartitionsToTxnTopic')
-            app(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic(f_name, f_partitions))
+            item: AddPartitionsToTxnRequest.AddPartitionsToTxnTopic = _new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AddPartitionsToTxnRequest.AddPartitionsToTxnTopic', pos) from None
     return out, pos
@@ -320,7 +329,13 @@ def da_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction_v4(buf: bytes, po
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction')
-            app(_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction(f_transactional_id, f_producer_id, f_producer_epoch, f_verify_only, f_topics))
+            item: AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction = _new(_AddPartitionsToTxnRequest_AddPartitionsToTxnTransaction)
+            item.transactional_id = f_transactional_id
+            item.producer_id = f_producer_id
+            item.producer_epoch = f_producer_epoch
+            item.verify_only = f_verify_only
+            item.topics = f_topics
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction', pos) from None
     return out, pos
@@ -351,6 +366,16 @@ def d_AddPartitionsToTxnRequest_v4(buf: bytes, pos: int, blen: int) -> tuple[Add
     return AddPartitionsToTxnRequest(f_transactions, '', 0, 0, []), pos
 
 def ea_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(xs: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.partition_error_code for o in xs]
+            w(array_struct('ih', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ih_pack(o.partition_index, o.partition_error_code))
@@ -380,6 +405,16 @@ def e_AddPartitionsToTxnResponse_v0(o: AddPartitionsToTxnResponse, w: Append) ->
         raise encode_error(exc, 'AddPartitionsToTxnResponse') from None
 
 def ea_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(xs: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.partition_error_code for o in xs]
+            w(array_struct('ihx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihx_pack(o.partition_index, o.partition_error_code))

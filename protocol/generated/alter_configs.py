@@ -27,6 +27,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_b_unpack = struct.Struct(">b").unpack_from
 _F_b_pack = struct.Struct(">b").pack
 _F_h_pack = struct.Struct(">h").pack
@@ -127,7 +128,10 @@ def da_AlterConfigsRequest_AlterableConfig_v0(buf: bytes, pos: int, blen: int, n
                     bad_length(n3, pos, 'AlterConfigsRequest.AlterableConfig', 'string', 'Value')
                 f_value = buf[pos:end4].decode()
                 pos = end4
-            app(_AlterConfigsRequest_AlterableConfig(f_name, f_value))
+            item: AlterConfigsRequest.AlterableConfig = _new(_AlterConfigsRequest_AlterableConfig)
+            item.name = f_name
+            item.value = f_value
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AlterConfigsRequest.AlterableConfig', pos) from None
     return out, pos
@@ -159,7 +163,11 @@ def da_AlterConfigsRequest_AlterConfigsResource_v0(buf: bytes, pos: int, blen: i
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('AlterConfigsRequest.AlterConfigsResource', None, pos, f'array Configs count {n3} exceeds remaining bytes')
                 f_configs, pos = da_AlterConfigsRequest_AlterableConfig_v0(buf, pos, blen, n3)
-            app(_AlterConfigsRequest_AlterConfigsResource(f_resource_type, f_resource_name, f_configs))
+            item: AlterConfigsRequest.AlterConfigsResource = _new(_AlterConfigsRequest_AlterConfigsResource)
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.configs = f_configs
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AlterConfigsRequest.AlterConfigsResource', pos) from None
     return out, pos
@@ -228,7 +236,10 @@ def da_AlterConfigsRequest_AlterableConfig_v2(buf: bytes, pos: int, blen: int, n
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AlterConfigsRequest.AlterableConfig')
-            app(_AlterConfigsRequest_AlterableConfig(f_name, f_value))
+            item: AlterConfigsRequest.AlterableConfig = _new(_AlterConfigsRequest_AlterableConfig)
+            item.name = f_name
+            item.value = f_value
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AlterConfigsRequest.AlterableConfig', pos) from None
     return out, pos
@@ -278,7 +289,11 @@ def da_AlterConfigsRequest_AlterConfigsResource_v2(buf: bytes, pos: int, blen: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AlterConfigsRequest.AlterConfigsResource')
-            app(_AlterConfigsRequest_AlterConfigsResource(f_resource_type, f_resource_name, f_configs))
+            item: AlterConfigsRequest.AlterConfigsResource = _new(_AlterConfigsRequest_AlterConfigsResource)
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.configs = f_configs
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AlterConfigsRequest.AlterConfigsResource', pos) from None
     return out, pos

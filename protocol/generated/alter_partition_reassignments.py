@@ -24,6 +24,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
 
@@ -128,7 +129,10 @@ def da_AlterPartitionReassignmentsRequest_ReassignablePartition_v0(buf: bytes, p
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AlterPartitionReassignmentsRequest.ReassignablePartition')
-            app(_AlterPartitionReassignmentsRequest_ReassignablePartition(f_partition_index, f_replicas))
+            item: AlterPartitionReassignmentsRequest.ReassignablePartition = _new(_AlterPartitionReassignmentsRequest_ReassignablePartition)
+            item.partition_index = f_partition_index
+            item.replicas = f_replicas
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AlterPartitionReassignmentsRequest.ReassignablePartition', pos) from None
     return out, pos
@@ -176,7 +180,10 @@ def da_AlterPartitionReassignmentsRequest_ReassignableTopic_v0(buf: bytes, pos: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AlterPartitionReassignmentsRequest.ReassignableTopic')
-            app(_AlterPartitionReassignmentsRequest_ReassignableTopic(f_name, f_partitions))
+            item: AlterPartitionReassignmentsRequest.ReassignableTopic = _new(_AlterPartitionReassignmentsRequest_ReassignableTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AlterPartitionReassignmentsRequest.ReassignableTopic', pos) from None
     return out, pos

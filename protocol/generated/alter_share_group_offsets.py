@@ -25,6 +25,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_ih_pack = struct.Struct(">ih").pack
 _F_iq_unpack = struct.Struct(">iq").unpack_from
 
@@ -113,7 +114,10 @@ def da_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition_v0(b
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition')
-            app(_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition(f_partition_index, f_start_offset))
+            item: AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition = _new(_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition)
+            item.partition_index = f_partition_index
+            item.start_offset = f_start_offset
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition', pos) from None
     return out, pos
@@ -161,7 +165,10 @@ def da_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic_v0(buf: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic')
-            app(_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic(f_topic_name, f_partitions))
+            item: AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic = _new(_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestTopic)
+            item.topic_name = f_topic_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic', pos) from None
     return out, pos

@@ -9,11 +9,13 @@ import struct
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
     UVARINT_SMALL,
     I32_pack,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -156,6 +158,17 @@ def d_ApiVersionsRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[ApiVersion
     return ApiVersionsRequest(f_client_software_name, f_client_software_version), pos
 
 def ea_ApiVersionsResponse_ApiVersion_v0(xs: list[ApiVersionsResponse.ApiVersion], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.api_key for o in xs]
+            flat[1::3] = [o.min_version for o in xs]
+            flat[2::3] = [o.max_version for o in xs]
+            w(array_struct('hhh', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_hhh_pack(o.api_key, o.min_version, o.max_version))
@@ -182,6 +195,17 @@ def e_ApiVersionsResponse_v1(o: ApiVersionsResponse, w: Append) -> None:
         raise encode_error(exc, 'ApiVersionsResponse') from None
 
 def ea_ApiVersionsResponse_ApiVersion_v3(xs: list[ApiVersionsResponse.ApiVersion], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.api_key for o in xs]
+            flat[1::3] = [o.min_version for o in xs]
+            flat[2::3] = [o.max_version for o in xs]
+            w(array_struct('hhhx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_hhhx_pack(o.api_key, o.min_version, o.max_version))

@@ -27,6 +27,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
 _F_ii_pack = struct.Struct(">ii").pack
@@ -133,7 +134,10 @@ def da_ConsumerGroupHeartbeatRequest_TopicPartitions_v0(buf: bytes, pos: int, bl
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupHeartbeatRequest.TopicPartitions')
-            app(_ConsumerGroupHeartbeatRequest_TopicPartitions(f_topic_id, f_partitions))
+            item: ConsumerGroupHeartbeatRequest.TopicPartitions = _new(_ConsumerGroupHeartbeatRequest_TopicPartitions)
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupHeartbeatRequest.TopicPartitions', pos) from None
     return out, pos

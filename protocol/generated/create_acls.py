@@ -27,6 +27,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_b_unpack = struct.Struct(">b").unpack_from
 _F_bb_unpack = struct.Struct(">bb").unpack_from
 _F_h_pack = struct.Struct(">h").pack
@@ -133,7 +134,15 @@ def da_CreateAclsRequest_AclCreation_v0(buf: bytes, pos: int, blen: int, n: int)
                 pos = end6
             (f_operation, f_permission_type,) = _F_bb_unpack(buf, pos)
             pos += 2
-            app(_CreateAclsRequest_AclCreation(f_resource_type, f_resource_name, 3, f_principal, f_host, f_operation, f_permission_type))
+            item: CreateAclsRequest.AclCreation = _new(_CreateAclsRequest_AclCreation)
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.resource_pattern_type = 3
+            item.principal = f_principal
+            item.host = f_host
+            item.operation = f_operation
+            item.permission_type = f_permission_type
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateAclsRequest.AclCreation', pos) from None
     return out, pos
@@ -199,7 +208,15 @@ def da_CreateAclsRequest_AclCreation_v1(buf: bytes, pos: int, blen: int, n: int)
                 pos = end6
             (f_operation, f_permission_type,) = _F_bb_unpack(buf, pos)
             pos += 2
-            app(_CreateAclsRequest_AclCreation(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type))
+            item: CreateAclsRequest.AclCreation = _new(_CreateAclsRequest_AclCreation)
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.resource_pattern_type = f_resource_pattern_type
+            item.principal = f_principal
+            item.host = f_host
+            item.operation = f_operation
+            item.permission_type = f_permission_type
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateAclsRequest.AclCreation', pos) from None
     return out, pos
@@ -290,7 +307,15 @@ def da_CreateAclsRequest_AclCreation_v2(buf: bytes, pos: int, blen: int, n: int)
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'CreateAclsRequest.AclCreation')
-            app(_CreateAclsRequest_AclCreation(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type))
+            item: CreateAclsRequest.AclCreation = _new(_CreateAclsRequest_AclCreation)
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.resource_pattern_type = f_resource_pattern_type
+            item.principal = f_principal
+            item.host = f_host
+            item.operation = f_operation
+            item.permission_type = f_permission_type
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateAclsRequest.AclCreation', pos) from None
     return out, pos

@@ -28,6 +28,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_pack = struct.Struct(">h").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
@@ -110,7 +111,9 @@ def da_CreatePartitionsRequest_CreatePartitionsAssignment_v0(buf: bytes, pos: in
                     raise ProtocolError('CreatePartitionsRequest.CreatePartitionsAssignment', None, pos, f'array BrokerIds count {n1} exceeds remaining bytes')
                 f_broker_ids = list(unpack_from(f'>{n1}i', buf, pos))
                 pos += 4 * n1
-            app(_CreatePartitionsRequest_CreatePartitionsAssignment(f_broker_ids))
+            item: CreatePartitionsRequest.CreatePartitionsAssignment = _new(_CreatePartitionsRequest_CreatePartitionsAssignment)
+            item.broker_ids = f_broker_ids
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreatePartitionsRequest.CreatePartitionsAssignment', pos) from None
     return out, pos
@@ -143,7 +146,11 @@ def da_CreatePartitionsRequest_CreatePartitionsTopic_v0(buf: bytes, pos: int, bl
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('CreatePartitionsRequest.CreatePartitionsTopic', None, pos, f'array Assignments count {n3} exceeds remaining bytes')
                 f_assignments, pos = da_CreatePartitionsRequest_CreatePartitionsAssignment_v0(buf, pos, blen, n3)
-            app(_CreatePartitionsRequest_CreatePartitionsTopic(f_name, f_count, f_assignments))
+            item: CreatePartitionsRequest.CreatePartitionsTopic = _new(_CreatePartitionsRequest_CreatePartitionsTopic)
+            item.name = f_name
+            item.count = f_count
+            item.assignments = f_assignments
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreatePartitionsRequest.CreatePartitionsTopic', pos) from None
     return out, pos
@@ -189,7 +196,9 @@ def da_CreatePartitionsRequest_CreatePartitionsAssignment_v2(buf: bytes, pos: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'CreatePartitionsRequest.CreatePartitionsAssignment')
-            app(_CreatePartitionsRequest_CreatePartitionsAssignment(f_broker_ids))
+            item: CreatePartitionsRequest.CreatePartitionsAssignment = _new(_CreatePartitionsRequest_CreatePartitionsAssignment)
+            item.broker_ids = f_broker_ids
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreatePartitionsRequest.CreatePartitionsAssignment', pos) from None
     return out, pos
@@ -240,7 +249,11 @@ def da_CreatePartitionsRequest_CreatePartitionsTopic_v2(buf: bytes, pos: int, bl
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'CreatePartitionsRequest.CreatePartitionsTopic')
-            app(_CreatePartitionsRequest_CreatePartitionsTopic(f_name, f_count, f_assignments))
+            item: CreatePartitionsRequest.CreatePartitionsTopic = _new(_CreatePartitionsRequest_CreatePartitionsTopic)
+            item.name = f_name
+            item.count = f_count
+            item.assignments = f_assignments
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreatePartitionsRequest.CreatePartitionsTopic', pos) from None
     return out, pos

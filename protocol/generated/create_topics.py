@@ -30,6 +30,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_pack = struct.Struct(">h").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
@@ -146,7 +147,10 @@ def da_CreateTopicsRequest_CreatableReplicaAssignment_v0(buf: bytes, pos: int, b
                     raise ProtocolError('CreateTopicsRequest.CreatableReplicaAssignment', None, pos, f'array BrokerIds count {n1} exceeds remaining bytes')
                 f_broker_ids = list(unpack_from(f'>{n1}i', buf, pos))
                 pos += 4 * n1
-            app(_CreateTopicsRequest_CreatableReplicaAssignment(f_partition_index, f_broker_ids))
+            item: CreateTopicsRequest.CreatableReplicaAssignment = _new(_CreateTopicsRequest_CreatableReplicaAssignment)
+            item.partition_index = f_partition_index
+            item.broker_ids = f_broker_ids
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsRequest.CreatableReplicaAssignment', pos) from None
     return out, pos
@@ -181,7 +185,10 @@ def da_CreateTopicsRequest_CreatableTopicConfig_v0(buf: bytes, pos: int, blen: i
                     bad_length(n3, pos, 'CreateTopicsRequest.CreatableTopicConfig', 'string', 'Value')
                 f_value = buf[pos:end4].decode()
                 pos = end4
-            app(_CreateTopicsRequest_CreatableTopicConfig(f_name, f_value))
+            item: CreateTopicsRequest.CreatableTopicConfig = _new(_CreateTopicsRequest_CreatableTopicConfig)
+            item.name = f_name
+            item.value = f_value
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsRequest.CreatableTopicConfig', pos) from None
     return out, pos
@@ -221,7 +228,13 @@ def da_CreateTopicsRequest_CreatableTopic_v0(buf: bytes, pos: int, blen: int, n:
                 if n4 * 1 > blen - pos:
                     raise ProtocolError('CreateTopicsRequest.CreatableTopic', None, pos, f'array Configs count {n4} exceeds remaining bytes')
                 f_configs, pos = da_CreateTopicsRequest_CreatableTopicConfig_v0(buf, pos, blen, n4)
-            app(_CreateTopicsRequest_CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs))
+            item: CreateTopicsRequest.CreatableTopic = _new(_CreateTopicsRequest_CreatableTopic)
+            item.name = f_name
+            item.num_partitions = f_num_partitions
+            item.replication_factor = f_replication_factor
+            item.assignments = f_assignments
+            item.configs = f_configs
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsRequest.CreatableTopic', pos) from None
     return out, pos
@@ -285,7 +298,10 @@ def da_CreateTopicsRequest_CreatableReplicaAssignment_v5(buf: bytes, pos: int, b
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'CreateTopicsRequest.CreatableReplicaAssignment')
-            app(_CreateTopicsRequest_CreatableReplicaAssignment(f_partition_index, f_broker_ids))
+            item: CreateTopicsRequest.CreatableReplicaAssignment = _new(_CreateTopicsRequest_CreatableReplicaAssignment)
+            item.partition_index = f_partition_index
+            item.broker_ids = f_broker_ids
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsRequest.CreatableReplicaAssignment', pos) from None
     return out, pos
@@ -338,7 +354,10 @@ def da_CreateTopicsRequest_CreatableTopicConfig_v5(buf: bytes, pos: int, blen: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'CreateTopicsRequest.CreatableTopicConfig')
-            app(_CreateTopicsRequest_CreatableTopicConfig(f_name, f_value))
+            item: CreateTopicsRequest.CreatableTopicConfig = _new(_CreateTopicsRequest_CreatableTopicConfig)
+            item.name = f_name
+            item.value = f_value
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsRequest.CreatableTopicConfig', pos) from None
     return out, pos
@@ -403,7 +422,13 @@ def da_CreateTopicsRequest_CreatableTopic_v5(buf: bytes, pos: int, blen: int, n:
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'CreateTopicsRequest.CreatableTopic')
-            app(_CreateTopicsRequest_CreatableTopic(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs))
+            item: CreateTopicsRequest.CreatableTopic = _new(_CreateTopicsRequest_CreatableTopic)
+            item.name = f_name
+            item.num_partitions = f_num_partitions
+            item.replication_factor = f_replication_factor
+            item.assignments = f_assignments
+            item.configs = f_configs
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsRequest.CreatableTopic', pos) from None
     return out, pos

@@ -27,6 +27,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_b_unpack = struct.Struct(">b").unpack_from
 _F_b_pack = struct.Struct(">b").pack
 _F_bb_unpack = struct.Struct(">bb").unpack_from
@@ -156,7 +157,15 @@ def da_DeleteAclsRequest_DeleteAclsFilter_v0(buf: bytes, pos: int, blen: int, n:
                 pos = end6
             (f_operation, f_permission_type,) = _F_bb_unpack(buf, pos)
             pos += 2
-            app(_DeleteAclsRequest_DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, 3, f_principal_filter, f_host_filter, f_operation, f_permission_type))
+            item: DeleteAclsRequest.DeleteAclsFilter = _new(_DeleteAclsRequest_DeleteAclsFilter)
+            item.resource_type_filter = f_resource_type_filter
+            item.resource_name_filter = f_resource_name_filter
+            item.pattern_type_filter = 3
+            item.principal_filter = f_principal_filter
+            item.host_filter = f_host_filter
+            item.operation = f_operation
+            item.permission_type = f_permission_type
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteAclsRequest.DeleteAclsFilter', pos) from None
     return out, pos
@@ -225,7 +234,15 @@ def da_DeleteAclsRequest_DeleteAclsFilter_v1(buf: bytes, pos: int, blen: int, n:
                 pos = end6
             (f_operation, f_permission_type,) = _F_bb_unpack(buf, pos)
             pos += 2
-            app(_DeleteAclsRequest_DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type))
+            item: DeleteAclsRequest.DeleteAclsFilter = _new(_DeleteAclsRequest_DeleteAclsFilter)
+            item.resource_type_filter = f_resource_type_filter
+            item.resource_name_filter = f_resource_name_filter
+            item.pattern_type_filter = f_pattern_type_filter
+            item.principal_filter = f_principal_filter
+            item.host_filter = f_host_filter
+            item.operation = f_operation
+            item.permission_type = f_permission_type
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteAclsRequest.DeleteAclsFilter', pos) from None
     return out, pos
@@ -319,7 +336,15 @@ def da_DeleteAclsRequest_DeleteAclsFilter_v2(buf: bytes, pos: int, blen: int, n:
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteAclsRequest.DeleteAclsFilter')
-            app(_DeleteAclsRequest_DeleteAclsFilter(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type))
+            item: DeleteAclsRequest.DeleteAclsFilter = _new(_DeleteAclsRequest_DeleteAclsFilter)
+            item.resource_type_filter = f_resource_type_filter
+            item.resource_name_filter = f_resource_name_filter
+            item.pattern_type_filter = f_pattern_type_filter
+            item.principal_filter = f_principal_filter
+            item.host_filter = f_host_filter
+            item.operation = f_operation
+            item.permission_type = f_permission_type
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteAclsRequest.DeleteAclsFilter', pos) from None
     return out, pos

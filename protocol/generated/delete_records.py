@@ -9,6 +9,7 @@ import struct
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -18,6 +19,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -27,6 +29,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_iq_unpack = struct.Struct(">iq").unpack_from
@@ -111,7 +114,10 @@ def da_DeleteRecordsRequest_DeleteRecordsPartition_v0(buf: bytes, pos: int, blen
         for _ in range(n):
             (f_partition_index, f_offset,) = _F_iq_unpack(buf, pos)
             pos += 12
-            app(_DeleteRecordsRequest_DeleteRecordsPartition(f_partition_index, f_offset))
+            item: DeleteRecordsRequest.DeleteRecordsPartition = _new(_DeleteRecordsRequest_DeleteRecordsPartition)
+            item.partition_index = f_partition_index
+            item.offset = f_offset
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteRecordsRequest.DeleteRecordsPartition', pos) from None
     return out, pos
@@ -141,7 +147,10 @@ def da_DeleteRecordsRequest_DeleteRecordsTopic_v0(buf: bytes, pos: int, blen: in
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('DeleteRecordsRequest.DeleteRecordsTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_DeleteRecordsRequest_DeleteRecordsPartition_v0(buf, pos, blen, n3)
-            app(_DeleteRecordsRequest_DeleteRecordsTopic(f_name, f_partitions))
+            item: DeleteRecordsRequest.DeleteRecordsTopic = _new(_DeleteRecordsRequest_DeleteRecordsTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteRecordsRequest.DeleteRecordsTopic', pos) from None
     return out, pos
@@ -173,7 +182,10 @@ def da_DeleteRecordsRequest_DeleteRecordsPartition_v2(buf: bytes, pos: int, blen
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteRecordsRequest.DeleteRecordsPartition')
-            app(_DeleteRecordsRequest_DeleteRecordsPartition(f_partition_index, f_offset))
+            item: DeleteRecordsRequest.DeleteRecordsPartition = _new(_DeleteRecordsRequest_DeleteRecordsPartition)
+            item.partition_index = f_partition_index
+            item.offset = f_offset
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteRecordsRequest.DeleteRecordsPartition', pos) from None
     return out, pos
@@ -221,7 +233,10 @@ def da_DeleteRecordsRequest_DeleteRecordsTopic_v2(buf: bytes, pos: int, blen: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteRecordsRequest.DeleteRecordsTopic')
-            app(_DeleteRecordsRequest_DeleteRecordsTopic(f_name, f_partitions))
+            item: DeleteRecordsRequest.DeleteRecordsTopic = _new(_DeleteRecordsRequest_DeleteRecordsTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteRecordsRequest.DeleteRecordsTopic', pos) from None
     return out, pos
@@ -254,6 +269,17 @@ def d_DeleteRecordsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[DeleteRe
     return DeleteRecordsRequest(f_topics, f_timeout_ms), pos
 
 def ea_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(xs: list[DeleteRecordsResponse.DeleteRecordsPartitionResult], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.partition_index for o in xs]
+            flat[1::3] = [o.low_watermark for o in xs]
+            flat[2::3] = [o.error_code for o in xs]
+            w(array_struct('iqh', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqh_pack(o.partition_index, o.low_watermark, o.error_code))
@@ -283,6 +309,17 @@ def e_DeleteRecordsResponse_v0(o: DeleteRecordsResponse, w: Append) -> None:
         raise encode_error(exc, 'DeleteRecordsResponse') from None
 
 def ea_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(xs: list[DeleteRecordsResponse.DeleteRecordsPartitionResult], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.partition_index for o in xs]
+            flat[1::3] = [o.low_watermark for o in xs]
+            flat[2::3] = [o.error_code for o in xs]
+            w(array_struct('iqhx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqhx_pack(o.partition_index, o.low_watermark, o.error_code))

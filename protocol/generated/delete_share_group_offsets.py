@@ -25,6 +25,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_pack = struct.Struct(">h").pack
 _F_ih_pack = struct.Struct(">ih").pack
 
@@ -111,7 +112,9 @@ def da_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic_v0(buf
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic')
-            app(_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic(f_topic_name))
+            item: DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic = _new(_DeleteShareGroupOffsetsRequest_DeleteShareGroupOffsetsRequestTopic)
+            item.topic_name = f_topic_name
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic', pos) from None
     return out, pos

@@ -30,6 +30,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_pack = struct.Struct(">h").pack
 _F_hx_pack = struct.Struct(">hx").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
@@ -205,7 +206,10 @@ def da_DeleteTopicsRequest_DeleteTopicState_v6(buf: bytes, pos: int, blen: int, 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsRequest.DeleteTopicState')
-            app(_DeleteTopicsRequest_DeleteTopicState(f_name, f_topic_id))
+            item: DeleteTopicsRequest.DeleteTopicState = _new(_DeleteTopicsRequest_DeleteTopicState)
+            item.name = f_name
+            item.topic_id = f_topic_id
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsRequest.DeleteTopicState', pos) from None
     return out, pos

@@ -27,6 +27,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_b_unpack = struct.Struct(">b").unpack_from
 _F_b_pack = struct.Struct(">b").pack
 _F_bx_pack = struct.Struct(">bx").pack
@@ -163,7 +164,11 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v0(buf: bytes, pos: int, b
                         el5 = buf[pos:end7].decode()
                         pos = end7
                     app4(el5)
-            app(_DescribeConfigsRequest_DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys))
+            item: DescribeConfigsRequest.DescribeConfigsResource = _new(_DescribeConfigsRequest_DescribeConfigsResource)
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.configuration_keys = f_configuration_keys
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsRequest.DescribeConfigsResource', pos) from None
     return out, pos
@@ -282,7 +287,11 @@ def da_DescribeConfigsRequest_DescribeConfigsResource_v4(buf: bytes, pos: int, b
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeConfigsRequest.DescribeConfigsResource')
-            app(_DescribeConfigsRequest_DescribeConfigsResource(f_resource_type, f_resource_name, f_configuration_keys))
+            item: DescribeConfigsRequest.DescribeConfigsResource = _new(_DescribeConfigsRequest_DescribeConfigsResource)
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.configuration_keys = f_configuration_keys
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsRequest.DescribeConfigsResource', pos) from None
     return out, pos

@@ -10,6 +10,7 @@ from struct import unpack_from
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -19,6 +20,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -28,6 +30,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_pack = struct.Struct(">h").pack
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_pack = struct.Struct(">ih").pack
@@ -136,7 +139,10 @@ def da_DescribeLogDirsRequest_DescribableLogDirTopic_v0(buf: bytes, pos: int, bl
                     raise ProtocolError('DescribeLogDirsRequest.DescribableLogDirTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
-            app(_DescribeLogDirsRequest_DescribableLogDirTopic(f_topic, f_partitions))
+            item: DescribeLogDirsRequest.DescribableLogDirTopic = _new(_DescribeLogDirsRequest_DescribableLogDirTopic)
+            item.topic = f_topic
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeLogDirsRequest.DescribableLogDirTopic', pos) from None
     return out, pos
@@ -200,7 +206,10 @@ def da_DescribeLogDirsRequest_DescribableLogDirTopic_v2(buf: bytes, pos: int, bl
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeLogDirsRequest.DescribableLogDirTopic')
-            app(_DescribeLogDirsRequest_DescribableLogDirTopic(f_topic, f_partitions))
+            item: DescribeLogDirsRequest.DescribableLogDirTopic = _new(_DescribeLogDirsRequest_DescribableLogDirTopic)
+            item.topic = f_topic
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeLogDirsRequest.DescribableLogDirTopic', pos) from None
     return out, pos
@@ -232,6 +241,18 @@ def d_DescribeLogDirsRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[Descri
     return DescribeLogDirsRequest(f_topics), pos
 
 def ea_DescribeLogDirsResponse_DescribeLogDirsPartition_v0(xs: list[DescribeLogDirsResponse.DescribeLogDirsPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (4 * count)
+            flat[0::4] = [o.partition_index for o in xs]
+            flat[1::4] = [o.partition_size for o in xs]
+            flat[2::4] = [o.offset_lag for o in xs]
+            flat[3::4] = [o.is_future_key for o in xs]
+            w(array_struct('iqq?', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqqo_pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key))
@@ -275,6 +296,18 @@ def e_DescribeLogDirsResponse_v0(o: DescribeLogDirsResponse, w: Append) -> None:
         raise encode_error(exc, 'DescribeLogDirsResponse') from None
 
 def ea_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(xs: list[DescribeLogDirsResponse.DescribeLogDirsPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (4 * count)
+            flat[0::4] = [o.partition_index for o in xs]
+            flat[1::4] = [o.partition_size for o in xs]
+            flat[2::4] = [o.offset_lag for o in xs]
+            flat[3::4] = [o.is_future_key for o in xs]
+            w(array_struct('iqq?x', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqqox_pack(o.partition_index, o.partition_size, o.offset_lag, o.is_future_key))

@@ -10,11 +10,13 @@ from struct import unpack_from
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
     UVARINT_SMALL,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -24,6 +26,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_pack = struct.Struct(">ih").pack
 _F_qiiqiqx_pack = struct.Struct(">qiiqiqx").pack
@@ -147,7 +150,10 @@ def da_DescribeProducersRequest_TopicRequest_v0(buf: bytes, pos: int, blen: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeProducersRequest.TopicRequest')
-            app(_DescribeProducersRequest_TopicRequest(f_name, f_partition_indexes))
+            item: DescribeProducersRequest.TopicRequest = _new(_DescribeProducersRequest_TopicRequest)
+            item.name = f_name
+            item.partition_indexes = f_partition_indexes
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeProducersRequest.TopicRequest', pos) from None
     return out, pos
@@ -178,6 +184,20 @@ def d_DescribeProducersRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[Desc
     return DescribeProducersRequest(f_topics), pos
 
 def ea_DescribeProducersResponse_ProducerState_v0(xs: list[DescribeProducersResponse.ProducerState], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (6 * count)
+            flat[0::6] = [o.producer_id for o in xs]
+            flat[1::6] = [o.producer_epoch for o in xs]
+            flat[2::6] = [o.last_sequence for o in xs]
+            flat[3::6] = [o.last_timestamp for o in xs]
+            flat[4::6] = [o.coordinator_epoch for o in xs]
+            flat[5::6] = [o.current_txn_start_offset for o in xs]
+            w(array_struct('qiiqiqx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_qiiqiqx_pack(o.producer_id, o.producer_epoch, o.last_sequence, o.last_timestamp, o.coordinator_epoch, o.current_txn_start_offset))

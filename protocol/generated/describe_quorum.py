@@ -10,12 +10,14 @@ import uuid
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
     UVARINT_SMALL,
     ZERO_UUID,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -25,6 +27,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_Hx_pack = struct.Struct(">Hx").pack
 _F_h_pack = struct.Struct(">h").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
@@ -154,7 +157,9 @@ def da_DescribeQuorumRequest_PartitionData_v0(buf: bytes, pos: int, blen: int, n
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeQuorumRequest.PartitionData')
-            app(_DescribeQuorumRequest_PartitionData(f_partition_index))
+            item: DescribeQuorumRequest.PartitionData = _new(_DescribeQuorumRequest_PartitionData)
+            item.partition_index = f_partition_index
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeQuorumRequest.PartitionData', pos) from None
     return out, pos
@@ -202,7 +207,10 @@ def da_DescribeQuorumRequest_TopicData_v0(buf: bytes, pos: int, blen: int, n: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeQuorumRequest.TopicData')
-            app(_DescribeQuorumRequest_TopicData(f_topic_name, f_partitions))
+            item: DescribeQuorumRequest.TopicData = _new(_DescribeQuorumRequest_TopicData)
+            item.topic_name = f_topic_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeQuorumRequest.TopicData', pos) from None
     return out, pos
@@ -233,6 +241,16 @@ def d_DescribeQuorumRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[Describ
     return DescribeQuorumRequest(f_topics), pos
 
 def ea_DescribeQuorumResponse_ReplicaState_v0(xs: list[DescribeQuorumResponse.ReplicaState], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.replica_id for o in xs]
+            flat[1::2] = [o.log_end_offset for o in xs]
+            w(array_struct('iqx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqx_pack(o.replica_id, o.log_end_offset))
@@ -283,6 +301,18 @@ def e_DescribeQuorumResponse_v0(o: DescribeQuorumResponse, w: Append) -> None:
         raise encode_error(exc, 'DescribeQuorumResponse') from None
 
 def ea_DescribeQuorumResponse_ReplicaState_v1(xs: list[DescribeQuorumResponse.ReplicaState], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (4 * count)
+            flat[0::4] = [o.replica_id for o in xs]
+            flat[1::4] = [o.log_end_offset for o in xs]
+            flat[2::4] = [o.last_fetch_timestamp for o in xs]
+            flat[3::4] = [o.last_caught_up_timestamp for o in xs]
+            w(array_struct('iqqqx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqqqx_pack(o.replica_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp))

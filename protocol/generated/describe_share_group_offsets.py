@@ -26,6 +26,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_pack = struct.Struct(">h").pack
 _F_i_pack = struct.Struct(">i").pack
 _F_iqih_pack = struct.Struct(">iqih").pack
@@ -160,7 +161,10 @@ def da_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic_v0
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic')
-            app(_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic(f_topic_name, f_partitions))
+            item: DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic = _new(_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestTopic)
+            item.topic_name = f_topic_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestTopic', pos) from None
     return out, pos
@@ -209,7 +213,10 @@ def da_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup_v0
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup')
-            app(_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup(f_group_id, f_topics))
+            item: DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup = _new(_DescribeShareGroupOffsetsRequest_DescribeShareGroupOffsetsRequestGroup)
+            item.group_id = f_group_id
+            item.topics = f_topics
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup', pos) from None
     return out, pos

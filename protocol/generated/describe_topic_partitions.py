@@ -26,6 +26,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_pack = struct.Struct(">h").pack
 _F_hiii_pack = struct.Struct(">hiii").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
@@ -152,7 +153,9 @@ def da_DescribeTopicPartitionsRequest_TopicRequest_v0(buf: bytes, pos: int, blen
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeTopicPartitionsRequest.TopicRequest')
-            app(_DescribeTopicPartitionsRequest_TopicRequest(f_name))
+            item: DescribeTopicPartitionsRequest.TopicRequest = _new(_DescribeTopicPartitionsRequest_TopicRequest)
+            item.name = f_name
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeTopicPartitionsRequest.TopicRequest', pos) from None
     return out, pos

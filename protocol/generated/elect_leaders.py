@@ -28,6 +28,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_b_unpack = struct.Struct(">b").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
@@ -123,7 +124,10 @@ def da_ElectLeadersRequest_TopicPartitions_v0(buf: bytes, pos: int, blen: int, n
                     raise ProtocolError('ElectLeadersRequest.TopicPartitions', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
-            app(_ElectLeadersRequest_TopicPartitions(f_topic, f_partitions))
+            item: ElectLeadersRequest.TopicPartitions = _new(_ElectLeadersRequest_TopicPartitions)
+            item.topic = f_topic
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ElectLeadersRequest.TopicPartitions', pos) from None
     return out, pos
@@ -208,7 +212,10 @@ def da_ElectLeadersRequest_TopicPartitions_v2(buf: bytes, pos: int, blen: int, n
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ElectLeadersRequest.TopicPartitions')
-            app(_ElectLeadersRequest_TopicPartitions(f_topic, f_partitions))
+            item: ElectLeadersRequest.TopicPartitions = _new(_ElectLeadersRequest_TopicPartitions)
+            item.topic = f_topic
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ElectLeadersRequest.TopicPartitions', pos) from None
     return out, pos

@@ -24,6 +24,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 
@@ -108,7 +109,10 @@ def da_ConsumerProtocolAssignment_TopicPartition_v0(buf: bytes, pos: int, blen: 
                     raise ProtocolError('ConsumerProtocolAssignment.TopicPartition', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
-            app(_ConsumerProtocolAssignment_TopicPartition(f_topic, f_partitions))
+            item: ConsumerProtocolAssignment.TopicPartition = _new(_ConsumerProtocolAssignment_TopicPartition)
+            item.topic = f_topic
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerProtocolAssignment.TopicPartition', pos) from None
     return out, pos
@@ -249,7 +253,10 @@ def da_ConsumerProtocolSubscription_TopicPartition_v1(buf: bytes, pos: int, blen
                     raise ProtocolError('ConsumerProtocolSubscription.TopicPartition', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
-            app(_ConsumerProtocolSubscription_TopicPartition(f_topic, f_partitions))
+            item: ConsumerProtocolSubscription.TopicPartition = _new(_ConsumerProtocolSubscription_TopicPartition)
+            item.topic = f_topic
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerProtocolSubscription.TopicPartition', pos) from None
     return out, pos

@@ -12,6 +12,7 @@ from uuid import UUID
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -22,6 +23,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -31,6 +33,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_pack = struct.Struct(">i").pack
 _F_ihi_pack = struct.Struct(">ihi").pack
 _F_ihq_pack = struct.Struct(">ihq").pack
@@ -224,7 +227,15 @@ def da_FetchRequest_FetchPartition_v0(buf: bytes, pos: int, blen: int, n: int) -
         for _ in range(n):
             (f_partition, f_fetch_offset, f_partition_max_bytes,) = _F_iqi_unpack(buf, pos)
             pos += 16
-            app(_FetchRequest_FetchPartition(f_partition, -1, f_fetch_offset, -1, -1, f_partition_max_bytes, ZERO_UUID))
+            item: FetchRequest.FetchPartition = _new(_FetchRequest_FetchPartition)
+            item.partition = f_partition
+            item.current_leader_epoch = -1
+            item.fetch_offset = f_fetch_offset
+            item.last_fetched_epoch = -1
+            item.log_start_offset = -1
+            item.partition_max_bytes = f_partition_max_bytes
+            item.replica_directory_id = ZERO_UUID
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.FetchPartition', pos) from None
     return out, pos
@@ -254,7 +265,11 @@ def da_FetchRequest_FetchTopic_v0(buf: bytes, pos: int, blen: int, n: int) -> tu
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchRequest_FetchPartition_v0(buf, pos, blen, n3)
-            app(_FetchRequest_FetchTopic(f_topic, ZERO_UUID, f_partitions))
+            item: FetchRequest.FetchTopic = _new(_FetchRequest_FetchTopic)
+            item.topic = f_topic
+            item.topic_id = ZERO_UUID
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.FetchTopic', pos) from None
     return out, pos
@@ -314,7 +329,15 @@ def da_FetchRequest_FetchPartition_v5(buf: bytes, pos: int, blen: int, n: int) -
         for _ in range(n):
             (f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _F_iqqi_unpack(buf, pos)
             pos += 24
-            app(_FetchRequest_FetchPartition(f_partition, -1, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID))
+            item: FetchRequest.FetchPartition = _new(_FetchRequest_FetchPartition)
+            item.partition = f_partition
+            item.current_leader_epoch = -1
+            item.fetch_offset = f_fetch_offset
+            item.last_fetched_epoch = -1
+            item.log_start_offset = f_log_start_offset
+            item.partition_max_bytes = f_partition_max_bytes
+            item.replica_directory_id = ZERO_UUID
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.FetchPartition', pos) from None
     return out, pos
@@ -344,7 +367,11 @@ def da_FetchRequest_FetchTopic_v5(buf: bytes, pos: int, blen: int, n: int) -> tu
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchRequest_FetchPartition_v5(buf, pos, blen, n3)
-            app(_FetchRequest_FetchTopic(f_topic, ZERO_UUID, f_partitions))
+            item: FetchRequest.FetchTopic = _new(_FetchRequest_FetchTopic)
+            item.topic = f_topic
+            item.topic_id = ZERO_UUID
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.FetchTopic', pos) from None
     return out, pos
@@ -391,7 +418,11 @@ def da_FetchRequest_ForgottenTopic_v7(buf: bytes, pos: int, blen: int, n: int) -
                     raise ProtocolError('FetchRequest.ForgottenTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
-            app(_FetchRequest_ForgottenTopic(f_topic, ZERO_UUID, f_partitions))
+            item: FetchRequest.ForgottenTopic = _new(_FetchRequest_ForgottenTopic)
+            item.topic = f_topic
+            item.topic_id = ZERO_UUID
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.ForgottenTopic', pos) from None
     return out, pos
@@ -427,7 +458,15 @@ def da_FetchRequest_FetchPartition_v9(buf: bytes, pos: int, blen: int, n: int) -
         for _ in range(n):
             (f_partition, f_current_leader_epoch, f_fetch_offset, f_log_start_offset, f_partition_max_bytes,) = _F_iiqqi_unpack(buf, pos)
             pos += 28
-            app(_FetchRequest_FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID))
+            item: FetchRequest.FetchPartition = _new(_FetchRequest_FetchPartition)
+            item.partition = f_partition
+            item.current_leader_epoch = f_current_leader_epoch
+            item.fetch_offset = f_fetch_offset
+            item.last_fetched_epoch = -1
+            item.log_start_offset = f_log_start_offset
+            item.partition_max_bytes = f_partition_max_bytes
+            item.replica_directory_id = ZERO_UUID
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.FetchPartition', pos) from None
     return out, pos
@@ -457,7 +496,11 @@ def da_FetchRequest_FetchTopic_v9(buf: bytes, pos: int, blen: int, n: int) -> tu
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('FetchRequest.FetchTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchRequest_FetchPartition_v9(buf, pos, blen, n3)
-            app(_FetchRequest_FetchTopic(f_topic, ZERO_UUID, f_partitions))
+            item: FetchRequest.FetchTopic = _new(_FetchRequest_FetchTopic)
+            item.topic = f_topic
+            item.topic_id = ZERO_UUID
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.FetchTopic', pos) from None
     return out, pos
@@ -533,7 +576,15 @@ def da_FetchRequest_FetchPartition_v12(buf: bytes, pos: int, blen: int, n: int) 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'FetchRequest.FetchPartition')
-            app(_FetchRequest_FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID))
+            item: FetchRequest.FetchPartition = _new(_FetchRequest_FetchPartition)
+            item.partition = f_partition
+            item.current_leader_epoch = f_current_leader_epoch
+            item.fetch_offset = f_fetch_offset
+            item.last_fetched_epoch = f_last_fetched_epoch
+            item.log_start_offset = f_log_start_offset
+            item.partition_max_bytes = f_partition_max_bytes
+            item.replica_directory_id = ZERO_UUID
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.FetchPartition', pos) from None
     return out, pos
@@ -581,7 +632,11 @@ def da_FetchRequest_FetchTopic_v12(buf: bytes, pos: int, blen: int, n: int) -> t
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'FetchRequest.FetchTopic')
-            app(_FetchRequest_FetchTopic(f_topic, ZERO_UUID, f_partitions))
+            item: FetchRequest.FetchTopic = _new(_FetchRequest_FetchTopic)
+            item.topic = f_topic
+            item.topic_id = ZERO_UUID
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.FetchTopic', pos) from None
     return out, pos
@@ -630,7 +685,11 @@ def da_FetchRequest_ForgottenTopic_v12(buf: bytes, pos: int, blen: int, n: int) 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'FetchRequest.ForgottenTopic')
-            app(_FetchRequest_ForgottenTopic(f_topic, ZERO_UUID, f_partitions))
+            item: FetchRequest.ForgottenTopic = _new(_FetchRequest_ForgottenTopic)
+            item.topic = f_topic
+            item.topic_id = ZERO_UUID
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.ForgottenTopic', pos) from None
     return out, pos
@@ -753,7 +812,11 @@ def da_FetchRequest_FetchTopic_v13(buf: bytes, pos: int, blen: int, n: int) -> t
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'FetchRequest.FetchTopic')
-            app(_FetchRequest_FetchTopic('', f_topic_id, f_partitions))
+            item: FetchRequest.FetchTopic = _new(_FetchRequest_FetchTopic)
+            item.topic = ''
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.FetchTopic', pos) from None
     return out, pos
@@ -787,7 +850,11 @@ def da_FetchRequest_ForgottenTopic_v13(buf: bytes, pos: int, blen: int, n: int) 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'FetchRequest.ForgottenTopic')
-            app(_FetchRequest_ForgottenTopic('', f_topic_id, f_partitions))
+            item: FetchRequest.ForgottenTopic = _new(_FetchRequest_ForgottenTopic)
+            item.topic = ''
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.ForgottenTopic', pos) from None
     return out, pos
@@ -1013,7 +1080,15 @@ def da_FetchRequest_FetchPartition_v17(buf: bytes, pos: int, blen: int, n: int) 
                         f_replica_directory_id = UUID(bytes=buf[pos:pos + 16])
                         pos += 16
                     pos = tag_end  # unknown tags are skipped
-            app(_FetchRequest_FetchPartition(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id))
+            item: FetchRequest.FetchPartition = _new(_FetchRequest_FetchPartition)
+            item.partition = f_partition
+            item.current_leader_epoch = f_current_leader_epoch
+            item.fetch_offset = f_fetch_offset
+            item.last_fetched_epoch = f_last_fetched_epoch
+            item.log_start_offset = f_log_start_offset
+            item.partition_max_bytes = f_partition_max_bytes
+            item.replica_directory_id = f_replica_directory_id
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.FetchPartition', pos) from None
     return out, pos
@@ -1046,7 +1121,11 @@ def da_FetchRequest_FetchTopic_v17(buf: bytes, pos: int, blen: int, n: int) -> t
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'FetchRequest.FetchTopic')
-            app(_FetchRequest_FetchTopic('', f_topic_id, f_partitions))
+            item: FetchRequest.FetchTopic = _new(_FetchRequest_FetchTopic)
+            item.topic = ''
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchRequest.FetchTopic', pos) from None
     return out, pos
@@ -1189,6 +1268,16 @@ def e_FetchResponse_v1(o: FetchResponse, w: Append) -> None:
         raise encode_error(exc, 'FetchResponse') from None
 
 def ea_FetchResponse_AbortedTransaction_v4(xs: list[FetchResponse.AbortedTransaction], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.producer_id for o in xs]
+            flat[1::2] = [o.first_offset for o in xs]
+            w(array_struct('qq', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_qq_pack(o.producer_id, o.first_offset))
@@ -1329,6 +1418,16 @@ def e_FetchResponse_v11(o: FetchResponse, w: Append) -> None:
         raise encode_error(exc, 'FetchResponse') from None
 
 def ea_FetchResponse_AbortedTransaction_v12(xs: list[FetchResponse.AbortedTransaction], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.producer_id for o in xs]
+            flat[1::2] = [o.first_offset for o in xs]
+            w(array_struct('qqx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_qqx_pack(o.producer_id, o.first_offset))

@@ -27,6 +27,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_b_unpack = struct.Struct(">b").unpack_from
 _F_b_pack = struct.Struct(">b").pack
 _F_h_pack = struct.Struct(">h").pack
@@ -130,7 +131,11 @@ def da_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf: bytes, pos: int, b
                     bad_length(n3, pos, 'IncrementalAlterConfigsRequest.AlterableConfig', 'string', 'Value')
                 f_value = buf[pos:end4].decode()
                 pos = end4
-            app(_IncrementalAlterConfigsRequest_AlterableConfig(f_name, f_config_operation, f_value))
+            item: IncrementalAlterConfigsRequest.AlterableConfig = _new(_IncrementalAlterConfigsRequest_AlterableConfig)
+            item.name = f_name
+            item.config_operation = f_config_operation
+            item.value = f_value
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsRequest.AlterableConfig', pos) from None
     return out, pos
@@ -162,7 +167,11 @@ def da_IncrementalAlterConfigsRequest_AlterConfigsResource_v0(buf: bytes, pos: i
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('IncrementalAlterConfigsRequest.AlterConfigsResource', None, pos, f'array Configs count {n3} exceeds remaining bytes')
                 f_configs, pos = da_IncrementalAlterConfigsRequest_AlterableConfig_v0(buf, pos, blen, n3)
-            app(_IncrementalAlterConfigsRequest_AlterConfigsResource(f_resource_type, f_resource_name, f_configs))
+            item: IncrementalAlterConfigsRequest.AlterConfigsResource = _new(_IncrementalAlterConfigsRequest_AlterConfigsResource)
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.configs = f_configs
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsRequest.AlterConfigsResource', pos) from None
     return out, pos
@@ -233,7 +242,11 @@ def da_IncrementalAlterConfigsRequest_AlterableConfig_v1(buf: bytes, pos: int, b
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'IncrementalAlterConfigsRequest.AlterableConfig')
-            app(_IncrementalAlterConfigsRequest_AlterableConfig(f_name, f_config_operation, f_value))
+            item: IncrementalAlterConfigsRequest.AlterableConfig = _new(_IncrementalAlterConfigsRequest_AlterableConfig)
+            item.name = f_name
+            item.config_operation = f_config_operation
+            item.value = f_value
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsRequest.AlterableConfig', pos) from None
     return out, pos
@@ -283,7 +296,11 @@ def da_IncrementalAlterConfigsRequest_AlterConfigsResource_v1(buf: bytes, pos: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'IncrementalAlterConfigsRequest.AlterConfigsResource')
-            app(_IncrementalAlterConfigsRequest_AlterConfigsResource(f_resource_type, f_resource_name, f_configs))
+            item: IncrementalAlterConfigsRequest.AlterConfigsResource = _new(_IncrementalAlterConfigsRequest_AlterConfigsResource)
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.configs = f_configs
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsRequest.AlterConfigsResource', pos) from None
     return out, pos

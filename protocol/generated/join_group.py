@@ -27,6 +27,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_hi_pack = struct.Struct(">hi").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_ihi_pack = struct.Struct(">ihi").pack
@@ -124,7 +125,10 @@ def da_JoinGroupRequest_JoinGroupRequestProtocol_v0(buf: bytes, pos: int, blen: 
                 pos = end4
             else:
                 bad_length(n3, pos, 'JoinGroupRequest.JoinGroupRequestProtocol', 'bytes', 'Metadata')
-            app(_JoinGroupRequest_JoinGroupRequestProtocol(f_name, f_metadata))
+            item: JoinGroupRequest.JoinGroupRequestProtocol = _new(_JoinGroupRequest_JoinGroupRequestProtocol)
+            item.name = f_name
+            item.metadata = f_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupRequest.JoinGroupRequestProtocol', pos) from None
     return out, pos
@@ -341,7 +345,10 @@ def da_JoinGroupRequest_JoinGroupRequestProtocol_v6(buf: bytes, pos: int, blen: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'JoinGroupRequest.JoinGroupRequestProtocol')
-            app(_JoinGroupRequest_JoinGroupRequestProtocol(f_name, f_metadata))
+            item: JoinGroupRequest.JoinGroupRequestProtocol = _new(_JoinGroupRequest_JoinGroupRequestProtocol)
+            item.name = f_name
+            item.metadata = f_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupRequest.JoinGroupRequestProtocol', pos) from None
     return out, pos

@@ -27,6 +27,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_pack = struct.Struct(">h").pack
 _F_hx_pack = struct.Struct(">hx").pack
 _F_ih_pack = struct.Struct(">ih").pack
@@ -147,7 +148,11 @@ def da_LeaveGroupRequest_MemberIdentity_v3(buf: bytes, pos: int, blen: int, n: i
                     bad_length(n3, pos, 'LeaveGroupRequest.MemberIdentity', 'string', 'GroupInstanceId')
                 f_group_instance_id = buf[pos:end4].decode()
                 pos = end4
-            app(_LeaveGroupRequest_MemberIdentity(f_member_id, f_group_instance_id, None))
+            item: LeaveGroupRequest.MemberIdentity = _new(_LeaveGroupRequest_MemberIdentity)
+            item.member_id = f_member_id
+            item.group_instance_id = f_group_instance_id
+            item.reason = None
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupRequest.MemberIdentity', pos) from None
     return out, pos
@@ -226,7 +231,11 @@ def da_LeaveGroupRequest_MemberIdentity_v4(buf: bytes, pos: int, blen: int, n: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'LeaveGroupRequest.MemberIdentity')
-            app(_LeaveGroupRequest_MemberIdentity(f_member_id, f_group_instance_id, None))
+            item: LeaveGroupRequest.MemberIdentity = _new(_LeaveGroupRequest_MemberIdentity)
+            item.member_id = f_member_id
+            item.group_instance_id = f_group_instance_id
+            item.reason = None
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupRequest.MemberIdentity', pos) from None
     return out, pos
@@ -343,7 +352,11 @@ def da_LeaveGroupRequest_MemberIdentity_v5(buf: bytes, pos: int, blen: int, n: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'LeaveGroupRequest.MemberIdentity')
-            app(_LeaveGroupRequest_MemberIdentity(f_member_id, f_group_instance_id, f_reason))
+            item: LeaveGroupRequest.MemberIdentity = _new(_LeaveGroupRequest_MemberIdentity)
+            item.member_id = f_member_id
+            item.group_instance_id = f_group_instance_id
+            item.reason = f_reason
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupRequest.MemberIdentity', pos) from None
     return out, pos

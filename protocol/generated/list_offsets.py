@@ -10,6 +10,7 @@ from struct import pack
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -19,6 +20,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -28,6 +30,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_ib_unpack = struct.Struct(">ib").unpack_from
@@ -124,7 +127,12 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v0(buf: bytes, pos: int, blen: in
         for _ in range(n):
             (f_partition_index, f_timestamp, f_max_num_offsets,) = _F_iqi_unpack(buf, pos)
             pos += 16
-            app(_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, -1, f_timestamp, f_max_num_offsets))
+            item: ListOffsetsRequest.ListOffsetsPartition = _new(_ListOffsetsRequest_ListOffsetsPartition)
+            item.partition_index = f_partition_index
+            item.current_leader_epoch = -1
+            item.timestamp = f_timestamp
+            item.max_num_offsets = f_max_num_offsets
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition', pos) from None
     return out, pos
@@ -154,7 +162,10 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v0(buf: bytes, pos: int, blen: int, n
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsRequest_ListOffsetsPartition_v0(buf, pos, blen, n3)
-            app(_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions))
+            item: ListOffsetsRequest.ListOffsetsTopic = _new(_ListOffsetsRequest_ListOffsetsTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsTopic', pos) from None
     return out, pos
@@ -182,7 +193,12 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v1(buf: bytes, pos: int, blen: in
         for _ in range(n):
             (f_partition_index, f_timestamp,) = _F_iq_unpack(buf, pos)
             pos += 12
-            app(_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, -1, f_timestamp, 1))
+            item: ListOffsetsRequest.ListOffsetsPartition = _new(_ListOffsetsRequest_ListOffsetsPartition)
+            item.partition_index = f_partition_index
+            item.current_leader_epoch = -1
+            item.timestamp = f_timestamp
+            item.max_num_offsets = 1
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition', pos) from None
     return out, pos
@@ -212,7 +228,10 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v1(buf: bytes, pos: int, blen: int, n
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsRequest_ListOffsetsPartition_v1(buf, pos, blen, n3)
-            app(_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions))
+            item: ListOffsetsRequest.ListOffsetsTopic = _new(_ListOffsetsRequest_ListOffsetsTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsTopic', pos) from None
     return out, pos
@@ -256,7 +275,12 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v4(buf: bytes, pos: int, blen: in
         for _ in range(n):
             (f_partition_index, f_current_leader_epoch, f_timestamp,) = _F_iiq_unpack(buf, pos)
             pos += 16
-            app(_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1))
+            item: ListOffsetsRequest.ListOffsetsPartition = _new(_ListOffsetsRequest_ListOffsetsPartition)
+            item.partition_index = f_partition_index
+            item.current_leader_epoch = f_current_leader_epoch
+            item.timestamp = f_timestamp
+            item.max_num_offsets = 1
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition', pos) from None
     return out, pos
@@ -286,7 +310,10 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v4(buf: bytes, pos: int, blen: int, n
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ListOffsetsRequest.ListOffsetsTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsRequest_ListOffsetsPartition_v4(buf, pos, blen, n3)
-            app(_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions))
+            item: ListOffsetsRequest.ListOffsetsTopic = _new(_ListOffsetsRequest_ListOffsetsTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsTopic', pos) from None
     return out, pos
@@ -318,7 +345,12 @@ def da_ListOffsetsRequest_ListOffsetsPartition_v6(buf: bytes, pos: int, blen: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsRequest.ListOffsetsPartition')
-            app(_ListOffsetsRequest_ListOffsetsPartition(f_partition_index, f_current_leader_epoch, f_timestamp, 1))
+            item: ListOffsetsRequest.ListOffsetsPartition = _new(_ListOffsetsRequest_ListOffsetsPartition)
+            item.partition_index = f_partition_index
+            item.current_leader_epoch = f_current_leader_epoch
+            item.timestamp = f_timestamp
+            item.max_num_offsets = 1
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsPartition', pos) from None
     return out, pos
@@ -366,7 +398,10 @@ def da_ListOffsetsRequest_ListOffsetsTopic_v6(buf: bytes, pos: int, blen: int, n
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsRequest.ListOffsetsTopic')
-            app(_ListOffsetsRequest_ListOffsetsTopic(f_name, f_partitions))
+            item: ListOffsetsRequest.ListOffsetsTopic = _new(_ListOffsetsRequest_ListOffsetsTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsRequest.ListOffsetsTopic', pos) from None
     return out, pos
@@ -459,6 +494,18 @@ def e_ListOffsetsResponse_v0(o: ListOffsetsResponse, w: Append) -> None:
         raise encode_error(exc, 'ListOffsetsResponse') from None
 
 def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(xs: list[ListOffsetsResponse.ListOffsetsPartitionResponse], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (4 * count)
+            flat[0::4] = [o.partition_index for o in xs]
+            flat[1::4] = [o.error_code for o in xs]
+            flat[2::4] = [o.timestamp for o in xs]
+            flat[3::4] = [o.offset for o in xs]
+            w(array_struct('ihqq', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihqq_pack(o.partition_index, o.error_code, o.timestamp, o.offset))
@@ -496,6 +543,19 @@ def e_ListOffsetsResponse_v2(o: ListOffsetsResponse, w: Append) -> None:
         raise encode_error(exc, 'ListOffsetsResponse') from None
 
 def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(xs: list[ListOffsetsResponse.ListOffsetsPartitionResponse], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (5 * count)
+            flat[0::5] = [o.partition_index for o in xs]
+            flat[1::5] = [o.error_code for o in xs]
+            flat[2::5] = [o.timestamp for o in xs]
+            flat[3::5] = [o.offset for o in xs]
+            flat[4::5] = [o.leader_epoch for o in xs]
+            w(array_struct('ihqqi', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihqqi_pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch))
@@ -525,6 +585,19 @@ def e_ListOffsetsResponse_v4(o: ListOffsetsResponse, w: Append) -> None:
         raise encode_error(exc, 'ListOffsetsResponse') from None
 
 def ea_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(xs: list[ListOffsetsResponse.ListOffsetsPartitionResponse], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (5 * count)
+            flat[0::5] = [o.partition_index for o in xs]
+            flat[1::5] = [o.error_code for o in xs]
+            flat[2::5] = [o.timestamp for o in xs]
+            flat[3::5] = [o.offset for o in xs]
+            flat[4::5] = [o.leader_epoch for o in xs]
+            w(array_struct('ihqqix', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihqqix_pack(o.partition_index, o.error_code, o.timestamp, o.offset, o.leader_epoch))

@@ -24,6 +24,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_pack = struct.Struct(">ih").pack
@@ -137,7 +138,10 @@ def da_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics_v0(buf
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics')
-            app(_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics(f_name, f_partition_indexes))
+            item: ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics = _new(_ListPartitionReassignmentsRequest_ListPartitionReassignmentsTopics)
+            item.name = f_name
+            item.partition_indexes = f_partition_indexes
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics', pos) from None
     return out, pos

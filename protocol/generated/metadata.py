@@ -31,6 +31,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_pack = struct.Struct(">h").pack
 _F_hii_pack = struct.Struct(">hii").pack
 _F_hiii_pack = struct.Struct(">hiii").pack
@@ -145,7 +146,10 @@ def da_MetadataRequest_MetadataRequestTopic_v0(buf: bytes, pos: int, blen: int, 
                     bad_length(n1, pos, 'MetadataRequest.MetadataRequestTopic', 'string', 'Name')
                 f_name = buf[pos:end2].decode()
                 pos = end2
-            app(_MetadataRequest_MetadataRequestTopic(ZERO_UUID, f_name))
+            item: MetadataRequest.MetadataRequestTopic = _new(_MetadataRequest_MetadataRequestTopic)
+            item.topic_id = ZERO_UUID
+            item.name = f_name
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest.MetadataRequestTopic', pos) from None
     return out, pos
@@ -241,7 +245,10 @@ def da_MetadataRequest_MetadataRequestTopic_v9(buf: bytes, pos: int, blen: int, 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'MetadataRequest.MetadataRequestTopic')
-            app(_MetadataRequest_MetadataRequestTopic(ZERO_UUID, f_name))
+            item: MetadataRequest.MetadataRequestTopic = _new(_MetadataRequest_MetadataRequestTopic)
+            item.topic_id = ZERO_UUID
+            item.name = f_name
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest.MetadataRequestTopic', pos) from None
     return out, pos
@@ -307,7 +314,10 @@ def da_MetadataRequest_MetadataRequestTopic_v10(buf: bytes, pos: int, blen: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'MetadataRequest.MetadataRequestTopic')
-            app(_MetadataRequest_MetadataRequestTopic(f_topic_id, f_name))
+            item: MetadataRequest.MetadataRequestTopic = _new(_MetadataRequest_MetadataRequestTopic)
+            item.topic_id = f_topic_id
+            item.name = f_name
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataRequest.MetadataRequestTopic', pos) from None
     return out, pos

@@ -9,6 +9,7 @@ import struct
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -18,6 +19,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -27,6 +29,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_pack = struct.Struct(">ih").pack
@@ -133,7 +136,13 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf: bytes, pos: int,
                     bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestPartition', 'string', 'CommittedMetadata')
                 f_committed_metadata = buf[pos:end2].decode()
                 pos = end2
-            app(_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, -1, f_committed_metadata))
+            item: OffsetCommitRequest.OffsetCommitRequestPartition = _new(_OffsetCommitRequest_OffsetCommitRequestPartition)
+            item.partition_index = f_partition_index
+            item.committed_offset = f_committed_offset
+            item.committed_leader_epoch = -1
+            item.commit_timestamp = -1
+            item.committed_metadata = f_committed_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestPartition', pos) from None
     return out, pos
@@ -163,7 +172,10 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v0(buf: bytes, pos: int, ble
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetCommitRequest_OffsetCommitRequestPartition_v0(buf, pos, blen, n3)
-            app(_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions))
+            item: OffsetCommitRequest.OffsetCommitRequestTopic = _new(_OffsetCommitRequest_OffsetCommitRequestTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestTopic', pos) from None
     return out, pos
@@ -214,7 +226,13 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf: bytes, pos: int,
                     bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestPartition', 'string', 'CommittedMetadata')
                 f_committed_metadata = buf[pos:end2].decode()
                 pos = end2
-            app(_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, f_commit_timestamp, f_committed_metadata))
+            item: OffsetCommitRequest.OffsetCommitRequestPartition = _new(_OffsetCommitRequest_OffsetCommitRequestPartition)
+            item.partition_index = f_partition_index
+            item.committed_offset = f_committed_offset
+            item.committed_leader_epoch = -1
+            item.commit_timestamp = f_commit_timestamp
+            item.committed_metadata = f_committed_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestPartition', pos) from None
     return out, pos
@@ -244,7 +262,10 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v1(buf: bytes, pos: int, ble
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetCommitRequest_OffsetCommitRequestPartition_v1(buf, pos, blen, n3)
-            app(_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions))
+            item: OffsetCommitRequest.OffsetCommitRequestTopic = _new(_OffsetCommitRequest_OffsetCommitRequestTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestTopic', pos) from None
     return out, pos
@@ -391,7 +412,13 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v6(buf: bytes, pos: int,
                     bad_length(n1, pos, 'OffsetCommitRequest.OffsetCommitRequestPartition', 'string', 'CommittedMetadata')
                 f_committed_metadata = buf[pos:end2].decode()
                 pos = end2
-            app(_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata))
+            item: OffsetCommitRequest.OffsetCommitRequestPartition = _new(_OffsetCommitRequest_OffsetCommitRequestPartition)
+            item.partition_index = f_partition_index
+            item.committed_offset = f_committed_offset
+            item.committed_leader_epoch = f_committed_leader_epoch
+            item.commit_timestamp = -1
+            item.committed_metadata = f_committed_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestPartition', pos) from None
     return out, pos
@@ -421,7 +448,10 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v6(buf: bytes, pos: int, ble
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('OffsetCommitRequest.OffsetCommitRequestTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetCommitRequest_OffsetCommitRequestPartition_v6(buf, pos, blen, n3)
-            app(_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions))
+            item: OffsetCommitRequest.OffsetCommitRequestTopic = _new(_OffsetCommitRequest_OffsetCommitRequestTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestTopic', pos) from None
     return out, pos
@@ -550,7 +580,13 @@ def da_OffsetCommitRequest_OffsetCommitRequestPartition_v8(buf: bytes, pos: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'OffsetCommitRequest.OffsetCommitRequestPartition')
-            app(_OffsetCommitRequest_OffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata))
+            item: OffsetCommitRequest.OffsetCommitRequestPartition = _new(_OffsetCommitRequest_OffsetCommitRequestPartition)
+            item.partition_index = f_partition_index
+            item.committed_offset = f_committed_offset
+            item.committed_leader_epoch = f_committed_leader_epoch
+            item.commit_timestamp = -1
+            item.committed_metadata = f_committed_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestPartition', pos) from None
     return out, pos
@@ -598,7 +634,10 @@ def da_OffsetCommitRequest_OffsetCommitRequestTopic_v8(buf: bytes, pos: int, ble
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'OffsetCommitRequest.OffsetCommitRequestTopic')
-            app(_OffsetCommitRequest_OffsetCommitRequestTopic(f_name, f_partitions))
+            item: OffsetCommitRequest.OffsetCommitRequestTopic = _new(_OffsetCommitRequest_OffsetCommitRequestTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitRequest.OffsetCommitRequestTopic', pos) from None
     return out, pos
@@ -689,6 +728,16 @@ def d_OffsetCommitRequest_v8(buf: bytes, pos: int, blen: int) -> tuple[OffsetCom
     return OffsetCommitRequest(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics), pos
 
 def ea_OffsetCommitResponse_OffsetCommitResponsePartition_v0(xs: list[OffsetCommitResponse.OffsetCommitResponsePartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.error_code for o in xs]
+            w(array_struct('ih', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ih_pack(o.partition_index, o.error_code))
@@ -726,6 +775,16 @@ def e_OffsetCommitResponse_v3(o: OffsetCommitResponse, w: Append) -> None:
         raise encode_error(exc, 'OffsetCommitResponse') from None
 
 def ea_OffsetCommitResponse_OffsetCommitResponsePartition_v8(xs: list[OffsetCommitResponse.OffsetCommitResponsePartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.error_code for o in xs]
+            w(array_struct('ihx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihx_pack(o.partition_index, o.error_code))

@@ -9,6 +9,7 @@ import struct
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -17,12 +18,14 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_hi_pack = struct.Struct(">hi").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
@@ -104,7 +107,9 @@ def da_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(buf: bytes, pos: int,
         for _ in range(n):
             (f_partition_index,) = _F_i_unpack(buf, pos)
             pos += 4
-            app(_OffsetDeleteRequest_OffsetDeleteRequestPartition(f_partition_index))
+            item: OffsetDeleteRequest.OffsetDeleteRequestPartition = _new(_OffsetDeleteRequest_OffsetDeleteRequestPartition)
+            item.partition_index = f_partition_index
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetDeleteRequest.OffsetDeleteRequestPartition', pos) from None
     return out, pos
@@ -134,7 +139,10 @@ def da_OffsetDeleteRequest_OffsetDeleteRequestTopic_v0(buf: bytes, pos: int, ble
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('OffsetDeleteRequest.OffsetDeleteRequestTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(buf, pos, blen, n3)
-            app(_OffsetDeleteRequest_OffsetDeleteRequestTopic(f_name, f_partitions))
+            item: OffsetDeleteRequest.OffsetDeleteRequestTopic = _new(_OffsetDeleteRequest_OffsetDeleteRequestTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetDeleteRequest.OffsetDeleteRequestTopic', pos) from None
     return out, pos
@@ -166,6 +174,16 @@ def d_OffsetDeleteRequest_v0(buf: bytes, pos: int, blen: int) -> tuple[OffsetDel
     return OffsetDeleteRequest(f_group_id, f_topics), pos
 
 def ea_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(xs: list[OffsetDeleteResponse.OffsetDeleteResponsePartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.error_code for o in xs]
+            w(array_struct('ih', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ih_pack(o.partition_index, o.error_code))

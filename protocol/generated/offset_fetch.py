@@ -28,6 +28,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_pack = struct.Struct(">h").pack
 _F_hx_pack = struct.Struct(">hx").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
@@ -181,7 +182,10 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopic_v0(buf: bytes, pos: int, blen:
                     raise ProtocolError('OffsetFetchRequest.OffsetFetchRequestTopic', None, pos, f'array PartitionIndexes count {n3} exceeds remaining bytes')
                 f_partition_indexes = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
-            app(_OffsetFetchRequest_OffsetFetchRequestTopic(f_name, f_partition_indexes))
+            item: OffsetFetchRequest.OffsetFetchRequestTopic = _new(_OffsetFetchRequest_OffsetFetchRequestTopic)
+            item.name = f_name
+            item.partition_indexes = f_partition_indexes
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestTopic', pos) from None
     return out, pos
@@ -283,7 +287,10 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopic_v6(buf: bytes, pos: int, blen:
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchRequest.OffsetFetchRequestTopic')
-            app(_OffsetFetchRequest_OffsetFetchRequestTopic(f_name, f_partition_indexes))
+            item: OffsetFetchRequest.OffsetFetchRequestTopic = _new(_OffsetFetchRequest_OffsetFetchRequestTopic)
+            item.name = f_name
+            item.partition_indexes = f_partition_indexes
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestTopic', pos) from None
     return out, pos
@@ -424,7 +431,10 @@ def da_OffsetFetchRequest_OffsetFetchRequestTopics_v8(buf: bytes, pos: int, blen
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchRequest.OffsetFetchRequestTopics')
-            app(_OffsetFetchRequest_OffsetFetchRequestTopics(f_name, f_partition_indexes))
+            item: OffsetFetchRequest.OffsetFetchRequestTopics = _new(_OffsetFetchRequest_OffsetFetchRequestTopics)
+            item.name = f_name
+            item.partition_indexes = f_partition_indexes
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestTopics', pos) from None
     return out, pos
@@ -473,7 +483,12 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v8(buf: bytes, pos: int, blen:
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchRequest.OffsetFetchRequestGroup')
-            app(_OffsetFetchRequest_OffsetFetchRequestGroup(f_group_id, None, -1, f_topics))
+            item: OffsetFetchRequest.OffsetFetchRequestGroup = _new(_OffsetFetchRequest_OffsetFetchRequestGroup)
+            item.group_id = f_group_id
+            item.member_id = None
+            item.member_epoch = -1
+            item.topics = f_topics
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestGroup', pos) from None
     return out, pos
@@ -571,7 +586,12 @@ def da_OffsetFetchRequest_OffsetFetchRequestGroup_v9(buf: bytes, pos: int, blen:
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchRequest.OffsetFetchRequestGroup')
-            app(_OffsetFetchRequest_OffsetFetchRequestGroup(f_group_id, f_member_id, f_member_epoch, f_topics))
+            item: OffsetFetchRequest.OffsetFetchRequestGroup = _new(_OffsetFetchRequest_OffsetFetchRequestGroup)
+            item.group_id = f_group_id
+            item.member_id = f_member_id
+            item.member_epoch = f_member_epoch
+            item.topics = f_topics
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchRequest.OffsetFetchRequestGroup', pos) from None
     return out, pos

@@ -9,6 +9,7 @@ import struct
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -18,6 +19,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -27,6 +29,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_hi_unpack = struct.Struct(">hi").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
@@ -162,7 +165,10 @@ def da_ProduceRequest_PartitionProduceData_v0(buf: bytes, pos: int, blen: int, n
                 f_records = None
             else:
                 bad_length(n1, pos, 'ProduceRequest.PartitionProduceData', 'records', 'Records')
-            app(_ProduceRequest_PartitionProduceData(f_index, f_records))
+            item: ProduceRequest.PartitionProduceData = _new(_ProduceRequest_PartitionProduceData)
+            item.index = f_index
+            item.records = f_records
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceRequest.PartitionProduceData', pos) from None
     return out, pos
@@ -192,7 +198,10 @@ def da_ProduceRequest_TopicProduceData_v0(buf: bytes, pos: int, blen: int, n: in
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ProduceRequest.TopicProduceData', None, pos, f'array PartitionData count {n3} exceeds remaining bytes')
                 f_partition_data, pos = da_ProduceRequest_PartitionProduceData_v0(buf, pos, blen, n3)
-            app(_ProduceRequest_TopicProduceData(f_name, f_partition_data))
+            item: ProduceRequest.TopicProduceData = _new(_ProduceRequest_TopicProduceData)
+            item.name = f_name
+            item.partition_data = f_partition_data
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceRequest.TopicProduceData', pos) from None
     return out, pos
@@ -271,7 +280,10 @@ def da_ProduceRequest_PartitionProduceData_v9(buf: bytes, pos: int, blen: int, n
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ProduceRequest.PartitionProduceData')
-            app(_ProduceRequest_PartitionProduceData(f_index, f_records))
+            item: ProduceRequest.PartitionProduceData = _new(_ProduceRequest_PartitionProduceData)
+            item.index = f_index
+            item.records = f_records
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceRequest.PartitionProduceData', pos) from None
     return out, pos
@@ -319,7 +331,10 @@ def da_ProduceRequest_TopicProduceData_v9(buf: bytes, pos: int, blen: int, n: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ProduceRequest.TopicProduceData')
-            app(_ProduceRequest_TopicProduceData(f_name, f_partition_data))
+            item: ProduceRequest.TopicProduceData = _new(_ProduceRequest_TopicProduceData)
+            item.name = f_name
+            item.partition_data = f_partition_data
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceRequest.TopicProduceData', pos) from None
     return out, pos
@@ -372,6 +387,17 @@ def d_ProduceRequest_v9(buf: bytes, pos: int, blen: int) -> tuple[ProduceRequest
     return ProduceRequest(f_transactional_id, f_acks, f_timeout_ms, f_topic_data), pos
 
 def ea_ProduceResponse_PartitionProduceResponse_v0(xs: list[ProduceResponse.PartitionProduceResponse], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.index for o in xs]
+            flat[1::3] = [o.error_code for o in xs]
+            flat[2::3] = [o.base_offset for o in xs]
+            w(array_struct('ihq', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihq_pack(o.index, o.error_code, o.base_offset))
@@ -409,6 +435,18 @@ def e_ProduceResponse_v1(o: ProduceResponse, w: Append) -> None:
         raise encode_error(exc, 'ProduceResponse') from None
 
 def ea_ProduceResponse_PartitionProduceResponse_v2(xs: list[ProduceResponse.PartitionProduceResponse], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (4 * count)
+            flat[0::4] = [o.index for o in xs]
+            flat[1::4] = [o.error_code for o in xs]
+            flat[2::4] = [o.base_offset for o in xs]
+            flat[3::4] = [o.log_append_time_ms for o in xs]
+            w(array_struct('ihqq', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihqq_pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms))
@@ -438,6 +476,19 @@ def e_ProduceResponse_v2(o: ProduceResponse, w: Append) -> None:
         raise encode_error(exc, 'ProduceResponse') from None
 
 def ea_ProduceResponse_PartitionProduceResponse_v5(xs: list[ProduceResponse.PartitionProduceResponse], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (5 * count)
+            flat[0::5] = [o.index for o in xs]
+            flat[1::5] = [o.error_code for o in xs]
+            flat[2::5] = [o.base_offset for o in xs]
+            flat[3::5] = [o.log_append_time_ms for o in xs]
+            flat[4::5] = [o.log_start_offset for o in xs]
+            w(array_struct('ihqqq', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihqqq_pack(o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset))

@@ -12,6 +12,7 @@ from uuid import UUID
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -22,6 +23,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -31,6 +33,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_h_pack = struct.Struct(">h").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
@@ -1202,7 +1205,10 @@ def da_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions_v0(buf: bytes, 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions')
-            app(_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions(f_topic_id, f_partitions))
+            item: ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions = _new(_ConsumerGroupCurrentMemberAssignmentValue_TopicPartitions)
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions', pos) from None
     return out, pos
@@ -1363,7 +1369,10 @@ def da_ConsumerGroupMemberMetadataValue_ClassicProtocol_v0(buf: bytes, pos: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupMemberMetadataValue.ClassicProtocol')
-            app(_ConsumerGroupMemberMetadataValue_ClassicProtocol(f_name, f_metadata))
+            item: ConsumerGroupMemberMetadataValue.ClassicProtocol = _new(_ConsumerGroupMemberMetadataValue_ClassicProtocol)
+            item.name = f_name
+            item.metadata = f_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupMemberMetadataValue.ClassicProtocol', pos) from None
     return out, pos
@@ -1800,7 +1809,10 @@ def da_ConsumerGroupPartitionMetadataValue_PartitionMetadata_v0(buf: bytes, pos:
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupPartitionMetadataValue.PartitionMetadata')
-            app(_ConsumerGroupPartitionMetadataValue_PartitionMetadata(f_partition, f_racks))
+            item: ConsumerGroupPartitionMetadataValue.PartitionMetadata = _new(_ConsumerGroupPartitionMetadataValue_PartitionMetadata)
+            item.partition = f_partition
+            item.racks = f_racks
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupPartitionMetadataValue.PartitionMetadata', pos) from None
     return out, pos
@@ -1854,7 +1866,12 @@ def da_ConsumerGroupPartitionMetadataValue_TopicMetadata_v0(buf: bytes, pos: int
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupPartitionMetadataValue.TopicMetadata')
-            app(_ConsumerGroupPartitionMetadataValue_TopicMetadata(f_topic_id, f_topic_name, f_num_partitions, f_partition_metadata))
+            item: ConsumerGroupPartitionMetadataValue.TopicMetadata = _new(_ConsumerGroupPartitionMetadataValue_TopicMetadata)
+            item.topic_id = f_topic_id
+            item.topic_name = f_topic_name
+            item.num_partitions = f_num_partitions
+            item.partition_metadata = f_partition_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupPartitionMetadataValue.TopicMetadata', pos) from None
     return out, pos
@@ -2108,7 +2125,10 @@ def da_ConsumerGroupTargetAssignmentMemberValue_TopicPartition_v0(buf: bytes, po
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupTargetAssignmentMemberValue.TopicPartition')
-            app(_ConsumerGroupTargetAssignmentMemberValue_TopicPartition(f_topic_id, f_partitions))
+            item: ConsumerGroupTargetAssignmentMemberValue.TopicPartition = _new(_ConsumerGroupTargetAssignmentMemberValue_TopicPartition)
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupTargetAssignmentMemberValue.TopicPartition', pos) from None
     return out, pos
@@ -2318,7 +2338,16 @@ def da_GroupMetadataValue_MemberMetadata_v0(buf: bytes, pos: int, blen: int, n: 
                 pos = end10
             else:
                 bad_length(n9, pos, 'GroupMetadataValue.MemberMetadata', 'bytes', 'assignment')
-            app(_GroupMetadataValue_MemberMetadata(f_member_id, None, f_client_id, f_client_host, -1, f_session_timeout, f_subscription, f_assignment))
+            item: GroupMetadataValue.MemberMetadata = _new(_GroupMetadataValue_MemberMetadata)
+            item.member_id = f_member_id
+            item.group_instance_id = None
+            item.client_id = f_client_id
+            item.client_host = f_client_host
+            item.rebalance_timeout = -1
+            item.session_timeout = f_session_timeout
+            item.subscription = f_subscription
+            item.assignment = f_assignment
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'GroupMetadataValue.MemberMetadata', pos) from None
     return out, pos
@@ -2488,7 +2517,16 @@ def da_GroupMetadataValue_MemberMetadata_v1(buf: bytes, pos: int, blen: int, n: 
                 pos = end10
             else:
                 bad_length(n9, pos, 'GroupMetadataValue.MemberMetadata', 'bytes', 'assignment')
-            app(_GroupMetadataValue_MemberMetadata(f_member_id, None, f_client_id, f_client_host, f_rebalance_timeout, f_session_timeout, f_subscription, f_assignment))
+            item: GroupMetadataValue.MemberMetadata = _new(_GroupMetadataValue_MemberMetadata)
+            item.member_id = f_member_id
+            item.group_instance_id = None
+            item.client_id = f_client_id
+            item.client_host = f_client_host
+            item.rebalance_timeout = f_rebalance_timeout
+            item.session_timeout = f_session_timeout
+            item.subscription = f_subscription
+            item.assignment = f_assignment
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'GroupMetadataValue.MemberMetadata', pos) from None
     return out, pos
@@ -2755,7 +2793,16 @@ def da_GroupMetadataValue_MemberMetadata_v3(buf: bytes, pos: int, blen: int, n: 
                 pos = end12
             else:
                 bad_length(n11, pos, 'GroupMetadataValue.MemberMetadata', 'bytes', 'assignment')
-            app(_GroupMetadataValue_MemberMetadata(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_rebalance_timeout, f_session_timeout, f_subscription, f_assignment))
+            item: GroupMetadataValue.MemberMetadata = _new(_GroupMetadataValue_MemberMetadata)
+            item.member_id = f_member_id
+            item.group_instance_id = f_group_instance_id
+            item.client_id = f_client_id
+            item.client_host = f_client_host
+            item.rebalance_timeout = f_rebalance_timeout
+            item.session_timeout = f_session_timeout
+            item.subscription = f_subscription
+            item.assignment = f_assignment
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'GroupMetadataValue.MemberMetadata', pos) from None
     return out, pos
@@ -2994,7 +3041,16 @@ def da_GroupMetadataValue_MemberMetadata_v4(buf: bytes, pos: int, blen: int, n: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'GroupMetadataValue.MemberMetadata')
-            app(_GroupMetadataValue_MemberMetadata(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_rebalance_timeout, f_session_timeout, f_subscription, f_assignment))
+            item: GroupMetadataValue.MemberMetadata = _new(_GroupMetadataValue_MemberMetadata)
+            item.member_id = f_member_id
+            item.group_instance_id = f_group_instance_id
+            item.client_id = f_client_id
+            item.client_host = f_client_host
+            item.rebalance_timeout = f_rebalance_timeout
+            item.session_timeout = f_session_timeout
+            item.subscription = f_subscription
+            item.assignment = f_assignment
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'GroupMetadataValue.MemberMetadata', pos) from None
     return out, pos
@@ -3421,7 +3477,10 @@ def da_ShareGroupCurrentMemberAssignmentValue_TopicPartitions_v0(buf: bytes, pos
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareGroupCurrentMemberAssignmentValue.TopicPartitions')
-            app(_ShareGroupCurrentMemberAssignmentValue_TopicPartitions(f_topic_id, f_partitions))
+            item: ShareGroupCurrentMemberAssignmentValue.TopicPartitions = _new(_ShareGroupCurrentMemberAssignmentValue_TopicPartitions)
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareGroupCurrentMemberAssignmentValue.TopicPartitions', pos) from None
     return out, pos
@@ -3778,7 +3837,11 @@ def da_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo_v0(buf: bytes, 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo')
-            app(_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo(f_topic_id, f_topic_name, f_partitions))
+            item: ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo = _new(_ShareGroupStatePartitionMetadataValue_TopicPartitionsInfo)
+            item.topic_id = f_topic_id
+            item.topic_name = f_topic_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo', pos) from None
     return out, pos
@@ -3815,7 +3878,10 @@ def da_ShareGroupStatePartitionMetadataValue_TopicInfo_v0(buf: bytes, pos: int, 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareGroupStatePartitionMetadataValue.TopicInfo')
-            app(_ShareGroupStatePartitionMetadataValue_TopicInfo(f_topic_id, f_topic_name))
+            item: ShareGroupStatePartitionMetadataValue.TopicInfo = _new(_ShareGroupStatePartitionMetadataValue_TopicInfo)
+            item.topic_id = f_topic_id
+            item.topic_name = f_topic_name
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareGroupStatePartitionMetadataValue.TopicInfo', pos) from None
     return out, pos
@@ -3997,7 +4063,10 @@ def da_ShareGroupTargetAssignmentMemberValue_TopicPartition_v0(buf: bytes, pos: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareGroupTargetAssignmentMemberValue.TopicPartition')
-            app(_ShareGroupTargetAssignmentMemberValue_TopicPartition(f_topic_id, f_partitions))
+            item: ShareGroupTargetAssignmentMemberValue.TopicPartition = _new(_ShareGroupTargetAssignmentMemberValue_TopicPartition)
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareGroupTargetAssignmentMemberValue.TopicPartition', pos) from None
     return out, pos
@@ -4168,7 +4237,12 @@ def da_ShareSnapshotValue_StateBatch_v0(buf: bytes, pos: int, blen: int, n: int)
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareSnapshotValue.StateBatch')
-            app(_ShareSnapshotValue_StateBatch(f_first_offset, f_last_offset, f_delivery_state, f_delivery_count))
+            item: ShareSnapshotValue.StateBatch = _new(_ShareSnapshotValue_StateBatch)
+            item.first_offset = f_first_offset
+            item.last_offset = f_last_offset
+            item.delivery_state = f_delivery_state
+            item.delivery_count = f_delivery_count
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareSnapshotValue.StateBatch', pos) from None
     return out, pos
@@ -4213,6 +4287,18 @@ def d_ShareSnapshotValue_v0(buf: bytes, pos: int, blen: int) -> tuple[ShareSnaps
     return ShareSnapshotValue(f_snapshot_epoch, f_state_epoch, f_leader_epoch, f_start_offset, f_delivery_complete_count, f_create_timestamp, f_write_timestamp, f_state_batches), pos
 
 def ea_ShareSnapshotValue_StateBatch_v0(xs: list[ShareSnapshotValue.StateBatch], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (4 * count)
+            flat[0::4] = [o.first_offset for o in xs]
+            flat[1::4] = [o.last_offset for o in xs]
+            flat[2::4] = [o.delivery_state for o in xs]
+            flat[3::4] = [o.delivery_count for o in xs]
+            w(array_struct('qqbhx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_qqbhx_pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count))
@@ -4290,7 +4376,12 @@ def da_ShareUpdateValue_StateBatch_v0(buf: bytes, pos: int, blen: int, n: int) -
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareUpdateValue.StateBatch')
-            app(_ShareUpdateValue_StateBatch(f_first_offset, f_last_offset, f_delivery_state, f_delivery_count))
+            item: ShareUpdateValue.StateBatch = _new(_ShareUpdateValue_StateBatch)
+            item.first_offset = f_first_offset
+            item.last_offset = f_last_offset
+            item.delivery_state = f_delivery_state
+            item.delivery_count = f_delivery_count
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareUpdateValue.StateBatch', pos) from None
     return out, pos
@@ -4335,6 +4426,18 @@ def d_ShareUpdateValue_v0(buf: bytes, pos: int, blen: int) -> tuple[ShareUpdateV
     return ShareUpdateValue(f_snapshot_epoch, f_leader_epoch, f_start_offset, f_delivery_complete_count, f_state_batches), pos
 
 def ea_ShareUpdateValue_StateBatch_v0(xs: list[ShareUpdateValue.StateBatch], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (4 * count)
+            flat[0::4] = [o.first_offset for o in xs]
+            flat[1::4] = [o.last_offset for o in xs]
+            flat[2::4] = [o.delivery_state for o in xs]
+            flat[3::4] = [o.delivery_count for o in xs]
+            w(array_struct('qqbhx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_qqbhx_pack(o.first_offset, o.last_offset, o.delivery_state, o.delivery_count))
@@ -4418,7 +4521,10 @@ def da_TransactionLogValue_PartitionsSchema_v0(buf: bytes, pos: int, blen: int, 
                     raise ProtocolError('TransactionLogValue.PartitionsSchema', None, pos, f'array PartitionIds count {n3} exceeds remaining bytes')
                 f_partition_ids = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
-            app(_TransactionLogValue_PartitionsSchema(f_topic, f_partition_ids))
+            item: TransactionLogValue.PartitionsSchema = _new(_TransactionLogValue_PartitionsSchema)
+            item.topic = f_topic
+            item.partition_ids = f_partition_ids
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TransactionLogValue.PartitionsSchema', pos) from None
     return out, pos
@@ -4512,7 +4618,10 @@ def da_TransactionLogValue_PartitionsSchema_v1(buf: bytes, pos: int, blen: int, 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'TransactionLogValue.PartitionsSchema')
-            app(_TransactionLogValue_PartitionsSchema(f_topic, f_partition_ids))
+            item: TransactionLogValue.PartitionsSchema = _new(_TransactionLogValue_PartitionsSchema)
+            item.topic = f_topic
+            item.partition_ids = f_partition_ids
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TransactionLogValue.PartitionsSchema', pos) from None
     return out, pos

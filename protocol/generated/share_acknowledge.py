@@ -27,6 +27,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_pack = struct.Struct(">ih").pack
@@ -170,7 +171,11 @@ def da_ShareAcknowledgeRequest_AcknowledgementBatch_v1(buf: bytes, pos: int, ble
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareAcknowledgeRequest.AcknowledgementBatch')
-            app(_ShareAcknowledgeRequest_AcknowledgementBatch(f_first_offset, f_last_offset, f_acknowledge_types))
+            item: ShareAcknowledgeRequest.AcknowledgementBatch = _new(_ShareAcknowledgeRequest_AcknowledgementBatch)
+            item.first_offset = f_first_offset
+            item.last_offset = f_last_offset
+            item.acknowledge_types = f_acknowledge_types
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareAcknowledgeRequest.AcknowledgementBatch', pos) from None
     return out, pos
@@ -201,7 +206,10 @@ def da_ShareAcknowledgeRequest_AcknowledgePartition_v1(buf: bytes, pos: int, ble
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareAcknowledgeRequest.AcknowledgePartition')
-            app(_ShareAcknowledgeRequest_AcknowledgePartition(f_partition_index, f_acknowledgement_batches))
+            item: ShareAcknowledgeRequest.AcknowledgePartition = _new(_ShareAcknowledgeRequest_AcknowledgePartition)
+            item.partition_index = f_partition_index
+            item.acknowledgement_batches = f_acknowledgement_batches
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareAcknowledgeRequest.AcknowledgePartition', pos) from None
     return out, pos
@@ -234,7 +242,10 @@ def da_ShareAcknowledgeRequest_AcknowledgeTopic_v1(buf: bytes, pos: int, blen: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareAcknowledgeRequest.AcknowledgeTopic')
-            app(_ShareAcknowledgeRequest_AcknowledgeTopic(f_topic_id, f_partitions))
+            item: ShareAcknowledgeRequest.AcknowledgeTopic = _new(_ShareAcknowledgeRequest_AcknowledgeTopic)
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareAcknowledgeRequest.AcknowledgeTopic', pos) from None
     return out, pos

@@ -12,12 +12,14 @@ from uuid import UUID
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
     UVARINT_SMALL,
     ZERO_UUID,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -27,6 +29,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_pack = struct.Struct(">h").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
@@ -204,7 +207,11 @@ def da_ShareFetchRequest_AcknowledgementBatch_v1(buf: bytes, pos: int, blen: int
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareFetchRequest.AcknowledgementBatch')
-            app(_ShareFetchRequest_AcknowledgementBatch(f_first_offset, f_last_offset, f_acknowledge_types))
+            item: ShareFetchRequest.AcknowledgementBatch = _new(_ShareFetchRequest_AcknowledgementBatch)
+            item.first_offset = f_first_offset
+            item.last_offset = f_last_offset
+            item.acknowledge_types = f_acknowledge_types
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareFetchRequest.AcknowledgementBatch', pos) from None
     return out, pos
@@ -235,7 +242,11 @@ def da_ShareFetchRequest_FetchPartition_v1(buf: bytes, pos: int, blen: int, n: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareFetchRequest.FetchPartition')
-            app(_ShareFetchRequest_FetchPartition(f_partition_index, 0, f_acknowledgement_batches))
+            item: ShareFetchRequest.FetchPartition = _new(_ShareFetchRequest_FetchPartition)
+            item.partition_index = f_partition_index
+            item.partition_max_bytes = 0
+            item.acknowledgement_batches = f_acknowledgement_batches
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareFetchRequest.FetchPartition', pos) from None
     return out, pos
@@ -268,7 +279,10 @@ def da_ShareFetchRequest_FetchTopic_v1(buf: bytes, pos: int, blen: int, n: int) 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareFetchRequest.FetchTopic')
-            app(_ShareFetchRequest_FetchTopic(f_topic_id, f_partitions))
+            item: ShareFetchRequest.FetchTopic = _new(_ShareFetchRequest_FetchTopic)
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareFetchRequest.FetchTopic', pos) from None
     return out, pos
@@ -302,7 +316,10 @@ def da_ShareFetchRequest_ForgottenTopic_v1(buf: bytes, pos: int, blen: int, n: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareFetchRequest.ForgottenTopic')
-            app(_ShareFetchRequest_ForgottenTopic(f_topic_id, f_partitions))
+            item: ShareFetchRequest.ForgottenTopic = _new(_ShareFetchRequest_ForgottenTopic)
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareFetchRequest.ForgottenTopic', pos) from None
     return out, pos
@@ -478,6 +495,17 @@ def e_ShareFetchResponse_LeaderIdAndEpoch_v1(o: ShareFetchResponse.LeaderIdAndEp
         raise encode_error(exc, 'ShareFetchResponse.LeaderIdAndEpoch') from None
 
 def ea_ShareFetchResponse_AcquiredRecords_v1(xs: list[ShareFetchResponse.AcquiredRecords], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.first_offset for o in xs]
+            flat[1::3] = [o.last_offset for o in xs]
+            flat[2::3] = [o.delivery_count for o in xs]
+            w(array_struct('qqhx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_qqhx_pack(o.first_offset, o.last_offset, o.delivery_count))

@@ -26,6 +26,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_pack = struct.Struct(">h").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_ih_pack = struct.Struct(">ih").pack
@@ -106,7 +107,10 @@ def da_SyncGroupRequest_SyncGroupRequestAssignment_v0(buf: bytes, pos: int, blen
                 pos = end4
             else:
                 bad_length(n3, pos, 'SyncGroupRequest.SyncGroupRequestAssignment', 'bytes', 'Assignment')
-            app(_SyncGroupRequest_SyncGroupRequestAssignment(f_member_id, f_assignment))
+            item: SyncGroupRequest.SyncGroupRequestAssignment = _new(_SyncGroupRequest_SyncGroupRequestAssignment)
+            item.member_id = f_member_id
+            item.assignment = f_assignment
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupRequest.SyncGroupRequestAssignment', pos) from None
     return out, pos
@@ -247,7 +251,10 @@ def da_SyncGroupRequest_SyncGroupRequestAssignment_v4(buf: bytes, pos: int, blen
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'SyncGroupRequest.SyncGroupRequestAssignment')
-            app(_SyncGroupRequest_SyncGroupRequestAssignment(f_member_id, f_assignment))
+            item: SyncGroupRequest.SyncGroupRequestAssignment = _new(_SyncGroupRequest_SyncGroupRequestAssignment)
+            item.member_id = f_member_id
+            item.assignment = f_assignment
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'SyncGroupRequest.SyncGroupRequestAssignment', pos) from None
     return out, pos

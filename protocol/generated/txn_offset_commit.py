@@ -9,6 +9,7 @@ import struct
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
@@ -18,6 +19,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -27,6 +29,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_pack = struct.Struct(">ih").pack
 _F_ihx_pack = struct.Struct(">ihx").pack
@@ -133,7 +136,12 @@ def da_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(buf: bytes, pos
                     bad_length(n1, pos, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition', 'string', 'CommittedMetadata')
                 f_committed_metadata = buf[pos:end2].decode()
                 pos = end2
-            app(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, -1, f_committed_metadata))
+            item: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition = _new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+            item.partition_index = f_partition_index
+            item.committed_offset = f_committed_offset
+            item.committed_leader_epoch = -1
+            item.committed_metadata = f_committed_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition', pos) from None
     return out, pos
@@ -163,7 +171,10 @@ def da_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v0(buf: bytes, pos: in
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v0(buf, pos, blen, n3)
-            app(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(f_name, f_partitions))
+            item: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic = _new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic', pos) from None
     return out, pos
@@ -228,7 +239,12 @@ def da_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf: bytes, pos
                     bad_length(n1, pos, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition', 'string', 'CommittedMetadata')
                 f_committed_metadata = buf[pos:end2].decode()
                 pos = end2
-            app(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata))
+            item: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition = _new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+            item.partition_index = f_partition_index
+            item.committed_offset = f_committed_offset
+            item.committed_leader_epoch = f_committed_leader_epoch
+            item.committed_metadata = f_committed_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition', pos) from None
     return out, pos
@@ -258,7 +274,10 @@ def da_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v2(buf: bytes, pos: in
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v2(buf, pos, blen, n3)
-            app(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(f_name, f_partitions))
+            item: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic = _new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic', pos) from None
     return out, pos
@@ -334,7 +353,12 @@ def da_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition_v3(buf: bytes, pos
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition')
-            app(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata))
+            item: TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition = _new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestPartition)
+            item.partition_index = f_partition_index
+            item.committed_offset = f_committed_offset
+            item.committed_leader_epoch = f_committed_leader_epoch
+            item.committed_metadata = f_committed_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition', pos) from None
     return out, pos
@@ -382,7 +406,10 @@ def da_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic')
-            app(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic(f_name, f_partitions))
+            item: TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic = _new(_TxnOffsetCommitRequest_TxnOffsetCommitRequestTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic', pos) from None
     return out, pos
@@ -492,6 +519,16 @@ def d_TxnOffsetCommitRequest_v3(buf: bytes, pos: int, blen: int) -> tuple[TxnOff
     return TxnOffsetCommitRequest(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, f_generation_id, f_member_id, f_group_instance_id, f_topics), pos
 
 def ea_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(xs: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.error_code for o in xs]
+            w(array_struct('ih', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ih_pack(o.partition_index, o.error_code))
@@ -521,6 +558,16 @@ def e_TxnOffsetCommitResponse_v0(o: TxnOffsetCommitResponse, w: Append) -> None:
         raise encode_error(exc, 'TxnOffsetCommitResponse') from None
 
 def ea_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(xs: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.error_code for o in xs]
+            w(array_struct('ihx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihx_pack(o.partition_index, o.error_code))

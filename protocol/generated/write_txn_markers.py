@@ -10,11 +10,13 @@ from struct import unpack_from
 
 from protocol.model import Append, Message, Struct
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UNSET,
     UVARINT_SMALL,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -24,6 +26,7 @@ from protocol.primitives import (
 )
 from protocol.schema import VersionRange
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_ib_unpack = struct.Struct(">ib").unpack_from
 _F_ihx_pack = struct.Struct(">ihx").pack
@@ -155,7 +158,10 @@ def da_WriteTxnMarkersRequest_WritableTxnMarkerTopic_v1(buf: bytes, pos: int, bl
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'WriteTxnMarkersRequest.WritableTxnMarkerTopic')
-            app(_WriteTxnMarkersRequest_WritableTxnMarkerTopic(f_name, f_partition_indexes))
+            item: WriteTxnMarkersRequest.WritableTxnMarkerTopic = _new(_WriteTxnMarkersRequest_WritableTxnMarkerTopic)
+            item.name = f_name
+            item.partition_indexes = f_partition_indexes
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'WriteTxnMarkersRequest.WritableTxnMarkerTopic', pos) from None
     return out, pos
@@ -188,7 +194,14 @@ def da_WriteTxnMarkersRequest_WritableTxnMarker_v1(buf: bytes, pos: int, blen: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'WriteTxnMarkersRequest.WritableTxnMarker')
-            app(_WriteTxnMarkersRequest_WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, 0))
+            item: WriteTxnMarkersRequest.WritableTxnMarker = _new(_WriteTxnMarkersRequest_WritableTxnMarker)
+            item.producer_id = f_producer_id
+            item.producer_epoch = f_producer_epoch
+            item.transaction_result = f_transaction_result
+            item.topics = f_topics
+            item.coordinator_epoch = f_coordinator_epoch
+            item.transaction_version = 0
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'WriteTxnMarkersRequest.WritableTxnMarker', pos) from None
     return out, pos
@@ -246,7 +259,14 @@ def da_WriteTxnMarkersRequest_WritableTxnMarker_v2(buf: bytes, pos: int, blen: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'WriteTxnMarkersRequest.WritableTxnMarker')
-            app(_WriteTxnMarkersRequest_WritableTxnMarker(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, f_transaction_version))
+            item: WriteTxnMarkersRequest.WritableTxnMarker = _new(_WriteTxnMarkersRequest_WritableTxnMarker)
+            item.producer_id = f_producer_id
+            item.producer_epoch = f_producer_epoch
+            item.transaction_result = f_transaction_result
+            item.topics = f_topics
+            item.coordinator_epoch = f_coordinator_epoch
+            item.transaction_version = f_transaction_version
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'WriteTxnMarkersRequest.WritableTxnMarker', pos) from None
     return out, pos
@@ -277,6 +297,16 @@ def d_WriteTxnMarkersRequest_v2(buf: bytes, pos: int, blen: int) -> tuple[WriteT
     return WriteTxnMarkersRequest(f_markers), pos
 
 def ea_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(xs: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.error_code for o in xs]
+            w(array_struct('ihx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ihx_pack(o.partition_index, o.error_code))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordinator.core import GroupConfig, GroupShard, Outcome, RequestContext, RequestRef
 from coordinator.core.offsets import java_length
-from coordinator.records import OffsetCommitRun, Record, RecordsToWrite, offset_commit_record
+from coordinator.records import OffsetCommitRun, Record, RecordsToWrite, offset_commit_record, offset_commit_run
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.frames import encode_response
@@ -110,3 +112,39 @@ def test_any_plain_commit_writes_answers_and_replays_as_the_record_at_a_time_ref
         reference.replay(record)
     assert shard.state.offsets == reference.state.offsets
     assert set(shard.state.groups) == set(reference.state.groups)
+
+
+# ---- a run's values against offset_commit_record's, the packed path included ----------------------
+
+_RUN_PARTITIONS = st.lists(st.tuples(
+    st.integers(0, 2**31 - 1),
+    st.one_of(st.integers(-1, 2**40), st.integers(-(2**64), 2**64)),  # now and then out of an int64's range
+    st.one_of(st.integers(-1, 9), st.integers(-(2**32), 2**32)),
+    st.one_of(st.just(""), st.just(""), st.text(max_size=4))), max_size=70)  # mostly without metadata
+
+
+def _outcome(build: Callable[[], list[tuple[bytes, bytes | None]]]) -> list[tuple[bytes, bytes | None]] | str:
+    try:
+        return build()
+    except Exception as exc:  # the same error, whichever way the values are packed
+        return f"{type(exc).__name__}: {exc}"
+
+
+@settings(max_examples=120, deadline=None)
+@given(commit=st.one_of(st.integers(0, 2**42), st.just(2**63)), partitions=_RUN_PARTITIONS)
+def test_a_run_has_the_keys_and_values_of_its_records_one_by_one(
+        commit: int, partitions: list[tuple[int, int, int, str]]) -> None:
+    """Runs with empty metadata throughout are packed by one struct (more than one partition): the
+    same bytes, and the same error for a field out of range, as a record per partition."""
+    request_partitions = [Partition(partition_index=i, committed_offset=o, committed_leader_epoch=e,
+                                    committed_metadata=m) for i, o, e, m in partitions]
+
+    def by_run() -> list[tuple[bytes, bytes | None]]:
+        run = offset_commit_run("g", "t", request_partitions, commit)
+        return list(zip(run.keys, run.values, strict=True))
+
+    def by_records() -> list[tuple[bytes, bytes | None]]:
+        return [(r.key, r.value) for r in (offset_commit_record("g", "t", i, o, e, m, commit)
+                                           for i, o, e, m in partitions)]
+
+    assert _outcome(by_run) == _outcome(by_records)

@@ -27,6 +27,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_qh_pack = struct.Struct(">qh").pack
@@ -129,7 +130,10 @@ def da_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(buf: byte
         for _ in range(n):
             (f_partition_index, f_partition_error_code,) = _F_ih_unpack(buf, pos)
             pos += 6
-            app(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code))
+            item: AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult = _new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
+            item.partition_index = f_partition_index
+            item.partition_error_code = f_partition_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult', pos) from None
     return out, pos
@@ -159,7 +163,10 @@ def da_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v0(buf: bytes, p
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult', None, pos, f'array ResultsByPartition count {n3} exceeds remaining bytes')
                 f_results_by_partition, pos = da_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v0(buf, pos, blen, n3)
-            app(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(f_name, f_results_by_partition))
+            item: AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult = _new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
+            item.name = f_name
+            item.results_by_partition = f_results_by_partition
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult', pos) from None
     return out, pos
@@ -191,7 +198,10 @@ def da_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult_v3(buf: byte
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult')
-            app(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult(f_partition_index, f_partition_error_code))
+            item: AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult = _new(_AddPartitionsToTxnResponse_AddPartitionsToTxnPartitionResult)
+            item.partition_index = f_partition_index
+            item.partition_error_code = f_partition_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult', pos) from None
     return out, pos
@@ -239,7 +249,10 @@ def da_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult_v3(buf: bytes, p
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult')
-            app(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult(f_name, f_results_by_partition))
+            item: AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult = _new(_AddPartitionsToTxnResponse_AddPartitionsToTxnTopicResult)
+            item.name = f_name
+            item.results_by_partition = f_results_by_partition
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult', pos) from None
     return out, pos
@@ -314,7 +327,10 @@ def da_AddPartitionsToTxnResponse_AddPartitionsToTxnResult_v4(buf: bytes, pos: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AddPartitionsToTxnResponse.AddPartitionsToTxnResult')
-            app(_AddPartitionsToTxnResponse_AddPartitionsToTxnResult(f_transactional_id, f_topic_results))
+            item: AddPartitionsToTxnResponse.AddPartitionsToTxnResult = _new(_AddPartitionsToTxnResponse_AddPartitionsToTxnResult)
+            item.transactional_id = f_transactional_id
+            item.topic_results = f_topic_results
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AddPartitionsToTxnResponse.AddPartitionsToTxnResult', pos) from None
     return out, pos

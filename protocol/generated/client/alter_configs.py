@@ -26,6 +26,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_b_unpack = struct.Struct(">b").unpack_from
 _F_b_pack = struct.Struct(">b").pack
 _F_h_unpack = struct.Struct(">h").unpack_from
@@ -157,7 +158,12 @@ def da_AlterConfigsResponse_AlterConfigsResourceResponse_v0(buf: bytes, pos: int
                     bad_length(n3, pos, 'AlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ResourceName')
                 f_resource_name = buf[pos:end4].decode()
                 pos = end4
-            app(_AlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name))
+            item: AlterConfigsResponse.AlterConfigsResourceResponse = _new(_AlterConfigsResponse_AlterConfigsResourceResponse)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AlterConfigsResponse.AlterConfigsResourceResponse', pos) from None
     return out, pos
@@ -230,7 +236,12 @@ def da_AlterConfigsResponse_AlterConfigsResourceResponse_v2(buf: bytes, pos: int
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AlterConfigsResponse.AlterConfigsResourceResponse')
-            app(_AlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name))
+            item: AlterConfigsResponse.AlterConfigsResourceResponse = _new(_AlterConfigsResponse_AlterConfigsResourceResponse)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AlterConfigsResponse.AlterConfigsResourceResponse', pos) from None
     return out, pos

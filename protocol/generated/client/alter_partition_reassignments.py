@@ -26,6 +26,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_unpack = struct.Struct(">ih").unpack_from
 
@@ -106,7 +107,11 @@ def da_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse_v0(buf:
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AlterPartitionReassignmentsResponse.ReassignablePartitionResponse')
-            app(_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse(f_partition_index, f_error_code, f_error_message))
+            item: AlterPartitionReassignmentsResponse.ReassignablePartitionResponse = _new(_AlterPartitionReassignmentsResponse_ReassignablePartitionResponse)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AlterPartitionReassignmentsResponse.ReassignablePartitionResponse', pos) from None
     return out, pos
@@ -154,7 +159,10 @@ def da_AlterPartitionReassignmentsResponse_ReassignableTopicResponse_v0(buf: byt
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AlterPartitionReassignmentsResponse.ReassignableTopicResponse')
-            app(_AlterPartitionReassignmentsResponse_ReassignableTopicResponse(f_name, f_partitions))
+            item: AlterPartitionReassignmentsResponse.ReassignableTopicResponse = _new(_AlterPartitionReassignmentsResponse_ReassignableTopicResponse)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AlterPartitionReassignmentsResponse.ReassignableTopicResponse', pos) from None
     return out, pos

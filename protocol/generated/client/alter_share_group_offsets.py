@@ -11,10 +11,12 @@ from uuid import UUID
 from protocol.generated.alter_share_group_offsets import AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse
 from protocol.model import Append
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UVARINT_SMALL,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -23,6 +25,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_iqx_pack = struct.Struct(">iqx").pack
 
@@ -31,6 +34,16 @@ _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic = AlterShare
 _AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition = AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition
 
 def ea_AlterShareGroupOffsetsRequest_AlterShareGroupOffsetsRequestPartition_v0(xs: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.start_offset for o in xs]
+            w(array_struct('iqx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqx_pack(o.partition_index, o.start_offset))
@@ -99,7 +112,11 @@ def da_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition_v0
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition')
-            app(_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition(f_partition_index, f_error_code, f_error_message))
+            item: AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition = _new(_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponsePartition)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition', pos) from None
     return out, pos
@@ -151,7 +168,11 @@ def da_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic_v0(buf
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic')
-            app(_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic(f_topic_name, f_topic_id, f_partitions))
+            item: AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic = _new(_AlterShareGroupOffsetsResponse_AlterShareGroupOffsetsResponseTopic)
+            item.topic_name = f_topic_name
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic', pos) from None
     return out, pos

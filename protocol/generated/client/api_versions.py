@@ -23,6 +23,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_hh_unpack = struct.Struct(">hh").unpack_from
 _F_hhh_unpack = struct.Struct(">hhh").unpack_from
@@ -64,7 +65,11 @@ def da_ApiVersionsResponse_ApiVersion_v0(buf: bytes, pos: int, blen: int, n: int
         for _ in range(n):
             (f_api_key, f_min_version, f_max_version,) = _F_hhh_unpack(buf, pos)
             pos += 6
-            app(_ApiVersionsResponse_ApiVersion(f_api_key, f_min_version, f_max_version))
+            item: ApiVersionsResponse.ApiVersion = _new(_ApiVersionsResponse_ApiVersion)
+            item.api_key = f_api_key
+            item.min_version = f_min_version
+            item.max_version = f_max_version
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ApiVersionsResponse.ApiVersion', pos) from None
     return out, pos
@@ -114,7 +119,11 @@ def da_ApiVersionsResponse_ApiVersion_v3(buf: bytes, pos: int, blen: int, n: int
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ApiVersionsResponse.ApiVersion')
-            app(_ApiVersionsResponse_ApiVersion(f_api_key, f_min_version, f_max_version))
+            item: ApiVersionsResponse.ApiVersion = _new(_ApiVersionsResponse_ApiVersion)
+            item.api_key = f_api_key
+            item.min_version = f_min_version
+            item.max_version = f_max_version
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ApiVersionsResponse.ApiVersion', pos) from None
     return out, pos
@@ -149,7 +158,11 @@ def da_ApiVersionsResponse_SupportedFeatureKey_v3(buf: bytes, pos: int, blen: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ApiVersionsResponse.SupportedFeatureKey')
-            app(_ApiVersionsResponse_SupportedFeatureKey(f_name, f_min_version, f_max_version))
+            item: ApiVersionsResponse.SupportedFeatureKey = _new(_ApiVersionsResponse_SupportedFeatureKey)
+            item.name = f_name
+            item.min_version = f_min_version
+            item.max_version = f_max_version
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ApiVersionsResponse.SupportedFeatureKey', pos) from None
     return out, pos
@@ -184,7 +197,11 @@ def da_ApiVersionsResponse_FinalizedFeatureKey_v3(buf: bytes, pos: int, blen: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ApiVersionsResponse.FinalizedFeatureKey')
-            app(_ApiVersionsResponse_FinalizedFeatureKey(f_name, f_max_version_level, f_min_version_level))
+            item: ApiVersionsResponse.FinalizedFeatureKey = _new(_ApiVersionsResponse_FinalizedFeatureKey)
+            item.name = f_name
+            item.max_version_level = f_max_version_level
+            item.min_version_level = f_min_version_level
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ApiVersionsResponse.FinalizedFeatureKey', pos) from None
     return out, pos

@@ -24,6 +24,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_b_unpack = struct.Struct(">b").unpack_from
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
@@ -98,7 +99,11 @@ def da_ConsumerGroupDescribeResponse_TopicPartitions_v0(buf: bytes, pos: int, bl
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupDescribeResponse.TopicPartitions')
-            app(_ConsumerGroupDescribeResponse_TopicPartitions(f_topic_id, f_topic_name, f_partitions))
+            item: ConsumerGroupDescribeResponse.TopicPartitions = _new(_ConsumerGroupDescribeResponse_TopicPartitions)
+            item.topic_id = f_topic_id
+            item.topic_name = f_topic_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupDescribeResponse.TopicPartitions', pos) from None
     return out, pos
@@ -296,7 +301,19 @@ def da_ConsumerGroupDescribeResponse_Member_v0(buf: bytes, pos: int, blen: int, 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupDescribeResponse.Member')
-            app(_ConsumerGroupDescribeResponse_Member(f_member_id, f_instance_id, f_rack_id, f_member_epoch, f_client_id, f_client_host, f_subscribed_topic_names, f_subscribed_topic_regex, f_assignment, f_target_assignment, -1))
+            item: ConsumerGroupDescribeResponse.Member = _new(_ConsumerGroupDescribeResponse_Member)
+            item.member_id = f_member_id
+            item.instance_id = f_instance_id
+            item.rack_id = f_rack_id
+            item.member_epoch = f_member_epoch
+            item.client_id = f_client_id
+            item.client_host = f_client_host
+            item.subscribed_topic_names = f_subscribed_topic_names
+            item.subscribed_topic_regex = f_subscribed_topic_regex
+            item.assignment = f_assignment
+            item.target_assignment = f_target_assignment
+            item.member_type = -1
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupDescribeResponse.Member', pos) from None
     return out, pos
@@ -408,7 +425,17 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v0(buf: bytes, pos: int, ble
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupDescribeResponse.DescribedGroup')
-            app(_ConsumerGroupDescribeResponse_DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_group_epoch, f_assignment_epoch, f_assignor_name, f_members, f_authorized_operations))
+            item: ConsumerGroupDescribeResponse.DescribedGroup = _new(_ConsumerGroupDescribeResponse_DescribedGroup)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.group_id = f_group_id
+            item.group_state = f_group_state
+            item.group_epoch = f_group_epoch
+            item.assignment_epoch = f_assignment_epoch
+            item.assignor_name = f_assignor_name
+            item.members = f_members
+            item.authorized_operations = f_authorized_operations
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupDescribeResponse.DescribedGroup', pos) from None
     return out, pos
@@ -610,7 +637,19 @@ def da_ConsumerGroupDescribeResponse_Member_v1(buf: bytes, pos: int, blen: int, 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupDescribeResponse.Member')
-            app(_ConsumerGroupDescribeResponse_Member(f_member_id, f_instance_id, f_rack_id, f_member_epoch, f_client_id, f_client_host, f_subscribed_topic_names, f_subscribed_topic_regex, f_assignment, f_target_assignment, f_member_type))
+            item: ConsumerGroupDescribeResponse.Member = _new(_ConsumerGroupDescribeResponse_Member)
+            item.member_id = f_member_id
+            item.instance_id = f_instance_id
+            item.rack_id = f_rack_id
+            item.member_epoch = f_member_epoch
+            item.client_id = f_client_id
+            item.client_host = f_client_host
+            item.subscribed_topic_names = f_subscribed_topic_names
+            item.subscribed_topic_regex = f_subscribed_topic_regex
+            item.assignment = f_assignment
+            item.target_assignment = f_target_assignment
+            item.member_type = f_member_type
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupDescribeResponse.Member', pos) from None
     return out, pos
@@ -722,7 +761,17 @@ def da_ConsumerGroupDescribeResponse_DescribedGroup_v1(buf: bytes, pos: int, ble
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupDescribeResponse.DescribedGroup')
-            app(_ConsumerGroupDescribeResponse_DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_group_epoch, f_assignment_epoch, f_assignor_name, f_members, f_authorized_operations))
+            item: ConsumerGroupDescribeResponse.DescribedGroup = _new(_ConsumerGroupDescribeResponse_DescribedGroup)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.group_id = f_group_id
+            item.group_state = f_group_state
+            item.group_epoch = f_group_epoch
+            item.assignment_epoch = f_assignment_epoch
+            item.assignor_name = f_assignor_name
+            item.members = f_members
+            item.authorized_operations = f_authorized_operations
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupDescribeResponse.DescribedGroup', pos) from None
     return out, pos

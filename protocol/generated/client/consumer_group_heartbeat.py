@@ -24,6 +24,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ii_unpack = struct.Struct(">ii").unpack_from
@@ -202,7 +203,10 @@ def da_ConsumerGroupHeartbeatResponse_TopicPartitions_v0(buf: bytes, pos: int, b
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ConsumerGroupHeartbeatResponse.TopicPartitions')
-            app(_ConsumerGroupHeartbeatResponse_TopicPartitions(f_topic_id, f_partitions))
+            item: ConsumerGroupHeartbeatResponse.TopicPartitions = _new(_ConsumerGroupHeartbeatResponse_TopicPartitions)
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ConsumerGroupHeartbeatResponse.TopicPartitions', pos) from None
     return out, pos

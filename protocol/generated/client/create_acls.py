@@ -26,6 +26,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_b_pack = struct.Struct(">b").pack
 _F_bb_pack = struct.Struct(">bb").pack
 _F_bbx_pack = struct.Struct(">bbx").pack
@@ -146,7 +147,10 @@ def da_CreateAclsResponse_AclCreationResult_v0(buf: bytes, pos: int, blen: int, 
                     bad_length(n1, pos, 'CreateAclsResponse.AclCreationResult', 'string', 'ErrorMessage')
                 f_error_message = buf[pos:end2].decode()
                 pos = end2
-            app(_CreateAclsResponse_AclCreationResult(f_error_code, f_error_message))
+            item: CreateAclsResponse.AclCreationResult = _new(_CreateAclsResponse_AclCreationResult)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateAclsResponse.AclCreationResult', pos) from None
     return out, pos
@@ -198,7 +202,10 @@ def da_CreateAclsResponse_AclCreationResult_v2(buf: bytes, pos: int, blen: int, 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'CreateAclsResponse.AclCreationResult')
-            app(_CreateAclsResponse_AclCreationResult(f_error_code, f_error_message))
+            item: CreateAclsResponse.AclCreationResult = _new(_CreateAclsResponse_AclCreationResult)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateAclsResponse.AclCreationResult', pos) from None
     return out, pos

@@ -27,6 +27,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
@@ -144,7 +145,11 @@ def da_CreatePartitionsResponse_CreatePartitionsTopicResult_v0(buf: bytes, pos: 
                     bad_length(n3, pos, 'CreatePartitionsResponse.CreatePartitionsTopicResult', 'string', 'ErrorMessage')
                 f_error_message = buf[pos:end4].decode()
                 pos = end4
-            app(_CreatePartitionsResponse_CreatePartitionsTopicResult(f_name, f_error_code, f_error_message))
+            item: CreatePartitionsResponse.CreatePartitionsTopicResult = _new(_CreatePartitionsResponse_CreatePartitionsTopicResult)
+            item.name = f_name
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreatePartitionsResponse.CreatePartitionsTopicResult', pos) from None
     return out, pos
@@ -215,7 +220,11 @@ def da_CreatePartitionsResponse_CreatePartitionsTopicResult_v2(buf: bytes, pos: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'CreatePartitionsResponse.CreatePartitionsTopicResult')
-            app(_CreatePartitionsResponse_CreatePartitionsTopicResult(f_name, f_error_code, f_error_message))
+            item: CreatePartitionsResponse.CreatePartitionsTopicResult = _new(_CreatePartitionsResponse_CreatePartitionsTopicResult)
+            item.name = f_name
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreatePartitionsResponse.CreatePartitionsTopicResult', pos) from None
     return out, pos

@@ -29,6 +29,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
@@ -186,7 +187,16 @@ def da_CreateTopicsResponse_CreatableTopicResult_v0(buf: bytes, pos: int, blen: 
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
-            app(_CreateTopicsResponse_CreatableTopicResult(f_name, ZERO_UUID, f_error_code, '', 0, -1, -1, []))
+            item: CreateTopicsResponse.CreatableTopicResult = _new(_CreateTopicsResponse_CreatableTopicResult)
+            item.name = f_name
+            item.topic_id = ZERO_UUID
+            item.error_code = f_error_code
+            item.error_message = ''
+            item.topic_config_error_code = 0
+            item.num_partitions = -1
+            item.replication_factor = -1
+            item.configs = []
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsResponse.CreatableTopicResult', pos) from None
     return out, pos
@@ -237,7 +247,16 @@ def da_CreateTopicsResponse_CreatableTopicResult_v1(buf: bytes, pos: int, blen: 
                     bad_length(n3, pos, 'CreateTopicsResponse.CreatableTopicResult', 'string', 'ErrorMessage')
                 f_error_message = buf[pos:end4].decode()
                 pos = end4
-            app(_CreateTopicsResponse_CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, 0, -1, -1, []))
+            item: CreateTopicsResponse.CreatableTopicResult = _new(_CreateTopicsResponse_CreatableTopicResult)
+            item.name = f_name
+            item.topic_id = ZERO_UUID
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.topic_config_error_code = 0
+            item.num_partitions = -1
+            item.replication_factor = -1
+            item.configs = []
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsResponse.CreatableTopicResult', pos) from None
     return out, pos
@@ -322,7 +341,13 @@ def da_CreateTopicsResponse_CreatableTopicConfigs_v5(buf: bytes, pos: int, blen:
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'CreateTopicsResponse.CreatableTopicConfigs')
-            app(_CreateTopicsResponse_CreatableTopicConfigs(f_name, f_value, f_read_only, f_config_source, f_is_sensitive))
+            item: CreateTopicsResponse.CreatableTopicConfigs = _new(_CreateTopicsResponse_CreatableTopicConfigs)
+            item.name = f_name
+            item.value = f_value
+            item.read_only = f_read_only
+            item.config_source = f_config_source
+            item.is_sensitive = f_is_sensitive
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsResponse.CreatableTopicConfigs', pos) from None
     return out, pos
@@ -407,7 +432,16 @@ def da_CreateTopicsResponse_CreatableTopicResult_v5(buf: bytes, pos: int, blen: 
                         (f_topic_config_error_code,) = _F_h_unpack(buf, pos)
                         pos += 2
                     pos = tag_end  # unknown tags are skipped
-            app(_CreateTopicsResponse_CreatableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs))
+            item: CreateTopicsResponse.CreatableTopicResult = _new(_CreateTopicsResponse_CreatableTopicResult)
+            item.name = f_name
+            item.topic_id = ZERO_UUID
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.topic_config_error_code = f_topic_config_error_code
+            item.num_partitions = f_num_partitions
+            item.replication_factor = f_replication_factor
+            item.configs = f_configs
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsResponse.CreatableTopicResult', pos) from None
     return out, pos
@@ -523,7 +557,16 @@ def da_CreateTopicsResponse_CreatableTopicResult_v7(buf: bytes, pos: int, blen: 
                         (f_topic_config_error_code,) = _F_h_unpack(buf, pos)
                         pos += 2
                     pos = tag_end  # unknown tags are skipped
-            app(_CreateTopicsResponse_CreatableTopicResult(f_name, f_topic_id, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs))
+            item: CreateTopicsResponse.CreatableTopicResult = _new(_CreateTopicsResponse_CreatableTopicResult)
+            item.name = f_name
+            item.topic_id = f_topic_id
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.topic_config_error_code = f_topic_config_error_code
+            item.num_partitions = f_num_partitions
+            item.replication_factor = f_replication_factor
+            item.configs = f_configs
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'CreateTopicsResponse.CreatableTopicResult', pos) from None
     return out, pos

@@ -26,6 +26,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_b_unpack = struct.Struct(">b").unpack_from
 _F_b_pack = struct.Struct(">b").pack
 _F_bb_unpack = struct.Struct(">bb").unpack_from
@@ -216,7 +217,17 @@ def da_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf: bytes, pos: int, blen: i
                 pos = end8
             (f_operation, f_permission_type,) = _F_bb_unpack(buf, pos)
             pos += 2
-            app(_DeleteAclsResponse_DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, 3, f_principal, f_host, f_operation, f_permission_type))
+            item: DeleteAclsResponse.DeleteAclsMatchingAcl = _new(_DeleteAclsResponse_DeleteAclsMatchingAcl)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.pattern_type = 3
+            item.principal = f_principal
+            item.host = f_host
+            item.operation = f_operation
+            item.permission_type = f_permission_type
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteAclsResponse.DeleteAclsMatchingAcl', pos) from None
     return out, pos
@@ -249,7 +260,11 @@ def da_DeleteAclsResponse_DeleteAclsFilterResult_v0(buf: bytes, pos: int, blen: 
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('DeleteAclsResponse.DeleteAclsFilterResult', None, pos, f'array MatchingAcls count {n3} exceeds remaining bytes')
                 f_matching_acls, pos = da_DeleteAclsResponse_DeleteAclsMatchingAcl_v0(buf, pos, blen, n3)
-            app(_DeleteAclsResponse_DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls))
+            item: DeleteAclsResponse.DeleteAclsFilterResult = _new(_DeleteAclsResponse_DeleteAclsFilterResult)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.matching_acls = f_matching_acls
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteAclsResponse.DeleteAclsFilterResult', pos) from None
     return out, pos
@@ -332,7 +347,17 @@ def da_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf: bytes, pos: int, blen: i
                 pos = end8
             (f_operation, f_permission_type,) = _F_bb_unpack(buf, pos)
             pos += 2
-            app(_DeleteAclsResponse_DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type))
+            item: DeleteAclsResponse.DeleteAclsMatchingAcl = _new(_DeleteAclsResponse_DeleteAclsMatchingAcl)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.pattern_type = f_pattern_type
+            item.principal = f_principal
+            item.host = f_host
+            item.operation = f_operation
+            item.permission_type = f_permission_type
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteAclsResponse.DeleteAclsMatchingAcl', pos) from None
     return out, pos
@@ -365,7 +390,11 @@ def da_DeleteAclsResponse_DeleteAclsFilterResult_v1(buf: bytes, pos: int, blen: 
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('DeleteAclsResponse.DeleteAclsFilterResult', None, pos, f'array MatchingAcls count {n3} exceeds remaining bytes')
                 f_matching_acls, pos = da_DeleteAclsResponse_DeleteAclsMatchingAcl_v1(buf, pos, blen, n3)
-            app(_DeleteAclsResponse_DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls))
+            item: DeleteAclsResponse.DeleteAclsFilterResult = _new(_DeleteAclsResponse_DeleteAclsFilterResult)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.matching_acls = f_matching_acls
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteAclsResponse.DeleteAclsFilterResult', pos) from None
     return out, pos
@@ -480,7 +509,17 @@ def da_DeleteAclsResponse_DeleteAclsMatchingAcl_v2(buf: bytes, pos: int, blen: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteAclsResponse.DeleteAclsMatchingAcl')
-            app(_DeleteAclsResponse_DeleteAclsMatchingAcl(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type))
+            item: DeleteAclsResponse.DeleteAclsMatchingAcl = _new(_DeleteAclsResponse_DeleteAclsMatchingAcl)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.pattern_type = f_pattern_type
+            item.principal = f_principal
+            item.host = f_host
+            item.operation = f_operation
+            item.permission_type = f_permission_type
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteAclsResponse.DeleteAclsMatchingAcl', pos) from None
     return out, pos
@@ -531,7 +570,11 @@ def da_DeleteAclsResponse_DeleteAclsFilterResult_v2(buf: bytes, pos: int, blen: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteAclsResponse.DeleteAclsFilterResult')
-            app(_DeleteAclsResponse_DeleteAclsFilterResult(f_error_code, f_error_message, f_matching_acls))
+            item: DeleteAclsResponse.DeleteAclsFilterResult = _new(_DeleteAclsResponse_DeleteAclsFilterResult)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.matching_acls = f_matching_acls
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteAclsResponse.DeleteAclsFilterResult', pos) from None
     return out, pos

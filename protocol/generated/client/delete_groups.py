@@ -26,6 +26,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
 
@@ -76,7 +77,10 @@ def da_DeleteGroupsResponse_DeletableGroupResult_v0(buf: bytes, pos: int, blen: 
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
-            app(_DeleteGroupsResponse_DeletableGroupResult(f_group_id, f_error_code))
+            item: DeleteGroupsResponse.DeletableGroupResult = _new(_DeleteGroupsResponse_DeletableGroupResult)
+            item.group_id = f_group_id
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteGroupsResponse.DeletableGroupResult', pos) from None
     return out, pos
@@ -127,7 +131,10 @@ def da_DeleteGroupsResponse_DeletableGroupResult_v2(buf: bytes, pos: int, blen: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteGroupsResponse.DeletableGroupResult')
-            app(_DeleteGroupsResponse_DeletableGroupResult(f_group_id, f_error_code))
+            item: DeleteGroupsResponse.DeletableGroupResult = _new(_DeleteGroupsResponse_DeletableGroupResult)
+            item.group_id = f_group_id
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteGroupsResponse.DeletableGroupResult', pos) from None
     return out, pos

@@ -10,6 +10,7 @@ import struct
 from protocol.generated.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from protocol.model import Append
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UVARINT_SMALL,
@@ -18,6 +19,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -26,6 +28,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_iq_pack = struct.Struct(">iq").pack
@@ -38,6 +41,16 @@ _DeleteRecordsResponse_DeleteRecordsTopicResult = DeleteRecordsResponse.DeleteRe
 _DeleteRecordsResponse_DeleteRecordsPartitionResult = DeleteRecordsResponse.DeleteRecordsPartitionResult
 
 def ea_DeleteRecordsRequest_DeleteRecordsPartition_v0(xs: list[DeleteRecordsRequest.DeleteRecordsPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.offset for o in xs]
+            w(array_struct('iq', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iq_pack(o.partition_index, o.offset))
@@ -67,6 +80,16 @@ def e_DeleteRecordsRequest_v0(o: DeleteRecordsRequest, w: Append) -> None:
         raise encode_error(exc, 'DeleteRecordsRequest') from None
 
 def ea_DeleteRecordsRequest_DeleteRecordsPartition_v2(xs: list[DeleteRecordsRequest.DeleteRecordsPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.offset for o in xs]
+            w(array_struct('iqx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqx_pack(o.partition_index, o.offset))
@@ -106,7 +129,11 @@ def da_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(buf: bytes, pos: in
         for _ in range(n):
             (f_partition_index, f_low_watermark, f_error_code,) = _F_iqh_unpack(buf, pos)
             pos += 14
-            app(_DeleteRecordsResponse_DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code))
+            item: DeleteRecordsResponse.DeleteRecordsPartitionResult = _new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
+            item.partition_index = f_partition_index
+            item.low_watermark = f_low_watermark
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteRecordsResponse.DeleteRecordsPartitionResult', pos) from None
     return out, pos
@@ -136,7 +163,10 @@ def da_DeleteRecordsResponse_DeleteRecordsTopicResult_v0(buf: bytes, pos: int, b
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('DeleteRecordsResponse.DeleteRecordsTopicResult', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_DeleteRecordsResponse_DeleteRecordsPartitionResult_v0(buf, pos, blen, n3)
-            app(_DeleteRecordsResponse_DeleteRecordsTopicResult(f_name, f_partitions))
+            item: DeleteRecordsResponse.DeleteRecordsTopicResult = _new(_DeleteRecordsResponse_DeleteRecordsTopicResult)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteRecordsResponse.DeleteRecordsTopicResult', pos) from None
     return out, pos
@@ -168,7 +198,11 @@ def da_DeleteRecordsResponse_DeleteRecordsPartitionResult_v2(buf: bytes, pos: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteRecordsResponse.DeleteRecordsPartitionResult')
-            app(_DeleteRecordsResponse_DeleteRecordsPartitionResult(f_partition_index, f_low_watermark, f_error_code))
+            item: DeleteRecordsResponse.DeleteRecordsPartitionResult = _new(_DeleteRecordsResponse_DeleteRecordsPartitionResult)
+            item.partition_index = f_partition_index
+            item.low_watermark = f_low_watermark
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteRecordsResponse.DeleteRecordsPartitionResult', pos) from None
     return out, pos
@@ -216,7 +250,10 @@ def da_DeleteRecordsResponse_DeleteRecordsTopicResult_v2(buf: bytes, pos: int, b
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteRecordsResponse.DeleteRecordsTopicResult')
-            app(_DeleteRecordsResponse_DeleteRecordsTopicResult(f_name, f_partitions))
+            item: DeleteRecordsResponse.DeleteRecordsTopicResult = _new(_DeleteRecordsResponse_DeleteRecordsTopicResult)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteRecordsResponse.DeleteRecordsTopicResult', pos) from None
     return out, pos

@@ -26,6 +26,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_ih_unpack = struct.Struct(">ih").unpack_from
 
@@ -113,7 +114,12 @@ def da_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic_v0(b
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic')
-            app(_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic(f_topic_name, f_topic_id, f_error_code, f_error_message))
+            item: DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic = _new(_DeleteShareGroupOffsetsResponse_DeleteShareGroupOffsetsResponseTopic)
+            item.topic_name = f_topic_name
+            item.topic_id = f_topic_id
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic', pos) from None
     return out, pos

@@ -28,6 +28,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
@@ -108,7 +109,12 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v0(buf: bytes, pos: int, blen: 
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
-            app(_DeleteTopicsResponse_DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None))
+            item: DeleteTopicsResponse.DeletableTopicResult = _new(_DeleteTopicsResponse_DeletableTopicResult)
+            item.name = f_name
+            item.topic_id = ZERO_UUID
+            item.error_code = f_error_code
+            item.error_message = None
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsResponse.DeletableTopicResult', pos) from None
     return out, pos
@@ -173,7 +179,12 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v4(buf: bytes, pos: int, blen: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsResponse.DeletableTopicResult')
-            app(_DeleteTopicsResponse_DeletableTopicResult(f_name, ZERO_UUID, f_error_code, None))
+            item: DeleteTopicsResponse.DeletableTopicResult = _new(_DeleteTopicsResponse_DeletableTopicResult)
+            item.name = f_name
+            item.topic_id = ZERO_UUID
+            item.error_code = f_error_code
+            item.error_message = None
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsResponse.DeletableTopicResult', pos) from None
     return out, pos
@@ -255,7 +266,12 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v5(buf: bytes, pos: int, blen: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsResponse.DeletableTopicResult')
-            app(_DeleteTopicsResponse_DeletableTopicResult(f_name, ZERO_UUID, f_error_code, f_error_message))
+            item: DeleteTopicsResponse.DeletableTopicResult = _new(_DeleteTopicsResponse_DeletableTopicResult)
+            item.name = f_name
+            item.topic_id = ZERO_UUID
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsResponse.DeletableTopicResult', pos) from None
     return out, pos
@@ -342,7 +358,12 @@ def da_DeleteTopicsResponse_DeletableTopicResult_v6(buf: bytes, pos: int, blen: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DeleteTopicsResponse.DeletableTopicResult')
-            app(_DeleteTopicsResponse_DeletableTopicResult(f_name, f_topic_id, f_error_code, f_error_message))
+            item: DeleteTopicsResponse.DeletableTopicResult = _new(_DeleteTopicsResponse_DeletableTopicResult)
+            item.name = f_name
+            item.topic_id = f_topic_id
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DeleteTopicsResponse.DeletableTopicResult', pos) from None
     return out, pos

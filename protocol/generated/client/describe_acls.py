@@ -25,6 +25,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_b_unpack = struct.Struct(">b").unpack_from
 _F_b_pack = struct.Struct(">b").pack
 _F_bb_unpack = struct.Struct(">bb").unpack_from
@@ -156,7 +157,12 @@ def da_DescribeAclsResponse_AclDescription_v0(buf: bytes, pos: int, blen: int, n
                 pos = end4
             (f_operation, f_permission_type,) = _F_bb_unpack(buf, pos)
             pos += 2
-            app(_DescribeAclsResponse_AclDescription(f_principal, f_host, f_operation, f_permission_type))
+            item: DescribeAclsResponse.AclDescription = _new(_DescribeAclsResponse_AclDescription)
+            item.principal = f_principal
+            item.host = f_host
+            item.operation = f_operation
+            item.permission_type = f_permission_type
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeAclsResponse.AclDescription', pos) from None
     return out, pos
@@ -188,7 +194,12 @@ def da_DescribeAclsResponse_DescribeAclsResource_v0(buf: bytes, pos: int, blen: 
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('DescribeAclsResponse.DescribeAclsResource', None, pos, f'array Acls count {n3} exceeds remaining bytes')
                 f_acls, pos = da_DescribeAclsResponse_AclDescription_v0(buf, pos, blen, n3)
-            app(_DescribeAclsResponse_DescribeAclsResource(f_resource_type, f_resource_name, 3, f_acls))
+            item: DescribeAclsResponse.DescribeAclsResource = _new(_DescribeAclsResponse_DescribeAclsResource)
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.pattern_type = 3
+            item.acls = f_acls
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeAclsResponse.DescribeAclsResource', pos) from None
     return out, pos
@@ -251,7 +262,12 @@ def da_DescribeAclsResponse_DescribeAclsResource_v1(buf: bytes, pos: int, blen: 
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('DescribeAclsResponse.DescribeAclsResource', None, pos, f'array Acls count {n3} exceeds remaining bytes')
                 f_acls, pos = da_DescribeAclsResponse_AclDescription_v0(buf, pos, blen, n3)
-            app(_DescribeAclsResponse_DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls))
+            item: DescribeAclsResponse.DescribeAclsResource = _new(_DescribeAclsResponse_DescribeAclsResource)
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.pattern_type = f_pattern_type
+            item.acls = f_acls
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeAclsResponse.DescribeAclsResource', pos) from None
     return out, pos
@@ -334,7 +350,12 @@ def da_DescribeAclsResponse_AclDescription_v2(buf: bytes, pos: int, blen: int, n
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeAclsResponse.AclDescription')
-            app(_DescribeAclsResponse_AclDescription(f_principal, f_host, f_operation, f_permission_type))
+            item: DescribeAclsResponse.AclDescription = _new(_DescribeAclsResponse_AclDescription)
+            item.principal = f_principal
+            item.host = f_host
+            item.operation = f_operation
+            item.permission_type = f_permission_type
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeAclsResponse.AclDescription', pos) from None
     return out, pos
@@ -386,7 +407,12 @@ def da_DescribeAclsResponse_DescribeAclsResource_v2(buf: bytes, pos: int, blen: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeAclsResponse.DescribeAclsResource')
-            app(_DescribeAclsResponse_DescribeAclsResource(f_resource_type, f_resource_name, f_pattern_type, f_acls))
+            item: DescribeAclsResponse.DescribeAclsResource = _new(_DescribeAclsResponse_DescribeAclsResource)
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.pattern_type = f_pattern_type
+            item.acls = f_acls
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeAclsResponse.DescribeAclsResource', pos) from None
     return out, pos

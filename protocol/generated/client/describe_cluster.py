@@ -20,6 +20,7 @@ from protocol.primitives import (
     skip_tagged_fields,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_b_unpack = struct.Struct(">b").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_ih_unpack = struct.Struct(">ih").unpack_from
@@ -93,7 +94,12 @@ def da_DescribeClusterResponse_DescribeClusterBroker_v0(buf: bytes, pos: int, bl
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeClusterResponse.DescribeClusterBroker')
-            app(_DescribeClusterResponse_DescribeClusterBroker(f_broker_id, f_host, f_port, f_rack))
+            item: DescribeClusterResponse.DescribeClusterBroker = _new(_DescribeClusterResponse_DescribeClusterBroker)
+            item.broker_id = f_broker_id
+            item.host = f_host
+            item.port = f_port
+            item.rack = f_rack
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeClusterResponse.DescribeClusterBroker', pos) from None
     return out, pos

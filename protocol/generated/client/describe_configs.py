@@ -26,6 +26,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_b_unpack = struct.Struct(">b").unpack_from
 _F_b_pack = struct.Struct(">b").pack
 _F_h_unpack = struct.Struct(">h").unpack_from
@@ -153,7 +154,17 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf: bytes, pos:
                 pos = end4
             (f_read_only, f_is_default, f_is_sensitive,) = _F_ooo_unpack(buf, pos)
             pos += 3
-            app(_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, f_is_default, -1, f_is_sensitive, [], 0, ''))
+            item: DescribeConfigsResponse.DescribeConfigsResourceResult = _new(_DescribeConfigsResponse_DescribeConfigsResourceResult)
+            item.name = f_name
+            item.value = f_value
+            item.read_only = f_read_only
+            item.is_default = f_is_default
+            item.config_source = -1
+            item.is_sensitive = f_is_sensitive
+            item.synonyms = []
+            item.config_type = 0
+            item.documentation = ''
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse.DescribeConfigsResourceResult', pos) from None
     return out, pos
@@ -200,7 +211,13 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v0(buf: bytes, pos: int, bl
                 if n5 * 1 > blen - pos:
                     raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'array Configs count {n5} exceeds remaining bytes')
                 f_configs, pos = da_DescribeConfigsResponse_DescribeConfigsResourceResult_v0(buf, pos, blen, n5)
-            app(_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs))
+            item: DescribeConfigsResponse.DescribeConfigsResult = _new(_DescribeConfigsResponse_DescribeConfigsResult)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.configs = f_configs
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse.DescribeConfigsResult', pos) from None
     return out, pos
@@ -253,7 +270,11 @@ def da_DescribeConfigsResponse_DescribeConfigsSynonym_v1(buf: bytes, pos: int, b
                 pos = end4
             (f_source,) = _F_b_unpack(buf, pos)
             pos += 1
-            app(_DescribeConfigsResponse_DescribeConfigsSynonym(f_name, f_value, f_source))
+            item: DescribeConfigsResponse.DescribeConfigsSynonym = _new(_DescribeConfigsResponse_DescribeConfigsSynonym)
+            item.name = f_name
+            item.value = f_value
+            item.source = f_source
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse.DescribeConfigsSynonym', pos) from None
     return out, pos
@@ -298,7 +319,17 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(buf: bytes, pos:
                 if n5 * 1 > blen - pos:
                     raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResourceResult', None, pos, f'array Synonyms count {n5} exceeds remaining bytes')
                 f_synonyms, pos = da_DescribeConfigsResponse_DescribeConfigsSynonym_v1(buf, pos, blen, n5)
-            app(_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, 0, ''))
+            item: DescribeConfigsResponse.DescribeConfigsResourceResult = _new(_DescribeConfigsResponse_DescribeConfigsResourceResult)
+            item.name = f_name
+            item.value = f_value
+            item.read_only = f_read_only
+            item.is_default = False
+            item.config_source = f_config_source
+            item.is_sensitive = f_is_sensitive
+            item.synonyms = f_synonyms
+            item.config_type = 0
+            item.documentation = ''
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse.DescribeConfigsResourceResult', pos) from None
     return out, pos
@@ -345,7 +376,13 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v1(buf: bytes, pos: int, bl
                 if n5 * 1 > blen - pos:
                     raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'array Configs count {n5} exceeds remaining bytes')
                 f_configs, pos = da_DescribeConfigsResponse_DescribeConfigsResourceResult_v1(buf, pos, blen, n5)
-            app(_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs))
+            item: DescribeConfigsResponse.DescribeConfigsResult = _new(_DescribeConfigsResponse_DescribeConfigsResult)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.configs = f_configs
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse.DescribeConfigsResult', pos) from None
     return out, pos
@@ -421,7 +458,17 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf: bytes, pos:
                     bad_length(n6, pos, 'DescribeConfigsResponse.DescribeConfigsResourceResult', 'string', 'Documentation')
                 f_documentation = buf[pos:end7].decode()
                 pos = end7
-            app(_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation))
+            item: DescribeConfigsResponse.DescribeConfigsResourceResult = _new(_DescribeConfigsResponse_DescribeConfigsResourceResult)
+            item.name = f_name
+            item.value = f_value
+            item.read_only = f_read_only
+            item.is_default = False
+            item.config_source = f_config_source
+            item.is_sensitive = f_is_sensitive
+            item.synonyms = f_synonyms
+            item.config_type = f_config_type
+            item.documentation = f_documentation
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse.DescribeConfigsResourceResult', pos) from None
     return out, pos
@@ -468,7 +515,13 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v3(buf: bytes, pos: int, bl
                 if n5 * 1 > blen - pos:
                     raise ProtocolError('DescribeConfigsResponse.DescribeConfigsResult', None, pos, f'array Configs count {n5} exceeds remaining bytes')
                 f_configs, pos = da_DescribeConfigsResponse_DescribeConfigsResourceResult_v3(buf, pos, blen, n5)
-            app(_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs))
+            item: DescribeConfigsResponse.DescribeConfigsResult = _new(_DescribeConfigsResponse_DescribeConfigsResult)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.configs = f_configs
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse.DescribeConfigsResult', pos) from None
     return out, pos
@@ -539,7 +592,11 @@ def da_DescribeConfigsResponse_DescribeConfigsSynonym_v4(buf: bytes, pos: int, b
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeConfigsResponse.DescribeConfigsSynonym')
-            app(_DescribeConfigsResponse_DescribeConfigsSynonym(f_name, f_value, f_source))
+            item: DescribeConfigsResponse.DescribeConfigsSynonym = _new(_DescribeConfigsResponse_DescribeConfigsSynonym)
+            item.name = f_name
+            item.value = f_value
+            item.source = f_source
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse.DescribeConfigsSynonym', pos) from None
     return out, pos
@@ -631,7 +688,17 @@ def da_DescribeConfigsResponse_DescribeConfigsResourceResult_v4(buf: bytes, pos:
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeConfigsResponse.DescribeConfigsResourceResult')
-            app(_DescribeConfigsResponse_DescribeConfigsResourceResult(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation))
+            item: DescribeConfigsResponse.DescribeConfigsResourceResult = _new(_DescribeConfigsResponse_DescribeConfigsResourceResult)
+            item.name = f_name
+            item.value = f_value
+            item.read_only = f_read_only
+            item.is_default = False
+            item.config_source = f_config_source
+            item.is_sensitive = f_is_sensitive
+            item.synonyms = f_synonyms
+            item.config_type = f_config_type
+            item.documentation = f_documentation
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse.DescribeConfigsResourceResult', pos) from None
     return out, pos
@@ -703,7 +770,13 @@ def da_DescribeConfigsResponse_DescribeConfigsResult_v4(buf: bytes, pos: int, bl
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeConfigsResponse.DescribeConfigsResult')
-            app(_DescribeConfigsResponse_DescribeConfigsResult(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs))
+            item: DescribeConfigsResponse.DescribeConfigsResult = _new(_DescribeConfigsResponse_DescribeConfigsResult)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            item.configs = f_configs
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeConfigsResponse.DescribeConfigsResult', pos) from None
     return out, pos

@@ -26,6 +26,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_o_pack = struct.Struct(">?").pack
@@ -129,7 +130,14 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v0(buf: bytes, pos: int, blen
                 pos = end10
             else:
                 bad_length(n9, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'bytes', 'MemberAssignment')
-            app(_DescribeGroupsResponse_DescribedGroupMember(f_member_id, None, f_client_id, f_client_host, f_member_metadata, f_member_assignment))
+            item: DescribeGroupsResponse.DescribedGroupMember = _new(_DescribeGroupsResponse_DescribedGroupMember)
+            item.member_id = f_member_id
+            item.group_instance_id = None
+            item.client_id = f_client_id
+            item.client_host = f_client_host
+            item.member_metadata = f_member_metadata
+            item.member_assignment = f_member_assignment
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroupMember', pos) from None
     return out, pos
@@ -197,7 +205,16 @@ def da_DescribeGroupsResponse_DescribedGroup_v0(buf: bytes, pos: int, blen: int,
                 if n9 * 1 > blen - pos:
                     raise ProtocolError('DescribeGroupsResponse.DescribedGroup', None, pos, f'array Members count {n9} exceeds remaining bytes')
                 f_members, pos = da_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos, blen, n9)
-            app(_DescribeGroupsResponse_DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, -2147483648))
+            item: DescribeGroupsResponse.DescribedGroup = _new(_DescribeGroupsResponse_DescribedGroup)
+            item.error_code = f_error_code
+            item.error_message = None
+            item.group_id = f_group_id
+            item.group_state = f_group_state
+            item.protocol_type = f_protocol_type
+            item.protocol_data = f_protocol_data
+            item.members = f_members
+            item.authorized_operations = -2147483648
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroup', pos) from None
     return out, pos
@@ -297,7 +314,16 @@ def da_DescribeGroupsResponse_DescribedGroup_v3(buf: bytes, pos: int, blen: int,
                 f_members, pos = da_DescribeGroupsResponse_DescribedGroupMember_v0(buf, pos, blen, n9)
             (f_authorized_operations,) = _F_i_unpack(buf, pos)
             pos += 4
-            app(_DescribeGroupsResponse_DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations))
+            item: DescribeGroupsResponse.DescribedGroup = _new(_DescribeGroupsResponse_DescribedGroup)
+            item.error_code = f_error_code
+            item.error_message = None
+            item.group_id = f_group_id
+            item.group_state = f_group_state
+            item.protocol_type = f_protocol_type
+            item.protocol_data = f_protocol_data
+            item.members = f_members
+            item.authorized_operations = f_authorized_operations
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroup', pos) from None
     return out, pos
@@ -388,7 +414,14 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v4(buf: bytes, pos: int, blen
                 pos = end12
             else:
                 bad_length(n11, pos, 'DescribeGroupsResponse.DescribedGroupMember', 'bytes', 'MemberAssignment')
-            app(_DescribeGroupsResponse_DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment))
+            item: DescribeGroupsResponse.DescribedGroupMember = _new(_DescribeGroupsResponse_DescribedGroupMember)
+            item.member_id = f_member_id
+            item.group_instance_id = f_group_instance_id
+            item.client_id = f_client_id
+            item.client_host = f_client_host
+            item.member_metadata = f_member_metadata
+            item.member_assignment = f_member_assignment
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroupMember', pos) from None
     return out, pos
@@ -458,7 +491,16 @@ def da_DescribeGroupsResponse_DescribedGroup_v4(buf: bytes, pos: int, blen: int,
                 f_members, pos = da_DescribeGroupsResponse_DescribedGroupMember_v4(buf, pos, blen, n9)
             (f_authorized_operations,) = _F_i_unpack(buf, pos)
             pos += 4
-            app(_DescribeGroupsResponse_DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations))
+            item: DescribeGroupsResponse.DescribedGroup = _new(_DescribeGroupsResponse_DescribedGroup)
+            item.error_code = f_error_code
+            item.error_message = None
+            item.group_id = f_group_id
+            item.group_state = f_group_state
+            item.protocol_type = f_protocol_type
+            item.protocol_data = f_protocol_data
+            item.members = f_members
+            item.authorized_operations = f_authorized_operations
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroup', pos) from None
     return out, pos
@@ -595,7 +637,14 @@ def da_DescribeGroupsResponse_DescribedGroupMember_v5(buf: bytes, pos: int, blen
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeGroupsResponse.DescribedGroupMember')
-            app(_DescribeGroupsResponse_DescribedGroupMember(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment))
+            item: DescribeGroupsResponse.DescribedGroupMember = _new(_DescribeGroupsResponse_DescribedGroupMember)
+            item.member_id = f_member_id
+            item.group_instance_id = f_group_instance_id
+            item.client_id = f_client_id
+            item.client_host = f_client_host
+            item.member_metadata = f_member_metadata
+            item.member_assignment = f_member_assignment
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroupMember', pos) from None
     return out, pos
@@ -704,7 +753,16 @@ def da_DescribeGroupsResponse_DescribedGroup_v5(buf: bytes, pos: int, blen: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeGroupsResponse.DescribedGroup')
-            app(_DescribeGroupsResponse_DescribedGroup(f_error_code, None, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations))
+            item: DescribeGroupsResponse.DescribedGroup = _new(_DescribeGroupsResponse_DescribedGroup)
+            item.error_code = f_error_code
+            item.error_message = None
+            item.group_id = f_group_id
+            item.group_state = f_group_state
+            item.protocol_type = f_protocol_type
+            item.protocol_data = f_protocol_data
+            item.members = f_members
+            item.authorized_operations = f_authorized_operations
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroup', pos) from None
     return out, pos
@@ -860,7 +918,16 @@ def da_DescribeGroupsResponse_DescribedGroup_v6(buf: bytes, pos: int, blen: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeGroupsResponse.DescribedGroup')
-            app(_DescribeGroupsResponse_DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations))
+            item: DescribeGroupsResponse.DescribedGroup = _new(_DescribeGroupsResponse_DescribedGroup)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.group_id = f_group_id
+            item.group_state = f_group_state
+            item.protocol_type = f_protocol_type
+            item.protocol_data = f_protocol_data
+            item.members = f_members
+            item.authorized_operations = f_authorized_operations
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeGroupsResponse.DescribedGroup', pos) from None
     return out, pos

@@ -27,6 +27,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_ih_unpack = struct.Struct(">ih").unpack_from
@@ -98,7 +99,12 @@ def da_DescribeLogDirsResponse_DescribeLogDirsPartition_v0(buf: bytes, pos: int,
         for _ in range(n):
             (f_partition_index, f_partition_size, f_offset_lag, f_is_future_key,) = _F_iqqo_unpack(buf, pos)
             pos += 21
-            app(_DescribeLogDirsResponse_DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key))
+            item: DescribeLogDirsResponse.DescribeLogDirsPartition = _new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+            item.partition_index = f_partition_index
+            item.partition_size = f_partition_size
+            item.offset_lag = f_offset_lag
+            item.is_future_key = f_is_future_key
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeLogDirsResponse.DescribeLogDirsPartition', pos) from None
     return out, pos
@@ -128,7 +134,10 @@ def da_DescribeLogDirsResponse_DescribeLogDirsTopic_v0(buf: bytes, pos: int, ble
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('DescribeLogDirsResponse.DescribeLogDirsTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_DescribeLogDirsResponse_DescribeLogDirsPartition_v0(buf, pos, blen, n3)
-            app(_DescribeLogDirsResponse_DescribeLogDirsTopic(f_name, f_partitions))
+            item: DescribeLogDirsResponse.DescribeLogDirsTopic = _new(_DescribeLogDirsResponse_DescribeLogDirsTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeLogDirsResponse.DescribeLogDirsTopic', pos) from None
     return out, pos
@@ -160,7 +169,13 @@ def da_DescribeLogDirsResponse_DescribeLogDirsResult_v0(buf: bytes, pos: int, bl
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('DescribeLogDirsResponse.DescribeLogDirsResult', None, pos, f'array Topics count {n3} exceeds remaining bytes')
                 f_topics, pos = da_DescribeLogDirsResponse_DescribeLogDirsTopic_v0(buf, pos, blen, n3)
-            app(_DescribeLogDirsResponse_DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1))
+            item: DescribeLogDirsResponse.DescribeLogDirsResult = _new(_DescribeLogDirsResponse_DescribeLogDirsResult)
+            item.error_code = f_error_code
+            item.log_dir = f_log_dir
+            item.topics = f_topics
+            item.total_bytes = -1
+            item.usable_bytes = -1
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeLogDirsResponse.DescribeLogDirsResult', pos) from None
     return out, pos
@@ -192,7 +207,12 @@ def da_DescribeLogDirsResponse_DescribeLogDirsPartition_v2(buf: bytes, pos: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeLogDirsResponse.DescribeLogDirsPartition')
-            app(_DescribeLogDirsResponse_DescribeLogDirsPartition(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key))
+            item: DescribeLogDirsResponse.DescribeLogDirsPartition = _new(_DescribeLogDirsResponse_DescribeLogDirsPartition)
+            item.partition_index = f_partition_index
+            item.partition_size = f_partition_size
+            item.offset_lag = f_offset_lag
+            item.is_future_key = f_is_future_key
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeLogDirsResponse.DescribeLogDirsPartition', pos) from None
     return out, pos
@@ -240,7 +260,10 @@ def da_DescribeLogDirsResponse_DescribeLogDirsTopic_v2(buf: bytes, pos: int, ble
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeLogDirsResponse.DescribeLogDirsTopic')
-            app(_DescribeLogDirsResponse_DescribeLogDirsTopic(f_name, f_partitions))
+            item: DescribeLogDirsResponse.DescribeLogDirsTopic = _new(_DescribeLogDirsResponse_DescribeLogDirsTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeLogDirsResponse.DescribeLogDirsTopic', pos) from None
     return out, pos
@@ -290,7 +313,13 @@ def da_DescribeLogDirsResponse_DescribeLogDirsResult_v2(buf: bytes, pos: int, bl
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeLogDirsResponse.DescribeLogDirsResult')
-            app(_DescribeLogDirsResponse_DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, -1, -1))
+            item: DescribeLogDirsResponse.DescribeLogDirsResult = _new(_DescribeLogDirsResponse_DescribeLogDirsResult)
+            item.error_code = f_error_code
+            item.log_dir = f_log_dir
+            item.topics = f_topics
+            item.total_bytes = -1
+            item.usable_bytes = -1
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeLogDirsResponse.DescribeLogDirsResult', pos) from None
     return out, pos
@@ -396,7 +425,13 @@ def da_DescribeLogDirsResponse_DescribeLogDirsResult_v4(buf: bytes, pos: int, bl
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeLogDirsResponse.DescribeLogDirsResult')
-            app(_DescribeLogDirsResponse_DescribeLogDirsResult(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes))
+            item: DescribeLogDirsResponse.DescribeLogDirsResult = _new(_DescribeLogDirsResponse_DescribeLogDirsResult)
+            item.error_code = f_error_code
+            item.log_dir = f_log_dir
+            item.topics = f_topics
+            item.total_bytes = f_total_bytes
+            item.usable_bytes = f_usable_bytes
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeLogDirsResponse.DescribeLogDirsResult', pos) from None
     return out, pos

@@ -23,6 +23,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_qiiqiq_unpack = struct.Struct(">qiiqiq").unpack_from
@@ -69,7 +70,14 @@ def da_DescribeProducersResponse_ProducerState_v0(buf: bytes, pos: int, blen: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeProducersResponse.ProducerState')
-            app(_DescribeProducersResponse_ProducerState(f_producer_id, f_producer_epoch, f_last_sequence, f_last_timestamp, f_coordinator_epoch, f_current_txn_start_offset))
+            item: DescribeProducersResponse.ProducerState = _new(_DescribeProducersResponse_ProducerState)
+            item.producer_id = f_producer_id
+            item.producer_epoch = f_producer_epoch
+            item.last_sequence = f_last_sequence
+            item.last_timestamp = f_last_timestamp
+            item.coordinator_epoch = f_coordinator_epoch
+            item.current_txn_start_offset = f_current_txn_start_offset
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeProducersResponse.ProducerState', pos) from None
     return out, pos
@@ -120,7 +128,12 @@ def da_DescribeProducersResponse_PartitionResponse_v0(buf: bytes, pos: int, blen
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeProducersResponse.PartitionResponse')
-            app(_DescribeProducersResponse_PartitionResponse(f_partition_index, f_error_code, f_error_message, f_active_producers))
+            item: DescribeProducersResponse.PartitionResponse = _new(_DescribeProducersResponse_PartitionResponse)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.active_producers = f_active_producers
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeProducersResponse.PartitionResponse', pos) from None
     return out, pos
@@ -168,7 +181,10 @@ def da_DescribeProducersResponse_TopicResponse_v0(buf: bytes, pos: int, blen: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeProducersResponse.TopicResponse')
-            app(_DescribeProducersResponse_TopicResponse(f_name, f_partitions))
+            item: DescribeProducersResponse.TopicResponse = _new(_DescribeProducersResponse_TopicResponse)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeProducersResponse.TopicResponse', pos) from None
     return out, pos

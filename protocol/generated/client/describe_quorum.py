@@ -11,11 +11,13 @@ from uuid import UUID
 from protocol.generated.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from protocol.model import Append
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UVARINT_SMALL,
     ZERO_UUID,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -24,6 +26,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_H_unpack = struct.Struct(">H").unpack_from
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
@@ -43,6 +46,13 @@ _DescribeQuorumResponse_Node = DescribeQuorumResponse.Node
 _DescribeQuorumResponse_Listener = DescribeQuorumResponse.Listener
 
 def ea_DescribeQuorumRequest_PartitionData_v0(xs: list[DescribeQuorumRequest.PartitionData], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            w(array_struct('ix', count).pack(*[o.partition_index for o in xs]))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_ix_pack(o.partition_index))
@@ -86,7 +96,13 @@ def da_DescribeQuorumResponse_ReplicaState_v0(buf: bytes, pos: int, blen: int, n
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeQuorumResponse.ReplicaState')
-            app(_DescribeQuorumResponse_ReplicaState(f_replica_id, ZERO_UUID, f_log_end_offset, -1, -1))
+            item: DescribeQuorumResponse.ReplicaState = _new(_DescribeQuorumResponse_ReplicaState)
+            item.replica_id = f_replica_id
+            item.replica_directory_id = ZERO_UUID
+            item.log_end_offset = f_log_end_offset
+            item.last_fetch_timestamp = -1
+            item.last_caught_up_timestamp = -1
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeQuorumResponse.ReplicaState', pos) from None
     return out, pos
@@ -132,7 +148,16 @@ def da_DescribeQuorumResponse_PartitionData_v0(buf: bytes, pos: int, blen: int, 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeQuorumResponse.PartitionData')
-            app(_DescribeQuorumResponse_PartitionData(f_partition_index, f_error_code, '', f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers))
+            item: DescribeQuorumResponse.PartitionData = _new(_DescribeQuorumResponse_PartitionData)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.error_message = ''
+            item.leader_id = f_leader_id
+            item.leader_epoch = f_leader_epoch
+            item.high_watermark = f_high_watermark
+            item.current_voters = f_current_voters
+            item.observers = f_observers
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeQuorumResponse.PartitionData', pos) from None
     return out, pos
@@ -180,7 +205,10 @@ def da_DescribeQuorumResponse_TopicData_v0(buf: bytes, pos: int, blen: int, n: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeQuorumResponse.TopicData')
-            app(_DescribeQuorumResponse_TopicData(f_topic_name, f_partitions))
+            item: DescribeQuorumResponse.TopicData = _new(_DescribeQuorumResponse_TopicData)
+            item.topic_name = f_topic_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeQuorumResponse.TopicData', pos) from None
     return out, pos
@@ -223,7 +251,13 @@ def da_DescribeQuorumResponse_ReplicaState_v1(buf: bytes, pos: int, blen: int, n
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeQuorumResponse.ReplicaState')
-            app(_DescribeQuorumResponse_ReplicaState(f_replica_id, ZERO_UUID, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp))
+            item: DescribeQuorumResponse.ReplicaState = _new(_DescribeQuorumResponse_ReplicaState)
+            item.replica_id = f_replica_id
+            item.replica_directory_id = ZERO_UUID
+            item.log_end_offset = f_log_end_offset
+            item.last_fetch_timestamp = f_last_fetch_timestamp
+            item.last_caught_up_timestamp = f_last_caught_up_timestamp
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeQuorumResponse.ReplicaState', pos) from None
     return out, pos
@@ -269,7 +303,16 @@ def da_DescribeQuorumResponse_PartitionData_v1(buf: bytes, pos: int, blen: int, 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeQuorumResponse.PartitionData')
-            app(_DescribeQuorumResponse_PartitionData(f_partition_index, f_error_code, '', f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers))
+            item: DescribeQuorumResponse.PartitionData = _new(_DescribeQuorumResponse_PartitionData)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.error_message = ''
+            item.leader_id = f_leader_id
+            item.leader_epoch = f_leader_epoch
+            item.high_watermark = f_high_watermark
+            item.current_voters = f_current_voters
+            item.observers = f_observers
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeQuorumResponse.PartitionData', pos) from None
     return out, pos
@@ -317,7 +360,10 @@ def da_DescribeQuorumResponse_TopicData_v1(buf: bytes, pos: int, blen: int, n: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeQuorumResponse.TopicData')
-            app(_DescribeQuorumResponse_TopicData(f_topic_name, f_partitions))
+            item: DescribeQuorumResponse.TopicData = _new(_DescribeQuorumResponse_TopicData)
+            item.topic_name = f_topic_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeQuorumResponse.TopicData', pos) from None
     return out, pos
@@ -366,7 +412,13 @@ def da_DescribeQuorumResponse_ReplicaState_v2(buf: bytes, pos: int, blen: int, n
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeQuorumResponse.ReplicaState')
-            app(_DescribeQuorumResponse_ReplicaState(f_replica_id, f_replica_directory_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp))
+            item: DescribeQuorumResponse.ReplicaState = _new(_DescribeQuorumResponse_ReplicaState)
+            item.replica_id = f_replica_id
+            item.replica_directory_id = f_replica_directory_id
+            item.log_end_offset = f_log_end_offset
+            item.last_fetch_timestamp = f_last_fetch_timestamp
+            item.last_caught_up_timestamp = f_last_caught_up_timestamp
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeQuorumResponse.ReplicaState', pos) from None
     return out, pos
@@ -434,7 +486,16 @@ def da_DescribeQuorumResponse_PartitionData_v2(buf: bytes, pos: int, blen: int, 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeQuorumResponse.PartitionData')
-            app(_DescribeQuorumResponse_PartitionData(f_partition_index, f_error_code, f_error_message, f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers))
+            item: DescribeQuorumResponse.PartitionData = _new(_DescribeQuorumResponse_PartitionData)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.leader_id = f_leader_id
+            item.leader_epoch = f_leader_epoch
+            item.high_watermark = f_high_watermark
+            item.current_voters = f_current_voters
+            item.observers = f_observers
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeQuorumResponse.PartitionData', pos) from None
     return out, pos
@@ -482,7 +543,10 @@ def da_DescribeQuorumResponse_TopicData_v2(buf: bytes, pos: int, blen: int, n: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeQuorumResponse.TopicData')
-            app(_DescribeQuorumResponse_TopicData(f_topic_name, f_partitions))
+            item: DescribeQuorumResponse.TopicData = _new(_DescribeQuorumResponse_TopicData)
+            item.topic_name = f_topic_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeQuorumResponse.TopicData', pos) from None
     return out, pos
@@ -536,7 +600,11 @@ def da_DescribeQuorumResponse_Listener_v2(buf: bytes, pos: int, blen: int, n: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeQuorumResponse.Listener')
-            app(_DescribeQuorumResponse_Listener(f_name, f_host, f_port))
+            item: DescribeQuorumResponse.Listener = _new(_DescribeQuorumResponse_Listener)
+            item.name = f_name
+            item.host = f_host
+            item.port = f_port
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeQuorumResponse.Listener', pos) from None
     return out, pos
@@ -567,7 +635,10 @@ def da_DescribeQuorumResponse_Node_v2(buf: bytes, pos: int, blen: int, n: int) -
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeQuorumResponse.Node')
-            app(_DescribeQuorumResponse_Node(f_node_id, f_listeners))
+            item: DescribeQuorumResponse.Node = _new(_DescribeQuorumResponse_Node)
+            item.node_id = f_node_id
+            item.listeners = f_listeners
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeQuorumResponse.Node', pos) from None
     return out, pos

@@ -27,6 +27,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_iqih_unpack = struct.Struct(">iqih").unpack_from
@@ -113,7 +114,14 @@ def da_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition')
-            app(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition(f_partition_index, f_start_offset, f_leader_epoch, -1, f_error_code, f_error_message))
+            item: DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition = _new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition)
+            item.partition_index = f_partition_index
+            item.start_offset = f_start_offset
+            item.leader_epoch = f_leader_epoch
+            item.lag = -1
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition', pos) from None
     return out, pos
@@ -165,7 +173,11 @@ def da_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic')
-            app(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic(f_topic_name, f_topic_id, f_partitions))
+            item: DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic = _new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic)
+            item.topic_name = f_topic_name
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic', pos) from None
     return out, pos
@@ -235,7 +247,12 @@ def da_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup')
-            app(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup(f_group_id, f_topics, f_error_code, f_error_message))
+            item: DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup = _new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup)
+            item.group_id = f_group_id
+            item.topics = f_topics
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup', pos) from None
     return out, pos
@@ -298,7 +315,14 @@ def da_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartit
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition')
-            app(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition(f_partition_index, f_start_offset, f_leader_epoch, f_lag, f_error_code, f_error_message))
+            item: DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition = _new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponsePartition)
+            item.partition_index = f_partition_index
+            item.start_offset = f_start_offset
+            item.leader_epoch = f_leader_epoch
+            item.lag = f_lag
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition', pos) from None
     return out, pos
@@ -350,7 +374,11 @@ def da_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic_
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic')
-            app(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic(f_topic_name, f_topic_id, f_partitions))
+            item: DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic = _new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseTopic)
+            item.topic_name = f_topic_name
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseTopic', pos) from None
     return out, pos
@@ -420,7 +448,12 @@ def da_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup_
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup')
-            app(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup(f_group_id, f_topics, f_error_code, f_error_message))
+            item: DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup = _new(_DescribeShareGroupOffsetsResponse_DescribeShareGroupOffsetsResponseGroup)
+            item.group_id = f_group_id
+            item.topics = f_topics
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup', pos) from None
     return out, pos

@@ -24,6 +24,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_hiii_unpack = struct.Struct(">hiii").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
@@ -169,7 +170,17 @@ def da_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition_
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition')
-            app(_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_eligible_leader_replicas, f_last_known_elr, f_offline_replicas))
+            item: DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition = _new(_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponsePartition)
+            item.error_code = f_error_code
+            item.partition_index = f_partition_index
+            item.leader_id = f_leader_id
+            item.leader_epoch = f_leader_epoch
+            item.replica_nodes = f_replica_nodes
+            item.isr_nodes = f_isr_nodes
+            item.eligible_leader_replicas = f_eligible_leader_replicas
+            item.last_known_elr = f_last_known_elr
+            item.offline_replicas = f_offline_replicas
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition', pos) from None
     return out, pos
@@ -228,7 +239,14 @@ def da_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic_v0(b
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic')
-            app(_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations))
+            item: DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic = _new(_DescribeTopicPartitionsResponse_DescribeTopicPartitionsResponseTopic)
+            item.error_code = f_error_code
+            item.name = f_name
+            item.topic_id = f_topic_id
+            item.is_internal = f_is_internal
+            item.partitions = f_partitions
+            item.topic_authorized_operations = f_topic_authorized_operations
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic', pos) from None
     return out, pos

@@ -23,6 +23,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_iqqh_unpack = struct.Struct(">iqqh").unpack_from
@@ -89,7 +90,10 @@ def da_DescribeTransactionsResponse_TopicData_v0(buf: bytes, pos: int, blen: int
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeTransactionsResponse.TopicData')
-            app(_DescribeTransactionsResponse_TopicData(f_topic, f_partitions))
+            item: DescribeTransactionsResponse.TopicData = _new(_DescribeTransactionsResponse_TopicData)
+            item.topic = f_topic
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeTransactionsResponse.TopicData', pos) from None
     return out, pos
@@ -160,7 +164,16 @@ def da_DescribeTransactionsResponse_TransactionState_v0(buf: bytes, pos: int, bl
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'DescribeTransactionsResponse.TransactionState')
-            app(_DescribeTransactionsResponse_TransactionState(f_error_code, f_transactional_id, f_transaction_state, f_transaction_timeout_ms, f_transaction_start_time_ms, f_producer_id, f_producer_epoch, f_topics))
+            item: DescribeTransactionsResponse.TransactionState = _new(_DescribeTransactionsResponse_TransactionState)
+            item.error_code = f_error_code
+            item.transactional_id = f_transactional_id
+            item.transaction_state = f_transaction_state
+            item.transaction_timeout_ms = f_transaction_timeout_ms
+            item.transaction_start_time_ms = f_transaction_start_time_ms
+            item.producer_id = f_producer_id
+            item.producer_epoch = f_producer_epoch
+            item.topics = f_topics
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'DescribeTransactionsResponse.TransactionState', pos) from None
     return out, pos

@@ -27,6 +27,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_b_pack = struct.Struct(">b").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
@@ -125,7 +126,11 @@ def da_ElectLeadersResponse_PartitionResult_v0(buf: bytes, pos: int, blen: int, 
                     bad_length(n1, pos, 'ElectLeadersResponse.PartitionResult', 'string', 'ErrorMessage')
                 f_error_message = buf[pos:end2].decode()
                 pos = end2
-            app(_ElectLeadersResponse_PartitionResult(f_partition_id, f_error_code, f_error_message))
+            item: ElectLeadersResponse.PartitionResult = _new(_ElectLeadersResponse_PartitionResult)
+            item.partition_id = f_partition_id
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ElectLeadersResponse.PartitionResult', pos) from None
     return out, pos
@@ -155,7 +160,10 @@ def da_ElectLeadersResponse_ReplicaElectionResult_v0(buf: bytes, pos: int, blen:
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ElectLeadersResponse.ReplicaElectionResult', None, pos, f'array PartitionResult count {n3} exceeds remaining bytes')
                 f_partition_result, pos = da_ElectLeadersResponse_PartitionResult_v0(buf, pos, blen, n3)
-            app(_ElectLeadersResponse_ReplicaElectionResult(f_topic, f_partition_result))
+            item: ElectLeadersResponse.ReplicaElectionResult = _new(_ElectLeadersResponse_ReplicaElectionResult)
+            item.topic = f_topic
+            item.partition_result = f_partition_result
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ElectLeadersResponse.ReplicaElectionResult', pos) from None
     return out, pos
@@ -223,7 +231,11 @@ def da_ElectLeadersResponse_PartitionResult_v2(buf: bytes, pos: int, blen: int, 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ElectLeadersResponse.PartitionResult')
-            app(_ElectLeadersResponse_PartitionResult(f_partition_id, f_error_code, f_error_message))
+            item: ElectLeadersResponse.PartitionResult = _new(_ElectLeadersResponse_PartitionResult)
+            item.partition_id = f_partition_id
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ElectLeadersResponse.PartitionResult', pos) from None
     return out, pos
@@ -271,7 +283,10 @@ def da_ElectLeadersResponse_ReplicaElectionResult_v2(buf: bytes, pos: int, blen:
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ElectLeadersResponse.ReplicaElectionResult')
-            app(_ElectLeadersResponse_ReplicaElectionResult(f_topic, f_partition_result))
+            item: ElectLeadersResponse.ReplicaElectionResult = _new(_ElectLeadersResponse_ReplicaElectionResult)
+            item.topic = f_topic
+            item.partition_result = f_partition_result
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ElectLeadersResponse.ReplicaElectionResult', pos) from None
     return out, pos

@@ -12,6 +12,7 @@ from uuid import UUID
 from protocol.generated.fetch import FetchRequest, FetchResponse
 from protocol.model import Append
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UVARINT_SMALL,
@@ -21,6 +22,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -29,6 +31,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_ihi_unpack = struct.Struct(">ihi").unpack_from
 _F_ihq_unpack = struct.Struct(">ihq").unpack_from
@@ -61,6 +64,17 @@ _FetchResponse_AbortedTransaction = FetchResponse.AbortedTransaction
 _FetchResponse_NodeEndpoint = FetchResponse.NodeEndpoint
 
 def ea_FetchRequest_FetchPartition_v0(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.partition for o in xs]
+            flat[1::3] = [o.fetch_offset for o in xs]
+            flat[2::3] = [o.partition_max_bytes for o in xs]
+            w(array_struct('iqi', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqi_pack(o.partition, o.fetch_offset, o.partition_max_bytes))
@@ -108,6 +122,18 @@ def e_FetchRequest_v4(o: FetchRequest, w: Append) -> None:
         raise encode_error(exc, 'FetchRequest') from None
 
 def ea_FetchRequest_FetchPartition_v5(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (4 * count)
+            flat[0::4] = [o.partition for o in xs]
+            flat[1::4] = [o.fetch_offset for o in xs]
+            flat[2::4] = [o.log_start_offset for o in xs]
+            flat[3::4] = [o.partition_max_bytes for o in xs]
+            w(array_struct('iqqi', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqqi_pack(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes))
@@ -162,6 +188,19 @@ def e_FetchRequest_v7(o: FetchRequest, w: Append) -> None:
         raise encode_error(exc, 'FetchRequest') from None
 
 def ea_FetchRequest_FetchPartition_v9(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (5 * count)
+            flat[0::5] = [o.partition for o in xs]
+            flat[1::5] = [o.current_leader_epoch for o in xs]
+            flat[2::5] = [o.fetch_offset for o in xs]
+            flat[3::5] = [o.log_start_offset for o in xs]
+            flat[4::5] = [o.partition_max_bytes for o in xs]
+            w(array_struct('iiqqi', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iiqqi_pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes))
@@ -210,6 +249,20 @@ def e_FetchRequest_v11(o: FetchRequest, w: Append) -> None:
         raise encode_error(exc, 'FetchRequest') from None
 
 def ea_FetchRequest_FetchPartition_v12(xs: list[FetchRequest.FetchPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (6 * count)
+            flat[0::6] = [o.partition for o in xs]
+            flat[1::6] = [o.current_leader_epoch for o in xs]
+            flat[2::6] = [o.fetch_offset for o in xs]
+            flat[3::6] = [o.last_fetched_epoch for o in xs]
+            flat[4::6] = [o.log_start_offset for o in xs]
+            flat[5::6] = [o.partition_max_bytes for o in xs]
+            w(array_struct('iiqiqix', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iiqiqix_pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes))
@@ -498,7 +551,19 @@ def da_FetchResponse_PartitionData_v0(buf: bytes, pos: int, blen: int, n: int) -
                 f_records = None
             else:
                 bad_length(n1, pos, 'FetchResponse.PartitionData', 'records', 'Records')
-            app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, -1, -1, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), [], -1, f_records))
+            item: FetchResponse.PartitionData = _new(_FetchResponse_PartitionData)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.high_watermark = f_high_watermark
+            item.last_stable_offset = -1
+            item.log_start_offset = -1
+            item.diverging_epoch = _FetchResponse_EpochEndOffset()
+            item.current_leader = _FetchResponse_LeaderIdAndEpoch()
+            item.snapshot_id = _FetchResponse_SnapshotId()
+            item.aborted_transactions = []
+            item.preferred_read_replica = -1
+            item.records = f_records
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
     return out, pos
@@ -528,7 +593,11 @@ def da_FetchResponse_FetchableTopicResponse_v0(buf: bytes, pos: int, blen: int, 
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchResponse_PartitionData_v0(buf, pos, blen, n3)
-            app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
+            item: FetchResponse.FetchableTopicResponse = _new(_FetchResponse_FetchableTopicResponse)
+            item.topic = f_topic
+            item.topic_id = ZERO_UUID
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
     return out, pos
@@ -570,7 +639,10 @@ def da_FetchResponse_AbortedTransaction_v4(buf: bytes, pos: int, blen: int, n: i
         for _ in range(n):
             (f_producer_id, f_first_offset,) = _F_qq_unpack(buf, pos)
             pos += 16
-            app(_FetchResponse_AbortedTransaction(f_producer_id, f_first_offset))
+            item: FetchResponse.AbortedTransaction = _new(_FetchResponse_AbortedTransaction)
+            item.producer_id = f_producer_id
+            item.first_offset = f_first_offset
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.AbortedTransaction', pos) from None
     return out, pos
@@ -602,7 +674,19 @@ def da_FetchResponse_PartitionData_v4(buf: bytes, pos: int, blen: int, n: int) -
                 f_records = None
             else:
                 bad_length(n2, pos, 'FetchResponse.PartitionData', 'records', 'Records')
-            app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, -1, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), f_aborted_transactions, -1, f_records))
+            item: FetchResponse.PartitionData = _new(_FetchResponse_PartitionData)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.high_watermark = f_high_watermark
+            item.last_stable_offset = f_last_stable_offset
+            item.log_start_offset = -1
+            item.diverging_epoch = _FetchResponse_EpochEndOffset()
+            item.current_leader = _FetchResponse_LeaderIdAndEpoch()
+            item.snapshot_id = _FetchResponse_SnapshotId()
+            item.aborted_transactions = f_aborted_transactions
+            item.preferred_read_replica = -1
+            item.records = f_records
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
     return out, pos
@@ -632,7 +716,11 @@ def da_FetchResponse_FetchableTopicResponse_v4(buf: bytes, pos: int, blen: int, 
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchResponse_PartitionData_v4(buf, pos, blen, n3)
-            app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
+            item: FetchResponse.FetchableTopicResponse = _new(_FetchResponse_FetchableTopicResponse)
+            item.topic = f_topic
+            item.topic_id = ZERO_UUID
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
     return out, pos
@@ -680,7 +768,19 @@ def da_FetchResponse_PartitionData_v5(buf: bytes, pos: int, blen: int, n: int) -
                 f_records = None
             else:
                 bad_length(n2, pos, 'FetchResponse.PartitionData', 'records', 'Records')
-            app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), f_aborted_transactions, -1, f_records))
+            item: FetchResponse.PartitionData = _new(_FetchResponse_PartitionData)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.high_watermark = f_high_watermark
+            item.last_stable_offset = f_last_stable_offset
+            item.log_start_offset = f_log_start_offset
+            item.diverging_epoch = _FetchResponse_EpochEndOffset()
+            item.current_leader = _FetchResponse_LeaderIdAndEpoch()
+            item.snapshot_id = _FetchResponse_SnapshotId()
+            item.aborted_transactions = f_aborted_transactions
+            item.preferred_read_replica = -1
+            item.records = f_records
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
     return out, pos
@@ -710,7 +810,11 @@ def da_FetchResponse_FetchableTopicResponse_v5(buf: bytes, pos: int, blen: int, 
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchResponse_PartitionData_v5(buf, pos, blen, n3)
-            app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
+            item: FetchResponse.FetchableTopicResponse = _new(_FetchResponse_FetchableTopicResponse)
+            item.topic = f_topic
+            item.topic_id = ZERO_UUID
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
     return out, pos
@@ -776,7 +880,19 @@ def da_FetchResponse_PartitionData_v11(buf: bytes, pos: int, blen: int, n: int) 
                 f_records = None
             else:
                 bad_length(n2, pos, 'FetchResponse.PartitionData', 'records', 'Records')
-            app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, _FetchResponse_EpochEndOffset(), _FetchResponse_LeaderIdAndEpoch(), _FetchResponse_SnapshotId(), f_aborted_transactions, f_preferred_read_replica, f_records))
+            item: FetchResponse.PartitionData = _new(_FetchResponse_PartitionData)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.high_watermark = f_high_watermark
+            item.last_stable_offset = f_last_stable_offset
+            item.log_start_offset = f_log_start_offset
+            item.diverging_epoch = _FetchResponse_EpochEndOffset()
+            item.current_leader = _FetchResponse_LeaderIdAndEpoch()
+            item.snapshot_id = _FetchResponse_SnapshotId()
+            item.aborted_transactions = f_aborted_transactions
+            item.preferred_read_replica = f_preferred_read_replica
+            item.records = f_records
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
     return out, pos
@@ -806,7 +922,11 @@ def da_FetchResponse_FetchableTopicResponse_v11(buf: bytes, pos: int, blen: int,
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('FetchResponse.FetchableTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_FetchResponse_PartitionData_v11(buf, pos, blen, n3)
-            app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
+            item: FetchResponse.FetchableTopicResponse = _new(_FetchResponse_FetchableTopicResponse)
+            item.topic = f_topic
+            item.topic_id = ZERO_UUID
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
     return out, pos
@@ -838,7 +958,10 @@ def da_FetchResponse_AbortedTransaction_v12(buf: bytes, pos: int, blen: int, n: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.AbortedTransaction')
-            app(_FetchResponse_AbortedTransaction(f_producer_id, f_first_offset))
+            item: FetchResponse.AbortedTransaction = _new(_FetchResponse_AbortedTransaction)
+            item.producer_id = f_producer_id
+            item.first_offset = f_first_offset
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.AbortedTransaction', pos) from None
     return out, pos
@@ -945,7 +1068,19 @@ def da_FetchResponse_PartitionData_v12(buf: bytes, pos: int, blen: int, n: int) 
                     elif tag == 2:
                         f_snapshot_id, pos = d_FetchResponse_SnapshotId_v12(buf, pos, blen)
                     pos = tag_end  # unknown tags are skipped
-            app(_FetchResponse_PartitionData(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records))
+            item: FetchResponse.PartitionData = _new(_FetchResponse_PartitionData)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.high_watermark = f_high_watermark
+            item.last_stable_offset = f_last_stable_offset
+            item.log_start_offset = f_log_start_offset
+            item.diverging_epoch = f_diverging_epoch
+            item.current_leader = f_current_leader
+            item.snapshot_id = f_snapshot_id
+            item.aborted_transactions = f_aborted_transactions
+            item.preferred_read_replica = f_preferred_read_replica
+            item.records = f_records
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.PartitionData', pos) from None
     return out, pos
@@ -993,7 +1128,11 @@ def da_FetchResponse_FetchableTopicResponse_v12(buf: bytes, pos: int, blen: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.FetchableTopicResponse')
-            app(_FetchResponse_FetchableTopicResponse(f_topic, ZERO_UUID, f_partitions))
+            item: FetchResponse.FetchableTopicResponse = _new(_FetchResponse_FetchableTopicResponse)
+            item.topic = f_topic
+            item.topic_id = ZERO_UUID
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
     return out, pos
@@ -1053,7 +1192,11 @@ def da_FetchResponse_FetchableTopicResponse_v13(buf: bytes, pos: int, blen: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.FetchableTopicResponse')
-            app(_FetchResponse_FetchableTopicResponse('', f_topic_id, f_partitions))
+            item: FetchResponse.FetchableTopicResponse = _new(_FetchResponse_FetchableTopicResponse)
+            item.topic = ''
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.FetchableTopicResponse', pos) from None
     return out, pos
@@ -1137,7 +1280,12 @@ def da_FetchResponse_NodeEndpoint_v16(buf: bytes, pos: int, blen: int, n: int) -
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'FetchResponse.NodeEndpoint')
-            app(_FetchResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack))
+            item: FetchResponse.NodeEndpoint = _new(_FetchResponse_NodeEndpoint)
+            item.node_id = f_node_id
+            item.host = f_host
+            item.port = f_port
+            item.rack = f_rack
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FetchResponse.NodeEndpoint', pos) from None
     return out, pos

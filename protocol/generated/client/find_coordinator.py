@@ -24,6 +24,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_b_pack = struct.Struct(">b").pack
 _F_bx_pack = struct.Struct(">bx").pack
 _F_hi_unpack = struct.Struct(">hi").unpack_from
@@ -263,7 +264,14 @@ def da_FindCoordinatorResponse_Coordinator_v4(buf: bytes, pos: int, blen: int, n
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'FindCoordinatorResponse.Coordinator')
-            app(_FindCoordinatorResponse_Coordinator(f_key, f_node_id, f_host, f_port, f_error_code, f_error_message))
+            item: FindCoordinatorResponse.Coordinator = _new(_FindCoordinatorResponse_Coordinator)
+            item.key = f_key
+            item.node_id = f_node_id
+            item.host = f_host
+            item.port = f_port
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'FindCoordinatorResponse.Coordinator', pos) from None
     return out, pos

@@ -26,6 +26,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_b_unpack = struct.Struct(">b").unpack_from
 _F_b_pack = struct.Struct(">b").pack
 _F_h_unpack = struct.Struct(">h").unpack_from
@@ -159,7 +160,12 @@ def da_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v0(buf: byte
                     bad_length(n3, pos, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', 'string', 'ResourceName')
                 f_resource_name = buf[pos:end4].decode()
                 pos = end4
-            app(_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name))
+            item: IncrementalAlterConfigsResponse.AlterConfigsResourceResponse = _new(_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', pos) from None
     return out, pos
@@ -232,7 +238,12 @@ def da_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse_v1(buf: byte
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse')
-            app(_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse(f_error_code, f_error_message, f_resource_type, f_resource_name))
+            item: IncrementalAlterConfigsResponse.AlterConfigsResourceResponse = _new(_IncrementalAlterConfigsResponse_AlterConfigsResourceResponse)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.resource_type = f_resource_type
+            item.resource_name = f_resource_name
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'IncrementalAlterConfigsResponse.AlterConfigsResourceResponse', pos) from None
     return out, pos

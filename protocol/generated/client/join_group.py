@@ -26,6 +26,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_hi_unpack = struct.Struct(">hi").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_ihi_unpack = struct.Struct(">ihi").unpack_from
@@ -235,7 +236,11 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v0(buf: bytes, pos: int, blen: 
                 pos = end4
             else:
                 bad_length(n3, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'bytes', 'Metadata')
-            app(_JoinGroupResponse_JoinGroupResponseMember(f_member_id, None, f_metadata))
+            item: JoinGroupResponse.JoinGroupResponseMember = _new(_JoinGroupResponse_JoinGroupResponseMember)
+            item.member_id = f_member_id
+            item.group_instance_id = None
+            item.metadata = f_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupResponse.JoinGroupResponseMember', pos) from None
     return out, pos
@@ -382,7 +387,11 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v5(buf: bytes, pos: int, blen: 
                 pos = end6
             else:
                 bad_length(n5, pos, 'JoinGroupResponse.JoinGroupResponseMember', 'bytes', 'Metadata')
-            app(_JoinGroupResponse_JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata))
+            item: JoinGroupResponse.JoinGroupResponseMember = _new(_JoinGroupResponse_JoinGroupResponseMember)
+            item.member_id = f_member_id
+            item.group_instance_id = f_group_instance_id
+            item.metadata = f_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupResponse.JoinGroupResponseMember', pos) from None
     return out, pos
@@ -502,7 +511,11 @@ def da_JoinGroupResponse_JoinGroupResponseMember_v6(buf: bytes, pos: int, blen: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'JoinGroupResponse.JoinGroupResponseMember')
-            app(_JoinGroupResponse_JoinGroupResponseMember(f_member_id, f_group_instance_id, f_metadata))
+            item: JoinGroupResponse.JoinGroupResponseMember = _new(_JoinGroupResponse_JoinGroupResponseMember)
+            item.member_id = f_member_id
+            item.group_instance_id = f_group_instance_id
+            item.metadata = f_metadata
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'JoinGroupResponse.JoinGroupResponseMember', pos) from None
     return out, pos

@@ -26,6 +26,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_ih_unpack = struct.Struct(">ih").unpack_from
 
@@ -200,7 +201,11 @@ def da_LeaveGroupResponse_MemberResponse_v3(buf: bytes, pos: int, blen: int, n: 
                 pos = end4
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
-            app(_LeaveGroupResponse_MemberResponse(f_member_id, f_group_instance_id, f_error_code))
+            item: LeaveGroupResponse.MemberResponse = _new(_LeaveGroupResponse_MemberResponse)
+            item.member_id = f_member_id
+            item.group_instance_id = f_group_instance_id
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupResponse.MemberResponse', pos) from None
     return out, pos
@@ -271,7 +276,11 @@ def da_LeaveGroupResponse_MemberResponse_v4(buf: bytes, pos: int, blen: int, n: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'LeaveGroupResponse.MemberResponse')
-            app(_LeaveGroupResponse_MemberResponse(f_member_id, f_group_instance_id, f_error_code))
+            item: LeaveGroupResponse.MemberResponse = _new(_LeaveGroupResponse_MemberResponse)
+            item.member_id = f_member_id
+            item.group_instance_id = f_group_instance_id
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'LeaveGroupResponse.MemberResponse', pos) from None
     return out, pos

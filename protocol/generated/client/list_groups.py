@@ -24,6 +24,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_ih_unpack = struct.Struct(">ih").unpack_from
 
@@ -108,7 +109,12 @@ def da_ListGroupsResponse_ListedGroup_v0(buf: bytes, pos: int, blen: int, n: int
                     bad_length(n3, pos, 'ListGroupsResponse.ListedGroup', 'string', 'ProtocolType')
                 f_protocol_type = buf[pos:end4].decode()
                 pos = end4
-            app(_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, '', ''))
+            item: ListGroupsResponse.ListedGroup = _new(_ListGroupsResponse_ListedGroup)
+            item.group_id = f_group_id
+            item.protocol_type = f_protocol_type
+            item.group_state = ''
+            item.group_type = ''
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse.ListedGroup', pos) from None
     return out, pos
@@ -192,7 +198,12 @@ def da_ListGroupsResponse_ListedGroup_v3(buf: bytes, pos: int, blen: int, n: int
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ListGroupsResponse.ListedGroup')
-            app(_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, '', ''))
+            item: ListGroupsResponse.ListedGroup = _new(_ListGroupsResponse_ListedGroup)
+            item.group_id = f_group_id
+            item.protocol_type = f_protocol_type
+            item.group_state = ''
+            item.group_type = ''
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse.ListedGroup', pos) from None
     return out, pos
@@ -290,7 +301,12 @@ def da_ListGroupsResponse_ListedGroup_v4(buf: bytes, pos: int, blen: int, n: int
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ListGroupsResponse.ListedGroup')
-            app(_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, f_group_state, ''))
+            item: ListGroupsResponse.ListedGroup = _new(_ListGroupsResponse_ListedGroup)
+            item.group_id = f_group_id
+            item.protocol_type = f_protocol_type
+            item.group_state = f_group_state
+            item.group_type = ''
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse.ListedGroup', pos) from None
     return out, pos
@@ -407,7 +423,12 @@ def da_ListGroupsResponse_ListedGroup_v5(buf: bytes, pos: int, blen: int, n: int
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ListGroupsResponse.ListedGroup')
-            app(_ListGroupsResponse_ListedGroup(f_group_id, f_protocol_type, f_group_state, f_group_type))
+            item: ListGroupsResponse.ListedGroup = _new(_ListGroupsResponse_ListedGroup)
+            item.group_id = f_group_id
+            item.protocol_type = f_protocol_type
+            item.group_state = f_group_state
+            item.group_type = f_group_type
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListGroupsResponse.ListedGroup', pos) from None
     return out, pos

@@ -11,6 +11,7 @@ from struct import unpack_from
 from protocol.generated.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.model import Append
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     UVARINT_SMALL,
@@ -19,6 +20,7 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
@@ -27,6 +29,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_ib_pack = struct.Struct(">ib").pack
@@ -44,6 +47,17 @@ _ListOffsetsResponse_ListOffsetsTopicResponse = ListOffsetsResponse.ListOffsetsT
 _ListOffsetsResponse_ListOffsetsPartitionResponse = ListOffsetsResponse.ListOffsetsPartitionResponse
 
 def ea_ListOffsetsRequest_ListOffsetsPartition_v0(xs: list[ListOffsetsRequest.ListOffsetsPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.partition_index for o in xs]
+            flat[1::3] = [o.timestamp for o in xs]
+            flat[2::3] = [o.max_num_offsets for o in xs]
+            w(array_struct('iqi', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iqi_pack(o.partition_index, o.timestamp, o.max_num_offsets))
@@ -73,6 +87,16 @@ def e_ListOffsetsRequest_v0(o: ListOffsetsRequest, w: Append) -> None:
         raise encode_error(exc, 'ListOffsetsRequest') from None
 
 def ea_ListOffsetsRequest_ListOffsetsPartition_v1(xs: list[ListOffsetsRequest.ListOffsetsPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (2 * count)
+            flat[0::2] = [o.partition_index for o in xs]
+            flat[1::2] = [o.timestamp for o in xs]
+            w(array_struct('iq', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iq_pack(o.partition_index, o.timestamp))
@@ -111,6 +135,17 @@ def e_ListOffsetsRequest_v2(o: ListOffsetsRequest, w: Append) -> None:
         raise encode_error(exc, 'ListOffsetsRequest') from None
 
 def ea_ListOffsetsRequest_ListOffsetsPartition_v4(xs: list[ListOffsetsRequest.ListOffsetsPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.partition_index for o in xs]
+            flat[1::3] = [o.current_leader_epoch for o in xs]
+            flat[2::3] = [o.timestamp for o in xs]
+            w(array_struct('iiq', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iiq_pack(o.partition_index, o.current_leader_epoch, o.timestamp))
@@ -140,6 +175,17 @@ def e_ListOffsetsRequest_v4(o: ListOffsetsRequest, w: Append) -> None:
         raise encode_error(exc, 'ListOffsetsRequest') from None
 
 def ea_ListOffsetsRequest_ListOffsetsPartition_v6(xs: list[ListOffsetsRequest.ListOffsetsPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            flat: list[object] = [None] * (3 * count)
+            flat[0::3] = [o.partition_index for o in xs]
+            flat[1::3] = [o.current_leader_epoch for o in xs]
+            flat[2::3] = [o.timestamp for o in xs]
+            w(array_struct('iiqx', count).pack(*flat))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_iiqx_pack(o.partition_index, o.current_leader_epoch, o.timestamp))
@@ -200,7 +246,14 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf: bytes, pos: int,
                     raise ProtocolError('ListOffsetsResponse.ListOffsetsPartitionResponse', None, pos, f'array OldStyleOffsets count {n1} exceeds remaining bytes')
                 f_old_style_offsets = list(unpack_from(f'>{n1}q', buf, pos))
                 pos += 8 * n1
-            app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, f_old_style_offsets, -1, -1, -1))
+            item: ListOffsetsResponse.ListOffsetsPartitionResponse = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.old_style_offsets = f_old_style_offsets
+            item.timestamp = -1
+            item.offset = -1
+            item.leader_epoch = -1
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse', pos) from None
     return out, pos
@@ -230,7 +283,10 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v0(buf: bytes, pos: int, ble
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsResponse_ListOffsetsPartitionResponse_v0(buf, pos, blen, n3)
-            app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
+            item: ListOffsetsResponse.ListOffsetsTopicResponse = _new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsTopicResponse', pos) from None
     return out, pos
@@ -256,7 +312,14 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(buf: bytes, pos: int,
         for _ in range(n):
             (f_partition_index, f_error_code, f_timestamp, f_offset,) = _F_ihqq_unpack(buf, pos)
             pos += 22
-            app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, -1))
+            item: ListOffsetsResponse.ListOffsetsPartitionResponse = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.old_style_offsets = []
+            item.timestamp = f_timestamp
+            item.offset = f_offset
+            item.leader_epoch = -1
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse', pos) from None
     return out, pos
@@ -286,7 +349,10 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v1(buf: bytes, pos: int, ble
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsResponse_ListOffsetsPartitionResponse_v1(buf, pos, blen, n3)
-            app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
+            item: ListOffsetsResponse.ListOffsetsTopicResponse = _new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsTopicResponse', pos) from None
     return out, pos
@@ -328,7 +394,14 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(buf: bytes, pos: int,
         for _ in range(n):
             (f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch,) = _F_ihqqi_unpack(buf, pos)
             pos += 26
-            app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch))
+            item: ListOffsetsResponse.ListOffsetsPartitionResponse = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.old_style_offsets = []
+            item.timestamp = f_timestamp
+            item.offset = f_offset
+            item.leader_epoch = f_leader_epoch
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse', pos) from None
     return out, pos
@@ -358,7 +431,10 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v4(buf: bytes, pos: int, ble
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ListOffsetsResponse.ListOffsetsTopicResponse', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_ListOffsetsResponse_ListOffsetsPartitionResponse_v4(buf, pos, blen, n3)
-            app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
+            item: ListOffsetsResponse.ListOffsetsTopicResponse = _new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsTopicResponse', pos) from None
     return out, pos
@@ -390,7 +466,14 @@ def da_ListOffsetsResponse_ListOffsetsPartitionResponse_v6(buf: bytes, pos: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsResponse.ListOffsetsPartitionResponse')
-            app(_ListOffsetsResponse_ListOffsetsPartitionResponse(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch))
+            item: ListOffsetsResponse.ListOffsetsPartitionResponse = _new(_ListOffsetsResponse_ListOffsetsPartitionResponse)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.old_style_offsets = []
+            item.timestamp = f_timestamp
+            item.offset = f_offset
+            item.leader_epoch = f_leader_epoch
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsPartitionResponse', pos) from None
     return out, pos
@@ -438,7 +521,10 @@ def da_ListOffsetsResponse_ListOffsetsTopicResponse_v6(buf: bytes, pos: int, ble
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ListOffsetsResponse.ListOffsetsTopicResponse')
-            app(_ListOffsetsResponse_ListOffsetsTopicResponse(f_name, f_partitions))
+            item: ListOffsetsResponse.ListOffsetsTopicResponse = _new(_ListOffsetsResponse_ListOffsetsTopicResponse)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListOffsetsResponse.ListOffsetsTopicResponse', pos) from None
     return out, pos

@@ -26,6 +26,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_unpack = struct.Struct(">ih").unpack_from
@@ -123,7 +124,12 @@ def da_ListPartitionReassignmentsResponse_OngoingPartitionReassignment_v0(buf: b
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ListPartitionReassignmentsResponse.OngoingPartitionReassignment')
-            app(_ListPartitionReassignmentsResponse_OngoingPartitionReassignment(f_partition_index, f_replicas, f_adding_replicas, f_removing_replicas))
+            item: ListPartitionReassignmentsResponse.OngoingPartitionReassignment = _new(_ListPartitionReassignmentsResponse_OngoingPartitionReassignment)
+            item.partition_index = f_partition_index
+            item.replicas = f_replicas
+            item.adding_replicas = f_adding_replicas
+            item.removing_replicas = f_removing_replicas
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListPartitionReassignmentsResponse.OngoingPartitionReassignment', pos) from None
     return out, pos
@@ -171,7 +177,10 @@ def da_ListPartitionReassignmentsResponse_OngoingTopicReassignment_v0(buf: bytes
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ListPartitionReassignmentsResponse.OngoingTopicReassignment')
-            app(_ListPartitionReassignmentsResponse_OngoingTopicReassignment(f_name, f_partitions))
+            item: ListPartitionReassignmentsResponse.OngoingTopicReassignment = _new(_ListPartitionReassignmentsResponse_OngoingTopicReassignment)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListPartitionReassignmentsResponse.OngoingTopicReassignment', pos) from None
     return out, pos

@@ -23,6 +23,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_q_unpack = struct.Struct(">q").unpack_from
 _F_q_pack = struct.Struct(">q").pack
@@ -143,7 +144,11 @@ def da_ListTransactionsResponse_TransactionState_v0(buf: bytes, pos: int, blen: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ListTransactionsResponse.TransactionState')
-            app(_ListTransactionsResponse_TransactionState(f_transactional_id, f_producer_id, f_transaction_state))
+            item: ListTransactionsResponse.TransactionState = _new(_ListTransactionsResponse_TransactionState)
+            item.transactional_id = f_transactional_id
+            item.producer_id = f_producer_id
+            item.transaction_state = f_transaction_state
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ListTransactionsResponse.TransactionState', pos) from None
     return out, pos

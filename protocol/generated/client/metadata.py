@@ -29,6 +29,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_hii_unpack = struct.Struct(">hii").unpack_from
 _F_hiii_unpack = struct.Struct(">hiii").unpack_from
@@ -186,7 +187,12 @@ def da_MetadataResponse_MetadataResponseBroker_v0(buf: bytes, pos: int, blen: in
                 pos = end2
             (f_port,) = _F_i_unpack(buf, pos)
             pos += 4
-            app(_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, None))
+            item: MetadataResponse.MetadataResponseBroker = _new(_MetadataResponse_MetadataResponseBroker)
+            item.node_id = f_node_id
+            item.host = f_host
+            item.port = f_port
+            item.rack = None
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseBroker', pos) from None
     return out, pos
@@ -216,7 +222,15 @@ def da_MetadataResponse_MetadataResponsePartition_v0(buf: bytes, pos: int, blen:
                     raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array IsrNodes count {n2} exceeds remaining bytes')
                 f_isr_nodes = list(unpack_from(f'>{n2}i', buf, pos))
                 pos += 4 * n2
-            app(_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, []))
+            item: MetadataResponse.MetadataResponsePartition = _new(_MetadataResponse_MetadataResponsePartition)
+            item.error_code = f_error_code
+            item.partition_index = f_partition_index
+            item.leader_id = f_leader_id
+            item.leader_epoch = -1
+            item.replica_nodes = f_replica_nodes
+            item.isr_nodes = f_isr_nodes
+            item.offline_replicas = []
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponsePartition', pos) from None
     return out, pos
@@ -248,7 +262,14 @@ def da_MetadataResponse_MetadataResponseTopic_v0(buf: bytes, pos: int, blen: int
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v0(buf, pos, blen, n3)
-            app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, False, f_partitions, -2147483648))
+            item: MetadataResponse.MetadataResponseTopic = _new(_MetadataResponse_MetadataResponseTopic)
+            item.error_code = f_error_code
+            item.name = f_name
+            item.topic_id = ZERO_UUID
+            item.is_internal = False
+            item.partitions = f_partitions
+            item.topic_authorized_operations = -2147483648
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
     return out, pos
@@ -309,7 +330,12 @@ def da_MetadataResponse_MetadataResponseBroker_v1(buf: bytes, pos: int, blen: in
                     bad_length(n3, pos, 'MetadataResponse.MetadataResponseBroker', 'string', 'Rack')
                 f_rack = buf[pos:end4].decode()
                 pos = end4
-            app(_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, f_rack))
+            item: MetadataResponse.MetadataResponseBroker = _new(_MetadataResponse_MetadataResponseBroker)
+            item.node_id = f_node_id
+            item.host = f_host
+            item.port = f_port
+            item.rack = f_rack
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseBroker', pos) from None
     return out, pos
@@ -343,7 +369,14 @@ def da_MetadataResponse_MetadataResponseTopic_v1(buf: bytes, pos: int, blen: int
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v0(buf, pos, blen, n3)
-            app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648))
+            item: MetadataResponse.MetadataResponseTopic = _new(_MetadataResponse_MetadataResponseTopic)
+            item.error_code = f_error_code
+            item.name = f_name
+            item.topic_id = ZERO_UUID
+            item.is_internal = f_is_internal
+            item.partitions = f_partitions
+            item.topic_authorized_operations = -2147483648
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
     return out, pos
@@ -482,7 +515,15 @@ def da_MetadataResponse_MetadataResponsePartition_v5(buf: bytes, pos: int, blen:
                     raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array OfflineReplicas count {n3} exceeds remaining bytes')
                 f_offline_replicas = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
-            app(_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, f_offline_replicas))
+            item: MetadataResponse.MetadataResponsePartition = _new(_MetadataResponse_MetadataResponsePartition)
+            item.error_code = f_error_code
+            item.partition_index = f_partition_index
+            item.leader_id = f_leader_id
+            item.leader_epoch = -1
+            item.replica_nodes = f_replica_nodes
+            item.isr_nodes = f_isr_nodes
+            item.offline_replicas = f_offline_replicas
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponsePartition', pos) from None
     return out, pos
@@ -516,7 +557,14 @@ def da_MetadataResponse_MetadataResponseTopic_v5(buf: bytes, pos: int, blen: int
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v5(buf, pos, blen, n3)
-            app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648))
+            item: MetadataResponse.MetadataResponseTopic = _new(_MetadataResponse_MetadataResponseTopic)
+            item.error_code = f_error_code
+            item.name = f_name
+            item.topic_id = ZERO_UUID
+            item.is_internal = f_is_internal
+            item.partitions = f_partitions
+            item.topic_authorized_operations = -2147483648
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
     return out, pos
@@ -594,7 +642,15 @@ def da_MetadataResponse_MetadataResponsePartition_v7(buf: bytes, pos: int, blen:
                     raise ProtocolError('MetadataResponse.MetadataResponsePartition', None, pos, f'array OfflineReplicas count {n3} exceeds remaining bytes')
                 f_offline_replicas = list(unpack_from(f'>{n3}i', buf, pos))
                 pos += 4 * n3
-            app(_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas))
+            item: MetadataResponse.MetadataResponsePartition = _new(_MetadataResponse_MetadataResponsePartition)
+            item.error_code = f_error_code
+            item.partition_index = f_partition_index
+            item.leader_id = f_leader_id
+            item.leader_epoch = f_leader_epoch
+            item.replica_nodes = f_replica_nodes
+            item.isr_nodes = f_isr_nodes
+            item.offline_replicas = f_offline_replicas
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponsePartition', pos) from None
     return out, pos
@@ -628,7 +684,14 @@ def da_MetadataResponse_MetadataResponseTopic_v7(buf: bytes, pos: int, blen: int
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('MetadataResponse.MetadataResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v7(buf, pos, blen, n3)
-            app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648))
+            item: MetadataResponse.MetadataResponseTopic = _new(_MetadataResponse_MetadataResponseTopic)
+            item.error_code = f_error_code
+            item.name = f_name
+            item.topic_id = ZERO_UUID
+            item.is_internal = f_is_internal
+            item.partitions = f_partitions
+            item.topic_authorized_operations = -2147483648
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
     return out, pos
@@ -703,7 +766,14 @@ def da_MetadataResponse_MetadataResponseTopic_v8(buf: bytes, pos: int, blen: int
                 f_partitions, pos = da_MetadataResponse_MetadataResponsePartition_v7(buf, pos, blen, n3)
             (f_topic_authorized_operations,) = _F_i_unpack(buf, pos)
             pos += 4
-            app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations))
+            item: MetadataResponse.MetadataResponseTopic = _new(_MetadataResponse_MetadataResponseTopic)
+            item.error_code = f_error_code
+            item.name = f_name
+            item.topic_id = ZERO_UUID
+            item.is_internal = f_is_internal
+            item.partitions = f_partitions
+            item.topic_authorized_operations = f_topic_authorized_operations
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
     return out, pos
@@ -801,7 +871,12 @@ def da_MetadataResponse_MetadataResponseBroker_v9(buf: bytes, pos: int, blen: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse.MetadataResponseBroker')
-            app(_MetadataResponse_MetadataResponseBroker(f_node_id, f_host, f_port, f_rack))
+            item: MetadataResponse.MetadataResponseBroker = _new(_MetadataResponse_MetadataResponseBroker)
+            item.node_id = f_node_id
+            item.host = f_host
+            item.port = f_port
+            item.rack = f_rack
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseBroker', pos) from None
     return out, pos
@@ -865,7 +940,15 @@ def da_MetadataResponse_MetadataResponsePartition_v9(buf: bytes, pos: int, blen:
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse.MetadataResponsePartition')
-            app(_MetadataResponse_MetadataResponsePartition(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas))
+            item: MetadataResponse.MetadataResponsePartition = _new(_MetadataResponse_MetadataResponsePartition)
+            item.error_code = f_error_code
+            item.partition_index = f_partition_index
+            item.leader_id = f_leader_id
+            item.leader_epoch = f_leader_epoch
+            item.replica_nodes = f_replica_nodes
+            item.isr_nodes = f_isr_nodes
+            item.offline_replicas = f_offline_replicas
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponsePartition', pos) from None
     return out, pos
@@ -919,7 +1002,14 @@ def da_MetadataResponse_MetadataResponseTopic_v9(buf: bytes, pos: int, blen: int
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse.MetadataResponseTopic')
-            app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations))
+            item: MetadataResponse.MetadataResponseTopic = _new(_MetadataResponse_MetadataResponseTopic)
+            item.error_code = f_error_code
+            item.name = f_name
+            item.topic_id = ZERO_UUID
+            item.is_internal = f_is_internal
+            item.partitions = f_partitions
+            item.topic_authorized_operations = f_topic_authorized_operations
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
     return out, pos
@@ -1043,7 +1133,14 @@ def da_MetadataResponse_MetadataResponseTopic_v10(buf: bytes, pos: int, blen: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse.MetadataResponseTopic')
-            app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations))
+            item: MetadataResponse.MetadataResponseTopic = _new(_MetadataResponse_MetadataResponseTopic)
+            item.error_code = f_error_code
+            item.name = f_name
+            item.topic_id = f_topic_id
+            item.is_internal = f_is_internal
+            item.partitions = f_partitions
+            item.topic_authorized_operations = f_topic_authorized_operations
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
     return out, pos
@@ -1232,7 +1329,14 @@ def da_MetadataResponse_MetadataResponseTopic_v12(buf: bytes, pos: int, blen: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'MetadataResponse.MetadataResponseTopic')
-            app(_MetadataResponse_MetadataResponseTopic(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations))
+            item: MetadataResponse.MetadataResponseTopic = _new(_MetadataResponse_MetadataResponseTopic)
+            item.error_code = f_error_code
+            item.name = f_name
+            item.topic_id = f_topic_id
+            item.is_internal = f_is_internal
+            item.partitions = f_partitions
+            item.topic_authorized_operations = f_topic_authorized_operations
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'MetadataResponse.MetadataResponseTopic', pos) from None
     return out, pos

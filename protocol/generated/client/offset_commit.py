@@ -26,6 +26,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_unpack = struct.Struct(">ih").unpack_from
@@ -292,7 +293,10 @@ def da_OffsetCommitResponse_OffsetCommitResponsePartition_v0(buf: bytes, pos: in
         for _ in range(n):
             (f_partition_index, f_error_code,) = _F_ih_unpack(buf, pos)
             pos += 6
-            app(_OffsetCommitResponse_OffsetCommitResponsePartition(f_partition_index, f_error_code))
+            item: OffsetCommitResponse.OffsetCommitResponsePartition = _new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitResponse.OffsetCommitResponsePartition', pos) from None
     return out, pos
@@ -322,7 +326,10 @@ def da_OffsetCommitResponse_OffsetCommitResponseTopic_v0(buf: bytes, pos: int, b
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('OffsetCommitResponse.OffsetCommitResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetCommitResponse_OffsetCommitResponsePartition_v0(buf, pos, blen, n3)
-            app(_OffsetCommitResponse_OffsetCommitResponseTopic(f_name, f_partitions))
+            item: OffsetCommitResponse.OffsetCommitResponseTopic = _new(_OffsetCommitResponse_OffsetCommitResponseTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitResponse.OffsetCommitResponseTopic', pos) from None
     return out, pos
@@ -368,7 +375,10 @@ def da_OffsetCommitResponse_OffsetCommitResponsePartition_v8(buf: bytes, pos: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'OffsetCommitResponse.OffsetCommitResponsePartition')
-            app(_OffsetCommitResponse_OffsetCommitResponsePartition(f_partition_index, f_error_code))
+            item: OffsetCommitResponse.OffsetCommitResponsePartition = _new(_OffsetCommitResponse_OffsetCommitResponsePartition)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitResponse.OffsetCommitResponsePartition', pos) from None
     return out, pos
@@ -416,7 +426,10 @@ def da_OffsetCommitResponse_OffsetCommitResponseTopic_v8(buf: bytes, pos: int, b
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'OffsetCommitResponse.OffsetCommitResponseTopic')
-            app(_OffsetCommitResponse_OffsetCommitResponseTopic(f_name, f_partitions))
+            item: OffsetCommitResponse.OffsetCommitResponseTopic = _new(_OffsetCommitResponse_OffsetCommitResponseTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetCommitResponse.OffsetCommitResponseTopic', pos) from None
     return out, pos

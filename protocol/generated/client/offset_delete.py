@@ -10,6 +10,7 @@ import struct
 from protocol.generated.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.model import Append
 from protocol.primitives import (
+    ARRAY_PACK_MAX,
     DECODE_FAILURES,
     ENCODE_FAILURES,
     I16_pack,
@@ -17,11 +18,13 @@ from protocol.primitives import (
     I32_pack,
     I32_unpack,
     ProtocolError,
+    array_struct,
     bad_length,
     decode_error,
     encode_error,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_hi_unpack = struct.Struct(">hi").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_unpack = struct.Struct(">ih").unpack_from
@@ -31,6 +34,13 @@ _OffsetDeleteResponse_OffsetDeleteResponseTopic = OffsetDeleteResponse.OffsetDel
 _OffsetDeleteResponse_OffsetDeleteResponsePartition = OffsetDeleteResponse.OffsetDeleteResponsePartition
 
 def ea_OffsetDeleteRequest_OffsetDeleteRequestPartition_v0(xs: list[OffsetDeleteRequest.OffsetDeleteRequestPartition], w: Append) -> None:
+    count = len(xs)
+    if 1 < count <= ARRAY_PACK_MAX:
+        try:
+            w(array_struct('i', count).pack(*[o.partition_index for o in xs]))
+            return
+        except ENCODE_FAILURES:
+            pass
     try:
         for o in xs:
             w(_F_i_pack(o.partition_index))
@@ -69,7 +79,10 @@ def da_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf: bytes, pos: in
         for _ in range(n):
             (f_partition_index, f_error_code,) = _F_ih_unpack(buf, pos)
             pos += 6
-            app(_OffsetDeleteResponse_OffsetDeleteResponsePartition(f_partition_index, f_error_code))
+            item: OffsetDeleteResponse.OffsetDeleteResponsePartition = _new(_OffsetDeleteResponse_OffsetDeleteResponsePartition)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetDeleteResponse.OffsetDeleteResponsePartition', pos) from None
     return out, pos
@@ -99,7 +112,10 @@ def da_OffsetDeleteResponse_OffsetDeleteResponseTopic_v0(buf: bytes, pos: int, b
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('OffsetDeleteResponse.OffsetDeleteResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetDeleteResponse_OffsetDeleteResponsePartition_v0(buf, pos, blen, n3)
-            app(_OffsetDeleteResponse_OffsetDeleteResponseTopic(f_name, f_partitions))
+            item: OffsetDeleteResponse.OffsetDeleteResponseTopic = _new(_OffsetDeleteResponse_OffsetDeleteResponseTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetDeleteResponse.OffsetDeleteResponseTopic', pos) from None
     return out, pos

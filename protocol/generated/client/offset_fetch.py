@@ -27,6 +27,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
@@ -238,7 +239,13 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v0(buf: bytes, pos: int,
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
-            app(_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, -1, f_metadata, f_error_code))
+            item: OffsetFetchResponse.OffsetFetchResponsePartition = _new(_OffsetFetchResponse_OffsetFetchResponsePartition)
+            item.partition_index = f_partition_index
+            item.committed_offset = f_committed_offset
+            item.committed_leader_epoch = -1
+            item.metadata = f_metadata
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponsePartition', pos) from None
     return out, pos
@@ -268,7 +275,10 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v0(buf: bytes, pos: int, ble
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetFetchResponse_OffsetFetchResponsePartition_v0(buf, pos, blen, n3)
-            app(_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions))
+            item: OffsetFetchResponse.OffsetFetchResponseTopic = _new(_OffsetFetchResponse_OffsetFetchResponseTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponseTopic', pos) from None
     return out, pos
@@ -343,7 +353,13 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf: bytes, pos: int,
                 pos = end2
             (f_error_code,) = _F_h_unpack(buf, pos)
             pos += 2
-            app(_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code))
+            item: OffsetFetchResponse.OffsetFetchResponsePartition = _new(_OffsetFetchResponse_OffsetFetchResponsePartition)
+            item.partition_index = f_partition_index
+            item.committed_offset = f_committed_offset
+            item.committed_leader_epoch = f_committed_leader_epoch
+            item.metadata = f_metadata
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponsePartition', pos) from None
     return out, pos
@@ -373,7 +389,10 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v5(buf: bytes, pos: int, ble
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('OffsetFetchResponse.OffsetFetchResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_OffsetFetchResponse_OffsetFetchResponsePartition_v5(buf, pos, blen, n3)
-            app(_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions))
+            item: OffsetFetchResponse.OffsetFetchResponseTopic = _new(_OffsetFetchResponse_OffsetFetchResponseTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponseTopic', pos) from None
     return out, pos
@@ -429,7 +448,13 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartition_v6(buf: bytes, pos: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse.OffsetFetchResponsePartition')
-            app(_OffsetFetchResponse_OffsetFetchResponsePartition(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code))
+            item: OffsetFetchResponse.OffsetFetchResponsePartition = _new(_OffsetFetchResponse_OffsetFetchResponsePartition)
+            item.partition_index = f_partition_index
+            item.committed_offset = f_committed_offset
+            item.committed_leader_epoch = f_committed_leader_epoch
+            item.metadata = f_metadata
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponsePartition', pos) from None
     return out, pos
@@ -477,7 +502,10 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopic_v6(buf: bytes, pos: int, ble
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse.OffsetFetchResponseTopic')
-            app(_OffsetFetchResponse_OffsetFetchResponseTopic(f_name, f_partitions))
+            item: OffsetFetchResponse.OffsetFetchResponseTopic = _new(_OffsetFetchResponse_OffsetFetchResponseTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponseTopic', pos) from None
     return out, pos
@@ -544,7 +572,13 @@ def da_OffsetFetchResponse_OffsetFetchResponsePartitions_v8(buf: bytes, pos: int
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse.OffsetFetchResponsePartitions')
-            app(_OffsetFetchResponse_OffsetFetchResponsePartitions(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code))
+            item: OffsetFetchResponse.OffsetFetchResponsePartitions = _new(_OffsetFetchResponse_OffsetFetchResponsePartitions)
+            item.partition_index = f_partition_index
+            item.committed_offset = f_committed_offset
+            item.committed_leader_epoch = f_committed_leader_epoch
+            item.metadata = f_metadata
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponsePartitions', pos) from None
     return out, pos
@@ -592,7 +626,10 @@ def da_OffsetFetchResponse_OffsetFetchResponseTopics_v8(buf: bytes, pos: int, bl
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse.OffsetFetchResponseTopics')
-            app(_OffsetFetchResponse_OffsetFetchResponseTopics(f_name, f_partitions))
+            item: OffsetFetchResponse.OffsetFetchResponseTopics = _new(_OffsetFetchResponse_OffsetFetchResponseTopics)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponseTopics', pos) from None
     return out, pos
@@ -642,7 +679,11 @@ def da_OffsetFetchResponse_OffsetFetchResponseGroup_v8(buf: bytes, pos: int, ble
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'OffsetFetchResponse.OffsetFetchResponseGroup')
-            app(_OffsetFetchResponse_OffsetFetchResponseGroup(f_group_id, f_topics, f_error_code))
+            item: OffsetFetchResponse.OffsetFetchResponseGroup = _new(_OffsetFetchResponse_OffsetFetchResponseGroup)
+            item.group_id = f_group_id
+            item.topics = f_topics
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'OffsetFetchResponse.OffsetFetchResponseGroup', pos) from None
     return out, pos

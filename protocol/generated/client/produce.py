@@ -26,6 +26,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_hi_pack = struct.Struct(">hi").pack
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
@@ -149,7 +150,16 @@ def da_ProduceResponse_PartitionProduceResponse_v0(buf: bytes, pos: int, blen: i
         for _ in range(n):
             (f_index, f_error_code, f_base_offset,) = _F_ihq_unpack(buf, pos)
             pos += 14
-            app(_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, -1, -1, [], None, _ProduceResponse_LeaderIdAndEpoch()))
+            item: ProduceResponse.PartitionProduceResponse = _new(_ProduceResponse_PartitionProduceResponse)
+            item.index = f_index
+            item.error_code = f_error_code
+            item.base_offset = f_base_offset
+            item.log_append_time_ms = -1
+            item.log_start_offset = -1
+            item.record_errors = []
+            item.error_message = None
+            item.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.PartitionProduceResponse', pos) from None
     return out, pos
@@ -179,7 +189,10 @@ def da_ProduceResponse_TopicProduceResponse_v0(buf: bytes, pos: int, blen: int, 
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'array PartitionResponses count {n3} exceeds remaining bytes')
                 f_partition_responses, pos = da_ProduceResponse_PartitionProduceResponse_v0(buf, pos, blen, n3)
-            app(_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses))
+            item: ProduceResponse.TopicProduceResponse = _new(_ProduceResponse_TopicProduceResponse)
+            item.name = f_name
+            item.partition_responses = f_partition_responses
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.TopicProduceResponse', pos) from None
     return out, pos
@@ -221,7 +234,16 @@ def da_ProduceResponse_PartitionProduceResponse_v2(buf: bytes, pos: int, blen: i
         for _ in range(n):
             (f_index, f_error_code, f_base_offset, f_log_append_time_ms,) = _F_ihqq_unpack(buf, pos)
             pos += 22
-            app(_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, -1, [], None, _ProduceResponse_LeaderIdAndEpoch()))
+            item: ProduceResponse.PartitionProduceResponse = _new(_ProduceResponse_PartitionProduceResponse)
+            item.index = f_index
+            item.error_code = f_error_code
+            item.base_offset = f_base_offset
+            item.log_append_time_ms = f_log_append_time_ms
+            item.log_start_offset = -1
+            item.record_errors = []
+            item.error_message = None
+            item.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.PartitionProduceResponse', pos) from None
     return out, pos
@@ -251,7 +273,10 @@ def da_ProduceResponse_TopicProduceResponse_v2(buf: bytes, pos: int, blen: int, 
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'array PartitionResponses count {n3} exceeds remaining bytes')
                 f_partition_responses, pos = da_ProduceResponse_PartitionProduceResponse_v2(buf, pos, blen, n3)
-            app(_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses))
+            item: ProduceResponse.TopicProduceResponse = _new(_ProduceResponse_TopicProduceResponse)
+            item.name = f_name
+            item.partition_responses = f_partition_responses
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.TopicProduceResponse', pos) from None
     return out, pos
@@ -279,7 +304,16 @@ def da_ProduceResponse_PartitionProduceResponse_v5(buf: bytes, pos: int, blen: i
         for _ in range(n):
             (f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset,) = _F_ihqqq_unpack(buf, pos)
             pos += 30
-            app(_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, [], None, _ProduceResponse_LeaderIdAndEpoch()))
+            item: ProduceResponse.PartitionProduceResponse = _new(_ProduceResponse_PartitionProduceResponse)
+            item.index = f_index
+            item.error_code = f_error_code
+            item.base_offset = f_base_offset
+            item.log_append_time_ms = f_log_append_time_ms
+            item.log_start_offset = f_log_start_offset
+            item.record_errors = []
+            item.error_message = None
+            item.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.PartitionProduceResponse', pos) from None
     return out, pos
@@ -309,7 +343,10 @@ def da_ProduceResponse_TopicProduceResponse_v5(buf: bytes, pos: int, blen: int, 
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'array PartitionResponses count {n3} exceeds remaining bytes')
                 f_partition_responses, pos = da_ProduceResponse_PartitionProduceResponse_v5(buf, pos, blen, n3)
-            app(_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses))
+            item: ProduceResponse.TopicProduceResponse = _new(_ProduceResponse_TopicProduceResponse)
+            item.name = f_name
+            item.partition_responses = f_partition_responses
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.TopicProduceResponse', pos) from None
     return out, pos
@@ -350,7 +387,10 @@ def da_ProduceResponse_BatchIndexAndErrorMessage_v8(buf: bytes, pos: int, blen: 
                     bad_length(n1, pos, 'ProduceResponse.BatchIndexAndErrorMessage', 'string', 'BatchIndexErrorMessage')
                 f_batch_index_error_message = buf[pos:end2].decode()
                 pos = end2
-            app(_ProduceResponse_BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message))
+            item: ProduceResponse.BatchIndexAndErrorMessage = _new(_ProduceResponse_BatchIndexAndErrorMessage)
+            item.batch_index = f_batch_index
+            item.batch_index_error_message = f_batch_index_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.BatchIndexAndErrorMessage', pos) from None
     return out, pos
@@ -383,7 +423,16 @@ def da_ProduceResponse_PartitionProduceResponse_v8(buf: bytes, pos: int, blen: i
                     bad_length(n2, pos, 'ProduceResponse.PartitionProduceResponse', 'string', 'ErrorMessage')
                 f_error_message = buf[pos:end3].decode()
                 pos = end3
-            app(_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, _ProduceResponse_LeaderIdAndEpoch()))
+            item: ProduceResponse.PartitionProduceResponse = _new(_ProduceResponse_PartitionProduceResponse)
+            item.index = f_index
+            item.error_code = f_error_code
+            item.base_offset = f_base_offset
+            item.log_append_time_ms = f_log_append_time_ms
+            item.log_start_offset = f_log_start_offset
+            item.record_errors = f_record_errors
+            item.error_message = f_error_message
+            item.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.PartitionProduceResponse', pos) from None
     return out, pos
@@ -413,7 +462,10 @@ def da_ProduceResponse_TopicProduceResponse_v8(buf: bytes, pos: int, blen: int, 
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('ProduceResponse.TopicProduceResponse', None, pos, f'array PartitionResponses count {n3} exceeds remaining bytes')
                 f_partition_responses, pos = da_ProduceResponse_PartitionProduceResponse_v8(buf, pos, blen, n3)
-            app(_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses))
+            item: ProduceResponse.TopicProduceResponse = _new(_ProduceResponse_TopicProduceResponse)
+            item.name = f_name
+            item.partition_responses = f_partition_responses
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.TopicProduceResponse', pos) from None
     return out, pos
@@ -465,7 +517,10 @@ def da_ProduceResponse_BatchIndexAndErrorMessage_v9(buf: bytes, pos: int, blen: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ProduceResponse.BatchIndexAndErrorMessage')
-            app(_ProduceResponse_BatchIndexAndErrorMessage(f_batch_index, f_batch_index_error_message))
+            item: ProduceResponse.BatchIndexAndErrorMessage = _new(_ProduceResponse_BatchIndexAndErrorMessage)
+            item.batch_index = f_batch_index
+            item.batch_index_error_message = f_batch_index_error_message
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.BatchIndexAndErrorMessage', pos) from None
     return out, pos
@@ -516,7 +571,16 @@ def da_ProduceResponse_PartitionProduceResponse_v9(buf: bytes, pos: int, blen: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ProduceResponse.PartitionProduceResponse')
-            app(_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, _ProduceResponse_LeaderIdAndEpoch()))
+            item: ProduceResponse.PartitionProduceResponse = _new(_ProduceResponse_PartitionProduceResponse)
+            item.index = f_index
+            item.error_code = f_error_code
+            item.base_offset = f_base_offset
+            item.log_append_time_ms = f_log_append_time_ms
+            item.log_start_offset = f_log_start_offset
+            item.record_errors = f_record_errors
+            item.error_message = f_error_message
+            item.current_leader = _ProduceResponse_LeaderIdAndEpoch()
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.PartitionProduceResponse', pos) from None
     return out, pos
@@ -564,7 +628,10 @@ def da_ProduceResponse_TopicProduceResponse_v9(buf: bytes, pos: int, blen: int, 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ProduceResponse.TopicProduceResponse')
-            app(_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses))
+            item: ProduceResponse.TopicProduceResponse = _new(_ProduceResponse_TopicProduceResponse)
+            item.name = f_name
+            item.partition_responses = f_partition_responses
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.TopicProduceResponse', pos) from None
     return out, pos
@@ -665,7 +732,16 @@ def da_ProduceResponse_PartitionProduceResponse_v10(buf: bytes, pos: int, blen: 
                     if tag == 0:
                         f_current_leader, pos = d_ProduceResponse_LeaderIdAndEpoch_v10(buf, pos, blen)
                     pos = tag_end  # unknown tags are skipped
-            app(_ProduceResponse_PartitionProduceResponse(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader))
+            item: ProduceResponse.PartitionProduceResponse = _new(_ProduceResponse_PartitionProduceResponse)
+            item.index = f_index
+            item.error_code = f_error_code
+            item.base_offset = f_base_offset
+            item.log_append_time_ms = f_log_append_time_ms
+            item.log_start_offset = f_log_start_offset
+            item.record_errors = f_record_errors
+            item.error_message = f_error_message
+            item.current_leader = f_current_leader
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.PartitionProduceResponse', pos) from None
     return out, pos
@@ -713,7 +789,10 @@ def da_ProduceResponse_TopicProduceResponse_v10(buf: bytes, pos: int, blen: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ProduceResponse.TopicProduceResponse')
-            app(_ProduceResponse_TopicProduceResponse(f_name, f_partition_responses))
+            item: ProduceResponse.TopicProduceResponse = _new(_ProduceResponse_TopicProduceResponse)
+            item.name = f_name
+            item.partition_responses = f_partition_responses
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.TopicProduceResponse', pos) from None
     return out, pos
@@ -770,7 +849,12 @@ def da_ProduceResponse_NodeEndpoint_v10(buf: bytes, pos: int, blen: int, n: int)
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ProduceResponse.NodeEndpoint')
-            app(_ProduceResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack))
+            item: ProduceResponse.NodeEndpoint = _new(_ProduceResponse_NodeEndpoint)
+            item.node_id = f_node_id
+            item.host = f_host
+            item.port = f_port
+            item.rack = f_rack
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ProduceResponse.NodeEndpoint', pos) from None
     return out, pos

@@ -24,6 +24,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_unpack = struct.Struct(">ih").unpack_from
@@ -172,7 +173,12 @@ def da_ShareAcknowledgeResponse_PartitionData_v1(buf: bytes, pos: int, blen: int
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareAcknowledgeResponse.PartitionData')
-            app(_ShareAcknowledgeResponse_PartitionData(f_partition_index, f_error_code, f_error_message, f_current_leader))
+            item: ShareAcknowledgeResponse.PartitionData = _new(_ShareAcknowledgeResponse_PartitionData)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.current_leader = f_current_leader
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareAcknowledgeResponse.PartitionData', pos) from None
     return out, pos
@@ -205,7 +211,10 @@ def da_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse_v1(buf: bytes, pos
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse')
-            app(_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse(f_topic_id, f_partitions))
+            item: ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse = _new(_ShareAcknowledgeResponse_ShareAcknowledgeTopicResponse)
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse', pos) from None
     return out, pos
@@ -262,7 +271,12 @@ def da_ShareAcknowledgeResponse_NodeEndpoint_v1(buf: bytes, pos: int, blen: int,
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareAcknowledgeResponse.NodeEndpoint')
-            app(_ShareAcknowledgeResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack))
+            item: ShareAcknowledgeResponse.NodeEndpoint = _new(_ShareAcknowledgeResponse_NodeEndpoint)
+            item.node_id = f_node_id
+            item.host = f_host
+            item.port = f_port
+            item.rack = f_rack
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareAcknowledgeResponse.NodeEndpoint', pos) from None
     return out, pos

@@ -24,6 +24,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_i_pack = struct.Struct(">i").pack
@@ -176,7 +177,11 @@ def da_ShareFetchResponse_AcquiredRecords_v1(buf: bytes, pos: int, blen: int, n:
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareFetchResponse.AcquiredRecords')
-            app(_ShareFetchResponse_AcquiredRecords(f_first_offset, f_last_offset, f_delivery_count))
+            item: ShareFetchResponse.AcquiredRecords = _new(_ShareFetchResponse_AcquiredRecords)
+            item.first_offset = f_first_offset
+            item.last_offset = f_last_offset
+            item.delivery_count = f_delivery_count
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareFetchResponse.AcquiredRecords', pos) from None
     return out, pos
@@ -265,7 +270,16 @@ def da_ShareFetchResponse_PartitionData_v1(buf: bytes, pos: int, blen: int, n: i
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareFetchResponse.PartitionData')
-            app(_ShareFetchResponse_PartitionData(f_partition_index, f_error_code, f_error_message, f_acknowledge_error_code, f_acknowledge_error_message, f_current_leader, f_records, f_acquired_records))
+            item: ShareFetchResponse.PartitionData = _new(_ShareFetchResponse_PartitionData)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.acknowledge_error_code = f_acknowledge_error_code
+            item.acknowledge_error_message = f_acknowledge_error_message
+            item.current_leader = f_current_leader
+            item.records = f_records
+            item.acquired_records = f_acquired_records
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareFetchResponse.PartitionData', pos) from None
     return out, pos
@@ -298,7 +312,10 @@ def da_ShareFetchResponse_ShareFetchableTopicResponse_v1(buf: bytes, pos: int, b
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareFetchResponse.ShareFetchableTopicResponse')
-            app(_ShareFetchResponse_ShareFetchableTopicResponse(f_topic_id, f_partitions))
+            item: ShareFetchResponse.ShareFetchableTopicResponse = _new(_ShareFetchResponse_ShareFetchableTopicResponse)
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareFetchResponse.ShareFetchableTopicResponse', pos) from None
     return out, pos
@@ -355,7 +372,12 @@ def da_ShareFetchResponse_NodeEndpoint_v1(buf: bytes, pos: int, blen: int, n: in
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareFetchResponse.NodeEndpoint')
-            app(_ShareFetchResponse_NodeEndpoint(f_node_id, f_host, f_port, f_rack))
+            item: ShareFetchResponse.NodeEndpoint = _new(_ShareFetchResponse_NodeEndpoint)
+            item.node_id = f_node_id
+            item.host = f_host
+            item.port = f_port
+            item.rack = f_rack
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareFetchResponse.NodeEndpoint', pos) from None
     return out, pos

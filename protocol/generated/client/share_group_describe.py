@@ -24,6 +24,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_h_unpack = struct.Struct(">h").unpack_from
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_ii_unpack = struct.Struct(">ii").unpack_from
@@ -97,7 +98,11 @@ def da_ShareGroupDescribeResponse_TopicPartitions_v1(buf: bytes, pos: int, blen:
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareGroupDescribeResponse.TopicPartitions')
-            app(_ShareGroupDescribeResponse_TopicPartitions(f_topic_id, f_topic_name, f_partitions))
+            item: ShareGroupDescribeResponse.TopicPartitions = _new(_ShareGroupDescribeResponse_TopicPartitions)
+            item.topic_id = f_topic_id
+            item.topic_name = f_topic_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareGroupDescribeResponse.TopicPartitions', pos) from None
     return out, pos
@@ -254,7 +259,15 @@ def da_ShareGroupDescribeResponse_Member_v1(buf: bytes, pos: int, blen: int, n: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareGroupDescribeResponse.Member')
-            app(_ShareGroupDescribeResponse_Member(f_member_id, f_rack_id, f_member_epoch, f_client_id, f_client_host, f_subscribed_topic_names, f_assignment))
+            item: ShareGroupDescribeResponse.Member = _new(_ShareGroupDescribeResponse_Member)
+            item.member_id = f_member_id
+            item.rack_id = f_rack_id
+            item.member_epoch = f_member_epoch
+            item.client_id = f_client_id
+            item.client_host = f_client_host
+            item.subscribed_topic_names = f_subscribed_topic_names
+            item.assignment = f_assignment
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareGroupDescribeResponse.Member', pos) from None
     return out, pos
@@ -366,7 +379,17 @@ def da_ShareGroupDescribeResponse_DescribedGroup_v1(buf: bytes, pos: int, blen: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareGroupDescribeResponse.DescribedGroup')
-            app(_ShareGroupDescribeResponse_DescribedGroup(f_error_code, f_error_message, f_group_id, f_group_state, f_group_epoch, f_assignment_epoch, f_assignor_name, f_members, f_authorized_operations))
+            item: ShareGroupDescribeResponse.DescribedGroup = _new(_ShareGroupDescribeResponse_DescribedGroup)
+            item.error_code = f_error_code
+            item.error_message = f_error_message
+            item.group_id = f_group_id
+            item.group_state = f_group_state
+            item.group_epoch = f_group_epoch
+            item.assignment_epoch = f_assignment_epoch
+            item.assignor_name = f_assignor_name
+            item.members = f_members
+            item.authorized_operations = f_authorized_operations
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareGroupDescribeResponse.DescribedGroup', pos) from None
     return out, pos

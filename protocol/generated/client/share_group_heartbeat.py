@@ -24,6 +24,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_pack = struct.Struct(">i").pack
 _F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ii_unpack = struct.Struct(">ii").unpack_from
@@ -97,7 +98,10 @@ def da_ShareGroupHeartbeatResponse_TopicPartitions_v1(buf: bytes, pos: int, blen
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'ShareGroupHeartbeatResponse.TopicPartitions')
-            app(_ShareGroupHeartbeatResponse_TopicPartitions(f_topic_id, f_partitions))
+            item: ShareGroupHeartbeatResponse.TopicPartitions = _new(_ShareGroupHeartbeatResponse_TopicPartitions)
+            item.topic_id = f_topic_id
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'ShareGroupHeartbeatResponse.TopicPartitions', pos) from None
     return out, pos

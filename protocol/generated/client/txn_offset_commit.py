@@ -26,6 +26,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_i_unpack = struct.Struct(">i").unpack_from
 _F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_iq_pack = struct.Struct(">iq").pack
@@ -198,7 +199,10 @@ def da_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(buf: bytes, p
         for _ in range(n):
             (f_partition_index, f_error_code,) = _F_ih_unpack(buf, pos)
             pos += 6
-            app(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(f_partition_index, f_error_code))
+            item: TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition = _new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition', pos) from None
     return out, pos
@@ -228,7 +232,10 @@ def da_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v0(buf: bytes, pos: 
                 if n3 * 1 > blen - pos:
                     raise ProtocolError('TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic', None, pos, f'array Partitions count {n3} exceeds remaining bytes')
                 f_partitions, pos = da_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v0(buf, pos, blen, n3)
-            app(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(f_name, f_partitions))
+            item: TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic = _new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic', pos) from None
     return out, pos
@@ -260,7 +267,10 @@ def da_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition_v3(buf: bytes, p
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition')
-            app(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition(f_partition_index, f_error_code))
+            item: TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition = _new(_TxnOffsetCommitResponse_TxnOffsetCommitResponsePartition)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition', pos) from None
     return out, pos
@@ -308,7 +318,10 @@ def da_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic')
-            app(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic(f_name, f_partitions))
+            item: TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic = _new(_TxnOffsetCommitResponse_TxnOffsetCommitResponseTopic)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic', pos) from None
     return out, pos

@@ -23,6 +23,7 @@ from protocol.primitives import (
     uvarint_bytes,
 )
 
+_new = object.__new__  # array elements: see codegen's construct_element
 _F_ibx_pack = struct.Struct(">ibx").pack
 _F_ih_unpack = struct.Struct(">ih").unpack_from
 _F_ix_pack = struct.Struct(">ix").pack
@@ -105,7 +106,10 @@ def da_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult_v1(buf: bytes, p
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult')
-            app(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult(f_partition_index, f_error_code))
+            item: WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult = _new(_WriteTxnMarkersResponse_WritableTxnMarkerPartitionResult)
+            item.partition_index = f_partition_index
+            item.error_code = f_error_code
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult', pos) from None
     return out, pos
@@ -153,7 +157,10 @@ def da_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult_v1(buf: bytes, pos: 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'WriteTxnMarkersResponse.WritableTxnMarkerTopicResult')
-            app(_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult(f_name, f_partitions))
+            item: WriteTxnMarkersResponse.WritableTxnMarkerTopicResult = _new(_WriteTxnMarkersResponse_WritableTxnMarkerTopicResult)
+            item.name = f_name
+            item.partitions = f_partitions
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'WriteTxnMarkersResponse.WritableTxnMarkerTopicResult', pos) from None
     return out, pos
@@ -184,7 +191,10 @@ def da_WriteTxnMarkersResponse_WritableTxnMarkerResult_v1(buf: bytes, pos: int, 
                 pos += 1
             else:
                 pos = skip_tagged_fields(buf, pos, blen, 'WriteTxnMarkersResponse.WritableTxnMarkerResult')
-            app(_WriteTxnMarkersResponse_WritableTxnMarkerResult(f_producer_id, f_topics))
+            item: WriteTxnMarkersResponse.WritableTxnMarkerResult = _new(_WriteTxnMarkersResponse_WritableTxnMarkerResult)
+            item.producer_id = f_producer_id
+            item.topics = f_topics
+            app(item)
     except DECODE_FAILURES as exc:
         raise decode_error(exc, 'WriteTxnMarkersResponse.WritableTxnMarkerResult', pos) from None
     return out, pos
