@@ -34,7 +34,7 @@ import asyncio
 import struct
 from collections import deque
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import structlog
 
@@ -68,10 +68,11 @@ class Connection(asyncio.Protocol):
         self.min_frame = MIN_FRAME_BYTES
         self.buffer = bytearray()
         self.transport: asyncio.Transport | None = None
-        self.waiting: asyncio.Future[bytes | None] | None = None  # the answer this connection holds for
-        # Answers not written yet, in request order: futures (answers on their way) and the bytes of
-        # answers ready behind them. Empty unless an answer is on its way.
-        self.answers: deque[bytes | asyncio.Future[bytes | None]] = deque()
+        self.waiting: asyncio.Future[Any] | None = None  # the future of the answer this connection holds for
+        # Answers not written yet, in request order: answers on their way (a future of the bytes, or a
+        # DurableReply encoded once its handler's future is done) and the bytes of answers ready behind
+        # them. Empty unless an answer is on its way.
+        self.answers: deque[bytes | DurableReply | asyncio.Future[bytes | None]] = deque()
         self.close_when_answered: str | None = None  # a bad frame came behind answers on their way
         self.writing_paused = False  # the transport's write buffer is full
         self.reading_paused = False
@@ -111,7 +112,9 @@ class Connection(asyncio.Protocol):
             share.connection_closed(self.peer)
         if self.answers:
             for answer in self.answers:
-                if not isinstance(answer, bytes):
+                if isinstance(answer, DurableReply):
+                    answer.answer.cancel()
+                elif not isinstance(answer, bytes):
                     answer.cancel()
             self.answers.clear()
             self.waiting = None
@@ -230,11 +233,10 @@ class Connection(asyncio.Protocol):
             else:
                 self.close("bad_request")
         elif type(reply) is DurableReply:
-            answer = asyncio.ensure_future(reply.answer)
-            self.answers.append(answer)
-            answer.add_done_callback(self._on_answer)
+            self.answers.append(reply)
+            reply.answer.add_done_callback(self._on_answer)
             if len(self.answers) >= MAX_DURABLE_IN_FLIGHT:
-                self.waiting = answer
+                self.waiting = reply.answer
         else:
             self.waiting = answer = asyncio.ensure_future(cast(Awaitable[bytes | None], reply))
             self.answers.append(answer)
@@ -242,13 +244,16 @@ class Connection(asyncio.Protocol):
 
     def _hold_for_last_answer(self) -> None:
         """Process no more frames until the last answer on its way (and so all before it) is written."""
-        self.waiting = next(a for a in reversed(self.answers) if not isinstance(a, bytes))
+        self.waiting = next(_waited(a) for a in reversed(self.answers) if not isinstance(a, bytes))
 
-    def _on_answer(self, future: asyncio.Future[bytes | None]) -> None:
+    def _on_answer(self, future: asyncio.Future[Any]) -> None:
         """An answer is ready: write it and every ready one behind it, in request order (one write),
         up to the first still on its way; resume processing if the connection held for one of them."""
         answers = self.answers
-        if self.closed or not answers or answers[0] is not future:  # cancelled, or behind one on its way
+        if self.closed or not answers:
+            return
+        head = answers[0]
+        if isinstance(head, bytes) or _waited(head) is not future:  # behind one on its way
             return
         out: list[bytes] = []
         resume = False
@@ -258,17 +263,23 @@ class Connection(asyncio.Protocol):
                 out.append(head)
                 answers.popleft()
                 continue
-            if not head.done():
+            waited = _waited(head)
+            if not waited.done():
                 break
             answers.popleft()
-            if head is self.waiting:
+            if waited is self.waiting:
                 self.waiting = None
                 resume = True
-            reply = None if head.cancelled() or head.exception() is not None else head.result()
-            if reply is None:
-                if not head.cancelled() and head.exception() is not None:
+            if isinstance(head, DurableReply):
+                reply = head.reply()  # encoded now: its handler's future is done
+            elif head.cancelled() or head.exception() is not None:
+                reply = None
+                if not head.cancelled():
                     log.error("response_failed_closing", peer=self.peer, client_id=self.client_id,
                               error=repr(head.exception()))
+            else:
+                reply = head.result()
+            if reply is None:
                 self._flush(out)
                 self.close()
                 self.waiting = None
@@ -316,6 +327,11 @@ class Connection(asyncio.Protocol):
             self.transport.close()  # type: ignore[union-attr]
             if cause is not None:
                 self.server.metrics.connections_closed.inc(cause=cause)
+
+
+def _waited(answer: DurableReply | asyncio.Future[bytes | None]) -> asyncio.Future[Any]:
+    """The future an answer on its way waits for: a DurableReply's handler future, or the answer itself."""
+    return answer.answer if isinstance(answer, DurableReply) else answer
 
 
 class SaslConnection(Connection):

@@ -14,10 +14,11 @@ API's `error_response` hook; only when that fails too is the connection closed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 import time
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Protocol
 
 import structlog
@@ -32,7 +33,6 @@ from coordinator.server.registry import (
     HandlerError,
     Pending,
     RequestContext,
-    answer_wanted,
 )
 from protocol.apis import API_SPECS, API_VERSIONS_KEY
 from protocol.error_codes import ErrorCode
@@ -45,15 +45,27 @@ log = structlog.get_logger()
 
 class DurableReply:
     """A reply that waits only for a write to be durable (a `Pending` marked `pipelined`): the
-    connection may process its next requests while `answer` is awaited."""
+    connection may process its next requests while `answer` is pending. Once `answer` is done,
+    `reply()` gives the bytes to write (None: close the connection). The connection waits on the
+    handler's own future and encodes when it writes, so an answer costs no future and loop step
+    of its own between the two."""
 
-    __slots__ = ("answer",)
+    __slots__ = ("_settle", "answer")
 
-    def __init__(self, answer: Awaitable[bytes | None]) -> None:
+    def __init__(self, answer: asyncio.Future[Any], settle: Callable[[asyncio.Future[Any]], bytes | None]) -> None:
         self.answer = answer
+        self._settle = settle
+
+    def reply(self) -> bytes | None:
+        """The answer's bytes; call once `answer` is done (a cancelled one gets None)."""
+        if self.answer.cancelled():
+            return None
+        return self._settle(self.answer)
 
     def __await__(self) -> Generator[Any, None, bytes | None]:
-        return self.answer.__await__()
+        with contextlib.suppress(Exception):  # reply() answers the failure
+            yield from self.answer.__await__()
+        return self.reply()
 
 
 FrameReply = bytes | Awaitable[bytes | None] | DurableReply | None
@@ -116,13 +128,12 @@ def dispatch(broker: Broker, frame: bytes, client: Client) -> FrameReply:
         elif type(response) is Pending:
             answer = response.answer
             if response.pipelined and isinstance(answer, asyncio.Future):  # no coroutine, no Task: callbacks
-                reply_future: asyncio.Future[bytes | None] = answer.get_loop().create_future()
-                answer.add_done_callback(functools.partial(
-                    _encode_when_ready, broker, started, handler, request, correlation_id, version, peer,
-                    reply_future))
-                return DurableReply(reply_future)
+                return DurableReply(answer, functools.partial(
+                    _encode_when_ready, broker, started, handler, request, correlation_id, version, peer))
             waiting = _await_response(broker, started, answer, handler, request, correlation_id, version, peer)
-            return DurableReply(waiting) if response.pipelined else waiting
+            if response.pipelined:
+                return DurableReply(asyncio.ensure_future(waiting), _awaited_reply)
+            return waiting
         else:
             reply = _encode(handler, request, response, correlation_id, version, peer)
     broker.metrics.on_request(api_key, version, (_perf_counter() - started) * 1000)
@@ -142,16 +153,22 @@ async def _await_response(broker: Broker, started: float, pending: Awaitable[Any
 
 
 def _encode_when_ready(broker: Broker, started: float, handler: ApiHandler, request: Any, correlation_id: int,
-                       version: int, peer: str, reply: asyncio.Future[bytes | None],
-                       answer: asyncio.Future[Any]) -> None:
-    """`_await_response` as a done callback of a Pending's future `answer`: `reply` gets the bytes."""
-    if not answer_wanted(reply, answer):
-        return
+                       version: int, peer: str, answer: asyncio.Future[Any]) -> bytes | None:
+    """`_await_response` for a Pending's future `answer` once it is done (`DurableReply.reply`)."""
     failure = answer.exception()
     encoded = _settled_reply(handler, request, answer.result() if failure is None else None, failure,
                              correlation_id, version, peer)
     broker.metrics.on_request(handler.api_key, version, (_perf_counter() - started) * 1000)
-    reply.set_result(encoded)
+    return encoded
+
+
+def _awaited_reply(task: asyncio.Future[bytes | None]) -> bytes | None:
+    """The bytes of an `_await_response` task (which answers a handler's failure itself)."""
+    failure = task.exception()
+    if failure is None:
+        return task.result()
+    log.error("response_failed_closing", error=repr(failure))
+    return None
 
 
 def _settled_reply(handler: ApiHandler, request: Any, response: Any, failure: BaseException | None,

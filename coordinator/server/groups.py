@@ -328,8 +328,7 @@ class GroupRuntime:
         if writes and shard is not None:
             shard.replay_all(writes)
             durable = self.store.append(partition, writes)
-            durable.add_done_callback(functools.partial(self._time_append, started=time.perf_counter()))
-            durable.add_done_callback(functools.partial(self._check_append, partition))
+            durable.add_done_callback(functools.partial(self._appended, partition, time.perf_counter()))
             self._last_append[partition] = durable
         else:
             durable = self._last_append.get(partition)
@@ -364,9 +363,15 @@ class GroupRuntime:
             return
         self._apply(partition, shard.on_assignment_result(result, now_ms(), self._topics()))
 
-    def _time_append(self, result: asyncio.Future[None], started: float) -> None:
-        if not result.cancelled() and result.exception() is None:
+    def _appended(self, partition: int, started: float, result: asyncio.Future[None]) -> None:
+        """An append of `_apply` is durable (timed) or failed (`_check_append`): one callback per
+        append, where two cost a commit a loop step more."""
+        if result.cancelled():
+            return
+        if result.exception() is None:
             self.metrics.log_append_time.observe((time.perf_counter() - started) * 1000)
+        else:
+            self._check_append(partition, result)
 
     def _check_append(self, partition: int, result: asyncio.Future[None]) -> None:
         if result.cancelled() or result.exception() is None:

@@ -115,9 +115,7 @@ class FuzzTarget:
         reply: Any = dispatch(self.server.broker, frame, Client())
         if reply is None or isinstance(reply, bytes):
             return reply
-        if isinstance(reply, DurableReply):
-            reply = reply.answer
-        if not asyncio.iscoroutine(reply) and not asyncio.isfuture(reply):
+        if not isinstance(reply, DurableReply) and not asyncio.iscoroutine(reply) and not asyncio.isfuture(reply):
             raise TypeError(f"dispatch returned {type(reply).__name__}")
         task = asyncio.ensure_future(reply)
         done, _ = await asyncio.wait({task}, timeout=PARK_WAIT_S)

@@ -203,3 +203,91 @@ async def test_a_cancelled_durable_future_does_not_stop_the_round_for_the_others
     gone.cancel()
     await kept
     assert p.durable_offset == p.log_end_offset
+
+
+class FailingFor:
+    """fsync that fails (EIO) for the files of one partition directory and succeeds for the rest,
+    noting the thread of each call."""
+
+    def __init__(self, failing_dir: str) -> None:
+        self.failing_dir = failing_dir
+        self.threads: set[int] = set()
+        self.calls = 0
+
+    def __call__(self, fd: int) -> None:
+        self.calls += 1
+        self.threads.add(threading.get_ident())
+        threading.Event().wait(0.002)
+        if f"/{self.failing_dir}" in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.EIO, "EIO")
+        os.fsync(fd)
+
+
+async def test_one_round_fsyncs_every_partition_with_waiters_side_by_side(tmp_path):
+    partitions = [open_partition(tmp_path, f"t-{n}") for n in range(4)]
+    fsync = FailingFor("none-fails")
+    flusher = GroupCommitFlusher("always", fsync=fsync)
+    waits = []
+    for i, p in enumerate(partitions * 2):
+        p.append(simple_batch(i, n=1))
+        waits.append(flusher.durable(p))
+    await asyncio.gather(*waits)
+    assert flusher.fsync_rounds == 1 and len(fsync.threads) == 4  # one round, its fsyncs side by side
+    assert fsync.calls == flusher.fsync_calls >= 4
+    assert all(p.durable_offset == p.log_end_offset == 2 for p in partitions)
+
+
+async def test_a_failed_fsync_in_a_round_fails_only_the_answers_of_its_partition(tmp_path):
+    good, bad, other = (open_partition(tmp_path, f"t-{n}") for n in range(3))
+    flusher = GroupCommitFlusher("always", fsync=FailingFor("t-1"))
+    waits = {}
+    for i in range(3):
+        for p in (good, bad, other):
+            p.append(simple_batch(i, n=1))
+            waits[(p.path.name, i)] = flusher.durable(p)
+    results = dict(zip(waits, await asyncio.gather(*waits.values(), return_exceptions=True), strict=True))
+    assert flusher.fsync_rounds == 1
+    for (name, _), result in results.items():
+        if name == "t-1":  # covered by the failed fsync: its own error, not a later one
+            assert isinstance(result, OSError) and not isinstance(result, LogStorageError), result
+        else:
+            assert result is None, result
+    assert good.durable_offset == other.durable_offset == 3 and bad.durable_offset == 0
+    assert bad.storage_error is not None and good.storage_error is None and other.storage_error is None
+    later_bad, later_good = flusher.durable(bad), None
+    good.append(simple_batch(9, n=1))
+    later_good = flusher.durable(good)
+    await later_good  # the next round still serves the healthy partitions
+    with pytest.raises(LogStorageError):
+        await later_bad
+
+
+async def test_appends_during_a_round_wait_for_the_next_one_which_covers_all_partitions(tmp_path):
+    first, second = open_partition(tmp_path, "t-0"), open_partition(tmp_path, "t-1")
+    fsync = CountingFsync(delay=0.02)
+    flusher = GroupCommitFlusher("always", fsync=fsync)
+    first.append(simple_batch(0, n=1))
+    early = flusher.durable(first)
+    await asyncio.sleep(0.005)  # the first round is running now
+    late = []
+    for p in (first, second):
+        base, _ = p.append(simple_batch(1, n=1))
+        late.append((p, base, flusher.durable(p)))
+    assert not early.done()
+    await early
+    assert flusher.fsync_rounds == 1 and first.durable_offset == 1  # the late append is not covered yet
+    for p, base, done in late:
+        await done
+        assert p.durable_offset > base
+    assert flusher.fsync_rounds == 2
+
+
+async def test_flush_all_covers_every_dirty_partition_in_one_round(tmp_path):
+    partitions = [open_partition(tmp_path, f"t-{n}") for n in range(3)]
+    flusher = GroupCommitFlusher("interval", flush_ms=60_000, fsync=CountingFsync(delay=0))
+    for p in partitions:
+        flusher.register(p)
+        p.append(simple_batch(0, n=2))
+    await flusher.flush_all()
+    assert flusher.fsync_rounds == 1
+    assert all(p.durable_offset == 2 for p in partitions)
