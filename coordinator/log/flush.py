@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import structlog
 
-from .partition import FlushJob, LogStorageError, Partition
+from .partition import FlushJob, LogStorageError, Partition, PartitionDeleted
 
 log = structlog.get_logger(__name__)
 
@@ -212,8 +212,13 @@ class GroupCommitFlusher:
         self._partitions[id(partition)] = partition
 
     def unregister(self, partition: Partition) -> None:
+        """Forget a deleted partition: appends still waiting for a round fail, never hang."""
         self._partitions.pop(id(partition), None)
-        self._waiting.pop(id(partition), None)
+        waiting = self._waiting.pop(id(partition), None)
+        if waiting is not None:
+            for _, done in waiting.waiters:
+                if not done.done():
+                    done.set_exception(PartitionDeleted(f"{partition.path} was deleted before it was durable"))
 
     def start(self) -> None:
         """Start the periodic flusher (policy ``interval``); a no-op for ``always``."""

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import structlog
 
+from protocol.error_codes import ErrorCode
+
 from .batch import (
     CONTROL_BIT,
     BatchHeader,
@@ -91,6 +93,15 @@ class InvalidRecordError(CorruptBatchError):
 
 class LogStorageError(OSError):
     """The partition saw a failed write or fsync; nothing more is acknowledged until it is reopened."""
+
+
+class PartitionDeleted(OSError):
+    """The partition was deleted (its topic was) while appends to it still waited to be durable.
+
+    Kafka completes such a delayed produce with UNKNOWN_TOPIC_OR_PARTITION once the replica is
+    gone (ReplicaManager.stopReplicas, then DelayedProduce.tryComplete's getPartitionOrError)."""
+
+    error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 class FlushJob:

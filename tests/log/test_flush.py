@@ -6,7 +6,8 @@ import threading
 import pytest
 
 from coordinator.log.flush import GroupCommitFlusher
-from coordinator.log.partition import LogStorageError
+from coordinator.log.partition import LogStorageError, PartitionDeleted
+from protocol.error_codes import ErrorCode
 
 from .helpers import open_partition, read_everything, simple_batch
 
@@ -209,23 +210,36 @@ class FailingFor:
     """fsync that fails (EIO) for the files of one partition directory and succeeds for the rest,
     noting the thread of each call."""
 
-    def __init__(self, failing_dir: str) -> None:
+    def __init__(self, failing_dir: str, together: int = 0) -> None:
         self.failing_dir = failing_dir
         self.threads: set[int] = set()
         self.calls = 0
+        # `together`: the first call for each of that many partition directories waits for the others
+        # (so they must all be in flight at once; fsyncs one after another would break the barrier)
+        self.together = threading.Barrier(together, timeout=10) if together else None
+        self.lock = threading.Lock()
+        self.seen_dirs: set[str] = set()
 
     def __call__(self, fd: int) -> None:
-        self.calls += 1
-        self.threads.add(threading.get_ident())
-        threading.Event().wait(0.002)
-        if f"/{self.failing_dir}" in os.readlink(f"/proc/self/fd/{fd}"):
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        directory = os.path.dirname(path) if os.path.isfile(path) else path
+        with self.lock:
+            self.calls += 1
+            self.threads.add(threading.get_ident())
+            first = directory not in self.seen_dirs
+            self.seen_dirs.add(directory)
+        if first and self.together is not None:
+            self.together.wait()
+        else:
+            threading.Event().wait(0.002)
+        if f"/{self.failing_dir}" in path:
             raise OSError(errno.EIO, "EIO")
         os.fsync(fd)
 
 
 async def test_one_round_fsyncs_every_partition_with_waiters_side_by_side(tmp_path):
     partitions = [open_partition(tmp_path, f"t-{n}") for n in range(4)]
-    fsync = FailingFor("none-fails")
+    fsync = FailingFor("none-fails", together=4)  # four fsyncs one after another would never meet
     flusher = GroupCommitFlusher("always", fsync=fsync)
     waits = []
     for i, p in enumerate(partitions * 2):
@@ -291,3 +305,30 @@ async def test_flush_all_covers_every_dirty_partition_in_one_round(tmp_path):
     await flusher.flush_all()
     assert flusher.fsync_rounds == 1
     assert all(p.durable_offset == 2 for p in partitions)
+
+
+async def test_appends_waiting_on_a_deleted_partition_fail_with_unknown_topic_rather_than_hang(tmp_path):
+    """A topic deleted while acks=all appends to it wait for their fsync: they fail (the produce then
+    answers UNKNOWN_TOPIC_OR_PARTITION, as Kafka does once the replica is gone), in flight or not."""
+    p = open_partition(tmp_path)
+    gate = threading.Event()
+
+    def held_fsync(fd: int) -> None:
+        gate.wait(5)
+        os.fsync(fd)
+
+    flusher = GroupCommitFlusher("always", fsync=held_fsync)
+    p.append(simple_batch(0, n=1))
+    in_round = flusher.durable(p)
+    await asyncio.sleep(0.01)  # that round starts and holds in the fsync
+    p.append(simple_batch(1, n=1))
+    next_round = flusher.durable(p)
+    flusher.unregister(p)
+    for waiter in (in_round, next_round):
+        with pytest.raises(PartitionDeleted) as failure:
+            await asyncio.wait_for(waiter, 1)
+        assert failure.value.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    gate.set()
+    while not flusher.fsync_rounds:  # the held round ends without touching the settled waiters
+        await asyncio.sleep(0.01)
+    assert flusher.fsync_rounds == 1
