@@ -103,6 +103,7 @@ def _frame_batches(data: bytes, file_pos: int, size: int, out: ChunkColumns, ver
     (bytes used, the error that stopped it or None). A batch cut by the end of ``data`` is left
     for the next read; the records of a bad batch are not kept."""
     n = len(data)
+    raw = data  # compiled: a pointer to its bytes, sliced without a slice object (within the bounds checked)
     view = memoryview(data)
     unpack = _FRAMING.unpack_from
     frame = frame_records_into
@@ -131,7 +132,7 @@ def _frame_batches(data: bytes, file_pos: int, size: int, out: ChunkColumns, ver
             break  # cut by the end of the chunk
         # The CRC-covered bytes as their own bytes object: checked, then framed in place with
         # positions below 256 for most batches (ints Python has cached: no int object per field).
-        batch = data[p + CRC_START:end]
+        batch = raw[p + CRC_START:end]
         if verify:
             actual = crc32c(batch)
             if actual != crc:
@@ -179,10 +180,11 @@ def _frame_plain(batch: bytes, count: int, base_offset: int, base_timestamp: int
     list append: no call per field through a bound method, as the general framing makes."""
     p = _RECORDS_AT
     end = len(batch)
+    data = batch  # compiled: a pointer to its bytes, read and sliced without bounds checks or slice objects
     for _ in range(count):
         if p >= end:
             return False
-        length = _short_varint(batch, p, end)
+        length = _short_varint(data, p, end)
         if length < 0 or length & 4:  # too long, or (zigzag) a negative length
             return False
         p += length & 3
@@ -190,14 +192,14 @@ def _frame_plain(batch: bytes, count: int, base_offset: int, base_timestamp: int
         # attributes, timestamp delta, offset delta, key and value lengths, header count
         if rec_end > end or rec_end - p < 6:
             return False
-        b = batch[p + 1]  # the timestamp delta, after the (unused) attributes
+        b = data[p + 1]  # the timestamp delta, after the (unused) attributes
         if b == 0:  # a coordinator's records all have the batch's timestamp: no new int per record
             timestamps.append(base_timestamp)
         elif b < 0x80:
             timestamps.append(base_timestamp + ((b >> 1) ^ -(b & 1)))
         else:
             return False
-        delta = _short_varint(batch, p + 2, rec_end)
+        delta = _short_varint(data, p + 2, rec_end)
         if delta < 0:
             return False
         p += 2 + (delta & 3)
@@ -208,7 +210,7 @@ def _frame_plain(batch: bytes, count: int, base_offset: int, base_timestamp: int
         for column in (keys, values):
             if p >= rec_end:
                 return False
-            length = _short_varint(batch, p, rec_end)
+            length = _short_varint(data, p, rec_end)
             if length == 1 << 2 | 1:
                 column.append(None)
                 p += 1
@@ -219,24 +221,25 @@ def _frame_plain(batch: bytes, count: int, base_offset: int, base_timestamp: int
             length >>= 3
             if p + length >= rec_end:
                 return False
-            column.append(batch[p:p + length])
+            column.append(data[p:p + length])
             p += length
-        if batch[p] != 0 or p + 1 != rec_end:  # headers, or bytes the fields do not account for
+        if p >= rec_end or data[p] != 0 or p + 1 != rec_end:  # headers, or bytes the fields do not account for
             return False
         headers.append(())
         p = rec_end
     return p == end
 
 
-def _short_varint(batch: bytes, p: int, end: int) -> int:
+def _short_varint(data: bytes, p: int, end: int) -> int:
     """The unsigned varint at ``p`` (before ``end``) if it takes one or two bytes, as its value times 4
-    plus the bytes it takes; else -1. One number rather than a tuple: compiled, a C integer."""
-    b = batch[p]
+    plus the bytes it takes; else -1. One number rather than a tuple: compiled, a C integer. The
+    caller has checked that ``p < end <= len(data)`` (compiled, ``data`` is a pointer)."""
+    b = data[p]
     if b < 0x80:
         return b << 2 | 1
-    if p + 1 >= end or batch[p + 1] >= 0x80:
+    if p + 1 >= end or data[p + 1] >= 0x80:
         return -1
-    return ((b & 0x7F) | (batch[p + 1] << 7)) << 2 | 2
+    return ((b & 0x7F) | (data[p + 1] << 7)) << 2 | 2
 
 
 def _truncate(out: ChunkColumns, rows: int) -> None:
