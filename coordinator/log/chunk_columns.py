@@ -5,10 +5,11 @@ list comprehensions per batch; a coordinator writes small batches (often 1-3 rec
 per-batch work was as much as framing the records. ``scan_columns`` walks all the whole batches of
 a ``pread`` chunk in one loop (the header as one tuple, checks and CRC inline) and appends their
 records to one set of columns, with absolute offsets and timestamps: for readers of whole files (the
-Spark reader, a shard loading its log). The records themselves are framed by
-`batch.frame_records_into` straight into these columns, and compressed batches inflated by
-`batch.decompressed_records`: one implementation of the format. Same checks and the same records as
-``scan_batches`` + ``record_columns`` (tested against them).
+Spark reader, a shard loading its log). The records of a batch of the shape a coordinator writes
+are framed by ``_frame_plain`` (one loop, direct list appends); any other batch, and every malformed
+one, by `batch.frame_records_into` straight into these columns, and compressed batches inflated by
+`batch.decompressed_records`: the errors and the rarer fields have one implementation. Same checks
+and the same records as ``scan_batches`` + ``record_columns`` (tested against them).
 
 Where the CPU goes (10M records of 1-3 per batch, issue 5): the per-record loop, then the
 per-batch work. Each step on a position past 256 makes an int object, so a batch's CRC-covered
@@ -102,11 +103,13 @@ def _frame_batches(data: bytes, file_pos: int, size: int, out: ChunkColumns, ver
     (bytes used, the error that stopped it or None). A batch cut by the end of ``data`` is left
     for the next read; the records of a bad batch are not kept."""
     n = len(data)
+    raw = data  # compiled: a pointer to its bytes, sliced without a slice object (within the bounds checked)
     view = memoryview(data)
     unpack = _FRAMING.unpack_from
     frame = frame_records_into
     columns = (out.offsets.append, out.timestamps.append, out.keys.append, out.values.append, out.headers.append)
     add_offset, add_timestamp, add_key, add_value, add_headers = columns
+    offsets, timestamps, keys, values, headers = out.offsets, out.timestamps, out.keys, out.values, out.headers
     rows = len(out.offsets)  # records of the good batches so far: where a bad batch's records are cut
     batches = 0
     p = 0
@@ -129,7 +132,7 @@ def _frame_batches(data: bytes, file_pos: int, size: int, out: ChunkColumns, ver
             break  # cut by the end of the chunk
         # The CRC-covered bytes as their own bytes object: checked, then framed in place with
         # positions below 256 for most batches (ints Python has cached: no int object per field).
-        batch = data[p + CRC_START:end]
+        batch = raw[p + CRC_START:end]
         if verify:
             actual = crc32c(batch)
             if actual != crc:
@@ -143,7 +146,9 @@ def _frame_batches(data: bytes, file_pos: int, size: int, out: ChunkColumns, ver
             if attributes & COMPRESSION_MASK:  # rare in a coordinator log
                 records = decompressed_records(view, p, BatchHeader(*_unpack_header(data, p)))
                 frame(records, 0, len(records), count, base_offset, base_timestamp, *columns)
-            else:
+            elif not _frame_plain(batch, count, base_offset, base_timestamp, offsets, timestamps, keys, values,
+                                  headers):
+                _truncate(out, rows)  # a record off the common shape: the batch again, by the general framing
                 frame(batch, _RECORDS_AT, len(batch), count, base_offset, base_timestamp, add_offset, add_timestamp,
                       add_key, add_value, add_headers)
         except CorruptBatchError as e:
@@ -160,6 +165,81 @@ def _frame_batches(data: bytes, file_pos: int, size: int, out: ChunkColumns, ver
         p = end
     out.batches += batches
     return p, error
+
+
+def _frame_plain(batch: bytes, count: int, base_offset: int, base_timestamp: int, offsets: list[int],
+                 timestamps: list[int], keys: list[bytes | None], values: list[bytes | None],
+                 headers: list[tuple[tuple[str, bytes | None], ...]]) -> bool:
+    """The records of an uncompressed batch (its CRC-covered bytes) appended to the columns, if every
+    record has the shape a coordinator writes: lengths and offset deltas of one or two varint bytes,
+    the batch's timestamp or a one-byte delta, no headers. False at the first record that has not,
+    with the columns of this batch partly appended: the caller cuts them and frames the batch by
+    `batch.frame_records_into`, which also raises the errors of a malformed batch.
+
+    Compiled (chunk_columns.pxd), every position and length is a C integer and each append a direct
+    list append: no call per field through a bound method, as the general framing makes."""
+    p = _RECORDS_AT
+    end = len(batch)
+    data = batch  # compiled: a pointer to its bytes, read and sliced without bounds checks or slice objects
+    for _ in range(count):
+        if p >= end:
+            return False
+        length = _short_varint(data, p, end)
+        if length < 0 or length & 4:  # too long, or (zigzag) a negative length
+            return False
+        p += length & 3
+        rec_end = p + (length >> 3)
+        # attributes, timestamp delta, offset delta, key and value lengths, header count
+        if rec_end > end or rec_end - p < 6:
+            return False
+        b = data[p + 1]  # the timestamp delta, after the (unused) attributes
+        if b == 0:  # a coordinator's records all have the batch's timestamp: no new int per record
+            timestamps.append(base_timestamp)
+        elif b < 0x80:
+            timestamps.append(base_timestamp + ((b >> 1) ^ -(b & 1)))
+        else:
+            return False
+        delta = _short_varint(data, p + 2, rec_end)
+        if delta < 0:
+            return False
+        p += 2 + (delta & 3)
+        delta >>= 2
+        offsets.append(base_offset + ((delta >> 1) ^ -(delta & 1)))
+        # The key's length, then the value's: -1 (the byte 1) is a null (a tombstone's value). The
+        # key's bytes end before the value's length and the value's before the header count.
+        for column in (keys, values):
+            if p >= rec_end:
+                return False
+            length = _short_varint(data, p, rec_end)
+            if length == 1 << 2 | 1:
+                column.append(None)
+                p += 1
+                continue
+            if length < 0 or length & 4:
+                return False
+            p += length & 3
+            length >>= 3
+            if p + length >= rec_end:
+                return False
+            column.append(data[p:p + length])
+            p += length
+        if p >= rec_end or data[p] != 0 or p + 1 != rec_end:  # headers, or bytes the fields do not account for
+            return False
+        headers.append(())
+        p = rec_end
+    return p == end
+
+
+def _short_varint(data: bytes, p: int, end: int) -> int:
+    """The unsigned varint at ``p`` (before ``end``) if it takes one or two bytes, as its value times 4
+    plus the bytes it takes; else -1. One number rather than a tuple: compiled, a C integer. The
+    caller has checked that ``p < end <= len(data)`` (compiled, ``data`` is a pointer)."""
+    b = data[p]
+    if b < 0x80:
+        return b << 2 | 1
+    if p + 1 >= end or data[p + 1] >= 0x80:
+        return -1
+    return ((b & 0x7F) | (data[p + 1] << 7)) << 2 | 2
 
 
 def _truncate(out: ChunkColumns, rows: int) -> None:

@@ -2,7 +2,8 @@
 
 The Spark reader frames whole files with it; these hold it to the per-batch path over a generated
 log (chunks of every size, so batches straddle reads and exceed them), over batches of the rarer
-kinds (compressed, control, LogAppendTime, with headers), and at a corrupt byte.
+kinds (compressed, control, LogAppendTime, with headers), and at a corrupt byte; and its loop for
+the common batch (`_frame_plain`) to the general framing on any records, damaged or not.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from coordinator.log.batch import (
     CONTROL_BIT,
@@ -26,9 +29,10 @@ from coordinator.log.batch import (
     CorruptBatchError,
     build_batch,
     crc32c,
+    frame_records_into,
     record_columns,
 )
-from coordinator.log.chunk_columns import scan_columns
+from coordinator.log.chunk_columns import _RECORDS_AT, _frame_plain, scan_columns
 from coordinator.log.segment import scan_batches
 from spark_jobs.decode import find_segments
 from spark_jobs.generate import generate
@@ -163,3 +167,38 @@ def test_a_bad_record_after_good_ones_in_a_batch_drops_that_whole_batch(tmp_path
         columns, _, error = chunked(segment, chunk_bytes)
         assert columns == expected[0]
         assert error is not None and error.position == len(first) and "bad record" in error.reason
+
+
+_BYTES = st.none() | st.binary(max_size=80) | st.builds(bytes, st.integers(8_000, 9_000))  # lengths of 1-3 varint bytes
+_RECORDS = st.lists(st.tuples(_BYTES, _BYTES) | st.tuples(_BYTES, _BYTES, st.integers(0, 200), st.just(()))
+                    | st.tuples(_BYTES, _BYTES, st.integers(0, 2), st.just((("h", b"x"),))), min_size=1, max_size=5)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(records=_RECORDS, base_offset=st.integers(0, 2**40), count_change=st.sampled_from([0, 0, 0, -1, 1]),
+       damage=st.none() | st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)))
+def test_the_common_batch_loop_frames_what_the_general_framing_frames(
+        records: list[tuple], base_offset: int, count_change: int, damage: tuple[float, int] | None) -> None:
+    """`_frame_plain` gives the columns `frame_records_into` gives, or declines (False) and leaves the
+    batch to it: never other columns, never a batch the general framing refuses."""
+    keyed = [r for r in records if r[0] is not None] or [(b"k", *records[0][1:])]
+    batch = bytearray(build_batch(keyed, base_offset=base_offset, timestamp=1_000)[CRC_START:])
+    if damage is not None:
+        at, value = damage
+        batch[_RECORDS_AT + int(at * (len(batch) - _RECORDS_AT))] = value
+    data, count = bytes(batch), len(keyed) + count_change
+    expected: Columns = ([], [], [], [], [])
+    try:
+        frame_records_into(data, _RECORDS_AT, len(data), count, base_offset, 1_000, *(c.append for c in expected))
+    except (IndexError, ValueError, UnicodeDecodeError):
+        expected = None  # type: ignore[assignment]
+    got: Columns = ([], [], [], [], [])
+    if _frame_plain(data, count, base_offset, 1_000, *got):
+        assert got == expected
+    else:
+        # Declined only off the common shape: a header, a timestamp delta past one varint byte, or a
+        # record past two bytes of length.
+        deltas = [(r[2] if len(r) == 4 else 1_000) - (keyed[0][2] if len(keyed[0]) == 4 else 1_000) for r in keyed]
+        shaped = (all(len(r) == 2 or not r[-1] for r in keyed) and all(-64 <= d < 64 for d in deltas)
+                  and all(len(r[0]) + len(r[1] or b"") < 8_000 for r in keyed))
+        assert damage is not None or count_change or not shaped
