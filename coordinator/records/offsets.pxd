@@ -11,7 +11,8 @@ import cython
 
 
 # OffsetCommitValue v3 with empty metadata, big-endian: int16 version, int64 offset, int32 leader
-# epoch, int16 metadata length 0, int64 commit timestamp (offsets.py's _VALUE_V3_EMPTY, 24 bytes).
+# epoch, int16 metadata length (0; an argument so that the pure build binds struct's pack itself),
+# int64 commit timestamp (offsets.py's _VALUE_V3_EMPTY, 24 bytes).
 # Where struct raises struct.error (a field out of range, or not an int) this raises OverflowError or
 # TypeError: offsets.py catches all three and lets the codec report the field. Only int objects are
 # taken (struct refuses a float; a C int conversion would truncate it).
@@ -28,7 +29,7 @@ cdef extern from *:
         for (int i = size - 1; i >= 0; i--) { at[i] = (unsigned char)(value & 0xFF); value >>= 8; }
     }
     static PyObject *groupcoord_value_v3_empty(int version, PyObject *offset, PyObject *leader_epoch,
-                                               PyObject *commit_timestamp) {
+                                               int metadata_length, PyObject *commit_timestamp) {
         long long fields[3];
         PyObject *value;
         unsigned char *at;
@@ -41,13 +42,13 @@ cdef extern from *:
         groupcoord_put_be(at, (unsigned long long)(unsigned short)version, 2);
         groupcoord_put_be(at + 2, (unsigned long long)fields[0], 8);
         groupcoord_put_be(at + 10, (unsigned long long)(unsigned int)(int)fields[1], 4);
-        groupcoord_put_be(at + 14, 0, 2);
+        groupcoord_put_be(at + 14, (unsigned long long)(unsigned short)metadata_length, 2);
         groupcoord_put_be(at + 16, (unsigned long long)fields[2], 8);
         return value;
     }
     """
     bytes _pack_value_v3_empty "groupcoord_value_v3_empty"(short version, object offset, object leader_epoch,
-                                                            object commit_timestamp)
+                                                            short metadata_length, object commit_timestamp)
 
 
 @cython.locals(indexes=list, offsets=list, keys=list, values=list, cached=dict)

@@ -211,23 +211,19 @@ def offset_commit_run(group_id: str, topic: str, partitions: Sequence[CommittedP
             values.append(_stored_value_v3(stored))
             continue
         try:
-            values.append(_pack_value_v3_empty(version, offset, leader_epoch,  # type: ignore[name-defined]  # noqa: F821
+            values.append(_pack_value_v3_empty(version, offset, leader_epoch, 0,  # type: ignore[name-defined]  # noqa: F821
                                                commit_timestamp))
         except (struct.error, OverflowError, TypeError):  # the compiled packer's C ints raise the last two
             values.append(_stored_value_v3(stored))  # out of range: the codec reports it
     return OffsetCommitRun(group_id, topic, indexes, keys, values, offsets)
 
 
-def _pack_empty_value_v3(version: int, offset: int, leader_epoch: int, commit_timestamp: int) -> bytes:
-    """A v3 value with empty metadata: the pure build's `_pack_value_v3_empty`."""
-    return _VALUE_V3_EMPTY.pack(version, offset, leader_epoch, 0, commit_timestamp)
 
-
-# offsets.pxd declares `_pack_value_v3_empty` as a C function writing the same 24 bytes (struct's pack
-# was a third of offset_commit_run's instructions), so the compiled build binds the name at compile time
-# and this entry in the module's dict is what only the pure build reads. Bound through globals(): a
-# plain assignment to a name the .pxd declares does not compile.
-globals()["_pack_value_v3_empty"] = _pack_empty_value_v3
+# A v3 value with empty metadata: offsets.pxd declares `_pack_value_v3_empty` as a C function writing
+# the same 24 bytes (struct's pack was a third of offset_commit_run's instructions), so the compiled
+# build binds the name at compile time and this entry in the module's dict is what only the pure build
+# reads. Bound through globals(): a plain assignment to a name the .pxd declares does not compile.
+globals()["_pack_value_v3_empty"] = _VALUE_V3_EMPTY.pack
 
 
 def _stored_value_v3(stored: OffsetAndMetadata) -> bytes:
