@@ -194,7 +194,7 @@ def offset_commit_run(group_id: str, topic: str, partitions: Sequence[CommittedP
     keys: list[bytes] = []
     values: list[bytes] = []
     allocate, cached = object.__new__, _topic_keys(group_id, topic)
-    pack_empty, version = _VALUE_V3_EMPTY.pack, OFFSET_COMMIT_VALUE_VERSION
+    version = OFFSET_COMMIT_VALUE_VERSION
     for p in partitions:
         index, offset, leader_epoch = p.partition_index, p.committed_offset, p.committed_leader_epoch
         metadata = p.committed_metadata or ""
@@ -211,10 +211,19 @@ def offset_commit_run(group_id: str, topic: str, partitions: Sequence[CommittedP
             values.append(_stored_value_v3(stored))
             continue
         try:
-            values.append(pack_empty(version, offset, leader_epoch, 0, commit_timestamp))
-        except struct.error:
+            values.append(_pack_value_v3_empty(version, offset, leader_epoch, 0,  # type: ignore[name-defined]  # noqa: F821
+                                               commit_timestamp))
+        except (struct.error, OverflowError, TypeError):  # the compiled packer's C ints raise the last two
             values.append(_stored_value_v3(stored))  # out of range: the codec reports it
     return OffsetCommitRun(group_id, topic, indexes, keys, values, offsets)
+
+
+
+# A v3 value with empty metadata: offsets.pxd declares `_pack_value_v3_empty` as a C function writing
+# the same 24 bytes (struct's pack was a third of offset_commit_run's instructions), so the compiled
+# build binds the name at compile time and this entry in the module's dict is what only the pure build
+# reads. Bound through globals(): a plain assignment to a name the .pxd declares does not compile.
+globals()["_pack_value_v3_empty"] = _VALUE_V3_EMPTY.pack
 
 
 def _stored_value_v3(stored: OffsetAndMetadata) -> bytes:

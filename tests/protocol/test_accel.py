@@ -222,10 +222,12 @@ def test_offset_commit_records_agree(pure: PureWorker, group: str, topic: str, p
 @needs_build
 @settings(max_examples=EXAMPLES * 2, deadline=None, suppress_health_check=list(HealthCheck))
 @given(group=_NAME, topic=_NAME, commit=st.integers(0, 2**42), partitions=st.lists(
-    st.tuples(st.integers(0, 2**31 - 1), st.integers(-1, 2**63), st.integers(-(2**31), 2**31 - 1),
-              st.text(max_size=6)), max_size=8))
+    st.tuples(st.integers(0, 2**31 - 1), st.one_of(st.integers(-1, 2**40), st.integers(-(2**64), 2**64)),
+              st.one_of(st.integers(-1, 9), st.integers(-(2**32), 2**32)), st.one_of(st.just(""), st.text(max_size=6))),
+    max_size=4))
 def test_offset_commit_runs_agree(pure: PureWorker, group: str, topic: str, commit: int,
                                   partitions: list[tuple[int, int, int, str]]) -> None:
+    """Fields out of range included: the compiled build packs empty metadata in C (records/offsets.pxd)."""
     same(pure, "offset_commit_run", group, topic, partitions, commit)
 
 

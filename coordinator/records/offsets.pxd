@@ -1,0 +1,55 @@
+# Typed declarations Cython reads beside offsets.py when it builds the accelerator
+# (protocol/accel_build.py); the pure-Python source stays the reference (tests/core/test_offset_commit_runs.py
+# runs both builds against offset_commit_record, tests/protocol/test_accel.py compares the builds' runs).
+# The manifest's CRC covers this file too.
+#
+# offset_commit_run is a commit's per-partition loop: its columns are lists and its key cache a dict,
+# so each append and cache lookup is a C call rather than a method lookup and call; and a value with
+# empty metadata is written by _pack_value_v3_empty below instead of struct's pack.
+
+import cython
+
+
+# OffsetCommitValue v3 with empty metadata, big-endian: int16 version, int64 offset, int32 leader
+# epoch, int16 metadata length (0; an argument so that the pure build binds struct's pack itself),
+# int64 commit timestamp (offsets.py's _VALUE_V3_EMPTY, 24 bytes).
+# Where struct raises struct.error (a field out of range, or not an int) this raises OverflowError or
+# TypeError: offsets.py catches all three and lets the codec report the field. Only int objects are
+# taken (struct refuses a float; a C int conversion would truncate it).
+cdef extern from *:
+    """
+    static int groupcoord_long_in(PyObject *field, long long low, long long high, long long *out) {
+        if (!PyLong_Check(field)) { PyErr_SetString(PyExc_TypeError, "required argument is not an integer"); return -1; }
+        *out = PyLong_AsLongLong(field);
+        if (*out == -1 && PyErr_Occurred()) return -1;
+        if (*out < low || *out > high) { PyErr_SetString(PyExc_OverflowError, "field out of range"); return -1; }
+        return 0;
+    }
+    static void groupcoord_put_be(unsigned char *at, unsigned long long value, int size) {
+        for (int i = size - 1; i >= 0; i--) { at[i] = (unsigned char)(value & 0xFF); value >>= 8; }
+    }
+    static PyObject *groupcoord_value_v3_empty(int version, PyObject *offset, PyObject *leader_epoch,
+                                               int metadata_length, PyObject *commit_timestamp) {
+        long long fields[3];
+        PyObject *value;
+        unsigned char *at;
+        if (groupcoord_long_in(offset, LLONG_MIN, LLONG_MAX, &fields[0]) < 0
+                || groupcoord_long_in(leader_epoch, INT_MIN, INT_MAX, &fields[1]) < 0
+                || groupcoord_long_in(commit_timestamp, LLONG_MIN, LLONG_MAX, &fields[2]) < 0) return NULL;
+        value = PyBytes_FromStringAndSize(NULL, 24);
+        if (value == NULL) return NULL;
+        at = (unsigned char *)PyBytes_AS_STRING(value);
+        groupcoord_put_be(at, (unsigned long long)(unsigned short)version, 2);
+        groupcoord_put_be(at + 2, (unsigned long long)fields[0], 8);
+        groupcoord_put_be(at + 10, (unsigned long long)(unsigned int)(int)fields[1], 4);
+        groupcoord_put_be(at + 14, (unsigned long long)(unsigned short)metadata_length, 2);
+        groupcoord_put_be(at + 16, (unsigned long long)fields[2], 8);
+        return value;
+    }
+    """
+    bytes _pack_value_v3_empty "groupcoord_value_v3_empty"(short version, object offset, object leader_epoch,
+                                                            short metadata_length, object commit_timestamp)
+
+
+@cython.locals(indexes=list, offsets=list, keys=list, values=list, cached=dict)
+cpdef object offset_commit_run(group_id, topic, partitions, commit_timestamp)
