@@ -3,8 +3,9 @@
 Policy ``always``: ``await flusher.wait_durable(p)`` (or the future of ``durable(p)``) completes once
 an fsync that began after the caller's append has succeeded. While one round runs, new appenders
 queue up, and the next round covers all of them, so N concurrent appends cost a handful of rounds.
-A round covers every partition with waiters: one executor job fsyncs each one's dirty files in
-turn (one hand-off to a worker thread per round, not one per `__consumer_offsets` partition).
+A round covers every partition with waiters in one executor job (one hand-off to a worker thread
+per round, not one per `__consumer_offsets` partition), which fsyncs the partitions side by side
+(`run_flush_jobs`).
 
 Policy ``interval``: a background task fsyncs dirty partitions every ``flush_ms``;
 ``wait_durable`` does not hold the caller (Kafka's default trade-off).

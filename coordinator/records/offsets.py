@@ -218,7 +218,6 @@ def offset_commit_run(group_id: str, topic: str, partitions: Sequence[CommittedP
     return OffsetCommitRun(group_id, topic, indexes, keys, values, offsets)
 
 
-
 # A v3 value with empty metadata: offsets.pxd declares `_pack_value_v3_empty` as a C function writing
 # the same 24 bytes (struct's pack was a third of offset_commit_run's instructions), so the compiled
 # build binds the name at compile time and this entry in the module's dict is what only the pure build
