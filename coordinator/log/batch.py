@@ -22,6 +22,7 @@ import struct
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from importlib.machinery import EXTENSION_SUFFIXES
 from typing import NamedTuple
 
 import crc32c as _crc32c
@@ -281,6 +282,14 @@ _NO_HEADERS = b"\x00"
 _ATTRS_AND_TS_DELTA = b"\x00\x00"  # record attributes 0, timestamp delta 0
 
 
+# Compiled, batch.pxd's C function `_keyed_batch_in_c` frames a coordinator's batch (lists of bytes)
+# in one pass into one `bytes`: the records, the header and the CRC, with no part per field and no
+# join (about 170k of the 1.49M instructions of a 100-partition commit were this framing). It
+# returns None for what it does not handle, which the framing below then builds or refuses. The
+# name exists only in the compiled module, so the pure build never calls it.
+_KEYED_BATCH_IN_C = __file__.endswith(tuple(EXTENSION_SUFFIXES))
+
+
 def build_keyed_batch(records: Sequence[tuple[bytes, bytes | None]], timestamp: int, base_offset: int = 0) -> bytes:
     """``build_batch(records, base_offset, timestamp=timestamp)`` for the plainest records: every
     ``(key, value)`` has a key, no headers, and the one timestamp (a coordinator's records)."""
@@ -293,6 +302,10 @@ def build_keyed_batch_from_columns(keys: Sequence[bytes], values: Sequence[bytes
     """``build_keyed_batch(list(zip(keys, values)), timestamp, base_offset)``, from the keys and the
     values (``None``: a tombstone) as two lists. Same bytes, built in one pass: no per-record tuples
     or joins, and the CRC runs over the header and the body in place."""
+    if _KEYED_BATCH_IN_C:
+        batch = _keyed_batch_in_c(keys, values, timestamp, base_offset, _crc)  # type: ignore[name-defined]  # noqa: F821
+        if batch is not None:
+            return batch  # type: ignore[no-any-return]
     count = len(keys)
     if not count:
         raise ValueError("a record batch needs at least one record")

@@ -31,6 +31,8 @@ from protocol.error_codes import ErrorCode
 
 from .batch import (
     CONTROL_BIT,
+    MAGIC,
+    MIN_BATCH_LENGTH,
     BatchHeader,
     CorruptBatchError,
     iter_records,
@@ -258,12 +260,15 @@ class Partition:
     # ------------------------------------------------------------ append
 
     def append(self, batch: bytes | bytearray, keys_checked: bool = False,
-               leader_epoch: int | None = None) -> tuple[int, int]:
+               leader_epoch: int | None = None, built_here: bool = False) -> tuple[int, int]:
         """Validate one v2 batch, give it the next offsets, write it. Returns ``(base_offset, last_offset)``.
 
         ``keys_checked``: the caller built the batch and knows every record has a key (the coordinator's
         own records), so a compacted log need not decode the records to check. ``leader_epoch``: stamped
-        as the batch's partitionLeaderEpoch (None keeps the writer's).
+        as the batch's partitionLeaderEpoch (None keeps the writer's). ``built_here``: the batch was
+        framed in this process by ``batch.build_*`` (the coordinator's own records), so its CRC is
+        right by construction and its keys are there: neither is checked again (a client's batch,
+        a produce's, always is).
 
         Raises ``CorruptBatchError`` (CORRUPT_MESSAGE) for a bad batch, its subclass
         ``InvalidRecordError`` (INVALID_RECORD) for a keyless record in a compacted topic, and
@@ -273,14 +278,16 @@ class Partition:
         """
         if self.storage_error is not None:
             raise LogStorageError(f"{self.path}: earlier storage error: {self.storage_error}")
-        h = check_appended(batch, self.config, keys_checked)
+        h = check_appended(batch, self.config, keys_checked, built_here)
         base = self._next_offset
-        buf = bytearray(batch)
-        set_base_offset(buf, base)
-        h.base_offset = base
-        if leader_epoch is not None:
-            set_partition_leader_epoch(buf, leader_epoch)
-            h.partition_leader_epoch = leader_epoch
+        buf: bytes | bytearray = batch
+        if h.base_offset != base or leader_epoch is not None:  # a batch built at its offset is written as it is
+            buf = bytearray(batch)
+            set_base_offset(buf, base)
+            h.base_offset = base
+            if leader_epoch is not None:
+                set_partition_leader_epoch(buf, leader_epoch)
+                h.partition_leader_epoch = leader_epoch
         active = self.active
         if active.size and (active.size + len(buf) > self.config.segment_bytes
                             or 0 <= self.config.segment_ms < h.max_timestamp - active.first_timestamp):
@@ -460,9 +467,17 @@ class Partition:
                 f"end={self.log_end_offset}, segments={len(self.segments)})")
 
 
-def check_appended(batch: bytes | bytearray, config: LogConfig, keys_checked: bool = False) -> BatchHeader:
-    """What a log checks of one batch before appending it (see `Partition.append`); its header."""
-    h = verify_crc(batch)
+def check_appended(batch: bytes | bytearray, config: LogConfig, keys_checked: bool = False,
+                   built_here: bool = False) -> BatchHeader:
+    """What a log checks of one batch before appending it (see `Partition.append`); its header.
+    A batch ``built_here`` keeps the framing checks but not the CRC's pass over every byte."""
+    if built_here:
+        h = BatchHeader.parse(batch)
+        if h.magic != MAGIC or h.batch_length < MIN_BATCH_LENGTH:
+            raise CorruptBatchError(0, f"magic {h.magic}, batch length {h.batch_length}: not a batch built here")
+        keys_checked = True
+    else:
+        h = verify_crc(batch)
     if h.size != len(batch):
         raise CorruptBatchError(h.size, f"{len(batch) - h.size} bytes after the batch")
     if h.records_count <= 0 or h.last_offset_delta < 0:

@@ -93,7 +93,8 @@ class LogRecordStore:
         return self.logs.get_or_create(self.topic, partition, OFFSETS_TOPIC_CONFIG)
 
     def append(self, partition: int, records: Sequence[Record]) -> asyncio.Future[None]:
-        return self._append_batch(self._log(partition), coordinator_batch(records, int(time.time() * 1000)))
+        log = self._log(partition)  # the batch is built at the offset the log gives it: appended without a copy
+        return self._append_batch(log, coordinator_batch(records, int(time.time() * 1000), log.log_end_offset))
 
     def append_marker(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
                       coordinator_epoch: int) -> asyncio.Future[None]:
@@ -105,7 +106,7 @@ class LogRecordStore:
 
     def _append_batch(self, log: Partition, batch: bytes) -> asyncio.Future[None]:
         try:
-            log.append(batch, keys_checked=True)  # coordinator records always have keys
+            log.append(batch, built_here=True)  # framed by batch.build_*: CRC right, every record keyed
         except OSError as exc:
             failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             failed.set_exception(exc)
@@ -123,18 +124,18 @@ def latest_keys_and_values(files: list[tuple[int, int]], start_offset: int) -> R
     return resolve(_batches(files, start_offset))
 
 
-def coordinator_batch(records: Sequence[Record], now_ms: int) -> bytes:
+def coordinator_batch(records: Sequence[Record], now_ms: int, base_offset: int = 0) -> bytes:
     """The batch a coordinator append writes: plain, or for a TxnOffsetCommit a transactional batch of
     the producer, as Kafka writes it (base sequence 0, as the oracle's log shows)."""
     if isinstance(records, RecordsToWrite):  # plain commits; indexing it would build every record
         keys, values = records.columns()
-        return build_keyed_batch_from_columns(keys, values, now_ms)
+        return build_keyed_batch_from_columns(keys, values, now_ms, base_offset)
     producer_id = records[0].producer_id if records else -1
     if producer_id >= 0:
-        return build_batch([(r.key, r.value) for r in records], producer_id=producer_id,
+        return build_batch([(r.key, r.value) for r in records], base_offset, producer_id=producer_id,
                            producer_epoch=records[0].producer_epoch, base_sequence=0, timestamp=now_ms,
                            transactional=True)
-    return build_keyed_batch_from_columns([r.key for r in records], [r.value for r in records], now_ms)
+    return build_keyed_batch_from_columns([r.key for r in records], [r.value for r in records], now_ms, base_offset)
 
 
 def resolvable_batch(batch: bytes | memoryview, header: BatchHeader, offset: int = -1) -> KeysAndValues | LogBatch:

@@ -161,6 +161,32 @@ def test_keyed_batch_from_columns_wants_a_value_per_key_and_a_record():
         build_keyed_batch_from_columns([], [], 5)
 
 
+@pytest.mark.parametrize(("keys", "values", "timestamp", "base_offset"), [
+    ([bytearray(b"k")], [b"v"], 5, 0),  # not bytes: the compiled build's C framing leaves these to the pure one
+    ((b"k", b"l"), (b"v", None), 5, 0),
+    ([b"k"], [memoryview(b"v")], 5, 0),
+    ([b"k"], [b"v"], True, 1),
+    ([b"k"] * 70, [b"v" * 9000] * 70, 2**63 - 1, -(2**63)),  # the largest fields, multi-byte varints
+])
+def test_keyed_batch_from_columns_of_any_sequences_matches_build_batch(keys, values, timestamp, base_offset):
+    expected = build_batch([(bytes(k), None if v is None else bytes(v)) for k, v in zip(keys, values, strict=True)],
+                           base_offset, timestamp=timestamp)
+    assert build_keyed_batch_from_columns(keys, values, timestamp, base_offset) == expected
+
+
+@pytest.mark.parametrize(("keys", "values", "timestamp", "base_offset"), [
+    ([b"k"], [b"v"], 2**63, 0),  # out of their int64 fields
+    ([b"k"], [b"v"], 5, -(2**63) - 1),
+    ([b"k"], [b"v"], 5.0, 0),
+    ([b"k"], [b"v"], 5, "0"),
+    ([None], [b"v"], 5, 0),
+    ([b"k"], ["v"], 5, 0),
+])
+def test_keyed_batch_from_columns_refuses_what_struct_and_the_framing_refuse(keys, values, timestamp, base_offset):
+    with pytest.raises((struct.error, TypeError)):
+        build_keyed_batch_from_columns(keys, values, timestamp, base_offset)
+
+
 def test_keyed_batch_of_more_records_than_the_varint_table_still_matches():
     records = [(b"k%d" % i, b"v") for i in range(9000)]
     assert build_keyed_batch(records, 5) == build_batch(records, timestamp=5)

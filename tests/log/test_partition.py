@@ -1,6 +1,12 @@
 import pytest
 
-from coordinator.log.batch import CorruptBatchError, build_batch, iter_batches, iter_records
+from coordinator.log.batch import (
+    CorruptBatchError,
+    build_batch,
+    build_keyed_batch_from_columns,
+    iter_batches,
+    iter_records,
+)
 from coordinator.log.partition import LogConfig, OffsetOutOfRangeError, Partition
 
 from .helpers import open_partition, simple_batch
@@ -25,6 +31,29 @@ def test_append_rejects_a_batch_with_a_bad_crc(tmp_path):
     with pytest.raises(CorruptBatchError):
         p.append(bytes(bad))
     assert p.log_end_offset == 0
+
+
+def test_a_batch_built_here_is_appended_without_its_crc_pass_but_still_framed_and_renumbered(tmp_path):
+    """``built_here`` (the coordinator's own batches): a batch built at the log end offset is stored
+    byte for byte, one built at another offset is renumbered, and a batch that is not one at all
+    is still refused; its CRC is not recomputed (a wrong one is appended: the caller vouches for it)."""
+    p = open_partition(tmp_path, cleanup_policy="compact")
+    at_end = build_keyed_batch_from_columns([b"a", b"b"], [b"1", None], 5, 0)
+    assert p.append(at_end, built_here=True) == (0, 1)
+    elsewhere = build_keyed_batch_from_columns([b"c"], [b"3"], 5, 40)
+    assert p.append(elsewhere, built_here=True) == (2, 2)
+    assert p.read(0, 1 << 20) == at_end + build_keyed_batch_from_columns([b"c"], [b"3"], 5, 2)
+    not_a_batch = bytearray(elsewhere)
+    not_a_batch[16] = 1  # magic
+    with pytest.raises(CorruptBatchError):
+        p.append(bytes(not_a_batch), built_here=True)
+    with pytest.raises(CorruptBatchError):
+        p.append(elsewhere + b"\0", built_here=True)
+    wrong_crc = bytearray(elsewhere)
+    wrong_crc[-1] ^= 0xFF
+    with pytest.raises(CorruptBatchError):
+        p.append(bytes(wrong_crc))  # a client's batch: checked
+    assert p.append(bytes(wrong_crc), built_here=True) == (3, 3)
 
 
 def test_read_returns_whole_batches_from_the_one_containing_the_offset(tmp_path):

@@ -182,6 +182,26 @@ def test_batches_agree(pure: PureWorker, records: list[tuple[Any, ...]], base_of
         same(pure, "frame_chunk", damaged, verify)  # the Spark reader's framing (chunk_columns.pxd, batch.pxd)
 
 
+_COLUMN_BYTES = st.binary(max_size=40) | st.sampled_from([b"k" * 200, b"v" * 9000])  # one- to three-byte lengths
+
+
+@needs_build
+@settings(max_examples=EXAMPLES * 3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(columns=st.lists(st.tuples(_COLUMN_BYTES | st.none(), _COLUMN_BYTES | st.none() | st.just("v")), max_size=140),
+       values_short=st.booleans(), as_tuples=st.booleans(),
+       timestamp=st.integers(0, 2**42) | st.sampled_from([2**63 - 1, 2**63, -(2**63), 1.0, True]),
+       base_offset=st.integers(-(2**63) - 1, 2**63))
+def test_keyed_batches_agree(pure: PureWorker, columns: list[tuple[Any, Any]], values_short: bool, as_tuples: bool,
+                             timestamp: Any, base_offset: int) -> None:
+    """A coordinator's batch from columns (batch.pxd frames it in C): the same bytes or the same error,
+    with tombstones, null keys, offset deltas past 64, long fields and fields out of range."""
+    keys: Any = [key for key, _ in columns]
+    values: Any = [value for _, value in columns][:-1 if values_short else None]
+    if as_tuples:
+        keys, values = tuple(keys), tuple(values)
+    same(pure, "build_keyed_batch_from_columns", keys, values, timestamp, base_offset)
+
+
 @st.composite
 def records_sections(draw: st.DrawFn) -> tuple[bytes, int]:
     """A batch's records section (its records as written, then damaged) and a record count."""
