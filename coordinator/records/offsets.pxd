@@ -51,5 +51,22 @@ cdef extern from *:
                                                             short metadata_length, object commit_timestamp)
 
 
-@cython.locals(indexes=list, offsets=list, keys=list, values=list, cached=dict)
+# The stored form of a committed offset, one per partition of every commit: an extension type, so that
+# offset_commit_run allocates it without a class call and sets its fields as struct members. The fields
+# stay Python objects, so the class takes and keeps whatever the pure one does (no C range checks).
+# Cython makes offsets.py's dataclass of it (eq, hash, repr, fields(), replace() as before).
+cdef class OffsetAndMetadata:
+    cdef public object offset
+    cdef public object leader_epoch
+    cdef public object metadata
+    cdef public object commit_timestamp_ms
+    cdef public object expire_timestamp_ms
+
+
+# offsets.py binds `_new_offset` to object.__new__ for the pure build.
+cdef inline OffsetAndMetadata _new_offset(cls):
+    return OffsetAndMetadata.__new__(OffsetAndMetadata)
+
+
+@cython.locals(indexes=list, offsets=list, keys=list, values=list, cached=dict, stored=OffsetAndMetadata)
 cpdef object offset_commit_run(group_id, topic, partitions, commit_timestamp)

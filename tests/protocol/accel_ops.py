@@ -95,7 +95,30 @@ def offset_commit_run(group_id: str, topic: str, partitions: list[tuple[int, int
             self.committed_metadata = metadata
 
     run = offsets.offset_commit_run(group_id, topic, [Partition(*p) for p in partitions], commit_timestamp)
-    return run.keys, run.values, [(r.key, r.value) for r in run.records()]
+    return run.keys, run.values, run.offsets, [(r.key, r.value, r.decoded) for r in run.records()]
+
+
+def stored_offset(offset: Any, leader_epoch: Any, metadata: Any, commit_timestamp: Any, expire_timestamp: Any,
+                  other: tuple[Any, ...]) -> Any:
+    """OffsetAndMetadata (an extension type in the compiled build, records/offsets.pxd) as a dataclass:
+    made by its class call, compared, hashed, replaced, its fields listed, a field it lacks refused."""
+    import dataclasses
+
+    stored = offsets.OffsetAndMetadata(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp)
+    default = offsets.OffsetAndMetadata(offset, leader_epoch, metadata, commit_timestamp)
+    same = offsets.OffsetAndMetadata(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp)
+    try:
+        stored.partition = 1  # type: ignore[attr-defined]
+        refused = "set"
+    except AttributeError:
+        refused = "refused"
+    try:
+        hashed = hash(stored) == hash(same)
+    except TypeError as exc:  # a field that cannot be hashed
+        hashed = f"TypeError: {exc}"
+    return (stored, default, stored == same, stored == offsets.OffsetAndMetadata(*other), stored == other,
+            stored != same, hashed, [f.name for f in dataclasses.fields(stored)], stored.__match_args__,
+            dataclasses.replace(stored, offset=other[0]), refused, type(stored).__name__)
 
 
 def decode_record(key: bytes, value: bytes | None) -> Any:
@@ -117,7 +140,7 @@ def load_log(data: bytes) -> Any:
 OPERATIONS = {f.__name__: f for f in (decode, encode, decode_request_frame, encode_response_frame, build_batch,
                                      build_keyed_batch_from_columns, read_batches, frame_chunk, frame_records,
                                      offset_commit_record,
-                                     offset_commit_run, decode_record, load_log)}
+                                     offset_commit_run, stored_offset, decode_record, load_log)}
 
 
 def outcome(operation: str, args: tuple[Any, ...]) -> tuple[str, str]:

@@ -231,6 +231,20 @@ def test_offset_commit_runs_agree(pure: PureWorker, group: str, topic: str, comm
     same(pure, "offset_commit_run", group, topic, partitions, commit)
 
 
+_FIELD = st.one_of(st.integers(), st.text(max_size=4), st.none(), st.lists(st.integers(), max_size=2))
+_FIELDS = st.tuples(_FIELD, _FIELD, _FIELD, _FIELD, _FIELD)  # an OffsetAndMetadata's, any values
+
+
+@needs_build
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(fields=_FIELDS, other=_FIELDS)
+def test_stored_offsets_agree(pure: PureWorker, fields: tuple[Any, ...], other: tuple[Any, ...]) -> None:
+    """The stored form of a commit is an extension type compiled (records/offsets.pxd), a slotted
+    class pure: the same dataclass for any field values, unhashable ones included."""
+    same(pure, "stored_offset", *fields, other)
+    same(pure, "stored_offset", *fields, fields)
+
+
 @needs_build
 @settings(max_examples=EXAMPLES * 3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(key=st.binary(max_size=40), value=st.none() | st.binary(max_size=60))
