@@ -12,6 +12,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from importlib.machinery import EXTENSION_SUFFIXES
+from operator import attrgetter
 from typing import Any, Protocol
 
 from coordinator.records.codec import DecodedRecord, Record, encode_message
@@ -210,9 +212,14 @@ def offset_commit_run(group_id: str, topic: str, partitions: Sequence[CommittedP
     values: list[bytes] = []
     cached = _topic_keys(group_id, topic)
     version = OFFSET_COMMIT_VALUE_VERSION
+    compiled = _COMPILED
     for p in partitions:
-        index, offset, leader_epoch = p.partition_index, p.committed_offset, p.committed_leader_epoch
-        metadata = p.committed_metadata or ""
+        if compiled:  # the four fields read in C, straight from the request class's slots (offsets.pxd)
+            index, offset, leader_epoch, metadata = _partition_fields(p)  # type: ignore[name-defined]  # noqa: F821
+            metadata = metadata or ""
+        else:
+            index, offset, leader_epoch = p.partition_index, p.committed_offset, p.committed_leader_epoch
+            metadata = p.committed_metadata or ""
         stored: OffsetAndMetadata = _new_offset(OffsetAndMetadata)  # type: ignore[name-defined]  # noqa: F821
         stored.offset = offset
         stored.leader_epoch = leader_epoch
@@ -241,6 +248,12 @@ globals()["_pack_value_v3_empty"] = _VALUE_V3_EMPTY.pack
 # An OffsetAndMetadata with its fields unset, bound the same way: the compiled build's is the extension
 # type's own tp_new (object.__new__ refuses an extension type), the pure build's object.__new__.
 globals()["_new_offset"] = object.__new__
+# A partition's fields as offset_commit_run reads them, in its order: the compiled build's reads the
+# slots of a generated request partition in C (four attribute lookups were ~14% of offset_commit_run);
+# the pure build reads them inline, faster interpreted than this call, which it never makes.
+globals()["_partition_fields"] = attrgetter("partition_index", "committed_offset", "committed_leader_epoch",
+                                            "committed_metadata")
+_COMPILED = __file__.endswith(tuple(EXTENSION_SUFFIXES))
 
 
 def _stored_value_v3(stored: OffsetAndMetadata) -> bytes:
