@@ -51,5 +51,108 @@ cdef extern from *:
                                                             short metadata_length, object commit_timestamp)
 
 
-@cython.locals(indexes=list, offsets=list, keys=list, values=list, cached=dict)
+# A request partition's four fields, as a tuple in offset_commit_run's order (offsets.py binds the pure
+# build's to operator.attrgetter). Where the class keeps a field in a plain slot, found the way attribute
+# lookup finds it (a member descriptor in the MRO, generic getattr), the slot is read directly: that is
+# all the lookup would do. Anything else (no slot, an unset one, a property, __getattr__, a class
+# changed since) is looked up as an attribute, raising what the lookup raises. The slot offsets are kept
+# per class and version tag (CPython bumps the tag when a class or a base changes), as the interpreter's
+# own attribute caches do.
+cdef extern from *:
+    """
+    #include "structmember.h"
+    typedef struct { PyTypeObject *type; unsigned int version_tag; Py_ssize_t at[4]; } groupcoord_slot_cache;
+    static groupcoord_slot_cache groupcoord_partition_slots;
+    static PyObject *groupcoord_partition_names[4];
+    static PyObject *groupcoord_partition_tuple;
+
+    static Py_ssize_t groupcoord_slot_at(PyTypeObject *type, PyObject *name) {
+        PyObject *descr = _PyType_Lookup(type, name);
+        PyMemberDef *member;
+        if (descr == NULL || Py_TYPE(descr) != &PyMemberDescr_Type) return 0;
+        member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type != T_OBJECT_EX || (member->flags & PY_AUDIT_READ)) return 0;
+        return member->offset;
+    }
+
+    static PyObject *groupcoord_partition_fields(PyObject *p) {
+        static const char *names[4] = {"partition_index", "committed_offset", "committed_leader_epoch",
+                                       "committed_metadata"};
+        groupcoord_slot_cache *cache = &groupcoord_partition_slots;
+        PyTypeObject *type = Py_TYPE(p);
+        PyObject *fields, *value;
+        int i, j;
+        if (groupcoord_partition_names[3] == NULL) {
+            for (i = 0; i < 4; i++) {
+                if (groupcoord_partition_names[i] == NULL) {
+                    groupcoord_partition_names[i] = PyUnicode_InternFromString(names[i]);
+                    if (groupcoord_partition_names[i] == NULL) return NULL;
+                }
+            }
+        }
+        if (type != cache->type || type->tp_version_tag != cache->version_tag) {
+            cache->type = NULL;
+            for (i = 0; i < 4; i++) {
+                cache->at[i] = type->tp_getattro == PyObject_GenericGetAttr
+                    ? groupcoord_slot_at(type, groupcoord_partition_names[i]) : 0;
+            }
+            if (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) {  /* _PyType_Lookup assigns one if it can */
+                cache->type = type;
+                cache->version_tag = type->tp_version_tag;
+            }
+        }
+        fields = groupcoord_partition_tuple;
+        if (fields != NULL && Py_REFCNT(fields) == 1) {  /* nobody else holds the last one: reuse it, as zip does */
+            Py_INCREF(fields);
+        } else {
+            fields = PyTuple_New(4);
+            if (fields == NULL) return NULL;
+            for (i = 0; i < 4; i++) {
+                Py_INCREF(Py_None);
+                PyTuple_SET_ITEM(fields, i, Py_None);
+            }
+            Py_XSETREF(groupcoord_partition_tuple, fields);
+            Py_INCREF(fields);
+        }
+        for (i = 0; i < 4; i++) {
+            value = cache->at[i] ? *(PyObject **)((char *)p + cache->at[i]) : NULL;
+            if (value != NULL) {
+                Py_INCREF(value);
+            } else {
+                value = PyObject_GetAttr(p, groupcoord_partition_names[i]);
+                if (value == NULL) {
+                    Py_DECREF(fields);
+                    return NULL;
+                }
+                if (cache->type != type || type->tp_version_tag != cache->version_tag) {
+                    for (j = i + 1; j < 4; j++) cache->at[j] = 0;  /* that lookup ran code that changed the class */
+                }
+            }
+            Py_SETREF(((PyTupleObject *)fields)->ob_item[i], value);
+        }
+        return fields;
+    }
+    """
+    tuple _partition_fields "groupcoord_partition_fields"(object p)
+
+
+# The stored form of a committed offset, one per partition of every commit: an extension type, so that
+# offset_commit_run allocates it without a class call and sets its fields as struct members. The fields
+# stay Python objects, so the class takes and keeps whatever the pure one does (no C range checks).
+# Cython makes offsets.py's dataclass of it (eq, hash, repr, fields(), replace() as before).
+cdef class OffsetAndMetadata:
+    cdef public object offset
+    cdef public object leader_epoch
+    cdef public object metadata
+    cdef public object commit_timestamp_ms
+    cdef public object expire_timestamp_ms
+
+
+# offsets.py binds `_new_offset` to object.__new__ for the pure build.
+cdef inline OffsetAndMetadata _new_offset(cls):
+    return OffsetAndMetadata.__new__(OffsetAndMetadata)
+
+
+@cython.locals(indexes=list, offsets=list, keys=list, values=list, cached=dict, stored=OffsetAndMetadata,
+               compiled=cython.bint)
 cpdef object offset_commit_run(group_id, topic, partitions, commit_timestamp)

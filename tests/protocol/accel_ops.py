@@ -85,17 +85,70 @@ def offset_commit_record(group_id: str, topic: str, partition: int, offset: int,
     return record.key, record.value
 
 
-def offset_commit_run(group_id: str, topic: str, partitions: list[tuple[int, int, int, str]],
-                      commit_timestamp: int) -> Any:
-    class Partition:  # the fields of an OffsetCommit request's partition the run reads
-        def __init__(self, index: int, offset: int, epoch: int, metadata: str) -> None:
-            self.partition_index = index
-            self.committed_offset = offset
-            self.committed_leader_epoch = epoch
-            self.committed_metadata = metadata
+class _PlainPartition:  # the fields of an OffsetCommit request's partition the run reads, in a __dict__
+    def __init__(self, index: int, offset: int, epoch: int, metadata: str | None) -> None:
+        self.partition_index = index
+        self.committed_offset = offset
+        self.committed_leader_epoch = epoch
+        self.committed_metadata = metadata
 
-    run = offsets.offset_commit_run(group_id, topic, [Partition(*p) for p in partitions], commit_timestamp)
-    return run.keys, run.values, [(r.key, r.value) for r in run.records()]
+
+def _partition(shape: str, index: int, offset: int, epoch: int, metadata: str | None) -> Any:
+    """A partition of the run: the generated request class (slots: the compiled build reads them in C,
+    records/offsets.pxd), a plain object, a request partition with one field unset (`unset-<field>`),
+    or a subclass whose offset is a property."""
+    from protocol.messages import OffsetCommitRequest
+
+    request_partition = OffsetCommitRequest.OffsetCommitRequestPartition
+    if shape == "plain":
+        return _PlainPartition(index, offset, epoch, metadata)
+    if shape == "property":
+        class OffsetAsProperty(request_partition):  # type: ignore[misc, valid-type]
+            __slots__ = ()
+            committed_offset = property(lambda self: offset + 1)
+
+        made = object.__new__(OffsetAsProperty)
+        made.partition_index, made.committed_leader_epoch, made.committed_metadata = index, epoch, metadata
+        return made
+    made = request_partition(partition_index=index, committed_offset=offset, committed_leader_epoch=epoch,
+                             committed_metadata=metadata)
+    if shape.startswith("unset-"):
+        delattr(made, shape.removeprefix("unset-"))
+    return made
+
+
+PARTITION_SHAPES = ("request", "plain", "property", "unset-partition_index", "unset-committed_offset",
+                    "unset-committed_leader_epoch", "unset-committed_metadata")
+
+
+def offset_commit_run(group_id: str, topic: str, partitions: list[tuple[Any, ...]], commit_timestamp: int) -> Any:
+    """`partitions`: (index, offset, epoch, metadata) or (index, offset, epoch, metadata, shape)."""
+    made = [_partition(*p[4:], *p[:4]) if len(p) > 4 else _PlainPartition(*p) for p in partitions]
+    run = offsets.offset_commit_run(group_id, topic, made, commit_timestamp)
+    return run.keys, run.values, run.offsets, [(r.key, r.value, r.decoded) for r in run.records()]
+
+
+def stored_offset(offset: Any, leader_epoch: Any, metadata: Any, commit_timestamp: Any, expire_timestamp: Any,
+                  other: tuple[Any, ...]) -> Any:
+    """OffsetAndMetadata (an extension type in the compiled build, records/offsets.pxd) as a dataclass:
+    made by its class call, compared, hashed, replaced, its fields listed, a field it lacks refused."""
+    import dataclasses
+
+    stored = offsets.OffsetAndMetadata(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp)
+    default = offsets.OffsetAndMetadata(offset, leader_epoch, metadata, commit_timestamp)
+    same = offsets.OffsetAndMetadata(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp)
+    try:
+        stored.partition = 1  # type: ignore[attr-defined]
+        refused = "set"
+    except AttributeError:
+        refused = "refused"
+    try:
+        hashed = hash(stored) == hash(same)
+    except TypeError as exc:  # a field that cannot be hashed
+        hashed = f"TypeError: {exc}"
+    return (stored, default, stored == same, stored == offsets.OffsetAndMetadata(*other), stored == other,
+            stored != same, hashed, [f.name for f in dataclasses.fields(stored)], stored.__match_args__,
+            dataclasses.replace(stored, offset=other[0]), refused, type(stored).__name__)
 
 
 def decode_record(key: bytes, value: bytes | None) -> Any:
@@ -117,7 +170,7 @@ def load_log(data: bytes) -> Any:
 OPERATIONS = {f.__name__: f for f in (decode, encode, decode_request_frame, encode_response_frame, build_batch,
                                      build_keyed_batch_from_columns, read_batches, frame_chunk, frame_records,
                                      offset_commit_record,
-                                     offset_commit_run, decode_record, load_log)}
+                                     offset_commit_run, stored_offset, decode_record, load_log)}
 
 
 def outcome(operation: str, args: tuple[Any, ...]) -> tuple[str, str]:

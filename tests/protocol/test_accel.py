@@ -252,6 +252,33 @@ def test_offset_commit_runs_agree(pure: PureWorker, group: str, topic: str, comm
 
 
 @needs_build
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(commit=st.integers(0, 2**42), partitions=st.lists(
+    st.tuples(st.integers(0, 9), st.integers(-1, 2**40), st.integers(-1, 9), st.none() | st.text(max_size=3),
+              st.sampled_from(accel_ops.PARTITION_SHAPES)), max_size=6))
+def test_offset_commit_runs_read_partitions_as_attributes(pure: PureWorker, commit: int,
+                                                          partitions: list[tuple[Any, ...]]) -> None:
+    """The compiled run reads a request partition's slots in C (records/offsets.pxd): generated request
+    partitions, plain objects, a field unset, a subclass's property, mixed in one run, give what the
+    pure build's attribute reads give, or the same AttributeError."""
+    same(pure, "offset_commit_run", "g", "t", partitions, commit)
+
+
+_FIELD = st.one_of(st.integers(), st.text(max_size=4), st.none(), st.lists(st.integers(), max_size=2))
+_FIELDS = st.tuples(_FIELD, _FIELD, _FIELD, _FIELD, _FIELD)  # an OffsetAndMetadata's, any values
+
+
+@needs_build
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(fields=_FIELDS, other=_FIELDS)
+def test_stored_offsets_agree(pure: PureWorker, fields: tuple[Any, ...], other: tuple[Any, ...]) -> None:
+    """The stored form of a commit is an extension type compiled (records/offsets.pxd), a slotted
+    class pure: the same dataclass for any field values, unhashable ones included."""
+    same(pure, "stored_offset", *fields, other)
+    same(pure, "stored_offset", *fields, fields)
+
+
+@needs_build
 @settings(max_examples=EXAMPLES * 3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(key=st.binary(max_size=40), value=st.none() | st.binary(max_size=60))
 def test_record_decoding_agrees_on_any_bytes(pure: PureWorker, key: bytes, value: bytes | None) -> None:
