@@ -234,13 +234,15 @@ class Connection(asyncio.Protocol):
                 self.close("bad_request")
         elif type(reply) is DurableReply:
             self.answers.append(reply)
-            reply.answer.add_done_callback(self._on_answer)
-            if len(self.answers) >= MAX_DURABLE_IN_FLIGHT:
+            if len(self.answers) == 1:  # at the head: see _on_answer for the ones behind it
+                reply.answer.add_done_callback(self._on_answer)
+            elif len(self.answers) >= MAX_DURABLE_IN_FLIGHT:
                 self.waiting = reply.answer
         else:
             self.waiting = answer = asyncio.ensure_future(cast(Awaitable[bytes | None], reply))
             self.answers.append(answer)
-            answer.add_done_callback(self._on_answer)
+            if len(self.answers) == 1:
+                answer.add_done_callback(self._on_answer)
 
     def _hold_for_last_answer(self) -> None:
         """Process no more frames until the last answer on its way (and so all before it) is written."""
@@ -248,7 +250,12 @@ class Connection(asyncio.Protocol):
 
     def _on_answer(self, future: asyncio.Future[Any]) -> None:
         """An answer is ready: write it and every ready one behind it, in request order (one write),
-        up to the first still on its way; resume processing if the connection held for one of them."""
+        up to the first still on its way; resume processing if the connection held for one of them.
+
+        Only the answer at the head of `answers` has this callback: the ones behind it cannot be
+        written before it, and the same fsync round usually completes them all, so the callback is
+        added to the next one on its way once this one is written. One callback (a loop step) per
+        batch of answers rather than one per answer."""
         answers = self.answers
         if self.closed or not answers:
             return
@@ -265,6 +272,7 @@ class Connection(asyncio.Protocol):
                 continue
             waited = _waited(head)
             if not waited.done():
+                waited.add_done_callback(self._on_answer)  # the new head: its turn to be waited for
                 break
             answers.popleft()
             if waited is self.waiting:

@@ -263,18 +263,16 @@ class GroupRuntime:
         elif self.gate is not None:  # a cluster: is the lease still ours (by the clock of its last renewal)?
             self.gate.check(partition)
         outcome = call(shard, request, ctx, self.topics if self.topics is not None else NO_TOPICS)
-        durable = self._apply(partition, outcome)
         response = outcome.response
         if response is None:  # parked until the rest of the group arrives
+            self._apply(partition, outcome)
             waiting = self.loop.create_future()
             self.parked[ctx.ref] = waiting
             return Pending(waiting)
-        if durable is None:
+        answer = self._carry_out(partition, outcome, answering=True)[1]
+        if answer is None:
             self.metrics.on_group_response(response)
             return response
-        # A future completed by a callback, not a coroutine: no Task per answer (one per commit).
-        answer = self.loop.create_future()
-        durable.add_done_callback(functools.partial(self._answer_when_durable, answer, response))
         return Pending(answer, pipelined=True)
 
     def handle_each(self, group_ids: list[str], build_request: Callable[[list[str]], Any], call: ShardCall,
@@ -295,6 +293,12 @@ class GroupRuntime:
             self._apply(partition, outcome)
             answers.append(outcome.response)
         return answers
+
+    def _answer_when_appended(self, partition: int, started: float, answer: asyncio.Future[Any], response: Any,
+                              durable: asyncio.Future[None]) -> None:
+        """`_appended`, then `_answer_when_durable`: the one done callback of a request's own append."""
+        self._appended(partition, started, durable)
+        self._answer_when_durable(answer, response, durable)
 
     def _answer_when_durable(self, answer: asyncio.Future[Any], response: Any, durable: asyncio.Future[None]) -> None:
         """A done callback of the write's future: `answer` gets the response, or the storage failure
@@ -322,18 +326,37 @@ class GroupRuntime:
         without records waits for the partition's last write still pending (it may have read
         state that write made). Without that, in a join storm the first member, whose JoinGroup
         writes the new group's record, heard back after members who joined after it."""
+        return self._carry_out(partition, outcome, answering=False)[0]
+
+    def _carry_out(self, partition: int, outcome: Outcome,
+                   answering: bool) -> tuple[asyncio.Future[None] | None, asyncio.Future[Any] | None]:
+        """`_apply`; `answering`: also a future that gets the outcome's response once what it waits for
+        is durable (None when nothing is to wait for). A future completed by a callback, not a
+        coroutine: no Task per answer (one per commit); and the callback that times the outcome's
+        own append completes it too, a loop step less per commit."""
         writes = outcome.records  # offset commits stay columns (a RecordsToWrite): no Record per partition
         shard = self.shards.get(partition) if writes else None
         durable: asyncio.Future[None] | None
+        answer: asyncio.Future[Any] | None = None
+        appended: Callable[[asyncio.Future[None]], None]
         if writes and shard is not None:
             shard.replay_all(writes)
             durable = self.store.append(partition, writes)
-            durable.add_done_callback(functools.partial(self._appended, partition, time.perf_counter()))
+            if answering:  # registered after the replies below, as the answer's own callback was
+                answer = self.loop.create_future()
+                appended = functools.partial(self._answer_when_appended, partition, time.perf_counter(), answer,
+                                             outcome.response)
+            else:
+                appended = functools.partial(self._appended, partition, time.perf_counter())
+                durable.add_done_callback(appended)
             self._last_append[partition] = durable
         else:
             durable = self._last_append.get(partition)
             if durable is not None and durable.done():
                 durable = None
+            if answering and durable is not None:
+                answer = self.loop.create_future()
+                appended = functools.partial(self._answer_when_durable, answer, outcome.response)
         for op in outcome.timers:
             self._apply_timer(partition, op)
         for job in outcome.jobs:
@@ -349,7 +372,9 @@ class GroupRuntime:
                 waiting.set_result(response)
             else:
                 durable.add_done_callback(functools.partial(_release, waiting, response))
-        return durable
+        if answer is not None:
+            durable.add_done_callback(appended)  # type: ignore[union-attr]  # set with the answer
+        return durable, answer
 
     def _submit_assignment(self, partition: int, job: AssignmentJob) -> None:
         """Run an assignor job off the loop; its result goes back to the shard that asked for it."""
