@@ -906,7 +906,7 @@ def client_init_source(families: list[str]) -> str:
 # positions, lengths and counts as C integers and their buffer as `bytes`. The `.py` stays the same
 # pure-Python reference; only the compiled build reads the `.pxd`.
 TYPED_FAMILIES = ("headers", "heartbeat", "offset_commit", "offset_fetch", "join_group", "sync_group",
-                  "consumer_group_heartbeat", "produce", "fetch")
+                  "consumer_group_heartbeat", "produce", "fetch", "records")
 # Locals of a generated decoder that only ever hold a position, length or count: a byte of `buf`, a
 # varint of at most 5 bytes, an int16 or int32, or a sum of such and a position. `_` is the loop index.
 _C_INT_LOCAL = re.compile(r"(_|n\d+|end\d+|ntags|tag|size|tag_end)")

@@ -20,6 +20,7 @@ import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import cast
 
@@ -99,6 +100,13 @@ _LENGTH_AND_ATTRIBUTES = struct.Struct(">i9xh")
 _LENGTH_AT = 8
 
 
+_ATTRIBUTES_LOW_AT = 22  # the low byte of attributes (int16 at byte 21), where TRANSACTIONAL_BIT is
+assert TRANSACTIONAL_BIT < 0x100
+# `_headers_pass` pays only compiled (C integers over a byte pointer); interpreted, its byte-by-byte
+# reads would be slower than one struct unpack per header, so the pure build keeps the loop below.
+_TYPED = __file__.endswith(tuple(EXTENSION_SUFFIXES))
+
+
 def _any_transactional_batch(files: tuple[tuple[str, int], ...]) -> bool:
     """Whether any batch of these files is transactional, from two fields per batch header (most logs
     have none, and a full header scan cost a tenth of the decoding). A file is read up to a length
@@ -111,11 +119,36 @@ def _any_transactional_batch(files: tuple[tuple[str, int], ...]) -> bool:
                     at, data = p, os.pread(f.fileno(), max(SCAN_CHUNK_BYTES, HEADER_SIZE), p)
                     if len(data) < HEADER_SIZE:
                         return True  # cut short: let the full scan decide
+                if _TYPED:  # the whole headers of this chunk in one C loop
+                    passed = _headers_pass(data, p - at, min(len(data), size - at))
+                    if passed < 0:
+                        return True
+                    p = at + passed
+                    continue
                 length, attributes = _LENGTH_AND_ATTRIBUTES.unpack_from(data, p - at + _LENGTH_AT)
                 if attributes & TRANSACTIONAL_BIT or length < MIN_BATCH_LENGTH:
                     return True
                 p += length + LENGTH_PREFIX
     return False
+
+
+def _headers_pass(data: bytes, p: int, limit: int) -> int:
+    """`_any_transactional_batch`'s walk over the batch headers in ``data`` from ``p``, while a whole
+    header lies before ``limit`` (``<= len(data)``): the position of the first header not whole there,
+    or -1 at a transactional batch or a batch length that does not fit a batch. Compiled (decode.pxd),
+    positions are C integers and the fields are read through a byte pointer, not unpacked."""
+    raw = data  # compiled: a pointer to its bytes (every read is within ``limit``, checked)
+    # Module constants as locals: compiled, C integers (no object arithmetic in the loop).
+    last_header, at, low = limit - HEADER_SIZE, _LENGTH_AT, _ATTRIBUTES_LOW_AT
+    txn, least, prefix = TRANSACTIONAL_BIT, MIN_BATCH_LENGTH, LENGTH_PREFIX
+    while p <= last_header:
+        if raw[p + at] >= 0x80 or raw[p + low] & txn:
+            return -1  # a negative length, or a transactional batch
+        length = raw[p + at] << 24 | raw[p + at + 1] << 16 | raw[p + at + 2] << 8 | raw[p + at + 3]
+        if length < least:
+            return -1
+        p += length + prefix
+    return p
 
 
 @functools.lru_cache(maxsize=64)

@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import functools
 import struct
+import sys
 from collections.abc import Iterator
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 import pyarrow as pa
@@ -70,6 +72,11 @@ STABLE_STATE = 0  # ConsumerGroupCurrentMemberAssignmentValue.State of a reconci
 _ASSIGNMENT_PREFIX = struct.Struct(">hiib")
 _VERSION = struct.Struct(">h").unpack_from
 MINUTE_KIND = "offset_commit_minute"
+# The loops that pay only compiled (summarize.pxd: C integers, pointer comparisons) run only there;
+# the pure build keeps the C-level scans that are faster interpreted. Both give the same rows
+# (tests/spark/test_summarize_typed.py).
+_TYPED = __file__.endswith(tuple(EXTENSION_SUFFIXES))
+_TYPED_BUFFERS = _TYPED and sys.byteorder == "little"  # `_int_column` writes Arrow's little-endian buffers
 
 #: Columns after `rows.COLUMNS` in summary mode (null in rows they do not apply to).
 SUMMARY_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
@@ -222,8 +229,15 @@ def _stable_epoch(keys: KeyTable, kid: int, value: bytes) -> int | None:
 
 
 def _positions_of_none(values: list) -> list[int]:
-    """Where ``values`` holds None, found by C-level scans (`list.index`): for when there are few."""
+    """Where ``values`` holds None. Interpreted, found by C-level scans (`list.count`, `list.index`:
+    for when there are few); compiled (summarize.pxd), by one C loop comparing pointers, where those
+    scans' rich comparisons were the larger cost."""
     found: list[int] = []
+    if _TYPED:
+        for i in range(len(values)):
+            if values[i] is None:
+                found.append(i)
+        return found
     i = -1
     for _ in range(values.count(None)):
         i = values.index(None, i + 1)
@@ -231,11 +245,44 @@ def _positions_of_none(values: list) -> list[int]:
     return found
 
 
+def _int_column(values: list, width: int) -> pa.Array:
+    """``pa.array(values, pa.int32() or pa.int64())`` (``width``: 4 or 8 bytes) of a segment's record column
+    (a million Python ints, None for null). Compiled (summarize.pxd), one C loop writes Arrow's buffers
+    (values, validity bits): Arrow's own conversion checks each object's type first, and over a
+    segment's three columns it cost as much as the framing's records loop. Interpreted that loop
+    would be slower, so the pure build converts with Arrow."""
+    typ = pa.int64() if width == 8 else pa.int32()
+    if not _TYPED_BUFFERS:
+        return pa.array(values, typ)
+    n = len(values)
+    data, valid = bytearray(n * width), bytearray((n + 7) >> 3)
+    out, bits = data, valid  # compiled: pointers to their bytes
+    nulls = 0
+    low, high = (-(2**63), 2**63 - 1) if width == 8 else (-(2**31), 2**31 - 1)
+    try:
+        for i in range(n):
+            value = values[i]
+            if value is None:
+                nulls += 1
+                continue
+            x = value  # compiled: a C long long (OverflowError past it)
+            if x < low or x > high:
+                raise OverflowError
+            bits[i >> 3] |= 1 << (i & 7)
+            at = i * width
+            for k in range(width):  # little-endian (`_TYPED_BUFFERS` requires it), as Arrow's buffers here
+                out[at + k] = (x >> (k << 3)) & 0xFF
+    except (OverflowError, TypeError):
+        return pa.array(values, typ)  # not an int of the type: Arrow's own error
+    return pa.Array.from_buffers(typ, n, [pa.py_buffer(valid) if nulls else None, pa.py_buffer(data)],
+                                 null_count=nulls)
+
+
 def _commit_batches(records: _Records, keys: KeyTable, partition: int, seg_name: str) -> Iterator[pa.RecordBatch]:
     """The per-key and per-minute rows of a segment's commits, aggregated by Arrow."""
-    kids = pa.array(records.kids, pa.int32())
-    offsets = pa.array(records.offsets, pa.int64())
-    timestamps = pa.array(records.timestamps, pa.int64())
+    kids = _int_column(records.kids, 4)
+    offsets = _int_column(records.offsets, 8)
+    timestamps = _int_column(records.timestamps, 8)
     tomb = flags(len(records.values), records.tombstones)
     live = pc.invert(tomb)
     no_long = pa.scalar(None, pa.int64())

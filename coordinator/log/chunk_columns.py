@@ -125,37 +125,49 @@ def _frame_batches(data: bytes, file_pos: int, size: int, out: ChunkColumns, ver
     # arithmetic on them as it can.
     last_header = n - HEADER_SIZE
     in_file = size - file_pos
+    typed = _FRAME_PLAIN
+    # The module's constants as locals: compiled, C integers (no int object per use in the loop).
+    length_prefix, least, magic_v2, crc_start = LENGTH_PREFIX, MIN_BATCH_LENGTH, MAGIC, CRC_START
+    control_bit, compression_mask, timestamp_type_bit = CONTROL_BIT, COMPRESSION_MASK, TIMESTAMP_TYPE_BIT
     while p <= last_header:
-        base_offset, batch_length, magic, crc, attributes, base_timestamp, count = unpack(data, p)
-        end = p + (batch_length + LENGTH_PREFIX)
-        if batch_length < MIN_BATCH_LENGTH or end > in_file:
+        # Compiled, the header's fields are read through the pointer (C integers: no tuple, and an int
+        # object only for the two 64-bit fields) when none of its signed fields is negative, as in every
+        # batch a coordinator writes; else, and always interpreted, by the struct.
+        if typed and not (raw[p] | raw[p + 8] | raw[p + 16] | raw[p + 21] | raw[p + 27] | raw[p + 57]) & 0x80:
+            base_offset, batch_length, magic = _big_endian(raw, p, 8), _big_endian(raw, p + 8, 4), raw[p + 16]
+            crc, attributes = _big_endian(raw, p + 17, 4), _big_endian(raw, p + 21, 2)
+            base_timestamp, count = _big_endian(raw, p + 27, 8), _big_endian(raw, p + 57, 4)
+        else:
+            base_offset, batch_length, magic, crc, attributes, base_timestamp, count = unpack(data, p)
+        end = p + (batch_length + length_prefix)
+        if batch_length < least or end > in_file:
             error = CorruptBatchError(file_pos + p, f"batch length {batch_length} does not fit in "
                                                     f"{size - file_pos - p} bytes")
             break
-        if magic != MAGIC:
+        if magic != magic_v2:
             error = CorruptBatchError(file_pos + p, f"magic {magic}, only v2 batches are supported")
             break
         if end > n:
             break  # cut by the end of the chunk
         # The CRC-covered bytes as their own bytes object: checked, then framed in place with
         # positions below 256 for most batches (ints Python has cached: no int object per field).
-        batch = raw[p + CRC_START:end]
+        batch = raw[p + crc_start:end]
         if verify:
             actual = crc32c(batch)
             if actual != crc:
                 error = CorruptBatchError(file_pos + p, f"crc mismatch: stored {crc:#010x}, computed {actual:#010x}")
                 break
         batches += 1
-        if (attributes & CONTROL_BIT and skip_control) or (skip_batches and base_offset in skip_batches):
+        if (attributes & control_bit and skip_control) or (skip_batches and base_offset in skip_batches):
             p = end
             continue
         try:
-            if attributes & COMPRESSION_MASK:  # rare in a coordinator log
+            if attributes & compression_mask:  # rare in a coordinator log
                 records = decompressed_records(view, p, BatchHeader(*_unpack_header(data, p)))
                 frame(records, 0, len(records), count, base_offset, base_timestamp, *columns)
-            elif not (_FRAME_PLAIN and _frame_plain(batch, count, base_offset, base_timestamp, offsets, timestamps,
+            elif not (typed and _frame_plain(batch, count, base_offset, base_timestamp, offsets, timestamps,
                                                     keys, values, headers)):
-                if _FRAME_PLAIN:
+                if typed:
                     _truncate(out, rows)  # a record off the common shape: the batch again, by the general framing
                 frame(batch, _RECORDS_AT, len(batch), count, base_offset, base_timestamp, add_offset, add_timestamp,
                       add_key, add_value, add_headers)
@@ -167,12 +179,21 @@ def _frame_batches(data: bytes, file_pos: int, size: int, out: ChunkColumns, ver
             _truncate(out, rows)
             break
         rows += count
-        if attributes & TIMESTAMP_TYPE_BIT:  # LogAppendTime: every record has the batch's maxTimestamp
+        if attributes & timestamp_type_bit:  # LogAppendTime: every record has the batch's maxTimestamp
             (max_timestamp,) = _MAX_TIMESTAMP.unpack_from(data, p + _MAX_TIMESTAMP_AT)
             out.timestamps[rows - count:] = [max_timestamp] * count
         p = end
     out.batches += batches
     return p, error
+
+
+def _big_endian(data: bytes, p: int, size: int) -> int:
+    """The unsigned big-endian integer of ``size`` bytes (at most 8) at ``p`` of ``data`` (compiled, a
+    pointer the caller has bounds-checked): the header fields `_frame_batches` reads in place."""
+    value = 0
+    for i in range(p, p + size):
+        value = value << 8 | data[i]
+    return value
 
 
 def _frame_plain(batch: bytes, count: int, base_offset: int, base_timestamp: int, offsets: list[int],
