@@ -22,6 +22,9 @@ def labels_of(values: dict[str, object]) -> Labels:
     return tuple(sorted((k, str(v)) for k, v in values.items()))
 
 
+NO_LABELS: Labels = ()  # labels_of({}): the key of a metric without labels (a commit counts and times one each)
+
+
 @dataclass
 class Counter:
     name: str
@@ -29,7 +32,7 @@ class Counter:
     values: dict[Labels, float] = field(default_factory=dict)
 
     def inc(self, amount: float = 1, **labels: object) -> None:
-        self.inc_key(labels_of(labels), amount)
+        self.inc_key(labels_of(labels) if labels else NO_LABELS, amount)  # no labels: as labels_of({}), unbuilt
 
     def inc_key(self, key: Labels, amount: float = 1) -> None:
         """`inc` with the label set already built (hot paths keep theirs)."""
@@ -78,7 +81,7 @@ class Timer:
     keep_unsent: bool = False  # on while a StatsD pusher drains the samples
 
     def observe(self, ms: float, **labels: object) -> None:
-        self.observe_key(labels_of(labels), ms)
+        self.observe_key(labels_of(labels) if labels else NO_LABELS, ms)
 
     def observe_key(self, key: Labels, ms: float) -> None:
         s = self.series.get(key)

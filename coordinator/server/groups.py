@@ -335,11 +335,12 @@ class GroupRuntime:
         coroutine: no Task per answer (one per commit); and the callback that times the outcome's
         own append completes it too, a loop step less per commit."""
         writes = outcome.records  # offset commits stay columns (a RecordsToWrite): no Record per partition
+        # `writes` tested once: a RecordsToWrite's truth is a sum over its runs.
         shard = self.shards.get(partition) if writes else None
         durable: asyncio.Future[None] | None
         answer: asyncio.Future[Any] | None = None
         appended: Callable[[asyncio.Future[None]], None]
-        if writes and shard is not None:
+        if shard is not None:
             shard.replay_all(writes)
             durable = self.store.append(partition, writes)
             if answering:  # registered after the replies below, as the answer's own callback was
