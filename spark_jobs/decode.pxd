@@ -1,5 +1,5 @@
 # Typed declarations Cython reads beside decode.py when it builds the accelerator
-# (protocol/accel_build.py); the pure-Python source stays the reference (tests/spark/test_decode.py).
+# (protocol/accel_build.py); the pure-Python source stays the reference (tests/spark/test_transactional_scan.py).
 #
 # _headers_pass is the look for transactional batches: a batch header's length and attributes read
 # through a pointer to the read chunk's bytes, positions as C integers.
