@@ -88,6 +88,15 @@ def test_this_process_runs_the_compiled_modules() -> None:
     assert "coordinator.log.batch" in _compiled_modules_in_use()
 
 
+@needs_build
+def test_every_accelerated_module_was_built() -> None:
+    """`make accel` leaves a module Cython refuses pure and still succeeds (the server must start
+    anyway); here such a module fails, so a .pxd that stops compiling cannot go unnoticed."""
+    with open(accel.MANIFEST, encoding="ascii") as manifest:
+        built = {line.split()[0] for line in manifest if line.strip()}
+    assert sorted(set(accel.ACCELERATED) - built) == []
+
+
 def _corrupt(data: bytes, draw: st.DrawFn) -> bytes:
     how = draw(st.sampled_from(["as is", "truncate", "flip", "append", "garbage"]))
     if how == "truncate" and data:
