@@ -125,7 +125,8 @@ def offset_commit_run(group_id: str, topic: str, partitions: list[tuple[Any, ...
     """`partitions`: (index, offset, epoch, metadata) or (index, offset, epoch, metadata, shape)."""
     made = [_partition(*p[4:], *p[:4]) if len(p) > 4 else _PlainPartition(*p) for p in partitions]
     run = offsets.offset_commit_run(group_id, topic, made, commit_timestamp)
-    return run.keys, run.values, run.offsets, [(r.key, r.value, r.decoded) for r in run.records()]
+    return (run.keys, run.values, run.offsets, run.stored_under,
+            [(r.key, r.value, r.decoded) for r in run.records()])
 
 
 def stored_offset(offset: Any, leader_epoch: Any, metadata: Any, commit_timestamp: Any, expire_timestamp: Any,
