@@ -153,6 +153,6 @@ cdef inline OffsetAndMetadata _new_offset(cls):
     return OffsetAndMetadata.__new__(OffsetAndMetadata)
 
 
-@cython.locals(indexes=list, offsets=list, keys=list, values=list, cached=dict, stored=OffsetAndMetadata,
-               compiled=cython.bint)
+@cython.locals(indexes=list, offsets=list, keys=list, values=list, stored_under=list, cached=dict,
+               stored=OffsetAndMetadata, known=tuple, compiled=cython.bint)
 cpdef object offset_commit_run(group_id, topic, partitions, commit_timestamp)

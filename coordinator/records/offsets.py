@@ -30,9 +30,10 @@ class OffsetAndMetadata:
     """A committed offset as stored (Kafka's OffsetAndMetadata).
 
     An extension type in the compiled build (offsets.pxd declares it, and Cython makes the dataclass
-    of it): a commit stores one per partition, and a plain class cannot be filled without a dict or
-    slot descriptor per field. Slots, `__init__` and the default written out rather than by
-    `slots=True`, which Cython's dataclass does not take; the same class either way."""
+    of it): a commit stores one per partition, and a plain class took a generic object.__new__ call
+    and a slot descriptor per field to fill (~2,000 instructions a partition, callgrind). Slots,
+    `__init__` and the default are written out rather than by `slots=True`, which Cython's dataclass
+    does not take; the same class either way."""
 
     __slots__ = ("commit_timestamp_ms", "expire_timestamp_ms", "leader_epoch", "metadata", "offset")
     offset: int
@@ -57,22 +58,26 @@ def offset_commit_key(group_id: str, topic: str, partition: int) -> bytes:
 # Encoded offset commit keys by (group, topic) and then partition: a consumer commits the same
 # partitions over and over, and encoding a key is a third of building its record. One lookup per
 # topic of a commit, then an int per partition. Cleared when full, like the server's group ->
-# partition cache.
+# partition cache. Each entry also holds the (topic, partition) key replay stores the offset under:
+# a commit run hands it over (OffsetCommitRun.stored_under), so the group's dict finds its own key
+# by identity rather than comparing a new tuple with it.
 OFFSET_KEY_CACHE_SIZE = 200_000
-_offset_keys: dict[tuple[str, str], dict[int, tuple[bytes, Any]]] = {}
+_offset_keys: dict[tuple[str, str], dict[int, tuple[bytes, Any, tuple[str, int]]]] = {}
 _offset_keys_cached = 0
 
 
-def _topic_keys(group_id: str, topic: str) -> dict[int, tuple[bytes, Any]]:
-    """partition -> (key bytes, OffsetCommitKey message) of one group's topic; fill it with _offset_key."""
+def _topic_keys(group_id: str, topic: str) -> dict[int, tuple[bytes, Any, tuple[str, int]]]:
+    """partition -> (key bytes, OffsetCommitKey message, (topic, partition)) of one group's topic; fill
+    it with _offset_key."""
     keys = _offset_keys.get((group_id, topic))
     if keys is None:
         keys = _offset_keys[(group_id, topic)] = {}
     return keys
 
 
-def _offset_key(group_id: str, topic: str, partition: int) -> tuple[bytes, Any]:
-    """(key bytes, OffsetCommitKey message); records of one partition share the message: read-only."""
+def _offset_key(group_id: str, topic: str, partition: int) -> tuple[bytes, Any, tuple[str, int]]:
+    """(key bytes, OffsetCommitKey message, (topic, partition)); records of one partition share the
+    message and the pair: read-only."""
     global _offset_keys_cached
     known = _topic_keys(group_id, topic).get(partition)
     if known is None:
@@ -80,7 +85,7 @@ def _offset_key(group_id: str, topic: str, partition: int) -> tuple[bytes, Any]:
             _offset_keys.clear()
             _offset_keys_cached = 0
         message = OffsetCommitKey(group_id, topic, partition)
-        known = (encode_message(RecordType.OFFSET_COMMIT, message), message)
+        known = (encode_message(RecordType.OFFSET_COMMIT, message), message, (topic, partition))
         _topic_keys(group_id, topic)[partition] = known
         _offset_keys_cached += 1
     return known
@@ -117,7 +122,8 @@ def offset_commit_record(group_id: str, topic: str, partition: int, offset: int,
     """OffsetCommit: key type 1; value v3, or v1 when an expire timestamp is given (OffsetCommit v2-4
     with a retention time): v1 is the only value version with one, and it has no leader epoch.
     With a producer: a TxnOffsetCommit's record, written in the producer's transactional batch."""
-    key_bytes, key = _offset_key(group_id, topic, partition)
+    known = _offset_key(group_id, topic, partition)
+    key_bytes, key = known[0], known[1]
     if expire_timestamp is None:
         version = OFFSET_COMMIT_VALUE_VERSION
         value = OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp)  # positional: hot path
@@ -143,7 +149,8 @@ class CommittedPartition(Protocol):
 @dataclass(slots=True)
 class OffsetCommitRun:
     """The offset commit records (value v3) of one topic of one commit, as columns: the shell writes
-    `keys` and `values` and replay stores `offsets` under (topic, partition), with no object per
+    `keys` and `values` and replay stores `offsets` under `stored_under` (each partition's
+    (topic, partition), shared by the runs of one group; see _offset_keys), with no object per
     record (a commit carries a hundred partitions or more). `records()` builds the very records
     `offset_commit_record` would, for anyone who wants them one by one."""
 
@@ -153,6 +160,7 @@ class OffsetCommitRun:
     keys: list[bytes]
     values: list[bytes]
     offsets: list[OffsetAndMetadata]  # as stored; each commit timestamp is the run's
+    stored_under: list[tuple[str, int]]  # (topic, partition) of each, equal to (self.topic, partitions[i])
 
     def records(self) -> list[Record]:
         group_id, topic = self.group_id, self.topic
@@ -210,6 +218,7 @@ def offset_commit_run(group_id: str, topic: str, partitions: Sequence[CommittedP
     offsets: list[OffsetAndMetadata] = []
     keys: list[bytes] = []
     values: list[bytes] = []
+    stored_under: list[tuple[str, int]] = []
     cached = _topic_keys(group_id, topic)
     version = OFFSET_COMMIT_VALUE_VERSION
     compiled = _COMPILED
@@ -228,7 +237,9 @@ def offset_commit_run(group_id: str, topic: str, partitions: Sequence[CommittedP
         stored.expire_timestamp_ms = None
         indexes.append(index)
         offsets.append(stored)
-        keys.append((cached.get(index) or _offset_key(group_id, topic, index))[0])
+        known = cached.get(index) or _offset_key(group_id, topic, index)
+        keys.append(known[0])
+        stored_under.append(known[2])
         if metadata:
             values.append(_stored_value_v3(stored))
             continue
@@ -237,7 +248,7 @@ def offset_commit_run(group_id: str, topic: str, partitions: Sequence[CommittedP
                                                commit_timestamp))
         except (struct.error, OverflowError, TypeError):  # the compiled packer's C ints raise the last two
             values.append(_stored_value_v3(stored))  # out of range: the codec reports it
-    return OffsetCommitRun(group_id, topic, indexes, keys, values, offsets)
+    return OffsetCommitRun(group_id, topic, indexes, keys, values, offsets, stored_under)
 
 
 # A v3 value with empty metadata: offsets.pxd declares `_pack_value_v3_empty` as a C function writing

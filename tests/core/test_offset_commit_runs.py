@@ -37,6 +37,7 @@ def test_a_run_holds_the_records_a_record_at_a_time_commit_writes() -> None:
     assert isinstance(writes, RecordsToWrite) and writes.records == []
     runs: list[OffsetCommitRun] = writes.runs
     assert [(run.topic, run.partitions) for run in runs] == [("a", [0, 1, 2]), ("b", [7])]
+    assert [run.stored_under for run in runs] == [[("a", 0), ("a", 1), ("a", 2)], [("b", 7)]]
     expected = [offset_commit_record("g", "a", p, 10 + p, p, "m" * p, 1000) for p in range(3)]
     expected.append(offset_commit_record("g", "b", 7, 1, -1, "", 1000))
     assert len(writes) == 4
@@ -52,6 +53,11 @@ def test_replaying_runs_leaves_the_state_replaying_their_records_does() -> None:
         by_records.replay(record)
     assert by_runs.state.offsets == by_records.state.offsets and len(by_runs.state.offsets["g"]) == 4
     assert set(by_runs.state.groups) == set(by_records.state.groups) == {"g"}
+    # A later commit's run hands replay the very keys the group's offsets are stored under.
+    again = _commit(by_runs).records
+    assert isinstance(again, RecordsToWrite)
+    stored_keys = {id(key) for key in by_runs.state.offsets["g"]}
+    assert all(id(key) in stored_keys for run in again.runs for key in run.stored_under)
 
 
 # ---- the commit path against a record-at-a-time reference, for any plain commit ------------------

@@ -125,7 +125,25 @@ def offset_commit_run(group_id: str, topic: str, partitions: list[tuple[Any, ...
     """`partitions`: (index, offset, epoch, metadata) or (index, offset, epoch, metadata, shape)."""
     made = [_partition(*p[4:], *p[:4]) if len(p) > 4 else _PlainPartition(*p) for p in partitions]
     run = offsets.offset_commit_run(group_id, topic, made, commit_timestamp)
-    return run.keys, run.values, run.offsets, [(r.key, r.value, r.decoded) for r in run.records()]
+    return (run.keys, run.values, run.offsets, run.stored_under,
+            [(r.key, r.value, r.decoded) for r in run.records()])
+
+
+def offset_commit_run_class_changed(offset: int) -> Any:
+    """Runs of one slotted partition class before and after its offset becomes a property: the compiled
+    build's slot offsets, kept per class, must not outlive the change (records/offsets.pxd)."""
+    class Slotted:
+        __slots__ = ("committed_leader_epoch", "committed_metadata", "committed_offset", "partition_index")
+
+        def __init__(self) -> None:
+            self.partition_index, self.committed_offset, self.committed_leader_epoch = 1, offset, -1
+            self.committed_metadata = ""
+
+    partition = Slotted()
+    before = offsets.offset_commit_run("g", "t", [partition], 5).values
+    Slotted.committed_offset = property(lambda self: offset + 1)  # type: ignore[assignment]
+    after = offsets.offset_commit_run("g", "t", [partition], 5).values
+    return before, after
 
 
 def stored_offset(offset: Any, leader_epoch: Any, metadata: Any, commit_timestamp: Any, expire_timestamp: Any,
@@ -170,7 +188,8 @@ def load_log(data: bytes) -> Any:
 OPERATIONS = {f.__name__: f for f in (decode, encode, decode_request_frame, encode_response_frame, build_batch,
                                      build_keyed_batch_from_columns, read_batches, frame_chunk, frame_records,
                                      offset_commit_record,
-                                     offset_commit_run, stored_offset, decode_record, load_log)}
+                                     offset_commit_run, offset_commit_run_class_changed, stored_offset, decode_record,
+                                     load_log)}
 
 
 def outcome(operation: str, args: tuple[Any, ...]) -> tuple[str, str]:

@@ -273,6 +273,13 @@ def test_offset_commit_runs_read_partitions_as_attributes(pure: PureWorker, comm
     same(pure, "offset_commit_run", "g", "t", partitions, commit)
 
 
+@needs_build
+def test_offset_commit_runs_see_a_partition_class_change(pure: PureWorker) -> None:
+    kind, _ = same(pure, "offset_commit_run_class_changed", 41)
+    before, after = accel_ops.offset_commit_run_class_changed(41)
+    assert kind == "ok" and before != after  # the property's offset (42) is what the second run wrote
+
+
 _FIELD = st.one_of(st.integers(), st.text(max_size=4), st.none(), st.lists(st.integers(), max_size=2))
 _FIELDS = st.tuples(_FIELD, _FIELD, _FIELD, _FIELD, _FIELD)  # an OffsetAndMetadata's, any values
 

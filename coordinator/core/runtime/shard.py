@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Any
 
 from coordinator.core import offsets
@@ -376,8 +375,7 @@ class GroupShard:
             for record in records.records:
                 self.replay(record)
             for run in records.runs:
-                keys = zip(repeat(run.topic), run.partitions)  # repeat() is endless: the outer zip bounds it
-                self._committed_offsets(run.group_id).update(zip(keys, run.offsets, strict=False))
+                self._committed_offsets(run.group_id).update(zip(run.stored_under, run.offsets, strict=False))
                 if self.state.open_transactions:
                     for partition in run.partitions:
                         txn_offsets.supersede_pending(self.state, (run.group_id, run.topic, partition))
