@@ -13,3 +13,8 @@ cpdef list _positions_of_none(list values)
 @cython.locals(n=Py_ssize_t, i=Py_ssize_t, k=Py_ssize_t, at=Py_ssize_t, nulls=Py_ssize_t, x=cython.longlong,
                out=p_uchar, bits=p_uchar, data=bytearray, valid=bytearray, low=cython.longlong, high=cython.longlong)
 cpdef _int_column(list values, Py_ssize_t width)
+
+
+# A version 0 ConsumerGroupCurrentMemberAssignmentValue's MemberEpoch and State read through a pointer.
+@cython.locals(data=bytes, raw=p_uchar, k=Py_ssize_t, epoch=cython.longlong)
+cpdef object _stable_epoch(object keys, object kid, object value)
