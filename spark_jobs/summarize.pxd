@@ -13,3 +13,15 @@ cpdef list _positions_of_none(list values)
 @cython.locals(n=Py_ssize_t, i=Py_ssize_t, k=Py_ssize_t, at=Py_ssize_t, nulls=Py_ssize_t, x=cython.longlong,
                out=p_uchar, bits=p_uchar, data=bytearray, valid=bytearray, low=cython.longlong, high=cython.longlong)
 cpdef _int_column(list values, Py_ssize_t width)
+
+
+# A version 0 ConsumerGroupCurrentMemberAssignmentValue's MemberEpoch and State read through a pointer.
+@cython.locals(data=bytes, raw=p_uchar, k=Py_ssize_t, epoch=cython.longlong)
+cpdef object _stable_epoch(object keys, object kid, object value)
+
+
+# A chunk's split: its columns as lists and positions as C integers, so the loop over the few records
+# that are not known commits indexes the lists directly.
+@cython.locals(key_bytes=list, kids=list, offsets=list, timestamps=list, values=list, kind_code=list, index=dict,
+               n=Py_ssize_t, start=Py_ssize_t, i=Py_ssize_t)
+cpdef _split(pending, keys, records, others, folds, stats)

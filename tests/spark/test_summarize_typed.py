@@ -66,3 +66,14 @@ def test_a_logs_summary_batches_are_the_same_either_way(tmp_path: Path, monkeypa
 
     typed, untyped = _both(monkeypatch, summary)
     assert typed == untyped and len(typed) > 4
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(epoch=st.integers(-(2**31), 2**31 - 1), previous=st.integers(-(2**31), 2**31 - 1),
+       state=st.sampled_from([0, 0, 1, 2, 3, -1, 127]), rest=st.binary(min_size=1, max_size=8))
+def test_a_stable_epoch_read_in_place_is_the_struct_reads(monkeypatch: pytest.MonkeyPatch, epoch: int,
+                                                          previous: int, state: int, rest: bytes) -> None:
+    # Version 0 values only: any other version goes to the codec on both paths alike.
+    value = summarize._ASSIGNMENT_PREFIX.pack(0, epoch, previous, state) + rest
+    typed, untyped = _both(monkeypatch, summarize._stable_epoch, None, 0, value)
+    assert typed == untyped == (epoch if state == summarize.STABLE_STATE else None)
