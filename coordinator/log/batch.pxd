@@ -33,7 +33,7 @@ cdef extern from *:
         *at++ = (unsigned char)z;
         return at;
     }
-    static unsigned char *groupcoord_put_be64(unsigned char *at, unsigned long long value, int size) {
+    static unsigned char *groupcoord_put_be(unsigned char *at, unsigned long long value, int size) {
         for (int i = size - 1; i >= 0; i--) { at[i] = (unsigned char)(value & 0xFF); value >>= 8; }
         return at + size;
     }
@@ -73,19 +73,19 @@ cdef extern from *:
         batch = PyBytes_FromStringAndSize(NULL, total);
         if (batch == NULL) return NULL;
         start = (unsigned char *)PyBytes_AS_STRING(batch);
-        at = groupcoord_put_be64(start, (unsigned long long)base, 8);
-        at = groupcoord_put_be64(at, (unsigned long long)(total - 12), 4);  /* batchLength */
-        at = groupcoord_put_be64(at, 0xFFFFFFFFu, 4);  /* partitionLeaderEpoch -1 */
+        at = groupcoord_put_be(start, (unsigned long long)base, 8);
+        at = groupcoord_put_be(at, (unsigned long long)(total - 12), 4);  /* batchLength */
+        at = groupcoord_put_be(at, 0xFFFFFFFFu, 4);  /* partitionLeaderEpoch -1 */
         *at++ = 2;  /* magic */
         at += 4;  /* the CRC, written last */
-        at = groupcoord_put_be64(at, 0, 2);  /* attributes */
-        at = groupcoord_put_be64(at, (unsigned long long)(count - 1), 4);  /* lastOffsetDelta */
-        at = groupcoord_put_be64(at, (unsigned long long)ts, 8);  /* baseTimestamp */
-        at = groupcoord_put_be64(at, (unsigned long long)ts, 8);  /* maxTimestamp */
-        at = groupcoord_put_be64(at, 0xFFFFFFFFFFFFFFFFull, 8);  /* producerId -1 */
-        at = groupcoord_put_be64(at, 0xFFFFu, 2);  /* producerEpoch -1 */
-        at = groupcoord_put_be64(at, 0xFFFFFFFFu, 4);  /* baseSequence -1 */
-        at = groupcoord_put_be64(at, (unsigned long long)count, 4);  /* recordsCount */
+        at = groupcoord_put_be(at, 0, 2);  /* attributes */
+        at = groupcoord_put_be(at, (unsigned long long)(count - 1), 4);  /* lastOffsetDelta */
+        at = groupcoord_put_be(at, (unsigned long long)ts, 8);  /* baseTimestamp */
+        at = groupcoord_put_be(at, (unsigned long long)ts, 8);  /* maxTimestamp */
+        at = groupcoord_put_be(at, 0xFFFFFFFFFFFFFFFFull, 8);  /* producerId -1 */
+        at = groupcoord_put_be(at, 0xFFFFu, 2);  /* producerEpoch -1 */
+        at = groupcoord_put_be(at, 0xFFFFFFFFu, 4);  /* baseSequence -1 */
+        at = groupcoord_put_be(at, (unsigned long long)count, 4);  /* recordsCount */
         for (i = 0; i < count; i++) {
             PyObject *key = PyList_GET_ITEM(keys, i), *value = PyList_GET_ITEM(values, i);
             Py_ssize_t key_size = PyBytes_GET_SIZE(key);
@@ -114,7 +114,7 @@ cdef extern from *:
         crc_value = PyLong_AsUnsignedLong(sum);
         Py_DECREF(sum);
         if (crc_value == (unsigned long)-1 && PyErr_Occurred()) { Py_DECREF(batch); return NULL; }
-        groupcoord_put_be64(start + 17, (unsigned long long)crc_value, 4);
+        groupcoord_put_be(start + 17, (unsigned long long)crc_value, 4);
         return batch;
     }
     """

@@ -51,10 +51,10 @@ cdef extern from *:
                                                             short metadata_length, object commit_timestamp)
 
 
-# A request partition's four fields, as a tuple in offset_commit_run's order (offsets.py binds the pure
-# build's to operator.attrgetter). Where the class keeps a field in a plain slot, found the way attribute
-# lookup finds it (a member descriptor in the MRO, generic getattr), the slot is read directly: that is
-# all the lookup would do. Anything else (no slot, an unset one, a property, __getattr__, a class
+# A request partition's four fields, as a tuple in offset_commit_run's order (compiled build only: the
+# pure build reads the fields inline). Where the class keeps a field in a plain slot, found the way
+# attribute lookup finds it (a member descriptor in the MRO, generic getattr), the slot is read
+# directly: that is all the lookup would do. Anything else (no slot, an unset one, a property, __getattr__, a class
 # changed since) is looked up as an attribute, raising what the lookup raises. The slot offsets are kept
 # per class and version tag (CPython bumps the tag when a class or a base changes), as the interpreter's
 # own attribute caches do.
