@@ -46,12 +46,13 @@ def test_check_reports_a_hand_edited_module(tmp_path: Path) -> None:
 def test_typed_declarations_name_only_integer_locals() -> None:
     """The .pxd types a decoder's position, lengths and counts (never a field's value) and declares
     every decoder of its module, with the module's own parameters."""
-    text = codegen.generated_sources()["heartbeat.pxd"]
+    sources = codegen.generated_sources()  # every module of every schema: seconds each time, so once
+    text = sources["heartbeat.pxd"]
     assert "cpdef tuple d_HeartbeatRequest_v4(bytes buf, Py_ssize_t pos, Py_ssize_t blen)" in text
     assert "n1=Py_ssize_t" in text and "f_" not in text
     for family in codegen.TYPED_FAMILIES:
-        module = codegen.generated_sources()[f"{family}.py"]
-        declared = len(re.findall(r"^cpdef ", codegen.generated_sources()[f"{family}.pxd"], re.M))
+        module = sources[f"{family}.py"]
+        declared = len(re.findall(r"^cpdef ", sources[f"{family}.pxd"], re.M))
         assert declared == len(re.findall(r"^def da?_", module, re.M)) > 0, family
 
 
