@@ -367,17 +367,23 @@ def _records(keys: Sequence[bytes], values: Sequence[bytes | None]) -> bytes:
 
 # ---------------------------------------------------------------- reading
 
-def verify_crc(batch: Buffer, pos: int = 0) -> BatchHeader:
-    """Parse and check one batch at ``pos``: magic, length bounds and CRC. Returns its header."""
+def check_framing(batch: Buffer, pos: int = 0) -> BatchHeader:
+    """Parse and check one batch at ``pos``: magic and length bounds, not its CRC (`verify_crc` adds
+    it). Returns its header."""
     h = BatchHeader.parse(batch, pos)
     if h.magic != MAGIC:
         raise CorruptBatchError(pos, f"magic {h.magic}, only v2 batches are supported")
     if h.batch_length < MIN_BATCH_LENGTH:
         raise CorruptBatchError(pos, f"batch length {h.batch_length} below header size")
-    end = pos + h.size
-    if end > len(batch):
+    if pos + h.size > len(batch):
         raise CorruptBatchError(pos, f"batch of {h.size} bytes truncated at {len(batch) - pos}")
-    actual = _crc(memoryview(batch)[pos + CRC_START:end])
+    return h
+
+
+def verify_crc(batch: Buffer, pos: int = 0) -> BatchHeader:
+    """Parse and check one batch at ``pos``: magic, length bounds and CRC. Returns its header."""
+    h = check_framing(batch, pos)
+    actual = _crc(memoryview(batch)[pos + CRC_START:pos + h.size])
     if actual != h.crc:
         raise CorruptBatchError(pos, f"crc mismatch: stored {h.crc:#010x}, computed {actual:#010x}")
     return h

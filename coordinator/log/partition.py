@@ -31,10 +31,9 @@ from protocol.error_codes import ErrorCode
 
 from .batch import (
     CONTROL_BIT,
-    MAGIC,
-    MIN_BATCH_LENGTH,
     BatchHeader,
     CorruptBatchError,
+    check_framing,
     iter_records,
     set_base_offset,
     set_partition_leader_epoch,
@@ -472,9 +471,7 @@ def check_appended(batch: bytes | bytearray, config: LogConfig, keys_checked: bo
     """What a log checks of one batch before appending it (see `Partition.append`); its header.
     A batch ``built_here`` keeps the framing checks but not the CRC's pass over every byte."""
     if built_here:
-        h = BatchHeader.parse(batch)
-        if h.magic != MAGIC or h.batch_length < MIN_BATCH_LENGTH:
-            raise CorruptBatchError(0, f"magic {h.magic}, batch length {h.batch_length}: not a batch built here")
+        h = check_framing(batch)
         keys_checked = True
     else:
         h = verify_crc(batch)

@@ -121,8 +121,7 @@ def offset_commit_record(group_id: str, topic: str, partition: int, offset: int,
     """OffsetCommit: key type 1; value v3, or v1 when an expire timestamp is given (OffsetCommit v2-4
     with a retention time): v1 is the only value version with one, and it has no leader epoch.
     With a producer: a TxnOffsetCommit's record, written in the producer's transactional batch."""
-    known = _offset_key(group_id, topic, partition)
-    key_bytes, key = known[0], known[1]
+    key_bytes, key, _ = _offset_key(group_id, topic, partition)
     if expire_timestamp is None:
         version = OFFSET_COMMIT_VALUE_VERSION
         value = OffsetCommitValue(offset, leader_epoch, metadata, commit_timestamp)  # positional: hot path
